@@ -1,0 +1,482 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/*
+ * libdevmemtcp - receive TCP payload straight into device memory (and send
+ * from it) with Linux Device Memory TCP.
+ *
+ * This is the only installed header.  See devmemtcp(7) for the model.
+ *
+ * Conventions:
+ *  - every function returns >= 0 on success or a negative errno; errno is
+ *    never relied on and left untouched;
+ *  - a failing function records a message (the kernel's extack text, if any,
+ *    plus the library's explanation of the fix) on the object it acted on:
+ *    devmemtcp_ctx_errmsg() for constructors, devmemtcp_<object>_errmsg()
+ *    for operations on an object;
+ *  - options structs start with "size_t sz" and are initialised with
+ *    DEVMEMTCP_OPTS(); unknown non-zero tail bytes give -EINVAL.
+ */
+#ifndef DEVMEMTCP_H
+#define DEVMEMTCP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DEVMEMTCP_VERSION_MAJOR 0
+#define DEVMEMTCP_VERSION_MINOR 1
+#define DEVMEMTCP_VERSION_MICRO 0
+
+/* Declare and zero an options struct of type "struct devmemtcp_<type>" and
+ * set its sz, e.g. DEVMEMTCP_OPTS(rx_opts, o, .max_pending = 64); */
+#define DEVMEMTCP_OPTS(TYPE, NAME, ...)                                        \
+	struct devmemtcp_##TYPE NAME = { .sz = sizeof(struct devmemtcp_##TYPE), \
+					 __VA_ARGS__ }
+
+const char *devmemtcp_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Library context: logging and the message of the last failed constructor.  */
+
+enum devmemtcp_log_level {
+	DEVMEMTCP_LOG_NONE = 0,
+	DEVMEMTCP_LOG_ERR = 3,
+	DEVMEMTCP_LOG_WARN = 4,
+	DEVMEMTCP_LOG_INFO = 6,
+	DEVMEMTCP_LOG_DEBUG = 7,
+};
+
+typedef void (*devmemtcp_log_fn)(void *user, int level, const char *msg);
+
+struct devmemtcp_ctx_opts {
+	size_t sz;
+	/* Receives every message at or below log_level.  NULL: stderr. */
+	devmemtcp_log_fn log_fn;
+	void *log_user;
+	/* 0: DEVMEMTCP_LOG_ERR, or the DEVMEMTCP_LOG environment variable
+	 * (none, err, warn, info, debug) when set. */
+	int log_level;
+};
+
+struct devmemtcp_ctx;
+
+int devmemtcp_ctx_new(const struct devmemtcp_ctx_opts *opts,
+		      struct devmemtcp_ctx **ctx);
+void devmemtcp_ctx_free(struct devmemtcp_ctx *ctx);
+/* Message of the last failed call made with this context ("" if none). */
+const char *devmemtcp_ctx_errmsg(const struct devmemtcp_ctx *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* Netdev queries (generic netlink family "netdev").                        */
+
+enum devmemtcp_queue_type {
+	DEVMEMTCP_QUEUE_RX = 0,
+	DEVMEMTCP_QUEUE_TX = 1,
+};
+
+struct devmemtcp_queue {
+	uint32_t id;
+	uint32_t type;		/* enum devmemtcp_queue_type */
+	uint32_t ifindex;
+	uint32_t napi_id;	/* 0 when not reported */
+	uint32_t dmabuf_id;	/* binding id, 0 when no dma-buf is bound */
+	uint8_t io_uring;	/* an io_uring zcrx provider is installed */
+	uint8_t xsk;		/* an AF_XDP socket uses the queue */
+	uint8_t reserved[6];
+};
+
+/* Fill up to max entries with the RX and TX queues of ifindex; returns the
+ * number of queues the device has (which may exceed max). */
+int devmemtcp_queue_list(struct devmemtcp_ctx *ctx, int ifindex,
+			 struct devmemtcp_queue *queues, size_t max);
+
+struct devmemtcp_qstats {
+	size_t sz;
+	uint64_t rx_packets;
+	uint64_t rx_bytes;
+	uint64_t rx_alloc_fail;
+	uint64_t rx_hw_drops;
+	uint64_t tx_packets;
+	uint64_t tx_bytes;
+};
+
+/* Per-queue statistics of (ifindex, type, queue), or of the whole device
+ * when queue < 0.  Counters the driver does not report read UINT64_MAX. */
+int devmemtcp_qstats_get(struct devmemtcp_ctx *ctx, int ifindex, int type,
+			 int queue, struct devmemtcp_qstats *stats);
+
+/* ------------------------------------------------------------------------ */
+/* Buffers: a dma-buf plus a segment table mapping dma-buf offsets to       */
+/* device (or CPU) addresses.                                               */
+
+enum devmemtcp_provider {
+	DEVMEMTCP_PROVIDER_UDMABUF = 1,	/* host memory through /dev/udmabuf */
+	DEVMEMTCP_PROVIDER_IMPORT = 2,	/* the caller's dma-buf fd */
+	DEVMEMTCP_PROVIDER_CUDA = 3,	/* NVIDIA GPU memory (libcuda at run time) */
+	DEVMEMTCP_PROVIDER_DRM = 4,	/* a GEM buffer exported with PRIME */
+};
+
+/* One contiguous run of the dma-buf offset space: bytes [offset, offset+len)
+ * of the dma-buf live at device address addr. */
+struct devmemtcp_segment {
+	uint64_t offset;
+	uint64_t len;
+	uint64_t addr;
+};
+
+enum devmemtcp_buf_flags {
+	DEVMEMTCP_BUF_HUGETLB = 1u << 0,	/* udmabuf: back with 2 MiB pages */
+	DEVMEMTCP_BUF_KEEP_FD = 1u << 1,	/* import: do not take ownership of fd */
+};
+
+struct devmemtcp_buf_opts {
+	size_t sz;
+	uint32_t provider;	/* enum devmemtcp_provider */
+	uint32_t flags;		/* enum devmemtcp_buf_flags */
+	uint64_t size;		/* bytes; rounded up to the page size */
+	/* import: the dma-buf fd and its segment table (NULL: one segment
+	 * mapping offset 0.. to address 0..). */
+	int fd;
+	const struct devmemtcp_segment *segments;
+	size_t nsegments;
+	/* CUDA: device ordinal; ptr != 0 imports that existing allocation
+	 * instead of allocating; chunk_size > 0 builds the range from
+	 * physical chunks of that size. */
+	int cuda_device;
+	uint64_t cuda_ptr;
+	uint64_t cuda_chunk_size;
+	/* DRM: device node (NULL: first render node). */
+	const char *drm_path;
+};
+
+struct devmemtcp_buf;
+
+int devmemtcp_buf_new(struct devmemtcp_ctx *ctx,
+		      const struct devmemtcp_buf_opts *opts,
+		      struct devmemtcp_buf **buf);
+void devmemtcp_buf_free(struct devmemtcp_buf *buf);
+const char *devmemtcp_buf_errmsg(const struct devmemtcp_buf *buf);
+
+int devmemtcp_buf_fd(const struct devmemtcp_buf *buf);
+uint64_t devmemtcp_buf_size(const struct devmemtcp_buf *buf);
+int devmemtcp_buf_provider(const struct devmemtcp_buf *buf);
+/* Number of segments; *segs points at the buffer's own sorted table. */
+size_t devmemtcp_buf_segments(const struct devmemtcp_buf *buf,
+			      const struct devmemtcp_segment **segs);
+/* Device address of dma-buf offset off: 0 and *addr set, or -ERANGE. */
+int devmemtcp_buf_addr(const struct devmemtcp_buf *buf, uint64_t off,
+		       uint64_t *addr);
+/* CPU access to host-backed buffers (udmabuf), bracketed with
+ * DMA_BUF_IOCTL_SYNC; -EOPNOTSUPP for device memory. */
+int devmemtcp_buf_read(struct devmemtcp_buf *buf, uint64_t off, void *dst,
+		       size_t len);
+int devmemtcp_buf_write(struct devmemtcp_buf *buf, uint64_t off,
+			const void *src, size_t len);
+
+/* ------------------------------------------------------------------------ */
+/* Bindings: a dma-buf bound to NIC queues.  Each binding owns its netlink  */
+/* socket; devmemtcp_binding_close() unbinds, nothing else does.            */
+
+struct devmemtcp_bind_opts {
+	size_t sz;
+	/* RX niov size in bytes (power of two >= page size), 0: page size.
+	 * Needs a kernel with NETDEV_A_DMABUF_RX_PAGE_SIZE. */
+	uint32_t rx_page_size;
+	/* Skip the queue-get check that every queue shows the binding. */
+	bool no_verify;
+};
+
+struct devmemtcp_binding;
+
+int devmemtcp_bind_rx(struct devmemtcp_ctx *ctx, int ifindex,
+		      const uint32_t *queues, size_t nqueues,
+		      struct devmemtcp_buf *buf,
+		      const struct devmemtcp_bind_opts *opts,
+		      struct devmemtcp_binding **binding);
+void devmemtcp_binding_close(struct devmemtcp_binding *binding);
+uint32_t devmemtcp_binding_id(const struct devmemtcp_binding *binding);
+struct devmemtcp_buf *
+devmemtcp_binding_buf(const struct devmemtcp_binding *binding);
+
+/* ------------------------------------------------------------------------ */
+/* Receive.                                                                  */
+
+enum devmemtcp_frag_flags {
+	/* Bytes copied into the caller's linear buffer at .offset (headers or
+	 * payload the NIC did not split, or a steering miss); no token. */
+	DEVMEMTCP_FRAG_LINEAR = 1u << 0,
+	/* From a binding this receiver does not know: a steering error.  The
+	 * token is valid and must still be released; addr is 0. */
+	DEVMEMTCP_FRAG_FOREIGN = 1u << 1,
+};
+
+struct devmemtcp_frag {
+	uint64_t offset;	/* dma-buf offset (linear: offset in the caller's buffer) */
+	uint64_t addr;		/* device address of the bytes, 0 if unknown */
+	uint32_t len;
+	uint32_t token;
+	uint32_t binding_id;
+	uint32_t flags;		/* enum devmemtcp_frag_flags */
+};
+
+struct devmemtcp_rx_opts {
+	size_t sz;
+	/* Initial control buffer in bytes (0: room for 64 fragments); grown
+	 * on MSG_CTRUNC or ETOOSMALL. */
+	size_t ctrl_size;
+	/* Released tokens are queued and sent to the kernel in batches of at
+	 * most this many fragments (0 and max: 1024, the kernel's limit).
+	 * Pending releases are always flushed before a blocking receive. */
+	uint32_t release_batch;
+};
+
+struct devmemtcp_rx_stats {
+	size_t sz;
+	uint64_t bytes;			/* dmabuf + linear */
+	uint64_t dmabuf_bytes;
+	uint64_t linear_bytes;
+	uint64_t frags;			/* dma-buf fragments */
+	uint64_t recv_calls;
+	uint64_t steering_misses;	/* receives with plain data only */
+	uint64_t foreign_frags;		/* fragments of unknown bindings */
+	uint64_t tokens_outstanding;	/* received, not yet released */
+	uint64_t tokens_outstanding_max;
+	uint64_t tokens_released;
+	uint64_t dontneed_calls;
+	uint64_t partial_returns;	/* DONTNEED freed fewer than asked */
+	uint64_t ctrl_grows;
+	uint64_t deferred_pending;	/* fragments waiting on a completion */
+};
+
+struct devmemtcp_rx;
+
+/* Wrap the connected TCP socket fd (not closed by devmemtcp_rx_free). */
+int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
+		     const struct devmemtcp_rx_opts *opts,
+		     struct devmemtcp_rx **rx);
+/* Releases every token still held (waiting for deferred completions). */
+void devmemtcp_rx_free(struct devmemtcp_rx *rx);
+const char *devmemtcp_rx_errmsg(const struct devmemtcp_rx *rx);
+int devmemtcp_rx_fd(const struct devmemtcp_rx *rx);
+
+/* Fragments of binding_id map to addresses through buf.  Fragments of
+ * unregistered ids are flagged DEVMEMTCP_FRAG_FOREIGN. */
+int devmemtcp_rx_add_buf(struct devmemtcp_rx *rx, uint32_t binding_id,
+			 const struct devmemtcp_buf *buf);
+
+/*
+ * Receive up to len bytes with recvmsg(MSG_SOCK_DEVMEM).  linear (len bytes)
+ * receives bytes that did not land in device memory.  Fills up to max_frags
+ * entries in stream order; returns their number, 0 at end of stream, or a
+ * negative errno (-EAGAIN on a non-blocking socket with nothing to read).
+ */
+int devmemtcp_rx_recv(struct devmemtcp_rx *rx, struct devmemtcp_frag *frags,
+		      size_t max_frags, void *linear, size_t len);
+
+/* Queue the tokens of n fragments for release (linear entries are
+ * skipped).  -EINVAL if a token is not outstanding: nothing is queued. */
+int devmemtcp_rx_release(struct devmemtcp_rx *rx,
+			 const struct devmemtcp_frag *frags, size_t n);
+
+/* Deferred release: done(arg, wait) returns 1 once the bytes of the n
+ * fragments were consumed (blocking when wait is true), 0 if not yet, or a
+ * negative errno.  After it returned 1 it is not called again, and arg
+ * belongs to the caller again. */
+typedef int (*devmemtcp_done_fn)(void *arg, bool wait);
+int devmemtcp_rx_release_after(struct devmemtcp_rx *rx,
+			       const struct devmemtcp_frag *frags, size_t n,
+			       devmemtcp_done_fn done, void *arg);
+
+/* Hand queued releases to the kernel now (after polling completions);
+ * returns the number of tokens released. */
+int devmemtcp_rx_flush(struct devmemtcp_rx *rx);
+/* Release every outstanding token now (deferred ones after waiting). */
+int devmemtcp_rx_release_all(struct devmemtcp_rx *rx);
+
+int devmemtcp_rx_stats(const struct devmemtcp_rx *rx,
+		       struct devmemtcp_rx_stats *stats);
+
+/* @@NIC@@ - transactional NIC setup (lib/nic.c). */
+
+/*
+ * A flow to steer to the devmem queues: TCP over IPv4 or IPv6, each field
+ * with a mask (bits set = compared; an all-zero mask matches anything).
+ * devmemtcp_flow_parse() fills one from text.
+ */
+enum devmemtcp_flow_flags {
+	/* .queue selects the handle's queue (an index into its queue list);
+	 * otherwise flows go to the RSS context over all devmem queues, or
+	 * round-robin to the queues where there is no context. */
+	DEVMEMTCP_FLOW_QUEUE = 1u << 0,
+};
+
+struct devmemtcp_flow {
+	int family;		/* AF_INET or AF_INET6 */
+	uint32_t flags;		/* enum devmemtcp_flow_flags */
+	uint8_t src_addr[16];	/* network byte order; IPv4 uses 4 bytes */
+	uint8_t src_mask[16];
+	uint8_t dst_addr[16];
+	uint8_t dst_mask[16];
+	uint16_t src_port;	/* host byte order */
+	uint16_t src_port_mask;
+	uint16_t dst_port;
+	uint16_t dst_port_mask;
+	uint32_t queue;
+};
+
+/*
+ * Parse "[tcp4|tcp6] [src-ip ADDR[/LEN]] [dst-ip ADDR[/LEN]] [src-port N]
+ * [dst-port N] [queue I]" (ethtool -N words; at least one match field).
+ * 0 or -EINVAL.
+ */
+int devmemtcp_flow_parse(const char *text, struct devmemtcp_flow *flow);
+
+enum devmemtcp_nic_flags {
+	/* A dead process's journal is found: undo its changes first instead
+	 * of failing with -ESTALE. */
+	DEVMEMTCP_NIC_RECOVER = 1u << 0,
+	/* Never create an RSS context; rules steer to single queues. */
+	DEVMEMTCP_NIC_NO_RSS_CONTEXT = 1u << 1,
+	/* Leave the default RSS table alone (the caller keeps other traffic
+	 * off the devmem queues some other way). */
+	DEVMEMTCP_NIC_KEEP_RSS = 1u << 2,
+};
+
+struct devmemtcp_nic_opts {
+	size_t sz;
+	uint32_t flags;			/* enum devmemtcp_nic_flags */
+	/* Devmem RX queues: the ids in queues[0..nqueues), or, when queues is
+	 * NULL, the last nqueues RX queues (0: 1). */
+	const uint32_t *queues;
+	uint32_t nqueues;
+	const struct devmemtcp_flow *flows;
+	size_t nflows;
+	/* bind-rx this buffer to the queues (NULL: no binding). */
+	struct devmemtcp_buf *buf;
+	const struct devmemtcp_bind_opts *bind_opts;
+	/* Journal and lock directory; NULL: $DEVMEMTCP_RUN_DIR, else
+	 * /run/devmemtcp. */
+	const char *run_dir;
+};
+
+struct devmemtcp_nic;
+
+/*
+ * Prepare ifname for devmem: journal + lock, snapshot, header split on and
+ * hds-thresh 0, RSS kept off the devmem queues (and an RSS context over
+ * them), one ntuple rule per flow, optional bind-rx verified with
+ * queue-get.  On failure every finished step is undone and the message on
+ * ctx names the step and the fix.
+ */
+int devmemtcp_nic_open(struct devmemtcp_ctx *ctx, const char *ifname,
+		       const struct devmemtcp_nic_opts *opts,
+		       struct devmemtcp_nic **nic);
+/* Undo everything this handle changed, in reverse order, and free it.
+ * Returns 0, or the first undo error (message on the context). */
+int devmemtcp_nic_close(struct devmemtcp_nic *nic);
+const char *devmemtcp_nic_errmsg(const struct devmemtcp_nic *nic);
+/* The devmem queue ids; returns their number. */
+int devmemtcp_nic_queues(const struct devmemtcp_nic *nic,
+			 const uint32_t **queues);
+/* The binding made by open (NULL without opts->buf); owned by the handle. */
+struct devmemtcp_binding *
+devmemtcp_nic_binding(const struct devmemtcp_nic *nic);
+/* Steer one more flow; returns its id (>= 0) for removal. */
+int devmemtcp_nic_add_flow(struct devmemtcp_nic *nic,
+			   const struct devmemtcp_flow *flow);
+int devmemtcp_nic_remove_flow(struct devmemtcp_nic *nic, int flow_id);
+
+struct devmemtcp_nic_stats {
+	size_t sz;
+	uint64_t setup_round_trips;	/* netlink requests made by open */
+	uint64_t setup_ioctls;		/* SIOCETHTOOL calls made by open */
+	uint64_t round_trips;		/* since open, all */
+	uint64_t ioctls;
+	uint32_t steps;			/* changes applied by open */
+	uint32_t rules;			/* ntuple rules owned now */
+	uint32_t rss_context;		/* 0: none created */
+};
+int devmemtcp_nic_stats(const struct devmemtcp_nic *nic,
+			struct devmemtcp_nic_stats *stats);
+
+/*
+ * Undo the changes of a dead process recorded in the journal of ifname.
+ * Returns 1 when something was undone, 0 when there was no journal,
+ * -EBUSY when its owner is still alive.  opts: only run_dir is used.
+ */
+int devmemtcp_nic_recover(struct devmemtcp_ctx *ctx, const char *ifname,
+			  const struct devmemtcp_nic_opts *opts);
+
+#define DEVMEMTCP_PROBE_MAX_PROBLEMS 16
+
+struct devmemtcp_probe_problem {
+	char what[160];		/* "header split is off" */
+	char fix[320];		/* "ethtool -G eth0 tcp-data-split on" */
+};
+
+enum devmemtcp_probe_flags {
+	/* Bind a small udmabuf to the last RX queue and release it. */
+	DEVMEMTCP_PROBE_TRY_BIND = 1u << 0,
+};
+
+struct devmemtcp_probe_opts {
+	size_t sz;
+	uint32_t flags;		/* enum devmemtcp_probe_flags */
+};
+
+/* What devmemtcp_nic_probe() found.  Numbers are -1 when unknown. */
+struct devmemtcp_probe {
+	size_t sz;
+	char ifname[16];
+	int ifindex;
+	char kernel[65];		/* uname release */
+	bool has_netdev_family;
+	bool has_bind_rx;
+	bool has_bind_tx;
+	char driver[32];
+	char driver_version[32];
+	char bus_info[32];
+	int rx_queues;
+	int tx_queues;
+	int tcp_data_split;		/* -1 unsupported, 0 auto, 1 off, 2 on */
+	int64_t hds_thresh;
+	int64_t hds_thresh_max;
+	int ntuple;			/* -1 unsupported, 0 off, 1 on */
+	int ntuple_fixed;		/* the feature cannot be changed */
+	int ntuple_rules;
+	int ntuple_table_size;
+	int rss_table_size;		/* -1: no RSS */
+	int rss_contexts;		/* -1 unknown, 0 no, 1 yes */
+	int rss_context_count;		/* besides the default */
+	bool xdp;			/* an XDP program is attached */
+	int xsk_queues;			/* queues used by AF_XDP */
+	int dmabuf_queues;		/* queues with a dma-buf bound */
+	int io_uring_queues;		/* queues with io_uring zcrx */
+	int64_t udmabuf_limit_mb;	/* -1: udmabuf not loaded */
+	bool cap_net_admin;
+	int64_t optmem_max;
+	int try_bind;			/* 1 bound, 0 not tried, <0 errno */
+	char try_bind_msg[256];
+	uint32_t nproblems;
+	struct devmemtcp_probe_problem problems[DEVMEMTCP_PROBE_MAX_PROBLEMS];
+};
+
+/* Collect the report of ifname.  Returns the number of problems (>= 0), or
+ * a negative errno when ifname cannot be inspected at all. */
+int devmemtcp_nic_probe(struct devmemtcp_ctx *ctx, const char *ifname,
+			const struct devmemtcp_probe_opts *opts,
+			struct devmemtcp_probe *report);
+
+/* @@TX@@ - transmit from device memory (lib/tx.c). */
+
+/* @@GPU@@ - GPU gather and views (lib/gpu.c). */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DEVMEMTCP_H */

@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/* Buffer objects: provider dispatch, segment table, CPU access. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "uapi.h"
+
+int dmt_buf_alloc(struct devmemtcp_ctx *ctx, int provider,
+		  struct devmemtcp_buf **bufp)
+{
+	struct devmemtcp_buf *buf = calloc(1, sizeof(*buf));
+
+	if (!buf)
+		return -ENOMEM;
+	buf->ctx = ctx;
+	buf->provider = provider;
+	buf->fd = -1;
+	*bufp = buf;
+	return 0;
+}
+
+static int seg_cmp(const void *a, const void *b)
+{
+	const struct devmemtcp_segment *x = a, *y = b;
+
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+int dmt_segments_set(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		     struct devmemtcp_segment **dst, size_t *ndst,
+		     const struct devmemtcp_segment *src, size_t n,
+		     uint64_t size)
+{
+	struct devmemtcp_segment *segs;
+
+	if (!n || !src)
+		return dmt_err(ctx, err, -EINVAL,
+			       "segment table is empty: give at least one segment");
+	segs = malloc(n * sizeof(*segs));
+	if (!segs)
+		return -ENOMEM;
+	memcpy(segs, src, n * sizeof(*segs));
+	qsort(segs, n, sizeof(*segs), seg_cmp);
+	for (size_t i = 0; i < n; i++) {
+		const struct devmemtcp_segment *s = &segs[i];
+
+		if (!s->len || s->offset >= size || s->len > size - s->offset) {
+			dmt_err(ctx, err, -EINVAL,
+				"segment [%#llx, +%#llx) is empty or outside the %llu-byte dma-buf: every segment must lie inside the buffer",
+				(unsigned long long)s->offset,
+				(unsigned long long)s->len,
+				(unsigned long long)size);
+			free(segs);
+			return -EINVAL;
+		}
+		if (s->addr + s->len < s->addr) {
+			dmt_err(ctx, err, -EINVAL,
+				"segment at offset %#llx: address %#llx + length %#llx wraps around",
+				(unsigned long long)s->offset,
+				(unsigned long long)s->addr,
+				(unsigned long long)s->len);
+			free(segs);
+			return -EINVAL;
+		}
+		if (i && segs[i - 1].offset + segs[i - 1].len > s->offset) {
+			dmt_err(ctx, err, -EINVAL,
+				"segments at offsets %#llx and %#llx overlap: each dma-buf offset may map to one address",
+				(unsigned long long)segs[i - 1].offset,
+				(unsigned long long)s->offset);
+			free(segs);
+			return -EINVAL;
+		}
+	}
+	free(*dst);
+	*dst = segs;
+	*ndst = n;
+	return 0;
+}
+
+long dmt_segments_find(const struct devmemtcp_segment *segs, size_t n,
+		       uint64_t off)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (off < segs[mid].offset)
+			hi = mid;
+		else if (off - segs[mid].offset >= segs[mid].len)
+			lo = mid + 1;
+		else
+			return (long)mid;
+	}
+	return -1;
+}
+
+int dmt_import_new(struct devmemtcp_ctx *ctx,
+		   const struct devmemtcp_buf_opts *opts,
+		   struct devmemtcp_buf *buf)
+{
+	struct devmemtcp_segment whole;
+	int ret;
+
+	if (!opts || opts->fd < 0)
+		return dmt_err(ctx, &ctx->err, -EBADF,
+			       "import: opts.fd %d is not a dma-buf fd: pass the fd your exporter gave you",
+			       opts ? opts->fd : -1);
+	if (!opts->size)
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "import: opts.size is 0: pass the dma-buf's size in bytes");
+	if (lseek(opts->fd, 0, SEEK_END) < 0 && errno == EBADF)
+		return dmt_err(ctx, &ctx->err, -EBADF,
+			       "import: opts.fd %d is not an open file descriptor",
+			       opts->fd);
+	buf->size = opts->size;
+	if (opts->segments) {
+		ret = dmt_segments_set(ctx, &ctx->err, &buf->segs, &buf->nsegs,
+				       opts->segments, opts->nsegments,
+				       buf->size);
+	} else {
+		whole = (struct devmemtcp_segment){ 0, buf->size, 0 };
+		ret = dmt_segments_set(ctx, &ctx->err, &buf->segs, &buf->nsegs,
+				       &whole, 1, buf->size);
+	}
+	if (ret)
+		return ret;
+	buf->fd = opts->fd;
+	buf->own_fd = !(opts->flags & DEVMEMTCP_BUF_KEEP_FD);
+	return 0;
+}
+
+__attribute__((weak)) int dmt_cuda_buf_new(struct devmemtcp_ctx *ctx,
+					   const struct devmemtcp_buf_opts *opts,
+					   struct devmemtcp_buf *buf)
+{
+	return dmt_err(ctx, &ctx->err, -EOPNOTSUPP,
+		       "this libdevmemtcp was built without the CUDA provider: rebuild with -Dcuda=enabled");
+}
+
+__attribute__((weak)) int dmt_drm_buf_new(struct devmemtcp_ctx *ctx,
+					  const struct devmemtcp_buf_opts *opts,
+					  struct devmemtcp_buf *buf)
+{
+	return dmt_err(ctx, &ctx->err, -EOPNOTSUPP,
+		       "this libdevmemtcp was built without the DRM provider: install libdrm-dev and rebuild with -Ddrm=enabled");
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_buf_new(struct devmemtcp_ctx *ctx,
+				       const struct devmemtcp_buf_opts *opts,
+				       struct devmemtcp_buf **bufp)
+{
+	struct devmemtcp_buf *buf;
+	int ret;
+
+	if (!ctx)
+		return -EINVAL;
+	if (!bufp)
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "devmemtcp_buf_new: buf pointer is NULL");
+	*bufp = NULL;
+	if (!opts)
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "devmemtcp_buf_new: opts is NULL: set at least .provider and .size");
+	ret = DMT_OPTS_CHECK(ctx, &ctx->err, opts, devmemtcp_buf_opts);
+	if (ret)
+		return ret;
+	ret = dmt_buf_alloc(ctx, (int)opts->provider, &buf);
+	if (ret)
+		return ret;
+	switch (opts->provider) {
+	case DEVMEMTCP_PROVIDER_UDMABUF:
+		ret = dmt_udmabuf_new(ctx, opts, buf);
+		break;
+	case DEVMEMTCP_PROVIDER_IMPORT:
+		ret = dmt_import_new(ctx, opts, buf);
+		break;
+	case DEVMEMTCP_PROVIDER_CUDA:
+		ret = dmt_cuda_buf_new(ctx, opts, buf);
+		break;
+	case DEVMEMTCP_PROVIDER_DRM:
+		ret = dmt_drm_buf_new(ctx, opts, buf);
+		break;
+	default:
+		ret = dmt_err(ctx, &ctx->err, -EINVAL,
+			      "devmemtcp_buf_new: unknown provider %u: use DEVMEMTCP_PROVIDER_UDMABUF, _IMPORT, _CUDA or _DRM",
+			      opts->provider);
+	}
+	if (ret) {
+		devmemtcp_buf_free(buf);
+		return ret;
+	}
+	*bufp = buf;
+	return 0;
+}
+
+DEVMEMTCP_EXPORT void devmemtcp_buf_free(struct devmemtcp_buf *buf)
+{
+	if (!buf)
+		return;
+	if (buf->release)
+		buf->release(buf);
+	if (buf->cpu_map)
+		munmap(buf->cpu_map, buf->size);
+	if (buf->own_fd && buf->fd >= 0)
+		close(buf->fd);
+	free(buf->segs);
+	free(buf);
+}
+
+DEVMEMTCP_EXPORT const char *devmemtcp_buf_errmsg(const struct devmemtcp_buf *buf)
+{
+	return buf ? buf->err.msg : "";
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_buf_fd(const struct devmemtcp_buf *buf)
+{
+	return buf ? buf->fd : -EINVAL;
+}
+
+DEVMEMTCP_EXPORT uint64_t devmemtcp_buf_size(const struct devmemtcp_buf *buf)
+{
+	return buf ? buf->size : 0;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_buf_provider(const struct devmemtcp_buf *buf)
+{
+	return buf ? buf->provider : -EINVAL;
+}
+
+DEVMEMTCP_EXPORT size_t devmemtcp_buf_segments(const struct devmemtcp_buf *buf,
+					       const struct devmemtcp_segment **segs)
+{
+	if (!buf)
+		return 0;
+	if (segs)
+		*segs = buf->segs;
+	return buf->nsegs;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_buf_addr(const struct devmemtcp_buf *buf,
+					uint64_t off, uint64_t *addr)
+{
+	long i;
+
+	if (!buf || !addr)
+		return -EINVAL;
+	i = dmt_segments_find(buf->segs, buf->nsegs, off);
+	if (i < 0)
+		return -ERANGE;
+	*addr = buf->segs[i].addr + (off - buf->segs[i].offset);
+	return 0;
+}
+
+static int cpu_access(struct devmemtcp_buf *buf, uint64_t off, void *mem,
+		      size_t len, bool write)
+{
+	const char *what = write ? "devmemtcp_buf_write" : "devmemtcp_buf_read";
+	struct dmt_dma_buf_sync sync;
+	uint64_t dir = write ? DMT_DMA_BUF_SYNC_WRITE : DMT_DMA_BUF_SYNC_READ;
+	int ret = 0;
+
+	if (!buf)
+		return -EINVAL;
+	if (!buf->cpu_map)
+		return dmt_err(buf->ctx, &buf->err, -EOPNOTSUPP,
+			       "%s: the buffer is device memory (provider %d), which the CPU cannot read: copy it on the device instead",
+			       what, buf->provider);
+	if (len && !mem)
+		return dmt_err(buf->ctx, &buf->err, -EINVAL,
+			       "%s: NULL memory for %zu bytes", what, len);
+	if (off > buf->size || len > buf->size - off)
+		return dmt_err(buf->ctx, &buf->err, -ERANGE,
+			       "%s: bytes [%llu, +%zu) are outside the %llu-byte buffer",
+			       what, (unsigned long long)off, len,
+			       (unsigned long long)buf->size);
+	sync.flags = DMT_DMA_BUF_SYNC_START | dir;
+	if (ioctl(buf->fd, DMT_DMA_BUF_IOCTL_SYNC, &sync))
+		return dmt_err(buf->ctx, &buf->err, -errno,
+			       "%s: DMA_BUF_IOCTL_SYNC start failed: %s", what,
+			       strerror(errno));
+	if (write)
+		memcpy((char *)buf->cpu_map + off, mem, len);
+	else
+		memcpy(mem, (char *)buf->cpu_map + off, len);
+	sync.flags = DMT_DMA_BUF_SYNC_END | dir;
+	if (ioctl(buf->fd, DMT_DMA_BUF_IOCTL_SYNC, &sync))
+		ret = dmt_err(buf->ctx, &buf->err, -errno,
+			      "%s: DMA_BUF_IOCTL_SYNC end failed: %s", what,
+			      strerror(errno));
+	return ret;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_buf_read(struct devmemtcp_buf *buf, uint64_t off,
+					void *dst, size_t len)
+{
+	return cpu_access(buf, off, dst, len, false);
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_buf_write(struct devmemtcp_buf *buf,
+					 uint64_t off, const void *src,
+					 size_t len)
+{
+	return cpu_access(buf, off, (void *)src, len, true);
+}

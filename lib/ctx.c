@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/* Library context, error recording and logging. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "config.h"
+#include "internal.h"
+#include "nl.h"
+
+DEVMEMTCP_EXPORT const char *devmemtcp_version(void)
+{
+	return DEVMEMTCP_VERSION;
+}
+
+static int level_from_env(void)
+{
+	static const struct {
+		const char *name;
+		int level;
+	} names[] = {
+		{ "none", DEVMEMTCP_LOG_NONE }, { "err", DEVMEMTCP_LOG_ERR },
+		{ "warn", DEVMEMTCP_LOG_WARN }, { "info", DEVMEMTCP_LOG_INFO },
+		{ "debug", DEVMEMTCP_LOG_DEBUG },
+	};
+	const char *env = getenv("DEVMEMTCP_LOG");
+
+	if (env) {
+		for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+			if (!strcasecmp(env, names[i].name))
+				return names[i].level;
+	}
+	return DEVMEMTCP_LOG_ERR;
+}
+
+static void log_msg(const struct devmemtcp_ctx *ctx, int level,
+		    const char *msg)
+{
+	int max = ctx ? ctx->log_level : level_from_env();
+
+	if (level > max)
+		return;
+	if (ctx && ctx->log_fn)
+		ctx->log_fn(ctx->log_user, level, msg);
+	else
+		fprintf(stderr, "devmemtcp: %s\n", msg);
+}
+
+int dmt_verr(const struct devmemtcp_ctx *ctx, struct dmt_err *err, int code,
+	     const char *fmt, va_list ap)
+{
+	struct dmt_err tmp;
+
+	if (!err)
+		err = &tmp;
+	err->code = code;
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	log_msg(ctx, DEVMEMTCP_LOG_ERR, err->msg);
+	return code;
+}
+
+int dmt_err(const struct devmemtcp_ctx *ctx, struct dmt_err *err, int code,
+	    const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	code = dmt_verr(ctx, err, code, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+void dmt_err_append(struct dmt_err *err, const char *fmt, ...)
+{
+	size_t len = strlen(err->msg);
+	va_list ap;
+
+	if (len >= sizeof(err->msg) - 1)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err->msg + len, sizeof(err->msg) - len, fmt, ap);
+	va_end(ap);
+}
+
+void dmt_err_clear(struct dmt_err *err)
+{
+	err->code = 0;
+	err->msg[0] = '\0';
+}
+
+void dmt_log(const struct devmemtcp_ctx *ctx, int level, const char *fmt, ...)
+{
+	char msg[DMT_ERRMSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_msg(ctx, level, msg);
+}
+
+int dmt_opts_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		   const void *opts, size_t user_sz, size_t known_sz,
+		   const char *type_name)
+{
+	if (!opts)
+		return 0;
+	if (user_sz < sizeof(size_t))
+		return dmt_err(ctx, err, -EINVAL,
+			       "struct %s: sz is %zu: initialise it with DEVMEMTCP_OPTS() or set .sz = sizeof(struct %s)",
+			       type_name, user_sz, type_name);
+	for (size_t i = known_sz; i < user_sz; i++) {
+		if (((const unsigned char *)opts)[i])
+			return dmt_err(ctx, err, -EINVAL,
+				       "struct %s has non-zero bytes at offset %zu, beyond the %zu bytes this library version knows: upgrade libdevmemtcp or leave newer fields zero",
+				       type_name, i, known_sz);
+	}
+	return 0;
+}
+
+const char *dmt_errno_name(int err)
+{
+	static const struct {
+		int code;
+		const char *name;
+	} names[] = {
+		{ EPERM, "EPERM" },	    { ENOENT, "ENOENT" },
+		{ EIO, "EIO" },		    { EBADF, "EBADF" },
+		{ ENOMEM, "ENOMEM" },	    { EACCES, "EACCES" },
+		{ EFAULT, "EFAULT" },	    { EBUSY, "EBUSY" },
+		{ EEXIST, "EEXIST" },	    { ENODEV, "ENODEV" },
+		{ EINVAL, "EINVAL" },	    { E2BIG, "E2BIG" },
+		{ ERANGE, "ERANGE" },	    { ENODATA, "ENODATA" },
+		{ EOPNOTSUPP, "EOPNOTSUPP" }, { ENOSPC, "ENOSPC" },
+		{ EAGAIN, "EAGAIN" },	    { ENOTCONN, "ENOTCONN" },
+		{ ENOTSOCK, "ENOTSOCK" },   { ENOBUFS, "ENOBUFS" },
+		{ EMSGSIZE, "EMSGSIZE" },   { 525, "ETOOSMALL" },
+	};
+	static __thread char buf[32];
+
+	if (err < 0)
+		err = -err;
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (names[i].code == err)
+			return names[i].name;
+	snprintf(buf, sizeof(buf), "errno %d", err);
+	return buf;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_ctx_new(const struct devmemtcp_ctx_opts *opts,
+				       struct devmemtcp_ctx **ctxp)
+{
+	struct devmemtcp_ctx *ctx;
+	int ret;
+
+	if (!ctxp)
+		return dmt_err(NULL, NULL, -EINVAL,
+			       "devmemtcp_ctx_new: ctx pointer is NULL: pass the address of a struct devmemtcp_ctx *");
+	*ctxp = NULL;
+	ret = DMT_OPTS_CHECK(NULL, NULL, opts, devmemtcp_ctx_opts);
+	if (ret)
+		return ret;
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	ctx->log_fn = DMT_OPT(opts, devmemtcp_ctx_opts, log_fn, NULL);
+	ctx->log_user = DMT_OPT(opts, devmemtcp_ctx_opts, log_user, NULL);
+	ctx->log_level = DMT_OPT(opts, devmemtcp_ctx_opts, log_level,
+				 level_from_env());
+	*ctxp = ctx;
+	return 0;
+}
+
+DEVMEMTCP_EXPORT void devmemtcp_ctx_free(struct devmemtcp_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	dmt_nl_close(ctx->nl);
+	free(ctx);
+}
+
+DEVMEMTCP_EXPORT const char *devmemtcp_ctx_errmsg(const struct devmemtcp_ctx *ctx)
+{
+	return ctx ? ctx->err.msg : "";
+}
+
+struct dmt_nl *dmt_ctx_nl(struct devmemtcp_ctx *ctx, int *errp)
+{
+	int ret;
+
+	if (!ctx->nl) {
+		ret = dmt_nl_open(&ctx->nl);
+		if (ret) {
+			*errp = dmt_err(ctx, &ctx->err, ret,
+					"cannot open a generic netlink socket: %s",
+					strerror(-ret));
+			return NULL;
+		}
+	}
+	return ctx->nl;
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/* Private: shared by every layer of the library, never installed. */
+#ifndef DEVMEMTCP_INTERNAL_H
+#define DEVMEMTCP_INTERNAL_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "devmemtcp.h"
+
+#define DEVMEMTCP_EXPORT __attribute__((visibility("default")))
+
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
+
+#define DMT_ERRMSG_MAX 1024
+
+/* The last error of an object: errno (negative) and its message. */
+struct dmt_err {
+	int code;
+	char msg[DMT_ERRMSG_MAX];
+};
+
+struct dmt_nl;
+
+struct devmemtcp_ctx {
+	devmemtcp_log_fn log_fn;
+	void *log_user;
+	int log_level;
+	struct dmt_err err;
+	struct dmt_nl *nl;	/* query socket, opened on first use */
+};
+
+/*
+ * Record code (a negative errno) and a message on err, log it through ctx
+ * (which may be NULL: stderr at DEVMEMTCP_LOG_ERR), and return code so that
+ * callers can write "return dmt_err(ctx, &x->err, -EINVAL, "...")".
+ */
+int dmt_err(const struct devmemtcp_ctx *ctx, struct dmt_err *err, int code,
+	    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int dmt_verr(const struct devmemtcp_ctx *ctx, struct dmt_err *err, int code,
+	     const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
+/* Append " (kernel: <extack>)"-style detail to an existing message. */
+void dmt_err_append(struct dmt_err *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void dmt_err_clear(struct dmt_err *err);
+/* Log without recording. */
+void dmt_log(const struct devmemtcp_ctx *ctx, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/*
+ * libbpf-style options check: opts may be NULL; otherwise sz must be set
+ * and any bytes of the caller's struct beyond what this library knows must
+ * be zero.  Returns 0 or -EINVAL with a message on err.
+ */
+int dmt_opts_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		   const void *opts, size_t user_sz, size_t known_sz,
+		   const char *type_name);
+#define DMT_OPTS_CHECK(ctx, err, opts, type)                                   \
+	dmt_opts_check(ctx, err, opts, (opts) ? (opts)->sz : 0,                \
+		       sizeof(struct type), #type)
+/* Read field of an options struct, or def when opts is NULL, too old to
+ * contain the field, or the field is zero. */
+#define DMT_OPT(opts, type, field, def)                                        \
+	(((opts) && (opts)->sz >= offsetof(struct type, field) +               \
+			       sizeof((opts)->field) && (opts)->field)         \
+		 ? (opts)->field                                               \
+		 : (def))
+
+/* Query socket of ctx (opened lazily); NULL with ctx->err set on failure. */
+struct dmt_nl *dmt_ctx_nl(struct devmemtcp_ctx *ctx, int *errp);
+
+/* Name of an errno for messages ("EINVAL"), or its number. */
+const char *dmt_errno_name(int err);
+
+#endif

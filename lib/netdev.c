@@ -1,0 +1,627 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/* The genl family "netdev": queue-get, qstats-get, bind-rx, bind-tx. */
+#include <net/if.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "netdev.h"
+#include "uapi.h"
+
+#define DMT_IFNAME_MAX 32 /* IF_NAMESIZE or "ifindex N" */
+
+static const char *ifname_of(int ifindex, char *buf)
+{
+	if (ifindex > 0 && if_indextoname((unsigned int)ifindex, buf))
+		return buf;
+	snprintf(buf, DMT_IFNAME_MAX, "ifindex %d", ifindex);
+	return buf;
+}
+
+/* Resolve "netdev" or explain that the kernel lacks it. */
+static int netdev_family(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+			 struct dmt_nl *nl, uint16_t *id)
+{
+	int ret = dmt_nl_netdev_family(nl, id);
+
+	if (ret == -ENOENT)
+		return dmt_err(ctx, err, -EOPNOTSUPP,
+			       "the kernel has no \"netdev\" generic netlink family: devmem TCP needs Linux 6.12 or newer (bind-tx 6.16)");
+	if (ret)
+		return dmt_err(ctx, err, ret,
+			       "resolving the \"netdev\" netlink family failed: %s",
+			       strerror(-ret));
+	return 0;
+}
+
+/* ---- queue-get ---------------------------------------------------------- */
+
+static int queue_attr_cb(const struct nlattr *attr, void *data)
+{
+	struct devmemtcp_queue *q = data;
+	uint16_t type = mnl_attr_get_type(attr);
+
+	switch (type) {
+	case DMT_NETDEV_A_QUEUE_ID:
+	case DMT_NETDEV_A_QUEUE_IFINDEX:
+	case DMT_NETDEV_A_QUEUE_TYPE:
+	case DMT_NETDEV_A_QUEUE_NAPI_ID:
+	case DMT_NETDEV_A_QUEUE_DMABUF:
+		if (mnl_attr_validate(attr, MNL_TYPE_U32) < 0)
+			return MNL_CB_ERROR;
+		break;
+	}
+	switch (type) {
+	case DMT_NETDEV_A_QUEUE_ID:
+		q->id = mnl_attr_get_u32(attr);
+		break;
+	case DMT_NETDEV_A_QUEUE_IFINDEX:
+		q->ifindex = mnl_attr_get_u32(attr);
+		break;
+	case DMT_NETDEV_A_QUEUE_TYPE:
+		q->type = mnl_attr_get_u32(attr);
+		break;
+	case DMT_NETDEV_A_QUEUE_NAPI_ID:
+		q->napi_id = mnl_attr_get_u32(attr);
+		break;
+	case DMT_NETDEV_A_QUEUE_DMABUF:
+		q->dmabuf_id = mnl_attr_get_u32(attr);
+		break;
+	case DMT_NETDEV_A_QUEUE_IO_URING:
+		q->io_uring = 1;
+		break;
+	case DMT_NETDEV_A_QUEUE_XSK:
+		q->xsk = 1;
+		break;
+	}
+	return MNL_CB_OK;
+}
+
+int dmt_queue_parse(const struct nlmsghdr *nlh, struct devmemtcp_queue *q)
+{
+	memset(q, 0, sizeof(*q));
+	if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(struct genlmsghdr)))
+		return -EBADMSG;
+	if (mnl_attr_parse(nlh, sizeof(struct genlmsghdr), queue_attr_cb, q) !=
+	    MNL_CB_OK)
+		return -EBADMSG;
+	return 0;
+}
+
+struct queue_dump {
+	struct devmemtcp_queue *queues;
+	size_t max;
+	size_t n;
+};
+
+static int queue_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct queue_dump *d = data;
+	struct devmemtcp_queue q;
+	int ret = dmt_queue_parse(nlh, &q);
+
+	if (ret)
+		return ret;
+	if (d->n < d->max)
+		d->queues[d->n] = q;
+	d->n++;
+	return MNL_CB_OK;
+}
+
+int dmt_queue_list(struct dmt_nl *nl, int ifindex,
+		   struct devmemtcp_queue *queues, size_t max)
+{
+	char buf[256];
+	struct queue_dump d = { queues, max, 0 };
+	struct nlmsghdr *nlh;
+	uint16_t family;
+	int ret;
+
+	ret = dmt_nl_netdev_family(nl, &family);
+	if (ret)
+		return ret;
+	nlh = dmt_nl_genl_msg(buf, family, DMT_NETDEV_CMD_QUEUE_GET,
+			      DMT_NETDEV_FAMILY_VERSION, NLM_F_DUMP);
+	mnl_attr_put_u32(nlh, DMT_NETDEV_A_QUEUE_IFINDEX, (uint32_t)ifindex);
+	ret = dmt_nl_talk(nl, nlh, queue_cb, &d);
+	if (ret)
+		return ret;
+	return (int)d.n;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_queue_list(struct devmemtcp_ctx *ctx,
+					  int ifindex,
+					  struct devmemtcp_queue *queues,
+					  size_t max)
+{
+	char name[DMT_IFNAME_MAX];
+	struct dmt_nl *nl;
+	uint16_t family;
+	int ret = 0;
+
+	if (!ctx)
+		return -EINVAL;
+	if (ifindex <= 0 || (max && !queues))
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "devmemtcp_queue_list: ifindex %d and %zu entries at %p: pass an ifindex from if_nametoindex() and an array for max entries",
+			       ifindex, max, (void *)queues);
+	nl = dmt_ctx_nl(ctx, &ret);
+	if (!nl)
+		return ret;
+	ret = netdev_family(ctx, &ctx->err, nl, &family);
+	if (ret)
+		return ret;
+	ret = dmt_queue_list(nl, ifindex, queues, max);
+	if (ret == -ENODEV)
+		return dmt_err(ctx, &ctx->err, ret,
+			       "no network interface has index %d: check the name with 'ip link'",
+			       ifindex);
+	if (ret < 0)
+		return dmt_err(ctx, &ctx->err, ret,
+			       "queue-get on %s failed: %s%s%s",
+			       ifname_of(ifindex, name), strerror(-ret),
+			       nl->extack[0] ? ": " : "", nl->extack);
+	return ret;
+}
+
+/* ---- qstats-get --------------------------------------------------------- */
+
+struct qstats_req {
+	int type;
+	int queue;
+	bool found;
+	struct devmemtcp_qstats *out;
+};
+
+struct qstats_row {
+	int64_t type;
+	int64_t id;
+	uint64_t val[DMT_NETDEV_A_QSTATS_RX_HW_DROPS + 1];
+	bool have[DMT_NETDEV_A_QSTATS_RX_HW_DROPS + 1];
+};
+
+static int qstats_attr_cb(const struct nlattr *attr, void *data)
+{
+	struct qstats_row *row = data;
+	uint16_t type = mnl_attr_get_type(attr);
+	uint16_t len = mnl_attr_get_payload_len(attr);
+	uint64_t v;
+
+	/* NLA_UINT: 4 or 8 bytes on the wire */
+	if (len == 4)
+		v = mnl_attr_get_u32(attr);
+	else if (len == 8)
+		v = mnl_attr_get_u64(attr);
+	else
+		return MNL_CB_OK;
+	if (type == DMT_NETDEV_A_QSTATS_QUEUE_TYPE)
+		row->type = (int64_t)v;
+	else if (type == DMT_NETDEV_A_QSTATS_QUEUE_ID)
+		row->id = (int64_t)v;
+	else if (type < ARRAY_SIZE(row->val)) {
+		row->val[type] = v;
+		row->have[type] = true;
+	}
+	return MNL_CB_OK;
+}
+
+static int qstats_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct qstats_req *req = data;
+	struct qstats_row row = { .type = -1, .id = -1 };
+	struct devmemtcp_qstats *o = req->out;
+
+	mnl_attr_parse(nlh, sizeof(struct genlmsghdr), qstats_attr_cb, &row);
+	if (req->queue >= 0 && (row.type != req->type || row.id != req->queue))
+		return MNL_CB_OK;
+#define QS(field, attr) \
+	o->field = row.have[attr] ? row.val[attr] : UINT64_MAX
+	QS(rx_packets, DMT_NETDEV_A_QSTATS_RX_PACKETS);
+	QS(rx_bytes, DMT_NETDEV_A_QSTATS_RX_BYTES);
+	QS(rx_alloc_fail, DMT_NETDEV_A_QSTATS_RX_ALLOC_FAIL);
+	QS(rx_hw_drops, DMT_NETDEV_A_QSTATS_RX_HW_DROPS);
+	QS(tx_packets, DMT_NETDEV_A_QSTATS_TX_PACKETS);
+	QS(tx_bytes, DMT_NETDEV_A_QSTATS_TX_BYTES);
+#undef QS
+	req->found = true;
+	return MNL_CB_OK;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_qstats_get(struct devmemtcp_ctx *ctx,
+					  int ifindex, int type, int queue,
+					  struct devmemtcp_qstats *stats)
+{
+	char buf[256], name[IF_NAMESIZE];
+	struct qstats_req req = { type, queue, false, stats };
+	struct nlmsghdr *nlh;
+	struct dmt_nl *nl;
+	uint16_t family;
+	size_t sz;
+	int ret = 0;
+
+	if (!ctx)
+		return -EINVAL;
+	if (!stats || stats->sz < sizeof(size_t))
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "devmemtcp_qstats_get: stats is NULL or its sz is not set: set .sz = sizeof(struct devmemtcp_qstats)");
+	if (ifindex <= 0 || (type != DEVMEMTCP_QUEUE_RX &&
+			     type != DEVMEMTCP_QUEUE_TX))
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "devmemtcp_qstats_get: ifindex %d, type %d: pass an ifindex and DEVMEMTCP_QUEUE_RX or _TX",
+			       ifindex, type);
+	sz = stats->sz;
+	memset(stats, 0, sz < sizeof(*stats) ? sz : sizeof(*stats));
+	stats->sz = sz;
+	nl = dmt_ctx_nl(ctx, &ret);
+	if (!nl)
+		return ret;
+	ret = netdev_family(ctx, &ctx->err, nl, &family);
+	if (ret)
+		return ret;
+	nlh = dmt_nl_genl_msg(buf, family, DMT_NETDEV_CMD_QSTATS_GET,
+			      DMT_NETDEV_FAMILY_VERSION, NLM_F_DUMP);
+	mnl_attr_put_u32(nlh, DMT_NETDEV_A_QSTATS_IFINDEX, (uint32_t)ifindex);
+	if (queue >= 0)
+		mnl_attr_put_u32(nlh, DMT_NETDEV_A_QSTATS_SCOPE,
+				 DMT_NETDEV_QSTATS_SCOPE_QUEUE);
+	ret = dmt_nl_talk(nl, nlh, qstats_cb, &req);
+	if (ret == -EOPNOTSUPP)
+		return dmt_err(ctx, &ctx->err, ret,
+			       "the driver of %s reports no queue statistics (no netdev_stat_ops)",
+			       ifname_of(ifindex, name));
+	if (ret)
+		return dmt_err(ctx, &ctx->err, ret,
+			       "qstats-get on %s failed: %s%s%s",
+			       ifname_of(ifindex, name), strerror(-ret),
+			       nl->extack[0] ? ": " : "", nl->extack);
+	if (!req.found)
+		return dmt_err(ctx, &ctx->err, -ENOENT,
+			       "%s reports no statistics for %s queue %d: check the queue index with devmemtcp_queue_list()",
+			       ifname_of(ifindex, name),
+			       type == DEVMEMTCP_QUEUE_RX ? "RX" : "TX", queue);
+	return 0;
+}
+
+/* ---- bind-rx / bind-tx -------------------------------------------------- */
+
+struct nlmsghdr *dmt_bind_msg(void *buf, uint16_t family, bool tx,
+			      int ifindex, const uint32_t *queues,
+			      size_t nqueues, int fd, uint32_t rx_page_size)
+{
+	struct nlmsghdr *nlh;
+	struct nlattr *nest;
+
+	nlh = dmt_nl_genl_msg(buf, family,
+			      tx ? DMT_NETDEV_CMD_BIND_TX
+				 : DMT_NETDEV_CMD_BIND_RX,
+			      DMT_NETDEV_FAMILY_VERSION, 0);
+	mnl_attr_put_u32(nlh, DMT_NETDEV_A_DMABUF_IFINDEX, (uint32_t)ifindex);
+	mnl_attr_put_u32(nlh, DMT_NETDEV_A_DMABUF_FD, (uint32_t)fd);
+	for (size_t i = 0; i < nqueues; i++) {
+		nest = mnl_attr_nest_start(nlh, DMT_NETDEV_A_DMABUF_QUEUES);
+		mnl_attr_put_u32(nlh, DMT_NETDEV_A_QUEUE_ID, queues[i]);
+		mnl_attr_put_u32(nlh, DMT_NETDEV_A_QUEUE_TYPE,
+				 DMT_NETDEV_QUEUE_TYPE_RX);
+		mnl_attr_nest_end(nlh, nest);
+	}
+	if (rx_page_size)
+		mnl_attr_put_u32(nlh, DMT_NETDEV_A_DMABUF_RX_PAGE_SIZE,
+				 rx_page_size);
+	return nlh;
+}
+
+static int bind_reply_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct nlattr *attr;
+
+	mnl_attr_for_each(attr, nlh, sizeof(struct genlmsghdr)) {
+		if (mnl_attr_get_type(attr) == DMT_NETDEV_A_DMABUF_ID &&
+		    mnl_attr_validate(attr, MNL_TYPE_U32) >= 0)
+			*(uint32_t *)data = mnl_attr_get_u32(attr);
+	}
+	return MNL_CB_OK;
+}
+
+/* Known extack texts (reference §1.3) and the fix for each. */
+static const struct {
+	const char *text;	/* prefix of the kernel's message */
+	const char *fix;
+} extack_fixes[] = {
+	{ "tcp-data-split is disabled",
+	  "enable header split on %s: ethtool -G %s tcp-data-split on (or use devmemtcp_nic_setup())" },
+	{ "hds-thresh is not zero",
+	  "set the header-split threshold of %s to 0: ethtool -G %s hds-thresh 0" },
+	{ "rx queue index out of range",
+	  "a queue index is not below the RX queue count of %s: check 'ethtool -l %s'" },
+	{ "designated queue already memory provider bound",
+	  "a queue of %s already has a dma-buf or io_uring bound: close that binding first or pick other queues (devmemtcp probe %s)" },
+	{ "designated queue already in use by AF_XDP",
+	  "an AF_XDP socket uses a queue of %s: close it or pick other queues (devmemtcp probe %s)" },
+	{ "unable to bind dmabuf to device with XDP program attached",
+	  "detach the XDP program of %s first: ip link set %s xdp off" },
+	{ "unable to custom memory provider to device with XDP program attached",
+	  "detach the XDP program of %s first: ip link set %s xdp off" },
+	{ "Failed to bind dmabuf to device",
+	  "the dma-buf exporter refused to attach to the DMA device of %s (%s): peer-to-peer DMA between this memory and the NIC is not possible; check IOMMU/ACS settings and the exporter's P2P support" },
+	{ "Failed to map dmabuf attachment",
+	  "the dma-buf could not be mapped for the DMA device of %s (%s): check IOMMU/P2P settings and that the buffer is resident" },
+	{ "Device doesn't support DMA",
+	  "%s has no DMA device (%s is virtual): bind on the physical NIC" },
+	{ "DMA device mismatch",
+	  "the queues of %s belong to different DMA devices (multi-PF NIC?): bind each PF's queues separately (%s)" },
+	{ "dma-buf SG length must be PAGE_SIZE aligned",
+	  "the dma-buf's scatter list is not page aligned for %s (%s): allocate page-aligned memory" },
+	{ "device does not support: rx_page_size",
+	  "the driver of %s cannot use rx-page-size (%s): leave rx_page_size 0" },
+	{ "rx-page-size must be a power of 2",
+	  "rx_page_size must be a power of two of at least the page size (%s %s)" },
+	{ "dmabuf sg entry",
+	  "the dma-buf's segments are not aligned to rx_page_size for %s (%s): use hugepage-backed memory or a smaller rx_page_size" },
+	{ "rx queue leased to a virtual netdev",
+	  "a queue of %s is leased to a virtual device (%s): bind through that device or release the lease" },
+	{ "rx queue belongs to a virtual netdev",
+	  "%s is a virtual device (%s): bind on the physical device that leased the queue" },
+	{ "Driver does not support netmem TX",
+	  "the driver of %s cannot send from device memory (%s): use a NIC whose driver supports devmem TX (gve, fbnic, bnxt, mlx5)" },
+	{ "No DMA-capable device found for netmem TX",
+	  "%s has no physical queue for netmem TX (%s): lease a queue of the physical NIC first" },
+};
+
+void dmt_bind_explain(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		      bool tx, int ifindex, int code, const char *extack)
+{
+	const char *op = tx ? "bind-tx" : "bind-rx";
+	char name[DMT_IFNAME_MAX], fix[512];
+
+	ifname_of(ifindex, name);
+	if (extack && extack[0]) {
+		for (size_t i = 0; i < ARRAY_SIZE(extack_fixes); i++) {
+			if (strncmp(extack, extack_fixes[i].text,
+				    strlen(extack_fixes[i].text)))
+				continue;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+			/* every fix text takes the interface name twice */
+			snprintf(fix, sizeof(fix), extack_fixes[i].fix, name,
+				 name);
+#pragma GCC diagnostic pop
+			dmt_err(ctx, err, code, "%s on %s failed: %s (kernel: \"%s\")",
+				op, name, fix, extack);
+			return;
+		}
+	}
+	switch (code) {
+	case -EPERM:
+		dmt_err(ctx, err, code,
+			"%s on %s failed: permission denied: %s needs CAP_NET_ADMIN; run as root or grant it (setcap cap_net_admin+ep PROGRAM)",
+			op, name, op);
+		break;
+	case -ENODEV:
+		dmt_err(ctx, err, code,
+			"%s failed: no network interface has index %d (or it went away): check the name with 'ip link'",
+			op, ifindex);
+		break;
+	case -EOPNOTSUPP:
+		dmt_err(ctx, err, code,
+			"%s on %s failed: the driver of %s does not support devmem TCP%s (it lacks the queue management API / %s), or the kernel predates %s (Linux %s)",
+			op, name, name, tx ? " TX" : "",
+			tx ? "netmem TX" : "unreadable netmem",
+			op, tx ? "6.16" : "6.12");
+		break;
+	case -ENODATA:
+		dmt_err(ctx, err, code,
+			"%s on %s failed: the driver restarted the queue but its page pool did not take the dma-buf (the driver lacks unreadable-netmem support); no devmem on this driver",
+			op, name);
+		break;
+	case -E2BIG:
+		dmt_err(ctx, err, code,
+			"%s on %s failed: the driver's page pool page size does not match the binding's niov size: leave rx_page_size 0 or pick the driver's buffer size",
+			op, name);
+		break;
+	case -EBADF:
+		dmt_err(ctx, err, code,
+			"%s on %s failed: the dma-buf fd is not valid: pass the fd of a live dma-buf (devmemtcp_buf_fd())",
+			op, name);
+		break;
+	case -ERANGE:
+	case -EINVAL:
+		dmt_err(ctx, err, code,
+			"%s on %s failed: %s%s%s: check that every queue index is below the RX queue count ('ethtool -l %s') and that header split is on with hds-thresh 0 ('ethtool -g %s')",
+			op, name, strerror(-code), extack && extack[0] ? ": " : "",
+			extack ? extack : "", name, name);
+		break;
+	case -EEXIST:
+	case -EBUSY:
+		dmt_err(ctx, err, code,
+			"%s on %s failed: %s%s%s: a queue is already bound to a dma-buf, io_uring or AF_XDP, or XDP is attached (devmemtcp probe %s)",
+			op, name, strerror(-code), extack && extack[0] ? ": " : "",
+			extack ? extack : "", name);
+		break;
+	default:
+		dmt_err(ctx, err, code, "%s on %s failed: %s%s%s", op, name,
+			strerror(-code), extack && extack[0] ? ": " : "",
+			extack ? extack : "");
+	}
+}
+
+static int verify_bound(struct devmemtcp_binding *b)
+{
+	struct devmemtcp_queue qs[256];
+	char name[DMT_IFNAME_MAX];
+	int n;
+
+	n = dmt_queue_list(b->nl, b->ifindex, qs, ARRAY_SIZE(qs));
+	if (n < 0)
+		return dmt_err(b->ctx, &b->ctx->err, n,
+			       "bind-rx on %s succeeded but queue-get to verify it failed: %s",
+			       ifname_of(b->ifindex, name), strerror(-n));
+	for (size_t i = 0; i < b->nqueues; i++) {
+		bool seen = false;
+
+		for (int j = 0; j < n && j < (int)ARRAY_SIZE(qs); j++) {
+			if (qs[j].type != DMT_NETDEV_QUEUE_TYPE_RX ||
+			    qs[j].id != b->queues[i])
+				continue;
+			seen = true;
+			if (qs[j].dmabuf_id != b->id)
+				return dmt_err(b->ctx, &b->ctx->err, -EIO,
+					       "bind-rx on %s returned binding %u but queue-get shows RX queue %u with dma-buf binding %u: the driver did not install the memory provider",
+					       ifname_of(b->ifindex, name),
+					       b->id, b->queues[i],
+					       qs[j].dmabuf_id);
+		}
+		if (!seen)
+			return dmt_err(b->ctx, &b->ctx->err, -EIO,
+				       "bind-rx on %s: queue-get does not list RX queue %u after binding it",
+				       ifname_of(b->ifindex, name),
+				       b->queues[i]);
+	}
+	return 0;
+}
+
+int dmt_bind(struct devmemtcp_ctx *ctx, bool tx, int ifindex,
+	     const uint32_t *queues, size_t nqueues, struct devmemtcp_buf *buf,
+	     const struct devmemtcp_bind_opts *opts,
+	     struct devmemtcp_binding **bindingp)
+{
+	const char *op = tx ? "devmemtcp_bind_tx" : "devmemtcp_bind_rx";
+	struct devmemtcp_binding *b;
+	struct nlmsghdr *nlh;
+	uint32_t page_size;
+	uint16_t family;
+	size_t msgsz;
+	char *msg;
+	int ret;
+
+	if (!ctx)
+		return -EINVAL;
+	if (!bindingp)
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "%s: binding pointer is NULL", op);
+	*bindingp = NULL;
+	ret = DMT_OPTS_CHECK(ctx, &ctx->err, opts, devmemtcp_bind_opts);
+	if (ret)
+		return ret;
+	if (ifindex <= 0)
+		return dmt_err(ctx, &ctx->err, -ENODEV,
+			       "%s: ifindex %d is not an interface: get it with if_nametoindex()",
+			       op, ifindex);
+	if (!buf)
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "%s: buf is NULL: create one with devmemtcp_buf_new()",
+			       op);
+	if (!tx && (!queues || !nqueues))
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "%s: no queues given: pass at least one RX queue index",
+			       op);
+	if (nqueues > 4096)
+		return dmt_err(ctx, &ctx->err, -E2BIG,
+			       "%s: %zu queues is more than any NIC has", op,
+			       nqueues);
+	for (size_t i = 0; !tx && i < nqueues; i++)
+		for (size_t j = 0; j < i; j++)
+			if (queues[i] == queues[j])
+				return dmt_err(ctx, &ctx->err, -EINVAL,
+					       "%s: queue %u is listed twice: list each queue once",
+					       op, queues[i]);
+	page_size = DMT_OPT(opts, devmemtcp_bind_opts, rx_page_size, 0);
+	if (page_size && (page_size & (page_size - 1)))
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "%s: rx_page_size %u is not a power of two: use 0 (page size) or a power of two such as 65536",
+			       op, page_size);
+
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->ctx = ctx;
+	b->tx = tx;
+	b->ifindex = ifindex;
+	b->buf = buf;
+	if (nqueues) {
+		b->queues = malloc(nqueues * sizeof(*queues));
+		if (!b->queues) {
+			ret = -ENOMEM;
+			goto err_free;
+		}
+		memcpy(b->queues, queues, nqueues * sizeof(*queues));
+		b->nqueues = nqueues;
+	}
+	ret = dmt_nl_open(&b->nl);
+	if (ret) {
+		dmt_err(ctx, &ctx->err, ret,
+			"%s: cannot open a generic netlink socket: %s", op,
+			strerror(-ret));
+		goto err_free;
+	}
+	ret = netdev_family(ctx, &ctx->err, b->nl, &family);
+	if (ret)
+		goto err_close;
+
+	msgsz = MNL_SOCKET_BUFFER_SIZE + nqueues * 32;
+	msg = calloc(1, msgsz);
+	if (!msg) {
+		ret = -ENOMEM;
+		goto err_close;
+	}
+	nlh = dmt_bind_msg(msg, family, tx, ifindex, queues, nqueues,
+			   devmemtcp_buf_fd(buf), page_size);
+	ret = dmt_nl_talk(b->nl, nlh, bind_reply_cb, &b->id);
+	free(msg);
+	if (ret) {
+		dmt_bind_explain(ctx, &ctx->err, tx, ifindex, ret,
+				 b->nl->extack);
+		goto err_close;
+	}
+	if (!b->id) {
+		ret = dmt_err(ctx, &ctx->err, -EPROTO,
+			      "%s: the kernel acknowledged the bind but sent no binding id",
+			      op);
+		goto err_close;
+	}
+	if (!tx && !DMT_OPT(opts, devmemtcp_bind_opts, no_verify, false)) {
+		ret = verify_bound(b);
+		if (ret)
+			goto err_close;
+	}
+	*bindingp = b;
+	return 0;
+
+err_close:
+	dmt_nl_close(b->nl);	/* unbinds whatever was bound */
+err_free:
+	free(b->queues);
+	free(b);
+	return ret;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_bind_rx(struct devmemtcp_ctx *ctx, int ifindex,
+				       const uint32_t *queues, size_t nqueues,
+				       struct devmemtcp_buf *buf,
+				       const struct devmemtcp_bind_opts *opts,
+				       struct devmemtcp_binding **binding)
+{
+	return dmt_bind(ctx, false, ifindex, queues, nqueues, buf, opts,
+			binding);
+}
+
+DEVMEMTCP_EXPORT void devmemtcp_binding_close(struct devmemtcp_binding *b)
+{
+	if (!b)
+		return;
+	dmt_nl_close(b->nl);
+	free(b->queues);
+	free(b);
+}
+
+DEVMEMTCP_EXPORT uint32_t
+devmemtcp_binding_id(const struct devmemtcp_binding *b)
+{
+	return b ? b->id : 0;
+}
+
+DEVMEMTCP_EXPORT struct devmemtcp_buf *
+devmemtcp_binding_buf(const struct devmemtcp_binding *b)
+{
+	return b ? b->buf : NULL;
+}

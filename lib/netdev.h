@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/* Private: the genl family "netdev" (layer 2). */
+#ifndef DEVMEMTCP_NETDEV_H
+#define DEVMEMTCP_NETDEV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "nl.h"
+
+struct devmemtcp_binding {
+	struct devmemtcp_ctx *ctx;
+	struct dmt_err err;
+	struct dmt_nl *nl;	/* owned: closing it unbinds */
+	bool tx;
+	int ifindex;
+	uint32_t id;
+	struct devmemtcp_buf *buf;
+	uint32_t *queues;
+	size_t nqueues;
+};
+
+/*
+ * bind-rx (tx == false) or bind-tx (tx == true) of buf on ifindex over a
+ * new netlink socket that the returned binding owns.  On failure the
+ * message (extack + explanation) is on ctx->err.  Shared by
+ * devmemtcp_bind_rx() and devmemtcp_bind_tx().
+ */
+int dmt_bind(struct devmemtcp_ctx *ctx, bool tx, int ifindex,
+	     const uint32_t *queues, size_t nqueues, struct devmemtcp_buf *buf,
+	     const struct devmemtcp_bind_opts *opts,
+	     struct devmemtcp_binding **binding);
+
+/* Queue dump of ifindex over nl (see devmemtcp_queue_list). */
+int dmt_queue_list(struct dmt_nl *nl, int ifindex,
+		   struct devmemtcp_queue *queues, size_t max);
+
+/* Build the bind request into buf (exposed for unit tests). */
+struct nlmsghdr *dmt_bind_msg(void *buf, uint16_t family, bool tx,
+			      int ifindex, const uint32_t *queues,
+			      size_t nqueues, int fd, uint32_t rx_page_size);
+
+/* Explain a failed bind: errno + the kernel's extack text → a sentence that
+ * names the fix, written to err. */
+void dmt_bind_explain(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		      bool tx, int ifindex, int code, const char *extack);
+
+/* Parse one queue-get reply into q; exposed for unit tests. */
+int dmt_queue_parse(const struct nlmsghdr *nlh, struct devmemtcp_queue *q);
+
+#endif

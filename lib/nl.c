@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/* Generic netlink transport on libmnl: requests, acks, dumps, extack. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <linux/netlink.h>
+
+#include "nl.h"
+
+#ifndef NETLINK_CAP_ACK
+#define NETLINK_CAP_ACK 10
+#endif
+#ifndef NETLINK_EXT_ACK
+#define NETLINK_EXT_ACK 11
+#endif
+#ifndef NLM_F_CAPPED
+#define NLM_F_CAPPED 0x100
+#endif
+#ifndef NLM_F_ACK_TLVS
+#define NLM_F_ACK_TLVS 0x200
+#endif
+/* enum nlmsgerr_attrs, each on its own: older headers lack the later ones */
+#define DMT_NLMSGERR_ATTR_MSG 1
+#define DMT_NLMSGERR_ATTR_OFFS 2
+#define DMT_NLMSGERR_ATTR_MISS_TYPE 5
+
+#define DMT_NL_RXBUF (32u * 1024u)
+
+int dmt_nl_open(struct dmt_nl **nlp)
+{
+	struct dmt_nl *nl;
+	int one = 1, ret;
+
+	nl = calloc(1, sizeof(*nl));
+	if (!nl)
+		return -ENOMEM;
+	nl->rxbuf_size = DMT_NL_RXBUF;
+	nl->rxbuf = malloc(nl->rxbuf_size);
+	if (!nl->rxbuf) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	nl->sock = mnl_socket_open2(NETLINK_GENERIC, SOCK_CLOEXEC);
+	if (!nl->sock) {
+		ret = -errno;
+		goto err_free;
+	}
+	/* Both are best effort: old kernels simply give no extack. */
+	mnl_socket_setsockopt(nl->sock, NETLINK_EXT_ACK, &one, sizeof(one));
+	mnl_socket_setsockopt(nl->sock, NETLINK_CAP_ACK, &one, sizeof(one));
+	if (mnl_socket_bind(nl->sock, 0, MNL_SOCKET_AUTOPID) < 0) {
+		ret = -errno;
+		goto err_close;
+	}
+	nl->portid = mnl_socket_get_portid(nl->sock);
+	nl->seq = 1;
+	*nlp = nl;
+	return 0;
+
+err_close:
+	mnl_socket_close(nl->sock);
+err_free:
+	free(nl->rxbuf);
+	free(nl);
+	return ret;
+}
+
+void dmt_nl_close(struct dmt_nl *nl)
+{
+	if (!nl)
+		return;
+	mnl_socket_close(nl->sock);
+	free(nl->rxbuf);
+	free(nl);
+}
+
+struct nlmsghdr *dmt_nl_genl_msg(void *buf, uint16_t family, uint8_t cmd,
+				 uint8_t version, uint16_t flags)
+{
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct genlmsghdr *genl;
+
+	nlh->nlmsg_type = family;
+	nlh->nlmsg_flags = NLM_F_REQUEST | flags;
+	genl = mnl_nlmsg_put_extra_header(nlh, sizeof(*genl));
+	genl->cmd = cmd;
+	genl->version = version;
+	return nlh;
+}
+
+static int extack_attr_cb(const struct nlattr *attr, void *data)
+{
+	struct dmt_nl *nl = data;
+
+	switch (mnl_attr_get_type(attr)) {
+	case DMT_NLMSGERR_ATTR_MSG:
+		if (mnl_attr_validate(attr, MNL_TYPE_NUL_STRING) >= 0) {
+			snprintf(nl->extack, sizeof(nl->extack), "%s",
+				 mnl_attr_get_str(attr));
+		}
+		break;
+	case DMT_NLMSGERR_ATTR_OFFS:
+		if (mnl_attr_validate(attr, MNL_TYPE_U32) >= 0)
+			nl->bad_attr_off = mnl_attr_get_u32(attr);
+		break;
+	case DMT_NLMSGERR_ATTR_MISS_TYPE:
+		if (mnl_attr_validate(attr, MNL_TYPE_U32) >= 0)
+			nl->miss_type = mnl_attr_get_u32(attr) + 1;
+		break;
+	}
+	return MNL_CB_OK;
+}
+
+/* NLMSG_ERROR: 0 for an ack, else the negative errno; extack captured. */
+static int parse_error(struct dmt_nl *nl, const struct nlmsghdr *nlh)
+{
+	const struct nlmsgerr *e = mnl_nlmsg_get_payload(nlh);
+	size_t off;
+
+	if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(*e)))
+		return -EBADMSG;
+	if (!(nlh->nlmsg_flags & NLM_F_ACK_TLVS))
+		return e->error;
+	/* TLVs follow the error and, unless capped, the original request. */
+	off = sizeof(*e);
+	if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
+		off += e->msg.nlmsg_len - sizeof(e->msg);
+	if (mnl_nlmsg_size(off) > nlh->nlmsg_len)
+		return e->error;
+	mnl_attr_parse(nlh, off, extack_attr_cb, nl);
+	return e->error;
+}
+
+int dmt_nl_parse(struct dmt_nl *nl, const void *buf, size_t len,
+		 uint32_t seq, mnl_cb_t cb, void *data, int *err)
+{
+	const struct nlmsghdr *nlh = buf;
+	int left = (int)len, ret;
+
+	*err = 0;
+	while (mnl_nlmsg_ok(nlh, left)) {
+		if (nlh->nlmsg_seq != seq || nlh->nlmsg_pid != nl->portid)
+			goto next; /* a late reply to an earlier request */
+		switch (nlh->nlmsg_type) {
+		case NLMSG_NOOP:
+			break;
+		case NLMSG_ERROR:
+			*err = parse_error(nl, nlh);
+			return *err ? MNL_CB_ERROR : MNL_CB_STOP;
+		case NLMSG_DONE:
+			if (nlh->nlmsg_len >= mnl_nlmsg_size(sizeof(int)) &&
+			    *(const int *)mnl_nlmsg_get_payload(nlh) < 0) {
+				/* a dump that failed part-way, maybe with TLVs */
+				*err = *(const int *)mnl_nlmsg_get_payload(nlh);
+				return MNL_CB_ERROR;
+			}
+			return MNL_CB_STOP;
+		default:
+			if (cb) {
+				ret = cb(nlh, data);
+				if (ret < 0) {
+					*err = ret;
+					return MNL_CB_ERROR;
+				}
+				if (ret == MNL_CB_ERROR) {
+					*err = -EBADMSG;
+					return MNL_CB_ERROR;
+				}
+				if (ret == MNL_CB_STOP)
+					return MNL_CB_STOP;
+			}
+		}
+next:
+		nlh = mnl_nlmsg_next(nlh, &left);
+	}
+	return MNL_CB_OK;
+}
+
+int dmt_nl_talk(struct dmt_nl *nl, struct nlmsghdr *req, mnl_cb_t cb,
+		void *data)
+{
+	bool dump = req->nlmsg_flags & NLM_F_DUMP;
+	uint32_t seq = ++nl->seq;
+	ssize_t n;
+	int ret, err;
+
+	nl->extack[0] = '\0';
+	nl->bad_attr_off = 0;
+	nl->miss_type = 0;
+	/* A dump ends with NLMSG_DONE; an ack after it would be left over. */
+	req->nlmsg_flags |= NLM_F_REQUEST | (dump ? 0 : NLM_F_ACK);
+	req->nlmsg_seq = seq;
+	req->nlmsg_pid = 0;
+	nl->round_trips++;
+	if (mnl_socket_sendto(nl->sock, req, req->nlmsg_len) < 0)
+		return -errno;
+	for (;;) {
+		n = mnl_socket_recvfrom(nl->sock, nl->rxbuf, nl->rxbuf_size);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		ret = dmt_nl_parse(nl, nl->rxbuf, (size_t)n, seq, cb, data,
+				   &err);
+		if (ret == MNL_CB_STOP)
+			return 0;
+		if (ret == MNL_CB_ERROR) {
+			/* Drain what is left of a dump so the socket stays
+			 * usable: the rest of it has this seq and is skipped
+			 * by the next request anyway. */
+			return err;
+		}
+	}
+}
+
+struct family_req {
+	uint16_t id;
+	bool found;
+};
+
+static int family_attr_cb(const struct nlattr *attr, void *data)
+{
+	struct family_req *req = data;
+
+	if (mnl_attr_get_type(attr) == CTRL_ATTR_FAMILY_ID &&
+	    mnl_attr_validate(attr, MNL_TYPE_U16) >= 0) {
+		req->id = mnl_attr_get_u16(attr);
+		req->found = true;
+	}
+	return MNL_CB_OK;
+}
+
+static int family_cb(const struct nlmsghdr *nlh, void *data)
+{
+	mnl_attr_parse(nlh, sizeof(struct genlmsghdr), family_attr_cb, data);
+	return MNL_CB_OK;
+}
+
+int dmt_nl_family(struct dmt_nl *nl, const char *name, uint16_t *id)
+{
+	char buf[256];
+	struct family_req req = { 0 };
+	struct nlmsghdr *nlh;
+	int ret;
+
+	nlh = dmt_nl_genl_msg(buf, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1, 0);
+	mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, name);
+	ret = dmt_nl_talk(nl, nlh, family_cb, &req);
+	if (ret)
+		return ret;
+	if (!req.found)
+		return -ENOENT;
+	*id = req.id;
+	return 0;
+}
+
+int dmt_nl_netdev_family(struct dmt_nl *nl, uint16_t *id)
+{
+	int ret = 0;
+
+	if (!nl->netdev_family)
+		ret = dmt_nl_family(nl, "netdev", &nl->netdev_family);
+	*id = nl->netdev_family;
+	return ret;
+}
+
+int dmt_nl_ethtool_family(struct dmt_nl *nl, uint16_t *id)
+{
+	int ret = 0;
+
+	if (!nl->ethtool_family)
+		ret = dmt_nl_family(nl, "ethtool", &nl->ethtool_family);
+	*id = nl->ethtool_family;
+	return ret;
+}

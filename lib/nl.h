@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/* Private: generic netlink transport on libmnl (layer 1). */
+#ifndef DEVMEMTCP_NL_H
+#define DEVMEMTCP_NL_H
+
+#include <stdint.h>
+#include <libmnl/libmnl.h>
+#include <linux/genetlink.h>
+
+#include "internal.h"
+
+/*
+ * One generic netlink socket.  NETLINK_EXT_ACK and NETLINK_CAP_ACK are on;
+ * after a failed request, extack holds the kernel's message ("" if none),
+ * and bad_attr_off / miss_type what the kernel pointed at.
+ */
+struct dmt_nl {
+	struct mnl_socket *sock;
+	uint32_t portid;
+	uint32_t seq;
+	char *rxbuf;
+	size_t rxbuf_size;
+	char extack[512];
+	uint32_t bad_attr_off;	/* NLMSGERR_ATTR_OFFS, 0 if none */
+	uint32_t miss_type;	/* NLMSGERR_ATTR_MISS_TYPE + 1, 0 if none */
+	uint64_t round_trips;	/* requests sent, for setup-cost accounting */
+	uint16_t netdev_family;	/* 0 until resolved */
+	uint16_t ethtool_family;
+};
+
+/* Open a NETLINK_GENERIC socket (O_CLOEXEC).  0 or negative errno. */
+int dmt_nl_open(struct dmt_nl **nl);
+void dmt_nl_close(struct dmt_nl *nl);
+
+/* Resolve a genl family by name with CTRL_CMD_GETFAMILY.  -ENOENT when the
+ * kernel does not have it. */
+int dmt_nl_family(struct dmt_nl *nl, const char *name, uint16_t *id);
+/* Cached resolution of "netdev" / "ethtool". */
+int dmt_nl_netdev_family(struct dmt_nl *nl, uint16_t *id);
+int dmt_nl_ethtool_family(struct dmt_nl *nl, uint16_t *id);
+
+/* Put a genl request header in buf (at least MNL_SOCKET_BUFFER_SIZE
+ * bytes, or enough for the message). */
+struct nlmsghdr *dmt_nl_genl_msg(void *buf, uint16_t family, uint8_t cmd,
+				 uint8_t version, uint16_t flags);
+
+/*
+ * Send req (NLM_F_REQUEST | NLM_F_ACK are added, seq and portid set) and
+ * read replies until the ack or NLMSG_DONE, calling cb (may be NULL) on
+ * every reply message.  Returns 0, the negative errno of NLMSG_ERROR (with
+ * extack captured), or a negative errno from cb / the socket.
+ */
+int dmt_nl_talk(struct dmt_nl *nl, struct nlmsghdr *req, mnl_cb_t cb,
+		void *data);
+
+/*
+ * Parse one reply buffer (a sequence of netlink messages as the kernel
+ * sends them) the way dmt_nl_talk does; exposed for the unit tests that
+ * feed recorded kernel replies.  Returns MNL_CB_OK (more to read),
+ * MNL_CB_STOP (done, 0 returned via *err) or MNL_CB_ERROR with *err set.
+ */
+int dmt_nl_parse(struct dmt_nl *nl, const void *buf, size_t len,
+		 uint32_t seq, mnl_cb_t cb, void *data, int *err);
+
+#endif

@@ -1,0 +1,424 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/* Receive: recvmsg(MSG_SOCK_DEVMEM) into fragments, token release, stats. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "buf.h"
+#include "rx.h"
+
+#define CMSG_FRAG_SPACE CMSG_SPACE(sizeof(struct dmt_dmabuf_cmsg))
+#define DEFAULT_CTRL_FRAGS 64
+
+struct rx_buf {
+	uint32_t id;
+	const struct devmemtcp_buf *buf;
+};
+
+struct devmemtcp_rx {
+	struct devmemtcp_ctx *ctx;
+	struct dmt_err err;
+	int fd;
+	char *ctrl;
+	size_t ctrl_cap;	/* allocated */
+	size_t ctrl_extra;	/* room for cmsgs other than devmem ones */
+	struct rx_buf *bufs;
+	size_t nbufs;
+	size_t last;		/* index of the last binding looked up */
+	struct dmt_tokens tokens;
+	struct devmemtcp_rx_stats st;
+	bool warned_miss;
+};
+
+static int sock_dontneed(void *arg, const struct dmt_dmabuf_token *t, size_t n)
+{
+	int fd = *(const int *)arg;
+	int ret = setsockopt(fd, SOL_SOCKET, SO_DEVMEM_DONTNEED, t,
+			     (socklen_t)(n * sizeof(*t)));
+
+	return ret < 0 ? -errno : ret;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
+				      const struct devmemtcp_rx_opts *opts,
+				      struct devmemtcp_rx **rxp)
+{
+	struct devmemtcp_rx *rx;
+	int type = 0, ret;
+	socklen_t len = sizeof(type);
+
+	if (!ctx)
+		return -EINVAL;
+	if (!rxp)
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "devmemtcp_rx_new: rx pointer is NULL");
+	*rxp = NULL;
+	ret = DMT_OPTS_CHECK(ctx, &ctx->err, opts, devmemtcp_rx_opts);
+	if (ret)
+		return ret;
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len)) {
+		ret = -errno;
+		return dmt_err(ctx, &ctx->err, ret == -ENOTSOCK ? -ENOTSOCK : ret,
+			       "devmemtcp_rx_new: fd %d is not a socket (%s): pass a connected TCP socket",
+			       fd, strerror(-ret));
+	}
+	if (type != SOCK_STREAM)
+		return dmt_err(ctx, &ctx->err, -EPROTOTYPE,
+			       "devmemtcp_rx_new: fd %d is not a stream socket: devmem TCP needs a connected TCP socket",
+			       fd);
+	rx = calloc(1, sizeof(*rx));
+	if (!rx)
+		return -ENOMEM;
+	rx->ctx = ctx;
+	rx->fd = fd;
+	rx->ctrl_cap = DMT_OPT(opts, devmemtcp_rx_opts, ctrl_size,
+			       DEFAULT_CTRL_FRAGS * CMSG_FRAG_SPACE);
+	if (rx->ctrl_cap < CMSG_FRAG_SPACE)
+		rx->ctrl_cap = CMSG_FRAG_SPACE;
+	rx->ctrl = malloc(rx->ctrl_cap);
+	if (!rx->ctrl) {
+		free(rx);
+		return -ENOMEM;
+	}
+	dmt_tokens_init(&rx->tokens,
+			DMT_OPT(opts, devmemtcp_rx_opts, release_batch, 0),
+			sock_dontneed, &rx->fd);
+	rx->st.sz = sizeof(rx->st);
+	*rxp = rx;
+	return 0;
+}
+
+DEVMEMTCP_EXPORT void devmemtcp_rx_free(struct devmemtcp_rx *rx)
+{
+	if (!rx)
+		return;
+	devmemtcp_rx_release_all(rx);
+	dmt_tokens_fini(&rx->tokens);
+	free(rx->bufs);
+	free(rx->ctrl);
+	free(rx);
+}
+
+DEVMEMTCP_EXPORT const char *devmemtcp_rx_errmsg(const struct devmemtcp_rx *rx)
+{
+	return rx ? rx->err.msg : "";
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_rx_fd(const struct devmemtcp_rx *rx)
+{
+	return rx ? rx->fd : -EINVAL;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_rx_add_buf(struct devmemtcp_rx *rx,
+					  uint32_t binding_id,
+					  const struct devmemtcp_buf *buf)
+{
+	struct rx_buf *v;
+
+	if (!rx)
+		return -EINVAL;
+	if (!binding_id || !buf)
+		return dmt_err(rx->ctx, &rx->err, -EINVAL,
+			       "devmemtcp_rx_add_buf: binding id %u, buf %p: pass devmemtcp_binding_id() and the bound buffer",
+			       binding_id, (const void *)buf);
+	for (size_t i = 0; i < rx->nbufs; i++) {
+		if (rx->bufs[i].id == binding_id)
+			return dmt_err(rx->ctx, &rx->err, -EEXIST,
+				       "devmemtcp_rx_add_buf: binding %u is already registered",
+				       binding_id);
+	}
+	v = realloc(rx->bufs, (rx->nbufs + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	v[rx->nbufs++] = (struct rx_buf){ binding_id, buf };
+	rx->bufs = v;
+	return 0;
+}
+
+static const struct devmemtcp_buf *lookup_buf(struct devmemtcp_rx *rx,
+					      uint32_t id)
+{
+	if (rx->last < rx->nbufs && rx->bufs[rx->last].id == id)
+		return rx->bufs[rx->last].buf;
+	for (size_t i = 0; i < rx->nbufs; i++) {
+		if (rx->bufs[i].id == id) {
+			rx->last = i;
+			return rx->bufs[i].buf;
+		}
+	}
+	return NULL;
+}
+
+/* Tokens, addresses and steering checks of freshly parsed fragments. */
+static int annotate(struct devmemtcp_rx *rx, struct devmemtcp_frag *frags,
+		    int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct devmemtcp_frag *f = &frags[i];
+		const struct devmemtcp_buf *buf;
+		long s;
+		int ret;
+
+		if (f->flags & DEVMEMTCP_FRAG_LINEAR)
+			continue;
+		ret = dmt_tokens_received(&rx->tokens, f->token);
+		if (ret == -ENOMEM)
+			return ret;
+		if (ret == -EEXIST)
+			dmt_log(rx->ctx, DEVMEMTCP_LOG_WARN,
+				"token %u received while still outstanding",
+				f->token);
+		buf = lookup_buf(rx, f->binding_id);
+		if (!buf) {
+			f->flags |= DEVMEMTCP_FRAG_FOREIGN;
+			if (!rx->st.foreign_frags)
+				dmt_err(rx->ctx, &rx->err, -EREMOTEIO,
+					"fragment of dma-buf binding %u, which this receiver does not know (%zu registered): the flow is steered to a queue bound to another buffer; fix the ntuple rule or register the buffer with devmemtcp_rx_add_buf()",
+					f->binding_id, rx->nbufs);
+			rx->st.foreign_frags++;
+			continue;
+		}
+		s = dmt_segments_find(buf->segs, buf->nsegs, f->offset);
+		if (s >= 0)
+			f->addr = buf->segs[s].addr + (f->offset - buf->segs[s].offset);
+	}
+	return 0;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_rx_recv(struct devmemtcp_rx *rx,
+				       struct devmemtcp_frag *frags,
+				       size_t max_frags, void *linear,
+				       size_t len)
+{
+	struct dmt_parse p;
+	struct msghdr msg = { 0 };
+	struct iovec iov;
+	size_t need;
+	ssize_t got;
+	int n, ret;
+
+	if (!rx)
+		return -EINVAL;
+	if (!frags || !max_frags || !linear || !len)
+		return dmt_err(rx->ctx, &rx->err, -EINVAL,
+			       "devmemtcp_rx_recv: need a fragment array (max_frags > 0) and a linear buffer of len > 0 bytes");
+	if (len > INT_MAX)
+		len = INT_MAX;
+	/* hand back what is due before we may block */
+	ret = dmt_tokens_poll(&rx->tokens, false);
+	if (ret < 0)
+		return dmt_err(rx->ctx, &rx->err, ret,
+			       "a deferred-release completion failed: %s",
+			       strerror(-ret));
+	ret = dmt_tokens_flush(&rx->tokens);
+	if (ret < 0)
+		return dmt_err(rx->ctx, &rx->err, ret,
+			       "SO_DEVMEM_DONTNEED failed: %s", strerror(-ret));
+
+	if (max_frags > INT_MAX / CMSG_FRAG_SPACE)
+		max_frags = INT_MAX / CMSG_FRAG_SPACE;
+	need = max_frags * CMSG_FRAG_SPACE + rx->ctrl_extra;
+again:
+	if (need > rx->ctrl_cap) {
+		char *c = realloc(rx->ctrl, need);
+
+		if (!c)
+			return -ENOMEM;
+		rx->ctrl = c;
+		rx->ctrl_cap = need;
+	}
+	iov.iov_base = linear;
+	iov.iov_len = len;
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = rx->ctrl;
+	/* no more devmem cmsgs than fragment slots */
+	msg.msg_controllen = max_frags * CMSG_FRAG_SPACE + rx->ctrl_extra;
+	got = recvmsg(rx->fd, &msg, MSG_SOCK_DEVMEM);
+	rx->st.recv_calls++;
+	if (got < 0) {
+		ret = -errno;
+		switch (ret) {
+		case -EAGAIN:
+		case -EINTR:
+			return ret;
+		case -ETOOSMALL:
+			/* the first cmsg did not fit: other cmsgs take room */
+			rx->ctrl_extra = rx->ctrl_extra ? rx->ctrl_extra * 2 : 256;
+			rx->st.ctrl_grows++;
+			need = max_frags * CMSG_FRAG_SPACE + rx->ctrl_extra;
+			if (rx->ctrl_extra > (1u << 20))
+				return dmt_err(rx->ctx, &rx->err, -ENOBUFS,
+					       "recvmsg: the kernel reports ETOOSMALL even with %zu bytes of control buffer",
+					       (size_t)need);
+			goto again;
+		case -EFAULT:
+			return dmt_err(rx->ctx, &rx->err, ret,
+				       "recvmsg(MSG_SOCK_DEVMEM) failed with EFAULT: the linear buffer (%p, %zu bytes) is not writable, or devmem data reached a socket read without MSG_SOCK_DEVMEM",
+				       linear, len);
+		default:
+			return dmt_err(rx->ctx, &rx->err, ret,
+				       "recvmsg(MSG_SOCK_DEVMEM) failed: %s",
+				       strerror(-ret));
+		}
+	}
+	if (got == 0)
+		return 0;
+	if (msg.msg_flags & MSG_CTRUNC) {
+		rx->ctrl_extra = rx->ctrl_extra ? rx->ctrl_extra * 2 : 256;
+		rx->st.ctrl_grows++;
+	}
+	n = dmt_cmsg_parse(&msg, (size_t)got, frags, max_frags, &p);
+	if (n < 0) {
+		if (msg.msg_flags & MSG_CTRUNC)
+			return dmt_err(rx->ctx, &rx->err, -ENOBUFS,
+				       "recvmsg: control messages were truncated (MSG_CTRUNC) and %zd bytes are not fully described: they are lost; the control buffer has been grown",
+				       got);
+		return dmt_err(rx->ctx, &rx->err, n,
+			       "recvmsg returned %zd bytes that the control messages do not account for: unexpected kernel behaviour",
+			       got);
+	}
+	ret = annotate(rx, frags, n);
+	if (ret)
+		return ret;
+	rx->st.bytes += (uint64_t)got;
+	rx->st.linear_bytes += p.linear_bytes;
+	rx->st.dmabuf_bytes += p.dmabuf_bytes;
+	rx->st.frags += p.ndmabuf;
+	if (!p.ndmabuf && !p.nlinear) {
+		rx->st.steering_misses++;
+		if (!rx->warned_miss) {
+			rx->warned_miss = true;
+			dmt_log(rx->ctx, DEVMEMTCP_LOG_WARN,
+				"fd %d: plain data on a devmem receive: the flow is not steered to a queue with a dma-buf bound (check the ntuple rule and RSS)",
+				rx->fd);
+		}
+	}
+	return n;
+}
+
+static int take(struct devmemtcp_rx *rx, const struct devmemtcp_frag *frags,
+		size_t n, const char *fn)
+{
+	size_t bad = 0;
+
+	if (n && !frags)
+		return dmt_err(rx->ctx, &rx->err, -EINVAL, "%s: frags is NULL",
+			       fn);
+	if (dmt_tokens_take(&rx->tokens, frags, n, &bad))
+		return dmt_err(rx->ctx, &rx->err, -EINVAL,
+			       "%s: token %u of fragment %zu is not outstanding (released already, listed twice, or never received): nothing was released",
+			       fn, frags[bad].token, bad);
+	return 0;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_rx_release(struct devmemtcp_rx *rx,
+					  const struct devmemtcp_frag *frags,
+					  size_t n)
+{
+	int ret;
+
+	if (!rx)
+		return -EINVAL;
+	ret = take(rx, frags, n, "devmemtcp_rx_release");
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < n; i++) {
+		if (frags[i].flags & DEVMEMTCP_FRAG_LINEAR)
+			continue;
+		ret = dmt_tokens_queue(&rx->tokens, frags[i].token);
+		if (ret < 0)
+			return dmt_err(rx->ctx, &rx->err, ret,
+				       "SO_DEVMEM_DONTNEED failed: %s",
+				       strerror(-ret));
+	}
+	return 0;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_rx_release_after(struct devmemtcp_rx *rx,
+						const struct devmemtcp_frag *frags,
+						size_t n, devmemtcp_done_fn done,
+						void *arg)
+{
+	int ret;
+
+	if (!rx)
+		return -EINVAL;
+	if (!done)
+		return dmt_err(rx->ctx, &rx->err, -EINVAL,
+			       "devmemtcp_rx_release_after: done is NULL: use devmemtcp_rx_release() for immediate release");
+	ret = take(rx, frags, n, "devmemtcp_rx_release_after");
+	if (ret)
+		return ret;
+	ret = dmt_tokens_defer(&rx->tokens, frags, n, done, arg);
+	if (ret) {
+		/* put them back: nothing was deferred */
+		for (size_t i = 0; i < n; i++)
+			if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
+				dmt_tokens_received(&rx->tokens, frags[i].token);
+		return ret;
+	}
+	return 0;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_rx_flush(struct devmemtcp_rx *rx)
+{
+	int ret;
+
+	if (!rx)
+		return -EINVAL;
+	ret = dmt_tokens_poll(&rx->tokens, false);
+	if (ret < 0)
+		return dmt_err(rx->ctx, &rx->err, ret,
+			       "a deferred-release completion failed: %s",
+			       strerror(-ret));
+	ret = dmt_tokens_flush(&rx->tokens);
+	if (ret < 0)
+		return dmt_err(rx->ctx, &rx->err, ret,
+			       "SO_DEVMEM_DONTNEED failed: %s", strerror(-ret));
+	return ret;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_rx_release_all(struct devmemtcp_rx *rx)
+{
+	int ret, total;
+
+	if (!rx)
+		return -EINVAL;
+	ret = dmt_tokens_release_all(&rx->tokens);
+	if (ret < 0)
+		return dmt_err(rx->ctx, &rx->err, ret,
+			       "releasing every token failed: %s",
+			       strerror(-ret));
+	total = ret;
+	ret = dmt_tokens_flush(&rx->tokens);
+	if (ret < 0)
+		return dmt_err(rx->ctx, &rx->err, ret,
+			       "SO_DEVMEM_DONTNEED failed: %s", strerror(-ret));
+	return total;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_rx_stats(const struct devmemtcp_rx *rx,
+					struct devmemtcp_rx_stats *stats)
+{
+	struct devmemtcp_rx_stats s;
+	size_t sz;
+
+	if (!rx || !stats || stats->sz < sizeof(size_t))
+		return -EINVAL;
+	s = rx->st;
+	s.tokens_outstanding = rx->tokens.outstanding +
+			       rx->tokens.deferred_pending +
+			       rx->tokens.pending_frags;
+	s.tokens_outstanding_max = rx->tokens.outstanding_max;
+	s.tokens_released = rx->tokens.released;
+	s.dontneed_calls = rx->tokens.dontneed_calls;
+	s.partial_returns = rx->tokens.partial_returns;
+	s.deferred_pending = rx->tokens.deferred_pending;
+	sz = stats->sz < sizeof(s) ? stats->sz : sizeof(s);
+	s.sz = stats->sz;
+	memcpy(stats, &s, sz);
+	return 0;
+}

@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * Token manager: which tokens this socket holds, merging consecutive ones
+ * into ranges, batching SO_DEVMEM_DONTNEED within the kernel's limits (128
+ * ranges, 1024 frags per call), retrying partial returns, and deferring
+ * release until a completion says the bytes were consumed.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rx.h"
+
+void dmt_tokens_init(struct dmt_tokens *t, uint32_t batch, dmt_dontneed_fn fn,
+		     void *arg)
+{
+	memset(t, 0, sizeof(*t));
+	if (!batch || batch > DMT_MAX_DONTNEED_FRAGS)
+		batch = DMT_MAX_DONTNEED_FRAGS;
+	t->batch = batch;
+	t->dontneed = fn;
+	t->dontneed_arg = arg;
+}
+
+void dmt_tokens_fini(struct dmt_tokens *t)
+{
+	free(t->bits);
+	free(t->dq);
+	free(t->dtoks);
+	memset(t, 0, sizeof(*t));
+}
+
+static int grow_bits(struct dmt_tokens *t, uint32_t token)
+{
+	size_t need = (size_t)token / 64 + 1, n = t->nwords ? t->nwords : 64;
+	uint64_t *bits;
+
+	while (n < need)
+		n *= 2;
+	bits = realloc(t->bits, n * sizeof(*bits));
+	if (!bits)
+		return -ENOMEM;
+	memset(bits + t->nwords, 0, (n - t->nwords) * sizeof(*bits));
+	t->bits = bits;
+	t->nwords = n;
+	return 0;
+}
+
+bool dmt_tokens_is_outstanding(const struct dmt_tokens *t, uint32_t token)
+{
+	size_t w = token / 64;
+
+	return w < t->nwords && (t->bits[w] >> (token % 64)) & 1;
+}
+
+int dmt_tokens_received(struct dmt_tokens *t, uint32_t token)
+{
+	size_t w = token / 64;
+	uint64_t m = 1ull << (token % 64);
+
+	if (w >= t->nwords && grow_bits(t, token))
+		return -ENOMEM;
+	if (t->bits[w] & m)
+		return -EEXIST;
+	t->bits[w] |= m;
+	t->outstanding++;
+	/* held by us: outstanding, queued, or waiting on a completion */
+	if (t->outstanding + t->pending_frags + t->deferred_pending >
+	    t->outstanding_max)
+		t->outstanding_max = t->outstanding + t->pending_frags +
+				     t->deferred_pending;
+	return 0;
+}
+
+int dmt_tokens_take(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
+		    size_t n, size_t *bad)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t tok = frags[i].token;
+
+		if (frags[i].flags & DEVMEMTCP_FRAG_LINEAR)
+			continue;
+		if (!dmt_tokens_is_outstanding(t, tok))
+			goto undo;
+		t->bits[tok / 64] &= ~(1ull << (tok % 64));
+		t->outstanding--;
+	}
+	return 0;
+undo:
+	*bad = i;
+	while (i--) {
+		uint32_t tok = frags[i].token;
+
+		if (frags[i].flags & DEVMEMTCP_FRAG_LINEAR)
+			continue;
+		t->bits[tok / 64] |= 1ull << (tok % 64);
+		t->outstanding++;
+	}
+	return -EINVAL;
+}
+
+int dmt_tokens_flush(struct dmt_tokens *t)
+{
+	uint32_t want = t->pending_frags;
+	int freed_total = 0, ret;
+
+	if (!t->npending)
+		return 0;
+	/*
+	 * The kernel frees what it knows and skips unknown tokens (counted as
+	 * inspected).  Our batches stay within its 1024-frag budget, so a
+	 * short count means some were unknown, or (6.12.0) it stopped early:
+	 * send the same batch again, since tokens freed the first time are now
+	 * unknown and skipped, until nothing more is freed.
+	 */
+	for (int attempt = 0; attempt < 8; attempt++) {
+		ret = t->dontneed(t->dontneed_arg, t->pending, t->npending);
+		t->dontneed_calls++;
+		if (ret < 0) {
+			if (ret == -EINTR)
+				continue;
+			return ret;	/* keep the batch for a later flush */
+		}
+		freed_total += ret;
+		if ((uint32_t)freed_total >= want || ret == 0)
+			break;
+		t->partial_returns++;
+	}
+	t->released += (uint32_t)freed_total < want ? (uint32_t)freed_total : want;
+	if ((uint32_t)freed_total < want)
+		t->lost += want - (uint32_t)freed_total;
+	t->npending = 0;
+	t->pending_frags = 0;
+	return freed_total;
+}
+
+int dmt_tokens_queue(struct dmt_tokens *t, uint32_t token)
+{
+	struct dmt_dmabuf_token *last;
+	int ret;
+
+	if (t->pending_frags >= t->batch) {
+		ret = dmt_tokens_flush(t);
+		if (ret < 0)
+			return ret;
+	}
+	if (t->npending) {
+		last = &t->pending[t->npending - 1];
+		if (last->token_start + last->token_count == token) {
+			last->token_count++;
+			t->pending_frags++;
+			return 0;
+		}
+	}
+	if (t->npending == DMT_MAX_DONTNEED_TOKENS) {
+		ret = dmt_tokens_flush(t);
+		if (ret < 0)
+			return ret;
+	}
+	t->pending[t->npending].token_start = token;
+	t->pending[t->npending].token_count = 1;
+	t->npending++;
+	t->pending_frags++;
+	return 0;
+}
+
+int dmt_tokens_defer(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
+		     size_t n, devmemtcp_done_fn done, void *arg)
+{
+	size_t ntok = 0;
+
+	for (size_t i = 0; i < n; i++)
+		ntok += !(frags[i].flags & DEVMEMTCP_FRAG_LINEAR);
+	/* compact the token vector when its dead head dominates */
+	if (t->dt_head && t->dt_head >= t->dt_len / 2) {
+		memmove(t->dtoks, t->dtoks + t->dt_head,
+			(t->dt_len - t->dt_head) * sizeof(*t->dtoks));
+		t->dt_len -= t->dt_head;
+		t->dt_head = 0;
+	}
+	if (t->dt_len + ntok > t->dt_cap) {
+		size_t cap = t->dt_cap ? t->dt_cap : 1024;
+		uint32_t *v;
+
+		while (cap < t->dt_len + ntok)
+			cap *= 2;
+		v = realloc(t->dtoks, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		t->dtoks = v;
+		t->dt_cap = cap;
+	}
+	if (t->dq_len == t->dq_cap) {
+		size_t cap = t->dq_cap ? t->dq_cap * 2 : 64;
+		struct dmt_deferred *q = malloc(cap * sizeof(*q));
+
+		if (!q)
+			return -ENOMEM;
+		for (size_t i = 0; i < t->dq_len; i++)
+			q[i] = t->dq[(t->dq_head + i) % t->dq_cap];
+		free(t->dq);
+		t->dq = q;
+		t->dq_head = 0;
+		t->dq_cap = cap;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
+			t->dtoks[t->dt_len++] = frags[i].token;
+	t->dq[(t->dq_head + t->dq_len) % t->dq_cap] =
+		(struct dmt_deferred){ done, arg, ntok, false };
+	t->dq_len++;
+	t->deferred_pending += ntok;
+	return 0;
+}
+
+int dmt_tokens_poll(struct dmt_tokens *t, bool wait)
+{
+	int queued = 0, ret;
+
+	while (t->dq_len) {
+		struct dmt_deferred *d = &t->dq[t->dq_head];
+
+		ret = d->finished ? 1 : d->done(d->arg, wait);
+		if (ret < 0)
+			return ret;
+		if (ret == 0)
+			break;	/* in order: later entries wait behind it */
+		d->finished = true;
+		for (size_t i = 0; i < d->ntokens; i++) {
+			ret = dmt_tokens_queue(t, t->dtoks[t->dt_head + i]);
+			if (ret < 0) {
+				/* keep the rest of this entry for next time */
+				t->dt_head += i;
+				t->deferred_pending -= i;
+				d->ntokens -= i;
+				return ret;
+			}
+		}
+		t->dt_head += d->ntokens;
+		t->deferred_pending -= d->ntokens;
+		queued += (int)d->ntokens;
+		t->dq_head = (t->dq_head + 1) % t->dq_cap;
+		t->dq_len--;
+	}
+	if (!t->dq_len)
+		t->dt_head = t->dt_len = 0;
+	return queued;
+}
+
+int dmt_tokens_release_all(struct dmt_tokens *t)
+{
+	int ret, queued;
+
+	ret = dmt_tokens_poll(t, true);
+	if (ret < 0)
+		return ret;
+	queued = ret;
+	for (size_t w = 0; w < t->nwords; w++) {
+		while (t->bits[w]) {
+			uint32_t tok = (uint32_t)(w * 64) +
+				       (uint32_t)__builtin_ctzll(t->bits[w]);
+
+			t->bits[w] &= t->bits[w] - 1;
+			t->outstanding--;
+			ret = dmt_tokens_queue(t, tok);
+			if (ret < 0)
+				return ret;
+			queued++;
+		}
+	}
+	return queued;
+}
