@@ -18,6 +18,11 @@ int dmt_cmsg_parse(const struct msghdr *msg, size_t ret,
 		const struct dmt_dmabuf_cmsg *dc;
 		struct devmemtcp_frag *f;
 
+		/* glibc hands out a last header whose body is cut off */
+		if ((const char *)cm + cm->cmsg_len >
+		    (const char *)msg->msg_control + msg->msg_controllen)
+			break;
+
 		if (cm->cmsg_level != SOL_SOCKET ||
 		    (cm->cmsg_type != SCM_DEVMEM_DMABUF &&
 		     cm->cmsg_type != SCM_DEVMEM_LINEAR)) {

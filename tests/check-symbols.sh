@@ -1,0 +1,32 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+# The symbol map, the public header, the exported symbols, the man pages
+# and the tests agree: every exported function has a map entry, a
+# declaration, a man page and a test that calls it.
+set -eu
+src=$1 lib=$2
+fail=0
+map=$(sed -n 's/^[[:space:]]*\(devmemtcp_[a-z0-9_]*\);.*/\1/p' "$src/lib/devmemtcp.map" | sort -u)
+exported=$(nm -D --defined-only "$lib" | awk '$2 == "T" { sub(/@.*/, "", $3); print $3 }' | sort -u)
+declared=$(grep -o '\bdevmemtcp_[a-z0-9_]*(' "$src/include/devmemtcp.h" | tr -d '(' | sort -u)
+for s in $map; do
+	echo "$exported" | grep -qx "$s" || { echo "in the map but not exported: $s"; fail=1; }
+	echo "$declared" | grep -qx "$s" || { echo "in the map but not declared in devmemtcp.h: $s"; fail=1; }
+	[ -f "$src/man/man3/$s.3" ] || { echo "no man page man/man3/$s.3"; fail=1; }
+	grep -rqw "$s" "$src/tests" --include='*.c' --include='*.cpp' --include='*.cu' ||
+		{ echo "no test calls $s"; fail=1; }
+done
+for s in $exported; do
+	echo "$map" | grep -qx "$s" || { echo "exported but not in the map: $s"; fail=1; }
+done
+for s in $declared; do
+	case $s in devmemtcp_done_fn|devmemtcp_log_fn) continue ;; esac
+	echo "$map" | grep -qx "$s" || { echo "declared but not in the map: $s"; fail=1; }
+done
+# the map's version node matches the library version's major.minor
+ver=$(sed -n "s/^libversion = '\([0-9]*\)\.\([0-9]*\).*/\1.\2/p" "$src/meson.build")
+grep -q "^DEVMEMTCP_$ver {" "$src/lib/devmemtcp.map" ||
+	{ echo "lib/devmemtcp.map has no node DEVMEMTCP_$ver for libversion $ver"; fail=1; }
+n=$(echo "$map" | wc -l)
+[ $fail = 0 ] && echo "$n symbols: map, header, exports, man pages and tests agree"
+exit $fail

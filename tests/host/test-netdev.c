@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * host suite: this machine's kernel, as root, inside a network and mount
+ * namespace the test creates (nothing outside it is touched).
+ */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <netlink/genl/ctrl.h>
+#include <netlink/genl/genl.h>
+#include <netlink/netlink.h>
+
+#include "devmemtcp.h"
+#include "netdev.h"
+#include "nl.h"
+#include "uapi.h"
+
+static struct devmemtcp_ctx *ctx;
+static int va;
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* the DIR's own fd */
+}
+
+static int count_sysfs(const char *ifname, const char *prefix)
+{
+	char path[128];
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/queues", ifname);
+	d = opendir(path);
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += !strncmp(e->d_name, prefix, strlen(prefix));
+	closedir(d);
+	return n;
+}
+
+static int setup(void **state)
+{
+	return devmemtcp_ctx_new(NULL, &ctx);
+}
+
+static int teardown(void **state)
+{
+	devmemtcp_ctx_free(ctx);
+	return 0;
+}
+
+static void test_family(void **state)
+{
+	struct dmt_nl *nl;
+	uint16_t id = 0, eth = 0;
+
+	assert_int_equal(dmt_nl_open(&nl), 0);
+	assert_int_equal(dmt_nl_netdev_family(nl, &id), 0);
+	assert_true(id >= 16);	/* dynamic genl ids start above GENL_MIN_ID */
+	assert_int_equal(dmt_nl_ethtool_family(nl, &eth), 0);
+	assert_true(eth >= 16 && eth != id);
+	assert_int_equal(dmt_nl_family(nl, "no-such-family", &id), -ENOENT);
+	dmt_nl_close(nl);
+}
+
+static void test_queue_list_sysfs(void **state)
+{
+	struct devmemtcp_queue q[16];
+	int n, rx = 0, tx = 0;
+
+	n = devmemtcp_queue_list(ctx, va, q, 16);
+	assert_int_equal(n, 4 + 3);
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(q[i].ifindex, va);
+		assert_int_equal(q[i].dmabuf_id, 0);
+		if (q[i].type == DEVMEMTCP_QUEUE_RX)
+			assert_int_equal(q[i].id, rx++);
+		else
+			assert_int_equal(q[i].id, tx++);
+	}
+	assert_int_equal(rx, count_sysfs("va", "rx-"));
+	assert_int_equal(tx, count_sysfs("va", "tx-"));
+	/* a short array still reports the total */
+	assert_int_equal(devmemtcp_queue_list(ctx, va, q, 2), 7);
+	assert_int_equal(devmemtcp_queue_list(ctx, 99999, q, 16), -ENODEV);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "no network interface has index 99999: check the name with 'ip link'");
+	assert_int_equal(devmemtcp_queue_list(ctx, 0, q, 16), -EINVAL);
+}
+
+/* The oracle: libnl-genl-3 reads the same queues on its own. */
+struct oracle {
+	struct devmemtcp_queue q[16];
+	int n;
+};
+
+static int oracle_cb(struct nl_msg *msg, void *arg)
+{
+	struct oracle *o = arg;
+	struct nlattr *tb[DMT_NETDEV_A_QUEUE_LEASE + 1];
+	struct devmemtcp_queue *q = &o->q[o->n++];
+
+	memset(q, 0, sizeof(*q));
+	genlmsg_parse(nlmsg_hdr(msg), 0, tb, DMT_NETDEV_A_QUEUE_LEASE, NULL);
+	if (tb[DMT_NETDEV_A_QUEUE_ID])
+		q->id = nla_get_u32(tb[DMT_NETDEV_A_QUEUE_ID]);
+	if (tb[DMT_NETDEV_A_QUEUE_TYPE])
+		q->type = nla_get_u32(tb[DMT_NETDEV_A_QUEUE_TYPE]);
+	if (tb[DMT_NETDEV_A_QUEUE_IFINDEX])
+		q->ifindex = nla_get_u32(tb[DMT_NETDEV_A_QUEUE_IFINDEX]);
+	if (tb[DMT_NETDEV_A_QUEUE_NAPI_ID])
+		q->napi_id = nla_get_u32(tb[DMT_NETDEV_A_QUEUE_NAPI_ID]);
+	if (tb[DMT_NETDEV_A_QUEUE_DMABUF])
+		q->dmabuf_id = nla_get_u32(tb[DMT_NETDEV_A_QUEUE_DMABUF]);
+	return NL_OK;
+}
+
+static void test_libnl_oracle(void **state)
+{
+	struct nl_sock *sk = nl_socket_alloc();
+	struct devmemtcp_queue mine[16];
+	struct oracle o = { .n = 0 };
+	struct nl_msg *msg;
+	int fam, n;
+
+	assert_non_null(sk);
+	assert_int_equal(genl_connect(sk), 0);
+	fam = genl_ctrl_resolve(sk, "netdev");
+	assert_true(fam > 0);
+	msg = nlmsg_alloc();
+	genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, fam, 0, NLM_F_DUMP,
+		    DMT_NETDEV_CMD_QUEUE_GET, 1);
+	nla_put_u32(msg, DMT_NETDEV_A_QUEUE_IFINDEX, (uint32_t)va);
+	nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, oracle_cb, &o);
+	assert_true(nl_send_auto(sk, msg) >= 0);
+	assert_int_equal(nl_recvmsgs_default(sk), 0);
+	nlmsg_free(msg);
+	nl_socket_free(sk);
+
+	n = devmemtcp_queue_list(ctx, va, mine, 16);
+	assert_int_equal(n, o.n);
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(mine[i].id, o.q[i].id);
+		assert_int_equal(mine[i].type, o.q[i].type);
+		assert_int_equal(mine[i].ifindex, o.q[i].ifindex);
+		assert_int_equal(mine[i].napi_id, o.q[i].napi_id);
+		assert_int_equal(mine[i].dmabuf_id, o.q[i].dmabuf_id);
+	}
+}
+
+static struct devmemtcp_buf *memfd_buf(void)
+{
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_IMPORT,
+		       .size = 1 << 20);
+	struct devmemtcp_buf *buf;
+
+	o.fd = memfd_create("not-a-dmabuf", MFD_CLOEXEC);
+	assert_true(o.fd >= 0);
+	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), 0);
+	return buf;
+}
+
+static void test_bind_veth_unsupported(void **state)
+{
+	struct devmemtcp_buf *buf = memfd_buf();
+	struct devmemtcp_binding *b = (void *)1;
+	uint32_t q = 0;
+
+	assert_int_equal(devmemtcp_bind_rx(ctx, va, &q, 1, buf, NULL, &b),
+			 -EOPNOTSUPP);
+	assert_null(b);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "bind-rx on va failed: the driver of va does not support devmem TCP (it lacks the queue management API / unreadable netmem), or the kernel predates bind-rx (Linux 6.12)");
+	devmemtcp_buf_free(buf);
+}
+
+static void test_bind_arg_checks(void **state)
+{
+	struct devmemtcp_buf *buf = memfd_buf();
+	struct devmemtcp_binding *b;
+	uint32_t q[2] = { 1, 1 };
+
+	assert_int_equal(devmemtcp_bind_rx(ctx, va, q, 2, buf, NULL, &b), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "devmemtcp_bind_rx: queue 1 is listed twice: list each queue once");
+	assert_int_equal(devmemtcp_bind_rx(ctx, va, NULL, 0, buf, NULL, &b), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "devmemtcp_bind_rx: no queues given: pass at least one RX queue index");
+	assert_int_equal(devmemtcp_bind_rx(ctx, 0, q, 1, buf, NULL, &b), -ENODEV);
+	assert_int_equal(devmemtcp_bind_rx(ctx, va, q, 1, NULL, NULL, &b), -EINVAL);
+	DEVMEMTCP_OPTS(bind_opts, bo, .rx_page_size = 12288);
+	assert_int_equal(devmemtcp_bind_rx(ctx, va, q, 1, buf, &bo, &b), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "devmemtcp_bind_rx: rx_page_size 12288 is not a power of two: use 0 (page size) or a power of two such as 65536");
+	/* a vanished interface: the kernel's ENODEV, explained */
+	assert_int_equal(devmemtcp_bind_rx(ctx, 99999, q, 1, buf, NULL, &b), -ENODEV);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "bind-rx failed: no network interface has index 99999 (or it went away): check the name with 'ip link'");
+	devmemtcp_buf_free(buf);
+}
+
+static void test_udmabuf_missing(void **state)
+{
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
+		       .size = 1 << 20);
+	struct devmemtcp_buf *buf;
+	char want[256];
+	const char *dev = "/dev/udmabuf";
+
+	if (access(dev, F_OK) == 0) {
+		/* present here: point the library at a node that is not */
+		dev = "/dev/udmabuf-missing";
+		setenv("DEVMEMTCP_UDMABUF_DEV", dev, 1);
+	}
+	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -ENOENT);
+	snprintf(want, sizeof(want),
+		 "udmabuf: %s does not exist: load the module with 'modprobe udmabuf' (kernel option CONFIG_UDMABUF)",
+		 dev);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	unsetenv("DEVMEMTCP_UDMABUF_DEV");
+}
+
+static void test_bind_without_cap_net_admin(void **state)
+{
+	pid_t pid = fork();
+	int status;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+		struct __user_cap_data_struct d[2];
+		struct devmemtcp_binding *b;
+		struct devmemtcp_buf *buf;
+		uint32_t q = 0;
+		int ret;
+
+		syscall(SYS_capget, &h, d);
+		d[0].effective &= ~(1u << CAP_NET_ADMIN);
+		if (syscall(SYS_capset, &h, d))
+			_exit(3);
+		buf = memfd_buf();
+		ret = devmemtcp_bind_rx(ctx, va, &q, 1, buf, NULL, &b);
+		if (ret != -EPERM)
+			_exit(4);
+		if (strcmp(devmemtcp_ctx_errmsg(ctx),
+			   "bind-rx on va failed: permission denied: bind-rx needs CAP_NET_ADMIN; run as root or grant it (setcap cap_net_admin+ep PROGRAM)"))
+			_exit(5);
+		devmemtcp_buf_free(buf);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void test_no_fd_leaks(void **state)
+{
+	struct devmemtcp_ctx *c;
+	struct devmemtcp_binding *b;
+	struct devmemtcp_queue q[8];
+	uint32_t queue = 0;
+	int before = count_fds();
+
+	for (int i = 0; i < 20; i++) {
+		struct devmemtcp_buf *buf;
+
+		assert_int_equal(devmemtcp_ctx_new(NULL, &c), 0);
+		assert_int_equal(devmemtcp_queue_list(c, va, q, 8), 7);
+		DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_IMPORT,
+			       .size = 4096);
+		o.fd = memfd_create("x", MFD_CLOEXEC);
+		assert_int_equal(devmemtcp_buf_new(c, &o, &buf), 0);
+		assert_int_equal(devmemtcp_bind_rx(c, va, &queue, 1, buf, NULL, &b),
+				 -EOPNOTSUPP);
+		devmemtcp_buf_free(buf);	/* closes the imported fd */
+		devmemtcp_ctx_free(c);
+	}
+	assert_int_equal(count_fds(), before);
+}
+
+static void test_tcp_steering_miss(void **state)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	struct devmemtcp_frag f[8];
+	struct devmemtcp_rx *rx;
+	char lin[4096], msg[1000];
+	int l, c, s, got = 0, n;
+	DEVMEMTCP_OPTS(rx_stats, st);
+
+	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&sa, &len), 0);
+	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(c, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	s = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(s >= 0);
+	for (size_t i = 0; i < sizeof(msg); i++)
+		msg[i] = (char)(i * 7);
+	assert_int_equal(write(c, msg, sizeof(msg)), (ssize_t)sizeof(msg));
+	close(c);
+	assert_int_equal(devmemtcp_rx_new(ctx, s, NULL, &rx), 0);
+	while ((n = devmemtcp_rx_recv(rx, f, 8, lin + got, sizeof(lin) - (size_t)got)) > 0) {
+		/* loopback is never devmem: plain data, one linear entry */
+		assert_int_equal(n, 1);
+		assert_int_equal(f[0].flags, DEVMEMTCP_FRAG_LINEAR);
+		got += (int)f[0].len;
+	}
+	assert_int_equal(n, 0);
+	assert_int_equal(got, sizeof(msg));
+	assert_memory_equal(lin, msg, sizeof(msg));
+	assert_int_equal(devmemtcp_rx_stats(rx, &st), 0);
+	assert_true(st.steering_misses >= 1);
+	assert_int_equal(st.frags, 0);
+	assert_int_equal(st.bytes, sizeof(msg));
+	devmemtcp_rx_free(rx);
+	close(s);
+	close(l);
+}
+
+static int enter_netns(void)
+{
+	if (unshare(CLONE_NEWNET | CLONE_NEWNS))
+		return -1;
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		return -1;
+	if (umount2("/sys", MNT_DETACH) && errno != EINVAL)
+		return -1;
+	if (mount("sysfs", "/sys", "sysfs", 0, NULL))
+		return -1;
+	if (system("ip link set lo up && "
+		   "ip link add va numrxqueues 4 numtxqueues 3 type veth peer name vb && "
+		   "ip link set va up && ip link set vb up"))
+		return -1;
+	va = (int)if_nametoindex("va");
+	return va > 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_family),
+		cmocka_unit_test(test_queue_list_sysfs),
+		cmocka_unit_test(test_libnl_oracle),
+		cmocka_unit_test(test_bind_veth_unsupported),
+		cmocka_unit_test(test_bind_arg_checks),
+		cmocka_unit_test(test_udmabuf_missing),
+		cmocka_unit_test(test_bind_without_cap_net_admin),
+		cmocka_unit_test(test_no_fd_leaks),
+		cmocka_unit_test(test_tcp_steering_miss),
+	};
+
+	if (geteuid() != 0) {
+		printf("SKIP: the host suite needs root (network namespaces, CAP_NET_ADMIN)\n");
+		return 77;
+	}
+	if (enter_netns()) {
+		printf("FAIL: cannot create a network namespace with a veth pair: %s\n",
+		       strerror(errno));
+		return 1;
+	}
+	return cmocka_run_group_tests_name("host-netdev", tests, setup, teardown);
+}

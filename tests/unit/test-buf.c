@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/* Buffers: segment table edge cases, import, udmabuf errors. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "buf.h"
+
+static struct devmemtcp_ctx *ctx;
+
+static int setup(void **state)
+{
+	DEVMEMTCP_OPTS(ctx_opts, o, .log_level = DEVMEMTCP_LOG_NONE);
+
+	return devmemtcp_ctx_new(&o, &ctx);
+}
+
+static int teardown(void **state)
+{
+	devmemtcp_ctx_free(ctx);
+	return 0;
+}
+
+static int import(uint64_t size, const struct devmemtcp_segment *segs,
+		  size_t n, struct devmemtcp_buf **buf)
+{
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_IMPORT,
+		       .size = size, .segments = segs, .nsegments = n,
+		       .flags = DEVMEMTCP_BUF_KEEP_FD);
+
+	o.fd = memfd_create("t", MFD_CLOEXEC);
+	assert_true(o.fd >= 0);
+	int ret = devmemtcp_buf_new(ctx, &o, buf);
+	if (ret)
+		close(o.fd);
+	return ret;
+}
+
+static void free_import(struct devmemtcp_buf *buf)
+{
+	close(devmemtcp_buf_fd(buf));
+	devmemtcp_buf_free(buf);
+}
+
+static void test_find(void **state)
+{
+	/* disjoint chunks with a gap, as a multi-chunk GPU export maps */
+	static const struct devmemtcp_segment segs[] = {
+		{ 0x0, 0x1000, 0x7f0000000000 },
+		{ 0x1000, 0x3000, 0x200000 },
+		{ 0x8000, 0x1000, 0x900000 },
+	};
+
+	assert_int_equal(dmt_segments_find(segs, 3, 0), 0);
+	assert_int_equal(dmt_segments_find(segs, 3, 0xfff), 0);
+	assert_int_equal(dmt_segments_find(segs, 3, 0x1000), 1);
+	assert_int_equal(dmt_segments_find(segs, 3, 0x3fff), 1);
+	assert_int_equal(dmt_segments_find(segs, 3, 0x4000), -1);	/* gap */
+	assert_int_equal(dmt_segments_find(segs, 3, 0x8000), 2);
+	assert_int_equal(dmt_segments_find(segs, 3, 0x8fff), 2);
+	assert_int_equal(dmt_segments_find(segs, 3, 0x9000), -1);
+	assert_int_equal(dmt_segments_find(segs, 0, 0), -1);
+}
+
+static void test_import_unsorted_segments(void **state)
+{
+	struct devmemtcp_segment segs[] = {
+		{ 0x2000, 0x2000, 0xa000 },
+		{ 0x0, 0x2000, 0x50000 },
+	};
+	const struct devmemtcp_segment *out;
+	struct devmemtcp_buf *buf;
+	uint64_t addr;
+
+	assert_int_equal(import(0x4000, segs, 2, &buf), 0);
+	assert_int_equal(devmemtcp_buf_segments(buf, &out), 2);
+	assert_int_equal(out[0].offset, 0);	/* sorted copy */
+	assert_int_equal(out[1].addr, 0xa000);
+	assert_int_equal(devmemtcp_buf_addr(buf, 0x1fff, &addr), 0);
+	assert_int_equal(addr, 0x51fff);
+	assert_int_equal(devmemtcp_buf_addr(buf, 0x2001, &addr), 0);
+	assert_int_equal(addr, 0xa001);
+	assert_int_equal(devmemtcp_buf_addr(buf, 0x4000, &addr), -ERANGE);
+	assert_int_equal(devmemtcp_buf_provider(buf), DEVMEMTCP_PROVIDER_IMPORT);
+	assert_int_equal(devmemtcp_buf_size(buf), 0x4000);
+	free_import(buf);
+}
+
+static void test_import_bad_segments(void **state)
+{
+	struct devmemtcp_segment overlap[] = {
+		{ 0x0, 0x2000, 0 }, { 0x1000, 0x1000, 0x9000 },
+	};
+	struct devmemtcp_segment outside[] = { { 0x3000, 0x2000, 0 } };
+	struct devmemtcp_segment empty[] = { { 0x0, 0, 0 } };
+	struct devmemtcp_segment wrap[] = { { 0x0, 0x1000, UINT64_MAX - 10 } };
+	struct devmemtcp_buf *buf = (void *)1;
+
+	assert_int_equal(import(0x4000, overlap, 2, &buf), -EINVAL);
+	assert_null(buf);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "segments at offsets 0 and 0x1000 overlap: each dma-buf offset may map to one address");
+	assert_int_equal(import(0x4000, outside, 1, &buf), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "segment [0x3000, +0x2000) is empty or outside the 16384-byte dma-buf: every segment must lie inside the buffer");
+	assert_int_equal(import(0x4000, empty, 1, &buf), -EINVAL);
+	assert_int_equal(import(0x4000, wrap, 1, &buf), -EINVAL);
+	assert_int_equal(import(0x4000, overlap, 0, &buf), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "segment table is empty: give at least one segment");
+}
+
+static void test_import_default_segment(void **state)
+{
+	struct devmemtcp_buf *buf;
+	uint64_t addr = 1;
+
+	assert_int_equal(import(8192, NULL, 0, &buf), 0);
+	assert_int_equal(devmemtcp_buf_addr(buf, 4097, &addr), 0);
+	assert_int_equal(addr, 4097);
+	/* not host-backed: no CPU access */
+	char x;
+	assert_int_equal(devmemtcp_buf_read(buf, 0, &x, 1), -EOPNOTSUPP);
+	assert_non_null(strstr(devmemtcp_buf_errmsg(buf), "device memory"));
+	assert_int_equal(devmemtcp_buf_write(buf, 0, &x, 1), -EOPNOTSUPP);
+	assert_string_equal(devmemtcp_buf_errmsg(buf),
+			    "devmemtcp_buf_write: the buffer is device memory (provider 2), which the CPU cannot read: copy it on the device instead");
+	free_import(buf);
+}
+
+static void test_import_bad_fd(void **state)
+{
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_IMPORT,
+		       .size = 4096, .fd = 999);
+	struct devmemtcp_buf *buf;
+
+	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -EBADF);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "import: opts.fd 999 is not an open file descriptor");
+	o.fd = -1;
+	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -EBADF);
+}
+
+static void test_udmabuf_missing(void **state)
+{
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
+		       .size = 4096);
+	struct devmemtcp_buf *buf;
+
+	setenv("DEVMEMTCP_UDMABUF_DEV", "/nonexistent/udmabuf", 1);
+	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -ENOENT);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "udmabuf: /nonexistent/udmabuf does not exist: load the module with 'modprobe udmabuf' (kernel option CONFIG_UDMABUF)");
+	unsetenv("DEVMEMTCP_UDMABUF_DEV");
+	o.size = 0;
+	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -EINVAL);
+	o.size = 4096;
+	o.flags = DEVMEMTCP_BUF_KEEP_FD;
+	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -EINVAL);
+}
+
+static void test_unknown_provider(void **state)
+{
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = 42, .size = 4096);
+	struct devmemtcp_buf *buf;
+
+	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "devmemtcp_buf_new: unknown provider 42: use DEVMEMTCP_PROVIDER_UDMABUF, _IMPORT, _CUDA or _DRM");
+	assert_int_equal(devmemtcp_buf_new(ctx, NULL, &buf), -EINVAL);
+}
+
+static void test_null_safe(void **state)
+{
+	uint64_t a;
+
+	devmemtcp_binding_close(NULL);
+	assert_int_equal(devmemtcp_binding_id(NULL), 0);
+	assert_null(devmemtcp_binding_buf(NULL));
+	assert_int_equal(devmemtcp_buf_provider(NULL), -EINVAL);
+
+	devmemtcp_buf_free(NULL);
+	assert_int_equal(devmemtcp_buf_fd(NULL), -EINVAL);
+	assert_int_equal(devmemtcp_buf_size(NULL), 0);
+	assert_int_equal(devmemtcp_buf_segments(NULL, NULL), 0);
+	assert_int_equal(devmemtcp_buf_addr(NULL, 0, &a), -EINVAL);
+	assert_string_equal(devmemtcp_buf_errmsg(NULL), "");
+}
+
+static void test_qstats_args(void **state)
+{
+	struct devmemtcp_qstats st = { 0 };
+
+	assert_int_equal(devmemtcp_qstats_get(ctx, 1, DEVMEMTCP_QUEUE_RX, 0, &st), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "devmemtcp_qstats_get: stats is NULL or its sz is not set: set .sz = sizeof(struct devmemtcp_qstats)");
+	st.sz = sizeof(st);
+	assert_int_equal(devmemtcp_qstats_get(ctx, 1, 7, 0, &st), -EINVAL);
+	assert_int_equal(devmemtcp_qstats_get(ctx, 0, DEVMEMTCP_QUEUE_TX, 0, &st), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_qstats_args),
+		cmocka_unit_test(test_find),
+		cmocka_unit_test(test_import_unsorted_segments),
+		cmocka_unit_test(test_import_bad_segments),
+		cmocka_unit_test(test_import_default_segment),
+		cmocka_unit_test(test_import_bad_fd),
+		cmocka_unit_test(test_udmabuf_missing),
+		cmocka_unit_test(test_unknown_provider),
+		cmocka_unit_test(test_null_safe),
+	};
+
+	return cmocka_run_group_tests_name("buf", tests, setup, teardown);
+}

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/* Netlink: message building, and parsing of reply bytes recorded from a
+ * real kernel (tests/unit/data/netdev-replies.h, tests/tools/nlrecord.py). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "netdev.h"
+#include "nl.h"
+#include "uapi.h"
+#include "data/netdev-replies.h"
+
+static struct dmt_nl fake = { .portid = REC_PORTID };
+
+static void reset(void)
+{
+	fake.extack[0] = '\0';
+	fake.bad_attr_off = 0;
+	fake.miss_type = 0;
+}
+
+static uint16_t family_seen;
+
+static int family_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct nlattr *a;
+
+	mnl_attr_for_each(a, nlh, sizeof(struct genlmsghdr))
+		if (mnl_attr_get_type(a) == CTRL_ATTR_FAMILY_ID)
+			family_seen = mnl_attr_get_u16(a);
+	return MNL_CB_OK;
+}
+
+static void test_getfamily_reply(void **state)
+{
+	int err = 1;
+
+	reset();
+	assert_int_equal(dmt_nl_parse(&fake, rec_getfamily_netdev,
+				      sizeof(rec_getfamily_netdev),
+				      REC_GETFAMILY_NETDEV_SEQ, family_cb, NULL,
+				      &err),
+			 MNL_CB_STOP);
+	assert_int_equal(err, 0);
+	assert_int_equal(family_seen, REC_NETDEV_FAMILY);
+}
+
+static int queue_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct devmemtcp_queue *q = data;
+	size_t i = 0;
+
+	while (q[i].ifindex)
+		i++;
+	assert_int_equal(dmt_queue_parse(nlh, &q[i]), 0);
+	return MNL_CB_OK;
+}
+
+static void test_queue_dump(void **state)
+{
+	struct devmemtcp_queue q[4];
+	int err = 1;
+
+	memset(q, 0, sizeof(q));
+	reset();
+	assert_int_equal(dmt_nl_parse(&fake, rec_queue_dump_va,
+				      sizeof(rec_queue_dump_va),
+				      REC_QUEUE_DUMP_VA_SEQ, queue_cb, q, &err),
+			 MNL_CB_STOP);
+	assert_int_equal(err, 0);
+	/* veth: one RX and one TX queue, no dma-buf */
+	assert_int_equal(q[0].ifindex, REC_VA_IFINDEX);
+	assert_int_equal(q[0].id, 0);
+	assert_int_equal(q[0].type, DEVMEMTCP_QUEUE_RX);
+	assert_int_equal(q[0].dmabuf_id, 0);
+	assert_int_equal(q[1].ifindex, REC_VA_IFINDEX);
+	assert_int_equal(q[1].type, DEVMEMTCP_QUEUE_TX);
+	assert_int_equal(q[2].ifindex, 0);
+}
+
+static void test_seq_mismatch_skipped(void **state)
+{
+	int err = 1;
+
+	reset();
+	/* a late reply to another request is not ours */
+	assert_int_equal(dmt_nl_parse(&fake, rec_bind_rx_veth,
+				      sizeof(rec_bind_rx_veth), 1, NULL, NULL,
+				      &err),
+			 MNL_CB_OK);
+	assert_int_equal(err, 0);
+}
+
+static void test_bind_veth_error(void **state)
+{
+	struct dmt_err e = { 0 };
+	int err = 0;
+
+	reset();
+	assert_int_equal(dmt_nl_parse(&fake, rec_bind_rx_veth,
+				      sizeof(rec_bind_rx_veth),
+				      REC_BIND_RX_VETH_SEQ, NULL, NULL, &err),
+			 MNL_CB_ERROR);
+	assert_int_equal(err, -EOPNOTSUPP);
+	assert_string_equal(fake.extack, "");
+	assert_int_equal(fake.bad_attr_off, 20);	/* the ifindex attribute */
+	dmt_bind_explain(NULL, &e, false, 999999, err, fake.extack);
+	assert_int_equal(e.code, -EOPNOTSUPP);
+	assert_string_equal(e.msg,
+			    "bind-rx on ifindex 999999 failed: the driver of ifindex 999999 does not support devmem TCP (it lacks the queue management API / unreadable netmem), or the kernel predates bind-rx (Linux 6.12)");
+}
+
+static void test_bind_nodev(void **state)
+{
+	int err = 0;
+
+	reset();
+	assert_int_equal(dmt_nl_parse(&fake, rec_bind_rx_nodev,
+				      sizeof(rec_bind_rx_nodev),
+				      REC_BIND_RX_NODEV_SEQ, NULL, NULL, &err),
+			 MNL_CB_ERROR);
+	assert_int_equal(err, -ENODEV);
+}
+
+static void test_bind_missing_attr(void **state)
+{
+	int err = 0;
+
+	reset();
+	assert_int_equal(dmt_nl_parse(&fake, rec_bind_rx_noqueues,
+				      sizeof(rec_bind_rx_noqueues),
+				      REC_BIND_RX_NOQUEUES_SEQ, NULL, NULL, &err),
+			 MNL_CB_ERROR);
+	assert_int_equal(err, -EINVAL);
+	assert_int_equal(fake.miss_type, DMT_NETDEV_A_DMABUF_QUEUES + 1);
+}
+
+static void test_extack_fixes(void **state)
+{
+	struct dmt_err e = { 0 };
+
+	dmt_bind_explain(NULL, &e, false, 999999, -EINVAL,
+			 "tcp-data-split is disabled");
+	assert_string_equal(e.msg,
+			    "bind-rx on ifindex 999999 failed: enable header split on ifindex 999999: ethtool -G ifindex 999999 tcp-data-split on (or use devmemtcp_nic_setup()) (kernel: \"tcp-data-split is disabled\")");
+	dmt_bind_explain(NULL, &e, false, 999999, -EINVAL, "hds-thresh is not zero");
+	assert_non_null(strstr(e.msg, "hds-thresh 0"));
+	dmt_bind_explain(NULL, &e, false, 999999, -EEXIST,
+			 "designated queue already memory provider bound");
+	assert_int_equal(e.code, -EEXIST);
+	assert_non_null(strstr(e.msg, "already has a dma-buf or io_uring bound"));
+	dmt_bind_explain(NULL, &e, false, 999999, -EPERM, "");
+	assert_string_equal(e.msg,
+			    "bind-rx on ifindex 999999 failed: permission denied: bind-rx needs CAP_NET_ADMIN; run as root or grant it (setcap cap_net_admin+ep PROGRAM)");
+	dmt_bind_explain(NULL, &e, false, 999999, -ENODATA, "");
+	assert_non_null(strstr(e.msg, "page pool did not take the dma-buf"));
+	dmt_bind_explain(NULL, &e, true, 999999, -EOPNOTSUPP,
+			 "Driver does not support netmem TX");
+	assert_non_null(strstr(e.msg, "bind-tx on ifindex 999999 failed: the driver of ifindex 999999 cannot send from device memory"));
+}
+
+static void test_bind_msg(void **state)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	const uint32_t queues[] = { 2, 3 };
+	struct nlmsghdr *nlh;
+	const struct genlmsghdr *g;
+	const struct nlattr *a, *n;
+	int nq = 0;
+	bool fd = false, ifx = false;
+
+	nlh = dmt_bind_msg(buf, 27, false, 5, queues, 2, 42, 0);
+	assert_int_equal(nlh->nlmsg_type, 27);
+	assert_true(nlh->nlmsg_flags & NLM_F_REQUEST);
+	g = mnl_nlmsg_get_payload(nlh);
+	assert_int_equal(g->cmd, DMT_NETDEV_CMD_BIND_RX);
+	assert_int_equal(g->version, 1);
+	mnl_attr_for_each(a, nlh, sizeof(*g)) {
+		switch (mnl_attr_get_type(a)) {
+		case DMT_NETDEV_A_DMABUF_IFINDEX:
+			assert_int_equal(mnl_attr_get_u32(a), 5);
+			ifx = true;
+			break;
+		case DMT_NETDEV_A_DMABUF_FD:
+			assert_int_equal(mnl_attr_get_u32(a), 42);
+			fd = true;
+			break;
+		case DMT_NETDEV_A_DMABUF_QUEUES:
+			mnl_attr_for_each_nested(n, a) {
+				if (mnl_attr_get_type(n) == DMT_NETDEV_A_QUEUE_ID)
+					assert_int_equal(mnl_attr_get_u32(n), queues[nq]);
+				else if (mnl_attr_get_type(n) == DMT_NETDEV_A_QUEUE_TYPE)
+					assert_int_equal(mnl_attr_get_u32(n), 0);
+				else
+					fail();
+			}
+			nq++;
+			break;
+		default:
+			fail();	/* no RX_PAGE_SIZE unless asked */
+		}
+	}
+	assert_true(fd && ifx);
+	assert_int_equal(nq, 2);
+	/* bind-tx: ifindex + fd only; rx page size when asked */
+	nlh = dmt_bind_msg(buf, 27, true, 5, NULL, 0, 42, 0);
+	g = mnl_nlmsg_get_payload(nlh);
+	assert_int_equal(g->cmd, DMT_NETDEV_CMD_BIND_TX);
+	assert_int_equal(nlh->nlmsg_len, NLMSG_HDRLEN + 4 + 8 + 8);
+	nlh = dmt_bind_msg(buf, 27, false, 5, queues, 1, 42, 65536);
+	a = (const struct nlattr *)((const char *)nlh + nlh->nlmsg_len - 8);
+	assert_int_equal(mnl_attr_get_type(a), DMT_NETDEV_A_DMABUF_RX_PAGE_SIZE);
+	assert_int_equal(mnl_attr_get_u32(a), 65536);
+}
+
+static void test_uint_sizes(void **state)
+{
+	/* NLA_UINT: qstats counters come as 4 or 8 bytes */
+	char buf[256];
+	struct nlmsghdr *nlh = dmt_nl_genl_msg(buf, 20, 12, 1, 0);
+	struct devmemtcp_queue q;
+
+	mnl_attr_put_u32(nlh, DMT_NETDEV_A_QUEUE_ID, 7);
+	mnl_attr_put_u32(nlh, DMT_NETDEV_A_QUEUE_TYPE, 1);
+	mnl_attr_put_u32(nlh, DMT_NETDEV_A_QUEUE_DMABUF, 9);
+	assert_int_equal(dmt_queue_parse(nlh, &q), 0);
+	assert_int_equal(q.id, 7);
+	assert_int_equal(q.type, 1);
+	assert_int_equal(q.dmabuf_id, 9);
+	/* a u32 attribute of the wrong size is a malformed reply */
+	nlh = dmt_nl_genl_msg(buf, 20, 12, 1, 0);
+	mnl_attr_put_u16(nlh, DMT_NETDEV_A_QUEUE_ID, 7);
+	assert_int_equal(dmt_queue_parse(nlh, &q), -EBADMSG);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_getfamily_reply),
+		cmocka_unit_test(test_queue_dump),
+		cmocka_unit_test(test_seq_mismatch_skipped),
+		cmocka_unit_test(test_bind_veth_error),
+		cmocka_unit_test(test_bind_nodev),
+		cmocka_unit_test(test_bind_missing_attr),
+		cmocka_unit_test(test_extack_fixes),
+		cmocka_unit_test(test_bind_msg),
+		cmocka_unit_test(test_uint_sizes),
+	};
+
+	return cmocka_run_group_tests_name("netlink", tests, NULL, NULL);
+}

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/* Token manager: merging, kernel batch limits, partial returns, double
+ * release refusal, deferred release. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "rx.h"
+
+/* A fake kernel: a set of live tokens, the per-call limits of
+ * sock_devmem_dontneed(), and an optional cap to force partial returns. */
+struct fake_kernel {
+	uint8_t live[8192];
+	int calls;
+	int cap;		/* free at most this many per call (0: no cap) */
+	size_t max_ranges_seen;
+	uint32_t max_frags_seen;
+	int fail;		/* return this errno once */
+};
+
+static int fake_dontneed(void *arg, const struct dmt_dmabuf_token *t, size_t n)
+{
+	struct fake_kernel *k = arg;
+	uint32_t frags = 0;
+	int freed = 0;
+
+	k->calls++;
+	if (k->fail) {
+		int e = k->fail;
+
+		k->fail = 0;
+		return e;
+	}
+	if (n > DMT_MAX_DONTNEED_TOKENS)
+		return -EINVAL;
+	if (n > k->max_ranges_seen)
+		k->max_ranges_seen = n;
+	for (size_t i = 0; i < n; i++) {
+		for (uint32_t j = 0; j < t[i].token_count; j++) {
+			uint32_t tok = t[i].token_start + j;
+
+			if (++frags > DMT_MAX_DONTNEED_FRAGS)
+				goto out;
+			if (k->cap && freed == k->cap)
+				goto out;
+			if (tok < sizeof(k->live) && k->live[tok]) {
+				k->live[tok] = 0;
+				freed++;
+			}
+		}
+	}
+out:
+	if (frags > k->max_frags_seen)
+		k->max_frags_seen = frags;
+	return freed;
+}
+
+static struct fake_kernel *k;
+static struct dmt_tokens T;
+
+static int setup(void **state)
+{
+	k = calloc(1, sizeof(*k));
+	dmt_tokens_init(&T, 0, fake_dontneed, k);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	dmt_tokens_fini(&T);
+	free(k);
+	return 0;
+}
+
+/* The kernel hands out tokens: mark them live on both sides. */
+static void receive(struct devmemtcp_frag *f, uint32_t tok)
+{
+	memset(f, 0, sizeof(*f));
+	f->token = tok;
+	f->len = 4096;
+	k->live[tok] = 1;
+	assert_int_equal(dmt_tokens_received(&T, tok), 0);
+}
+
+static int live_count(void)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(k->live); i++)
+		n += k->live[i];
+	return n;
+}
+
+static void release(struct devmemtcp_frag *f, size_t n)
+{
+	size_t bad;
+
+	assert_int_equal(dmt_tokens_take(&T, f, n, &bad), 0);
+	for (size_t i = 0; i < n; i++)
+		if (!(f[i].flags & DEVMEMTCP_FRAG_LINEAR))
+			assert_int_equal(dmt_tokens_queue(&T, f[i].token), 0);
+}
+
+static void test_merge_in_order(void **state)
+{
+	struct devmemtcp_frag f[640];
+
+	for (uint32_t i = 0; i < 640; i++)
+		receive(&f[i], i);
+	release(f, 640);
+	/* one range, no syscall yet (640 < 1024) */
+	assert_int_equal(T.npending, 1);
+	assert_int_equal(T.pending[0].token_start, 0);
+	assert_int_equal(T.pending[0].token_count, 640);
+	assert_int_equal(k->calls, 0);
+	assert_int_equal(dmt_tokens_flush(&T), 640);
+	assert_int_equal(k->calls, 1);
+	assert_int_equal(live_count(), 0);
+	assert_int_equal(T.released, 640);
+	assert_int_equal(T.outstanding, 0);
+}
+
+static void test_frag_limit(void **state)
+{
+	static struct devmemtcp_frag f[3000];
+
+	for (uint32_t i = 0; i < 3000; i++)
+		receive(&f[i], i);
+	release(f, 3000);
+	assert_int_equal(dmt_tokens_flush(&T), 3000 - 2 * 1024);
+	/* batches never exceed the kernel's 1024-frag budget */
+	assert_int_equal(k->calls, 3);
+	assert_true(k->max_frags_seen <= 1024);
+	assert_int_equal(live_count(), 0);
+	assert_int_equal(T.partial_returns, 0);
+}
+
+static void test_range_limit(void **state)
+{
+	static struct devmemtcp_frag f[600];
+
+	/* even tokens only: nothing merges, 128 ranges per call */
+	for (uint32_t i = 0; i < 300; i++)
+		receive(&f[i], 2 * i);
+	release(f, 300);
+	dmt_tokens_flush(&T);
+	assert_int_equal(k->calls, 3);	/* 128 + 128 + 44 */
+	assert_int_equal(k->max_ranges_seen, 128);
+	assert_int_equal(live_count(), 0);
+}
+
+static void test_partial_return_retried(void **state)
+{
+	struct devmemtcp_frag f[100];
+
+	for (uint32_t i = 0; i < 100; i++)
+		receive(&f[i], i);
+	k->cap = 30;	/* the kernel stops early every call */
+	release(f, 100);
+	assert_int_equal(dmt_tokens_flush(&T), 100);
+	assert_int_equal(k->calls, 4);	/* 30 + 30 + 30 + 10 */
+	assert_int_equal(T.partial_returns, 3);
+	assert_int_equal(live_count(), 0);
+	assert_int_equal(T.released, 100);
+	assert_int_equal(T.lost, 0);
+}
+
+static void test_unknown_tokens_not_looping(void **state)
+{
+	struct devmemtcp_frag f[4];
+
+	for (uint32_t i = 0; i < 4; i++)
+		receive(&f[i], i);
+	k->live[2] = 0;	/* the kernel forgot one (socket reset, say) */
+	release(f, 4);
+	assert_int_equal(dmt_tokens_flush(&T), 3);
+	assert_int_equal(k->calls, 2);	/* retry finds nothing more: stop */
+	assert_int_equal(T.lost, 1);
+}
+
+static void test_double_release_refused(void **state)
+{
+	struct devmemtcp_frag f[3], again[2];
+	size_t bad = 99;
+
+	for (uint32_t i = 0; i < 3; i++)
+		receive(&f[i], 10 + i);
+	release(f, 1);
+	/* f[1] is fine but f[0] is not outstanding: nothing may be taken */
+	again[0] = f[1];
+	again[1] = f[0];
+	assert_int_equal(dmt_tokens_take(&T, again, 2, &bad), -EINVAL);
+	assert_int_equal(bad, 1);
+	assert_true(dmt_tokens_is_outstanding(&T, 11));
+	assert_int_equal(T.outstanding, 2);
+	/* the same token twice in one call is refused too */
+	again[0] = f[2];
+	again[1] = f[2];
+	assert_int_equal(dmt_tokens_take(&T, again, 2, &bad), -EINVAL);
+	assert_int_equal(bad, 1);
+	assert_true(dmt_tokens_is_outstanding(&T, 12));
+	/* a token never received */
+	again[0].token = 4000;
+	assert_int_equal(dmt_tokens_take(&T, again, 1, &bad), -EINVAL);
+}
+
+static void test_linear_skipped(void **state)
+{
+	struct devmemtcp_frag f[2];
+	size_t bad;
+
+	receive(&f[0], 5);
+	memset(&f[1], 0, sizeof(f[1]));
+	f[1].flags = DEVMEMTCP_FRAG_LINEAR;
+	f[1].token = 5;	/* ignored: linear entries carry no token */
+	assert_int_equal(dmt_tokens_take(&T, f, 2, &bad), 0);
+	assert_int_equal(T.outstanding, 0);
+}
+
+static void test_received_twice(void **state)
+{
+	struct devmemtcp_frag f;
+
+	receive(&f, 77);
+	assert_int_equal(dmt_tokens_received(&T, 77), -EEXIST);
+	assert_int_equal(T.outstanding, 1);
+}
+
+struct completion {
+	int done;
+	int polls;
+	int waited;
+};
+
+static int done_fn(void *arg, bool wait)
+{
+	struct completion *c = arg;
+
+	c->polls++;
+	if (wait && !c->done) {
+		c->waited++;
+		c->done = 1;
+	}
+	return c->done;
+}
+
+static void test_deferred(void **state)
+{
+	struct devmemtcp_frag f[6];
+	struct completion a = { 0 }, b = { 0 };
+	size_t bad;
+
+	for (uint32_t i = 0; i < 6; i++)
+		receive(&f[i], i);
+	assert_int_equal(dmt_tokens_take(&T, f, 3, &bad), 0);
+	assert_int_equal(dmt_tokens_defer(&T, f, 3, done_fn, &a), 0);
+	assert_int_equal(dmt_tokens_take(&T, f + 3, 3, &bad), 0);
+	assert_int_equal(dmt_tokens_defer(&T, f + 3, 3, done_fn, &b), 0);
+	assert_int_equal(T.deferred_pending, 6);
+	/* nothing completes: nothing is released */
+	assert_int_equal(dmt_tokens_poll(&T, false), 0);
+	dmt_tokens_flush(&T);
+	assert_int_equal(live_count(), 6);
+	/* b completes first, but a holds the head: release in order */
+	b.done = 1;
+	assert_int_equal(dmt_tokens_poll(&T, false), 0);
+	assert_int_equal(b.polls, 0);
+	a.done = 1;
+	assert_int_equal(dmt_tokens_poll(&T, false), 6);
+	assert_int_equal(dmt_tokens_flush(&T), 6);
+	assert_int_equal(live_count(), 0);
+	assert_int_equal(T.deferred_pending, 0);
+	/* finished entries are not polled again */
+	assert_int_equal(dmt_tokens_poll(&T, false), 0);
+	assert_int_equal(a.polls, 3);
+	assert_int_equal(b.polls, 1);
+}
+
+static void test_release_all_waits(void **state)
+{
+	struct devmemtcp_frag f[5];
+	struct completion a = { 0 };
+	size_t bad;
+
+	for (uint32_t i = 0; i < 5; i++)
+		receive(&f[i], 100 + i);
+	assert_int_equal(dmt_tokens_take(&T, f, 2, &bad), 0);
+	assert_int_equal(dmt_tokens_defer(&T, f, 2, done_fn, &a), 0);
+	assert_int_equal(dmt_tokens_release_all(&T), 5);
+	assert_int_equal(a.waited, 1);
+	assert_int_equal(dmt_tokens_flush(&T), 5);
+	assert_int_equal(live_count(), 0);
+	assert_int_equal(T.outstanding, 0);
+}
+
+static void test_flush_error_keeps_batch(void **state)
+{
+	struct devmemtcp_frag f[3];
+
+	for (uint32_t i = 0; i < 3; i++)
+		receive(&f[i], i);
+	release(f, 3);
+	k->fail = -ENOMEM;
+	assert_int_equal(dmt_tokens_flush(&T), -ENOMEM);
+	assert_int_equal(T.pending_frags, 3);	/* kept for the next flush */
+	assert_int_equal(dmt_tokens_flush(&T), 3);
+	assert_int_equal(live_count(), 0);
+}
+
+static void test_high_water(void **state)
+{
+	struct devmemtcp_frag f[10];
+
+	for (uint32_t i = 0; i < 10; i++)
+		receive(&f[i], i);
+	release(f, 4);
+	receive(&f[0], 20);
+	assert_int_equal(T.outstanding_max, 11);	/* 10 held + 1 new */
+}
+
+int main(void)
+{
+#define T_(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T_(test_merge_in_order),
+		T_(test_frag_limit),
+		T_(test_range_limit),
+		T_(test_partial_return_retried),
+		T_(test_unknown_tokens_not_looping),
+		T_(test_double_release_refused),
+		T_(test_linear_skipped),
+		T_(test_received_twice),
+		T_(test_deferred),
+		T_(test_release_all_waits),
+		T_(test_flush_error_keeps_batch),
+		T_(test_high_water),
+	};
+
+	return cmocka_run_group_tests_name("tokens", tests, NULL, NULL);
+}
