@@ -132,6 +132,10 @@ int dmt_eth_rx_rings(struct dmt_eth *e, uint32_t *n);
 int dmt_eth_rule_count(struct dmt_eth *e, uint32_t *count, uint32_t *table_size,
 		       bool *special_locs);
 
+/* RX/TX queue counts from /sys/class/net/IFNAME/queues (devices without
+ * ethtool channels, e.g. lo). */
+int dmt_sysfs_queues(const char *ifname, uint32_t *rx, uint32_t *tx);
+
 /* "6.18.4-foo" -> 0x061204; 0 when unparsable. */
 int dmt_kernel_version(const char *release);
 

@@ -1,0 +1,1227 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * Transactional NIC setup: plan -> snapshot -> apply (journal first) ->
+ * verify -> undo.  See lib/nic.h for the journal and DESIGN.md §3.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "netdev.h"
+#include "nic.h"
+#include "uapi.h"
+
+int dmt_nic_fail_step;
+int dmt_nic_crash_step;
+
+/* The ethtool layer's messages are intermediate: the handle logs one
+ * composed message through the caller's context. */
+static const struct devmemtcp_ctx quiet_ctx = { .log_level = DEVMEMTCP_LOG_NONE };
+
+struct nic_flow_slot;
+
+struct devmemtcp_nic {
+	struct devmemtcp_ctx *ctx;
+	struct dmt_err err;		/* last failed operation on the handle */
+	struct dmt_err eerr;		/* the ethtool layer's detail */
+	struct dmt_nl *nl;
+	struct dmt_eth eth;
+	char run_dir[PATH_MAX];
+	int lock_fd;
+	struct dmt_journal j;
+	uint32_t nrx;
+	uint32_t flags;
+	bool use_ctx;
+	bool have_rules;		/* foreign rules snapshotted */
+	bool journal_dirty;		/* the file exists */
+	uint32_t next_flow_id;
+	uint32_t rr;
+	struct devmemtcp_binding *binding;
+	int step;
+	int fail_step, crash_step;
+	const char *step_name;
+	uint64_t setup_rt, setup_ioctls;
+	uint32_t steps;
+};
+
+/* ---------------------------------------------------------------------- */
+/* plan                                                                    */
+
+int dmt_plan_queues(uint32_t nrx, const uint32_t *req, uint32_t nreq,
+		    uint32_t k, bool allow_all, uint32_t *out, char *why,
+		    size_t whylen)
+{
+	if (req) {
+		if (nreq == 0) {
+			snprintf(why, whylen, "the queue list is empty: give at least one RX queue");
+			return -EINVAL;
+		}
+		for (uint32_t i = 0; i < nreq; i++) {
+			if (req[i] >= nrx) {
+				snprintf(why, whylen,
+					 "RX queue %u is out of range: the interface has %u RX queues (0-%u); "
+					 "pick a lower index or add channels with ethtool -L",
+					 req[i], nrx, nrx ? nrx - 1 : 0);
+				return -ERANGE;
+			}
+			for (uint32_t j = 0; j < i; j++) {
+				if (req[j] == req[i]) {
+					snprintf(why, whylen,
+						 "RX queue %u is listed twice: list each queue once",
+						 req[i]);
+					return -EINVAL;
+				}
+			}
+			out[i] = req[i];
+		}
+		k = nreq;
+	} else {
+		if (k == 0)
+			k = 1;
+		if (k > nrx) {
+			snprintf(why, whylen,
+				 "%u devmem queues asked for but the interface has %u RX queues: "
+				 "ask for fewer or add channels with ethtool -L",
+				 k, nrx);
+			return -ERANGE;
+		}
+		for (uint32_t i = 0; i < k; i++)
+			out[i] = nrx - k + i;
+	}
+	if (k >= nrx && !allow_all) {
+		snprintf(why, whylen,
+			 "all %u RX queues would be devmem queues, leaving none for other traffic: "
+			 "use fewer queues or add channels with ethtool -L",
+			 nrx);
+		return -EINVAL;
+	}
+	return (int)k;
+}
+
+static bool in_set(uint32_t v, const uint32_t *set, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (set[i] == v)
+			return true;
+	return false;
+}
+
+bool dmt_rss_is_default(const uint32_t *cur, uint32_t n, uint32_t nrx)
+{
+	if (!nrx)
+		return false;
+	for (uint32_t i = 0; i < n; i++)
+		if (cur[i] != i % nrx)
+			return false;
+	return true;
+}
+
+int dmt_plan_rss(const uint32_t *cur, uint32_t n, uint32_t nrx,
+		 const uint32_t *queues, uint32_t k, uint32_t *out)
+{
+	uint32_t others[4096], nothers = 0, r = 0;
+	bool changed = false, def = dmt_rss_is_default(cur, n, nrx);
+
+	for (uint32_t q = 0; q < nrx && nothers < ARRAY_SIZE(others); q++)
+		if (!in_set(q, queues, k))
+			others[nothers++] = q;
+	if (!nothers)
+		return -EINVAL;
+	for (uint32_t i = 0; i < n; i++) {
+		if (def)
+			out[i] = others[i % nothers];
+		else if (in_set(cur[i], queues, k))
+			out[i] = others[r++ % nothers];
+		else
+			out[i] = cur[i];
+		changed |= out[i] != cur[i];
+	}
+	return changed;
+}
+
+void dmt_plan_ctx(uint32_t n, const uint32_t *queues, uint32_t k, uint32_t *out)
+{
+	for (uint32_t i = 0; i < n; i++)
+		out[i] = queues[i % k];
+}
+
+/* ---------------------------------------------------------------------- */
+/* flows                                                                   */
+
+static int parse_addr(const char *s, struct devmemtcp_flow *f, uint8_t *addr,
+		      uint8_t *mask)
+{
+	char buf[INET6_ADDRSTRLEN + 8], *slash;
+	int fam, plen, alen;
+
+	if (strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	slash = strchr(buf, '/');
+	if (slash)
+		*slash++ = '\0';
+	if (inet_pton(AF_INET, buf, addr) == 1)
+		fam = AF_INET;
+	else if (inet_pton(AF_INET6, buf, addr) == 1)
+		fam = AF_INET6;
+	else
+		return -EINVAL;
+	if (f->family && f->family != fam)
+		return -EINVAL;
+	f->family = fam;
+	alen = fam == AF_INET ? 32 : 128;
+	plen = alen;
+	if (slash) {
+		char *end;
+		long v = strtol(slash, &end, 10);
+
+		if (end == slash || *end || v < 0 || v > alen)
+			return -EINVAL;
+		plen = (int)v;
+	}
+	memset(mask, 0, 16);
+	for (int i = 0; i < plen; i++)
+		mask[i / 8] |= (uint8_t)(0x80u >> (i % 8));
+	for (int i = 0; i < 16; i++)
+		addr[i] &= mask[i];
+	return 0;
+}
+
+static int parse_port(const char *s, uint16_t *port, uint16_t *mask)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	if (end == s || *end || v < 0 || v > 65535)
+		return -EINVAL;
+	*port = (uint16_t)v;
+	*mask = 0xffff;
+	return 0;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_flow_parse(const char *text,
+					  struct devmemtcp_flow *flow)
+{
+	char *copy, *save = NULL, *t;
+	struct devmemtcp_flow f;
+	int err = 0, fields = 0;
+
+	if (!text || !flow)
+		return -EINVAL;
+	memset(&f, 0, sizeof(f));
+	copy = strdup(text);
+	if (!copy)
+		return -ENOMEM;
+	for (t = strtok_r(copy, " \t", &save); t && !err;
+	     t = strtok_r(NULL, " \t", &save)) {
+		char *arg;
+
+		if (strcmp(t, "tcp4") == 0 || strcmp(t, "tcp6") == 0) {
+			int fam = t[3] == '4' ? AF_INET : AF_INET6;
+
+			if (f.family && f.family != fam)
+				err = -EINVAL;
+			f.family = fam;
+			continue;
+		}
+		arg = strtok_r(NULL, " \t", &save);
+		if (!arg) {
+			err = -EINVAL;
+			break;
+		}
+		fields++;
+		if (strcmp(t, "src-ip") == 0)
+			err = parse_addr(arg, &f, f.src_addr, f.src_mask);
+		else if (strcmp(t, "dst-ip") == 0)
+			err = parse_addr(arg, &f, f.dst_addr, f.dst_mask);
+		else if (strcmp(t, "src-port") == 0)
+			err = parse_port(arg, &f.src_port, &f.src_port_mask);
+		else if (strcmp(t, "dst-port") == 0)
+			err = parse_port(arg, &f.dst_port, &f.dst_port_mask);
+		else if (strcmp(t, "queue") == 0) {
+			char *end;
+			unsigned long v = strtoul(arg, &end, 10);
+
+			fields--;
+			if (end == arg || *end || v > 4095)
+				err = -EINVAL;
+			f.queue = (uint32_t)v;
+			f.flags |= DEVMEMTCP_FLOW_QUEUE;
+		} else
+			err = -EINVAL;
+	}
+	free(copy);
+	if (!err && (!fields || !f.family))
+		err = -EINVAL;
+	if (err)
+		return err;
+	*flow = f;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* steps, journal                                                          */
+
+static uint64_t nl_rt(const struct devmemtcp_nic *nic)
+{
+	return nic->nl ? nic->nl->round_trips : 0;
+}
+
+static int jsave(struct devmemtcp_nic *nic)
+{
+	int err = dmt_journal_write(nic->run_dir, nic->eth.ifname, &nic->j);
+
+	if (err < 0)
+		return dmt_err(&quiet_ctx, &nic->eerr, err,
+			       "cannot write the journal %s/%s.journal: %s "
+			       "(run as root, or set DEVMEMTCP_RUN_DIR to a writable directory)",
+			       nic->run_dir, nic->eth.ifname, dmt_errno_name(err));
+	nic->journal_dirty = true;
+	return 0;
+}
+
+/* Before each change: the test hooks, then the journal. */
+static int step_begin(struct devmemtcp_nic *nic, const char *name)
+{
+	nic->step++;
+	nic->step_name = name;
+	if (nic->crash_step && nic->step == nic->crash_step)
+		raise(SIGKILL);
+	if (nic->fail_step && nic->step == nic->fail_step)
+		return dmt_err(&quiet_ctx, &nic->eerr, -EIO,
+			       "failure injected by DEVMEMTCP_NIC_FAIL_STEP=%d",
+			       nic->fail_step);
+	return jsave(nic);
+}
+
+static int env_int(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v ? atoi(v) : 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* undo                                                                    */
+
+static bool spec_match_same(const struct ethtool_rx_flow_spec *a,
+			    const struct ethtool_rx_flow_spec *b)
+{
+	uint32_t ta = a->flow_type & ~(uint32_t)FLOW_RSS;
+	uint32_t tb = b->flow_type & ~(uint32_t)FLOW_RSS;
+
+	return ta == tb && memcmp(&a->h_u, &b->h_u, sizeof(a->h_u)) == 0 &&
+	       memcmp(&a->m_u, &b->m_u, sizeof(a->m_u)) == 0;
+}
+
+static int restore_rings(struct dmt_eth *e, const struct dmt_journal *j)
+{
+	struct dmt_rings r;
+	int64_t hds = j->has_hds ? (int64_t)j->hds : -1;
+	int err;
+
+	if (!j->has_tds)
+		return e->ops->rings_set(e, -1, hds);
+	/* "auto" first, as ethtool does: a driver whose default matched the
+	 * old state is left in its default mode, not pinned to it. */
+	err = e->ops->rings_set(e, DMT_ETHTOOL_TCP_DATA_SPLIT_UNKNOWN, hds);
+	if (err < 0)
+		return e->ops->rings_set(e, j->tds, hds);
+	err = e->ops->rings_get(e, &r);
+	if (err < 0)
+		return err;
+	if (r.has_tds && r.tds != j->tds)
+		return e->ops->rings_set(e, j->tds, -1);
+	return 0;
+}
+
+static int keep_first(int first, int err)
+{
+	return first ? first : err;
+}
+
+int dmt_nic_undo(struct dmt_eth *e, struct dmt_journal *j, bool recovering)
+{
+	struct dmt_rule *rules = NULL;
+	size_t nrules = 0;
+	int first = 0, err;
+
+	/* ntuple rules, newest first */
+	if (recovering && j->nrules) {
+		err = e->ops->rule_list(e, &rules, &nrules, NULL);
+		if (err < 0)
+			first = keep_first(first, err);
+	}
+	while (j->nrules) {
+		struct dmt_jrule *r = &j->rules[j->nrules - 1];
+
+		if (r->placed && !recovering) {
+			err = e->ops->rule_delete(e, r->location);
+		} else if (recovering) {
+			/* Location unknown (crash inside insert) or maybe
+			 * reused: find our rule by content, never a rule
+			 * that existed before. */
+			err = 0;
+			for (size_t i = 0; i < nrules; i++) {
+				if (!spec_match_same(&rules[i].fs, &r->fs) ||
+				    rules[i].fs.ring_cookie != r->fs.ring_cookie ||
+				    in_set(rules[i].location, j->prior_rules,
+					   j->nprior_rules) ||
+				    (r->placed && rules[i].location != r->location))
+					continue;
+				err = e->ops->rule_delete(e, rules[i].location);
+				break;
+			}
+		} else {
+			err = 0;	/* the insert failed: nothing to delete */
+		}
+		if (err < 0) {
+			first = keep_first(first, err);
+			break;
+		}
+		j->nrules--;
+	}
+	free(rules);
+
+	if (j->changed & DMT_J_CTX) {
+		err = 0;
+		if (j->ctx_id) {
+			err = e->ops->rss_ctx_delete(e, j->ctx_id);
+		} else if (recovering) {
+			struct dmt_rss *list;
+			size_t n;
+
+			err = e->ops->rss_dump(e, &list, &n);
+			for (size_t i = 0; err == 0 && i < n; i++) {
+				if (!list[i].context ||
+				    in_set(list[i].context, j->prior_ctx,
+					   j->nprior_ctx) ||
+				    list[i].indir_size != j->ctx_size ||
+				    memcmp(list[i].indir, j->ctx_indir,
+					   j->ctx_size * 4))
+					continue;
+				err = e->ops->rss_ctx_delete(e, list[i].context);
+				break;
+			}
+			for (size_t i = 0; err >= 0 && i < n; i++)
+				dmt_rss_free(&list[i]);
+			if (err >= 0)
+				free(list);
+		}
+		if (err < 0)
+			first = keep_first(first, err);
+		else
+			j->changed &= ~(uint32_t)DMT_J_CTX;
+	}
+	if ((j->changed & DMT_J_NTUPLE) && !first) {
+		err = e->ops->feature_set(e, DMT_NTUPLE_FEATURE, j->ntuple_on);
+		if (err < 0)
+			first = keep_first(first, err);
+		else
+			j->changed &= ~(uint32_t)DMT_J_NTUPLE;
+	}
+	if (j->changed & DMT_J_RSS) {
+		if (j->rss_default)
+			err = e->ops->rss_set(e, 0, NULL, 0);
+		else
+			err = e->ops->rss_set(e, 0, j->rss_indir, j->rss_size);
+		if (err < 0)
+			first = keep_first(first, err);
+		else
+			j->changed &= ~(uint32_t)DMT_J_RSS;
+	}
+	if (j->changed & DMT_J_RINGS) {
+		err = restore_rings(e, j);
+		if (err < 0)
+			first = keep_first(first, err);
+		else
+			j->changed &= ~(uint32_t)DMT_J_RINGS;
+	}
+	return first;
+}
+
+/* ---------------------------------------------------------------------- */
+/* flows on a handle                                                       */
+
+static int ensure_ntuple(struct devmemtcp_nic *nic)
+{
+	struct dmt_feature f;
+	int err;
+
+	if (nic->j.changed & DMT_J_NTUPLE)
+		return 0;
+	err = nic->eth.ops->feature_get(&nic->eth, DMT_NTUPLE_FEATURE, &f);
+	if (err < 0)
+		return err;
+	if (f.active)
+		return 0;
+	if (!f.present || !f.hw || f.nochange)
+		return dmt_err(&quiet_ctx, &nic->eerr, -EOPNOTSUPP,
+			       "%s cannot turn on ntuple filters (rx-ntuple-filter is %s): "
+			       "devmem needs a NIC whose driver supports ntuple flow steering",
+			       nic->eth.ifname,
+			       !f.present ? "unknown" : "off [fixed]");
+	nic->j.ntuple_on = false;
+	err = step_begin(nic, "ntuple feature");
+	if (err < 0)
+		return err;
+	nic->j.changed |= DMT_J_NTUPLE;
+	err = jsave(nic);
+	if (err < 0)
+		return err;
+	err = nic->eth.ops->feature_set(&nic->eth, DMT_NTUPLE_FEATURE, true);
+	if (err < 0)
+		return err;
+	nic->steps++;
+	return 0;
+}
+
+static int add_flow(struct devmemtcp_nic *nic, const struct devmemtcp_flow *flow,
+		    size_t index)
+{
+	struct ethtool_rx_flow_spec fs;
+	struct dmt_jrule *v, *r;
+	uint32_t queue = 0, loc = RX_CLS_LOC_ANY, nq = nic->j.nqueues;
+	bool to_ctx = nic->use_ctx && !(flow->flags & DEVMEMTCP_FLOW_QUEUE);
+	char desc[160];
+	int err;
+
+	if (flow->flags & ~(uint32_t)DEVMEMTCP_FLOW_QUEUE)
+		return dmt_err(&quiet_ctx, &nic->eerr, -EINVAL,
+			       "flow %zu: unknown flags 0x%x", index, flow->flags);
+	if (flow->flags & DEVMEMTCP_FLOW_QUEUE) {
+		if (flow->queue >= nq)
+			return dmt_err(&quiet_ctx, &nic->eerr, -ERANGE,
+				       "flow %zu: queue index %u is out of range: the handle has %u devmem queues (indexes 0-%u)",
+				       index, flow->queue, nq, nq - 1);
+		queue = nic->j.queues[flow->queue];
+	} else {
+		queue = nic->j.queues[nic->rr++ % nq];
+	}
+	err = dmt_flow_to_spec(flow, queue, to_ctx, &fs);
+	if (err == -EAFNOSUPPORT)
+		return dmt_err(&quiet_ctx, &nic->eerr, -EAFNOSUPPORT,
+			       "flow %zu: family %d is neither AF_INET nor AF_INET6",
+			       index, flow->family);
+	if (err < 0)
+		return dmt_err(&quiet_ctx, &nic->eerr, -EINVAL,
+			       "flow %zu matches every TCP packet: give at least one address or port with a non-zero mask",
+			       index);
+	dmt_spec_str(&fs, nic->j.ctx_id, desc, sizeof(desc));
+	for (uint32_t i = 0; i < nic->j.nrules; i++)
+		if (spec_match_same(&nic->j.rules[i].fs, &fs))
+			return dmt_err(&quiet_ctx, &nic->eerr, -EEXIST,
+				       "flow %zu (%s) matches the same packets as flow %u of this handle: remove one of them",
+				       index, desc, nic->j.rules[i].id);
+	err = ensure_ntuple(nic);
+	if (err < 0)
+		return err;
+	/* The rules there now: the first time, those are the ones that
+	 * existed before (never touched by undo); every time, a rule owned by
+	 * someone else with the same match would make the outcome depend on
+	 * rule order, so refuse rather than guess. */
+	{
+		struct dmt_rule *rules;
+		size_t n;
+
+		err = nic->eth.ops->rule_list(&nic->eth, &rules, &n, NULL);
+		if (err == -EOPNOTSUPP)
+			return dmt_err(&quiet_ctx, &nic->eerr, err,
+				       "%s has no ntuple flow steering (ETHTOOL_GRXCLSRLCNT: EOPNOTSUPP): "
+				       "devmem needs a NIC whose driver supports ntuple filters",
+				       nic->eth.ifname);
+		if (err < 0)
+			return err;
+		if (!nic->have_rules) {
+			uint32_t *locs = calloc(n ? n : 1, sizeof(*locs));
+
+			if (!locs) {
+				free(rules);
+				return -ENOMEM;
+			}
+			for (size_t i = 0; i < n; i++)
+				locs[i] = rules[i].location;
+			free(nic->j.prior_rules);
+			nic->j.prior_rules = locs;
+			nic->j.nprior_rules = (uint32_t)n;
+			nic->have_rules = true;
+		}
+		for (size_t i = 0; i < n; i++) {
+			bool ours = false;
+
+			for (uint32_t k = 0; k < nic->j.nrules; k++)
+				ours |= nic->j.rules[k].placed &&
+					nic->j.rules[k].location == rules[i].location;
+			if (!ours && spec_match_same(&rules[i].fs, &fs)) {
+				uint32_t l = rules[i].location;
+
+				free(rules);
+				return dmt_err(&quiet_ctx, &nic->eerr, -EEXIST,
+					       "flow %zu (%s) matches the same packets as rule %u, which this handle does not own: "
+					       "delete it (ethtool -N %s delete %u) or change the flow",
+					       index, desc, l, nic->eth.ifname, l);
+			}
+		}
+		free(rules);
+	}
+
+	v = realloc(nic->j.rules, (nic->j.nrules + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	nic->j.rules = v;
+	err = step_begin(nic, "ntuple rule");
+	if (err < 0)
+		return err;
+	r = &nic->j.rules[nic->j.nrules];
+	memset(r, 0, sizeof(*r));
+	r->id = nic->next_flow_id;
+	r->fs = fs;
+	r->rss_context = to_ctx ? nic->j.ctx_id : 0;
+	r->location = RX_CLS_LOC_ANY;
+	nic->j.nrules++;
+	err = jsave(nic);
+	if (err < 0) {
+		nic->j.nrules--;
+		return err;
+	}
+	err = nic->eth.ops->rule_insert(&nic->eth, &fs, r->rss_context, &loc);
+	if (err < 0) {
+		/* r stays "pending": undo knows nothing was placed */
+		return err;
+	}
+	r->placed = true;
+	r->location = loc;
+	r->fs.location = loc;
+	nic->next_flow_id++;
+	nic->steps++;
+	err = jsave(nic);
+	if (err < 0)
+		return err;
+	return (int)r->id;
+}
+
+/* Compose "what failed at which step" on ctx from nic->eerr. */
+static int report(struct devmemtcp_nic *nic, int code, const char *what)
+{
+	return dmt_err(nic->ctx, &nic->ctx->err, code, "%s: %s", what,
+		       nic->eerr.msg[0] ? nic->eerr.msg : dmt_errno_name(code));
+}
+
+/* ---------------------------------------------------------------------- */
+/* open / close                                                            */
+
+static void nic_free(struct devmemtcp_nic *nic)
+{
+	if (!nic)
+		return;
+	devmemtcp_binding_close(nic->binding);
+	dmt_lock_release(nic->lock_fd, nic->run_dir, nic->eth.ifname);
+	dmt_eth_fini(&nic->eth);
+	dmt_nl_close(nic->nl);
+	dmt_journal_free(&nic->j);
+	free(nic);
+}
+
+/* Undo a stale journal of a dead process while holding the lock. */
+static int recover_locked(const struct devmemtcp_ctx *ctx, struct dmt_eth *e,
+			  const char *dir, struct dmt_journal *j,
+			  struct dmt_err *err)
+{
+	int ret;
+
+	if (j->ifindex && j->ifindex != e->ifindex)
+		dmt_log(ctx, DEVMEMTCP_LOG_WARN,
+			"%s had ifindex %d when pid %ld changed it and has %d now: restoring anyway",
+			e->ifname, j->ifindex, (long)j->pid, e->ifindex);
+	ret = dmt_nic_undo(e, j, true);
+	if (ret < 0) {
+		/* keep what is left for the next attempt */
+		dmt_journal_write(dir, e->ifname, j);
+		return ret;
+	}
+	dmt_journal_remove(dir, e->ifname);
+	dmt_log(ctx, DEVMEMTCP_LOG_INFO,
+		"%s: undid the changes of pid %ld (%s)", e->ifname,
+		(long)j->pid, j->comm);
+	(void)err;
+	return 1;
+}
+
+static int take_lock(struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		     const char *dir, const char *ifname, int *fd)
+{
+	char comm[64];
+	pid_t holder;
+	int ret = dmt_lock_take(dir, ifname, fd, &holder, comm, sizeof(comm));
+
+	if (ret == -EBUSY)
+		return dmt_err(ctx, err, -EBUSY,
+			       "%s is in use for devmem by pid %ld (%s): stop that process or wait for it to close its handle",
+			       ifname, (long)holder, comm[0] ? comm : "unknown");
+	if (ret < 0)
+		return dmt_err(ctx, err, ret,
+			       "cannot take the lock %s/%s.lock: %s "
+			       "(run as root, or set DEVMEMTCP_RUN_DIR to a writable directory)",
+			       dir, ifname, dmt_errno_name(ret));
+	return 0;
+}
+
+static int snapshot(struct devmemtcp_nic *nic, bool want_rss)
+{
+	struct dmt_eth *e = &nic->eth;
+	struct dmt_channels ch;
+	struct dmt_rings r;
+	struct dmt_rss *list = NULL;
+	size_t n = 0;
+	int err;
+
+	err = e->ops->channels_get(e, &ch);
+	if (err == 0) {
+		nic->nrx = ch.rx + ch.combined;
+	} else if (e->ops == &dmt_eth_real_ops) {
+		struct devmemtcp_queue q[256];
+		int nq = dmt_queue_list(nic->nl, e->ifindex, q, ARRAY_SIZE(q));
+
+		uint32_t rx, tx;
+
+		nic->nrx = 0;
+		for (int i = 0; i < nq && i < (int)ARRAY_SIZE(q); i++)
+			nic->nrx += q[i].type == DEVMEMTCP_QUEUE_RX;
+		if (!nic->nrx && dmt_sysfs_queues(e->ifname, &rx, &tx) == 0)
+			nic->nrx = rx;
+		if (!nic->nrx)
+			return err;
+	} else {
+		return err;
+	}
+	err = e->ops->rings_get(e, &r);
+	if (err == -EOPNOTSUPP || (err == 0 && !r.has_tds))
+		return dmt_err(&quiet_ctx, &nic->eerr, -EOPNOTSUPP,
+			       "%s does not support header split (tcp-data-split): "
+			       "devmem TCP needs a driver with header split and queue management "
+			       "(gve, bnxt_en, mlx5, fbnic)",
+			       e->ifname);
+	if (err < 0)
+		return err;
+	nic->j.has_tds = r.has_tds;
+	nic->j.tds = r.tds;
+	nic->j.has_hds = r.has_hds;
+	nic->j.hds = r.hds_thresh;
+	if (want_rss) {
+		err = e->ops->rss_dump(e, &list, &n);
+		if (err == -EOPNOTSUPP)
+			return dmt_err(&quiet_ctx, &nic->eerr, -EOPNOTSUPP,
+				       "%s has no RSS indirection table, so other traffic cannot be kept off the devmem queues: "
+				       "pass DEVMEMTCP_NIC_KEEP_RSS if you steer it some other way",
+				       e->ifname);
+		if (err < 0)
+			return err;
+		for (size_t i = 0; i < n; i++) {
+			if (list[i].context == 0 && !nic->j.rss_indir) {
+				nic->j.rss_indir = list[i].indir;
+				nic->j.rss_size = list[i].indir_size;
+				list[i].indir = NULL;
+			} else if (list[i].context) {
+				uint32_t *v = realloc(nic->j.prior_ctx,
+					(nic->j.nprior_ctx + 1) * sizeof(*v));
+
+				if (!v) {
+					err = -ENOMEM;
+					break;
+				}
+				nic->j.prior_ctx = v;
+				v[nic->j.nprior_ctx++] = list[i].context;
+			}
+		}
+		for (size_t i = 0; i < n; i++)
+			dmt_rss_free(&list[i]);
+		free(list);
+		if (err < 0)
+			return err;
+		nic->j.rss_default = dmt_rss_is_default(nic->j.rss_indir,
+							nic->j.rss_size, nic->nrx);
+	}
+	nic->j.have_prior = true;
+	return 0;
+}
+
+static int apply(struct devmemtcp_nic *nic, const struct devmemtcp_nic_opts *opts)
+{
+	struct dmt_eth *e = &nic->eth;
+	struct dmt_journal *j = &nic->j;
+	size_t nflows = DMT_OPT(opts, devmemtcp_nic_opts, nflows, 0);
+	const struct devmemtcp_flow *flows =
+		DMT_OPT(opts, devmemtcp_nic_opts, flows, NULL);
+	struct devmemtcp_buf *buf = DMT_OPT(opts, devmemtcp_nic_opts, buf, NULL);
+	int err;
+
+	/* 1. header split on, hds-thresh 0 */
+	if (j->tds != DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED ||
+	    (j->has_hds && j->hds != 0)) {
+		err = step_begin(nic, "header split");
+		if (err < 0)
+			return err;
+		j->changed |= DMT_J_RINGS;
+		err = jsave(nic);
+		if (!err)
+			err = e->ops->rings_set(e, DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED,
+						j->has_hds ? 0 : -1);
+		if (err < 0)
+			return err;
+		nic->steps++;
+	}
+	/* 2. default RSS table off the devmem queues */
+	if (!(nic->flags & DEVMEMTCP_NIC_KEEP_RSS) && j->rss_size) {
+		uint32_t *t = calloc(j->rss_size, sizeof(*t));
+		int ch;
+
+		if (!t)
+			return -ENOMEM;
+		ch = dmt_plan_rss(j->rss_indir, j->rss_size, nic->nrx, j->queues,
+				  j->nqueues, t);
+		if (ch < 0) {
+			free(t);
+			return dmt_err(&quiet_ctx, &nic->eerr, -EINVAL,
+				       "no RX queue is left for other traffic");
+		}
+		if (ch > 0) {
+			err = step_begin(nic, "RSS table");
+			if (!err) {
+				j->changed |= DMT_J_RSS;
+				err = jsave(nic);
+			}
+			if (!err)
+				err = e->ops->rss_set(e, 0, t, j->rss_size);
+			if (!err)
+				nic->steps++;
+		}
+		free(t);
+		if (ch > 0 && err < 0)
+			return err;
+	}
+	/* 3. an RSS context over the devmem queues */
+	if (nic->use_ctx) {
+		uint32_t n = j->rss_size ? j->rss_size : 128;
+
+		j->ctx_indir = calloc(n, sizeof(uint32_t));
+		if (!j->ctx_indir)
+			return -ENOMEM;
+		j->ctx_size = n;
+		dmt_plan_ctx(n, j->queues, j->nqueues, j->ctx_indir);
+		err = step_begin(nic, "RSS context");
+		if (err < 0)
+			return err;
+		j->changed |= DMT_J_CTX;
+		j->ctx_id = 0;
+		err = jsave(nic);
+		if (err < 0)
+			return err;
+		err = e->ops->rss_ctx_create(e, j->ctx_indir, n, &j->ctx_id);
+		if (err == -EOPNOTSUPP || err == -EINVAL) {
+			/* No additional contexts: steer flows to queues. */
+			dmt_log(nic->ctx, DEVMEMTCP_LOG_INFO,
+				"%s: no RSS contexts (%s), steering each flow to one queue",
+				e->ifname, dmt_errno_name(err));
+			j->changed &= ~(uint32_t)DMT_J_CTX;
+			free(j->ctx_indir);
+			j->ctx_indir = NULL;
+			j->ctx_size = 0;
+			nic->use_ctx = false;
+			err = jsave(nic);
+		} else if (err == 0) {
+			nic->steps++;
+			err = jsave(nic);
+		}
+		if (err < 0)
+			return err;
+	}
+	/* 4. one ntuple rule per flow */
+	for (size_t i = 0; i < nflows; i++) {
+		err = add_flow(nic, &flows[i], i);
+		if (err < 0)
+			return err;
+	}
+	/* 5. bind-rx, verified with queue-get */
+	if (buf) {
+		const struct devmemtcp_bind_opts *bo =
+			DMT_OPT(opts, devmemtcp_nic_opts, bind_opts, NULL);
+
+		err = step_begin(nic, "bind-rx");
+		if (err < 0)
+			return err;
+		err = devmemtcp_bind_rx(nic->ctx, e->ifindex, j->queues,
+					j->nqueues, buf, bo, &nic->binding);
+		if (err < 0) {
+			dmt_err(&quiet_ctx, &nic->eerr, err, "%s",
+				nic->ctx->err.msg);
+			return err;
+		}
+		nic->steps++;
+	}
+	return 0;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_nic_open(struct devmemtcp_ctx *ctx,
+					const char *ifname,
+					const struct devmemtcp_nic_opts *opts,
+					struct devmemtcp_nic **nicp)
+{
+	const uint32_t known = DEVMEMTCP_NIC_RECOVER | DEVMEMTCP_NIC_NO_RSS_CONTEXT |
+			       DEVMEMTCP_NIC_KEEP_RSS;
+	struct devmemtcp_nic *nic;
+	struct dmt_journal old;
+	const uint32_t *req;
+	uint32_t k;
+	char why[256];
+	uint64_t rt0, io0;
+	int err, nq;
+
+	if (!ctx)
+		return -EINVAL;
+	if (!nicp)
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "devmemtcp_nic_open: nic pointer is NULL");
+	*nicp = NULL;
+	err = DMT_OPTS_CHECK(ctx, &ctx->err, opts, devmemtcp_nic_opts);
+	if (err)
+		return err;
+	if (DMT_OPT(opts, devmemtcp_nic_opts, flags, 0) & ~known)
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "devmemtcp_nic_open: unknown flags 0x%x",
+			       DMT_OPT(opts, devmemtcp_nic_opts, flags, 0) & ~known);
+	if (DMT_OPT(opts, devmemtcp_nic_opts, nflows, 0) &&
+	    !DMT_OPT(opts, devmemtcp_nic_opts, flows, NULL))
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "devmemtcp_nic_open: nflows is %zu but flows is NULL",
+			       DMT_OPT(opts, devmemtcp_nic_opts, nflows, 0));
+
+	nic = calloc(1, sizeof(*nic));
+	if (!nic)
+		return -ENOMEM;
+	nic->ctx = ctx;
+	nic->lock_fd = -1;
+	nic->flags = DMT_OPT(opts, devmemtcp_nic_opts, flags, 0);
+	nic->fail_step = dmt_nic_fail_step ? dmt_nic_fail_step
+					   : env_int("DEVMEMTCP_NIC_FAIL_STEP");
+	nic->crash_step = dmt_nic_crash_step ? dmt_nic_crash_step
+					     : env_int("DEVMEMTCP_NIC_CRASH_STEP");
+	snprintf(nic->run_dir, sizeof(nic->run_dir), "%s",
+		 dmt_run_dir(DMT_OPT(opts, devmemtcp_nic_opts, run_dir, NULL)));
+
+	err = dmt_eth_init(&nic->eth, &quiet_ctx, &nic->eerr, NULL, ifname);
+	if (err < 0) {
+		dmt_err(ctx, &ctx->err, err, "%s", nic->eerr.msg);
+		goto err_free;
+	}
+	if (nic->eth.ops == &dmt_eth_real_ops) {
+		err = dmt_nl_open(&nic->nl);
+		if (err < 0) {
+			dmt_err(ctx, &ctx->err, err,
+				"cannot open a generic netlink socket: %s",
+				dmt_errno_name(err));
+			goto err_free;
+		}
+		nic->eth.nl = nic->nl;
+	}
+	rt0 = nl_rt(nic);
+	io0 = nic->eth.ioctls;
+
+	err = take_lock(ctx, &ctx->err, nic->run_dir, nic->eth.ifname,
+			&nic->lock_fd);
+	if (err < 0)
+		goto err_free;
+	err = dmt_journal_read(nic->run_dir, nic->eth.ifname, &old);
+	if (err == 0) {
+		if (!(nic->flags & DEVMEMTCP_NIC_RECOVER)) {
+			err = dmt_err(ctx, &ctx->err, -ESTALE,
+				      "%s has changes left by pid %ld (%s), which ended without undoing them "
+				      "(journal %s/%s.journal): run 'devmemtcp restore %s' or open with DEVMEMTCP_NIC_RECOVER",
+				      nic->eth.ifname, (long)old.pid, old.comm,
+				      nic->run_dir, nic->eth.ifname,
+				      nic->eth.ifname);
+			dmt_journal_free(&old);
+			goto err_free;
+		}
+		err = recover_locked(ctx, &nic->eth, nic->run_dir, &old,
+				     &nic->eerr);
+		dmt_journal_free(&old);
+		if (err < 0) {
+			dmt_err(ctx, &ctx->err, err,
+				"recovering the stale journal of %s failed: %s",
+				nic->eth.ifname, nic->eerr.msg);
+			goto err_free;
+		}
+	} else if (err != -ENOENT) {
+		dmt_err(ctx, &ctx->err, err,
+			"the journal %s/%s.journal is unreadable (%s): restore the NIC by hand, then delete it",
+			nic->run_dir, nic->eth.ifname, dmt_errno_name(err));
+		goto err_free;
+	}
+
+	/* snapshot, plan */
+	nic->j.pid = getpid();
+	{
+		FILE *f = fopen("/proc/self/comm", "re");
+
+		if (f) {
+			if (fgets(nic->j.comm, sizeof(nic->j.comm), f))
+				nic->j.comm[strcspn(nic->j.comm, "\n")] = '\0';
+			fclose(f);
+		}
+	}
+	memcpy(nic->j.ifname, nic->eth.ifname, sizeof(nic->j.ifname));
+	nic->j.ifindex = nic->eth.ifindex;
+	err = snapshot(nic, !(nic->flags & DEVMEMTCP_NIC_KEEP_RSS));
+	if (err < 0) {
+		report(nic, err, "cannot set up devmem");
+		goto err_free;
+	}
+	req = DMT_OPT(opts, devmemtcp_nic_opts, queues, NULL);
+	k = DMT_OPT(opts, devmemtcp_nic_opts, nqueues, 0);
+	nic->j.queues = calloc(req ? (k ? k : 1) : (k ? k : 1), sizeof(uint32_t));
+	if (!nic->j.queues) {
+		err = -ENOMEM;
+		goto err_free;
+	}
+	nq = dmt_plan_queues(nic->nrx, req, k, k, !!(nic->flags & DEVMEMTCP_NIC_KEEP_RSS),
+			     nic->j.queues, why, sizeof(why));
+	if (nq < 0) {
+		err = dmt_err(ctx, &ctx->err, nq, "%s: %s", nic->eth.ifname, why);
+		goto err_free;
+	}
+	nic->j.nqueues = (uint32_t)nq;
+	nic->use_ctx = nq > 1 && !(nic->flags & DEVMEMTCP_NIC_NO_RSS_CONTEXT);
+
+	/* The journal exists before the first change. */
+	err = jsave(nic);
+	if (err < 0) {
+		report(nic, err, "cannot set up devmem");
+		goto err_free;
+	}
+	err = apply(nic, opts);
+	if (err < 0) {
+		struct dmt_err cause = nic->eerr;
+		int uerr;
+
+		devmemtcp_binding_close(nic->binding);
+		nic->binding = NULL;
+		uerr = dmt_nic_undo(&nic->eth, &nic->j, false);
+		if (uerr < 0) {
+			dmt_journal_write(nic->run_dir, nic->eth.ifname, &nic->j);
+			dmt_err(ctx, &ctx->err, err,
+				"setting up %s for devmem failed at step %d (%s): %s; "
+				"undoing the finished steps failed too (%s): run 'devmemtcp restore %s'",
+				nic->eth.ifname, nic->step, nic->step_name, cause.msg,
+				nic->eerr.msg, nic->eth.ifname);
+		} else {
+			dmt_journal_remove(nic->run_dir, nic->eth.ifname);
+			dmt_err(ctx, &ctx->err, err,
+				"setting up %s for devmem failed at step %d (%s): %s; "
+				"the %u finished steps were undone",
+				nic->eth.ifname, nic->step, nic->step_name, cause.msg,
+				nic->steps);
+		}
+		goto err_free;
+	}
+	nic->setup_rt = nl_rt(nic) - rt0;
+	if (nic->binding && nic->binding->nl)
+		nic->setup_rt += nic->binding->nl->round_trips;
+	nic->setup_ioctls = nic->eth.ioctls - io0;
+	dmt_log(ctx, DEVMEMTCP_LOG_INFO,
+		"%s ready for devmem on %u queues: %u changes, %llu netlink round trips, %llu ioctls",
+		nic->eth.ifname, nic->j.nqueues, nic->steps,
+		(unsigned long long)nic->setup_rt,
+		(unsigned long long)nic->setup_ioctls);
+	*nicp = nic;
+	return 0;
+
+err_free:
+	nic_free(nic);
+	return err;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_nic_close(struct devmemtcp_nic *nic)
+{
+	int err;
+
+	if (!nic)
+		return 0;
+	devmemtcp_binding_close(nic->binding);
+	nic->binding = NULL;
+	err = dmt_nic_undo(&nic->eth, &nic->j, false);
+	if (err < 0) {
+		dmt_journal_write(nic->run_dir, nic->eth.ifname, &nic->j);
+		dmt_err(nic->ctx, &nic->ctx->err, err,
+			"restoring %s failed: %s; the journal is kept: run 'devmemtcp restore %s'",
+			nic->eth.ifname, nic->eerr.msg, nic->eth.ifname);
+	} else {
+		dmt_journal_remove(nic->run_dir, nic->eth.ifname);
+	}
+	nic_free(nic);
+	return err;
+}
+
+DEVMEMTCP_EXPORT const char *devmemtcp_nic_errmsg(const struct devmemtcp_nic *nic)
+{
+	return nic ? nic->err.msg : "";
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_nic_queues(const struct devmemtcp_nic *nic,
+					  const uint32_t **queues)
+{
+	if (!nic)
+		return -EINVAL;
+	if (queues)
+		*queues = nic->j.queues;
+	return (int)nic->j.nqueues;
+}
+
+DEVMEMTCP_EXPORT struct devmemtcp_binding *
+devmemtcp_nic_binding(const struct devmemtcp_nic *nic)
+{
+	return nic ? nic->binding : NULL;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_nic_add_flow(struct devmemtcp_nic *nic,
+					    const struct devmemtcp_flow *flow)
+{
+	int ret;
+
+	if (!nic)
+		return -EINVAL;
+	if (!flow)
+		return dmt_err(nic->ctx, &nic->err, -EINVAL,
+			       "devmemtcp_nic_add_flow: flow is NULL");
+	dmt_err_clear(&nic->eerr);
+	ret = add_flow(nic, flow, nic->next_flow_id);
+	if (ret < 0) {
+		/* A rule whose insert failed stays journalled as pending;
+		 * drop it so close does not look for it. */
+		if (nic->j.nrules && !nic->j.rules[nic->j.nrules - 1].placed) {
+			nic->j.nrules--;
+			jsave(nic);
+		}
+		return dmt_err(nic->ctx, &nic->err, ret, "adding a flow on %s: %s",
+			       nic->eth.ifname,
+			       nic->eerr.msg[0] ? nic->eerr.msg : dmt_errno_name(ret));
+	}
+	return ret;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_nic_remove_flow(struct devmemtcp_nic *nic,
+					       int flow_id)
+{
+	int err;
+
+	if (!nic)
+		return -EINVAL;
+	for (uint32_t i = 0; i < nic->j.nrules; i++) {
+		struct dmt_jrule *r = &nic->j.rules[i];
+
+		if ((int)r->id != flow_id || !r->placed)
+			continue;
+		dmt_err_clear(&nic->eerr);
+		err = nic->eth.ops->rule_delete(&nic->eth, r->location);
+		if (err < 0)
+			return dmt_err(nic->ctx, &nic->err, err,
+				       "removing flow %d on %s: %s", flow_id,
+				       nic->eth.ifname, nic->eerr.msg);
+		memmove(r, r + 1, (nic->j.nrules - i - 1) * sizeof(*r));
+		nic->j.nrules--;
+		err = jsave(nic);
+		if (err < 0)
+			return dmt_err(nic->ctx, &nic->err, err, "%s",
+				       nic->eerr.msg);
+		return 0;
+	}
+	return dmt_err(nic->ctx, &nic->err, -ENOENT,
+		       "flow %d is not a flow of this handle: use the id devmemtcp_nic_add_flow() returned",
+		       flow_id);
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_nic_stats(const struct devmemtcp_nic *nic,
+					 struct devmemtcp_nic_stats *stats)
+{
+	struct devmemtcp_nic_stats s;
+	size_t sz;
+
+	if (!nic || !stats || stats->sz < sizeof(size_t))
+		return -EINVAL;
+	memset(&s, 0, sizeof(s));
+	s.setup_round_trips = nic->setup_rt;
+	s.setup_ioctls = nic->setup_ioctls;
+	s.round_trips = nl_rt(nic) +
+			(nic->binding && nic->binding->nl ? nic->binding->nl->round_trips : 0);
+	s.ioctls = nic->eth.ioctls;
+	s.steps = nic->steps;
+	s.rules = nic->j.nrules;
+	s.rss_context = nic->j.ctx_id;
+	sz = stats->sz < sizeof(s) ? stats->sz : sizeof(s);
+	s.sz = stats->sz;
+	memcpy(stats, &s, sz);
+	return 0;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_nic_recover(struct devmemtcp_ctx *ctx,
+					   const char *ifname,
+					   const struct devmemtcp_nic_opts *opts)
+{
+	struct dmt_nl *nl = NULL;
+	struct dmt_eth e;
+	struct dmt_err eerr = { 0 };
+	struct dmt_journal j;
+	const char *dir;
+	int fd = -1, err;
+
+	if (!ctx)
+		return -EINVAL;
+	err = DMT_OPTS_CHECK(ctx, &ctx->err, opts, devmemtcp_nic_opts);
+	if (err)
+		return err;
+	dir = dmt_run_dir(DMT_OPT(opts, devmemtcp_nic_opts, run_dir, NULL));
+	err = dmt_eth_init(&e, &quiet_ctx, &eerr, NULL, ifname);
+	if (err < 0) {
+		dmt_err(ctx, &ctx->err, err, "%s", eerr.msg);
+		goto out;
+	}
+	if (e.ops == &dmt_eth_real_ops) {
+		err = dmt_nl_open(&nl);
+		if (err < 0) {
+			dmt_err(ctx, &ctx->err, err,
+				"cannot open a generic netlink socket: %s",
+				dmt_errno_name(err));
+			goto out;
+		}
+		e.nl = nl;
+	}
+	err = take_lock(ctx, &ctx->err, dir, ifname, &fd);
+	if (err < 0)
+		goto out;
+	err = dmt_journal_read(dir, ifname, &j);
+	if (err == -ENOENT) {
+		err = 0;
+		goto out;
+	}
+	if (err < 0) {
+		dmt_err(ctx, &ctx->err, err,
+			"the journal %s/%s.journal is unreadable (%s): restore the NIC by hand, then delete it",
+			dir, ifname, dmt_errno_name(err));
+		goto out;
+	}
+	err = recover_locked(ctx, &e, dir, &j, &eerr);
+	if (err < 0)
+		dmt_err(ctx, &ctx->err, err,
+			"undoing the changes pid %ld (%s) left on %s failed: %s; the journal is kept",
+			(long)j.pid, j.comm, ifname, eerr.msg);
+	dmt_journal_free(&j);
+out:
+	dmt_lock_release(fd, dir, ifname);
+	dmt_eth_fini(&e);
+	dmt_nl_close(nl);
+	return err;
+}

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/*
+ * Private: transactional NIC setup (layer 4) and its journal.
+ *
+ * The journal is the source of truth for undo: the handle fills it before
+ * each change (prior state, then the change it is about to make), writes it
+ * to <run_dir>/<ifname>.journal atomically, and undoes from it on close, on
+ * a failed open and in devmemtcp_nic_recover() after a crash.
+ */
+#ifndef DEVMEMTCP_NIC_H
+#define DEVMEMTCP_NIC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ethtool.h"
+#include "internal.h"
+
+#define DMT_JOURNAL_VERSION 1
+#define DMT_RUN_DIR "/run/devmemtcp"
+#define DMT_NTUPLE_FEATURE "rx-ntuple-filter"
+
+/* Changes a handle made (bits of dmt_journal.changed). */
+enum {
+	DMT_J_RINGS = 1u << 0,	/* tcp-data-split / hds-thresh */
+	DMT_J_RSS = 1u << 1,	/* default RSS table */
+	DMT_J_NTUPLE = 1u << 2,	/* rx-ntuple-filter turned on */
+	DMT_J_CTX = 1u << 3,	/* RSS context created (ctx_id 0: pending) */
+};
+
+struct dmt_jrule {
+	uint32_t id;		/* flow id given to the caller */
+	bool placed;		/* location known (insert returned) */
+	uint32_t location;
+	uint32_t rss_context;
+	struct ethtool_rx_flow_spec fs;
+};
+
+struct dmt_journal {
+	pid_t pid;
+	char comm[64];
+	char ifname[IF_NAMESIZE];
+	int ifindex;
+	uint32_t nqueues;
+	uint32_t *queues;
+
+	/* Prior state (valid when have_prior). */
+	bool have_prior;
+	bool has_tds;
+	uint8_t tds;
+	bool has_hds;
+	uint32_t hds;
+	bool ntuple_on;
+	bool rss_default;	/* the table was the driver's default spread */
+	uint32_t rss_size;	/* 0: no RSS table */
+	uint32_t *rss_indir;
+	uint32_t nprior_ctx;
+	uint32_t *prior_ctx;	/* RSS contexts that existed before */
+	uint32_t nprior_rules;
+	uint32_t *prior_rules;	/* rule locations that existed before */
+
+	/* Own changes. */
+	uint32_t changed;	/* DMT_J_* */
+	uint32_t ctx_id;
+	uint32_t ctx_size;
+	uint32_t *ctx_indir;
+	uint32_t nrules;
+	struct dmt_jrule *rules;
+};
+
+void dmt_journal_free(struct dmt_journal *j);
+/* Text form; *out malloc'd, NUL-terminated. */
+int dmt_journal_format(const struct dmt_journal *j, char **out, size_t *len);
+/* 0, or -EBADMSG on anything it does not understand (line number in
+ * *bad_line when not NULL). */
+int dmt_journal_parse(const char *text, size_t len, struct dmt_journal *j,
+		      int *bad_line);
+
+/* <dir>/<ifname>.journal: write (tmp + fsync + rename + fsync dir), read
+ * (-ENOENT when absent), remove. */
+int dmt_journal_write(const char *dir, const char *ifname,
+		      const struct dmt_journal *j);
+int dmt_journal_read(const char *dir, const char *ifname,
+		     struct dmt_journal *j);
+int dmt_journal_remove(const char *dir, const char *ifname);
+
+/* Take <dir>/<ifname>.lock (flock, non-blocking) and record our pid and
+ * comm in it.  -EBUSY with the holder's pid and comm filled in. */
+int dmt_lock_take(const char *dir, const char *ifname, int *fd,
+		  pid_t *holder, char *holder_comm, size_t comm_len);
+void dmt_lock_release(int fd, const char *dir, const char *ifname);
+
+/* The run directory: opt_dir, $DEVMEMTCP_RUN_DIR, or /run/devmemtcp. */
+const char *dmt_run_dir(const char *opt_dir);
+
+/* ---- plan (pure functions, unit-tested) ---- */
+
+/*
+ * The devmem queues: req[0..nreq) when req is set, else the last k of nrx.
+ * Validates range, duplicates and that at least one queue is left for
+ * other traffic (unless allow_all).  Message in why.
+ */
+int dmt_plan_queues(uint32_t nrx, const uint32_t *req, uint32_t nreq,
+		    uint32_t k, bool allow_all, uint32_t *out, char *why,
+		    size_t whylen);
+/*
+ * New default table keeping traffic off the devmem queues: a default
+ * (i % nrx) table becomes an even spread over the other queues; a custom
+ * table keeps its entries that point elsewhere and has the others
+ * replaced round-robin.  Returns 1 when out differs from cur, 0 when no
+ * change is needed, -EINVAL when no other queue exists.
+ */
+int dmt_plan_rss(const uint32_t *cur, uint32_t n, uint32_t nrx,
+		 const uint32_t *queues, uint32_t k, uint32_t *out);
+/* Is cur the driver default spread over nrx queues? */
+bool dmt_rss_is_default(const uint32_t *cur, uint32_t n, uint32_t nrx);
+/* Table of size n spread over queues (the RSS context). */
+void dmt_plan_ctx(uint32_t n, const uint32_t *queues, uint32_t k,
+		  uint32_t *out);
+
+/*
+ * Undo the changes recorded in j (rules, context, RSS, ntuple, rings; in
+ * that order).  recovering: the process that made them is gone, so pending
+ * entries (location or context id unknown) are looked up by content.
+ * Returns 0 or the first error (message on e->err); always tries every
+ * step.
+ */
+int dmt_nic_undo(struct dmt_eth *e, struct dmt_journal *j, bool recovering);
+
+/* Test hooks: fail (or SIGKILL the process at) the n-th change of the
+ * next opens; 0 off.  Also read from DEVMEMTCP_NIC_FAIL_STEP and
+ * DEVMEMTCP_NIC_CRASH_STEP. */
+extern int dmt_nic_fail_step;
+extern int dmt_nic_crash_step;
+
+#endif

@@ -1,0 +1,503 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * devmemtcp_nic_probe(): what an interface and this kernel offer for devmem
+ * TCP, and for each problem the fix in plain words.  Read-only, except
+ * with DEVMEMTCP_PROBE_TRY_BIND (a small udmabuf bound to the last RX
+ * queue and released at once: the only sure test, see reference §1).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/if_link.h>
+#include <linux/rtnetlink.h>
+
+#include "ethtool.h"
+#include "netdev.h"
+#include "nic.h"
+#include "uapi.h"
+
+static const struct devmemtcp_ctx quiet_ctx = { .log_level = DEVMEMTCP_LOG_NONE };
+
+static void problem(struct devmemtcp_probe *p, const char *fix,
+		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void problem(struct devmemtcp_probe *p, const char *fix,
+		    const char *fmt, ...)
+{
+	struct devmemtcp_probe_problem *pr;
+	va_list ap;
+
+	if (p->nproblems >= DEVMEMTCP_PROBE_MAX_PROBLEMS)
+		return;
+	pr = &p->problems[p->nproblems++];
+	va_start(ap, fmt);
+	vsnprintf(pr->what, sizeof(pr->what), fmt, ap);
+	va_end(ap);
+	snprintf(pr->fix, sizeof(pr->fix), "%s", fix);
+}
+
+/* ---- genl op list of "netdev" (CTRL_CMD_GETFAMILY, CTRL_ATTR_OPS) ---- */
+
+struct ops_seen {
+	bool family;
+	uint32_t ops[64];
+	size_t nops;
+};
+
+static int family_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct ops_seen *s = data;
+	const struct nlattr *a, *op, *oa;
+
+	s->family = true;
+	mnl_attr_for_each(a, nlh, sizeof(struct genlmsghdr)) {
+		if (mnl_attr_get_type(a) != CTRL_ATTR_OPS)
+			continue;
+		mnl_attr_for_each_nested(op, a) {
+			mnl_attr_for_each_nested(oa, op) {
+				if (mnl_attr_get_type(oa) == CTRL_ATTR_OP_ID &&
+				    mnl_attr_get_payload_len(oa) >= 4 &&
+				    s->nops < ARRAY_SIZE(s->ops))
+					s->ops[s->nops++] = mnl_attr_get_u32(oa);
+			}
+		}
+	}
+	return MNL_CB_OK;
+}
+
+/* Exposed for the unit tests: parse one CTRL_CMD_NEWFAMILY reply. */
+int dmt_probe_family_ops(const struct nlmsghdr *nlh, uint32_t *ops,
+			 size_t max, size_t *n);
+
+int dmt_probe_family_ops(const struct nlmsghdr *nlh, uint32_t *ops,
+			 size_t max, size_t *n)
+{
+	struct ops_seen s = { 0 };
+
+	family_cb(nlh, &s);
+	*n = s.nops < max ? s.nops : max;
+	memcpy(ops, s.ops, *n * sizeof(*ops));
+	return 0;
+}
+
+static int netdev_ops(struct dmt_nl *nl, struct ops_seen *s)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh = dmt_nl_genl_msg(buf, GENL_ID_CTRL,
+					       CTRL_CMD_GETFAMILY, 1, 0);
+
+	mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, DMT_NETDEV_FAMILY_NAME);
+	return dmt_nl_talk(nl, nlh, family_cb, s);
+}
+
+static bool has_op(const struct ops_seen *s, uint32_t op)
+{
+	for (size_t i = 0; i < s->nops; i++)
+		if (s->ops[i] == op)
+			return true;
+	return false;
+}
+
+/* ---- XDP: rtnetlink IFLA_XDP / IFLA_XDP_ATTACHED ---- */
+
+static int xdp_cb(const struct nlmsghdr *nlh, void *data)
+{
+	bool *xdp = data;
+	const struct nlattr *a, *x;
+
+	if (nlh->nlmsg_type != RTM_NEWLINK)
+		return MNL_CB_OK;
+	mnl_attr_for_each(a, nlh, sizeof(struct ifinfomsg)) {
+		if (mnl_attr_get_type(a) != IFLA_XDP)
+			continue;
+		mnl_attr_for_each_nested(x, a)
+			if (mnl_attr_get_type(x) == IFLA_XDP_ATTACHED &&
+			    mnl_attr_get_payload_len(x) >= 1 &&
+			    mnl_attr_get_u8(x) != XDP_ATTACHED_NONE)
+				*xdp = true;
+	}
+	return MNL_CB_OK;
+}
+
+static int xdp_attached(int ifindex, bool *xdp)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct mnl_socket *s = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
+	struct nlmsghdr *nlh;
+	struct ifinfomsg *ifm;
+	uint32_t seq = (uint32_t)time(NULL), portid;
+	ssize_t n;
+	int ret;
+
+	*xdp = false;
+	if (!s)
+		return -errno;
+	if (mnl_socket_bind(s, 0, MNL_SOCKET_AUTOPID) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	portid = mnl_socket_get_portid(s);
+	nlh = mnl_nlmsg_put_header(buf);
+	nlh->nlmsg_type = RTM_GETLINK;
+	nlh->nlmsg_flags = NLM_F_REQUEST;
+	nlh->nlmsg_seq = seq;
+	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+	ifm->ifi_family = AF_UNSPEC;
+	ifm->ifi_index = ifindex;
+	if (mnl_socket_sendto(s, nlh, nlh->nlmsg_len) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	/* No NLM_F_ACK: the one RTM_NEWLINK (or an error) is the answer. */
+	n = mnl_socket_recvfrom(s, buf, sizeof(buf));
+	if (n < 0) {
+		ret = -errno;
+		goto out;
+	}
+	ret = mnl_cb_run(buf, (size_t)n, seq, portid, xdp_cb, xdp);
+	ret = ret < 0 ? -errno : 0;
+out:
+	mnl_socket_close(s);
+	return ret;
+}
+
+/* ---- small readers ---- */
+
+static int64_t read_int_file(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	long long v;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+static bool cap_net_admin(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	bool ok = false;
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long caps;
+
+		if (sscanf(line, "CapEff: %llx", &caps) == 1) {
+			ok = caps & (1ull << 12);	/* CAP_NET_ADMIN */
+			break;
+		}
+	}
+	fclose(f);
+	return ok;
+}
+
+static void try_bind(struct devmemtcp_ctx *ctx, struct devmemtcp_probe *p)
+{
+	DEVMEMTCP_OPTS(buf_opts, bo, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
+		       .size = 2u << 20);
+	struct devmemtcp_buf *buf = NULL;
+	struct devmemtcp_binding *b = NULL;
+	uint32_t q;
+	int err;
+
+	if (p->rx_queues <= 0) {
+		p->try_bind = -ENODEV;
+		snprintf(p->try_bind_msg, sizeof(p->try_bind_msg),
+			 "the number of RX queues is unknown");
+		return;
+	}
+	q = (uint32_t)p->rx_queues - 1;
+	err = devmemtcp_buf_new(ctx, &bo, &buf);
+	if (err < 0) {
+		p->try_bind = err;
+		snprintf(p->try_bind_msg, sizeof(p->try_bind_msg),
+			 "could not create a 2 MiB udmabuf: %s",
+			 devmemtcp_ctx_errmsg(ctx));
+		return;
+	}
+	err = devmemtcp_bind_rx(ctx, p->ifindex, &q, 1, buf, NULL, &b);
+	if (err < 0) {
+		p->try_bind = err;
+		snprintf(p->try_bind_msg, sizeof(p->try_bind_msg), "%s",
+			 devmemtcp_ctx_errmsg(ctx));
+	} else {
+		p->try_bind = 1;
+		snprintf(p->try_bind_msg, sizeof(p->try_bind_msg),
+			 "bound a 2 MiB udmabuf to RX queue %u (binding %u) and released it",
+			 q, devmemtcp_binding_id(b));
+		devmemtcp_binding_close(b);
+	}
+	devmemtcp_buf_free(buf);
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_nic_probe(struct devmemtcp_ctx *ctx,
+					 const char *ifname,
+					 const struct devmemtcp_probe_opts *opts,
+					 struct devmemtcp_probe *report)
+{
+	struct devmemtcp_probe p;
+	struct dmt_err eerr = { 0 };
+	struct dmt_nl *nl = NULL;
+	struct dmt_eth e;
+	struct ops_seen ops = { 0 };
+	struct ethtool_drvinfo di;
+	struct dmt_channels ch;
+	struct dmt_rings r;
+	struct dmt_feature f;
+	struct utsname u;
+	char fix[320];
+	int err, kv;
+	size_t sz;
+
+	if (!ctx)
+		return -EINVAL;
+	if (!report)
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "devmemtcp_nic_probe: report is NULL");
+	if (report->sz < offsetof(struct devmemtcp_probe, problems))
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "struct devmemtcp_probe: sz is %zu: set .sz = sizeof(struct devmemtcp_probe)",
+			       report->sz);
+	err = DMT_OPTS_CHECK(ctx, &ctx->err, opts, devmemtcp_probe_opts);
+	if (err)
+		return err;
+	if (DMT_OPT(opts, devmemtcp_probe_opts, flags, 0) & ~(uint32_t)DEVMEMTCP_PROBE_TRY_BIND)
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "devmemtcp_nic_probe: unknown flags 0x%x",
+			       DMT_OPT(opts, devmemtcp_probe_opts, flags, 0));
+
+	memset(&p, 0, sizeof(p));
+	p.rx_queues = p.tx_queues = -1;
+	p.tcp_data_split = -1;
+	p.hds_thresh = p.hds_thresh_max = -1;
+	p.ntuple = p.ntuple_fixed = p.ntuple_rules = p.ntuple_table_size = -1;
+	p.rss_table_size = p.rss_contexts = p.rss_context_count = -1;
+	p.xsk_queues = p.dmabuf_queues = p.io_uring_queues = -1;
+
+	err = dmt_eth_init(&e, &quiet_ctx, &eerr, NULL, ifname);
+	if (err < 0)
+		return dmt_err(ctx, &ctx->err, err, "%s", eerr.msg);
+	snprintf(p.ifname, sizeof(p.ifname), "%s", ifname);
+	p.ifindex = e.ifindex;
+	if (uname(&u) == 0)
+		snprintf(p.kernel, sizeof(p.kernel), "%s", u.release);
+	kv = dmt_kernel_version(p.kernel);
+	p.cap_net_admin = cap_net_admin();
+	p.optmem_max = read_int_file("/proc/sys/net/core/optmem_max");
+	p.udmabuf_limit_mb = read_int_file("/sys/module/udmabuf/parameters/size_limit_mb");
+
+	err = dmt_nl_open(&nl);
+	if (err < 0) {
+		dmt_eth_fini(&e);
+		return dmt_err(ctx, &ctx->err, err,
+			       "cannot open a generic netlink socket: %s",
+			       dmt_errno_name(err));
+	}
+	e.nl = nl;
+
+	/* kernel: devmem ops */
+	if (netdev_ops(nl, &ops) == 0 && ops.family) {
+		p.has_netdev_family = true;
+		p.has_bind_rx = has_op(&ops, DMT_NETDEV_CMD_BIND_RX);
+		p.has_bind_tx = has_op(&ops, DMT_NETDEV_CMD_BIND_TX);
+	}
+	if (!p.has_bind_rx)
+		problem(&p, "boot Linux 6.12 or newer (devmem TX needs 6.16)",
+			"the kernel (%s) has no devmem TCP: the netdev netlink family %s",
+			p.kernel, p.has_netdev_family ? "lacks bind-rx" : "is missing");
+	else if (!p.has_bind_tx)
+		problem(&p, "boot Linux 6.16 or newer for devmem TX (RX works as is)",
+			"the kernel (%s) has devmem RX but no devmem TX (bind-tx)",
+			p.kernel);
+
+	/* driver */
+	if (dmt_eth_drvinfo(&e, &di) == 0) {
+		snprintf(p.driver, sizeof(p.driver), "%s", di.driver);
+		snprintf(p.driver_version, sizeof(p.driver_version), "%s",
+			 di.version);
+		snprintf(p.bus_info, sizeof(p.bus_info), "%s", di.bus_info);
+	}
+
+	/* queues */
+	if (e.ops->channels_get(&e, &ch) == 0) {
+		p.rx_queues = (int)(ch.rx + ch.combined);
+		p.tx_queues = (int)(ch.tx + ch.combined);
+	}
+	{
+		struct devmemtcp_queue q[512];
+		int nq = dmt_queue_list(nl, e.ifindex, q, ARRAY_SIZE(q));
+
+		if (nq >= 0) {
+			int rx = 0, tx = 0;
+
+			p.xsk_queues = p.dmabuf_queues = p.io_uring_queues = 0;
+			for (int i = 0; i < nq && i < (int)ARRAY_SIZE(q); i++) {
+				rx += q[i].type == DEVMEMTCP_QUEUE_RX;
+				tx += q[i].type == DEVMEMTCP_QUEUE_TX;
+				p.xsk_queues += q[i].xsk;
+				p.dmabuf_queues += q[i].dmabuf_id != 0;
+				p.io_uring_queues += q[i].io_uring;
+			}
+			if (p.rx_queues < 0) {
+				p.rx_queues = rx;
+				p.tx_queues = tx;
+			}
+		}
+	}
+	if (p.rx_queues <= 0) {
+		uint32_t rx, tx;
+
+		if (dmt_sysfs_queues(ifname, &rx, &tx) == 0) {
+			p.rx_queues = (int)rx;
+			p.tx_queues = (int)tx;
+		}
+	}
+	if (p.rx_queues >= 0 && p.rx_queues < 2) {
+		snprintf(fix, sizeof(fix),
+			 "give the device more RX queues (ethtool -L %s combined 2, or rx 2); "
+			 "for veth: ip link add ... numrxqueues 2", ifname);
+		problem(&p, fix,
+			"%s has %d RX queue%s: devmem needs one queue for itself and one for other traffic",
+			ifname, p.rx_queues, p.rx_queues == 1 ? "" : "s");
+	}
+
+	/* header split */
+	err = e.ops->rings_get(&e, &r);
+	if (err == 0 && r.has_tds) {
+		p.tcp_data_split = r.tds;
+		if (r.has_hds)
+			p.hds_thresh = r.hds_thresh;
+		if (r.has_hds_max)
+			p.hds_thresh_max = r.hds_thresh_max;
+	}
+	if (p.tcp_data_split < 0) {
+		problem(&p, "use a NIC whose driver supports devmem TCP (gve, bnxt_en, mlx5, fbnic); "
+			    "virtual devices (veth, loopback) cannot",
+			"%s (driver %s) does not support header split (tcp-data-split)",
+			ifname, p.driver[0] ? p.driver : "unknown");
+	} else {
+		if (p.tcp_data_split != DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED) {
+			snprintf(fix, sizeof(fix),
+				 "ethtool -G %s tcp-data-split on (devmemtcp_nic_open() does it and undoes it)",
+				 ifname);
+			problem(&p, fix, "header split (tcp-data-split) is %s on %s",
+				p.tcp_data_split ? "off" : "auto", ifname);
+		}
+		if (p.hds_thresh > 0) {
+			snprintf(fix, sizeof(fix),
+				 "ethtool -G %s hds-thresh 0 (devmemtcp_nic_open() does it and undoes it)",
+				 ifname);
+			problem(&p, fix, "hds-thresh is %lld on %s: bind-rx needs 0",
+				(long long)p.hds_thresh, ifname);
+		}
+		if (p.hds_thresh < 0 && kv >= 0x060e00)
+			problem(&p, "update the driver: kernels since 6.14 check hds-thresh before bind-rx",
+				"%s does not report hds-thresh", ifname);
+	}
+
+	/* ntuple */
+	if (e.ops->feature_get(&e, DMT_NTUPLE_FEATURE, &f) == 0 && f.present) {
+		p.ntuple = f.active;
+		p.ntuple_fixed = f.nochange || !f.hw;
+	}
+	{
+		uint32_t cnt, size;
+		bool special;
+
+		if (dmt_eth_rule_count(&e, &cnt, &size, &special) == 0) {
+			p.ntuple_rules = (int)cnt;
+			p.ntuple_table_size = (int)size;
+		}
+	}
+	if (p.ntuple < 0 || (p.ntuple == 0 && p.ntuple_fixed == 1)) {
+		problem(&p, "use a NIC with ntuple flow steering; without it flows cannot be steered to the devmem queues",
+			"%s has no ntuple filters (rx-ntuple-filter %s)", ifname,
+			p.ntuple < 0 ? "unknown" : "off [fixed]");
+	} else if (p.ntuple == 0) {
+		snprintf(fix, sizeof(fix),
+			 "ethtool -K %s ntuple on (devmemtcp_nic_open() does it and undoes it)",
+			 ifname);
+		problem(&p, fix, "ntuple filters (rx-ntuple-filter) are off on %s",
+			ifname);
+	}
+
+	/* RSS */
+	{
+		struct dmt_rss *list;
+		size_t n;
+
+		if (e.ops->rss_dump(&e, &list, &n) == 0) {
+			p.rss_context_count = 0;
+			for (size_t i = 0; i < n; i++) {
+				if (list[i].context == 0)
+					p.rss_table_size = (int)list[i].indir_size;
+				else
+					p.rss_context_count++;
+				dmt_rss_free(&list[i]);
+			}
+			free(list);
+			if (p.rss_context_count > 0)
+				p.rss_contexts = 1;
+		}
+		if (p.rss_table_size <= 0) {
+			p.rss_table_size = -1;
+			problem(&p, "use a NIC with RSS, or steer other traffic away yourself (DEVMEMTCP_NIC_KEEP_RSS)",
+				"%s has no RSS indirection table: other traffic cannot be kept off the devmem queues",
+				ifname);
+		}
+	}
+
+	/* XDP, AF_XDP, existing providers */
+	if (xdp_attached(e.ifindex, &p.xdp) == 0 && p.xdp) {
+		snprintf(fix, sizeof(fix),
+			 "detach it (ip link set dev %s xdp off): devmem and XDP exclude each other",
+			 ifname);
+		problem(&p, fix, "an XDP program is attached to %s", ifname);
+	}
+	if (p.xsk_queues > 0)
+		problem(&p, "pick queues without AF_XDP sockets, or close them",
+			"%d queue%s of %s are used by AF_XDP", p.xsk_queues,
+			p.xsk_queues == 1 ? "" : "s", ifname);
+	if (p.dmabuf_queues > 0 || p.io_uring_queues > 0)
+		problem(&p, "pick other queues, or stop the process that bound them (its netlink socket or io_uring owns the binding)",
+			"%d queue%s of %s already have a memory provider (dma-buf %d, io_uring %d)",
+			p.dmabuf_queues + p.io_uring_queues,
+			p.dmabuf_queues + p.io_uring_queues == 1 ? "" : "s", ifname,
+			p.dmabuf_queues, p.io_uring_queues);
+
+	/* host */
+	if (!p.cap_net_admin)
+		problem(&p, "run as root, or give the program CAP_NET_ADMIN (setcap cap_net_admin+ep PROGRAM)",
+			"this process lacks CAP_NET_ADMIN, which bind-rx and every ethtool change need");
+	if (p.udmabuf_limit_mb < 0)
+		problem(&p, "modprobe udmabuf (only needed for host-memory buffers and --try-bind)",
+			"the udmabuf module is not loaded");
+	if (p.optmem_max >= 0 && p.optmem_max < 65536)
+		problem(&p, "sysctl -w net.core.optmem_max=131072",
+			"net.core.optmem_max is %lld: MSG_ZEROCOPY sends (devmem TX) fail with ENOBUFS when it is small",
+			(long long)p.optmem_max);
+
+	if (DMT_OPT(opts, devmemtcp_probe_opts, flags, 0) & DEVMEMTCP_PROBE_TRY_BIND) {
+		try_bind(ctx, &p);
+		if (p.try_bind < 0)
+			problem(&p, "see the message: it names the missing piece",
+				"a test bind-rx failed: %s", p.try_bind_msg);
+	}
+
+	dmt_eth_fini(&e);
+	dmt_nl_close(nl);
+	sz = report->sz < sizeof(p) ? report->sz : sizeof(p);
+	p.sz = report->sz;
+	memcpy(report, &p, sz);
+	return (int)p.nproblems;
+}

@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/* devmemtcp probe / devmemtcp restore: the NIC layer on the command line. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devmemtcp.h"
+#include "cmds.h"
+
+/* The library's messages are printed by the commands themselves. */
+static void quiet(void *user, int level, const char *msg)
+{
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static const char *tds_name(int v)
+{
+	switch (v) {
+	case 0: return "auto";
+	case 1: return "off";
+	case 2: return "on";
+	default: return "unsupported";
+	}
+}
+
+static void num_or_unknown(FILE *f, long long v)
+{
+	if (v < 0)
+		fprintf(f, "unknown");
+	else
+		fprintf(f, "%lld", v);
+}
+
+static void print_text(const struct devmemtcp_probe *p,
+		       const struct devmemtcp_queue *q, int nq)
+{
+	printf("interface      %s (ifindex %d)\n", p->ifname, p->ifindex);
+	printf("kernel         %s: bind-rx %s, bind-tx %s\n", p->kernel,
+	       p->has_bind_rx ? "yes" : "no", p->has_bind_tx ? "yes" : "no");
+	printf("driver         %s %s%s%s\n", p->driver[0] ? p->driver : "unknown",
+	       p->driver_version, p->bus_info[0] ? " at " : "", p->bus_info);
+	printf("queues         rx ");
+	num_or_unknown(stdout, p->rx_queues);
+	printf(", tx ");
+	num_or_unknown(stdout, p->tx_queues);
+	printf("\nheader split   %s, hds-thresh ", tds_name(p->tcp_data_split));
+	num_or_unknown(stdout, p->hds_thresh);
+	printf(" (max ");
+	num_or_unknown(stdout, p->hds_thresh_max);
+	printf(")\nntuple         %s%s, rules in use ",
+	       p->ntuple < 0 ? "unsupported" : p->ntuple ? "on" : "off",
+	       p->ntuple_fixed == 1 ? " [fixed]" : "");
+	num_or_unknown(stdout, p->ntuple_rules);
+	printf(" of ");
+	num_or_unknown(stdout, p->ntuple_table_size);
+	printf("\nRSS            table ");
+	num_or_unknown(stdout, p->rss_table_size);
+	printf(" entries, contexts %s",
+	       p->rss_contexts < 0 ? "unknown" : p->rss_contexts ? "yes" : "no");
+	if (p->rss_context_count > 0)
+		printf(" (%d in use)", p->rss_context_count);
+	printf("\nXDP            %s, AF_XDP queues ", p->xdp ? "attached" : "none");
+	num_or_unknown(stdout, p->xsk_queues);
+	printf("\nbindings       ");
+	if (nq < 0) {
+		printf("unknown (no queue-get)\n");
+	} else {
+		int shown = 0;
+
+		for (int i = 0; i < nq; i++) {
+			if (!q[i].dmabuf_id && !q[i].io_uring)
+				continue;
+			printf("%s%s queue %u: %s", shown++ ? ", " : "",
+			       q[i].type ? "tx" : "rx", q[i].id,
+			       q[i].io_uring ? "io_uring" : "dma-buf");
+			if (q[i].dmabuf_id)
+				printf(" %u", q[i].dmabuf_id);
+		}
+		printf("%s\n", shown ? "" : "none");
+	}
+	printf("udmabuf        ");
+	if (p->udmabuf_limit_mb < 0)
+		printf("not loaded\n");
+	else
+		printf("size limit %lld MiB\n", (long long)p->udmabuf_limit_mb);
+	printf("CAP_NET_ADMIN  %s\n", p->cap_net_admin ? "yes" : "no");
+	printf("optmem_max     ");
+	num_or_unknown(stdout, p->optmem_max);
+	printf("\n");
+	if (p->try_bind)
+		printf("try-bind       %s: %s\n", p->try_bind > 0 ? "ok" : "failed",
+		       p->try_bind_msg);
+	if (!p->nproblems) {
+		printf("\nNo problems found.\n");
+		return;
+	}
+	printf("\n%u problem%s:\n", p->nproblems, p->nproblems == 1 ? "" : "s");
+	for (uint32_t i = 0; i < p->nproblems; i++)
+		printf("  - %s\n    fix: %s\n", p->problems[i].what,
+		       p->problems[i].fix);
+}
+
+static void print_json(const struct devmemtcp_probe *p,
+		       const struct devmemtcp_queue *q, int nq)
+{
+	FILE *f = stdout;
+
+	fprintf(f, "{\"ifname\":");
+	json_str(f, p->ifname);
+	fprintf(f, ",\"ifindex\":%d,\"kernel\":", p->ifindex);
+	json_str(f, p->kernel);
+	fprintf(f, ",\"bind_rx\":%s,\"bind_tx\":%s,\"driver\":",
+		p->has_bind_rx ? "true" : "false", p->has_bind_tx ? "true" : "false");
+	json_str(f, p->driver);
+	fprintf(f, ",\"driver_version\":");
+	json_str(f, p->driver_version);
+	fprintf(f, ",\"bus_info\":");
+	json_str(f, p->bus_info);
+	fprintf(f, ",\"rx_queues\":%d,\"tx_queues\":%d", p->rx_queues,
+		p->tx_queues);
+	fprintf(f, ",\"tcp_data_split\":\"%s\",\"hds_thresh\":%lld,\"hds_thresh_max\":%lld",
+		tds_name(p->tcp_data_split), (long long)p->hds_thresh,
+		(long long)p->hds_thresh_max);
+	fprintf(f, ",\"ntuple\":%d,\"ntuple_fixed\":%d,\"ntuple_rules\":%d,\"ntuple_table_size\":%d",
+		p->ntuple, p->ntuple_fixed, p->ntuple_rules, p->ntuple_table_size);
+	fprintf(f, ",\"rss_table_size\":%d,\"rss_contexts\":%d,\"rss_context_count\":%d",
+		p->rss_table_size, p->rss_contexts, p->rss_context_count);
+	fprintf(f, ",\"xdp\":%s,\"xsk_queues\":%d,\"dmabuf_queues\":%d,\"io_uring_queues\":%d",
+		p->xdp ? "true" : "false", p->xsk_queues, p->dmabuf_queues,
+		p->io_uring_queues);
+	fprintf(f, ",\"queues\":[");
+	for (int i = 0; i < nq; i++)
+		fprintf(f, "%s{\"id\":%u,\"type\":\"%s\",\"dmabuf\":%u,\"io_uring\":%s,\"xsk\":%s}",
+			i ? "," : "", q[i].id, q[i].type ? "tx" : "rx",
+			q[i].dmabuf_id, q[i].io_uring ? "true" : "false",
+			q[i].xsk ? "true" : "false");
+	fprintf(f, "],\"udmabuf_limit_mb\":%lld,\"cap_net_admin\":%s,\"optmem_max\":%lld",
+		(long long)p->udmabuf_limit_mb, p->cap_net_admin ? "true" : "false",
+		(long long)p->optmem_max);
+	fprintf(f, ",\"try_bind\":%d,\"try_bind_msg\":", p->try_bind);
+	json_str(f, p->try_bind_msg);
+	fprintf(f, ",\"problems\":[");
+	for (uint32_t i = 0; i < p->nproblems; i++) {
+		fprintf(f, "%s{\"what\":", i ? "," : "");
+		json_str(f, p->problems[i].what);
+		fprintf(f, ",\"fix\":");
+		json_str(f, p->problems[i].fix);
+		fprintf(f, "}");
+	}
+	fprintf(f, "]}\n");
+}
+
+static void probe_usage(FILE *f)
+{
+	fprintf(f, "usage: devmemtcp probe IFACE [--json] [--try-bind]\n\n"
+		   "Report what IFACE and this kernel offer for devmem TCP and, for each\n"
+		   "problem, the fix.  --try-bind binds a 2 MiB udmabuf to the last RX\n"
+		   "queue and releases it (needs root and the udmabuf module).\n"
+		   "Exit status: 0 no problems, 1 problems found, 2 error.\n");
+}
+
+int cmd_probe(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "try-bind", no_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = quiet);
+	DEVMEMTCP_OPTS(probe_opts, po);
+	struct devmemtcp_probe p = { .sz = sizeof(p) };
+	struct devmemtcp_queue q[256];
+	struct devmemtcp_ctx *ctx;
+	bool json = false;
+	int c, ret, nq;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "jth", lo, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = true; break;
+		case 't': po.flags |= DEVMEMTCP_PROBE_TRY_BIND; break;
+		case 'h': probe_usage(stdout); return 0;
+		default: probe_usage(stderr); return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		probe_usage(stderr);
+		return 2;
+	}
+	ret = devmemtcp_ctx_new(&co, &ctx);
+	if (ret < 0) {
+		fprintf(stderr, "devmemtcp probe: %s\n", strerror(-ret));
+		return 2;
+	}
+	ret = devmemtcp_nic_probe(ctx, argv[optind], &po, &p);
+	if (ret < 0) {
+		fprintf(stderr, "devmemtcp probe: %s\n", devmemtcp_ctx_errmsg(ctx));
+		devmemtcp_ctx_free(ctx);
+		return 2;
+	}
+	nq = devmemtcp_queue_list(ctx, p.ifindex, q, sizeof(q) / sizeof(q[0]));
+	if (nq > (int)(sizeof(q) / sizeof(q[0])))
+		nq = sizeof(q) / sizeof(q[0]);
+	if (json)
+		print_json(&p, q, nq < 0 ? 0 : nq);
+	else
+		print_text(&p, q, nq);
+	devmemtcp_ctx_free(ctx);
+	return p.nproblems ? 1 : 0;
+}
+
+static void restore_usage(FILE *f)
+{
+	fprintf(f, "usage: devmemtcp restore IFACE [--run-dir DIR]\n\n"
+		   "Undo the NIC changes (header split, RSS, RSS context, ntuple rules) that a\n"
+		   "process which ended without closing its devmemtcp_nic handle left on IFACE,\n"
+		   "as recorded in its journal (DIR, default $DEVMEMTCP_RUN_DIR or /run/devmemtcp).\n"
+		   "Exit status: 0 restored or nothing to do, 1 failed, 2 usage error.\n");
+}
+
+int cmd_restore(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "run-dir", required_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = quiet);
+	DEVMEMTCP_OPTS(nic_opts, no);
+	struct devmemtcp_ctx *ctx;
+	int c, ret;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "d:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'd': no.run_dir = optarg; break;
+		case 'h': restore_usage(stdout); return 0;
+		default: restore_usage(stderr); return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		restore_usage(stderr);
+		return 2;
+	}
+	ret = devmemtcp_ctx_new(&co, &ctx);
+	if (ret < 0) {
+		fprintf(stderr, "devmemtcp restore: %s\n", strerror(-ret));
+		return 2;
+	}
+	ret = devmemtcp_nic_recover(ctx, argv[optind], &no);
+	if (ret < 0)
+		fprintf(stderr, "devmemtcp restore: %s\n", devmemtcp_ctx_errmsg(ctx));
+	else if (ret == 0)
+		printf("%s: nothing to restore\n", argv[optind]);
+	else
+		printf("%s: restored\n", argv[optind]);
+	devmemtcp_ctx_free(ctx);
+	return ret < 0 ? 1 : 0;
+}
