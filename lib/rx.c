@@ -180,10 +180,16 @@ static int annotate(struct devmemtcp_rx *rx, struct devmemtcp_frag *frags,
 			rx->st.foreign_frags++;
 			continue;
 		}
-		s = dmt_segments_find(buf->segs, buf->nsegs, f->offset);
+		/* most buffers have one segment: check it before searching */
+		if (buf->nsegs == 1) {
+			s = f->offset - buf->segs[0].offset < buf->segs[0].len ? 0 : -1;
+		} else {
+			s = dmt_segments_find(buf->segs, buf->nsegs, f->offset);
+		}
 		if (s >= 0)
 			f->addr = buf->segs[s].addr + (f->offset - buf->segs[s].offset);
 	}
+	dmt_tokens_update_max(&rx->tokens);
 	return 0;
 }
 
@@ -318,22 +324,22 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_release(struct devmemtcp_rx *rx,
 					  const struct devmemtcp_frag *frags,
 					  size_t n)
 {
+	size_t bad = 0;
 	int ret;
 
 	if (!rx)
 		return -EINVAL;
-	ret = take(rx, frags, n, "devmemtcp_rx_release");
-	if (ret)
-		return ret;
-	for (size_t i = 0; i < n; i++) {
-		if (frags[i].flags & DEVMEMTCP_FRAG_LINEAR)
-			continue;
-		ret = dmt_tokens_queue(&rx->tokens, frags[i].token);
-		if (ret < 0)
-			return dmt_err(rx->ctx, &rx->err, ret,
-				       "SO_DEVMEM_DONTNEED failed: %s",
-				       strerror(-ret));
-	}
+	if (n && !frags)
+		return dmt_err(rx->ctx, &rx->err, -EINVAL,
+			       "devmemtcp_rx_release: frags is NULL");
+	ret = dmt_tokens_release(&rx->tokens, frags, n, &bad);
+	if (ret == -EINVAL)
+		return dmt_err(rx->ctx, &rx->err, -EINVAL,
+			       "devmemtcp_rx_release: token %u of fragment %zu is not outstanding (released already, listed twice, or never received): nothing was released",
+			       frags[bad].token, bad);
+	if (ret < 0)
+		return dmt_err(rx->ctx, &rx->err, ret,
+			       "SO_DEVMEM_DONTNEED failed: %s", strerror(-ret));
 	return 0;
 }
 

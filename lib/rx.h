@@ -76,7 +76,29 @@ void dmt_tokens_init(struct dmt_tokens *t, uint32_t batch,
 void dmt_tokens_fini(struct dmt_tokens *t);
 /* A fragment with this token was received.  -EEXIST if it already was
  * outstanding (the kernel never does that), -ENOMEM. */
-int dmt_tokens_received(struct dmt_tokens *t, uint32_t token);
+int dmt_tokens_received_slow(struct dmt_tokens *t, uint32_t token);
+
+static inline int dmt_tokens_received(struct dmt_tokens *t, uint32_t token)
+{
+	size_t w = token / 64;
+	uint64_t m = 1ull << (token % 64);
+
+	if (__builtin_expect(w >= t->nwords || (t->bits[w] & m), 0))
+		return dmt_tokens_received_slow(t, token);
+	t->bits[w] |= m;
+	t->outstanding++;
+	return 0;
+}
+
+/* After a batch of dmt_tokens_received(): update the high-water mark of
+ * tokens held (outstanding, queued for release, or deferred). */
+static inline void dmt_tokens_update_max(struct dmt_tokens *t)
+{
+	uint64_t held = t->outstanding + t->pending_frags + t->deferred_pending;
+
+	if (held > t->outstanding_max)
+		t->outstanding_max = held;
+}
 bool dmt_tokens_is_outstanding(const struct dmt_tokens *t, uint32_t token);
 /*
  * Take the tokens of frags out of the outstanding set, all or nothing:
@@ -87,6 +109,9 @@ int dmt_tokens_take(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 		    size_t n, size_t *bad);
 /* Queue one taken token for release (may flush).  0 or negative errno. */
 int dmt_tokens_queue(struct dmt_tokens *t, uint32_t token);
+/* take + queue in one pass over frags (all or nothing like take). */
+int dmt_tokens_release(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
+		       size_t n, size_t *bad);
 /* Give pending tokens to the kernel, retrying partial returns.  Returns
  * the number freed or a negative errno. */
 int dmt_tokens_flush(struct dmt_tokens *t);

@@ -52,7 +52,7 @@ bool dmt_tokens_is_outstanding(const struct dmt_tokens *t, uint32_t token)
 	return w < t->nwords && (t->bits[w] >> (token % 64)) & 1;
 }
 
-int dmt_tokens_received(struct dmt_tokens *t, uint32_t token)
+int dmt_tokens_received_slow(struct dmt_tokens *t, uint32_t token)
 {
 	size_t w = token / 64;
 	uint64_t m = 1ull << (token % 64);
@@ -61,41 +61,38 @@ int dmt_tokens_received(struct dmt_tokens *t, uint32_t token)
 		return -ENOMEM;
 	if (t->bits[w] & m)
 		return -EEXIST;
-	t->bits[w] |= m;
-	t->outstanding++;
 	/* held by us: outstanding, queued, or waiting on a completion */
-	if (t->outstanding + t->pending_frags + t->deferred_pending >
-	    t->outstanding_max)
-		t->outstanding_max = t->outstanding + t->pending_frags +
-				     t->deferred_pending;
-	return 0;
+	return dmt_tokens_received(t, token);
 }
 
 int dmt_tokens_take(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 		    size_t n, size_t *bad)
 {
-	size_t i;
+	uint64_t *bits = t->bits;
+	size_t nwords = t->nwords, i, taken = 0;
 
+	/* locals: frags may alias nothing here, but the compiler can't know */
 	for (i = 0; i < n; i++) {
 		uint32_t tok = frags[i].token;
+		size_t w = tok / 64;
+		uint64_t m = 1ull << (tok % 64);
 
 		if (frags[i].flags & DEVMEMTCP_FRAG_LINEAR)
 			continue;
-		if (!dmt_tokens_is_outstanding(t, tok))
+		if (w >= nwords || !(bits[w] & m))
 			goto undo;
-		t->bits[tok / 64] &= ~(1ull << (tok % 64));
-		t->outstanding--;
+		bits[w] &= ~m;
+		taken++;
 	}
+	t->outstanding -= taken;
 	return 0;
 undo:
 	*bad = i;
 	while (i--) {
 		uint32_t tok = frags[i].token;
 
-		if (frags[i].flags & DEVMEMTCP_FRAG_LINEAR)
-			continue;
-		t->bits[tok / 64] |= 1ull << (tok % 64);
-		t->outstanding++;
+		if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
+			bits[tok / 64] |= 1ull << (tok % 64);
 	}
 	return -EINVAL;
 }
@@ -162,6 +159,47 @@ int dmt_tokens_queue(struct dmt_tokens *t, uint32_t token)
 	t->pending[t->npending].token_count = 1;
 	t->npending++;
 	t->pending_frags++;
+	return 0;
+}
+
+int dmt_tokens_release(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
+		       size_t n, size_t *bad)
+{
+	int ret = dmt_tokens_take(t, frags, n, bad);
+	uint32_t start = 0, count = 0, room;
+
+	if (ret)
+		return ret;
+	/* extend the last pending range in registers while tokens are
+	 * consecutive and the batch has room; write it back otherwise */
+	if (t->npending) {
+		start = t->pending[t->npending - 1].token_start;
+		count = t->pending[t->npending - 1].token_count;
+	}
+	room = t->batch - t->pending_frags;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t tok = frags[i].token;
+
+		if (frags[i].flags & DEVMEMTCP_FRAG_LINEAR)
+			continue;
+		if (count && start + count == tok && room) {
+			count++;
+			room--;
+			continue;
+		}
+		if (count)
+			t->pending[t->npending - 1].token_count = count;
+		t->pending_frags = t->batch - room;
+		ret = dmt_tokens_queue(t, tok);
+		if (ret < 0)
+			return ret;
+		start = tok;
+		count = 1;
+		room = t->batch - t->pending_frags;
+	}
+	if (count)
+		t->pending[t->npending - 1].token_count = count;
+	t->pending_frags = t->batch - room;
 	return 0;
 }
 

@@ -84,6 +84,7 @@ static void receive(struct devmemtcp_frag *f, uint32_t tok)
 	f->len = 4096;
 	k->live[tok] = 1;
 	assert_int_equal(dmt_tokens_received(&T, tok), 0);
+	dmt_tokens_update_max(&T);
 }
 
 static int live_count(void)
