@@ -1,0 +1,23 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+# Install what building and testing libdevmemtcp needs on Debian/Ubuntu
+# (bookworm or newer), as root.  Idempotent: installs only what is missing.
+set -eu
+pkgs="meson ninja-build pkg-config gcc g++ libmnl-dev libcmocka-dev
+libnl-genl-3-dev libdrm-dev valgrind iproute2 python3
+qemu-system-x86 debootstrap busybox-static cpio zstd kmod"
+missing=
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "deps: missing packages:$missing; run as root to install them" >&2
+	exit 1
+fi
+echo "deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,58 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+# Every test suite of libdevmemtcp, from a fresh clone on a fresh machine
+# (as root): dependencies, a normal build with the unit, host, vm and gpu
+# suites, an ASan/UBSan build with unit and host, valgrind over unit and
+# host, and the receive hot-path benchmark.  Ends with one line
+# "N passed, N failed, N skipped".
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+sh scripts/deps.sh || exit 1
+B=${BUILD:-build}
+S=${BUILD_SAN:-build-san}
+status=0
+step() { echo; echo "=== $*"; }
+
+step "build ($B)"
+[ -d "$B" ] || meson setup "$B" >/dev/null || exit 1
+ninja -C "$B" || exit 1
+
+step "unit, host, vm and gpu suites"
+meson test -C "$B" --print-errorlogs --suite unit --suite host --suite vm --suite gpu || status=1
+cp "$B/meson-logs/testlog.json" /tmp/devmemtcp-testlog-main.json 2>/dev/null
+
+step "ASan/UBSan build ($S): unit and host suites"
+[ -d "$S" ] || meson setup "$S" --native-file build-dev.ini -Dcuda=disabled >/dev/null || exit 1
+ninja -C "$S" || exit 1
+meson test -C "$S" --print-errorlogs --suite unit --suite host || status=1
+cp "$S/meson-logs/testlog.json" /tmp/devmemtcp-testlog-san.json 2>/dev/null
+
+step "valgrind: unit and host suites"
+meson test -C "$B" --print-errorlogs --suite unit --suite host \
+	--no-suite gpu --wrap="valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --trace-children=no" \
+	--timeout-multiplier 5 || status=1
+cp "$B/meson-logs/testlog.json" /tmp/devmemtcp-testlog-valgrind.json 2>/dev/null
+
+step "benchmark: receive hot path (ratios against one DONTNEED per fragment and unmerged 128-token batches)"
+"$B/bench/rx-hotpath" --frags 1048576 || status=1
+
+python3 - /tmp/devmemtcp-testlog-main.json /tmp/devmemtcp-testlog-san.json \
+	/tmp/devmemtcp-testlog-valgrind.json <<'PY'
+import json, sys
+p = f = s = 0
+for path in sys.argv[1:]:
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        continue
+    for line in lines:
+        r = json.loads(line).get("result")
+        if r == "OK": p += 1
+        elif r == "SKIP": s += 1
+        elif r in ("EXPECTEDFAIL",): p += 1
+        else: f += 1
+print()
+print("%d passed, %d failed, %d skipped" % (p, f, s))
+PY
+exit $status
