@@ -473,6 +473,124 @@ int devmemtcp_nic_probe(struct devmemtcp_ctx *ctx, const char *ifname,
 
 /* @@TX@@ - transmit from device memory (lib/tx.c). */
 
+/*
+ * bind-tx: make buf sendable through ifindex (Linux 6.16 and newer).  The
+ * binding owns its netlink socket like an RX binding; close it with
+ * devmemtcp_binding_close().  opts: rx_page_size must be 0.
+ */
+int devmemtcp_bind_tx(struct devmemtcp_ctx *ctx, int ifindex,
+		      struct devmemtcp_buf *buf,
+		      const struct devmemtcp_bind_opts *opts,
+		      struct devmemtcp_binding **binding);
+
+/* Bytes [offset, offset + len) of the bound dma-buf. */
+struct devmemtcp_tx_piece {
+	uint64_t offset;
+	uint64_t len;
+};
+
+enum devmemtcp_tx_done_flags {
+	/* The kernel copied these bytes instead of sending them zero-copy
+	 * (SO_EE_CODE_ZEROCOPY_COPIED); the range is free all the same. */
+	DEVMEMTCP_TX_DONE_COPIED = 1u << 0,
+};
+
+/* A dma-buf range whose send completed: the range may be rewritten. */
+struct devmemtcp_tx_done {
+	uint64_t offset;
+	uint64_t len;
+	uint32_t seq;		/* zero-copy sequence number of its sendmsg */
+	uint32_t flags;		/* enum devmemtcp_tx_done_flags */
+};
+
+/* Called with ranges as their completions are read (from
+ * devmemtcp_tx_reap, _wait and _send); they are not queued then. */
+typedef void (*devmemtcp_tx_done_fn)(void *user,
+				     const struct devmemtcp_tx_done *done,
+				     size_t n);
+
+struct devmemtcp_tx_opts {
+	size_t sz;
+	devmemtcp_tx_done_fn done_fn;	/* NULL: queue for devmemtcp_tx_reap() */
+	void *done_user;
+	/* iovecs per sendmsg (0 and max: 1024, UIO_MAXIOV) */
+	uint32_t max_iovs;
+	/* bytes per sendmsg (0: 4 MiB); one completion covers one sendmsg */
+	uint64_t max_call_bytes;
+};
+
+enum devmemtcp_tx_flags {
+	/* Do not block: return the bytes sent so far (or -EAGAIN). */
+	DEVMEMTCP_TX_DONTWAIT = 1u << 0,
+	/* More data follows (MSG_MORE). */
+	DEVMEMTCP_TX_MORE = 1u << 1,
+};
+
+struct devmemtcp_tx_stats {
+	size_t sz;
+	uint64_t bytes_sent;
+	uint64_t send_calls;		/* devmemtcp_tx_send calls */
+	uint64_t sendmsg_calls;		/* sendmsg calls that moved bytes */
+	uint64_t partial_sends;		/* sendmsg sent fewer bytes than given */
+	uint64_t nobufs_waits;		/* ENOBUFS: waited for completions */
+	uint64_t notifications;		/* zero-copy error-queue messages */
+	uint64_t completions;		/* sendmsg calls completed */
+	uint64_t copied_completions;	/* ... of which the kernel copied */
+	uint64_t ranges_done;		/* ranges reported free */
+	uint64_t bytes_done;
+	uint64_t sends_in_flight;	/* sendmsg calls not yet completed */
+	uint64_t bytes_in_flight;
+	uint64_t unknown_completions;	/* sequence numbers not in flight */
+};
+
+struct devmemtcp_tx;
+
+/*
+ * Send from the binding's buffer on the connected TCP socket fd (not
+ * closed by devmemtcp_tx_free).  Turns SO_ZEROCOPY on.  The handle must be
+ * the only MSG_ZEROCOPY sender on fd: it counts the sequence numbers.
+ */
+int devmemtcp_tx_new(struct devmemtcp_ctx *ctx, int fd,
+		     const struct devmemtcp_binding *binding,
+		     const struct devmemtcp_tx_opts *opts,
+		     struct devmemtcp_tx **tx);
+/* Ranges still in flight are forgotten; wait for them first. */
+void devmemtcp_tx_free(struct devmemtcp_tx *tx);
+const char *devmemtcp_tx_errmsg(const struct devmemtcp_tx *tx);
+/* The socket: poll it for POLLERR to learn that completions arrived. */
+int devmemtcp_tx_fd(const struct devmemtcp_tx *tx);
+
+/*
+ * Send the n pieces in order as one byte stream with sendmsg(MSG_ZEROCOPY)
+ * and an SCM_DEVMEM_DMABUF cmsg, split into calls of at most max_iovs
+ * iovecs and max_call_bytes bytes.  Blocks until every byte is queued
+ * unless DEVMEMTCP_TX_DONTWAIT (or the socket is non-blocking).  Returns
+ * the bytes sent (fewer only when not blocking: resume after that many
+ * bytes), or a negative errno.  Until a range is reported done it must
+ * not be rewritten.
+ */
+ssize_t devmemtcp_tx_send(struct devmemtcp_tx *tx,
+			  const struct devmemtcp_tx_piece *pieces, size_t n,
+			  unsigned int flags);
+
+/*
+ * Read the completions queued on the socket without blocking.  Without a
+ * callback, moves up to max completed ranges into out and returns their
+ * number; with one, returns the number of ranges handed to it.
+ */
+int devmemtcp_tx_reap(struct devmemtcp_tx *tx, struct devmemtcp_tx_done *out,
+		      size_t max);
+
+/*
+ * Block until at least one send completes (timeout_ms < 0: no limit).
+ * Returns the number of ranges completed (queued or handed to the
+ * callback), 0 when nothing is in flight, -ETIMEDOUT.
+ */
+int devmemtcp_tx_wait(struct devmemtcp_tx *tx, int timeout_ms);
+
+int devmemtcp_tx_stats(const struct devmemtcp_tx *tx,
+		       struct devmemtcp_tx_stats *stats);
+
 /* @@GPU@@ - GPU gather and views (lib/gpu.c). */
 
 #ifdef __cplusplus
