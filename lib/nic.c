@@ -5,6 +5,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,7 +45,7 @@ struct devmemtcp_nic {
 	struct devmemtcp_binding *binding;
 	int step;
 	int fail_step, crash_step;
-	const char *step_name;
+	char doing[64];			/* the step being attempted */
 	uint64_t setup_rt, setup_ioctls;
 	uint32_t steps;
 };
@@ -256,8 +257,10 @@ DEVMEMTCP_EXPORT int devmemtcp_flow_parse(const char *text,
 			err = -EINVAL;
 	}
 	free(copy);
-	if (!err && (!fields || !f.family))
+	if (!err && !fields)
 		err = -EINVAL;
+	if (!f.family)
+		f.family = AF_INET;	/* ports only: IPv4, as ethtool's tcp4 */
 	if (err)
 		return err;
 	*flow = f;
@@ -286,10 +289,21 @@ static int jsave(struct devmemtcp_nic *nic)
 }
 
 /* Before each change: the test hooks, then the journal. */
-static int step_begin(struct devmemtcp_nic *nic, const char *name)
+static void doing(struct devmemtcp_nic *nic, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void doing(struct devmemtcp_nic *nic, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(nic->doing, sizeof(nic->doing), fmt, ap);
+	va_end(ap);
+}
+
+static int step_begin(struct devmemtcp_nic *nic)
 {
 	nic->step++;
-	nic->step_name = name;
 	if (nic->crash_step && nic->step == nic->crash_step)
 		raise(SIGKILL);
 	if (nic->fail_step && nic->step == nic->fail_step)
@@ -455,6 +469,7 @@ static int ensure_ntuple(struct devmemtcp_nic *nic)
 
 	if (nic->j.changed & DMT_J_NTUPLE)
 		return 0;
+	doing(nic, "ntuple feature");
 	err = nic->eth.ops->feature_get(&nic->eth, DMT_NTUPLE_FEATURE, &f);
 	if (err < 0)
 		return err;
@@ -467,7 +482,7 @@ static int ensure_ntuple(struct devmemtcp_nic *nic)
 			       nic->eth.ifname,
 			       !f.present ? "unknown" : "off [fixed]");
 	nic->j.ntuple_on = false;
-	err = step_begin(nic, "ntuple feature");
+	err = step_begin(nic);
 	if (err < 0)
 		return err;
 	nic->j.changed |= DMT_J_NTUPLE;
@@ -481,6 +496,59 @@ static int ensure_ntuple(struct devmemtcp_nic *nic)
 	return 0;
 }
 
+/* Everything about a flow that can be checked without the NIC: flags,
+ * queue index, family, fields; *fs gets its match. */
+static int flow_check(struct devmemtcp_nic *nic,
+		      const struct devmemtcp_flow *flow, size_t index,
+		      struct ethtool_rx_flow_spec *fs)
+{
+	uint32_t nq = nic->j.nqueues;
+	int err;
+
+	if (flow->flags & ~(uint32_t)DEVMEMTCP_FLOW_QUEUE)
+		return dmt_err(&quiet_ctx, &nic->eerr, -EINVAL,
+			       "flow %zu: unknown flags 0x%x", index, flow->flags);
+	if ((flow->flags & DEVMEMTCP_FLOW_QUEUE) && flow->queue >= nq)
+		return dmt_err(&quiet_ctx, &nic->eerr, -ERANGE,
+			       "flow %zu: queue index %u is out of range: the handle has %u devmem queues (indexes 0-%u)",
+			       index, flow->queue, nq, nq - 1);
+	err = dmt_flow_to_spec(flow, 0, false, fs);
+	if (err == -EAFNOSUPPORT)
+		return dmt_err(&quiet_ctx, &nic->eerr, -EAFNOSUPPORT,
+			       "flow %zu: family %d is neither AF_INET nor AF_INET6",
+			       index, flow->family);
+	if (err < 0)
+		return dmt_err(&quiet_ctx, &nic->eerr, -EINVAL,
+			       "flow %zu matches every TCP packet: give at least one address or port with a non-zero mask",
+			       index);
+	return 0;
+}
+
+static int check_flows(struct devmemtcp_nic *nic,
+		       const struct devmemtcp_flow *flows, size_t n)
+{
+	struct ethtool_rx_flow_spec *fs = calloc(n ? n : 1, sizeof(*fs));
+	char desc[160];
+	int err = 0;
+
+	if (!fs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && !err; i++) {
+		err = flow_check(nic, &flows[i], i, &fs[i]);
+		for (size_t k = 0; k < i && !err; k++) {
+			if (!spec_match_same(&fs[k], &fs[i]))
+				continue;
+			dmt_spec_str(&fs[i], 0, desc, sizeof(desc));
+			*strstr(desc, " queue") = '\0';
+			err = dmt_err(&quiet_ctx, &nic->eerr, -EEXIST,
+				      "flow %zu (%s) matches the same packets as flow %zu of this handle: remove one of them",
+				      i, desc, k);
+		}
+	}
+	free(fs);
+	return err;
+}
+
 static int add_flow(struct devmemtcp_nic *nic, const struct devmemtcp_flow *flow,
 		    size_t index)
 {
@@ -491,36 +559,31 @@ static int add_flow(struct devmemtcp_nic *nic, const struct devmemtcp_flow *flow
 	char desc[160];
 	int err;
 
-	if (flow->flags & ~(uint32_t)DEVMEMTCP_FLOW_QUEUE)
-		return dmt_err(&quiet_ctx, &nic->eerr, -EINVAL,
-			       "flow %zu: unknown flags 0x%x", index, flow->flags);
-	if (flow->flags & DEVMEMTCP_FLOW_QUEUE) {
-		if (flow->queue >= nq)
-			return dmt_err(&quiet_ctx, &nic->eerr, -ERANGE,
-				       "flow %zu: queue index %u is out of range: the handle has %u devmem queues (indexes 0-%u)",
-				       index, flow->queue, nq, nq - 1);
-		queue = nic->j.queues[flow->queue];
-	} else {
-		queue = nic->j.queues[nic->rr++ % nq];
-	}
-	err = dmt_flow_to_spec(flow, queue, to_ctx, &fs);
-	if (err == -EAFNOSUPPORT)
-		return dmt_err(&quiet_ctx, &nic->eerr, -EAFNOSUPPORT,
-			       "flow %zu: family %d is neither AF_INET nor AF_INET6",
-			       index, flow->family);
+	doing(nic, "ntuple rule for flow %zu", index);
+	err = flow_check(nic, flow, index, &fs);
 	if (err < 0)
-		return dmt_err(&quiet_ctx, &nic->eerr, -EINVAL,
-			       "flow %zu matches every TCP packet: give at least one address or port with a non-zero mask",
-			       index);
+		return err;
+	if (flow->flags & DEVMEMTCP_FLOW_QUEUE)
+		queue = nic->j.queues[flow->queue];
+	else
+		queue = nic->j.queues[nic->rr % nq];
+	dmt_flow_to_spec(flow, queue, to_ctx, &fs);
 	dmt_spec_str(&fs, nic->j.ctx_id, desc, sizeof(desc));
-	for (uint32_t i = 0; i < nic->j.nrules; i++)
-		if (spec_match_same(&nic->j.rules[i].fs, &fs))
-			return dmt_err(&quiet_ctx, &nic->eerr, -EEXIST,
-				       "flow %zu (%s) matches the same packets as flow %u of this handle: remove one of them",
-				       index, desc, nic->j.rules[i].id);
+	for (uint32_t i = 0; i < nic->j.nrules; i++) {
+		char *cut = strstr(desc, to_ctx ? " context" : " queue");
+
+		if (!spec_match_same(&nic->j.rules[i].fs, &fs))
+			continue;
+		if (cut)
+			*cut = '\0';
+		return dmt_err(&quiet_ctx, &nic->eerr, -EEXIST,
+			       "flow %zu (%s) matches the same packets as flow %u of this handle: remove one of them",
+			       index, desc, nic->j.rules[i].id);
+	}
 	err = ensure_ntuple(nic);
 	if (err < 0)
 		return err;
+	doing(nic, "ntuple rule for flow %zu", index);
 	/* The rules there now: the first time, those are the ones that
 	 * existed before (never touched by undo); every time, a rule owned by
 	 * someone else with the same match would make the outcome depend on
@@ -574,7 +637,7 @@ static int add_flow(struct devmemtcp_nic *nic, const struct devmemtcp_flow *flow
 	if (!v)
 		return -ENOMEM;
 	nic->j.rules = v;
-	err = step_begin(nic, "ntuple rule");
+	err = step_begin(nic);
 	if (err < 0)
 		return err;
 	r = &nic->j.rules[nic->j.nrules];
@@ -596,6 +659,8 @@ static int add_flow(struct devmemtcp_nic *nic, const struct devmemtcp_flow *flow
 	}
 	r->placed = true;
 	r->location = loc;
+	if (!(flow->flags & DEVMEMTCP_FLOW_QUEUE))
+		nic->rr++;
 	r->fs.location = loc;
 	nic->next_flow_id++;
 	nic->steps++;
@@ -671,13 +736,10 @@ static int take_lock(struct devmemtcp_ctx *ctx, struct dmt_err *err,
 	return 0;
 }
 
-static int snapshot(struct devmemtcp_nic *nic, bool want_rss)
+static int count_rx_queues(struct devmemtcp_nic *nic)
 {
 	struct dmt_eth *e = &nic->eth;
 	struct dmt_channels ch;
-	struct dmt_rings r;
-	struct dmt_rss *list = NULL;
-	size_t n = 0;
 	int err;
 
 	err = e->ops->channels_get(e, &ch);
@@ -699,6 +761,17 @@ static int snapshot(struct devmemtcp_nic *nic, bool want_rss)
 	} else {
 		return err;
 	}
+	return 0;
+}
+
+static int snapshot(struct devmemtcp_nic *nic, bool want_rss)
+{
+	struct dmt_eth *e = &nic->eth;
+	struct dmt_rings r;
+	struct dmt_rss *list = NULL;
+	size_t n = 0;
+	int err;
+
 	err = e->ops->rings_get(e, &r);
 	if (err == -EOPNOTSUPP || (err == 0 && !r.has_tds))
 		return dmt_err(&quiet_ctx, &nic->eerr, -EOPNOTSUPP,
@@ -761,9 +834,10 @@ static int apply(struct devmemtcp_nic *nic, const struct devmemtcp_nic_opts *opt
 	int err;
 
 	/* 1. header split on, hds-thresh 0 */
+	doing(nic, "header split");
 	if (j->tds != DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED ||
 	    (j->has_hds && j->hds != 0)) {
-		err = step_begin(nic, "header split");
+		err = step_begin(nic);
 		if (err < 0)
 			return err;
 		j->changed |= DMT_J_RINGS;
@@ -776,6 +850,7 @@ static int apply(struct devmemtcp_nic *nic, const struct devmemtcp_nic_opts *opt
 		nic->steps++;
 	}
 	/* 2. default RSS table off the devmem queues */
+	doing(nic, "RSS table");
 	if (!(nic->flags & DEVMEMTCP_NIC_KEEP_RSS) && j->rss_size) {
 		uint32_t *t = calloc(j->rss_size, sizeof(*t));
 		int ch;
@@ -790,7 +865,7 @@ static int apply(struct devmemtcp_nic *nic, const struct devmemtcp_nic_opts *opt
 				       "no RX queue is left for other traffic");
 		}
 		if (ch > 0) {
-			err = step_begin(nic, "RSS table");
+			err = step_begin(nic);
 			if (!err) {
 				j->changed |= DMT_J_RSS;
 				err = jsave(nic);
@@ -805,6 +880,7 @@ static int apply(struct devmemtcp_nic *nic, const struct devmemtcp_nic_opts *opt
 			return err;
 	}
 	/* 3. an RSS context over the devmem queues */
+	doing(nic, "RSS context");
 	if (nic->use_ctx) {
 		uint32_t n = j->rss_size ? j->rss_size : 128;
 
@@ -813,7 +889,7 @@ static int apply(struct devmemtcp_nic *nic, const struct devmemtcp_nic_opts *opt
 			return -ENOMEM;
 		j->ctx_size = n;
 		dmt_plan_ctx(n, j->queues, j->nqueues, j->ctx_indir);
-		err = step_begin(nic, "RSS context");
+		err = step_begin(nic);
 		if (err < 0)
 			return err;
 		j->changed |= DMT_J_CTX;
@@ -851,7 +927,8 @@ static int apply(struct devmemtcp_nic *nic, const struct devmemtcp_nic_opts *opt
 		const struct devmemtcp_bind_opts *bo =
 			DMT_OPT(opts, devmemtcp_nic_opts, bind_opts, NULL);
 
-		err = step_begin(nic, "bind-rx");
+		doing(nic, "bind-rx");
+		err = step_begin(nic);
 		if (err < 0)
 			return err;
 		err = devmemtcp_bind_rx(nic->ctx, e->ifindex, j->queues,
@@ -976,7 +1053,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_open(struct devmemtcp_ctx *ctx,
 	}
 	memcpy(nic->j.ifname, nic->eth.ifname, sizeof(nic->j.ifname));
 	nic->j.ifindex = nic->eth.ifindex;
-	err = snapshot(nic, !(nic->flags & DEVMEMTCP_NIC_KEEP_RSS));
+	err = count_rx_queues(nic);
 	if (err < 0) {
 		report(nic, err, "cannot set up devmem");
 		goto err_free;
@@ -996,6 +1073,18 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_open(struct devmemtcp_ctx *ctx,
 	}
 	nic->j.nqueues = (uint32_t)nq;
 	nic->use_ctx = nq > 1 && !(nic->flags & DEVMEMTCP_NIC_NO_RSS_CONTEXT);
+	err = check_flows(nic, DMT_OPT(opts, devmemtcp_nic_opts, flows, NULL),
+			  DMT_OPT(opts, devmemtcp_nic_opts, nflows, 0));
+	if (err < 0) {
+		dmt_err(ctx, &ctx->err, err, "%s: %s", nic->eth.ifname,
+			nic->eerr.msg);
+		goto err_free;
+	}
+	err = snapshot(nic, !(nic->flags & DEVMEMTCP_NIC_KEEP_RSS));
+	if (err < 0) {
+		report(nic, err, "cannot set up devmem");
+		goto err_free;
+	}
 
 	/* The journal exists before the first change. */
 	err = jsave(nic);
@@ -1014,16 +1103,16 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_open(struct devmemtcp_ctx *ctx,
 		if (uerr < 0) {
 			dmt_journal_write(nic->run_dir, nic->eth.ifname, &nic->j);
 			dmt_err(ctx, &ctx->err, err,
-				"setting up %s for devmem failed at step %d (%s): %s; "
+				"setting up %s for devmem failed at %s: %s; "
 				"undoing the finished steps failed too (%s): run 'devmemtcp restore %s'",
-				nic->eth.ifname, nic->step, nic->step_name, cause.msg,
+				nic->eth.ifname, nic->doing, cause.msg,
 				nic->eerr.msg, nic->eth.ifname);
 		} else {
 			dmt_journal_remove(nic->run_dir, nic->eth.ifname);
 			dmt_err(ctx, &ctx->err, err,
-				"setting up %s for devmem failed at step %d (%s): %s; "
+				"setting up %s for devmem failed at %s: %s; "
 				"the %u finished steps were undone",
-				nic->eth.ifname, nic->step, nic->step_name, cause.msg,
+				nic->eth.ifname, nic->doing, cause.msg,
 				nic->steps);
 		}
 		goto err_free;

@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/*
+ * An in-memory NIC behind the ethtool layer's ops table, for running the
+ * transactional setup of lib/nic.c without privileges or hardware.  It
+ * behaves like the drivers the library targets: header split and hds-thresh
+ * in rings, an RSS table of 64 entries, RSS contexts, an ntuple table of
+ * 32 rules with driver-chosen locations, and rejects what they reject.
+ */
+#ifndef FAKE_NIC_H
+#define FAKE_NIC_H
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ethtool.h"
+#include "nic.h"
+#include "uapi.h"
+
+#define FAKE_INDIR 64
+#define FAKE_CTX 4
+#define FAKE_RULES 32
+
+struct fake_nic {
+	/* state compared by fake_dump */
+	uint32_t nrx;
+	bool has_tds, has_hds;
+	uint8_t tds_cfg;		/* what the user set: 0 = auto */
+	uint8_t tds_default;		/* what auto means for this driver */
+	uint32_t hds, hds_max;
+	bool ntuple_hw, ntuple_on;
+	bool rss;
+	bool indir_user;		/* IFF_RXFH_CONFIGURED */
+	uint32_t indir[FAKE_INDIR];
+	bool ctx_supported;
+	struct { bool used; uint32_t indir[FAKE_INDIR]; } ctx[FAKE_CTX + 1];
+	bool rules_supported, special_locs;
+	struct { bool used; uint32_t rss_ctx; struct ethtool_rx_flow_spec fs; } rule[FAKE_RULES];
+	/* not state */
+	int calls, changes;
+	int fail_op_at;			/* fail the n-th change with -EIO */
+	bool kill_after_insert;		/* SIGKILL right after a rule insert */
+};
+
+static struct fake_nic *FN(struct dmt_eth *e)
+{
+	return e->priv;
+}
+
+static uint8_t fake_tds(const struct fake_nic *n)
+{
+	return n->tds_cfg ? n->tds_cfg : n->tds_default;
+}
+
+static int fake_change(struct fake_nic *n)
+{
+	n->changes++;
+	return n->fail_op_at && n->changes == n->fail_op_at ? -EIO : 0;
+}
+
+static int f_rings_get(struct dmt_eth *e, struct dmt_rings *r)
+{
+	struct fake_nic *n = FN(e);
+
+	n->calls++;
+	memset(r, 0, sizeof(*r));
+	r->rx = r->rx_max = 1024;
+	r->has_tds = n->has_tds;
+	r->tds = n->has_tds ? fake_tds(n) : 0;
+	r->has_hds = r->has_hds_max = n->has_hds;
+	r->hds_thresh = n->hds;
+	r->hds_thresh_max = n->hds_max;
+	return 0;
+}
+
+static int f_rings_set(struct dmt_eth *e, int tds, int64_t hds)
+{
+	struct fake_nic *n = FN(e);
+	int err = fake_change(n);
+
+	n->calls++;
+	if (err)
+		return dmt_err(e->ctx, e->err, err, "rings-set on %s failed: EIO", e->ifname);
+	if (tds >= 0 && !n->has_tds)
+		return dmt_err(e->ctx, e->err, -EOPNOTSUPP, "rings-set on %s failed: EOPNOTSUPP", e->ifname);
+	if (hds >= 0 && (!n->has_hds || hds > n->hds_max))
+		return dmt_err(e->ctx, e->err, -ERANGE, "rings-set on %s failed: ERANGE", e->ifname);
+	if (tds >= 0)
+		n->tds_cfg = (uint8_t)tds;
+	if (hds >= 0)
+		n->hds = (uint32_t)hds;
+	return 0;
+}
+
+static int f_channels_get(struct dmt_eth *e, struct dmt_channels *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->combined = c->combined_max = FN(e)->nrx;
+	FN(e)->calls++;
+	return 0;
+}
+
+static int f_feature_get(struct dmt_eth *e, const char *name, struct dmt_feature *f)
+{
+	struct fake_nic *n = FN(e);
+
+	n->calls++;
+	memset(f, 0, sizeof(*f));
+	if (strcmp(name, DMT_NTUPLE_FEATURE))
+		return 0;
+	f->present = true;
+	f->hw = n->ntuple_hw;
+	f->nochange = !n->ntuple_hw;
+	f->active = f->wanted = n->ntuple_on;
+	return 0;
+}
+
+static int f_feature_set(struct dmt_eth *e, const char *name, bool on)
+{
+	struct fake_nic *n = FN(e);
+	int err = fake_change(n);
+
+	n->calls++;
+	if (err)
+		return dmt_err(e->ctx, e->err, err, "features-set on %s failed: EIO", e->ifname);
+	if (!n->ntuple_hw)
+		return -EOPNOTSUPP;
+	if (!on)	/* like most drivers: turning ntuple off flushes rules */
+		memset(n->rule, 0, sizeof(n->rule));
+	n->ntuple_on = on;
+	return 0;
+}
+
+static int f_rss_get(struct dmt_eth *e, uint32_t context, struct dmt_rss *rss)
+{
+	struct fake_nic *n = FN(e);
+	const uint32_t *t;
+
+	n->calls++;
+	memset(rss, 0, sizeof(*rss));
+	if (!n->rss)
+		return -EOPNOTSUPP;
+	if (context > FAKE_CTX || (context && !n->ctx[context].used))
+		return -ENOENT;
+	t = context ? n->ctx[context].indir : n->indir;
+	rss->context = context;
+	rss->indir_size = FAKE_INDIR;
+	rss->indir = malloc(sizeof(n->indir));
+	memcpy(rss->indir, t, sizeof(n->indir));
+	return 0;
+}
+
+static int f_rss_dump(struct dmt_eth *e, struct dmt_rss **list, size_t *cnt)
+{
+	struct fake_nic *n = FN(e);
+	struct dmt_rss *v = calloc(FAKE_CTX + 1, sizeof(*v));
+	size_t k = 0;
+
+	if (!n->rss) {
+		free(v);
+		n->calls++;
+		return -EOPNOTSUPP;
+	}
+	for (uint32_t c = 0; c <= FAKE_CTX; c++)
+		if (c == 0 || n->ctx[c].used)
+			f_rss_get(e, c, &v[k++]);
+	*list = v;
+	*cnt = k;
+	return 0;
+}
+
+static int f_rss_set(struct dmt_eth *e, uint32_t context, const uint32_t *indir, uint32_t cnt)
+{
+	struct fake_nic *n = FN(e);
+	int err = fake_change(n);
+
+	n->calls++;
+	if (err)
+		return dmt_err(e->ctx, e->err, err, "rss-set on %s failed: EIO", e->ifname);
+	if (!n->rss || context)
+		return -EOPNOTSUPP;
+	if (cnt == 0) {
+		for (uint32_t i = 0; i < FAKE_INDIR; i++)
+			n->indir[i] = i % n->nrx;
+		n->indir_user = false;
+		return 0;
+	}
+	if (cnt != FAKE_INDIR)
+		return -EINVAL;
+	for (uint32_t i = 0; i < cnt; i++)
+		if (indir[i] >= n->nrx)
+			return -EINVAL;
+	memcpy(n->indir, indir, sizeof(n->indir));
+	n->indir_user = true;
+	return 0;
+}
+
+static int f_ctx_create(struct dmt_eth *e, const uint32_t *indir, uint32_t cnt, uint32_t *id)
+{
+	struct fake_nic *n = FN(e);
+	int err = fake_change(n);
+
+	n->calls++;
+	if (err)
+		return dmt_err(e->ctx, e->err, err, "create RSS context on %s failed: EIO", e->ifname);
+	if (!n->ctx_supported)
+		return -EOPNOTSUPP;
+	for (uint32_t c = 1; c <= FAKE_CTX; c++) {
+		if (n->ctx[c].used)
+			continue;
+		n->ctx[c].used = true;
+		memcpy(n->ctx[c].indir, indir, sizeof(n->indir));
+		*id = c;
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+static int f_ctx_delete(struct dmt_eth *e, uint32_t id)
+{
+	struct fake_nic *n = FN(e);
+
+	n->calls++;
+	if (id == 0 || id > FAKE_CTX || !n->ctx[id].used)
+		return -ENOENT;
+	for (int i = 0; i < FAKE_RULES; i++)
+		if (n->rule[i].used && n->rule[i].rss_ctx == id)
+			return -EBUSY;	/* the kernel refuses: rules use it */
+	n->ctx[id].used = false;
+	memset(n->ctx[id].indir, 0, sizeof(n->indir));
+	return 0;
+}
+
+static int f_rule_insert(struct dmt_eth *e, const struct ethtool_rx_flow_spec *fs,
+			 uint32_t rss_ctx, uint32_t *loc)
+{
+	struct fake_nic *n = FN(e);
+	int err = fake_change(n);
+
+	n->calls++;
+	if (err)
+		return dmt_err(e->ctx, e->err, err, "ETHTOOL_SRXCLSRLINS on %s failed: EIO", e->ifname);
+	if (!n->rules_supported || !n->ntuple_on)
+		return -EOPNOTSUPP;
+	if ((fs->flow_type & FLOW_RSS) ? (rss_ctx > FAKE_CTX || !n->ctx[rss_ctx].used)
+				       : fs->ring_cookie >= n->nrx)
+		return -EINVAL;
+	/* like mlx5 and others: the highest free location */
+	for (int i = FAKE_RULES - 1; i >= 0; i--) {
+		if (n->rule[i].used)
+			continue;
+		n->rule[i].used = true;
+		n->rule[i].rss_ctx = (fs->flow_type & FLOW_RSS) ? rss_ctx : 0;
+		n->rule[i].fs = *fs;
+		n->rule[i].fs.location = (uint32_t)i;
+		*loc = (uint32_t)i;
+		if (n->kill_after_insert)
+			raise(SIGKILL);	/* before the journal has the location */
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+static int f_rule_delete(struct dmt_eth *e, uint32_t loc)
+{
+	struct fake_nic *n = FN(e);
+
+	n->calls++;
+	if (loc >= FAKE_RULES || !n->rule[loc].used)
+		return -ENOENT;
+	memset(&n->rule[loc], 0, sizeof(n->rule[loc]));
+	return 0;
+}
+
+static int f_rule_list(struct dmt_eth *e, struct dmt_rule **rules, size_t *cnt, uint32_t *size)
+{
+	struct fake_nic *n = FN(e);
+	struct dmt_rule *v = calloc(FAKE_RULES, sizeof(*v));
+	size_t k = 0;
+
+	n->calls++;
+	if (!n->rules_supported) {
+		free(v);
+		return -EOPNOTSUPP;
+	}
+	for (int i = 0; i < FAKE_RULES; i++) {
+		if (!n->rule[i].used)
+			continue;
+		v[k].location = (uint32_t)i;
+		v[k].rss_context = n->rule[i].rss_ctx;
+		v[k].fs = n->rule[i].fs;
+		k++;
+	}
+	*rules = v;
+	*cnt = k;
+	if (size)
+		*size = FAKE_RULES;
+	return 0;
+}
+
+static const struct dmt_eth_ops fake_ops = {
+	.rings_get = f_rings_get,
+	.rings_set = f_rings_set,
+	.channels_get = f_channels_get,
+	.feature_get = f_feature_get,
+	.feature_set = f_feature_set,
+	.rss_get = f_rss_get,
+	.rss_dump = f_rss_dump,
+	.rss_set = f_rss_set,
+	.rss_ctx_create = f_ctx_create,
+	.rss_ctx_delete = f_ctx_delete,
+	.rule_insert = f_rule_insert,
+	.rule_delete = f_rule_delete,
+	.rule_list = f_rule_list,
+};
+
+/* A bnxt-like NIC: 8 queues, header split off, hds-thresh 256. */
+static void fake_init(struct fake_nic *n)
+{
+	memset(n, 0, sizeof(*n));
+	n->nrx = 8;
+	n->has_tds = n->has_hds = true;
+	n->tds_default = DMT_ETHTOOL_TCP_DATA_SPLIT_DISABLED;
+	n->hds = 256;
+	n->hds_max = 1023;
+	n->ntuple_hw = true;
+	n->rss = true;
+	for (uint32_t i = 0; i < FAKE_INDIR; i++)
+		n->indir[i] = i % n->nrx;
+	n->ctx_supported = true;
+	n->rules_supported = true;
+	dmt_eth_ops_override = &fake_ops;
+	dmt_eth_priv_override = n;
+}
+
+/* Everything ethtool would show, as text, for "identical" comparisons. */
+static void fake_dump(const struct fake_nic *n, char *buf, size_t len)
+{
+	size_t o = 0;
+
+#define P(...) o += (size_t)snprintf(buf + o, o < len ? len - o : 0, __VA_ARGS__)
+	P("rx %u tds cfg %u shows %u hds %u ntuple %d\nrss%s:", n->nrx,
+	  n->tds_cfg, fake_tds(n), n->hds, n->ntuple_on,
+	  n->indir_user ? " (user)" : "");
+	for (int i = 0; i < FAKE_INDIR; i++)
+		P(" %u", n->indir[i]);
+	for (int c = 1; c <= FAKE_CTX; c++) {
+		if (!n->ctx[c].used)
+			continue;
+		P("\ncontext %d:", c);
+		for (int i = 0; i < FAKE_INDIR; i++)
+			P(" %u", n->ctx[c].indir[i]);
+	}
+	for (int i = 0; i < FAKE_RULES; i++) {
+		char s[160];
+
+		if (!n->rule[i].used)
+			continue;
+		dmt_spec_str(&n->rule[i].fs, n->rule[i].rss_ctx, s, sizeof(s));
+		P("\nrule %d: %s", i, s);
+	}
+#undef P
+}
+
+#endif
