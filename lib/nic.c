@@ -270,6 +270,11 @@ DEVMEMTCP_EXPORT int devmemtcp_flow_parse(const char *text,
 /* ---------------------------------------------------------------------- */
 /* steps, journal                                                          */
 
+static const char *journal_errname(int err)
+{
+	return err == -EBADMSG ? "malformed" : dmt_errno_name(err);
+}
+
 static uint64_t nl_rt(const struct devmemtcp_nic *nic)
 {
 	return nic->nl ? nic->nl->round_trips : 0;
@@ -1036,7 +1041,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_open(struct devmemtcp_ctx *ctx,
 	} else if (err != -ENOENT) {
 		dmt_err(ctx, &ctx->err, err,
 			"the journal %s/%s.journal is unreadable (%s): restore the NIC by hand, then delete it",
-			nic->run_dir, nic->eth.ifname, dmt_errno_name(err));
+			nic->run_dir, nic->eth.ifname, journal_errname(err));
 		goto err_free;
 	}
 
@@ -1299,7 +1304,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_recover(struct devmemtcp_ctx *ctx,
 	if (err < 0) {
 		dmt_err(ctx, &ctx->err, err,
 			"the journal %s/%s.journal is unreadable (%s): restore the NIC by hand, then delete it",
-			dir, ifname, dmt_errno_name(err));
+			dir, ifname, journal_errname(err));
 		goto out;
 	}
 	err = recover_locked(ctx, &e, dir, &j, &eerr);

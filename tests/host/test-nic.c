@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * host suite, NIC layer: probe, setup errors, lock and journal on this
+ * machine's kernel, as root, inside a network and mount namespace the test
+ * creates (veth va/vb with 4 RX and 3 TX queues, and lo).  Neither has header
+ * split, so every setup here must fail with the exact explanation and leave
+ * nothing behind.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <net/if.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "devmemtcp.h"
+#include "nic.h"
+
+#ifndef TEST_BUILDDIR
+#define TEST_BUILDDIR "."
+#endif
+
+static struct devmemtcp_ctx *ctx;
+static char dir[64];
+
+static void quiet(void *user, int level, const char *msg)
+{
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1;
+}
+
+static bool exists(const char *name)
+{
+	char path[128];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return stat(path, &st) == 0;
+}
+
+/* Run the devmemtcp program; its stdout in out, exit status returned. */
+static int tool(char *out, size_t len, const char *args)
+{
+	char cmd[512];
+	FILE *p;
+	size_t n;
+	int status;
+
+	snprintf(cmd, sizeof(cmd), "DEVMEMTCP_RUN_DIR=%s %s/tools/devmemtcp %s 2>&1",
+		 dir, TEST_BUILDDIR, args);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	n = fread(out, 1, len - 1, p);
+	out[n] = '\0';
+	status = pclose(p);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int setup(void **state)
+{
+	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = quiet);
+
+	snprintf(dir, sizeof(dir), "/tmp/dmt-host-nic-XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	setenv("DEVMEMTCP_RUN_DIR", dir, 1);
+	return devmemtcp_ctx_new(&co, &ctx);
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	devmemtcp_ctx_free(ctx);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd);
+}
+
+static const struct devmemtcp_probe_problem *
+find_problem(const struct devmemtcp_probe *p, const char *what)
+{
+	for (uint32_t i = 0; i < p->nproblems; i++)
+		if (strcmp(p->problems[i].what, what) == 0)
+			return &p->problems[i];
+	return NULL;
+}
+
+static void test_probe_veth(void **state)
+{
+	struct devmemtcp_probe p = { .sz = sizeof(p) };
+	const struct devmemtcp_probe_problem *pr;
+	int fds = count_fds(), n;
+
+	n = devmemtcp_nic_probe(ctx, "va", NULL, &p);
+	assert_int_equal(n, (int)p.nproblems);
+	assert_true(n >= 3);
+	assert_string_equal(p.ifname, "va");
+	assert_int_equal(p.ifindex, (int)if_nametoindex("va"));
+	assert_string_equal(p.driver, "veth");
+	assert_int_equal(p.rx_queues, 4);
+	assert_int_equal(p.tx_queues, 3);
+	assert_int_equal(p.tcp_data_split, -1);
+	assert_int_equal(p.hds_thresh, -1);
+	assert_int_equal(p.ntuple, 0);
+	assert_int_equal(p.ntuple_fixed, 1);
+	assert_int_equal(p.rss_table_size, -1);
+	assert_false(p.xdp);
+	assert_int_equal(p.dmabuf_queues, 0);
+	assert_int_equal(p.io_uring_queues, 0);
+	assert_int_equal(p.xsk_queues, 0);
+	assert_true(p.cap_net_admin);
+	assert_true(p.optmem_max > 0);
+	assert_int_equal(p.try_bind, 0);
+	assert_true(p.kernel[0] != '\0');
+	if (p.has_bind_rx)
+		assert_true(p.has_netdev_family);
+
+	pr = find_problem(&p, "va (driver veth) does not support header split (tcp-data-split)");
+	assert_non_null(pr);
+	assert_string_equal(pr->fix,
+			    "use a NIC whose driver supports devmem TCP (gve, bnxt_en, mlx5, fbnic); virtual devices (veth, loopback) cannot");
+	pr = find_problem(&p, "va has no ntuple filters (rx-ntuple-filter off [fixed])");
+	assert_non_null(pr);
+	assert_string_equal(pr->fix,
+			    "use a NIC with ntuple flow steering; without it flows cannot be steered to the devmem queues");
+	pr = find_problem(&p, "va has no RSS indirection table: other traffic cannot be kept off the devmem queues");
+	assert_non_null(pr);
+	assert_null(find_problem(&p, "this process lacks CAP_NET_ADMIN, which bind-rx and every ethtool change need"));
+	assert_int_equal(count_fds(), fds);
+}
+
+static void test_probe_lo(void **state)
+{
+	struct devmemtcp_probe p = { .sz = sizeof(p) };
+	const struct devmemtcp_probe_problem *pr;
+
+	assert_true(devmemtcp_nic_probe(ctx, "lo", NULL, &p) >= 3);
+	assert_int_equal(p.rx_queues, 1);
+	pr = find_problem(&p, "lo has 1 RX queue: devmem needs one queue for itself and one for other traffic");
+	assert_non_null(pr);
+	assert_string_equal(pr->fix,
+			    "give the device more RX queues (ethtool -L lo combined 2, or rx 2); for veth: ip link add ... numrxqueues 2");
+	assert_non_null(find_problem(&p, "lo (driver unknown) does not support header split (tcp-data-split)"));
+}
+
+static void test_probe_errors(void **state)
+{
+	struct devmemtcp_probe p = { .sz = sizeof(p) };
+	DEVMEMTCP_OPTS(probe_opts, po, .flags = 0x80);
+
+	assert_int_equal(devmemtcp_nic_probe(ctx, "nosuch0", NULL, &p), -ENODEV);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "no interface \"nosuch0\" in this network namespace (see ip link show)");
+	assert_int_equal(devmemtcp_nic_probe(ctx, "a b", NULL, &p), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "invalid interface name \"a b\": a name has 1 to 15 characters without '/', ':' or spaces");
+	assert_int_equal(devmemtcp_nic_probe(ctx, "va", &po, &p), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), "devmemtcp_nic_probe: unknown flags 0x80");
+	p.sz = 8;
+	assert_int_equal(devmemtcp_nic_probe(ctx, "va", NULL, &p), -EINVAL);
+	assert_int_equal(devmemtcp_nic_probe(ctx, "va", NULL, NULL), -EINVAL);
+}
+
+static void test_open_veth_unsupported(void **state)
+{
+	struct devmemtcp_flow f;
+	DEVMEMTCP_OPTS(nic_opts, o, .flows = &f, .nflows = 1);
+	struct devmemtcp_nic *nic = (void *)1;
+	int fds = count_fds();
+
+	assert_int_equal(devmemtcp_flow_parse("dst-ip 10.9.0.1 dst-port 5201", &f), 0);
+	assert_int_equal(devmemtcp_nic_open(ctx, "va", &o, &nic), -EOPNOTSUPP);
+	assert_null(nic);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "cannot set up devmem: va does not support header split (tcp-data-split): devmem TCP needs a driver with header split and queue management (gve, bnxt_en, mlx5, fbnic)");
+	assert_false(exists("va.journal"));
+	assert_int_equal(count_fds(), fds);
+}
+
+static void test_open_bad_input(void **state)
+{
+	static const uint32_t q7[] = { 7 }, q13[] = { 1, 3, 1 };
+	struct devmemtcp_flow f[2];
+	DEVMEMTCP_OPTS(nic_opts, o, .queues = q7, .nqueues = 1);
+	struct devmemtcp_nic *nic;
+
+	assert_int_equal(devmemtcp_nic_open(ctx, "va", &o, &nic), -ERANGE);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "va: RX queue 7 is out of range: the interface has 4 RX queues (0-3); pick a lower index or add channels with ethtool -L");
+	o.queues = q13;
+	o.nqueues = 3;
+	assert_int_equal(devmemtcp_nic_open(ctx, "va", &o, &nic), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "va: RX queue 1 is listed twice: list each queue once");
+	o = (struct devmemtcp_nic_opts){ .sz = sizeof(o), .nqueues = 4 };
+	assert_int_equal(devmemtcp_nic_open(ctx, "va", &o, &nic), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "va: all 4 RX queues would be devmem queues, leaving none for other traffic: use fewer queues or add channels with ethtool -L");
+	o.nqueues = 5;
+	assert_int_equal(devmemtcp_nic_open(ctx, "va", &o, &nic), -ERANGE);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "va: 5 devmem queues asked for but the interface has 4 RX queues: ask for fewer or add channels with ethtool -L");
+	/* two flows that match the same packets */
+	assert_int_equal(devmemtcp_flow_parse("tcp6 dst-ip 2001:db8::1 dst-port 80", &f[0]), 0);
+	assert_int_equal(devmemtcp_flow_parse("dst-port 80 dst-ip 2001:db8::1", &f[1]), 0);
+	o = (struct devmemtcp_nic_opts){ .sz = sizeof(o), .nqueues = 2, .flows = f, .nflows = 2 };
+	assert_int_equal(devmemtcp_nic_open(ctx, "va", &o, &nic), -EEXIST);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "va: flow 1 (tcp6 *:* -> [2001:db8::1]:80) matches the same packets as flow 0 of this handle: remove one of them");
+	f[1].flags = DEVMEMTCP_FLOW_QUEUE;
+	f[1].queue = 2;
+	f[1].dst_port = 81;
+	assert_int_equal(devmemtcp_nic_open(ctx, "va", &o, &nic), -ERANGE);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "va: flow 1: queue index 2 is out of range: the handle has 2 devmem queues (indexes 0-1)");
+	assert_int_equal(devmemtcp_nic_open(ctx, "nosuch0", NULL, &nic), -ENODEV);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "no interface \"nosuch0\" in this network namespace (see ip link show)");
+	assert_int_equal(devmemtcp_nic_open(ctx, "../etc", NULL, &nic), -EINVAL);
+	assert_false(exists("va.journal"));
+}
+
+static void test_lock_busy(void **state)
+{
+	struct devmemtcp_nic *nic;
+	char want[256], c;
+	int p[2];
+	pid_t child;
+
+	assert_int_equal(pipe(p), 0);
+	child = fork();
+	if (child == 0) {
+		int fd;
+		pid_t h;
+
+		if (dmt_lock_take(dir, "va", &fd, &h, NULL, 0) < 0)
+			_exit(1);
+		(void)!write(p[1], "x", 1);
+		pause();
+		_exit(0);
+	}
+	assert_int_equal(read(p[0], &c, 1), 1);
+	assert_int_equal(devmemtcp_nic_open(ctx, "va", NULL, &nic), -EBUSY);
+	snprintf(want, sizeof(want),
+		 "va is in use for devmem by pid %d (test-host-nic): stop that process or wait for it to close its handle",
+		 child);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -EBUSY);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	close(p[0]);
+	close(p[1]);
+	/* free again: now the device itself is the problem */
+	assert_int_equal(devmemtcp_nic_open(ctx, "va", NULL, &nic), -EOPNOTSUPP);
+}
+
+static void test_stale_journal_and_restore(void **state)
+{
+	struct dmt_journal j = { 0 };
+	struct devmemtcp_nic *nic;
+	char want[512], out[1024];
+	pid_t dead = fork();
+
+	if (dead == 0)
+		_exit(0);
+	waitpid(dead, NULL, 0);
+	j.pid = dead;
+	snprintf(j.comm, sizeof(j.comm), "loader");
+	snprintf(j.ifname, sizeof(j.ifname), "va");
+	j.ifindex = (int)if_nametoindex("va");
+	assert_int_equal(dmt_journal_write(dir, "va", &j), 0);
+
+	assert_int_equal(devmemtcp_nic_open(ctx, "va", NULL, &nic), -ESTALE);
+	snprintf(want, sizeof(want),
+		 "va has changes left by pid %d (loader), which ended without undoing them (journal %s/va.journal): "
+		 "run 'devmemtcp restore va' or open with DEVMEMTCP_NIC_RECOVER",
+		 dead, dir);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	assert_true(exists("va.journal"));
+
+	assert_int_equal(tool(out, sizeof(out), "restore va"), 0);
+	assert_string_equal(out, "va: restored\n");
+	assert_false(exists("va.journal"));
+	assert_int_equal(tool(out, sizeof(out), "restore va"), 0);
+	assert_string_equal(out, "va: nothing to restore\n");
+	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), 0);
+
+	/* a journal nobody can read is reported, not guessed at */
+	{
+		char path[128];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/va.journal", dir);
+		f = fopen(path, "w");
+		fputs("garbage\n", f);
+		fclose(f);
+	}
+	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -EBADMSG);
+	snprintf(want, sizeof(want),
+		 "the journal %s/va.journal is unreadable (malformed): restore the NIC by hand, then delete it",
+		 dir);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	assert_int_equal(tool(out, sizeof(out), "restore va"), 1);
+	assert_non_null(strstr(out, "devmemtcp restore: the journal "));
+	assert_int_equal(tool(out, sizeof(out), "restore"), 2);
+	assert_non_null(strstr(out, "usage: devmemtcp restore IFACE"));
+	assert_int_equal(dmt_journal_remove(dir, "va"), 0);
+}
+
+static void test_probe_tool(void **state)
+{
+	char out[8192];
+
+	assert_int_equal(tool(out, sizeof(out), "probe va"), 1);
+	assert_non_null(strstr(out, "interface      va (ifindex "));
+	assert_non_null(strstr(out, "driver         veth 1.0\n"));
+	assert_non_null(strstr(out, "queues         rx 4, tx 3\n"));
+	assert_non_null(strstr(out, "header split   unsupported, hds-thresh unknown (max unknown)\n"));
+	assert_non_null(strstr(out, "  - va (driver veth) does not support header split (tcp-data-split)\n"
+				    "    fix: use a NIC whose driver supports devmem TCP"));
+	assert_int_equal(tool(out, sizeof(out), "probe va --json"), 1);
+	assert_non_null(strstr(out, "\"ifname\":\"va\""));
+	assert_non_null(strstr(out, "\"driver\":\"veth\""));
+	assert_non_null(strstr(out, "\"rx_queues\":4,\"tx_queues\":3"));
+	assert_non_null(strstr(out, "\"tcp_data_split\":\"unsupported\""));
+	assert_non_null(strstr(out, "{\"id\":0,\"type\":\"rx\",\"dmabuf\":0,\"io_uring\":false,\"xsk\":false}"));
+	assert_non_null(strstr(out, "\"problems\":[{\"what\":"));
+	assert_int_equal(out[strlen(out) - 2], '}');
+	assert_int_equal(tool(out, sizeof(out), "probe nosuch0"), 2);
+	assert_string_equal(out, "devmemtcp probe: no interface \"nosuch0\" in this network namespace (see ip link show)\n");
+	assert_int_equal(tool(out, sizeof(out), "probe"), 2);
+	assert_non_null(strstr(out, "usage: devmemtcp probe IFACE [--json] [--try-bind]"));
+}
+
+static int enter_netns(void)
+{
+	if (unshare(CLONE_NEWNET | CLONE_NEWNS))
+		return -1;
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		return -1;
+	if (umount2("/sys", MNT_DETACH) && errno != EINVAL)
+		return -1;
+	if (mount("sysfs", "/sys", "sysfs", 0, NULL))
+		return -1;
+	return system("ip link set lo up && "
+		      "ip link add va numrxqueues 4 numtxqueues 3 type veth peer name vb && "
+		      "ip link set va up && ip link set vb up") ? -1 : 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_probe_veth),
+		cmocka_unit_test(test_probe_lo),
+		cmocka_unit_test(test_probe_errors),
+		cmocka_unit_test(test_open_veth_unsupported),
+		cmocka_unit_test(test_open_bad_input),
+		cmocka_unit_test(test_lock_busy),
+		cmocka_unit_test(test_stale_journal_and_restore),
+		cmocka_unit_test(test_probe_tool),
+	};
+
+	if (geteuid() != 0) {
+		printf("SKIP: the host suite needs root (network namespaces, CAP_NET_ADMIN)\n");
+		return 77;
+	}
+	if (enter_netns()) {
+		printf("FAIL: cannot create a network namespace with a veth pair: %s\n",
+		       strerror(errno));
+		return 1;
+	}
+	return cmocka_run_group_tests_name("host-nic", tests, setup, teardown);
+}
