@@ -20,22 +20,6 @@
 #define MAX_FRAGS 1024
 #define LINEAR_SIZE (4u << 20)
 
-/* NIC preparation, provided by cmd-nic.c when the setup layer is built:
- * returns an opaque handle to undo with recv_nic_release(), or NULL. */
-__attribute__((weak)) void *recv_nic_prepare(struct devmemtcp_ctx *ctx,
-					     const char *ifname,
-					     const unsigned int *queues, size_t n,
-					     int port, int *err)
-{
-	*err = -EOPNOTSUPP;
-	fprintf(stderr, "devmemtcp recv: --setup is not built into this program\n");
-	return NULL;
-}
-
-__attribute__((weak)) void recv_nic_release(void *handle)
-{
-}
-
 static void recv_usage(FILE *f)
 {
 	fprintf(f,
@@ -159,7 +143,7 @@ int cmd_recv(int argc, char **argv)
 	struct devmemtcp_rx *rx = NULL;
 	struct devmemtcp_frag *frags = NULL;
 	uint8_t *linear = NULL, *tmp = NULL;
-	void *nic = NULL;
+	struct devmemtcp_nic *nic = NULL;
 	int lfd = -1, fd = -1, ifindex;
 	uint64_t pos = 0, bad_at = UINT64_MAX;
 	uint8_t bad_got = 0;
@@ -219,14 +203,6 @@ int cmd_recv(int argc, char **argv)
 		}
 		nqueues = 1;
 	}
-	if (setup) {
-		nic = recv_nic_prepare(ctx, ifname, queues, nqueues, port, &ret);
-		if (!nic) {
-			fprintf(stderr, "devmemtcp recv: NIC setup failed: %s\n",
-				devmemtcp_ctx_errmsg(ctx));
-			goto out;
-		}
-	}
 	{
 		DEVMEMTCP_OPTS(buf_opts, bo, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
 			       .size = (uint64_t)buf_size);
@@ -236,10 +212,34 @@ int cmd_recv(int argc, char **argv)
 		fprintf(stderr, "devmemtcp recv: %s\n", devmemtcp_ctx_errmsg(ctx));
 		goto out;
 	}
-	ret = devmemtcp_bind_rx(ctx, ifindex, queues, nqueues, buf, NULL, &binding);
-	if (ret) {
-		fprintf(stderr, "devmemtcp recv: %s\n", devmemtcp_ctx_errmsg(ctx));
-		goto out;
+	if (setup) {
+		/* header split, RSS off the queues, a rule per address family
+		 * for the port, bind-rx: all undone by devmemtcp_nic_close() */
+		struct devmemtcp_flow flows[2];
+		char text[64];
+
+		snprintf(text, sizeof(text), "tcp4 dst-port %d", port);
+		devmemtcp_flow_parse(text, &flows[0]);
+		snprintf(text, sizeof(text), "tcp6 dst-port %d", port);
+		devmemtcp_flow_parse(text, &flows[1]);
+		DEVMEMTCP_OPTS(nic_opts, no, .queues = queues,
+			       .nqueues = (uint32_t)nqueues, .flows = flows,
+			       .nflows = 2, .buf = buf);
+		ret = devmemtcp_nic_open(ctx, ifname, &no, &nic);
+		if (ret) {
+			fprintf(stderr, "devmemtcp recv: NIC setup failed: %s\n",
+				devmemtcp_ctx_errmsg(ctx));
+			goto out;
+		}
+		binding = devmemtcp_nic_binding(nic);
+	} else {
+		ret = devmemtcp_bind_rx(ctx, ifindex, queues, nqueues, buf, NULL,
+					&binding);
+		if (ret) {
+			fprintf(stderr, "devmemtcp recv: %s\n",
+				devmemtcp_ctx_errmsg(ctx));
+			goto out;
+		}
 	}
 	printf("bound %llu-byte udmabuf to %s queue%s", (unsigned long long)devmemtcp_buf_size(buf),
 	       ifname, nqueues > 1 ? "s" : "");
@@ -374,10 +374,11 @@ out:
 		close(fd);
 	if (lfd >= 0)
 		close(lfd);
-	devmemtcp_binding_close(binding);
-	devmemtcp_buf_free(buf);
 	if (nic)
-		recv_nic_release(nic);
+		devmemtcp_nic_close(nic);	/* unbinds and restores the NIC */
+	else
+		devmemtcp_binding_close(binding);
+	devmemtcp_buf_free(buf);
 	devmemtcp_ctx_free(ctx);
 	free(frags);
 	free(linear);
