@@ -80,6 +80,13 @@
 #define DSIM_NETMEM_TX true
 #endif
 
+/* page_pool_enable_direct_recycling() (6.16) */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 16, 0)
+#define DSIM_HAVE_PP_ENABLE_DIRECT 1
+#else
+#define DSIM_HAVE_PP_ENABLE_DIRECT 0
+#endif
+
 /* ethtool_ops->get_rx_ring_count (6.19); GRXRINGS goes there, not to
  * get_rxnfc, on kernels that have it.
  */
@@ -217,6 +224,14 @@ static void dsim_napi_disable(struct napi_struct *napi)
 #endif
 }
 
+static void dsim_pp_attach_napi(struct dsim_rq *rq)
+{
+#if DSIM_HAVE_PP_ENABLE_DIRECT
+	if (rq->pp)
+		page_pool_enable_direct_recycling(rq->pp, &rq->napi);
+#endif
+}
+
 static bool dsim_rxq_has_mp(struct net_device *dev, unsigned int idx)
 {
 	return !!__netif_get_rx_queue(dev, idx)->mp_params.mp_priv;
@@ -243,7 +258,11 @@ static struct page_pool *dsim_create_pp(struct dsim_priv *priv, unsigned int idx
 		.pool_size = priv->rx_ring,
 		.nid = NUMA_NO_NODE,
 		.dev = &priv->pdev->dev,
-		.napi = &priv->rq[idx].napi,
+		/* NAPI is attached when the queue starts: a pool that is
+		 * allocated but freed without being started (failed restart)
+		 * must not point at the live NAPI.
+		 */
+		.napi = NULL,
 		.dma_dir = DMA_FROM_DEVICE,
 		.max_len = PAGE_SIZE,
 		.offset = 0,
@@ -937,6 +956,7 @@ static int dsim_rq_start(struct dsim_priv *priv, unsigned int i)
 			return err;
 		}
 	}
+	dsim_pp_attach_napi(rq);
 	netif_queue_set_napi(priv->dev, i, NETDEV_QUEUE_TYPE_RX, &rq->napi);
 	dsim_napi_enable(&rq->napi);
 	rq->napi_on = true;
@@ -957,6 +977,7 @@ static void dsim_rq_stop(struct dsim_priv *priv, unsigned int i, bool purge)
 	if (purge)
 		skb_queue_purge(&rq->backlog);
 	if (rq->pp) {
+		page_pool_disable_direct_recycling(rq->pp);
 		page_pool_destroy(rq->pp);
 		rq->pp = NULL;
 	}
@@ -1122,6 +1143,7 @@ static int dsim_queue_start(struct net_device *dev,
 	qmem->pp = NULL;
 	if (!netif_running(dev))	/* 6.12 restarts closed devices too */
 		return 0;
+	dsim_pp_attach_napi(rq);
 	netif_queue_set_napi(dev, idx, NETDEV_QUEUE_TYPE_RX, &rq->napi);
 	dsim_napi_enable(&rq->napi);
 	rq->napi_on = true;
