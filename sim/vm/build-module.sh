@@ -51,7 +51,7 @@ while read -r label rel; do
 		mkdir -p "$out"
 		find "$VM_ROOT$work" -name '*.ko' -exec cp {} "$out/" \;
 		echo "$srchash" >"$out/.srchash"
-		grep -iE 'warning|error' "$log" >&2 || true
+		grep -iE 'warning|error' "$log" | grep -v 'pahole version differs' >&2 || true
 		vm_log "module for $rel ($label) built in $(($(date +%s) - t0)) s: $(cd "$out" && echo *.ko)"
 	else
 		tail -n 40 "$log" >&2

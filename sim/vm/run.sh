@@ -171,6 +171,8 @@ if [ ! -s "$base" ]; then
 		mkdir -p "$VM_CACHE/initramfs"
 		(cd "$r" && find . -mindepth 1 | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0) >"$base.tmp"
 		mv "$base.tmp" "$base"
+		# older bases (other script versions); runs copy theirs at start
+		find "$VM_CACHE/initramfs" -name 'base-*.cpio' ! -name "${base##*/}" -mmin +30 -delete 2>/dev/null || true
 		rm -rf "$r"
 		vm_log "base initramfs built in $((($(date +%s%N) - t0) / 1000000)) ms: $base"
 	fi
