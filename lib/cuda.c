@@ -21,7 +21,7 @@ static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
 static int cuda_status;			/* 0 or a negative errno */
 static char cuda_why[512];		/* why loading failed */
 
-static void cuda_load(void)
+static void cuda_load_once(void)
 {
 	const char *name = getenv("DEVMEMTCP_LIBCUDA");
 	const char *missing = NULL;
@@ -76,6 +76,14 @@ static void cuda_load(void)
 				 ? "libcuda.so.1 is the toolkit's stub: install the NVIDIA driver"
 				 : "check that the NVIDIA kernel module is loaded (nvidia-smi)");
 	}
+}
+
+static void cuda_load(void)
+{
+	int saved = errno;	/* dlopen and cuInit set it */
+
+	cuda_load_once();
+	errno = saved;
 }
 
 const struct dmt_cuda *dmt_cuda_get(const struct devmemtcp_ctx *ctx,
@@ -386,9 +394,9 @@ static int cuda_import_range(struct devmemtcp_ctx *ctx,
 	return 0;
 }
 
-int dmt_cuda_buf_new(struct devmemtcp_ctx *ctx,
-		     const struct devmemtcp_buf_opts *opts,
-		     struct devmemtcp_buf *buf)
+static int cuda_buf_new(struct devmemtcp_ctx *ctx,
+			const struct devmemtcp_buf_opts *opts,
+			struct devmemtcp_buf *buf)
 {
 	struct devmemtcp_segment seg;
 	struct cuda_buf *cb;
@@ -456,5 +464,15 @@ err_ctx:
 	dmt_cuda_ctx_leave(cb->cu, cb->dev);
 err_free:
 	free(cb);
+	return ret;
+}
+
+int dmt_cuda_buf_new(struct devmemtcp_ctx *ctx,
+		     const struct devmemtcp_buf_opts *opts,
+		     struct devmemtcp_buf *buf)
+{
+	int saved = errno, ret = cuda_buf_new(ctx, opts, buf);
+
+	errno = saved;	/* libcuda sets it */
 	return ret;
 }

@@ -33,16 +33,8 @@ struct dmt_gather_dst {
 };
 
 #define DMT_FULL 0xffffffffu
-#define DMT_UNROLL 4
-
-static __device__ __forceinline__ void copy_bytes(const unsigned char *s,
-						  unsigned char *d,
-						  unsigned int n,
-						  unsigned int lane)
-{
-	for (unsigned int i = lane; i < n; i += 32)
-		d[i] = s[i];
-}
+#define DMT_UNROLL 4		/* shifted rows: 32 x 4 x 16 B = 2 KiB */
+#define DMT_UNROLL_ALIGNED 4	/* aligned rows too (8: 104 registers) */
 
 static __device__ __forceinline__ uint4 shfl_next(uint4 v, unsigned int lane)
 {
@@ -71,33 +63,51 @@ static __device__ __forceinline__ uint4 realign(uint4 a, uint4 b,
 	return r;
 }
 
+// CS: streaming cache hints (ld/st.global.cs), else plain accesses.
+template <bool CS>
+static __device__ __forceinline__ uint4 ld16(const uint4 *p)
+{
+	return CS ? __ldcs(p) : *p;
+}
+
+template <bool CS>
+static __device__ __forceinline__ void st16(uint4 *p, uint4 v)
+{
+	if (CS)
+		__stcs(p, v);
+	else
+		*p = v;
+}
+
+template <bool CS>
 static __device__ __forceinline__ void body_aligned(const uint4 *s, uint4 *d,
 						    unsigned int nch,
 						    unsigned int lane)
 {
-	for (unsigned int base = 0; base < nch; base += 32 * DMT_UNROLL) {
-		uint4 w[DMT_UNROLL];
+	for (unsigned int base = 0; base < nch;
+	     base += 32 * DMT_UNROLL_ALIGNED) {
+		uint4 w[DMT_UNROLL_ALIGNED];
 
 #pragma unroll
-		for (int u = 0; u < DMT_UNROLL; u++) {
+		for (int u = 0; u < DMT_UNROLL_ALIGNED; u++) {
 			unsigned int j = base + u * 32 + lane;
 
 			if (j < nch)
-				w[u] = __ldcs(s + j);
+				w[u] = ld16<CS>(s + j);
 		}
 #pragma unroll
-		for (int u = 0; u < DMT_UNROLL; u++) {
+		for (int u = 0; u < DMT_UNROLL_ALIGNED; u++) {
 			unsigned int j = base + u * 32 + lane;
 
 			if (j < nch)
-				__stcs(d + j, w[u]);
+				st16<CS>(d + j, w[u]);
 		}
 	}
 }
 
 // Chunk j of the output is realign(s[j], s[j + 1]); s is the aligned word
 // under the first source byte, so words 0..nch are read.
-template <int Q>
+template <bool CS, int Q>
 static __device__ __forceinline__ void body_shift(const uint4 *s, uint4 *d,
 						  unsigned int nch,
 						  unsigned int sh,
@@ -114,7 +124,7 @@ static __device__ __forceinline__ void body_shift(const uint4 *s, uint4 *d,
 
 			w[u] = make_uint4(0, 0, 0, 0);
 			if (j <= nch)
-				w[u] = __ldcs(s + j);
+				w[u] = ld16<CS>(s + j);
 		}
 		if (lane == 0 && je <= nch)
 			extra = s[je];	// next round's lane 0 word: keep cached
@@ -131,11 +141,16 @@ static __device__ __forceinline__ void body_shift(const uint4 *s, uint4 *d,
 							  : extra;
 			next = shfl_next(send, lane);
 			if (j < nch)
-				__stcs(d + j, realign<Q>(w[u], next, sh));
+				st16<CS>(d + j, realign<Q>(w[u], next, sh));
 		}
 	}
 }
 
+// Every load of a fragment's first row (head and tail bytes included) is
+// issued before its first store: stores may alias later loads as far as
+// the compiler knows, so a load placed after a store waits for it, and a
+// fragment would cost several memory round trips instead of one.
+template <bool CS>
 static __device__ __forceinline__ void copy_frag(unsigned long long src,
 						 unsigned long long dst,
 						 unsigned int len,
@@ -143,55 +158,74 @@ static __device__ __forceinline__ void copy_frag(unsigned long long src,
 {
 	const unsigned char *s = (const unsigned char *)src;
 	unsigned char *d = (unsigned char *)dst;
-	unsigned int head, nch, r, sh;
+	unsigned int head, nch, tail, r, sh;
+	unsigned char hb = 0, tb = 0;
 
 	if (len < 64) {
-		copy_bytes(s, d, len, lane);
+		unsigned char b0 = 0, b1 = 0;
+
+		if (lane < len)
+			b0 = s[lane];
+		if (lane + 32 < len)
+			b1 = s[lane + 32];
+		if (lane < len)
+			d[lane] = b0;
+		if (lane + 32 < len)
+			d[lane + 32] = b1;
 		return;
 	}
 	head = (16 - (unsigned int)(dst & 15)) & 15;
-	copy_bytes(s, d, head, lane);
+	nch = (len - head) >> 4;
+	tail = (len - head) & 15;
+	if (lane < head)
+		hb = s[lane];
+	if (lane < tail)
+		tb = s[head + 16 * nch + lane];
 	s += head;
-	d += head;
-	len -= head;
-	nch = len >> 4;
-	copy_bytes(s + 16 * nch, d + 16 * nch, len & 15, lane);
-
 	r = (unsigned int)((unsigned long long)s & 15);
-	if (r == 0) {
-		body_aligned((const uint4 *)s, (uint4 *)d, nch, lane);
-		return;
-	}
 	sh = 8 * (r & 3);
 	s -= r;
-	switch (r >> 2) {
+	switch (r ? 1 + (r >> 2) : 0) {
 	case 0:
-		body_shift<0>((const uint4 *)s, (uint4 *)d, nch, sh, lane);
+		body_aligned<CS>((const uint4 *)s, (uint4 *)(d + head), nch, lane);
 		break;
 	case 1:
-		body_shift<1>((const uint4 *)s, (uint4 *)d, nch, sh, lane);
+		body_shift<CS, 0>((const uint4 *)s, (uint4 *)(d + head), nch, sh,
+			      lane);
 		break;
 	case 2:
-		body_shift<2>((const uint4 *)s, (uint4 *)d, nch, sh, lane);
+		body_shift<CS, 1>((const uint4 *)s, (uint4 *)(d + head), nch, sh,
+			      lane);
+		break;
+	case 3:
+		body_shift<CS, 2>((const uint4 *)s, (uint4 *)(d + head), nch, sh,
+			      lane);
 		break;
 	default:
-		body_shift<3>((const uint4 *)s, (uint4 *)d, nch, sh, lane);
+		body_shift<CS, 3>((const uint4 *)s, (uint4 *)(d + head), nch, sh,
+			      lane);
 		break;
 	}
+	if (lane < head)
+		d[lane] = hb;
+	if (lane < tail)
+		d[head + 16 * nch + lane] = tb;
 }
 
-// descs: n descriptors in output order.  With ndst > 1, dsts holds the
-// destinations (sorted by start, first start 0) and is staged in dynamic
-// shared memory; with ndst <= 1, every output byte goes to bias + pos.
-extern "C" __global__ void __launch_bounds__(256)
-dmt_gather(const struct dmt_gather_desc *descs, unsigned int n,
-	   const struct dmt_gather_dst *dsts, unsigned int ndst,
-	   unsigned long long bias)
+// descs: n descriptors in output order, per (1..32) of them for each warp.
+// With ndst > 1, dsts holds the destinations (sorted by start, first start
+// 0) and is staged in dynamic shared memory; with ndst <= 1, every output
+// byte goes to bias + pos.
+template <bool CS>
+static __device__ __forceinline__ void
+gather(const struct dmt_gather_desc *descs, unsigned int n,
+       const struct dmt_gather_dst *dsts, unsigned int ndst,
+       unsigned long long bias, unsigned int per)
 {
 	extern __shared__ struct dmt_gather_dst sdst[];
 	const unsigned int lane = threadIdx.x & 31;
 	const unsigned int first =
-		(blockIdx.x * blockDim.x + threadIdx.x) & ~31u;
+		((blockIdx.x * blockDim.x + threadIdx.x) >> 5) * per;
 	unsigned long long my_src = 0, my_dst = 0;
 	unsigned int my_len = 0, cnt;
 
@@ -202,7 +236,7 @@ dmt_gather(const struct dmt_gather_desc *descs, unsigned int n,
 	}
 	if (first >= n)
 		return;
-	cnt = min(32u, n - first);
+	cnt = min(per, n - first);
 	if (lane < cnt) {
 		const uint4 v = __ldcv((const uint4 *)(descs + first + lane));
 		unsigned long long b = bias;
@@ -229,8 +263,27 @@ dmt_gather(const struct dmt_gather_desc *descs, unsigned int n,
 		unsigned long long d = __shfl_sync(DMT_FULL, my_dst, k);
 		unsigned int l = __shfl_sync(DMT_FULL, my_len, k);
 
-		copy_frag(s, d, l, lane);
+		copy_frag<CS>(s, d, l, lane);
 	}
+}
+
+// Plain loads and stores measured faster than streaming hints (.cs) on an
+// H200 for every size distribution (bench/results/gather-h200.md).
+extern "C" __global__ void __launch_bounds__(256)
+dmt_gather(const struct dmt_gather_desc *descs, unsigned int n,
+	   const struct dmt_gather_dst *dsts, unsigned int ndst,
+	   unsigned long long bias, unsigned int per)
+{
+	gather<false>(descs, n, dsts, ndst, bias, per);
+}
+
+// The same with streaming cache hints (DEVMEMTCP_GATHER_KERNEL, benchmark).
+extern "C" __global__ void __launch_bounds__(256)
+dmt_gather_cs(const struct dmt_gather_desc *descs, unsigned int n,
+	      const struct dmt_gather_dst *dsts, unsigned int ndst,
+	      unsigned long long bias, unsigned int per)
+{
+	gather<true>(descs, n, dsts, ndst, bias, per);
 }
 
 // Spin for at least ns nanoseconds (tests: keep a stream busy so that a

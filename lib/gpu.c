@@ -19,6 +19,13 @@
 #define GPU_MAX_FRAGS_DEFAULT (1u << 18)
 #define GPU_SLOTS_DEFAULT 4u
 #define GPU_WARPS_PER_BLOCK 8u
+/* Bytes a warp copies, in 2 to 32 fragments.  Few: the last wave of blocks
+ * ends soon after the others; not too few: fetching its descriptors over
+ * PCIe stays a small part of a warp's life.  On an H200, 2 fragments of
+ * 4 KiB, 4-8 of 1448 B and 2 of a mixed set (10 KiB on average) were best
+ * (bench/results/gather-h200.md); one fragment per warp was 4x slower. */
+#define GPU_BYTES_PER_WARP (8u << 10)
+#define GPU_PER_WARP_MIN 2u
 /* Output positions are 32-bit: a launch covers less than 4 GiB. */
 #define GPU_POS_MAX 0xffffffffull
 
@@ -47,6 +54,8 @@ struct devmemtcp_gpu {
 	CUmodule mod;
 	CUfunction fn_gather;
 	CUfunction fn_spin;
+	uint32_t per_warp;		/* fixed descriptors per warp, 0: auto */
+	uint32_t warps_per_block;
 	uint32_t flags;
 	uint32_t max_frags;
 	uint32_t nslots;
@@ -132,6 +141,7 @@ static void gpu_unref(struct devmemtcp_gpu *gpu)
 static int gpu_load_kernels(struct devmemtcp_gpu *gpu)
 {
 	const struct dmt_cuda *cu = gpu->cu;
+	const char *name, *per;
 	CUresult r;
 
 	if (!dmt_gather_fatbin_size)
@@ -143,7 +153,18 @@ static int gpu_load_kernels(struct devmemtcp_gpu *gpu)
 				    "cuModuleLoadData(gather kernels)",
 				    "the kernels are built for sm_80 and sm_90 with PTX: the driver may be older than the CUDA toolkit that built them, update the NVIDIA driver");
 	}
-	r = cu->cuModuleGetFunction(&gpu->fn_gather, gpu->mod, "dmt_gather");
+	/* Tuning knobs for the benchmark, not an interface. */
+	name = getenv("DEVMEMTCP_GATHER_KERNEL");
+	if (!name || !*name)
+		name = "dmt_gather";
+	per = getenv("DEVMEMTCP_GATHER_PER");
+	if (per && atoi(per) >= 1 && atoi(per) <= 32)
+		gpu->per_warp = (uint32_t)atoi(per);
+	per = getenv("DEVMEMTCP_GATHER_WARPS");
+	gpu->warps_per_block = GPU_WARPS_PER_BLOCK;
+	if (per && atoi(per) >= 1 && atoi(per) <= 8)
+		gpu->warps_per_block = (uint32_t)atoi(per);
+	r = cu->cuModuleGetFunction(&gpu->fn_gather, gpu->mod, name);
 	if (r == CUDA_SUCCESS)
 		r = cu->cuModuleGetFunction(&gpu->fn_spin, gpu->mod, "dmt_spin");
 	if (r != CUDA_SUCCESS)
@@ -166,7 +187,9 @@ static int gpu_alloc_slots(struct devmemtcp_gpu *gpu)
 	 * them once, across PCIe. */
 	r = cu->cuMemHostAlloc(&gpu->host, total,
 			       CU_MEMHOSTALLOC_DEVICEMAP |
-				       CU_MEMHOSTALLOC_WRITECOMBINED);
+				       (getenv("DEVMEMTCP_GATHER_CACHED")
+						? 0
+						: CU_MEMHOSTALLOC_WRITECOMBINED));
 	if (r != CUDA_SUCCESS) {
 		gpu->host = NULL;
 		return dmt_cuda_err(gpu->ctx, &gpu->ctx->err, r,
@@ -205,9 +228,9 @@ static int gpu_alloc_slots(struct devmemtcp_gpu *gpu)
 	return 0;
 }
 
-DEVMEMTCP_EXPORT int devmemtcp_gpu_new(struct devmemtcp_ctx *ctx,
-				       const struct devmemtcp_gpu_opts *opts,
-				       struct devmemtcp_gpu **gpup)
+static int gpu_new_impl(struct devmemtcp_ctx *ctx,
+			const struct devmemtcp_gpu_opts *opts,
+			struct devmemtcp_gpu **gpup)
 {
 	struct devmemtcp_gpu *gpu;
 	int ret;
@@ -308,18 +331,29 @@ static int slot_acquire(struct devmemtcp_gpu *gpu, struct gpu_slot **sp)
 }
 
 static int slot_launch(struct devmemtcp_gpu *gpu, struct gpu_slot *s,
-		       uint32_t nd, uint32_t ndst, CUstream stream)
+		       uint32_t nd, uint32_t ndst, uint64_t bytes,
+		       CUstream stream)
 {
 	const struct dmt_cuda *cu = gpu->cu;
 	CUdeviceptr descs = s->desc_dev, dsts = s->dst_dev;
 	unsigned long long bias = s->dst[0].bias;
-	uint32_t warps = (nd + 31) / 32;
-	uint32_t blocks = (warps + GPU_WARPS_PER_BLOCK - 1) / GPU_WARPS_PER_BLOCK;
-	void *params[] = { &descs, &nd, &dsts, &ndst, &bias };
+	uint32_t per, warps, blocks;
+	void *params[] = { &descs, &nd, &dsts, &ndst, &bias, &per };
 	CUresult r;
 
 	if (!nd)
 		return 0;
+	per = gpu->per_warp;
+	if (!per) {
+		uint64_t avg = bytes / nd + 1;
+
+		per = (uint32_t)((GPU_BYTES_PER_WARP + avg - 1) / avg);
+		per = per < GPU_PER_WARP_MIN ? GPU_PER_WARP_MIN
+		      : per > 32	     ? 32
+					     : per;
+	}
+	warps = (nd + per - 1) / per;
+	blocks = (warps + gpu->warps_per_block - 1) / gpu->warps_per_block;
 	/* The descriptors went through write-combining buffers. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (gpu->flags & DEVMEMTCP_GPU_DESC_COPY) {
@@ -335,7 +369,7 @@ static int slot_launch(struct devmemtcp_gpu *gpu, struct gpu_slot *s,
 					    NULL);
 	}
 	r = cu->cuLaunchKernel(gpu->fn_gather, blocks, 1, 1,
-			       32 * GPU_WARPS_PER_BLOCK, 1, 1,
+			       32 * gpu->warps_per_block, 1, 1,
 			       ndst > 1 ? ndst * sizeof(struct dmt_gather_dst) : 0,
 			       stream, params, NULL);
 	if (r != CUDA_SUCCESS)
@@ -386,7 +420,7 @@ static int gather_one(struct devmemtcp_gpu *gpu,
 	int ret;
 
 	while (i < n) {
-		struct gpu_slot *s;
+		struct gpu_slot *s = NULL;
 		struct dmt_gather_desc *d;
 		uint32_t nd = 0, max = gpu->max_frags;
 		uint64_t pos = 0;
@@ -409,7 +443,7 @@ static int gather_one(struct devmemtcp_gpu *gpu,
 			pos += f->len;
 		}
 		s->dst[0] = (struct dmt_gather_dst){ 0, addr };
-		ret = slot_launch(gpu, s, nd, 1, stream);
+		ret = slot_launch(gpu, s, nd, 1, pos, stream);
 		if (ret)
 			return ret;
 		addr += pos;
@@ -430,7 +464,7 @@ static int gather_many(struct devmemtcp_gpu *gpu,
 	while (di < ndst && dsts[di].len == 0)
 		di++;
 	while (i < n) {
-		struct gpu_slot *s;
+		struct gpu_slot *s = NULL;
 		struct dmt_gather_desc *d;
 		uint32_t nd = 0, nt = 0, max = gpu->max_frags;
 		uint64_t pos = 0;
@@ -477,18 +511,18 @@ static int gather_many(struct devmemtcp_gpu *gpu,
 			doff += take;
 			foff += take;
 		}
-		ret = slot_launch(gpu, s, nd, nt, stream);
+		ret = slot_launch(gpu, s, nd, nt, pos, stream);
 		if (ret)
 			return ret;
 	}
 	return 0;
 }
 
-DEVMEMTCP_EXPORT int devmemtcp_gpu_gather(struct devmemtcp_gpu *gpu,
-					  const struct devmemtcp_frag *frags,
-					  size_t n,
-					  const struct devmemtcp_gpu_iov *dsts,
-					  size_t ndst, void *stream)
+static int gpu_gather_impl(struct devmemtcp_gpu *gpu,
+			   const struct devmemtcp_frag *frags,
+			   size_t n,
+			   const struct devmemtcp_gpu_iov *dsts,
+			   size_t ndst, void *stream)
 {
 	int ret;
 
@@ -521,22 +555,24 @@ DEVMEMTCP_EXPORT int devmemtcp_gpu_view(struct devmemtcp_gpu *gpu,
 {
 	size_t cnt = 0;
 	uint64_t end = 0;	/* end of the last range, stored or not */
+	struct dmt_err *err = gpu ? &gpu->err : NULL;
+	const struct devmemtcp_ctx *ctx = gpu ? gpu->ctx : NULL;
 
-	if (!gpu)
-		return -EINVAL;
 	if ((n && !frags) || (max && !iov))
-		return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
-			       "devmemtcp_gpu_view: frags or iov is NULL with a non-zero count");
+		return gpu ? dmt_err(ctx, err, -EINVAL,
+				     "devmemtcp_gpu_view: frags or iov is NULL with a non-zero count")
+			   : -EINVAL;
 	for (size_t i = 0; i < n; i++) {
 		const struct devmemtcp_frag *f = &frags[i];
 
 		if (!f->len || (f->flags & DEVMEMTCP_FRAG_LINEAR))
 			continue;
 		if (!f->addr)
-			return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
-				       "fragment %zu (binding %u, offset %#llx) has no device address: register its binding's buffer with devmemtcp_rx_add_buf",
-				       i, f->binding_id,
-				       (unsigned long long)f->offset);
+			return gpu ? dmt_err(ctx, err, -EINVAL,
+					     "fragment %zu (binding %u, offset %#llx) has no device address: register its binding's buffer with devmemtcp_rx_add_buf",
+					     i, f->binding_id,
+					     (unsigned long long)f->offset)
+				   : -EINVAL;
 		if (cnt && end == f->addr) {
 			if (cnt <= max)
 				iov[cnt - 1].len += f->len;
@@ -548,8 +584,9 @@ DEVMEMTCP_EXPORT int devmemtcp_gpu_view(struct devmemtcp_gpu *gpu,
 			iov[cnt] = (struct devmemtcp_gpu_iov){ f->addr, f->len };
 		cnt++;
 		if (cnt > (size_t)INT32_MAX)
-			return dmt_err(gpu->ctx, &gpu->err, -EOVERFLOW,
-				       "devmemtcp_gpu_view: more than 2^31 ranges: view fewer fragments at once");
+			return gpu ? dmt_err(ctx, err, -EOVERFLOW,
+					     "devmemtcp_gpu_view: more than 2^31 ranges: view fewer fragments at once")
+				   : -EOVERFLOW;
 	}
 	return (int)cnt;
 }
@@ -557,9 +594,9 @@ DEVMEMTCP_EXPORT int devmemtcp_gpu_view(struct devmemtcp_gpu *gpu,
 /* ------------------------------------------------------------------------ */
 /* Fences and deferred release.                                              */
 
-DEVMEMTCP_EXPORT int devmemtcp_gpu_fence_new(struct devmemtcp_gpu *gpu,
-					     void *stream,
-					     struct devmemtcp_gpu_fence **fencep)
+static int gpu_fence_new_impl(struct devmemtcp_gpu *gpu,
+			      void *stream,
+			      struct devmemtcp_gpu_fence **fencep)
 {
 	struct devmemtcp_gpu_fence *f;
 	CUresult r;
@@ -630,7 +667,7 @@ static void fence_put(struct devmemtcp_gpu_fence *f)
 	gpu_unref(gpu);
 }
 
-DEVMEMTCP_EXPORT int devmemtcp_gpu_fence_done(void *arg, bool wait)
+static int gpu_fence_done_impl(void *arg, bool wait)
 {
 	struct devmemtcp_gpu_fence *f = arg;
 	CUresult r;
@@ -650,10 +687,10 @@ DEVMEMTCP_EXPORT int devmemtcp_gpu_fence_done(void *arg, bool wait)
 	return 1;
 }
 
-DEVMEMTCP_EXPORT int devmemtcp_gpu_release_after(struct devmemtcp_gpu *gpu,
-						 struct devmemtcp_rx *rx,
-						 const struct devmemtcp_frag *frags,
-						 size_t n, void *stream)
+static int gpu_release_after_impl(struct devmemtcp_gpu *gpu,
+				  struct devmemtcp_rx *rx,
+				  const struct devmemtcp_frag *frags,
+				  size_t n, void *stream)
 {
 	struct devmemtcp_gpu_fence *f;
 	int ret;
@@ -663,7 +700,7 @@ DEVMEMTCP_EXPORT int devmemtcp_gpu_release_after(struct devmemtcp_gpu *gpu,
 	if (!rx)
 		return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
 			       "devmemtcp_gpu_release_after: rx is NULL");
-	ret = devmemtcp_gpu_fence_new(gpu, stream, &f);
+	ret = gpu_fence_new_impl(gpu, stream, &f);
 	if (ret)
 		return ret;
 	ret = devmemtcp_rx_release_after(rx, frags, n, devmemtcp_gpu_fence_done,
@@ -696,4 +733,61 @@ int dmt_gpu_spin(struct devmemtcp_gpu *gpu, void *stream, uint64_t ns)
 		return dmt_cuda_err(gpu->ctx, &gpu->err, r,
 				    "cuLaunchKernel(dmt_spin)", NULL);
 	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Entry points: errno is left as the caller had it (dlopen and libcuda
+ * set it). */
+
+DEVMEMTCP_EXPORT int devmemtcp_gpu_new(struct devmemtcp_ctx *ctx,
+				       const struct devmemtcp_gpu_opts *opts,
+				       struct devmemtcp_gpu **gpu)
+{
+	int saved = errno, ret = gpu_new_impl(ctx, opts, gpu);
+
+	errno = saved;
+	return ret;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_gpu_gather(struct devmemtcp_gpu *gpu,
+					  const struct devmemtcp_frag *frags,
+					  size_t n,
+					  const struct devmemtcp_gpu_iov *dsts,
+					  size_t ndst, void *stream)
+{
+	int saved = errno;
+	int ret = gpu_gather_impl(gpu, frags, n, dsts, ndst, stream);
+
+	errno = saved;
+	return ret;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_gpu_fence_new(struct devmemtcp_gpu *gpu,
+					     void *stream,
+					     struct devmemtcp_gpu_fence **fence)
+{
+	int saved = errno, ret = gpu_fence_new_impl(gpu, stream, fence);
+
+	errno = saved;
+	return ret;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_gpu_fence_done(void *fence, bool wait)
+{
+	int saved = errno, ret = gpu_fence_done_impl(fence, wait);
+
+	errno = saved;
+	return ret;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_gpu_release_after(struct devmemtcp_gpu *gpu,
+						 struct devmemtcp_rx *rx,
+						 const struct devmemtcp_frag *frags,
+						 size_t n, void *stream)
+{
+	int saved = errno;
+	int ret = gpu_release_after_impl(gpu, rx, frags, n, stream);
+
+	errno = saved;
+	return ret;
 }

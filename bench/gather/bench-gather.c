@@ -75,11 +75,12 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-enum dist { D_4K, D_1448, D_MIXED, D_N };
+enum dist { D_4K, D_1448, D_MIXED, D_4K_SEQ, D_N };
 static const char *const dist_name[] = {
 	"4 KiB, page-aligned source",
 	"1448 B, page-aligned source, packed destination",
 	"mixed sizes, arbitrary source offsets",
+	"4 KiB, source pages in order (no randomness)",
 };
 
 /* Fragments totalling about bytes: source pages in random order. */
@@ -98,6 +99,10 @@ static size_t make_frags(enum dist d, uint64_t bytes,
 		case D_4K:
 			len = 4096;
 			off = rnd() % pages * 4096;
+			break;
+		case D_4K_SEQ:
+			len = 4096;
+			off = n % pages * 4096;
 			break;
 		case D_1448:
 			len = 1448;
@@ -304,9 +309,66 @@ static double batch_gbps(const struct devmemtcp_frag *f, size_t n)
 	return best;
 }
 
+/* Descriptors per warp and cache hints (DEVMEMTCP_GATHER_PER/_KERNEL). */
+static void tuning(void)
+{
+	static const char *const pers[] = { "1", "2", "4", "8", "16", "32" };
+	struct devmemtcp_frag *f[3];
+	uint64_t total[3];
+	size_t n[3];
+
+	printf("\n## Tuning: descriptors per warp and cache hints (GB/s; auto = 8 KiB per warp, 2 to 32 fragments)\n\n");
+	printf("| kernel | per warp | 4 KiB | 1448 B | mixed |\n|---|---|---:|---:|---:|\n");
+	for (int d = 0; d < 3; d++)
+		n[d] = make_frags((enum dist)d, total_target, &f[d], &total[d]);
+	for (int k = 0; k < 5; k++) {
+		for (int p = -1; p < (k >= 2 ? 0 : 6); p++) {
+			DEVMEMTCP_OPTS(gpu_opts, o, .max_frags = 1u << 20, .slots = 2);
+			struct devmemtcp_gpu *g;
+
+			setenv("DEVMEMTCP_GATHER_KERNEL",
+			       k == 1 ? "dmt_gather_cs" : "dmt_gather", 1);
+			if (k == 2)
+				setenv("DEVMEMTCP_GATHER_CACHED", "1", 1);
+			if (k >= 3)
+				setenv("DEVMEMTCP_GATHER_WARPS", k == 3 ? "4" : "2", 1);
+			if (p >= 0)
+				setenv("DEVMEMTCP_GATHER_PER", pers[p], 1);
+			else
+				unsetenv("DEVMEMTCP_GATHER_PER");
+			if (devmemtcp_gpu_new(ctx, &o, &g)) {
+				fprintf(stderr, "tuning: %s\n", devmemtcp_ctx_errmsg(ctx));
+				return;
+			}
+			unsetenv("DEVMEMTCP_GATHER_CACHED");
+			unsetenv("DEVMEMTCP_GATHER_WARPS");
+			printf("| %s | %s |",
+			       k == 4 ? "plain, 2 warps per block (default 8)"
+			       : k == 3 ? "plain, 4 warps per block (default 8)"
+			       : k == 2 ? "plain, descriptors in cached (not write-combined) host memory"
+			       : k ? "cs hints" : "plain (default)",
+			       p >= 0 ? pers[p] : "auto");
+			for (int d = 0; d < 3; d++)
+				printf(" %.0f |", total[d] / (time_gather(g, f[d], n[d], total[d], NULL) * 1e-3) / 1e9);
+			printf("\n");
+			fflush(stdout);
+			devmemtcp_gpu_free(g);
+		}
+	}
+	unsetenv("DEVMEMTCP_GATHER_KERNEL");
+	unsetenv("DEVMEMTCP_GATHER_PER");
+	for (int d = 0; d < 3; d++)
+		free(f[d]);
+}
+
+/*
+ * Launch size: up to 64 gathers of one size are queued behind a spin kernel
+ * and timed on the GPU, so the GPU-side cost of a launch per batch shows
+ * (the CPU builds descriptors at a few ns per fragment, reported apart).
+ */
 static void sweep(void)
 {
-	DEVMEMTCP_OPTS(gpu_opts, o, .max_frags = 65536, .slots = 16);
+	DEVMEMTCP_OPTS(gpu_opts, o, .max_frags = 65536, .slots = 64);
 	static const uint64_t sizes[] = {
 		64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20,
 		256 << 20,
@@ -321,46 +383,49 @@ static void sweep(void)
 		return;
 	}
 	n = make_frags(D_4K, 1ull << 30, &f, &total);
-	printf("\n## Batch-size sweep (4 KiB fragments, 1 GiB per point, back-to-back gathers on one stream)\n\n");
-	printf("| batch | frags/launch | gather GB/s | d2d copy of the batch GB/s | gather / d2d | CPU µs per call |\n");
-	printf("|---:|---:|---:|---:|---:|---:|\n");
+	printf("\n## Batch-size sweep (4 KiB fragments, page-aligned source; up to 64 launches queued, GPU time)\n\n");
+	printf("| batch | frags/launch | launches | gather GB/s | d2d copies of the batch GB/s | gather / d2d | CPU µs per call |\n");
+	printf("|---:|---:|---:|---:|---:|---:|---:|\n");
 	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		size_t per = sizes[s] / 4096, calls = n / per;
 		struct devmemtcp_gpu_iov d = { dst, sizes[s] };
-		double gt, ct, dt, t0;
+		double gt, dt, t0, ct[64];
 		float ms;
 
-		/* gather */
-		devmemtcp_gpu_gather(g, f, per, &d, 1, st);
+		if (calls > 64)
+			calls = 64;
+		devmemtcp_gpu_gather(g, f, per, &d, 1, st);	/* warm */
 		CK(cu->cuStreamSynchronize(st));
+		dmt_gpu_spin(g, st, 20 * 1000 * 1000);
 		CK(cu->cuEventRecord(ev0, st));
-		t0 = now();
 		for (size_t c = 0; c < calls; c++) {
-			d.addr = dst + (c * sizes[s]) % (1ull << 30);
+			d.addr = dst + c * sizes[s] % (1ull << 30);
+			t0 = now();
 			if (devmemtcp_gpu_gather(g, f + c * per, per, &d, 1, st)) {
 				fprintf(stderr, "sweep gather: %s\n",
 					devmemtcp_gpu_errmsg(g));
 				exit(1);
 			}
+			ct[c] = (now() - t0) * 1e6;
 		}
-		ct = (now() - t0) * 1e6 / calls;
 		CK(cu->cuEventRecord(ev1, st));
 		CK(cu->cuEventSynchronize(ev1));
 		CK(cu->cuEventElapsedTime(&ms, ev0, ev1));
 		gt = (double)calls * sizes[s] / (ms * 1e-3) / 1e9;
-		/* plain copies of the same batch size */
+		/* plain copies of the same batch size, queued the same way */
+		dmt_gpu_spin(g, st, 2 * 1000 * 1000);
 		CK(cu->cuEventRecord(ev0, st));
 		for (size_t c = 0; c < calls; c++)
-			CK(cu->cuMemcpyDtoDAsync(dst + (c * sizes[s]) % (1ull << 30),
+			CK(cu->cuMemcpyDtoDAsync(dst + c * sizes[s] % (1ull << 30),
 						 src + c * sizes[s] % (src_size / 2),
 						 sizes[s], st));
 		CK(cu->cuEventRecord(ev1, st));
 		CK(cu->cuEventSynchronize(ev1));
 		CK(cu->cuEventElapsedTime(&ms, ev0, ev1));
 		dt = (double)calls * sizes[s] / (ms * 1e-3) / 1e9;
-		printf("| %llu KiB | %zu | %.0f | %.0f | %.1f %% | %.1f |\n",
-		       (unsigned long long)(sizes[s] >> 10), per, gt, dt,
-		       100 * gt / dt, ct);
+		printf("| %llu KiB | %zu | %zu | %.0f | %.0f | %.1f %% | %.1f |\n",
+		       (unsigned long long)(sizes[s] >> 10), per, calls, gt, dt,
+		       100 * gt / dt, median(ct, (int)calls));
 	}
 	free(f);
 	devmemtcp_gpu_free(g);
@@ -374,26 +439,41 @@ static void cpu_small(void)
 	uint64_t total;
 	size_t n;
 
-	n = make_frags(D_4K, 64ull << 20, &f, &total);
+	DEVMEMTCP_OPTS(gpu_opts, o, .max_frags = 1u << 20, .slots = 4);
+	struct devmemtcp_gpu *g[2] = { gpu, NULL };
+
+	setenv("DEVMEMTCP_GATHER_CACHED", "1", 1);
+	if (devmemtcp_gpu_new(ctx, &o, &g[1]))
+		g[1] = NULL;
+	unsetenv("DEVMEMTCP_GATHER_CACHED");
+	n = make_frags(D_4K, 256ull << 20, &f, &total);
 	printf("\n## CPU cost of a gather call (4 KiB fragments; includes the launch)\n\n");
-	printf("| fragments per call | µs per call | ns per fragment |\n|---:|---:|---:|\n");
-	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
-		size_t k = counts[i], calls = n / k > 2000 ? 2000 : n / k;
+	printf("| descriptor memory | fragments per call | µs per call | ns per fragment |\n|---|---:|---:|---:|\n");
+	for (size_t x = 0; x < 2 * sizeof(counts) / sizeof(counts[0]); x++) {
+		int h = x >= sizeof(counts) / sizeof(counts[0]);
+		size_t i = x % (sizeof(counts) / sizeof(counts[0]));
+		size_t k = counts[i], calls = n / k / 2 > 2000 ? 2000 : n / k / 2;
 		double c[2001], t0;
+
+		if (!g[h])
+			break;
 
 		for (size_t j = 0; j < calls; j++) {
 			struct devmemtcp_gpu_iov d = { dst, k * 4096 };
 
 			t0 = now();
-			devmemtcp_gpu_gather(gpu, f + (j * k) % (n - k), k, &d, 1, st);
+			devmemtcp_gpu_gather(g[h], f + (j * k) % (n - k), k, &d, 1, st);
 			c[j] = (now() - t0) * 1e6;
 			if (j % 64 == 63)
 				CK(cu->cuStreamSynchronize(st));
 		}
 		CK(cu->cuStreamSynchronize(st));
-		printf("| %zu | %.2f | %.1f |\n", k, median(c, (int)calls),
-		       median(c, (int)calls) * 1e3 / k);
+		printf("| %s | %zu | %.2f | %.1f |\n",
+		       h ? "pinned, cached" : "pinned, write-combined (default)",
+		       k, median(c, (int)calls), median(c, (int)calls) * 1e3 / k);
 	}
+	if (g[1])
+		devmemtcp_gpu_free(g[1]);
 	free(f);
 }
 
@@ -505,6 +585,7 @@ int main(int argc, char **argv)
 	       100 * ratio[D_MIXED], ratio[D_MIXED] >= 0.70 ? "met" : "MISSED");
 	cpu_small();
 	sweep();
+	tuning();
 	devmemtcp_gpu_free(gpu_copy);
 	devmemtcp_gpu_free(gpu);
 	devmemtcp_ctx_free(ctx);

@@ -1,0 +1,730 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * Suite gpu: the CUDA provider, address mapping and the gather on a real
+ * NVIDIA GPU.  Exits 77 and says why where there is none.
+ *
+ * Every gather is checked byte for byte against a CPU reference built from
+ * the same source bytes, into a destination poisoned beforehand, with
+ * poisoned guard bytes around it that must survive.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "devmemtcp.h"
+#include "cuda.h"
+#include "gpu.h"
+#include "rx.h"
+
+#define POISON 0xa5
+#define GUARD 4096
+#define SRC_SIZE (64ull << 20)
+
+static struct devmemtcp_ctx *ctx;
+static struct devmemtcp_gpu *gpu;
+static const struct dmt_cuda *cu;
+static CUcontext cctx;
+static CUstream stream;
+
+/* Two source buffers (one built from 2 MiB physical chunks) and their
+ * contents as the CPU wrote them. */
+struct src {
+	struct devmemtcp_buf *buf;
+	uint8_t *host;
+	uint64_t size;
+};
+static struct src srcs[2];
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static uint64_t rnd_range(uint64_t lo, uint64_t hi)	/* [lo, hi] */
+{
+	return lo + rnd() % (hi - lo + 1);
+}
+
+#define CK(call)                                                               \
+	do {                                                                   \
+		CUresult r_ = (call);                                          \
+		if (r_ != CUDA_SUCCESS)                                        \
+			fail_msg("%s: CUresult %d", #call, r_);               \
+	} while (0)
+
+static void fill_random(uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i + 8 <= n; i += 8) {
+		uint64_t v = rnd();
+
+		memcpy(p + i, &v, 8);
+	}
+	for (size_t i = n & ~(size_t)7; i < n; i++)
+		p[i] = (uint8_t)rnd();
+}
+
+static void log_quiet(void *user, int level, const char *msg)
+{
+}
+
+static int src_new(struct src *s, uint64_t chunk)
+{
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_CUDA,
+		       .size = SRC_SIZE, .cuda_chunk_size = chunk);
+	const struct devmemtcp_segment *seg;
+	int ret;
+
+	ret = devmemtcp_buf_new(ctx, &o, &s->buf);
+	if (ret)
+		return ret;
+	s->size = devmemtcp_buf_size(s->buf);
+	s->host = malloc(s->size);
+	if (!s->host)
+		return -ENOMEM;
+	fill_random(s->host, s->size);
+	devmemtcp_buf_segments(s->buf, &seg);
+	if (cu->cuMemcpyHtoD(seg[0].addr, s->host, s->size) != CUDA_SUCCESS)
+		return -EIO;
+	return 0;
+}
+
+static int setup(void **state)
+{
+	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = log_quiet);
+	CUdevice dev;
+	int ret;
+
+	if (devmemtcp_ctx_new(&co, &ctx))
+		return -1;
+	ret = devmemtcp_gpu_new(ctx, NULL, &gpu);
+	if (ret == -ENOENT || ret == -ENODEV || ret == -ENOSYS) {
+		printf("SKIP: no usable NVIDIA GPU: %s\n",
+		       devmemtcp_ctx_errmsg(ctx));
+		exit(77);
+	}
+	if (ret) {
+		printf("devmemtcp_gpu_new: %d: %s\n", ret,
+		       devmemtcp_ctx_errmsg(ctx));
+		return -1;
+	}
+	cu = dmt_gpu_cuda(gpu);
+	if (cu->cuDeviceGet(&dev, 0) ||
+	    cu->cuDevicePrimaryCtxRetain(&cctx, dev) ||
+	    cu->cuCtxPushCurrent(cctx) ||
+	    cu->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING))
+		return -1;
+	ret = src_new(&srcs[0], 0);
+	if (!ret)
+		ret = src_new(&srcs[1], 2u << 20);
+	if (ret) {
+		printf("CUDA buffer: %d: %s\n", ret, devmemtcp_ctx_errmsg(ctx));
+		if (ret == -EOPNOTSUPP) {
+			printf("SKIP: this GPU or driver cannot export dma-bufs\n");
+			exit(77);
+		}
+		return -1;
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	for (int i = 0; i < 2; i++) {
+		devmemtcp_buf_free(srcs[i].buf);
+		free(srcs[i].host);
+	}
+	cu->cuStreamDestroy(stream);
+	devmemtcp_gpu_free(gpu);
+	devmemtcp_ctx_free(ctx);
+	return 0;
+}
+
+/* ---- provider ----------------------------------------------------------- */
+
+static void check_is_dmabuf(int fd)
+{
+	char path[64], line[256];
+	bool exp_name = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "exp_name:", 9))
+			exp_name = true;
+	fclose(f);
+	assert_true(exp_name);	/* only dma-bufs have an exporter name */
+}
+
+static void test_alloc_exports_dmabuf(void **state)
+{
+	for (int i = 0; i < 2; i++) {
+		const struct devmemtcp_segment *seg;
+		uint8_t back[8192];
+		uint64_t a;
+
+		assert_true(devmemtcp_buf_fd(srcs[i].buf) >= 0);
+		check_is_dmabuf(devmemtcp_buf_fd(srcs[i].buf));
+		assert_int_equal(devmemtcp_buf_provider(srcs[i].buf),
+				 DEVMEMTCP_PROVIDER_CUDA);
+		assert_int_equal(srcs[i].size, SRC_SIZE);
+		assert_int_equal(devmemtcp_buf_segments(srcs[i].buf, &seg), 1);
+		assert_int_equal(seg[0].offset, 0);
+		assert_int_equal(seg[0].len, SRC_SIZE);
+		assert_int_equal(devmemtcp_buf_addr(srcs[i].buf, 12345, &a), 0);
+		assert_int_equal(a, seg[0].addr + 12345);
+		assert_int_equal(devmemtcp_buf_addr(srcs[i].buf, SRC_SIZE, &a),
+				 -ERANGE);
+		/* Across the boundary of two physical chunks (buffer 1). */
+		CK(cu->cuMemcpyDtoH(back, seg[0].addr + (2u << 20) - 4096,
+				    sizeof(back)));
+		assert_memory_equal(back, srcs[i].host + (2u << 20) - 4096,
+				    sizeof(back));
+	}
+}
+
+static void test_alloc_errors(void **state)
+{
+	DEVMEMTCP_OPTS(buf_opts, nosize, .provider = DEVMEMTCP_PROVIDER_CUDA);
+	DEVMEMTCP_OPTS(buf_opts, nodev, .provider = DEVMEMTCP_PROVIDER_CUDA,
+		       .size = 1 << 20, .cuda_device = 999);
+	struct devmemtcp_buf *b;
+
+	assert_int_equal(devmemtcp_buf_new(ctx, &nosize, &b), -EINVAL);
+	assert_non_null(strstr(devmemtcp_ctx_errmsg(ctx), "opts.size is 0"));
+	assert_int_equal(devmemtcp_buf_new(ctx, &nodev, &b), -ENODEV);
+	assert_non_null(strstr(devmemtcp_ctx_errmsg(ctx),
+			       "CUDA device 999 does not exist"));
+}
+
+/* Import a pointer that is not page aligned: dma-buf offset 0 is the page
+ * under it, and the pointer keeps its offset in the segment table. */
+static void test_import_keeps_pointer_offset(void **state)
+{
+	const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	const struct devmemtcp_segment *seg;
+	struct devmemtcp_buf *b;
+	CUdeviceptr mem, ptr;
+	uint64_t a, off;
+
+	CK(cu->cuMemAlloc(&mem, 4 << 20));
+	ptr = mem + 3 * page + 100;
+	{
+		DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_CUDA,
+			       .size = 10000, .cuda_ptr = ptr);
+
+		assert_int_equal(devmemtcp_buf_new(ctx, &o, &b), 0);
+	}
+	check_is_dmabuf(devmemtcp_buf_fd(b));
+	assert_int_equal(devmemtcp_buf_segments(b, &seg), 1);
+	assert_int_equal(seg[0].addr, mem + 3 * page);
+	assert_int_equal(devmemtcp_buf_size(b),
+			 (100 + 10000 + page - 1) / page * page);
+	off = ptr - seg[0].addr;
+	assert_int_equal(off, 100);
+	assert_int_equal(devmemtcp_buf_addr(b, off, &a), 0);
+	assert_int_equal(a, ptr);
+	devmemtcp_buf_free(b);
+
+	{
+		DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_CUDA,
+			       .size = 8 << 20, .cuda_ptr = mem);
+
+		assert_int_equal(devmemtcp_buf_new(ctx, &o, &b), -EINVAL);
+		assert_non_null(strstr(devmemtcp_ctx_errmsg(ctx),
+				       "outside its allocation"));
+	}
+	CK(cu->cuMemFree(mem));
+}
+
+/* ---- gather ------------------------------------------------------------- */
+
+enum dist { D_TINY, D_ANY, D_1448, D_4K, D_MIXED, D_NDIST };
+static const char *const dist_name[] = { "1..64 B", "1 B..64 KiB", "1448 B",
+					 "4 KiB", "mixed" };
+
+static uint32_t pick_len(enum dist d)
+{
+	switch (d) {
+	case D_TINY:
+		return (uint32_t)rnd_range(1, 64);
+	case D_ANY:
+		return (uint32_t)rnd_range(1, 65536);
+	case D_1448:
+		return 1448;
+	case D_4K:
+		return 4096;
+	default:
+		switch (rnd() % 5) {
+		case 0:
+			return 1448;
+		case 1:
+			return 4096;
+		case 2:
+			return (uint32_t)rnd_range(1, 200);
+		case 3:
+			return (uint32_t)rnd_range(1, 9000);
+		default:
+			return (uint32_t)rnd_range(1, 65536);
+		}
+	}
+}
+
+/* n fragments from both buffers; linear ones (every 37th when linear)
+ * have no address.  Returns the total length. */
+static uint64_t make_frags(struct devmemtcp_frag *f, size_t n, enum dist d,
+			   bool linear)
+{
+	uint64_t total = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int b = (int)(rnd() & 1);
+		uint32_t len = pick_len(d);
+		uint64_t off;
+
+		if (d == D_1448 || d == D_4K)
+			off = rnd_range(0, srcs[b].size / 4096 - 1) * 4096;
+		else
+			off = rnd_range(0, srcs[b].size - len);
+		f[i] = (struct devmemtcp_frag){ .offset = off, .len = len,
+						.token = (uint32_t)i,
+						.binding_id = (uint32_t)b + 1 };
+		if (linear && i % 37 == 5) {
+			f[i].flags = DEVMEMTCP_FRAG_LINEAR;
+		} else {
+			assert_int_equal(devmemtcp_buf_addr(srcs[b].buf, off,
+							    &f[i].addr), 0);
+		}
+		total += len;
+	}
+	return total;
+}
+
+/* Source bytes of fragment f, NULL for linear ones. */
+static const uint8_t *frag_bytes(const struct devmemtcp_frag *f)
+{
+	if (f->flags & DEVMEMTCP_FRAG_LINEAR)
+		return NULL;
+	return srcs[f->binding_id - 1].host + f->offset;
+}
+
+/*
+ * Gather into ndst destinations laid out in one allocation with poisoned
+ * gaps between them and guards around, then compare everything.
+ */
+static void gather_and_check(struct devmemtcp_gpu *g,
+			     const struct devmemtcp_frag *f, size_t n,
+			     uint64_t total, size_t ndst,
+			     const uint8_t *(*bytes)(const struct devmemtcp_frag *))
+{
+	struct devmemtcp_gpu_iov *dst = calloc(ndst, sizeof(*dst));
+	uint64_t *place = calloc(ndst, sizeof(*place));
+	uint64_t span, pos = 0, cut[64];
+	uint8_t *want, *got;
+	CUdeviceptr mem;
+	size_t bad;
+
+	assert_true(ndst <= 64);
+	/* Random cut points, destinations at random misalignment. */
+	for (size_t i = 0; i + 1 < ndst; i++)
+		cut[i] = rnd_range(0, total);
+	cut[ndst - 1] = total;
+	for (size_t i = 0; i + 1 < ndst; i++)	/* sort */
+		for (size_t j = i + 1; j + 1 < ndst; j++)
+			if (cut[j] < cut[i]) {
+				uint64_t t = cut[i];
+
+				cut[i] = cut[j];
+				cut[j] = t;
+			}
+	span = GUARD;
+	for (size_t i = 0; i < ndst; i++) {
+		span += rnd_range(0, 15);
+		place[i] = span;
+		dst[i].len = cut[i] - (i ? cut[i - 1] : 0);
+		span += dst[i].len + rnd_range(0, 64);
+	}
+	span += GUARD;
+
+	CK(cu->cuMemAlloc(&mem, span));
+	CK(cu->cuMemsetD8Async(mem, POISON, span, stream));
+	for (size_t i = 0; i < ndst; i++)
+		dst[i].addr = mem + place[i];
+	want = malloc(span);
+	got = malloc(span);
+	assert_non_null(want);
+	assert_non_null(got);
+	memset(want, POISON, span);
+	{
+		size_t di = 0;
+		uint64_t doff = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			const uint8_t *s = bytes(&f[i]);
+
+			for (uint32_t k = 0; k < f[i].len;) {
+				uint64_t room, take;
+
+				while (dst[di].len == doff) {
+					di++;
+					doff = 0;
+				}
+				room = dst[di].len - doff;
+				take = f[i].len - k < room ? f[i].len - k : room;
+				if (s)
+					memcpy(want + place[di] + doff, s + k,
+					       take);
+				k += (uint32_t)take;
+				doff += take;
+				pos += take;
+			}
+		}
+	}
+	assert_int_equal(pos, total);
+
+	assert_int_equal(devmemtcp_gpu_gather(g, f, n, dst, ndst, stream), 0);
+	CK(cu->cuStreamSynchronize(stream));
+	CK(cu->cuMemcpyDtoH(got, mem, span));
+	for (bad = 0; bad < span && got[bad] == want[bad]; bad++)
+		;
+	if (bad < span)
+		fail_msg("byte %zu of %llu differs: got %#x want %#x (%zu frags, %zu dsts)",
+			 bad, (unsigned long long)span, got[bad], want[bad], n,
+			 ndst);
+	CK(cu->cuMemFree(mem));
+	free(want);
+	free(got);
+	free(dst);
+	free(place);
+}
+
+static void run_dist(struct devmemtcp_gpu *g, enum dist d, bool linear,
+		     size_t ndst)
+{
+	/* Keep each round near 48 MiB of fragments. */
+	static const size_t count[] = { 20000, 1500, 20000, 12000, 8000 };
+	size_t n = count[d];
+	struct devmemtcp_frag *f = calloc(n, sizeof(*f));
+	uint64_t total;
+
+	assert_non_null(f);
+	total = make_frags(f, n, d, linear);
+	print_message("  %-12s %6zu frags %10llu bytes into %zu dst%s%s\n",
+		      dist_name[d], n, (unsigned long long)total, ndst,
+		      ndst > 1 ? "s" : "", linear ? ", linear holes" : "");
+	gather_and_check(g, f, n, total, ndst, frag_bytes);
+	free(f);
+}
+
+static void test_gather_one_dst(void **state)
+{
+	for (int d = 0; d < D_NDIST; d++)
+		run_dist(gpu, (enum dist)d, false, 1);
+}
+
+static void test_gather_many_dsts(void **state)
+{
+	for (int d = 0; d < D_NDIST; d++)
+		run_dist(gpu, (enum dist)d, d % 2 == 0, 1 + rnd() % 40);
+}
+
+static void test_gather_linear_holes(void **state)
+{
+	run_dist(gpu, D_MIXED, true, 1);
+	run_dist(gpu, D_4K, true, 3);
+}
+
+/* Tiny slots force many launches and slot reuse; DESC_COPY reads the
+ * descriptors from device memory instead. */
+static void test_gather_split_launches(void **state)
+{
+	DEVMEMTCP_OPTS(gpu_opts, small, .max_frags = 64, .slots = 2);
+	DEVMEMTCP_OPTS(gpu_opts, copy, .flags = DEVMEMTCP_GPU_DESC_COPY,
+		       .max_frags = 1000, .slots = 3);
+	struct devmemtcp_gpu *g;
+
+	assert_int_equal(devmemtcp_gpu_new(ctx, &small, &g), 0);
+	run_dist(g, D_MIXED, true, 1);
+	run_dist(g, D_1448, false, 17);
+	devmemtcp_gpu_free(g);
+	assert_int_equal(devmemtcp_gpu_new(ctx, &copy, &g), 0);
+	run_dist(g, D_ANY, false, 1);
+	run_dist(g, D_MIXED, true, 5);
+	devmemtcp_gpu_free(g);
+}
+
+/*
+ * A buffer whose offset space maps to two disjoint device ranges: the
+ * halves of source buffer 0, swapped (an import of its dma-buf with a
+ * segment table).  Fragments never cross a 4 KiB niov, as from the NIC.
+ */
+static struct devmemtcp_buf *swapped;
+static CUdeviceptr swapped_base;
+
+static const uint8_t *swapped_bytes(const struct devmemtcp_frag *f)
+{
+	return srcs[0].host + (f->addr - swapped_base);
+}
+
+static void test_gather_disjoint_segments(void **state)
+{
+	const uint64_t half = srcs[0].size / 2;
+	const struct devmemtcp_segment *seg0;
+	struct devmemtcp_segment segs[2];
+	struct devmemtcp_frag *f;
+	uint64_t total = 0;
+	size_t n = 6000;
+
+	devmemtcp_buf_segments(srcs[0].buf, &seg0);
+	swapped_base = seg0[0].addr;
+	segs[0] = (struct devmemtcp_segment){ 0, half, swapped_base + half };
+	segs[1] = (struct devmemtcp_segment){ half, half, swapped_base };
+	{
+		DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_IMPORT,
+			       .fd = dup(devmemtcp_buf_fd(srcs[0].buf)),
+			       .size = srcs[0].size, .segments = segs,
+			       .nsegments = 2);
+
+		assert_int_equal(devmemtcp_buf_new(ctx, &o, &swapped), 0);
+	}
+	f = calloc(n, sizeof(*f));
+	for (size_t i = 0; i < n; i++) {
+		uint64_t page = rnd_range(0, srcs[0].size / 4096 - 1);
+		uint32_t in = (uint32_t)rnd_range(0, 4095);
+		uint32_t len = (uint32_t)rnd_range(1, 4096 - in);
+
+		f[i].offset = page * 4096 + in;
+		f[i].len = len;
+		assert_int_equal(devmemtcp_buf_addr(swapped, f[i].offset,
+						    &f[i].addr), 0);
+		/* the mapping itself */
+		if (f[i].offset < half)
+			assert_int_equal(f[i].addr,
+					 swapped_base + half + f[i].offset);
+		else
+			assert_int_equal(f[i].addr,
+					 swapped_base + f[i].offset - half);
+		total += len;
+	}
+	gather_and_check(gpu, f, n, total, 1, swapped_bytes);
+	gather_and_check(gpu, f, n, total, 7, swapped_bytes);
+	free(f);
+	devmemtcp_buf_free(swapped);
+}
+
+static void test_gather_errors(void **state)
+{
+	struct devmemtcp_frag f[2] = {
+		{ .addr = 0, .offset = 0x3000, .len = 10, .binding_id = 4 },
+		{ .addr = 0x1000, .len = 10 },
+	};
+	struct devmemtcp_gpu_iov dst = { 0x1000, 19 };
+
+	assert_int_equal(devmemtcp_gpu_gather(gpu, f, 2, &dst, 1, stream),
+			 -EINVAL);
+	assert_non_null(strstr(devmemtcp_gpu_errmsg(gpu),
+			       "fragment 0 (binding 4, offset 0x3000) has no device address"));
+	f[0].addr = 0x2000;
+	assert_int_equal(devmemtcp_gpu_gather(gpu, f, 2, &dst, 1, stream),
+			 -ENOSPC);
+	assert_non_null(strstr(devmemtcp_gpu_errmsg(gpu),
+			       "hold 20 bytes but the destinations only 19"));
+	assert_int_equal(devmemtcp_gpu_gather(gpu, f, 0, &dst, 1, stream), 0);
+	assert_int_equal(devmemtcp_gpu_gather(gpu, NULL, 2, &dst, 1, stream),
+			 -EINVAL);
+}
+
+static void test_view_of_received(void **state)
+{
+	struct devmemtcp_frag f[3];
+	struct devmemtcp_gpu_iov iov[3];
+	uint64_t a;
+
+	devmemtcp_buf_addr(srcs[1].buf, 8192, &a);
+	f[0] = (struct devmemtcp_frag){ .offset = 8192, .addr = a, .len = 4096 };
+	f[1] = (struct devmemtcp_frag){ .offset = 12288, .addr = a + 4096,
+					.len = 100 };
+	f[2] = (struct devmemtcp_frag){ .offset = 0, .addr = a - 8192,
+					.len = 7 };
+	assert_int_equal(devmemtcp_gpu_view(gpu, f, 3, iov, 3), 2);
+	assert_int_equal(iov[0].addr, a);
+	assert_int_equal(iov[0].len, 4196);
+	assert_int_equal(iov[1].addr, a - 8192);
+	assert_int_equal(iov[1].len, 7);
+}
+
+/* ---- deferred release --------------------------------------------------- */
+
+static uint8_t live[4096];
+static int dontneed_calls;
+
+static int fake_dontneed(void *arg, const struct dmt_dmabuf_token *t, size_t n)
+{
+	int freed = 0;
+
+	dontneed_calls++;
+	for (size_t i = 0; i < n; i++)
+		for (uint32_t j = 0; j < t[i].token_count; j++)
+			if (live[t[i].token_start + j]) {
+				live[t[i].token_start + j] = 0;
+				freed++;
+			}
+	return freed;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * The token manager's deferred mode with a fence: while a long kernel runs
+ * ahead of the gather on the stream, no token goes back; afterwards all do.
+ */
+static void test_tokens_held_until_fence(void **state)
+{
+	const size_t n = 1000;
+	const uint64_t spin_ns = 1500ull * 1000 * 1000;
+	struct devmemtcp_frag *f = calloc(n, sizeof(*f));
+	struct devmemtcp_gpu_fence *fence;
+	struct dmt_tokens t;
+	uint64_t total;
+	CUdeviceptr mem;
+	struct devmemtcp_gpu_iov dst;
+	size_t bad;
+	double t0;
+	int ret;
+
+	total = make_frags(f, n, D_4K, false);
+	CK(cu->cuMemAlloc(&mem, total));
+	dst = (struct devmemtcp_gpu_iov){ mem, total };
+	dmt_tokens_init(&t, 0, fake_dontneed, NULL);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(dmt_tokens_received(&t, f[i].token), 0);
+		live[f[i].token] = 1;
+	}
+
+	t0 = now_s();
+	assert_int_equal(dmt_gpu_spin(gpu, stream, spin_ns), 0);
+	assert_int_equal(devmemtcp_gpu_gather(gpu, f, n, &dst, 1, stream), 0);
+	assert_int_equal(devmemtcp_gpu_fence_new(gpu, stream, &fence), 0);
+	assert_int_equal(dmt_tokens_take(&t, f, n, &bad), 0);
+	assert_int_equal(dmt_tokens_defer(&t, f, n, devmemtcp_gpu_fence_done,
+					  fence), 0);
+
+	/* The kernel still spins: nothing may go back. */
+	assert_int_equal(dmt_tokens_poll(&t, false), 0);
+	assert_true(dmt_tokens_flush(&t) <= 0);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(live[f[i].token], 1);
+	assert_true(now_s() - t0 < spin_ns / 1e9);	/* else the test proves nothing */
+
+	/* Waiting returns them all, not before the spin ended. */
+	ret = dmt_tokens_poll(&t, true);
+	assert_int_equal(ret, (int)n);
+	assert_true(now_s() - t0 >= spin_ns / 1e9 * 0.99);
+	assert_int_equal(dmt_tokens_flush(&t), (int)n);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(live[f[i].token], 0);
+	dmt_tokens_fini(&t);
+	CK(cu->cuMemFree(mem));
+	free(f);
+}
+
+static void test_fence_done_polls(void **state)
+{
+	struct devmemtcp_gpu_fence *fence;
+
+	assert_int_equal(dmt_gpu_spin(gpu, stream, 300ull * 1000 * 1000), 0);
+	assert_int_equal(devmemtcp_gpu_fence_new(gpu, stream, &fence), 0);
+	assert_int_equal(devmemtcp_gpu_fence_done(fence, false), 0);
+	assert_int_equal(devmemtcp_gpu_fence_done(fence, false), 0);
+	assert_int_equal(devmemtcp_gpu_fence_done(fence, true), 1);
+	/* fence is freed (recycled) now; a new one on an idle stream */
+	assert_int_equal(devmemtcp_gpu_fence_new(gpu, stream, &fence), 0);
+	assert_int_equal(devmemtcp_gpu_fence_done(fence, true), 1);
+	assert_int_equal(devmemtcp_gpu_fence_new(gpu, stream, NULL), -EINVAL);
+}
+
+/* A fence may outlive its handle. */
+static void test_fence_outlives_gpu(void **state)
+{
+	struct devmemtcp_gpu_fence *fence;
+	struct devmemtcp_gpu *g;
+
+	assert_int_equal(devmemtcp_gpu_new(ctx, NULL, &g), 0);
+	assert_int_equal(dmt_gpu_spin(g, stream, 100ull * 1000 * 1000), 0);
+	assert_int_equal(devmemtcp_gpu_fence_new(g, stream, &fence), 0);
+	devmemtcp_gpu_free(g);
+	assert_int_equal(devmemtcp_gpu_fence_done(fence, false), 0);
+	assert_int_equal(devmemtcp_gpu_fence_done(fence, true), 1);
+}
+
+/* release_after through a real receiver: tokens it never handed out are
+ * refused and the fence is not leaked. */
+static void test_release_after_refuses_unknown_tokens(void **state)
+{
+	struct devmemtcp_frag f = { .addr = 0x1000, .len = 1, .token = 7 };
+	struct devmemtcp_rx *rx;
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(devmemtcp_rx_new(ctx, sv[0], NULL, &rx), 0);
+	assert_int_equal(devmemtcp_gpu_release_after(gpu, rx, &f, 1, stream),
+			 -EINVAL);
+	assert_non_null(strstr(devmemtcp_gpu_errmsg(gpu),
+			       "devmemtcp_rx_release_after"));
+	assert_int_equal(devmemtcp_gpu_release_after(gpu, NULL, &f, 1, stream),
+			 -EINVAL);
+	/* nothing outstanding: an empty release is fine */
+	assert_true(devmemtcp_gpu_release_after(gpu, rx, &f, 0, stream) >= 0);
+	assert_true(devmemtcp_rx_release_all(rx) >= 0);
+	devmemtcp_rx_free(rx);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_alloc_exports_dmabuf),
+		cmocka_unit_test(test_alloc_errors),
+		cmocka_unit_test(test_import_keeps_pointer_offset),
+		cmocka_unit_test(test_gather_one_dst),
+		cmocka_unit_test(test_gather_many_dsts),
+		cmocka_unit_test(test_gather_linear_holes),
+		cmocka_unit_test(test_gather_split_launches),
+		cmocka_unit_test(test_gather_disjoint_segments),
+		cmocka_unit_test(test_gather_errors),
+		cmocka_unit_test(test_view_of_received),
+		cmocka_unit_test(test_tokens_held_until_fence),
+		cmocka_unit_test(test_fence_done_polls),
+		cmocka_unit_test(test_fence_outlives_gpu),
+		cmocka_unit_test(test_release_after_refuses_unknown_tokens),
+	};
+	const char *seed = getenv("DEVMEMTCP_TEST_SEED");
+
+	if (seed)
+		rng = strtoull(seed, NULL, 0) | 1;
+	printf("seed %#llx\n", (unsigned long long)rng);
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
