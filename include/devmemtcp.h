@@ -593,6 +593,84 @@ int devmemtcp_tx_stats(const struct devmemtcp_tx *tx,
 
 /* @@GPU@@ - GPU gather and views (lib/gpu.c). */
 
+/*
+ * A GPU handle: the CUDA device's primary context, the gather kernels and
+ * pinned descriptor memory.  Streams are CUstream (or cudaStream_t) values
+ * passed as void *; NULL is the legacy default stream.  Device addresses
+ * are uint64_t (CUdeviceptr).  See devmemtcp_gpu_new(3).
+ */
+enum devmemtcp_gpu_flags {
+	/* Copy each launch's descriptors to device memory first
+	 * (cuMemcpyHtoDAsync) instead of letting the kernel read them from
+	 * pinned host memory. */
+	DEVMEMTCP_GPU_DESC_COPY = 1u << 0,
+};
+
+struct devmemtcp_gpu_opts {
+	size_t sz;
+	int cuda_device;	/* device ordinal */
+	uint32_t flags;		/* enum devmemtcp_gpu_flags */
+	/* Descriptors per kernel launch (0: 262144); a gather with more
+	 * pieces is split into several launches. */
+	uint32_t max_frags;
+	/* Launches whose descriptors may be in flight at once (0: 4); the
+	 * next gather waits for the oldest when all are busy. */
+	uint32_t slots;
+};
+
+/* A device address range: a gather destination or a no-copy view entry. */
+struct devmemtcp_gpu_iov {
+	uint64_t addr;
+	uint64_t len;
+};
+
+struct devmemtcp_gpu;
+struct devmemtcp_gpu_fence;
+
+int devmemtcp_gpu_new(struct devmemtcp_ctx *ctx,
+		      const struct devmemtcp_gpu_opts *opts,
+		      struct devmemtcp_gpu **gpu);
+/* Waits for the handle's launches; fences still pending keep what they
+ * need alive until they complete. */
+void devmemtcp_gpu_free(struct devmemtcp_gpu *gpu);
+const char *devmemtcp_gpu_errmsg(const struct devmemtcp_gpu *gpu);
+
+/*
+ * Queue on stream a copy of the bytes of n fragments, in order, into the
+ * destinations, filling each before the next.  Linear fragments leave a
+ * hole of their length (copy them yourself); every other fragment needs
+ * its device address.  Returns 0, or a negative errno with nothing queued
+ * (-ENOSPC: the destinations hold fewer bytes than the fragments).
+ */
+int devmemtcp_gpu_gather(struct devmemtcp_gpu *gpu,
+			 const struct devmemtcp_frag *frags, size_t n,
+			 const struct devmemtcp_gpu_iov *dsts, size_t ndst,
+			 void *stream);
+
+/*
+ * No-copy view: the device ranges holding the fragments' bytes, in order,
+ * with fragments adjacent in device memory merged; linear fragments are
+ * not part of it.  Fills up to max entries; returns the number needed
+ * (which may exceed max).  gpu may be NULL (no message is kept then).
+ */
+int devmemtcp_gpu_view(struct devmemtcp_gpu *gpu,
+		       const struct devmemtcp_frag *frags, size_t n,
+		       struct devmemtcp_gpu_iov *iov, size_t max);
+
+/* A fence completes when the work queued on stream so far has finished. */
+int devmemtcp_gpu_fence_new(struct devmemtcp_gpu *gpu, void *stream,
+			    struct devmemtcp_gpu_fence **fence);
+/* A devmemtcp_done_fn: 1 once the fence completed (and it is freed), 0 if
+ * not yet (wait: block until it completes), or a negative errno. */
+int devmemtcp_gpu_fence_done(void *fence, bool wait);
+
+/* Release the fragments' tokens through rx once the work queued on stream
+ * so far (the gather that read them, a consumer kernel) has finished. */
+int devmemtcp_gpu_release_after(struct devmemtcp_gpu *gpu,
+				struct devmemtcp_rx *rx,
+				const struct devmemtcp_frag *frags, size_t n,
+				void *stream);
+
 #ifdef __cplusplus
 }
 #endif
