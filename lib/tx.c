@@ -106,7 +106,7 @@ DEVMEMTCP_EXPORT int devmemtcp_bind_tx(struct devmemtcp_ctx *ctx, int ifindex,
 {
 	struct utsname u;
 	char name[IF_NAMESIZE];
-	int ret;
+	int ret, level;
 
 	if (!ctx)
 		return -EINVAL;
@@ -116,13 +116,20 @@ DEVMEMTCP_EXPORT int devmemtcp_bind_tx(struct devmemtcp_ctx *ctx, int ifindex,
 	if (DMT_OPT(opts, devmemtcp_bind_opts, rx_page_size, 0))
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "devmemtcp_bind_tx: rx_page_size is an RX setting: leave it 0 for bind-tx");
+	/* log once, after telling an old kernel from an unable driver */
+	level = ctx->log_level;
+	ctx->log_level = DEVMEMTCP_LOG_NONE;
 	ret = dmt_bind(ctx, true, ifindex, NULL, 0, buf, opts, binding);
-	if (ret != -EOPNOTSUPP && ret != -EINVAL)
-		return ret;
+	ctx->log_level = level;
+	if (!ret)
+		return 0;
 	/* An unknown genl command is EOPNOTSUPP without text, like a driver
 	 * without netmem TX on some kernels: ask the op list which it is. */
-	if (kernel_has_bind_tx(ctx) != 0)
+	if ((ret != -EOPNOTSUPP && ret != -EINVAL) ||
+	    kernel_has_bind_tx(ctx) != 0) {
+		dmt_log(ctx, DEVMEMTCP_LOG_ERR, "%s", ctx->err.msg);
 		return ret;
+	}
 	if (uname(&u))
 		snprintf(u.release, sizeof(u.release), "?");
 	if (!if_indextoname((unsigned int)ifindex, name))
@@ -946,11 +953,11 @@ int dmt_tx_explain_enodev(struct devmemtcp_tx *tx)
 	if (!getsockopt(tx->fd, SOL_SOCKET, SO_BINDTODEVICE, dev, &len) &&
 	    len > 0 && dev[0]) {
 		dev[sizeof(dev) - 1] = '\0';
-		snprintf(how, sizeof(how), "is bound (SO_BINDTODEVICE) to");
+		snprintf(how, sizeof(how), "socket is bound (SO_BINDTODEVICE) to");
 	} else {
 		oif = route_oif(tx->fd);
 		if (oif > 0 && if_indextoname((unsigned int)oif, dev))
-			snprintf(how, sizeof(how), "route leaves through");
+			snprintf(how, sizeof(how), "socket's route leaves through");
 		else
 			dev[0] = '\0';
 	}
@@ -960,10 +967,10 @@ int dmt_tx_explain_enodev(struct devmemtcp_tx *tx)
 			       tx->fd, bound, tx->binding_id, bound, bound);
 	if (!strcmp(dev, bound))
 		return dmt_err(tx->ctx, &tx->err, -ENODEV,
-			       "sendmsg on fd %d failed with ENODEV: the socket's %s %s, the device the dma-buf is bound to (binding %u), yet the kernel refused it: the binding's device went away or was re-created; bind again",
+			       "sendmsg on fd %d failed with ENODEV: the %s %s, the device the dma-buf is bound to (binding %u), yet the kernel refused it: the binding's device went away or was re-created; bind again",
 			       tx->fd, how, dev, tx->binding_id);
 	return dmt_err(tx->ctx, &tx->err, -ENODEV,
-		       "sendmsg on fd %d failed with ENODEV: the socket's %s %s but the dma-buf is bound to %s (binding %u): SO_BINDTODEVICE the socket to %s / fix the route to the peer so it leaves through %s",
+		       "sendmsg on fd %d failed with ENODEV: the %s %s but the dma-buf is bound to %s (binding %u): SO_BINDTODEVICE the socket to %s / fix the route to the peer so it leaves through %s",
 		       tx->fd, how, dev, bound, tx->binding_id, bound, bound);
 }
 
