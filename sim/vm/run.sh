@@ -294,7 +294,7 @@ fi
 qemu=(qemu-system-x86_64 -nic none -nographic -serial stdio -monitor none -no-reboot
 	"${qaccel[@]}" -m "$mem" -smp "$smp"
 	-kernel "$kdir/vmlinuz" -initrd "$work/initrd"
-	-append "console=ttyS0 panic=-1 oops=panic quiet rdinit=/init udmabuf.size_limit_mb=$udmabuf_mb $append")
+	-append "console=ttyS0 panic=-1 oops=panic quiet mitigations=off rdinit=/init udmabuf.size_limit_mb=$udmabuf_mb $append")
 # qboot: a minimal firmware that boots -kernel faster and quieter than SeaBIOS
 qboot=/usr/share/qemu/qboot.rom
 [ -r "$qboot" ] && [ "${DEVMEMTCP_VM_SEABIOS:-0}" != 1 ] && qemu+=(-bios "$qboot")
