@@ -10,13 +10,14 @@
  * devmemtcp_gpu_gather(), and the fragments' tokens go back to the kernel
  * only once the gather has finished (devmemtcp_gpu_release_after()).
  *
- *   receiver: dataloader -l PORT -i IFNAME -q QUEUE [--cpu]
+ *   receiver: dataloader -l PORT -i IFNAME [-q QUEUE] [--cpu]
  *   sender:   dataloader -s HOST -p PORT [-n SAMPLES]
  *   no NIC:   dataloader --synthetic [--cpu] [-n SAMPLES]
  *
- * The receiver expects the NIC to be prepared already (header split on,
- * the flow steered to QUEUE: see devmemtcp(1)); the control connection
- * uses PORT + 1.  --cpu uses a udmabuf and CPU copies instead of a GPU
+ * The receiver prepares the NIC with devmemtcp_nic_open() (header split,
+ * the data port's flow steered to QUEUE, default the last RX queue, the
+ * buffer bound there) and undoes it at the end; the control connection
+ * uses PORT + 1 and goes wherever RSS puts it.  --cpu uses a udmabuf and CPU copies instead of a GPU
  * (for machines without one, e.g. the simulated NIC in a VM).
  * --synthetic plays the NIC itself: it writes the payload into free pages
  * of the buffer and hands out fragments as a receive would.  Every sample
@@ -335,12 +336,12 @@ static int synthetic(struct loader *L, uint32_t nsamples)
 
 /* ---- network ------------------------------------------------------------- */
 
-static int tcp_listen_accept(int port)
+static int tcp_listen(int port)
 {
 	struct sockaddr_in6 a = { .sin6_family = AF_INET6,
 				  .sin6_port = htons((uint16_t)port),
 				  .sin6_addr = IN6ADDR_ANY_INIT };
-	int one = 1, s = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0), c;
+	int one = 1, s = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	if (s < 0)
 		return -1;
@@ -349,7 +350,13 @@ static int tcp_listen_accept(int port)
 		close(s);
 		return -1;
 	}
-	c = accept4(s, NULL, NULL, SOCK_CLOEXEC);
+	return s;
+}
+
+static int tcp_accept(int s)
+{
+	int c = accept4(s, NULL, NULL, SOCK_CLOEXEC);
+
 	close(s);
 	return c;
 }
@@ -415,28 +422,53 @@ static int send_samples(const char *host, int port, uint32_t nsamples)
 	return 0;
 }
 
+/*
+ * Prepare the NIC (header split, the data port's flow steered to one
+ * queue, the buffer bound to it; all undone at the end), then receive.
+ */
 static int receive(struct loader *L, struct devmemtcp_ctx *ctx, int port,
-		   const char *ifname, uint32_t queue)
+		   const char *ifname, int queue)
 {
 	static uint8_t linear[64 << 10];
 	struct devmemtcp_frag f[MAX_FRAGS];
 	struct devmemtcp_binding *binding;
-	struct devmemtcp_rx *rx;
-	int data, ret;
+	struct devmemtcp_flow flow;
+	struct devmemtcp_nic *nic;
+	struct devmemtcp_rx *rx = NULL;
+	uint32_t q = (uint32_t)queue;
+	int lctrl, ldata, data = -1, ret;
+	char rule[64];
 
-	ret = devmemtcp_bind_rx(ctx, (int)if_nametoindex(ifname), &queue, 1,
-				L->buf, NULL, &binding);
+	snprintf(rule, sizeof(rule), "tcp4 dst-port %d", port);
+	devmemtcp_flow_parse(rule, &flow);
+	{
+		DEVMEMTCP_OPTS(nic_opts, no, .queues = queue >= 0 ? &q : NULL,
+			       .nqueues = 1, .flows = &flow, .nflows = 1,
+			       .buf = L->buf);
+
+		ret = devmemtcp_nic_open(ctx, ifname, &no, &nic);
+	}
 	if (ret) {
-		fprintf(stderr, "bind: %s\n", devmemtcp_ctx_errmsg(ctx));
+		fprintf(stderr, "NIC setup: %s\n", devmemtcp_ctx_errmsg(ctx));
 		return ret;
 	}
-	printf("bound %s queue %u (binding %u); waiting on ports %d and %d\n",
-	       ifname, queue, devmemtcp_binding_id(binding), port, port + 1);
-	L->ctrl = tcp_listen_accept(port + 1);
-	data = tcp_listen_accept(port);
+	binding = devmemtcp_nic_binding(nic);
+	lctrl = tcp_listen(port + 1);
+	ldata = tcp_listen(port);
+	if (lctrl < 0 || ldata < 0) {
+		perror("listen");
+		ret = -1;
+		goto out;
+	}
+	printf("%s: binding %u; samples on port %d, sizes on port %d\n",
+	       ifname, devmemtcp_binding_id(binding), port, port + 1);
+	fflush(stdout);
+	L->ctrl = tcp_accept(lctrl);
+	data = tcp_accept(ldata);
 	if (L->ctrl < 0 || data < 0) {
 		perror("accept");
-		return -1;
+		ret = -1;
+		goto out;
 	}
 	ret = devmemtcp_rx_new(ctx, data, NULL, &rx);
 	if (!ret)
@@ -461,17 +493,29 @@ static int receive(struct loader *L, struct devmemtcp_ctx *ctx, int port,
 			     : devmemtcp_gpu_release_after(L->gpu, rx, f,
 							   (size_t)n, L->stream);
 	}
+	if (rx) {
+		struct devmemtcp_rx_stats st = { .sz = sizeof(st) };
+
+		devmemtcp_rx_stats(rx, &st);
+		printf("%llu fragments in device memory, %llu linear bytes, %llu steering misses\n",
+		       (unsigned long long)st.frags,
+		       (unsigned long long)st.linear_bytes,
+		       (unsigned long long)st.steering_misses);
+	}
 	devmemtcp_rx_free(rx);
-	close(data);
-	close(L->ctrl);
-	devmemtcp_binding_close(binding);
+out:
+	if (data >= 0)
+		close(data);
+	if (L->ctrl >= 0)
+		close(L->ctrl);
+	devmemtcp_nic_close(nic);
 	return ret;
 }
 
 static void usage(const char *me)
 {
 	fprintf(stderr,
-		"usage: %s -l PORT -i IFNAME -q QUEUE [--cpu]   receive\n"
+		"usage: %s -l PORT -i IFNAME [-q QUEUE] [--cpu] receive\n"
 		"       %s -s HOST -p PORT [-n SAMPLES]          send\n"
 		"       %s --synthetic [--cpu] [-n SAMPLES]     no NIC\n",
 		me, me, me);
@@ -486,8 +530,8 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	const char *host = NULL, *ifname = NULL;
-	int opt, port = 0, listen_port = 0, ret;
-	uint32_t queue = 0, nsamples = 200;
+	int opt, port = 0, listen_port = 0, queue = -1, ret;
+	uint32_t nsamples = 200;
 	bool synth = false;
 	struct loader L = { .ctrl = -1 };
 	struct devmemtcp_ctx *ctx;
@@ -496,7 +540,7 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'l': listen_port = atoi(optarg); break;
 		case 'i': ifname = optarg; break;
-		case 'q': queue = (uint32_t)atoi(optarg); break;
+		case 'q': queue = atoi(optarg); break;
 		case 's': host = optarg; break;
 		case 'p': port = atoi(optarg); break;
 		case 'n': nsamples = (uint32_t)atoi(optarg); break;
@@ -555,6 +599,8 @@ int main(int argc, char **argv)
 
 	ret = synth ? synthetic(&L, nsamples)
 		    : receive(&L, ctx, listen_port, ifname, queue);
+	if (!synth && !ret && L.size)
+		ret = -1;	/* the stream ended inside a sample */
 	printf("%s%s: %llu samples, %llu bytes, %llu bad\n",
 	       synth ? "synthetic" : "received", L.cpu ? " (CPU copies)" : " (GPU gather)",
 	       (unsigned long long)L.done, (unsigned long long)L.bytes,

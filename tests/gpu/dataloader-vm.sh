@@ -1,0 +1,44 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+# The data-loader example end to end over the simulated NIC, with a udmabuf
+# and CPU copies in place of the GPU.  Runs inside the vm runner's guest:
+#   sim/vm/run.sh --kernel newest --builddir B --payload B/examples/dataloader \
+#     --payload tests/gpu/dataloader-vm.sh -- "sh $PWD/tests/gpu/dataloader-vm.sh B/examples/dataloader"
+# Sender in namespace dmtA (dsim0, 10.77.0.1), receiver in dmtB (dsim1).
+set -eu
+ex=$1
+n=${2:-40}
+port=5301
+log=/tmp/dataloader-rx.log
+
+if [ ! -e /var/run/netns/dmtB ]; then
+	mkdir -p /var/run/netns
+	ip netns add dmtA
+	ip netns add dmtB
+	ip link set dsim0 netns dmtA
+	ip link set dsim1 netns dmtB
+	ip -n dmtA link set lo up
+	ip -n dmtB link set lo up
+	ip -n dmtA addr add 10.77.0.1/24 dev dsim0
+	ip -n dmtB addr add 10.77.0.2/24 dev dsim1
+	ip -n dmtA link set dsim0 up
+	ip -n dmtB link set dsim1 up
+fi
+
+ip netns exec dmtB "$ex" -l $port -i dsim1 --cpu >$log 2>&1 &
+rx=$!
+i=0
+until grep -q binding $log 2>/dev/null; do
+	i=$((i + 1))
+	if [ $i -gt 100 ] || ! kill -0 $rx 2>/dev/null; then
+		cat $log
+		exit 1
+	fi
+	sleep 0.1
+done
+ip netns exec dmtA "$ex" -s 10.77.0.2 -p $port -n "$n"
+rc=0
+wait $rx || rc=$?
+cat $log
+grep -q "received (CPU copies): $n samples, .* 0 bad" $log || rc=1
+exit $rc
