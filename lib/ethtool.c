@@ -1080,6 +1080,19 @@ void dmt_eth_fini(struct dmt_eth *e)
 	e->ioctl_fd = -1;
 }
 
+int dmt_eth_is_up(struct dmt_eth *e)
+{
+	struct ifreq ifr;
+
+	if (e->ioctl_fd < 0)
+		return 1;	/* the unit tests' NIC */
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, e->ifname, sizeof(ifr.ifr_name) - 1);
+	if (ioctl(e->ioctl_fd, SIOCGIFFLAGS, &ifr) < 0)
+		return -errno;
+	return !!(ifr.ifr_flags & IFF_UP);
+}
+
 int dmt_sysfs_queues(const char *ifname, uint32_t *rx, uint32_t *tx)
 {
 	char path[64 + IF_NAMESIZE];

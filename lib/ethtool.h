@@ -132,6 +132,9 @@ int dmt_eth_rx_rings(struct dmt_eth *e, uint32_t *n);
 int dmt_eth_rule_count(struct dmt_eth *e, uint32_t *count, uint32_t *table_size,
 		       bool *special_locs);
 
+/* 1 when the interface is up, 0 when down, or a negative errno. */
+int dmt_eth_is_up(struct dmt_eth *e);
+
 /* RX/TX queue counts from /sys/class/net/IFNAME/queues (devices without
  * ethtool channels, e.g. lo). */
 int dmt_sysfs_queues(const char *ifname, uint32_t *rx, uint32_t *tx);

@@ -310,9 +310,24 @@ static int path_of(char *buf, size_t len, const char *dir, const char *ifname,
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+/* mkdir -p: /run/devmemtcp, or a test's nested directory. */
 static int make_dir(const char *dir)
 {
-	if (mkdir(dir, 0755) == 0 || errno == EEXIST)
+	char path[PATH_MAX];
+	size_t len = strlen(dir);
+
+	if (len >= sizeof(path))
+		return -ENAMETOOLONG;
+	memcpy(path, dir, len + 1);
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(path, 0755) == 0 || errno == EEXIST)
 		return 0;
 	return -errno;
 }

@@ -933,6 +933,10 @@ static int apply(struct devmemtcp_nic *nic, const struct devmemtcp_nic_opts *opt
 			DMT_OPT(opts, devmemtcp_nic_opts, bind_opts, NULL);
 
 		doing(nic, "bind-rx");
+		if (dmt_eth_is_up(e) == 0)
+			return dmt_err(&quiet_ctx, &nic->eerr, -ENETDOWN,
+				       "%s is down, so its queues cannot take a binding: bring it up first (ip link set %s up)",
+				       e->ifname, e->ifname);
 		err = step_begin(nic);
 		if (err < 0)
 			return err;

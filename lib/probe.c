@@ -371,6 +371,13 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_probe(struct devmemtcp_ctx *ctx,
 			ifname, p.rx_queues, p.rx_queues == 1 ? "" : "s");
 	}
 
+	if (dmt_eth_is_up(&e) == 0) {
+		snprintf(fix, sizeof(fix), "ip link set %s up", ifname);
+		problem(&p, fix,
+			"%s is down: its queues cannot take a binding and queue-get lists none",
+			ifname);
+	}
+
 	/* header split */
 	err = e.ops->rings_get(&e, &r);
 	if (err == 0 && r.has_tds) {

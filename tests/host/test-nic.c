@@ -164,6 +164,22 @@ static void test_probe_lo(void **state)
 	assert_non_null(find_problem(&p, "lo (driver unknown) does not support header split (tcp-data-split)"));
 }
 
+static void test_probe_down(void **state)
+{
+	struct devmemtcp_probe p = { .sz = sizeof(p) };
+	const struct devmemtcp_probe_problem *pr;
+
+	assert_int_equal(system("ip link add vc numrxqueues 2 type veth peer name vd"), 0);
+	assert_true(devmemtcp_nic_probe(ctx, "vc", NULL, &p) >= 1);
+	pr = find_problem(&p, "vc is down: its queues cannot take a binding and queue-get lists none");
+	assert_non_null(pr);
+	assert_string_equal(pr->fix, "ip link set vc up");
+	assert_int_equal(system("ip link set vc up && ip link set vd up"), 0);
+	assert_true(devmemtcp_nic_probe(ctx, "vc", NULL, &p) >= 1);
+	assert_null(find_problem(&p, "vc is down: its queues cannot take a binding and queue-get lists none"));
+	assert_int_equal(system("ip link del vc"), 0);
+}
+
 static void test_probe_errors(void **state)
 {
 	struct devmemtcp_probe p = { .sz = sizeof(p) };
@@ -374,6 +390,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_probe_veth),
 		cmocka_unit_test(test_probe_lo),
+		cmocka_unit_test(test_probe_down),
 		cmocka_unit_test(test_probe_errors),
 		cmocka_unit_test(test_open_veth_unsupported),
 		cmocka_unit_test(test_open_bad_input),
