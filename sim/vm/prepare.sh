@@ -49,11 +49,20 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$VM_SUITE $VM_CHROOT_PKGS" ]; then
 		mirror=$(vm_host_mirror)
 		vm_log "debootstrap $VM_SUITE (mirror: ${mirror:-debootstrap default})"
 		tmp=$VM_ROOT.tmp
-		for m in proc dev; do mountpoint -q "$tmp/$m" 2>/dev/null && umount "$tmp/$m"; done
-		rm -rf "$tmp"
-		debootstrap --variant=minbase --include="$VM_CHROOT_PKGS" \
-			"$VM_SUITE" "$tmp" ${mirror:+"$mirror"} >"$VM_CACHE/debootstrap.log" 2>&1 ||
-			{ tail -n 30 "$VM_CACHE/debootstrap.log" >&2; vm_die "debootstrap failed (log: $VM_CACHE/debootstrap.log)"; }
+		ok=0
+		for try in 1 2 3; do
+			# a failed debootstrap can leave proc/sys mounted in the target
+			awk -v t="$tmp/" 'index($2, t) == 1 { print $2 }' /proc/mounts | sort -r |
+				while read -r m; do umount -l "$m"; done
+			rm -rf "$tmp"
+			if debootstrap --variant=minbase --include="$VM_CHROOT_PKGS" \
+				"$VM_SUITE" "$tmp" ${mirror:+"$mirror"} >"$VM_CACHE/debootstrap.log" 2>&1; then
+				ok=1; break
+			fi
+			vm_log "debootstrap attempt $try failed"
+			sleep $((try * 5))
+		done
+		[ $ok = 1 ] || { tail -n 30 "$VM_CACHE/debootstrap.log" >&2; vm_die "debootstrap failed (log: $VM_CACHE/debootstrap.log)"; }
 		touch "$tmp/.devmemtcp-base"
 		rm -rf "$VM_ROOT"
 		mv "$tmp" "$VM_ROOT"
@@ -81,6 +90,7 @@ fetch_linux_closure() { # pkg dest kv
 		[ -n "${seen[$p]:-}" ] && continue
 		seen[$p]=1
 		vm_chroot sh -c "cd /var/tmp/kimg && apt-get download -o APT::Sandbox::User=root -qq '$p' >/dev/null" ||
+			{ sleep 5; vm_chroot sh -c "cd /var/tmp/kimg && apt-get download -o APT::Sandbox::User=root -qq '$p' >/dev/null"; } ||
 			vm_die "apt-get download $p failed"
 		deb=$(ls "$VM_ROOT/var/tmp/kimg/${p}_"*.deb | head -n1)
 		vm_chroot dpkg -x "/var/tmp/kimg/${deb##*/}" "$dest"

@@ -105,7 +105,7 @@ copy_with_deps() { # root path
 			copy_file "$1" "$f"
 			copy_elf_deps "$1" "$f"
 		done < <(find "$2" \( -name '*.p' -o -name meson-logs -o -name meson-private \) -prune -o \
-			-type f ! -name '*.o' ! -name '*.a' -print0)
+			\( -type f -o -type l \) ! -name '*.o' ! -name '*.a' -print0)
 	else
 		copy_file "$1" "$2"
 		copy_elf_deps "$1" "$2"
