@@ -72,9 +72,13 @@ kdir=$VM_KERNELS/$rel
 [ -d "$builddir" ] && builddir=$(cd "$builddir" && pwd)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/devmemtcp-vm.XXXXXX")
-qpid=""
 cleanup() {
-	[ -n "$qpid" ] && kill -9 "$qpid" 2>/dev/null || true
+	# interrupted (meson timeout, ^C): stop QEMU through its timeout(1)
+	if [ -s "$work/qpid" ]; then
+		kill -TERM "$(cat "$work/qpid")" 2>/dev/null && sleep 1
+		kill -KILL "$(cat "$work/qpid")" 2>/dev/null
+	fi
+	true
 	if [ $keep = 1 ]; then vm_log "work directory kept: $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
@@ -307,8 +311,14 @@ log=$work/console.log
 vm_log "booting $rel ($kernel, $accel): $command_line"
 t0=$(date +%s%N)
 set +e
-timeout -k 5 "$timeout" "${qemu[@]}" </dev/null 2>&1 | tee "$log" | sed -u 's/\r$//'
-qrc=${PIPESTATUS[0]}
+{
+	timeout -k 5 "$timeout" "${qemu[@]}" </dev/null 2>&1 &
+	echo $! >"$work/qpid"
+	wait $!
+	echo $? >"$work/qrc"
+} | tee "$log" | sed -u 's/\r$//'
+rm -f "$work/qpid"
+qrc=$(cat "$work/qrc" 2>/dev/null || echo 1)
 set -e
 secs=$(( ($(date +%s%N) - t0) / 1000000 ))
 [ -n "${DEVMEMTCP_VM_LOG:-}" ] && cp "$log" "$DEVMEMTCP_VM_LOG"
