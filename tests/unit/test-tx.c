@@ -60,6 +60,7 @@ static struct fake {
 	size_t errq_head, errq_len;
 	uint32_t zc_seq;	/* what the fake kernel numbers the next send */
 	int polls;
+	bool poll_times_out;	/* the kernel completes nothing */
 } fk;
 
 static ssize_t fake_sendmsg(int fd, const struct msghdr *msg, int flags)
@@ -142,6 +143,10 @@ static ssize_t fake_recvmsg(int fd, struct msghdr *msg, int flags)
 static int fake_poll(struct pollfd *p, nfds_t n, int timeout)
 {
 	fk.polls++;
+	if (fk.poll_times_out) {
+		usleep(timeout > 0 ? (useconds_t)timeout * 1000 : 0);
+		return 0;
+	}
 	if (fk.errq_head == fk.errq_len && fk.zc_seq)
 		queue_notif(AF_INET, 0, fk.zc_seq - 1, false);
 	p[0].revents = POLLERR;
@@ -705,6 +710,27 @@ static void test_reap_wait_callback(void **state)
 	assert_int_equal(st.bytes_in_flight, 0);
 }
 
+static void test_wait_timeout(void **state)
+{
+	const struct devmemtcp_tx_piece p[] = { { 0, 4096 } };
+
+	fake_init(NULL, 1 << 20);
+	fk.poll_times_out = true;
+	assert_int_equal(devmemtcp_tx_send(&tx, p, 1, 0), 4096);
+	/* 0 ms: a non-blocking check */
+	assert_int_equal(devmemtcp_tx_wait(&tx, 0), -ETIMEDOUT);
+	assert_int_equal(fk.polls, 0);
+	assert_non_null(strstr(devmemtcp_tx_errmsg(&tx),
+			       "no completion within 0 ms (1 sends, 4096 bytes in flight)"));
+	assert_int_equal(devmemtcp_tx_wait(&tx, 30), -ETIMEDOUT);
+	assert_true(fk.polls >= 1);
+	/* the completion arrives late: still reported, once */
+	fk.poll_times_out = false;
+	assert_int_equal(devmemtcp_tx_wait(&tx, 30), 1);
+	assert_int_equal(devmemtcp_tx_wait(&tx, 30), 0);
+	assert_int_equal(tx.track.ranges_done, 1);
+}
+
 /* ---- the genl op list ------------------------------------------------------ */
 
 static void test_genl_has_op(void **state)
@@ -887,6 +913,7 @@ int main(void)
 		cmocka_unit_test(test_track_wrap),
 		cmocka_unit_test(test_track_stress),
 		cmocka_unit_test_teardown(test_reap_wait_callback, fake_teardown),
+		cmocka_unit_test_teardown(test_wait_timeout, fake_teardown),
 		cmocka_unit_test(test_genl_has_op),
 		cmocka_unit_test(test_public_args),
 	};

@@ -156,13 +156,16 @@ static void setup_ns(struct targs *a)
 	if (if_nametoindex(a->tx_if) == 0 || if_nametoindex(a->rx_if) == 0)
 		skip("no %s / %s here: load devmemsim first", a->tx_if,
 		     a->rx_if);
+	bool v6 = strchr(a->tx_addr, ':');
+	const char *plen = v6 ? "64" : "24", *nodad = v6 ? " nodad" : "";
+
 	if (run("ip netns add dmt-tx && ip netns add dmt-rx && "
 		"ip link set %s netns dmt-tx && ip link set %s netns dmt-rx && "
-		"ip -n dmt-tx addr add %s/24 dev %s && ip -n dmt-rx addr add %s/24 dev %s && "
+		"ip -n dmt-tx addr add %s/%s dev %s%s && ip -n dmt-rx addr add %s/%s dev %s%s && "
 		"ip -n dmt-tx link set lo up && ip -n dmt-rx link set lo up && "
 		"ip -n dmt-tx link set %s up && ip -n dmt-rx link set %s up",
-		a->tx_if, a->rx_if, a->tx_addr, a->tx_if, a->rx_addr, a->rx_if,
-		a->tx_if, a->rx_if))
+		a->tx_if, a->rx_if, a->tx_addr, plen, a->tx_if, nodad,
+		a->rx_addr, plen, a->rx_if, nodad, a->tx_if, a->rx_if))
 		fail("--setup: could not build the namespaces with ip(8)");
 	a->tx_ns = "dmt-tx";
 	a->rx_ns = "dmt-rx";
@@ -738,9 +741,10 @@ static struct devmemtcp_tx *sender_open(struct sender *s,
 					struct devmemtcp_ctx *ctx, int fd,
 					struct devmemtcp_binding *b,
 					uint64_t slot_size, size_t nslots,
-					size_t max_pieces)
+					size_t max_pieces, uint64_t call_bytes)
 {
-	DEVMEMTCP_OPTS(tx_opts, o, .done_fn = on_done, .done_user = s);
+	DEVMEMTCP_OPTS(tx_opts, o, .done_fn = on_done, .done_user = s,
+		       .max_call_bytes = call_bytes);
 	int r;
 
 	memset(s, 0, sizeof(*s));

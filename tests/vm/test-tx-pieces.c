@@ -46,7 +46,7 @@ int main(int argc, char **argv)
 		rp = start_receiver(&a, &spec, 1);
 	}
 	fd = connect_to(a.rx_addr, a.port, a.tx_if);
-	sender_open(&s, ctx, fd, b, SLOT, NSLOTS, MAX_PIECES);
+	sender_open(&s, ctx, fd, b, SLOT, NSLOTS, MAX_PIECES, 0);
 	for (size_t k = 0, round = 0; pos < a.bytes; k = (k + 1) % NSLOTS, round++) {
 		struct slot *sl = &s.slots[k];
 		uint64_t base = (uint64_t)k * SLOT, cur = base + rnd() % 61;
