@@ -327,6 +327,10 @@ static int done_reserve(struct dmt_tx_track *t, size_t more)
 	struct devmemtcp_tx_done *d;
 	size_t cap;
 
+	if (t->fail_alloc) {
+		t->fail_alloc = false;
+		return -ENOMEM;
+	}
 	if (t->done_head && t->done_head + t->done_len + more > t->done_cap) {
 		memmove(t->done, t->done + t->done_head,
 			t->done_len * sizeof(*t->done));
@@ -392,8 +396,8 @@ int dmt_tx_track_complete(struct dmt_tx_track *t, uint32_t lo, uint32_t hi,
 	uint32_t flags = copied ? DEVMEMTCP_TX_DONE_COPIED : 0;
 	int emitted = 0;
 
-	t->notifications++;
 	if (!window(t, lo, hi, &start, &end)) {
+		t->notifications++;
 		t->unknown_completions += total;
 		return 0;
 	}
@@ -406,6 +410,7 @@ int dmt_tx_track_complete(struct dmt_tx_track *t, uint32_t lo, uint32_t hi,
 	}
 	if (done_reserve(t, need))
 		return -ENOMEM;
+	t->notifications++;
 	for (size_t i = start; i <= end; i++) {
 		struct dmt_tx_rec *r =
 			&t->recs[(t->rec_head + i) & (t->rec_cap - 1)];
@@ -653,6 +658,16 @@ int dmt_tx_drain(struct devmemtcp_tx *tx)
 	struct dmt_tx_notif nt;
 	int total = 0, ret;
 
+	if (tx->held) {
+		ret = dmt_tx_track_complete(&tx->track, tx->held_notif.lo,
+					    tx->held_notif.hi,
+					    tx->held_notif.copied);
+		if (ret < 0)
+			return dmt_err(tx->ctx, &tx->err, ret,
+				       "out of memory queueing completed ranges (the completion is kept; call again)");
+		tx->held = false;
+		total += ret;
+	}
 	for (;;) {
 		struct msghdr msg = { 0 };
 		ssize_t r;
@@ -681,9 +696,13 @@ int dmt_tx_drain(struct devmemtcp_tx *tx)
 			tx->track.errored_notifications++;
 		ret = dmt_tx_track_complete(&tx->track, nt.lo, nt.hi,
 					    nt.copied);
-		if (ret < 0)
+		if (ret < 0) {
+			/* the kernel will not send it again: keep it */
+			tx->held = true;
+			tx->held_notif = nt;
 			return dmt_err(tx->ctx, &tx->err, ret,
-				       "out of memory queueing completed ranges");
+				       "out of memory queueing completed ranges (the completion is kept; call again)");
+		}
 		if (nt.copied && !tx->warned_copied) {
 			tx->warned_copied = true;
 			dmt_log(tx->ctx, DEVMEMTCP_LOG_WARN,

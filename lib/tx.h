@@ -98,6 +98,7 @@ struct dmt_tx_track {
 	uint64_t ranges_done;
 	uint64_t bytes_done;
 	uint64_t errored_notifications;	/* ee_errno != 0 */
+	bool fail_alloc;	/* unit tests: the next done-queue growth fails */
 };
 
 void dmt_tx_track_init(struct dmt_tx_track *t, uint32_t first_seq,
@@ -168,7 +169,11 @@ struct devmemtcp_tx {
 	struct dmt_tx_track track;
 	struct devmemtcp_tx_stats st;
 	bool in_callback;
-	bool warned_copied;	/* delivering to done_fn: no nested delivery */
+	bool warned_copied;
+	/* a completion read from the kernel that could not be queued (out of
+	 * memory): retried first by the next drain, never dropped */
+	bool held;
+	struct dmt_tx_notif held_notif;	/* delivering to done_fn: no nested delivery */
 	/* the system calls, replaced by the unit tests */
 	ssize_t (*sys_sendmsg)(int fd, const struct msghdr *msg, int flags);
 	ssize_t (*sys_recvmsg)(int fd, struct msghdr *msg, int flags);

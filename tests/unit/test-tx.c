@@ -731,6 +731,33 @@ static void test_wait_timeout(void **state)
 	assert_int_equal(tx.track.ranges_done, 1);
 }
 
+/* Out of memory while queueing a completion: the kernel will not repeat
+ * it, so the handle keeps it and a later call delivers it. */
+static void test_completion_kept_on_enomem(void **state)
+{
+	const struct devmemtcp_tx_piece p[] = { { 0, 4096 }, { 8192, 4096 } };
+	struct devmemtcp_tx_done d[4];
+	DEVMEMTCP_OPTS(tx_opts, o, .max_call_bytes = 4096);
+
+	fake_init(&o, 1 << 20);
+	assert_int_equal(devmemtcp_tx_send(&tx, p, 2, 0), 8192);
+	queue_notif(AF_INET, 0, 1, false);
+	tx.track.fail_alloc = true;
+	assert_int_equal(devmemtcp_tx_reap(&tx, d, 4), -ENOMEM);
+	assert_int_equal(fk.errq_head, 1);	/* read from the kernel */
+	assert_int_equal(tx.track.in_flight, 2);
+	assert_int_equal(tx.track.notifications, 0);
+	assert_non_null(strstr(devmemtcp_tx_errmsg(&tx), "kept"));
+	assert_int_equal(devmemtcp_tx_reap(&tx, d, 4), 2);
+	assert_int_equal(d[0].offset, 0);
+	assert_int_equal(d[0].len, 4096);
+	assert_int_equal(d[1].offset, 8192);
+	assert_int_equal(d[1].seq, 1);
+	assert_int_equal(devmemtcp_tx_reap(&tx, d, 4), 0);
+	assert_int_equal(tx.track.in_flight, 0);
+	assert_int_equal(tx.track.notifications, 1);
+}
+
 /* ---- the genl op list ------------------------------------------------------ */
 
 static void test_genl_has_op(void **state)
@@ -914,6 +941,8 @@ int main(void)
 		cmocka_unit_test(test_track_stress),
 		cmocka_unit_test_teardown(test_reap_wait_callback, fake_teardown),
 		cmocka_unit_test_teardown(test_wait_timeout, fake_teardown),
+		cmocka_unit_test_teardown(test_completion_kept_on_enomem,
+					  fake_teardown),
 		cmocka_unit_test(test_genl_has_op),
 		cmocka_unit_test(test_public_args),
 	};
