@@ -1056,7 +1056,8 @@ static int wait_nobufs(struct devmemtcp_tx *tx)
 		return dmt_err(tx->ctx, &tx->err, -ENOBUFS,
 			       "sendmsg(MSG_ZEROCOPY) on fd %d failed with ENOBUFS with nothing in flight: raise net.core.optmem_max",
 			       tx->fd);
-	ret = devmemtcp_tx_wait(tx, 10000);
+	/* block like a full send buffer would: until the peer ACKs */
+	ret = devmemtcp_tx_wait(tx, -1);
 	return ret < 0 ? ret : 0;
 }
 
