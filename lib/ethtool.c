@@ -733,9 +733,7 @@ static int real_rss_dump(struct dmt_eth *e, struct dmt_rss **list, size_t *n)
 		free(l.v);
 		return eth_fail(e, err, "rss-get dump");
 	}
-	/* Dumps on kernels that ignore the filter list every device of the
-	 * namespace?  No: the header's ifindex filters them.  Still keep only
-	 * this device's entries: the reply header is not parsed, so trust. */
+	/* The request header's ifindex limits the dump to this device. */
 	*list = l.v;
 	*n = l.n;
 	return 0;

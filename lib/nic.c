@@ -718,7 +718,6 @@ static int recover_locked(const struct devmemtcp_ctx *ctx, struct dmt_eth *e,
 	dmt_log(ctx, DEVMEMTCP_LOG_INFO,
 		"%s: undid the changes of pid %ld (%s)", e->ifname,
 		(long)j->pid, j->comm);
-	(void)err;
 	return 1;
 }
 
@@ -1069,7 +1068,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_open(struct devmemtcp_ctx *ctx,
 	}
 	req = DMT_OPT(opts, devmemtcp_nic_opts, queues, NULL);
 	k = DMT_OPT(opts, devmemtcp_nic_opts, nqueues, 0);
-	nic->j.queues = calloc(req ? (k ? k : 1) : (k ? k : 1), sizeof(uint32_t));
+	nic->j.queues = calloc(k ? k : 1, sizeof(uint32_t));
 	if (!nic->j.queues) {
 		err = -ENOMEM;
 		goto err_free;

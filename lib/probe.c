@@ -495,9 +495,18 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_probe(struct devmemtcp_ctx *ctx,
 			(long long)p.optmem_max);
 
 	if (DMT_OPT(opts, devmemtcp_probe_opts, flags, 0) & DEVMEMTCP_PROBE_TRY_BIND) {
-		try_bind(ctx, &p);
-		if (p.try_bind < 0)
-			problem(&p, "see the message: it names the missing piece",
+		if (dmt_eth_is_up(&e) == 0) {
+			p.try_bind = -ENETDOWN;
+			snprintf(p.try_bind_msg, sizeof(p.try_bind_msg),
+				 "not tried: %s is down", ifname);
+		} else {
+			try_bind(ctx, &p);
+		}
+		if (p.try_bind < 0 && p.try_bind != -ENETDOWN)
+			problem(&p, p.tcp_data_split == DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED &&
+					    p.hds_thresh <= 0
+				    ? "see the message: it names the missing piece"
+				    : "turn header split on and hds-thresh to 0 first (the bind needs both), then try again",
 				"a test bind-rx failed: %s", p.try_bind_msg);
 	}
 

@@ -23,6 +23,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <libmnl/libmnl.h>
+#include <linux/bpf.h>
+#include <linux/if_link.h>
+#include <linux/rtnetlink.h>
+#include <sys/syscall.h>
 
 #include "devmemtcp.h"
 #include "nic.h"
@@ -178,6 +183,79 @@ static void test_probe_down(void **state)
 	assert_true(devmemtcp_nic_probe(ctx, "vc", NULL, &p) >= 1);
 	assert_null(find_problem(&p, "vc is down: its queues cannot take a binding and queue-get lists none"));
 	assert_int_equal(system("ip link del vc"), 0);
+}
+
+/* "r0 = XDP_PASS; exit" */
+static int load_xdp_pass(void)
+{
+	struct bpf_insn insns[2] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = XDP_PASS },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.prog_type = BPF_PROG_TYPE_XDP;
+	a.insns = (uintptr_t)insns;
+	a.insn_cnt = 2;
+	a.license = (uintptr_t)"GPL";
+	return (int)syscall(__NR_bpf, BPF_PROG_LOAD, &a, sizeof(a));
+}
+
+/* Attach (fd >= 0) or detach (fd -1) generic XDP with RTM_SETLINK. */
+static int set_xdp(int ifindex, int fd)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct mnl_socket *s = mnl_socket_open(NETLINK_ROUTE);
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct ifinfomsg *ifm;
+	struct nlattr *x;
+	ssize_t n;
+	int ret;
+
+	if (!s || mnl_socket_bind(s, 0, MNL_SOCKET_AUTOPID) < 0)
+		return -1;
+	nlh->nlmsg_type = RTM_SETLINK;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	nlh->nlmsg_seq = 1;
+	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+	ifm->ifi_family = AF_UNSPEC;
+	ifm->ifi_index = ifindex;
+	x = mnl_attr_nest_start(nlh, IFLA_XDP);
+	mnl_attr_put_u32(nlh, IFLA_XDP_FD, (uint32_t)fd);
+	mnl_attr_put_u32(nlh, IFLA_XDP_FLAGS, XDP_FLAGS_SKB_MODE);
+	mnl_attr_nest_end(nlh, x);
+	ret = (int)mnl_socket_sendto(s, nlh, nlh->nlmsg_len);
+	if (ret >= 0) {
+		n = mnl_socket_recvfrom(s, buf, sizeof(buf));
+		ret = n < 0 ? -1 : mnl_cb_run(buf, (size_t)n, 1, mnl_socket_get_portid(s), NULL, NULL);
+	}
+	mnl_socket_close(s);
+	return ret < 0 ? -1 : 0;
+}
+
+static void test_probe_xdp(void **state)
+{
+	struct devmemtcp_probe p = { .sz = sizeof(p) };
+	const struct devmemtcp_probe_problem *pr;
+	int prog = load_xdp_pass();
+
+	if (prog < 0) {
+		printf("SKIP: cannot load an XDP program here: %s\n", strerror(errno));
+		skip();
+	}
+	assert_int_equal(set_xdp((int)if_nametoindex("va"), prog), 0);
+	assert_true(devmemtcp_nic_probe(ctx, "va", NULL, &p) >= 1);
+	assert_true(p.xdp);
+	pr = find_problem(&p, "an XDP program is attached to va");
+	assert_non_null(pr);
+	assert_string_equal(pr->fix,
+			    "detach it (ip link set dev va xdp off): devmem and XDP exclude each other");
+	assert_int_equal(set_xdp((int)if_nametoindex("va"), -1), 0);
+	close(prog);
+	assert_true(devmemtcp_nic_probe(ctx, "va", NULL, &p) >= 1);
+	assert_false(p.xdp);
+	assert_null(find_problem(&p, "an XDP program is attached to va"));
 }
 
 static void test_probe_errors(void **state)
@@ -391,6 +469,7 @@ int main(void)
 		cmocka_unit_test(test_probe_veth),
 		cmocka_unit_test(test_probe_lo),
 		cmocka_unit_test(test_probe_down),
+		cmocka_unit_test(test_probe_xdp),
 		cmocka_unit_test(test_probe_errors),
 		cmocka_unit_test(test_open_veth_unsupported),
 		cmocka_unit_test(test_open_bad_input),

@@ -38,7 +38,7 @@ static void nicvm_quiet(void *user, int level, const char *msg)
 /* Everything ethtool shows that the NIC layer may change. */
 static __attribute__((unused)) char *nic_dump(void)
 {
-	char cmd[1024], *buf = NULL;
+	char cmd[PATH_MAX + 1024], *buf = NULL;
 	size_t len = 0;
 	FILE *p, *m = open_memstream(&buf, &len);
 	int c;
@@ -47,8 +47,10 @@ static __attribute__((unused)) char *nic_dump(void)
 		 "IF=%s; ethtool -g $IF; ethtool -l $IF; "
 		 "ethtool -k $IF | grep -E '^(ntuple-filters|receive-hashing):'; "
 		 "ethtool -x $IF; for c in 1 2 3 4 5 6 7; do ethtool -x $IF context $c 2>/dev/null; done; "
-		 "ethtool -n $IF 2>&1",
-		 ifname);
+		 "ethtool -n $IF 2>&1; "
+		 /* hds-thresh, which older ethtool programs do not show */
+		 "%s probe $IF --json | grep -o '\"hds_thresh\":[-0-9]*'",
+		 ifname, tool);
 	p = popen(cmd, "r");
 	while (p && (c = fgetc(p)) != EOF)
 		fputc(c, m);

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * test-nic-probe IFACE: the probe on the simulated NIC reports what it has
+ * (driver, queues, header split, hds-thresh on 6.14+, ntuple, RSS), the
+ * problems with their fixes (header split off), and with --try-bind binds
+ * and releases a udmabuf, leaving no binding and nothing changed; the
+ * program's --json output carries the same facts.
+ */
+#include "nicvm.h"
+
+static const struct devmemtcp_probe_problem *
+find(const struct devmemtcp_probe *p, const char *what)
+{
+	for (uint32_t i = 0; i < p->nproblems; i++)
+		if (strcmp(p->problems[i].what, what) == 0)
+			return &p->problems[i];
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	struct devmemtcp_probe p = { .sz = sizeof(p) };
+	DEVMEMTCP_OPTS(probe_opts, po, .flags = DEVMEMTCP_PROBE_TRY_BIND);
+	const struct devmemtcp_probe_problem *pr;
+	struct devmemtcp_queue q[64];
+	char what[160], fix[320], cmd[128], out[8192], *before, *after;
+	int n, kv = vm_kernel_version();
+	struct devmemtcp_nic *nic;
+
+	nicvm_init(argc, argv);
+	snprintf(cmd, sizeof(cmd), "ethtool -G %s tcp-data-split off", ifname);
+	VM_CHECK(system(cmd) == 0, "%s", cmd);
+	before = nic_dump();
+	n = devmemtcp_nic_probe(ctx, ifname, NULL, &p);
+	VM_CHECK(n >= 1 && n == (int)p.nproblems, "probe: %d %s", n, devmemtcp_ctx_errmsg(ctx));
+	VM_CHECK(strcmp(p.driver, "devmemsim") == 0, "driver %s", p.driver);
+	VM_CHECK(p.has_bind_rx, "no bind-rx");
+	VM_CHECK(p.has_bind_tx == (kv >= 616), "bind-tx %d on %d", p.has_bind_tx, kv);
+	VM_CHECK(p.rx_queues == 4 && p.tx_queues == 4, "queues %d/%d", p.rx_queues, p.tx_queues);
+	VM_CHECK(p.tcp_data_split == 1, "tcp-data-split %d", p.tcp_data_split);
+	if (kv >= 614)
+		VM_CHECK(p.hds_thresh >= 0 && p.hds_thresh_max > 0, "hds %lld/%lld",
+			 (long long)p.hds_thresh, (long long)p.hds_thresh_max);
+	VM_CHECK(p.ntuple == 1 && p.ntuple_fixed == 0, "ntuple %d", p.ntuple);
+	VM_CHECK(p.ntuple_rules == 0 && p.ntuple_table_size > 0, "rules %d of %d",
+		 p.ntuple_rules, p.ntuple_table_size);
+	VM_CHECK(p.rss_table_size > 0, "rss %d", p.rss_table_size);
+	VM_CHECK(!p.xdp && p.xsk_queues == 0 && p.dmabuf_queues == 0, "xdp/providers");
+	VM_CHECK(p.udmabuf_limit_mb > 0 && p.cap_net_admin, "host");
+	snprintf(what, sizeof(what), "header split (tcp-data-split) is off on %s", ifname);
+	snprintf(fix, sizeof(fix),
+		 "ethtool -G %s tcp-data-split on (devmemtcp_nic_open() does it and undoes it)", ifname);
+	pr = find(&p, what);
+	VM_CHECK(pr && strcmp(pr->fix, fix) == 0, "no problem \"%s\"", what);
+	VM_CHECK(p.try_bind == 0, "try-bind without the flag");
+
+	/* --try-bind with header split on and hds-thresh 0: a handle without
+	 * flows or buffer does exactly that (ethtool here may not know
+	 * hds-thresh) */
+	{
+		DEVMEMTCP_OPTS(nic_opts, o, .flags = DEVMEMTCP_NIC_KEEP_RSS);
+
+		VM_CHECK(devmemtcp_nic_open(ctx, ifname, &o, &nic) == 0, "open: %s",
+			 devmemtcp_ctx_errmsg(ctx));
+	}
+	free(before);
+	before = nic_dump();
+	memset(&p, 0, sizeof(p));
+	p.sz = sizeof(p);
+	VM_CHECK(devmemtcp_nic_probe(ctx, ifname, &po, &p) >= 0, "probe");
+	VM_CHECK(p.try_bind == 1, "try-bind %d: %s", p.try_bind, p.try_bind_msg);
+	printf("probe: %s\n", p.try_bind_msg);
+	n = devmemtcp_queue_list(ctx, (int)if_nametoindex(ifname), q, 64);
+	for (int i = 0; i < n && i < 64; i++)
+		VM_CHECK(!q[i].dmabuf_id, "queue %u still bound", q[i].id);
+	after = nic_dump();
+	if (nic_same(before, after, "after probe --try-bind"))
+		return 1;
+
+	snprintf(cmd, sizeof(cmd), "probe %s --json", ifname);
+	VM_CHECK(run_tool(out, sizeof(out), cmd) <= 1, "%s", out);
+	VM_CHECK(strstr(out, "\"driver\":\"devmemsim\"") && strstr(out, "\"tcp_data_split\":\"on\"") &&
+		 strstr(out, "\"rx_queues\":4,"), "json: %s", out);
+	VM_CHECK(devmemtcp_nic_close(nic) == 0, "close");
+	printf("probe: ok\n");
+	return 0;
+}
