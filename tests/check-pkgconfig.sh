@@ -23,7 +23,10 @@ PROG
 export PKG_CONFIG_PATH="$build/meson-uninstalled"
 cflags=$(pkg-config --cflags devmemtcp)
 libs=$(pkg-config --libs devmemtcp)
-${CC:-cc} $cflags -o "$tmp/prog" "$tmp/prog.c" $libs
+# a sanitizer build of the library needs the program built the same way
+san=
+ldd "$build/lib/libdevmemtcp.so" | grep -q libasan && san="-fsanitize=address,undefined"
+${CC:-cc} $san $cflags -o "$tmp/prog" "$tmp/prog.c" $libs
 out=$(LD_LIBRARY_PATH="$build/lib" "$tmp/prog")
 echo "pkg-config build ran, library version $out"
 LD_LIBRARY_PATH="$build/lib" ldd "$tmp/prog" | grep -q 'libdevmemtcp.so.0' ||
