@@ -404,12 +404,58 @@ struct nlmsghdr *dmt_eth_rss_set_msg(void *buf, uint16_t family, int ifindex,
 /* ---------------------------------------------------------------------- */
 /* netlink requests                                                        */
 
+struct family_ops {
+	uint16_t id;
+	bool rss_get, rss_set;
+};
+
+static int family_ops_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct family_ops *f = data;
+	const struct nlattr *a, *op, *oa;
+
+	mnl_attr_for_each(a, nlh, sizeof(struct genlmsghdr)) {
+		if (mnl_attr_get_type(a) == CTRL_ATTR_FAMILY_ID &&
+		    mnl_attr_get_payload_len(a) >= 2)
+			f->id = mnl_attr_get_u16(a);
+		if (mnl_attr_get_type(a) != CTRL_ATTR_OPS)
+			continue;
+		mnl_attr_for_each_nested(op, a) {
+			mnl_attr_for_each_nested(oa, op) {
+				if (mnl_attr_get_type(oa) != CTRL_ATTR_OP_ID ||
+				    mnl_attr_get_payload_len(oa) < 4)
+					continue;
+				f->rss_get |= mnl_attr_get_u32(oa) == DMT_ETHTOOL_MSG_RSS_GET;
+				f->rss_set |= mnl_attr_get_u32(oa) == DMT_ETHTOOL_MSG_RSS_SET;
+			}
+		}
+	}
+	return MNL_CB_OK;
+}
+
 static int eth_family(struct dmt_eth *e, uint16_t *fam)
 {
 	int err;
 
 	if (!e->nl)
 		return -EOPNOTSUPP;
+	if (!e->nl->ethtool_family) {
+		/* Resolve the id and learn from the op list which RSS ops
+		 * exist (RSS_GET 6.5, RSS_SET 6.17) in the same round trip,
+		 * instead of trying them. */
+		char buf[MNL_SOCKET_BUFFER_SIZE];
+		struct family_ops f = { 0 };
+		struct nlmsghdr *nlh = dmt_nl_genl_msg(buf, GENL_ID_CTRL,
+						       CTRL_CMD_GETFAMILY, 1, 0);
+
+		mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME,
+				  DMT_ETHTOOL_FAMILY_NAME);
+		if (dmt_nl_talk(e->nl, nlh, family_ops_cb, &f) == 0 && f.id) {
+			e->nl->ethtool_family = f.id;
+			e->no_nl_rss_get = !f.rss_get;
+			e->no_nl_rss_set = !f.rss_set;
+		}
+	}
 	err = dmt_nl_ethtool_family(e->nl, fam);
 	if (err < 0)
 		return dmt_err(e->ctx, e->err, err,
@@ -847,6 +893,7 @@ int dmt_eth_rule_count(struct dmt_eth *e, uint32_t *count, uint32_t *table_size,
 	if (err < 0)
 		return ioctl_fail(e, err, "ETHTOOL_GRXCLSRLCNT");
 	*count = nfc.rule_cnt;
+	e->special_locs = !!(nfc.data & RX_CLS_LOC_SPECIAL);
 	if (table_size)
 		*table_size = (uint32_t)(nfc.data & ~(uint64_t)RX_CLS_LOC_SPECIAL);
 	if (special_locs)
@@ -949,7 +996,7 @@ static int real_rule_insert(struct dmt_eth *e,
 	nfc.fs = *fs;
 	nfc.rss_context = rss_context;
 	nfc.fs.location = *loc;
-	if (*loc == RX_CLS_LOC_ANY) {
+	if (*loc == RX_CLS_LOC_ANY && e->special_locs != 1) {
 		uint32_t *locs, n, size;
 		bool special;
 
@@ -1043,6 +1090,7 @@ int dmt_eth_init(struct dmt_eth *e, const struct devmemtcp_ctx *ctx,
 	e->err = err;
 	e->nl = nl;
 	e->ioctl_fd = -1;
+	e->special_locs = -1;
 	e->ops = dmt_eth_ops_override ? dmt_eth_ops_override : &dmt_eth_real_ops;
 	e->priv = dmt_eth_priv_override;
 	if (!ifname || !ifname_valid(ifname))

@@ -109,6 +109,7 @@ struct dmt_eth {
 	int kernel_version;		/* major*65536 + minor*256 + patch */
 	bool no_nl_rss_get;		/* netlink RSS_GET missing (< 6.5) */
 	bool no_nl_rss_set;		/* netlink RSS_SET missing (< 6.17) */
+	int special_locs;		/* driver picks rule locations: -1 unknown */
 	uint64_t ioctls;		/* SIOCETHTOOL calls made */
 };
 

@@ -1282,6 +1282,16 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_recover(struct devmemtcp_ctx *ctx,
 		return err;
 	dir = dmt_run_dir(DMT_OPT(opts, devmemtcp_nic_opts, run_dir, NULL));
 	err = dmt_eth_init(&e, &quiet_ctx, &eerr, NULL, ifname);
+	if (err == -ENODEV && dmt_journal_read(dir, ifname, &j) == 0) {
+		/* The device and its settings are gone (or in another
+		 * namespace): nothing to undo here, and guessing is wrong. */
+		dmt_err(ctx, &ctx->err, err,
+			"%s: the journal %s/%s.journal of pid %ld (%s) names no interface in this network namespace: "
+			"restore where the interface is, or delete the journal if it is gone for good",
+			eerr.msg, dir, ifname, (long)j.pid, j.comm);
+		dmt_journal_free(&j);
+		goto out;
+	}
 	if (err < 0) {
 		dmt_err(ctx, &ctx->err, err, "%s", eerr.msg);
 		goto out;

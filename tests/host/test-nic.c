@@ -421,6 +421,18 @@ static void test_stale_journal_and_restore(void **state)
 	assert_int_equal(tool(out, sizeof(out), "restore"), 2);
 	assert_non_null(strstr(out, "usage: devmemtcp restore IFACE"));
 	assert_int_equal(dmt_journal_remove(dir, "va"), 0);
+
+	/* the journal of an interface that is gone */
+	snprintf(j.ifname, sizeof(j.ifname), "gone0");
+	assert_int_equal(dmt_journal_write(dir, "gone0", &j), 0);
+	assert_int_equal(devmemtcp_nic_recover(ctx, "gone0", NULL), -ENODEV);
+	snprintf(want, sizeof(want),
+		 "no interface \"gone0\" in this network namespace (see ip link show): the journal %s/gone0.journal of pid %d (loader) "
+		 "names no interface in this network namespace: restore where the interface is, or delete the journal if it is gone for good",
+		 dir, dead);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	assert_true(exists("gone0.journal"));
+	assert_int_equal(dmt_journal_remove(dir, "gone0"), 0);
 }
 
 static void test_probe_tool(void **state)
