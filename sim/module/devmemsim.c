@@ -192,12 +192,21 @@ struct dsim_priv {
 	/* fault injection */
 	struct dentry *dbg;
 	spinlock_t fault_lock;
-	u64 corrupt_offset;		/* 1-based payload byte to corrupt, 0 off */
-	u64 payload_seen;		/* payload bytes since corrupt_offset set */
+	u64 corrupt_offset;		/* 1-based stream byte to corrupt, 0 off */
+	int corrupt_state;		/* DSIM_CORRUPT_* */
+	struct dsim_flow ct_flow;	/* the flow being corrupted */
+	u32 ct_seq;			/* TCP sequence number of the byte */
+	u64 payload_seen;		/* TCP payload bytes since knob set */
 	u32 drop_every;
 	u64 frames_seen;
 	atomic_t fail_restart;
 	atomic_t fail_alloc;
+};
+
+enum {
+	DSIM_CORRUPT_OFF,
+	DSIM_CORRUPT_ARMED,	/* waiting for the SYN of the next connection */
+	DSIM_CORRUPT_TRACKING,	/* waiting for the byte */
 };
 
 static struct dsim_priv *dsim_privs[2];
@@ -386,21 +395,51 @@ static void *dsim_netmem_va(struct dsim_priv *priv, netmem_ref nm)
 	return phys_to_virt(pa);
 }
 
-/* Apply the corrupt_offset knob to payload bytes [seen, seen+len) now at @buf. */
-static void dsim_fault_corrupt(struct dsim_priv *priv, u8 *buf, unsigned int len)
+static bool dsim_same_flow(const struct dsim_flow *a, const struct dsim_flow *b)
 {
-	u64 target;
+	return a->v6 == b->v6 && a->sport == b->sport && a->dport == b->dport &&
+	       !memcmp(a->saddr, b->saddr, sizeof(a->saddr)) &&
+	       !memcmp(a->daddr, b->daddr, sizeof(a->daddr));
+}
+
+/*
+ * corrupt_offset = N: the N-th payload byte (1-based TCP stream offset) of
+ * the first TCP connection whose SYN this device receives after the knob was
+ * written is XOR'ed with 0xff, once; then the knob reads 0 again.
+ * Returns the offset of that byte inside this frame's payload, or -1.
+ */
+static int dsim_fault_corrupt_pos(struct dsim_priv *priv, const struct dsim_flow *fl,
+				  const struct tcphdr *th, unsigned int plen)
+{
+	int pos = -1;
 
 	spin_lock(&priv->fault_lock);
-	target = priv->corrupt_offset;
-	if (target && target > priv->payload_seen &&
-	    target <= priv->payload_seen + len) {
-		buf[target - 1 - priv->payload_seen] ^= 0xff;
-		priv->corrupt_offset = 0;
-		pr_info("%s: corrupted payload byte %llu\n",
-			netdev_name(priv->dev), target);
+	priv->payload_seen += plen;
+	if (priv->corrupt_state == DSIM_CORRUPT_ARMED && th->syn && !th->ack) {
+		priv->ct_flow = *fl;
+		priv->ct_seq = ntohl(th->seq) + (u32)priv->corrupt_offset;
+		priv->corrupt_state = DSIM_CORRUPT_TRACKING;
+	} else if (priv->corrupt_state == DSIM_CORRUPT_TRACKING && plen &&
+		   dsim_same_flow(fl, &priv->ct_flow)) {
+		u32 d = priv->ct_seq - ntohl(th->seq);
+
+		if (d < plen)
+			pos = d;
 	}
-	priv->payload_seen += len;
+	spin_unlock(&priv->fault_lock);
+	return pos;
+}
+
+static void dsim_fault_corrupt_apply(struct dsim_priv *priv, u8 *byte)
+{
+	spin_lock(&priv->fault_lock);
+	if (priv->corrupt_state == DSIM_CORRUPT_TRACKING) {
+		*byte ^= 0xff;
+		pr_info("%s: corrupted stream byte %llu (seq %u)\n",
+			netdev_name(priv->dev), priv->corrupt_offset, priv->ct_seq);
+		priv->corrupt_state = DSIM_CORRUPT_OFF;
+		priv->corrupt_offset = 0;
+	}
 	spin_unlock(&priv->fault_lock);
 }
 
@@ -434,8 +473,12 @@ static int dsim_rx_frame(struct dsim_rq *rq, struct dsim_priv *txp,
 	struct net_device *dev = priv->dev;
 	struct sk_buff *skb;
 	bool split;
-	int frag = 0;
+	int frag = 0, cpos = -1;
 
+	if (fl->tcp)
+		cpos = dsim_fault_corrupt_pos(priv, fl,
+					      (const struct tcphdr *)(hdr + fl->l4off),
+					      plen);
 	if (dsim_fault_drop(priv)) {
 		dsim_rx_drop(rq);
 		return 0;
@@ -458,8 +501,8 @@ static int dsim_rx_frame(struct dsim_rq *rq, struct dsim_priv *txp,
 
 		if (plen && dsim_src_copy(txp, src, poff, p, plen))
 			goto drop;
-		if (fl->tcp && plen)
-			dsim_fault_corrupt(priv, p, plen);
+		if (cpos >= 0)
+			dsim_fault_corrupt_apply(priv, p + cpos);
 	} else {
 		skb_mark_for_recycle(skb);
 		while (plen) {
@@ -484,7 +527,9 @@ static int dsim_rx_frame(struct dsim_rq *rq, struct dsim_priv *txp,
 				page_pool_put_full_netmem(rq->pp, nm, true);
 				goto drop;
 			}
-			dsim_fault_corrupt(priv, va, n);
+			if (cpos >= 0 && cpos < n)
+				dsim_fault_corrupt_apply(priv, va + cpos);
+			cpos -= n;
 			skb_add_rx_frag_netmem(skb, frag++, nm, 0, n, PAGE_SIZE);
 			poff += n;
 			plen -= n;
@@ -908,9 +953,10 @@ static netdev_tx_t dsim_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	q = dsim_steer(peer, skb);
 	if (q < 0)
 		goto drop;
+	/* a queue being restarted keeps its backlog: it is processed when
+	 * the queue starts again with its new memory
+	 */
 	rq = &peer->rq[q];
-	if (!rq->napi_on && !rq->pp)
-		goto drop;
 	if (skb_queue_len(&rq->backlog) >= 2 * DSIM_BACKLOG)
 		goto drop;
 
@@ -1687,6 +1733,64 @@ out:
 	return err;
 }
 
+static const char * const dsim_rx_stat_names[] = {
+	"packets", "bytes", "alloc_fail", "drops",
+};
+
+static const char * const dsim_tx_stat_names[] = {
+	"packets", "bytes", "drops",
+};
+
+static int dsim_get_sset_count(struct net_device *dev, int sset)
+{
+	struct dsim_priv *priv = netdev_priv(dev);
+
+	if (sset != ETH_SS_STATS)
+		return -EOPNOTSUPP;
+	return priv->nq * (ARRAY_SIZE(dsim_rx_stat_names) +
+			   ARRAY_SIZE(dsim_tx_stat_names));
+}
+
+static void dsim_get_strings(struct net_device *dev, u32 sset, u8 *data)
+{
+	struct dsim_priv *priv = netdev_priv(dev);
+	unsigned int i, j;
+
+	if (sset != ETH_SS_STATS)
+		return;
+	for (i = 0; i < priv->nq; i++)
+		for (j = 0; j < ARRAY_SIZE(dsim_rx_stat_names); j++)
+			ethtool_sprintf(&data, "rx%u_%s", i, dsim_rx_stat_names[j]);
+	for (i = 0; i < priv->nq; i++)
+		for (j = 0; j < ARRAY_SIZE(dsim_tx_stat_names); j++)
+			ethtool_sprintf(&data, "tx%u_%s", i, dsim_tx_stat_names[j]);
+}
+
+static void dsim_get_ethtool_stats(struct net_device *dev,
+				   struct ethtool_stats *stats, u64 *data)
+{
+	struct dsim_priv *priv = netdev_priv(dev);
+	unsigned int i;
+
+	for (i = 0; i < priv->nq; i++) {
+		struct netdev_queue_stats_rx r = {};
+
+		dsim_get_queue_stats_rx(dev, i, &r);
+		*data++ = r.packets;
+		*data++ = r.bytes;
+		*data++ = r.alloc_fail;
+		*data++ = r.hw_drops;
+	}
+	for (i = 0; i < priv->nq; i++) {
+		struct netdev_queue_stats_tx t = {};
+
+		dsim_get_queue_stats_tx(dev, i, &t);
+		*data++ = t.packets;
+		*data++ = t.bytes;
+		*data++ = t.hw_drops;
+	}
+}
+
 static const struct ethtool_ops dsim_ethtool_ops = {
 	.supported_ring_params	= ETHTOOL_RING_USE_TCP_DATA_SPLIT
 #if DSIM_HAVE_HDS_THRESH
@@ -1694,10 +1798,19 @@ static const struct ethtool_ops dsim_ethtool_ops = {
 #endif
 				  ,
 	.cap_rss_rxnfc_adds	= 1,
+#ifdef ETHTOOL_OP_NEEDS_RTNL_SCHANNELS
+	/* netif_set_real_num_tx_queues() changes qdiscs: needs RTNL (7.3+
+	 * runs ethtool ops of ops-locked drivers without it otherwise)
+	 */
+	.op_needs_rtnl		= ETHTOOL_OP_NEEDS_RTNL_SCHANNELS,
+#endif
 	.rxfh_indir_space	= DSIM_INDIR_SIZE,
 	.rxfh_max_num_contexts	= DSIM_MAX_RSS_CTX,
 	.get_drvinfo		= dsim_get_drvinfo,
 	.get_link		= ethtool_op_get_link,
+	.get_sset_count		= dsim_get_sset_count,
+	.get_strings		= dsim_get_strings,
+	.get_ethtool_stats	= dsim_get_ethtool_stats,
 	.get_ringparam		= dsim_get_ringparam,
 	.set_ringparam		= dsim_set_ringparam,
 	.get_channels		= dsim_get_channels,
@@ -1733,8 +1846,11 @@ static int dsim_corrupt_set(void *data, u64 val)
 {
 	struct dsim_priv *priv = data;
 
+	if (val > U32_MAX)	/* inside the first 4 GiB of the stream */
+		return -EINVAL;
 	spin_lock_bh(&priv->fault_lock);
 	priv->corrupt_offset = val;
+	priv->corrupt_state = val ? DSIM_CORRUPT_ARMED : DSIM_CORRUPT_OFF;
 	priv->payload_seen = 0;
 	spin_unlock_bh(&priv->fault_lock);
 	return 0;

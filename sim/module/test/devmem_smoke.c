@@ -3,11 +3,13 @@
  * devmem_smoke - raw devmem TCP smoke test for the devmemsim module
  * (the ncdevmem sequence, without YNL).  Not part of the library.
  *
- *   devmem_smoke rx IFNAME QUEUE PORT BYTES [nobind]
+ *   devmem_smoke rx IFNAME QUEUE PORT BYTES [nobind|keep]
  *       udmabuf + bind-rx on QUEUE, accept one connection on PORT,
  *       receive BYTES with MSG_SOCK_DEVMEM, validate every byte
  *       (pattern: byte i of the stream == i % 251), return tokens.
  *       Exit 0 only if all bytes arrived in the dma-buf and matched.
+ *       nobind: no binding (plain receive); keep: never return tokens
+ *       (closing the socket must release them).  IPv4 and IPv6.
  *   devmem_smoke tx IP PORT BYTES            plain send of the pattern
  *   devmem_smoke txdm IFNAME IP PORT BYTES   devmem TX (bind-tx, MSG_ZEROCOPY)
  *   devmem_smoke bindfail IFNAME QUEUE       expect bind-rx to fail; print err
@@ -292,13 +294,17 @@ static void dbuf_sync(int fd, uint64_t flags)
 
 /* ---- modes ---- */
 
-static int do_rx(const char *ifname, int queue, int port, uint64_t total, int nobind)
+static int do_rx(const char *ifname, int queue, int port, uint64_t total,
+		 const char *opt)
 {
+	int nobind = opt && !strcmp(opt, "nobind");
+	int keep = opt && !strcmp(opt, "keep");	/* never return tokens */
 	int ifindex = if_nametoindex(ifname);
 	uint8_t *map;
 	int dmabuf, nl, family, ls, cs, one = 1;
 	uint32_t id = 0;
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_port = htons(port) };
+	int zero = 0;
 	static char iobuf[1 << 20];
 	static char ctrl[80000];
 	uint64_t pos = 0, dm_bytes = 0, lin_bytes = 0, frags = 0, tokens = 0, bad = 0;
@@ -319,8 +325,9 @@ static int do_rx(const char *ifname, int queue, int port, uint64_t total, int no
 	}
 	fflush(stdout);
 
-	ls = socket(AF_INET, SOCK_STREAM, 0);
+	ls = socket(AF_INET6, SOCK_STREAM, 0);
 	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(ls, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
 	if (bind(ls, (struct sockaddr *)&sa, sizeof(sa)) || listen(ls, 1))
 		die("bind/listen");
 	printf("listening on %d\n", port);
@@ -395,7 +402,7 @@ static int do_rx(const char *ifname, int queue, int port, uint64_t total, int no
 					first_bad = pos;
 			lin_bytes += n - dm_now - iopos;
 		}
-		for (int i = 0; i < ntok; i += 128) {
+		for (int i = 0; i < ntok && !keep; i += 128) {
 			int c = ntok - i < 128 ? ntok - i : 128;
 			int r = setsockopt(cs, SOL_SOCKET, SO_DEVMEM_DONTNEED, &tok[i],
 					   c * sizeof(tok[0]));
@@ -418,24 +425,42 @@ static int do_rx(const char *ifname, int queue, int port, uint64_t total, int no
 	close(nl);
 	if (pos != total || bad)
 		return 1;
-	if (!nobind && (dm_bytes == 0 || tokens != frags))
+	if (!nobind && (dm_bytes == 0 || (!keep && tokens != frags)))
 		return 1;
 	return 0;
 }
 
-static int connect_to(const char *ip, int port)
+static int connect_sock(int s, const char *ip, int port)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
-	int s = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6, .sin6_port = htons(port) };
+	struct sockaddr *p = (struct sockaddr *)&sa;
+	socklen_t l = sizeof(sa);
 
-	inet_pton(AF_INET, ip, &sa.sin_addr);
+	if (strchr(ip, ':')) {
+		inet_pton(AF_INET6, ip, &sa6.sin6_addr);
+		p = (struct sockaddr *)&sa6;
+		l = sizeof(sa6);
+	} else {
+		inet_pton(AF_INET, ip, &sa.sin_addr);
+	}
 	for (int i = 0; i < 50; i++) {
-		if (!connect(s, (struct sockaddr *)&sa, sizeof(sa)))
+		if (!connect(s, p, l))
 			return s;
 		usleep(100000);
 	}
 	die("connect");
 	return -1;
+}
+
+static int sock_for(const char *ip)
+{
+	return socket(strchr(ip, ':') ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+}
+
+static int connect_to(const char *ip, int port)
+{
+	return connect_sock(sock_for(ip), ip, port);
 }
 
 static int do_tx(const char *ip, int port, uint64_t total)
@@ -487,24 +512,12 @@ static int do_txdm(const char *ifname, const char *ip, int port, uint64_t total)
 		return 2;
 	}
 	printf("bind-tx ok: id %u\n", id);
-	s = socket(AF_INET, SOCK_STREAM, 0);
+	s = sock_for(ip);
 	if (setsockopt(s, SOL_SOCKET, SO_BINDTODEVICE, ifname, strlen(ifname) + 1))
 		die("SO_BINDTODEVICE");
 	if (setsockopt(s, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof(one)))
 		die("SO_ZEROCOPY");
-	{
-		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
-		int i;
-
-		inet_pton(AF_INET, ip, &sa.sin_addr);
-		for (i = 0; i < 50; i++) {
-			if (!connect(s, (struct sockaddr *)&sa, sizeof(sa)))
-				break;
-			usleep(100000);
-		}
-		if (i == 50)
-			die("connect");
-	}
+	connect_sock(s, ip, port);
 	while (pos < total) {
 		uint64_t off = pos % (251UL * 4096);	/* buf[off] == PAT(pos) */
 		uint64_t n = 65536;
@@ -600,7 +613,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc >= 6 && !strcmp(argv[1], "rx"))
 		return do_rx(argv[2], atoi(argv[3]), atoi(argv[4]),
-			     size_arg(argv[5]), argc > 6);
+			     size_arg(argv[5]), argc > 6 ? argv[6] : NULL);
 	if (argc == 5 && !strcmp(argv[1], "tx"))
 		return do_tx(argv[2], atoi(argv[3]), size_arg(argv[4]));
 	if (argc == 6 && !strcmp(argv[1], "txdm"))

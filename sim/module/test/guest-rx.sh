@@ -39,7 +39,7 @@ wait $! || exit 1
 
 /devmem_smoke rx dsim1 3 5201 $BYTES > /tmp/rx.log 2>&1 &
 RXPID=$!
-sleep 0.5
+i=0; while [ $i -lt 200 ] && ! grep -q "listening\|failed" /tmp/rx*.log 2>/dev/null; do sleep 0.1; i=$((i+1)); done
 cat /tmp/rx.log
 ip netns exec a /devmem_smoke tx 10.0.0.2 5201 $BYTES || echo "TX FAILED"
 rc=0

@@ -31,7 +31,7 @@ cat /tmp/rx1.log
 # devmem TX -> devmem RX
 /devmem_smoke rx dsim1 3 5201 $BYTES > /tmp/rx2.log 2>&1 &
 P=$!
-sleep 0.5
+i=0; while [ $i -lt 200 ] && ! grep -q "listening\|failed" /tmp/rx*.log 2>/dev/null; do sleep 0.1; i=$((i+1)); done
 ip netns exec a /devmem_smoke txdm dsim0 10.0.0.2 5201 $BYTES || rc=1
 wait $P || rc=1
 cat /tmp/rx2.log
