@@ -27,6 +27,7 @@ void dmt_journal_free(struct dmt_journal *j)
 	free(j->prior_ctx);
 	free(j->prior_rules);
 	free(j->ctx_indir);
+	free(j->rss_set);
 	free(j->rules);
 	memset(j, 0, sizeof(*j));
 }
@@ -71,6 +72,8 @@ int dmt_journal_format(const struct dmt_journal *j, char **out, size_t *len)
 		j->changed & DMT_J_RSS ? " rss" : "",
 		j->changed & DMT_J_NTUPLE ? " ntuple" : "",
 		j->changed & DMT_J_CTX ? " context" : "");
+	if (j->rss_set_size)
+		put_list(f, "rss-set", j->rss_set, j->rss_set_size);
 	if (j->changed & DMT_J_CTX) {
 		fprintf(f, "context %u ", j->ctx_id);
 		put_list(f, "table", j->ctx_indir, j->ctx_size);
@@ -243,6 +246,8 @@ static int parse_line(char *line, struct dmt_journal *j, bool *end)
 		}
 		return 0;
 	}
+	if (strcmp(line, "rss-set") == 0)
+		return get_list(arg, &j->rss_set, &j->rss_set_size);
 	if (strcmp(line, "context") == 0) {
 		char *rest;
 		unsigned long id = strtoul(arg, &rest, 10);

@@ -344,6 +344,15 @@ static int restore_rings(struct dmt_eth *e, const struct dmt_journal *j)
 	int64_t hds = j->has_hds ? (int64_t)j->hds : -1;
 	int err;
 
+	/* Header split on with hds-thresh 0 is what we set; anything else
+	 * was set by someone since (or is the old state already). */
+	err = e->ops->rings_get(e, &r);
+	if (err < 0)
+		return err;
+	if (r.has_tds && (r.tds != DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED ||
+			  (r.has_hds && r.hds_thresh != 0)))
+		return 0;
+
 	if (!j->has_tds)
 		return e->ops->rings_set(e, -1, hds);
 	/* "auto" first, as ethtool does: a driver whose default matched the
@@ -370,34 +379,42 @@ int dmt_nic_undo(struct dmt_eth *e, struct dmt_journal *j, bool recovering)
 	size_t nrules = 0;
 	int first = 0, err;
 
-	/* ntuple rules, newest first */
-	if (recovering && j->nrules) {
+	/* ntuple rules, newest first.  A rule is deleted only while it is
+	 * still ours: at the location we got, with our flow type and action
+	 * (drivers may normalise the match fields they report); when the
+	 * location is unknown (a crash inside the insert), by its full match,
+	 * never a rule that existed before. */
+	if (j->nrules) {
 		err = e->ops->rule_list(e, &rules, &nrules, NULL);
-		if (err < 0)
+		if (err < 0) {
 			first = keep_first(first, err);
+			rules = NULL;
+			nrules = 0;
+		}
 	}
 	while (j->nrules) {
 		struct dmt_jrule *r = &j->rules[j->nrules - 1];
+		uint32_t type = r->fs.flow_type & ~(uint32_t)FLOW_RSS;
 
-		if (r->placed && !recovering) {
-			err = e->ops->rule_delete(e, r->location);
-		} else if (recovering) {
-			/* Location unknown (crash inside insert) or maybe
-			 * reused: find our rule by content, never a rule
-			 * that existed before. */
-			err = 0;
-			for (size_t i = 0; i < nrules; i++) {
-				if (!spec_match_same(&rules[i].fs, &r->fs) ||
-				    rules[i].fs.ring_cookie != r->fs.ring_cookie ||
-				    in_set(rules[i].location, j->prior_rules,
-					   j->nprior_rules) ||
-				    (r->placed && rules[i].location != r->location))
+		err = 0;
+		for (size_t i = 0; (r->placed || recovering) && i < nrules; i++) {
+			const struct ethtool_rx_flow_spec *fs = &rules[i].fs;
+
+			if (r->placed) {
+				if (rules[i].location != r->location)
 					continue;
-				err = e->ops->rule_delete(e, rules[i].location);
-				break;
+				if ((fs->flow_type & ~(uint32_t)(FLOW_RSS | FLOW_EXT)) == type &&
+				    fs->ring_cookie == r->fs.ring_cookie)
+					err = e->ops->rule_delete(e, r->location);
+				break;	/* else replaced by someone else's */
 			}
-		} else {
-			err = 0;	/* the insert failed: nothing to delete */
+			if (!spec_match_same(fs, &r->fs) ||
+			    fs->ring_cookie != r->fs.ring_cookie ||
+			    in_set(rules[i].location, j->prior_rules,
+				   j->nprior_rules))
+				continue;
+			err = e->ops->rule_delete(e, rules[i].location);
+			break;
 		}
 		if (err < 0) {
 			first = keep_first(first, err);
@@ -438,14 +455,37 @@ int dmt_nic_undo(struct dmt_eth *e, struct dmt_journal *j, bool recovering)
 			j->changed &= ~(uint32_t)DMT_J_CTX;
 	}
 	if ((j->changed & DMT_J_NTUPLE) && !first) {
-		err = e->ops->feature_set(e, DMT_NTUPLE_FEATURE, j->ntuple_on);
+		/* Turning ntuple filters off flushes every rule on most
+		 * drivers: leave them on while someone else has rules. */
+		err = e->ops->rule_list(e, &rules, &nrules, NULL);
+		free(rules);
+		if (err == 0 && nrules)
+			err = 1;
+		if (err == 0)
+			err = e->ops->feature_set(e, DMT_NTUPLE_FEATURE, j->ntuple_on);
+		else if (err == 1)
+			err = 0;
 		if (err < 0)
 			first = keep_first(first, err);
 		else
 			j->changed &= ~(uint32_t)DMT_J_NTUPLE;
 	}
 	if (j->changed & DMT_J_RSS) {
-		if (j->rss_default)
+		struct dmt_rss cur;
+
+		/* Still the table we set?  If someone changed it since, it
+		 * is theirs now: leave it. */
+		err = e->ops->rss_get(e, 0, &cur);
+		if (err == 0 && j->rss_set_size &&
+		    (cur.indir_size != j->rss_set_size ||
+		     memcmp(cur.indir, j->rss_set, j->rss_set_size * 4)))
+			err = 1;
+		dmt_rss_free(&cur);
+		if (err < 0)
+			;
+		else if (err == 1)
+			err = 0;
+		else if (j->rss_default)
 			err = e->ops->rss_set(e, 0, NULL, 0);
 		else
 			err = e->ops->rss_set(e, 0, j->rss_indir, j->rss_size);
@@ -872,6 +912,14 @@ static int apply(struct devmemtcp_nic *nic, const struct devmemtcp_nic_opts *opt
 			err = step_begin(nic);
 			if (!err) {
 				j->changed |= DMT_J_RSS;
+				free(j->rss_set);
+				j->rss_set = malloc(j->rss_size * sizeof(uint32_t));
+				if (!j->rss_set)
+					err = -ENOMEM;
+			}
+			if (!err) {
+				memcpy(j->rss_set, t, j->rss_size * sizeof(uint32_t));
+				j->rss_set_size = j->rss_size;
 				err = jsave(nic);
 			}
 			if (!err)

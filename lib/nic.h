@@ -62,6 +62,8 @@ struct dmt_journal {
 
 	/* Own changes. */
 	uint32_t changed;	/* DMT_J_* */
+	uint32_t rss_set_size;
+	uint32_t *rss_set;	/* the default table this handle set */
 	uint32_t ctx_id;
 	uint32_t ctx_size;
 	uint32_t *ctx_indir;

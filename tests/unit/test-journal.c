@@ -54,6 +54,10 @@ static void sample(struct dmt_journal *j)
 	j->prior_rules = dup32(rules, 2);
 	j->nprior_rules = 2;
 	j->changed = DMT_J_RINGS | DMT_J_RSS | DMT_J_NTUPLE | DMT_J_CTX;
+	j->rss_set = dup32(ct, 8);
+	j->rss_set_size = 8;
+	for (int i = 0; i < 8; i++)
+		j->rss_set[i] = (uint32_t)i % 6;
 	j->ctx_id = 2;
 	j->ctx_indir = dup32(ct, 8);
 	j->ctx_size = 8;
@@ -85,7 +89,7 @@ static void test_round_trip(void **state)
 	/* human readable: an operator can see what a dead process left */
 	assert_non_null(strstr(text, "devmemtcp-journal 1\npid 4242\ncomm my_loader\nifname dsim0\nifindex 5\nqueues 2 6 7\n"));
 	assert_non_null(strstr(text, "\nprior tds=1 hds=256 ntuple=0 rss-default=1\nprior-rss 8 0 1 2 3 4 5 6 7\nprior-contexts 1 1\nprior-rules 2 4 9\n"));
-	assert_non_null(strstr(text, "\nchanged rings rss ntuple context\ncontext 2 table 8 6 7 6 7 6 7 6 7\nrule 0 placed 1023 2 "));
+	assert_non_null(strstr(text, "\nchanged rings rss ntuple context\nrss-set 8 0 1 2 3 4 5 0 1\ncontext 2 table 8 6 7 6 7 6 7 6 7\nrule 0 placed 1023 2 "));
 	assert_non_null(strstr(text, "\nrule 1 pending 4294967295 0 05000000"));
 	assert_int_equal(strcmp(text + len - 4, "end\n"), 0);
 
@@ -108,6 +112,8 @@ static void test_round_trip(void **state)
 	assert_int_equal(k.prior_rules[1], 9);
 	assert_int_equal(k.changed, j.changed);
 	assert_int_equal(k.ctx_id, 2);
+	assert_int_equal(k.rss_set_size, 8);
+	assert_memory_equal(k.rss_set, j.rss_set, 32);
 	assert_memory_equal(k.ctx_indir, j.ctx_indir, 32);
 	assert_int_equal(k.nrules, 2);
 	assert_true(k.rules[0].placed);

@@ -508,6 +508,33 @@ static void test_foreign_untouched(void **state)
 	assert_unchanged();
 }
 
+/* Changes others made while the handle lived are theirs: close leaves them. */
+static void test_others_changes_after_open(void **state)
+{
+	struct devmemtcp_flow f[2] = { flow("dst-port 5201"), flow("dst-port 5202") };
+	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 2, .flows = f, .nflows = 2,
+		       .flags = DEVMEMTCP_NIC_NO_RSS_CONTEXT);
+	struct devmemtcp_flow theirs = flow("dst-port 9999");
+	struct devmemtcp_nic *nic;
+
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), 0);
+	/* someone deletes our rule 31 and puts theirs there (action queue 1),
+	 * sets their own table, and turns header split off */
+	dmt_flow_to_spec(&theirs, 1, false, &nic_state->rule[31].fs);
+	nic_state->rule[31].fs.location = 31;
+	for (int i = 0; i < FAKE_INDIR; i++)
+		nic_state->indir[i] = 5;
+	nic_state->tds_cfg = DMT_ETHTOOL_TCP_DATA_SPLIT_DISABLED;
+	nic_state->hds = 512;
+	assert_int_equal(devmemtcp_nic_close(nic), 0);
+	fake_dump(nic_state, after, sizeof(after));
+	assert_non_null(strstr(after, "rule 31: tcp4 *:* -> *:9999 queue 1"));
+	assert_null(strstr(after, "rule 30"));		/* ours is gone */
+	assert_non_null(strstr(after, "rss (user): 5 5 5 5"));
+	assert_non_null(strstr(after, "tds cfg 1 shows 1 hds 512 ntuple 1"));
+	assert_false(journal_exists());
+}
+
 static void test_conflicts(void **state)
 {
 	struct devmemtcp_flow f[2] = { flow("dst-ip 10.0.0.1 dst-port 5201"),
@@ -665,6 +692,7 @@ int main(void)
 		cmocka_unit_test_setup(test_open_recovers, each),
 		cmocka_unit_test_setup(test_busy, each),
 		cmocka_unit_test_setup(test_foreign_untouched, each),
+		cmocka_unit_test_setup(test_others_changes_after_open, each),
 		cmocka_unit_test_setup(test_conflicts, each),
 		cmocka_unit_test_setup(test_bad_input, each),
 		cmocka_unit_test_setup(test_unsupported, each),
