@@ -176,6 +176,26 @@ next:
 	return MNL_CB_OK;
 }
 
+/*
+ * libmnl before 1.0.5 leaves the alignment padding after an attribute's
+ * payload uninitialised: zero it (nests included) so that no stack garbage
+ * reaches the kernel and valgrind has nothing to report.
+ */
+static void zero_padding(char *p, const char *end)
+{
+	while (p + sizeof(struct nlattr) <= end) {
+		struct nlattr *a = (struct nlattr *)p;
+		size_t len = a->nla_len, alen = MNL_ALIGN(len);
+
+		if (len < sizeof(*a) || p + alen > end)
+			return;
+		memset(p + len, 0, alen - len);
+		if (a->nla_type & NLA_F_NESTED)
+			zero_padding(p + MNL_ATTR_HDRLEN, p + len);
+		p += alen;
+	}
+}
+
 int dmt_nl_talk(struct dmt_nl *nl, struct nlmsghdr *req, mnl_cb_t cb,
 		void *data)
 {
@@ -191,6 +211,10 @@ int dmt_nl_talk(struct dmt_nl *nl, struct nlmsghdr *req, mnl_cb_t cb,
 	req->nlmsg_flags |= NLM_F_REQUEST | (dump ? 0 : NLM_F_ACK);
 	req->nlmsg_seq = seq;
 	req->nlmsg_pid = 0;
+	if (req->nlmsg_type >= NLMSG_MIN_TYPE &&
+	    req->nlmsg_len > NLMSG_HDRLEN + GENL_HDRLEN)
+		zero_padding((char *)req + NLMSG_HDRLEN + GENL_HDRLEN,
+			     (char *)req + req->nlmsg_len);
 	nl->round_trips++;
 	if (mnl_socket_sendto(nl->sock, req, req->nlmsg_len) < 0)
 		return -errno;

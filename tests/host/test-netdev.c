@@ -352,7 +352,7 @@ static int enter_netns(void)
 {
 	if (unshare(CLONE_NEWNET | CLONE_NEWNS))
 		return -1;
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+	if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL))
 		return -1;
 	if (umount2("/sys", MNT_DETACH) && errno != EINVAL)
 		return -1;
