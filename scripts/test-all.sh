@@ -30,7 +30,7 @@ cp "$S/meson-logs/testlog.json" /tmp/devmemtcp-testlog-san.json 2>/dev/null
 
 step "valgrind: unit and host suites"
 meson test -C "$B" --print-errorlogs --suite unit --suite host \
-	--no-suite gpu --wrap="valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --trace-children=no" \
+	--no-suite gpu --wrap="$top/tests/valgrind-wrap.sh" \
 	--timeout-multiplier 5 || status=1
 cp "$B/meson-logs/testlog.json" /tmp/devmemtcp-testlog-valgrind.json 2>/dev/null
 
