@@ -329,7 +329,7 @@ static const struct {
 	const char *fix;
 } extack_fixes[] = {
 	{ "tcp-data-split is disabled",
-	  "enable header split on %s: ethtool -G %s tcp-data-split on (or use devmemtcp_nic_setup())" },
+	  "enable header split on %s: ethtool -G %s tcp-data-split on (or use devmemtcp_nic_open())" },
 	{ "hds-thresh is not zero",
 	  "set the header-split threshold of %s to 0: ethtool -G %s hds-thresh 0" },
 	{ "rx queue index out of range",

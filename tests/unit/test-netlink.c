@@ -146,7 +146,7 @@ static void test_extack_fixes(void **state)
 	dmt_bind_explain(NULL, &e, false, 999999, -EINVAL,
 			 "tcp-data-split is disabled");
 	assert_string_equal(e.msg,
-			    "bind-rx on ifindex 999999 failed: enable header split on ifindex 999999: ethtool -G ifindex 999999 tcp-data-split on (or use devmemtcp_nic_setup()) (kernel: \"tcp-data-split is disabled\")");
+			    "bind-rx on ifindex 999999 failed: enable header split on ifindex 999999: ethtool -G ifindex 999999 tcp-data-split on (or use devmemtcp_nic_open()) (kernel: \"tcp-data-split is disabled\")");
 	dmt_bind_explain(NULL, &e, false, 999999, -EINVAL, "hds-thresh is not zero");
 	assert_non_null(strstr(e.msg, "hds-thresh 0"));
 	dmt_bind_explain(NULL, &e, false, 999999, -EEXIST,

@@ -407,7 +407,7 @@ static int test_hds_off(void)
 	if (vm_kernel_version() >= 614) {
 		VM_CHECK(ret == -EINVAL, "expected -EINVAL, got %d", ret);
 		VM_CHECK(!strcmp(devmemtcp_ctx_errmsg(ctx),
-				 "bind-rx on dsim1 failed: enable header split on dsim1: ethtool -G dsim1 tcp-data-split on (or use devmemtcp_nic_setup()) (kernel: \"tcp-data-split is disabled\")"),
+				 "bind-rx on dsim1 failed: enable header split on dsim1: ethtool -G dsim1 tcp-data-split on (or use devmemtcp_nic_open()) (kernel: \"tcp-data-split is disabled\")"),
 			 "message: %s", devmemtcp_ctx_errmsg(ctx));
 	} else {
 		/* 6.12 does not check header split: the driver's page pool
