@@ -47,7 +47,7 @@ struct devmemtcp_nic {
 	int fail_step, crash_step;
 	char doing[64];			/* the step being attempted */
 	uint64_t setup_rt, setup_ioctls;
-	uint32_t steps;
+	uint32_t steps, setup_steps;
 };
 
 /* ---------------------------------------------------------------------- */
@@ -1177,6 +1177,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_open(struct devmemtcp_ctx *ctx,
 	if (nic->binding && nic->binding->nl)
 		nic->setup_rt += nic->binding->nl->round_trips;
 	nic->setup_ioctls = nic->eth.ioctls - io0;
+	nic->setup_steps = nic->steps;
 	dmt_log(ctx, DEVMEMTCP_LOG_INFO,
 		"%s ready for devmem on %u queues: %u changes, %llu netlink round trips, %llu ioctls",
 		nic->eth.ifname, nic->j.nqueues, nic->steps,
@@ -1303,7 +1304,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_stats(const struct devmemtcp_nic *nic,
 	s.round_trips = nl_rt(nic) +
 			(nic->binding && nic->binding->nl ? nic->binding->nl->round_trips : 0);
 	s.ioctls = nic->eth.ioctls;
-	s.steps = nic->steps;
+	s.steps = nic->setup_steps;
 	s.rules = nic->j.nrules;
 	s.rss_context = nic->j.ctx_id;
 	sz = stats->sz < sizeof(s) ? stats->sz : sizeof(s);

@@ -47,6 +47,26 @@ int main(int argc, char **argv)
 			    q[i].dmabuf_id == devmemtcp_binding_id(devmemtcp_nic_binding(nic)))
 				bound++;
 		VM_CHECK(bound == 2 * (rounds + 1), "bound queues %d", bound);
+		/* flows come and go on the live handle */
+		{
+			struct devmemtcp_flow g;
+			char t[96];
+			int id;
+
+			snprintf(t, sizeof(t), "tcp6 src-ip %s/64 dst-port 5299 queue 1", VM_TX_ADDR6);
+			VM_CHECK(devmemtcp_flow_parse(t, &g) == 0, "parse");
+			id = devmemtcp_nic_add_flow(nic, &g);
+			VM_CHECK(id == 2, "add_flow %d: %s", id, devmemtcp_nic_errmsg(nic));
+			free(during);
+			during = nic_dump();
+			VM_CHECK(strstr(during, "Total 3 rules") && strstr(during, "Dest port: 5299"),
+				 "added rule:\n%s", during);
+			VM_CHECK(devmemtcp_nic_remove_flow(nic, 0) == 0, "remove: %s",
+				 devmemtcp_nic_errmsg(nic));
+			free(during);
+			during = nic_dump();
+			VM_CHECK(strstr(during, "Total 2 rules"), "removed rule:\n%s", during);
+		}
 		VM_CHECK(devmemtcp_nic_stats(nic, &st) == 0, "stats");
 		printf("setup (%s): %llu netlink round trips, %llu ioctls, %u changes\n",
 		       rounds ? "no context" : "RSS context",
