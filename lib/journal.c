@@ -57,6 +57,8 @@ int dmt_journal_format(const struct dmt_journal *j, char **out, size_t *len)
 	fprintf(f, "devmemtcp-journal %d\n", DMT_JOURNAL_VERSION);
 	fprintf(f, "pid %ld\ncomm %s\nifname %s\nifindex %d\n", (long)j->pid,
 		comm, j->ifname, j->ifindex);
+	if (j->netns)
+		fprintf(f, "netns %llu\n", (unsigned long long)j->netns);
 	put_list(f, "queues", j->queues, j->nqueues);
 	if (j->have_prior) {
 		fprintf(f, "prior tds=%d hds=%lld ntuple=%d rss-default=%d\n",
@@ -203,6 +205,14 @@ static int parse_line(char *line, struct dmt_journal *j, bool *end)
 	}
 	if (strcmp(line, "ifindex") == 0)
 		return sscanf(arg, "%d", &j->ifindex) == 1 ? 0 : -EBADMSG;
+	if (strcmp(line, "netns") == 0) {
+		unsigned long long ns;
+
+		if (sscanf(arg, "%llu", &ns) != 1)
+			return -EBADMSG;
+		j->netns = ns;
+		return 0;
+	}
 	if (strcmp(line, "queues") == 0)
 		return get_list(arg, &j->queues, &j->nqueues);
 	if (strcmp(line, "prior") == 0) {
@@ -536,6 +546,16 @@ void dmt_lock_release(int fd, const char *dir, const char *ifname)
 		/* nothing to do: the flock is what counts */
 	}
 	close(fd);
+}
+
+uint64_t dmt_netns_id(void)
+{
+	struct stat st;
+
+	if (stat("/proc/thread-self/ns/net", &st) == 0 ||
+	    stat("/proc/self/ns/net", &st) == 0)
+		return (uint64_t)st.st_ino;
+	return 0;
 }
 
 const char *dmt_run_dir(const char *opt_dir)

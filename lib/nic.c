@@ -742,8 +742,18 @@ static int recover_locked(const struct devmemtcp_ctx *ctx, struct dmt_eth *e,
 			  const char *dir, struct dmt_journal *j,
 			  struct dmt_err *err)
 {
+	uint64_t ns = dmt_netns_id();
 	int ret;
 
+	/* Interface names are per network namespace; the journal directory
+	 * is not.  Never apply another namespace's journal to this one's
+	 * device of the same name. */
+	if (j->netns && ns && j->netns != ns)
+		return dmt_err(&quiet_ctx, err, -EXDEV,
+			       "the journal was written by pid %ld (%s) in network namespace net:[%llu], this is net:[%llu]: "
+			       "run devmemtcp restore %s in that namespace (ip netns exec NAME ...)",
+			       (long)j->pid, j->comm, (unsigned long long)j->netns,
+			       (unsigned long long)ns, e->ifname);
 	if (j->ifindex && j->ifindex != e->ifindex)
 		dmt_log(ctx, DEVMEMTCP_LOG_WARN,
 			"%s had ifindex %d when pid %ld changed it and has %d now: restoring anyway",
@@ -1109,6 +1119,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_open(struct devmemtcp_ctx *ctx,
 	}
 	memcpy(nic->j.ifname, nic->eth.ifname, sizeof(nic->j.ifname));
 	nic->j.ifindex = nic->eth.ifindex;
+	nic->j.netns = dmt_netns_id();
 	err = count_rx_queues(nic);
 	if (err < 0) {
 		report(nic, err, "cannot set up devmem");

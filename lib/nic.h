@@ -42,6 +42,7 @@ struct dmt_journal {
 	char comm[64];
 	char ifname[IF_NAMESIZE];
 	int ifindex;
+	uint64_t netns;		/* inode of the writer's network namespace, 0 unknown */
 	uint32_t nqueues;
 	uint32_t *queues;
 
@@ -92,6 +93,10 @@ int dmt_journal_remove(const char *dir, const char *ifname);
 int dmt_lock_take(const char *dir, const char *ifname, int *fd,
 		  pid_t *holder, char *holder_comm, size_t comm_len);
 void dmt_lock_release(int fd, const char *dir, const char *ifname);
+
+/* Inode of this thread's network namespace (/proc/thread-self/ns/net), 0
+ * when unknown. */
+uint64_t dmt_netns_id(void);
 
 /* The run directory: opt_dir, $DEVMEMTCP_RUN_DIR, or /run/devmemtcp. */
 const char *dmt_run_dir(const char *opt_dir);

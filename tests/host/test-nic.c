@@ -422,6 +422,20 @@ static void test_stale_journal_and_restore(void **state)
 	assert_non_null(strstr(out, "usage: devmemtcp restore IFACE"));
 	assert_int_equal(dmt_journal_remove(dir, "va"), 0);
 
+	/* a journal written in another network namespace is not applied to
+	 * this namespace's device of the same name */
+	j.netns = 12345;
+	assert_int_equal(dmt_journal_write(dir, "va", &j), 0);
+	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -EXDEV);
+	snprintf(want, sizeof(want),
+		 "undoing the changes pid %d (loader) left on va failed: the journal was written by pid %d (loader) in network namespace net:[12345], "
+		 "this is net:[%llu]: run devmemtcp restore va in that namespace (ip netns exec NAME ...); the journal is kept",
+		 dead, dead, (unsigned long long)dmt_netns_id());
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	assert_true(exists("va.journal"));
+	assert_int_equal(dmt_journal_remove(dir, "va"), 0);
+	j.netns = 0;
+
 	/* the journal of an interface that is gone */
 	snprintf(j.ifname, sizeof(j.ifname), "gone0");
 	assert_int_equal(dmt_journal_write(dir, "gone0", &j), 0);

@@ -38,6 +38,7 @@ static void sample(struct dmt_journal *j)
 	snprintf(j->comm, sizeof(j->comm), "my loader");	/* space */
 	snprintf(j->ifname, sizeof(j->ifname), "dsim0");
 	j->ifindex = 5;
+	j->netns = 4026531992ull;
 	j->queues = dup32(q, 2);
 	j->nqueues = 2;
 	j->have_prior = true;
@@ -87,7 +88,7 @@ static void test_round_trip(void **state)
 	assert_int_equal(dmt_journal_format(&j, &text, &len), 0);
 	assert_int_equal(strlen(text), len);
 	/* human readable: an operator can see what a dead process left */
-	assert_non_null(strstr(text, "devmemtcp-journal 1\npid 4242\ncomm my_loader\nifname dsim0\nifindex 5\nqueues 2 6 7\n"));
+	assert_non_null(strstr(text, "devmemtcp-journal 1\npid 4242\ncomm my_loader\nifname dsim0\nifindex 5\nnetns 4026531992\nqueues 2 6 7\n"));
 	assert_non_null(strstr(text, "\nprior tds=1 hds=256 ntuple=0 rss-default=1\nprior-rss 8 0 1 2 3 4 5 6 7\nprior-contexts 1 1\nprior-rules 2 4 9\n"));
 	assert_non_null(strstr(text, "\nchanged rings rss ntuple context\nrss-set 8 0 1 2 3 4 5 0 1\ncontext 2 table 8 6 7 6 7 6 7 6 7\nrule 0 placed 1023 2 "));
 	assert_non_null(strstr(text, "\nrule 1 pending 4294967295 0 05000000"));
@@ -98,6 +99,7 @@ static void test_round_trip(void **state)
 	assert_string_equal(k.comm, "my_loader");
 	assert_string_equal(k.ifname, "dsim0");
 	assert_int_equal(k.ifindex, 5);
+	assert_int_equal(k.netns, 4026531992ull);
 	assert_int_equal(k.nqueues, 2);
 	assert_int_equal(k.queues[1], 7);
 	assert_true(k.have_prior);
@@ -170,6 +172,7 @@ static void test_malformed(void **state)
 		{ "devmemtcp-journal 1\nifname a\nend\nifname b\n", 4 },
 		{ "devmemtcp-journal 1\nifname abcdefghijklmnopq\nend\n", 2 },
 		{ "devmemtcp-journal 1\nifname a\ncontext 1 tab 0\nend\n", 3 },
+		{ "devmemtcp-journal 1\nifname a\nnetns x\nend\n", 3 },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
