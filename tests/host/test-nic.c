@@ -23,6 +23,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <netlink/genl/ctrl.h>
+#include <netlink/genl/genl.h>
+#include <netlink/netlink.h>
 #include <libmnl/libmnl.h>
 #include <linux/bpf.h>
 #include <linux/if_link.h>
@@ -31,6 +34,7 @@
 
 #include "devmemtcp.h"
 #include "nic.h"
+#include "uapi.h"
 
 #ifndef TEST_BUILDDIR
 #define TEST_BUILDDIR "."
@@ -153,6 +157,69 @@ static void test_probe_veth(void **state)
 	assert_non_null(pr);
 	assert_null(find_problem(&p, "this process lacks CAP_NET_ADMIN, which bind-rx and every ethtool change need"));
 	assert_int_equal(count_fds(), fds);
+}
+
+/* The oracle: libnl-genl-3 reads the channels on its own (ethtool
+ * CHANNELS_GET), and the ethtool program the ntuple feature. */
+struct chan_oracle {
+	uint32_t rx, tx, combined;
+};
+
+static int chan_cb(struct nl_msg *msg, void *arg)
+{
+	struct chan_oracle *o = arg;
+	struct nlattr *tb[DMT_ETHTOOL_A_CHANNELS_COMBINED_COUNT + 1];
+
+	if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, DMT_ETHTOOL_A_CHANNELS_COMBINED_COUNT, NULL))
+		return NL_SKIP;
+	if (tb[DMT_ETHTOOL_A_CHANNELS_RX_COUNT])
+		o->rx = nla_get_u32(tb[DMT_ETHTOOL_A_CHANNELS_RX_COUNT]);
+	if (tb[DMT_ETHTOOL_A_CHANNELS_TX_COUNT])
+		o->tx = nla_get_u32(tb[DMT_ETHTOOL_A_CHANNELS_TX_COUNT]);
+	if (tb[DMT_ETHTOOL_A_CHANNELS_COMBINED_COUNT])
+		o->combined = nla_get_u32(tb[DMT_ETHTOOL_A_CHANNELS_COMBINED_COUNT]);
+	return NL_OK;
+}
+
+static void test_probe_libnl_oracle(void **state)
+{
+	struct devmemtcp_probe p = { .sz = sizeof(p) };
+	struct nl_sock *sk = nl_socket_alloc();
+	struct chan_oracle o = { 0 };
+	struct nl_msg *msg;
+	struct nlattr *h;
+	FILE *f;
+	char line[256];
+	bool fixed_off = false;
+	int fam;
+
+	assert_non_null(sk);
+	assert_int_equal(genl_connect(sk), 0);
+	fam = genl_ctrl_resolve(sk, "ethtool");
+	assert_true(fam > 0);
+	msg = nlmsg_alloc();
+	genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, fam, 0, 0,
+		    DMT_ETHTOOL_MSG_CHANNELS_GET, 1);
+	h = nla_nest_start(msg, DMT_ETHTOOL_A_CHANNELS_HEADER | NLA_F_NESTED);
+	nla_put_u32(msg, DMT_ETHTOOL_A_HEADER_DEV_INDEX, if_nametoindex("vb"));
+	nla_nest_end(msg, h);
+	nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, chan_cb, &o);
+	assert_true(nl_send_auto(sk, msg) >= 0);
+	assert_int_equal(nl_recvmsgs_default(sk), 0);
+	nlmsg_free(msg);
+	nl_socket_free(sk);
+
+	f = popen("ethtool -k vb 2>/dev/null", "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (strcmp(line, "ntuple-filters: off [fixed]\n") == 0)
+			fixed_off = true;
+	pclose(f);
+
+	assert_true(devmemtcp_nic_probe(ctx, "vb", NULL, &p) >= 0);
+	assert_int_equal(p.rx_queues, (int)(o.rx + o.combined));
+	assert_int_equal(p.tx_queues, (int)(o.tx + o.combined));
+	assert_int_equal(p.ntuple == 0 && p.ntuple_fixed == 1, fixed_off);
 }
 
 static void test_probe_lo(void **state)
@@ -493,6 +560,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_probe_veth),
+		cmocka_unit_test(test_probe_libnl_oracle),
 		cmocka_unit_test(test_probe_lo),
 		cmocka_unit_test(test_probe_down),
 		cmocka_unit_test(test_probe_xdp),
