@@ -37,6 +37,7 @@
 #include <linux/tcp.h>
 #include <linux/udp.h>
 #include <linux/debugfs.h>
+#include <linux/seq_file.h>
 #include <linux/u64_stats_sync.h>
 #include <linux/skbuff.h>
 #include <linux/rtnetlink.h>
@@ -1891,6 +1892,38 @@ static int dsim_payload_get(void *data, u64 *val)
 }
 DEFINE_DEBUGFS_ATTRIBUTE(dsim_payload_fops, dsim_payload_get, NULL, "%llu\n");
 
+/* "state": queue internals, to diagnose stalls */
+static int dsim_state_show(struct seq_file *m, void *v)
+{
+	struct dsim_priv *priv = m->private;
+	struct net_device *dev = priv->dev;
+	unsigned int i;
+
+	seq_printf(m, "%s: running %d real_rx %u real_tx %u hds %d hds_thresh %u rules %u\n",
+		   netdev_name(dev), netif_running(dev), dev->real_num_rx_queues,
+		   dev->real_num_tx_queues, READ_ONCE(priv->hds),
+		   READ_ONCE(priv->hds_thresh), priv->nrules);
+	for (i = 0; i < priv->nq; i++) {
+		struct dsim_rq *rq = &priv->rq[i];
+		struct netdev_queue_stats_rx r = {};
+		struct netdev_queue_stats_tx t = {};
+
+		dsim_get_queue_stats_rx(dev, i, &r);
+		dsim_get_queue_stats_tx(dev, i, &t);
+		seq_printf(m, "rx%u: backlog %u napi_on %d napi_state 0x%lx pp %d mp %d packets %llu alloc_fail %llu drops %llu\n",
+			   i, skb_queue_len(&rq->backlog), rq->napi_on,
+			   READ_ONCE(rq->napi.state), !!rq->pp,
+			   i < dev->real_num_rx_queues && dsim_rxq_has_mp(dev, i),
+			   r.packets, r.alloc_fail, r.hw_drops);
+		if (i < dev->num_tx_queues)
+			seq_printf(m, "tx%u: stopped %d packets %llu drops %llu\n", i,
+				   netif_tx_queue_stopped(netdev_get_tx_queue(dev, i)),
+				   t.packets, t.hw_drops);
+	}
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(dsim_state);
+
 static void dsim_debugfs_init(struct dsim_priv *priv)
 {
 	if (IS_ERR_OR_NULL(dsim_dbg_root))
@@ -1905,6 +1938,7 @@ static void dsim_debugfs_init(struct dsim_priv *priv)
 	debugfs_create_atomic_t("fail_restart", 0600, priv->dbg,
 				&priv->fail_restart);
 	debugfs_create_atomic_t("fail_alloc", 0600, priv->dbg, &priv->fail_alloc);
+	debugfs_create_file("state", 0400, priv->dbg, priv, &dsim_state_fops);
 }
 
 /* ------------------------------------------------------------------ */

@@ -3,7 +3,8 @@
  * devmem_smoke - raw devmem TCP smoke test for the devmemsim module
  * (the ncdevmem sequence, without YNL).  Not part of the library.
  *
- *   devmem_smoke rx IFNAME QUEUE PORT BYTES [nobind|keep]
+ *   devmem_smoke rx IFNAME QUEUES PORT BYTES [nobind|keep]
+ *       (QUEUES: "3" or "2,3"; env FLOWS=n accepts n connections)
  *       udmabuf + bind-rx on QUEUE, accept one connection on PORT,
  *       receive BYTES with MSG_SOCK_DEVMEM, validate every byte
  *       (pattern: byte i of the stream == i % 251), return tokens.
@@ -38,6 +39,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 
 #ifndef MSG_SOCK_DEVMEM
 #define MSG_SOCK_DEVMEM 0x2000000
@@ -231,18 +233,24 @@ static int do_rings(const char *ifname, int split, long hds)
 	return err ? 1 : 0;
 }
 
-static int bind_rx(int nl, int family, int ifindex, int dmabuf, int queue, uint32_t *id)
+static int bind_rx(int nl, int family, int ifindex, int dmabuf, const char *queues,
+		   uint32_t *id)
 {
 	struct nlbuf m;
 	struct nlattr *nest;
+	const char *q = queues;
 
 	msg_init(&m, family, NETDEV_CMD_BIND_RX);
 	nla_put_u32(&m, NETDEV_A_DMABUF_IFINDEX, ifindex);
 	nla_put_u32(&m, NETDEV_A_DMABUF_FD, dmabuf);
-	nest = nla_put(&m, NETDEV_A_DMABUF_QUEUES | NLA_F_NESTED, NULL, 0);
-	nla_put_u32(&m, NETDEV_A_QUEUE_ID, queue);
-	nla_put_u32(&m, NETDEV_A_QUEUE_TYPE, NETDEV_QUEUE_TYPE_RX);
-	nest->nla_len = (m.b + m.len) - (char *)nest;
+	while (*q) {	/* "2" or "2,3" */
+		nest = nla_put(&m, NETDEV_A_DMABUF_QUEUES | NLA_F_NESTED, NULL, 0);
+		nla_put_u32(&m, NETDEV_A_QUEUE_ID, strtoul(q, NULL, 0));
+		nla_put_u32(&m, NETDEV_A_QUEUE_TYPE, NETDEV_QUEUE_TYPE_RX);
+		nest->nla_len = (m.b + m.len) - (char *)nest;
+		q += strcspn(q, ",");
+		q += *q == ',';
+	}
 	return nl_txrx(nl, &m, NETDEV_A_DMABUF_ID, id);
 }
 
@@ -294,14 +302,14 @@ static void dbuf_sync(int fd, uint64_t flags)
 
 /* ---- modes ---- */
 
-static int do_rx(const char *ifname, int queue, int port, uint64_t total,
+static int do_rx(const char *ifname, const char *queue, int port, uint64_t total,
 		 const char *opt)
 {
 	int nobind = opt && !strcmp(opt, "nobind");
 	int keep = opt && !strcmp(opt, "keep");	/* never return tokens */
 	int ifindex = if_nametoindex(ifname);
 	uint8_t *map;
-	int dmabuf, nl, family, ls, cs, one = 1;
+	int dmabuf, nl, family, ls, cs = -1, one = 1;
 	uint32_t id = 0;
 	struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_port = htons(port) };
 	int zero = 0;
@@ -321,7 +329,7 @@ static int do_rx(const char *ifname, int queue, int port, uint64_t total,
 			fprintf(stderr, "bind-rx failed: %s\n", strerror(-err));
 			return 2;
 		}
-		printf("bind-rx ok: binding id %u on %s queue %d\n", id, ifname, queue);
+		printf("bind-rx ok: binding id %u on %s queue %s\n", id, ifname, queue);
 	}
 	fflush(stdout);
 
@@ -332,9 +340,26 @@ static int do_rx(const char *ifname, int queue, int port, uint64_t total,
 		die("bind/listen");
 	printf("listening on %d\n", port);
 	fflush(stdout);
-	cs = accept(ls, NULL, NULL);
-	if (cs < 0)
-		die("accept");
+	/* FLOWS=n: accept n connections, one child process each */
+	for (int f = getenv("FLOWS") ? atoi(getenv("FLOWS")) : 1, nf = f; f > 0; f--) {
+		cs = accept(ls, NULL, NULL);
+		if (cs < 0)
+			die("accept");
+		if (nf == 1)
+			break;
+		if (fork() == 0)
+			goto flow;
+		close(cs);
+		if (f == 1) {
+			int st, failed = 0;
+
+			while (wait(&st) > 0)
+				failed |= !WIFEXITED(st) || WEXITSTATUS(st);
+			printf("%d flows: %s\n", nf, failed ? "FAILED" : "all ok");
+			return failed;
+		}
+	}
+flow:
 
 	while (pos < total) {
 		struct iovec iov = { iobuf, sizeof(iobuf) };
@@ -589,7 +614,11 @@ static int do_bindfail(const char *ifname, int queue)
 	int dmabuf = make_udmabuf(1 << 20, &map);
 	int family, nl = nl_open(&family);
 	uint32_t id = 0;
-	int err = bind_rx(nl, family, if_nametoindex(ifname), dmabuf, queue, &id);
+	char q[16];
+	int err;
+
+	snprintf(q, sizeof(q), "%d", queue);
+	err = bind_rx(nl, family, if_nametoindex(ifname), dmabuf, q, &id);
 
 	printf("bind-rx result: %d (%s)\n", err, err ? strerror(-err) : "ok");
 	return err ? 0 : 1;
@@ -612,7 +641,7 @@ int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc >= 6 && !strcmp(argv[1], "rx"))
-		return do_rx(argv[2], atoi(argv[3]), atoi(argv[4]),
+		return do_rx(argv[2], argv[3], atoi(argv[4]),
 			     size_arg(argv[5]), argc > 6 ? argv[6] : NULL);
 	if (argc == 5 && !strcmp(argv[1], "tx"))
 		return do_tx(argv[2], atoi(argv[3]), size_arg(argv[4]));

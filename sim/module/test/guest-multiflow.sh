@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Guest side: 8 concurrent flows over two bound queues (2 and 3), several
+# rounds, after a single-flow 64 MiB transfer (the order the vm suite uses).
+set +e
+ip() { /usr/bin/ip "$@"; }
+ethtool() { /usr/sbin/ethtool "$@"; }
+S=/devmem_smoke
+ROUNDS=${ROUNDS:-3}
+wait_listen() {
+	local i=0
+	while [ $i -lt 200 ] && ! grep -q "listening\|failed" $1 2>/dev/null; do
+		sleep 0.1; i=$((i + 1))
+	done
+}
+insmod /devmemsim.ko
+ip netns add a
+ip netns add b
+ip link set dsim0 netns a
+ip link set dsim1 netns b
+ip -n a addr add 10.0.0.1/24 dev dsim0
+ip -n b addr add 10.0.0.2/24 dev dsim1
+ip -n a link set dsim0 up
+ip -n b link set dsim1 up
+B="ip netns exec b"
+$B ethtool -G dsim1 tcp-data-split on
+$B $S rings dsim1 -1 0 > /dev/null
+$B ethtool -X dsim1 equal 2
+fail=0
+
+$B ethtool -N dsim1 flow-type tcp4 dst-port 6001 action 3
+$B $S rx dsim1 3 6001 64M > /tmp/r.log 2>&1 &
+P=$!
+wait_listen /tmp/r.log
+ip netns exec a $S tx 10.0.0.2 6001 64M > /dev/null || fail=1
+wait $P || fail=1
+cat /tmp/r.log
+for r in $($B ethtool -n dsim1 | awk '/^Filter:/ {print $2}'); do $B ethtool -N dsim1 delete $r; done
+
+for round in $(seq 1 $ROUNDS); do
+	echo "=== round $round [$(cut -d' ' -f1 /proc/uptime)]"
+	for i in 0 1 2 3 4 5 6 7; do
+		$B ethtool -N dsim1 flow-type tcp4 dst-port $((6100 + i)) action $((2 + i % 2)) > /dev/null
+	done
+	FLOWS=8 $B $S rx dsim1 2,3 6100 4M > /tmp/r.log 2>&1 &
+	P=$!
+	wait_listen /tmp/r.log
+	for i in 0 1 2 3 4 5 6 7; do
+		ip netns exec a $S tx 10.0.0.2 6100 4M > /dev/null &
+	done
+	wait $P || fail=1
+	wait
+	cat /tmp/r.log
+	for r in $($B ethtool -n dsim1 | awk '/^Filter:/ {print $2}'); do $B ethtool -N dsim1 delete $r; done
+done
+$B ethtool -S dsim1 | grep -v ": 0$"
+dmesg | grep -A40 -E "WARNING|BUG|Oops" | head -60
+echo "[$(cut -d' ' -f1 /proc/uptime)] done"
+exit $fail
