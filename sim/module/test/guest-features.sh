@@ -134,6 +134,13 @@ check "2 channels" sh -c 'ethtool -l dsim1 | tail -2 | grep -q "Combined:.*2"'
 check "xfer on 2 channels" xfer 5500 0 2M nobind 10.0.0.2
 check "grow channels to 4" ethtool -L dsim1 combined 4
 
+# --- rx-ntuple-filter off flushes rules and refuses new ones
+ethtool -N dsim1 flow-type tcp4 dst-port 7000 action 1
+check "ntuple off" ethtool -K dsim1 ntuple off
+check "rules flushed" sh -c 'ethtool -n dsim1 2>&1 | grep -q "Total 0 rules"'
+check "insert refused while off" sh -c '! ethtool -N dsim1 flow-type tcp4 dst-port 7000 action 1 2>/dev/null'
+check "ntuple on" ethtool -K dsim1 ntuple on
+
 # --- MTU 9000 with devmem
 ip link set dsim1 mtu 9000; ip -n a link set dsim0 mtu 9000
 ethtool -N dsim1 flow-type tcp4 dst-port 5201 action 3
