@@ -193,6 +193,23 @@ static int annotate(struct devmemtcp_rx *rx, struct devmemtcp_frag *frags,
 	return 0;
 }
 
+/* Queue the tokens of finished deferred releases and hand every queued
+ * release to the kernel; the number freed by the last batch, or errno. */
+static int flush_due(struct devmemtcp_rx *rx)
+{
+	int ret = dmt_tokens_poll(&rx->tokens, false);
+
+	if (ret < 0)
+		return dmt_err(rx->ctx, &rx->err, ret,
+			       "a deferred-release completion failed: %s",
+			       strerror(-ret));
+	ret = dmt_tokens_flush(&rx->tokens);
+	if (ret < 0)
+		return dmt_err(rx->ctx, &rx->err, ret,
+			       "SO_DEVMEM_DONTNEED failed: %s", strerror(-ret));
+	return ret;
+}
+
 DEVMEMTCP_EXPORT int devmemtcp_rx_recv(struct devmemtcp_rx *rx,
 				       struct devmemtcp_frag *frags,
 				       size_t max_frags, void *linear,
@@ -213,15 +230,9 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_recv(struct devmemtcp_rx *rx,
 	if (len > INT_MAX)
 		len = INT_MAX;
 	/* hand back what is due before we may block */
-	ret = dmt_tokens_poll(&rx->tokens, false);
+	ret = flush_due(rx);
 	if (ret < 0)
-		return dmt_err(rx->ctx, &rx->err, ret,
-			       "a deferred-release completion failed: %s",
-			       strerror(-ret));
-	ret = dmt_tokens_flush(&rx->tokens);
-	if (ret < 0)
-		return dmt_err(rx->ctx, &rx->err, ret,
-			       "SO_DEVMEM_DONTNEED failed: %s", strerror(-ret));
+		return ret;
 
 	if (max_frags > INT_MAX / CMSG_FRAG_SPACE)
 		max_frags = INT_MAX / CMSG_FRAG_SPACE;
@@ -371,20 +382,9 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_release_after(struct devmemtcp_rx *rx,
 
 DEVMEMTCP_EXPORT int devmemtcp_rx_flush(struct devmemtcp_rx *rx)
 {
-	int ret;
-
 	if (!rx)
 		return -EINVAL;
-	ret = dmt_tokens_poll(&rx->tokens, false);
-	if (ret < 0)
-		return dmt_err(rx->ctx, &rx->err, ret,
-			       "a deferred-release completion failed: %s",
-			       strerror(-ret));
-	ret = dmt_tokens_flush(&rx->tokens);
-	if (ret < 0)
-		return dmt_err(rx->ctx, &rx->err, ret,
-			       "SO_DEVMEM_DONTNEED failed: %s", strerror(-ret));
-	return ret;
+	return flush_due(rx);
 }
 
 DEVMEMTCP_EXPORT int devmemtcp_rx_release_all(struct devmemtcp_rx *rx)

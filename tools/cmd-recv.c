@@ -109,14 +109,6 @@ static int listen_on(const char *addr, int port)
 	return fd;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 int cmd_recv(int argc, char **argv)
 {
 	static const struct option opts[] = {

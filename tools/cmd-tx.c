@@ -112,14 +112,6 @@ static int connect_via(const char *addr, int port, const char *ifname)
 	return fd;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Fill up to max bytes of the next chunk from the source; 0 at its end. */
 static ssize_t fill(int file_fd, uint8_t *dst, size_t max, uint64_t pos,
 		    uint64_t total, unsigned int period)

@@ -10,6 +10,9 @@ int cmd_send(int argc, char **argv);	/* cmd-tx.c */
 int cmd_probe(int argc, char **argv);	/* cmd-nic.c */
 int cmd_restore(int argc, char **argv);	/* cmd-nic.c */
 
+/* CLOCK_MONOTONIC in seconds, for rates. */
+double now_s(void);
+
 /* Parse "123", "64K", "16M", "1G" into bytes; -1 on error. */
 long long parse_size(const char *s);
 

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "devmemtcp.h"
 #include "cmds.h"
@@ -24,6 +25,14 @@ __attribute__((weak)) int cmd_restore(int argc, char **argv)
 {
 	fprintf(stderr, "devmemtcp: 'restore' is not built into this program\n");
 	return 2;
+}
+
+double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 long long parse_size(const char *s)
