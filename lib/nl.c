@@ -196,6 +196,14 @@ static void zero_padding(char *p, const char *end)
 	}
 }
 
+void dmt_nl_zero_padding(struct nlmsghdr *nlh)
+{
+	if (nlh->nlmsg_type >= NLMSG_MIN_TYPE &&
+	    nlh->nlmsg_len > NLMSG_HDRLEN + GENL_HDRLEN)
+		zero_padding((char *)nlh + NLMSG_HDRLEN + GENL_HDRLEN,
+			     (char *)nlh + nlh->nlmsg_len);
+}
+
 int dmt_nl_talk(struct dmt_nl *nl, struct nlmsghdr *req, mnl_cb_t cb,
 		void *data)
 {
@@ -211,10 +219,7 @@ int dmt_nl_talk(struct dmt_nl *nl, struct nlmsghdr *req, mnl_cb_t cb,
 	req->nlmsg_flags |= NLM_F_REQUEST | (dump ? 0 : NLM_F_ACK);
 	req->nlmsg_seq = seq;
 	req->nlmsg_pid = 0;
-	if (req->nlmsg_type >= NLMSG_MIN_TYPE &&
-	    req->nlmsg_len > NLMSG_HDRLEN + GENL_HDRLEN)
-		zero_padding((char *)req + NLMSG_HDRLEN + GENL_HDRLEN,
-			     (char *)req + req->nlmsg_len);
+	dmt_nl_zero_padding(req);
 	nl->round_trips++;
 	if (mnl_socket_sendto(nl->sock, req, req->nlmsg_len) < 0)
 		return -errno;

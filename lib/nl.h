@@ -45,6 +45,14 @@ struct nlmsghdr *dmt_nl_genl_msg(void *buf, uint16_t family, uint8_t cmd,
 				 uint8_t version, uint16_t flags);
 
 /*
+ * Zero the alignment padding after every attribute of a genl message
+ * (nests included), which libmnl before 1.0.5 leaves uninitialised.
+ * dmt_nl_talk does it before sending; exposed for the unit tests that
+ * compare built messages byte by byte or parse them.
+ */
+void dmt_nl_zero_padding(struct nlmsghdr *nlh);
+
+/*
  * Send req (NLM_F_REQUEST | NLM_F_ACK are added, seq and portid set) and
  * read replies until the ack or NLMSG_DONE, calling cb (may be NULL) on
  * every reply message.  Returns 0, the negative errno of NLMSG_ERROR (with

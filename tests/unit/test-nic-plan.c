@@ -31,6 +31,23 @@ static void quiet(void *user, int level, const char *msg)
 {
 }
 
+/* The program name the kernel gives this process (and its forked
+ * children): test-nic-plan normally, valgrind's tool under valgrind. */
+static const char *own_comm(void)
+{
+	static char comm[32];
+	FILE *f;
+
+	if (comm[0])
+		return comm;
+	f = fopen("/proc/self/comm", "re");
+	assert_non_null(f);
+	assert_non_null(fgets(comm, sizeof(comm), f));
+	fclose(f);
+	comm[strcspn(comm, "\n")] = '\0';
+	return comm;
+}
+
 static int setup(void **state)
 {
 	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = quiet);
@@ -405,9 +422,9 @@ static void test_crash_every_step(void **state)
 		/* the next open reports it */
 		assert_int_equal(devmemtcp_nic_open(ctx, "eth0", NULL, &nic), -ESTALE);
 		snprintf(want, sizeof(want),
-			 "eth0 has changes left by pid %d (test-nic-plan), which ended without undoing them "
+			 "eth0 has changes left by pid %d (%s), which ended without undoing them "
 			 "(journal %s/eth0.journal): run 'devmemtcp restore eth0' or open with DEVMEMTCP_NIC_RECOVER",
-			 pid, dir);
+			 pid, own_comm(), dir);
 		assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
 		/* and restore puts everything back */
 		assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 1);
@@ -457,8 +474,8 @@ static void test_busy(void **state)
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &a), 0);
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &b), -EBUSY);
 	snprintf(want, sizeof(want),
-		 "eth0 is in use for devmem by pid %d (test-nic-plan): stop that process or wait for it to close its handle",
-		 getpid());
+		 "eth0 is in use for devmem by pid %d (%s): stop that process or wait for it to close its handle",
+		 getpid(), own_comm());
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
 	/* recover refuses too: the owner is alive */
 	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), -EBUSY);
