@@ -60,7 +60,7 @@ chmod +x "$IR/init"
 
 # KVM cannot boot these kernels under some nested hypervisors ("emulation
 # failure" in the decompressor): TCG by default, ACCEL=kvm to try KVM.
-if [ "${ACCEL:-tcg}" = kvm ]; then accel=(-enable-kvm -cpu host); else accel=(-accel tcg -cpu max); fi
+if [ "${ACCEL:-tcg}" = kvm ]; then accel=(-enable-kvm -cpu host); else accel=(-accel tcg,thread=single -cpu max); fi
 timeout ${TIMEOUT:-600} qemu-system-x86_64 "${accel[@]}" -smp 2 -m 2048 \
 	-nic none -nographic -no-reboot \
 	-kernel "$KERNEL" -initrd "$OUT/initramfs.gz" \
