@@ -148,6 +148,26 @@ check "mtu 9000 devmem" xfer 5201 3 8M "" 10.0.0.2
 ip link set dsim1 down; ip link set dsim1 up; sleep 0.3
 check "after down/up devmem" xfer 5201 3 2M "" 10.0.0.2
 
+# --- bind while the device is down, then up; unbind while down
+ip link set dsim1 down
+$S rx dsim1 3 5201 2M > /tmp/x.log 2>&1 &
+P=$!
+wait_listen /tmp/x.log
+ip link set dsim1 up
+sleep 1
+ip netns exec a $S tx 10.0.0.2 5201 2M > /dev/null
+wait $P; r=$?; cat /tmp/x.log
+check "bind while down, receive after up" [ $r = 0 ]
+$S rx dsim1 3 5201 1G > /tmp/x.log 2>&1 &
+P=$!
+wait_listen /tmp/x.log
+ip link set dsim1 down
+kill $P; wait $P
+sleep 0.5
+ip link set dsim1 up
+sleep 1
+check "unbind while down, plain after up" xfer 5201 3 2M nobind 10.0.0.2
+
 dmesg | grep -A40 -E "WARNING|BUG|Oops" | head -80
 ip netns del a
 sleep 1
