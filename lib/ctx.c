@@ -168,6 +168,7 @@ DEVMEMTCP_EXPORT int devmemtcp_ctx_new(const struct devmemtcp_ctx_opts *opts,
 	ctx->log_user = DMT_OPT(opts, devmemtcp_ctx_opts, log_user, NULL);
 	ctx->log_level = DMT_OPT(opts, devmemtcp_ctx_opts, log_level,
 				 level_from_env());
+	pthread_mutex_init(&ctx->lock, NULL);
 	*ctxp = ctx;
 	return 0;
 }
@@ -177,6 +178,7 @@ DEVMEMTCP_EXPORT void devmemtcp_ctx_free(struct devmemtcp_ctx *ctx)
 	if (!ctx)
 		return;
 	dmt_nl_close(ctx->nl);
+	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
 }
 
@@ -189,14 +191,21 @@ struct dmt_nl *dmt_ctx_nl(struct devmemtcp_ctx *ctx, int *errp)
 {
 	int ret;
 
+	pthread_mutex_lock(&ctx->lock);
 	if (!ctx->nl) {
 		ret = dmt_nl_open(&ctx->nl);
 		if (ret) {
 			*errp = dmt_err(ctx, &ctx->err, ret,
 					"cannot open a generic netlink socket: %s",
 					strerror(-ret));
+			pthread_mutex_unlock(&ctx->lock);
 			return NULL;
 		}
 	}
 	return ctx->nl;
+}
+
+void dmt_ctx_nl_put(struct devmemtcp_ctx *ctx)
+{
+	pthread_mutex_unlock(&ctx->lock);
 }

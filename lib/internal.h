@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "devmemtcp.h"
@@ -31,6 +32,9 @@ struct devmemtcp_ctx {
 	void *log_user;
 	int log_level;
 	struct dmt_err err;
+	/* Serialises queries on nl (and the messages they leave in err):
+	 * threads may share a context for queries. */
+	pthread_mutex_t lock;
 	struct dmt_nl *nl;	/* query socket, opened on first use */
 };
 
@@ -70,8 +74,10 @@ int dmt_opts_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		 ? (opts)->field                                               \
 		 : (def))
 
-/* Query socket of ctx (opened lazily); NULL with ctx->err set on failure. */
+/* Query socket of ctx (opened lazily), locked for the caller until
+ * dmt_ctx_nl_put(); NULL (and unlocked) with ctx->err set on failure. */
 struct dmt_nl *dmt_ctx_nl(struct devmemtcp_ctx *ctx, int *errp);
+void dmt_ctx_nl_put(struct devmemtcp_ctx *ctx);
 
 /* Name of an errno for messages ("EINVAL"), or its number. */
 const char *dmt_errno_name(int err);

@@ -130,25 +130,14 @@ int dmt_queue_list(struct dmt_nl *nl, int ifindex,
 	return (int)d.n;
 }
 
-DEVMEMTCP_EXPORT int devmemtcp_queue_list(struct devmemtcp_ctx *ctx,
-					  int ifindex,
-					  struct devmemtcp_queue *queues,
-					  size_t max)
+static int queue_list_locked(struct devmemtcp_ctx *ctx, struct dmt_nl *nl,
+			     int ifindex, struct devmemtcp_queue *queues,
+			     size_t max)
 {
 	char name[DMT_IFNAME_MAX];
-	struct dmt_nl *nl;
 	uint16_t family;
-	int ret = 0;
+	int ret;
 
-	if (!ctx)
-		return -EINVAL;
-	if (ifindex <= 0 || (max && !queues))
-		return dmt_err(ctx, &ctx->err, -EINVAL,
-			       "devmemtcp_queue_list: ifindex %d and %zu entries at %p: pass an ifindex from if_nametoindex() and an array for max entries",
-			       ifindex, max, (void *)queues);
-	nl = dmt_ctx_nl(ctx, &ret);
-	if (!nl)
-		return ret;
 	ret = netdev_family(ctx, &ctx->err, nl, &family);
 	if (ret)
 		return ret;
@@ -162,6 +151,28 @@ DEVMEMTCP_EXPORT int devmemtcp_queue_list(struct devmemtcp_ctx *ctx,
 			       "queue-get on %s failed: %s%s%s",
 			       ifname_of(ifindex, name), strerror(-ret),
 			       nl->extack[0] ? ": " : "", nl->extack);
+	return ret;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_queue_list(struct devmemtcp_ctx *ctx,
+					  int ifindex,
+					  struct devmemtcp_queue *queues,
+					  size_t max)
+{
+	struct dmt_nl *nl;
+	int ret = 0;
+
+	if (!ctx)
+		return -EINVAL;
+	if (ifindex <= 0 || (max && !queues))
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "devmemtcp_queue_list: ifindex %d and %zu entries at %p: pass an ifindex from if_nametoindex() and an array for max entries",
+			       ifindex, max, (void *)queues);
+	nl = dmt_ctx_nl(ctx, &ret);
+	if (!nl)
+		return ret;
+	ret = queue_list_locked(ctx, nl, ifindex, queues, max);
+	dmt_ctx_nl_put(ctx);
 	return ret;
 }
 
@@ -228,15 +239,48 @@ static int qstats_cb(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_OK;
 }
 
+static int qstats_locked(struct devmemtcp_ctx *ctx, struct dmt_nl *nl,
+			 int ifindex, struct qstats_req *req)
+{
+	char buf[256], name[DMT_IFNAME_MAX];
+	struct nlmsghdr *nlh;
+	uint16_t family;
+	int ret;
+
+	ret = netdev_family(ctx, &ctx->err, nl, &family);
+	if (ret)
+		return ret;
+	nlh = dmt_nl_genl_msg(buf, family, DMT_NETDEV_CMD_QSTATS_GET,
+			      DMT_NETDEV_FAMILY_VERSION, NLM_F_DUMP);
+	mnl_attr_put_u32(nlh, DMT_NETDEV_A_QSTATS_IFINDEX, (uint32_t)ifindex);
+	if (req->queue >= 0)
+		mnl_attr_put_u32(nlh, DMT_NETDEV_A_QSTATS_SCOPE,
+				 DMT_NETDEV_QSTATS_SCOPE_QUEUE);
+	ret = dmt_nl_talk(nl, nlh, qstats_cb, req);
+	if (ret == -EOPNOTSUPP)
+		return dmt_err(ctx, &ctx->err, ret,
+			       "the driver of %s reports no queue statistics (no netdev_stat_ops)",
+			       ifname_of(ifindex, name));
+	if (ret)
+		return dmt_err(ctx, &ctx->err, ret,
+			       "qstats-get on %s failed: %s%s%s",
+			       ifname_of(ifindex, name), strerror(-ret),
+			       nl->extack[0] ? ": " : "", nl->extack);
+	if (!req->found)
+		return dmt_err(ctx, &ctx->err, -ENOENT,
+			       "%s reports no statistics for %s queue %d: check the queue index with devmemtcp_queue_list()",
+			       ifname_of(ifindex, name),
+			       req->type == DEVMEMTCP_QUEUE_RX ? "RX" : "TX",
+			       req->queue);
+	return 0;
+}
+
 DEVMEMTCP_EXPORT int devmemtcp_qstats_get(struct devmemtcp_ctx *ctx,
 					  int ifindex, int type, int queue,
 					  struct devmemtcp_qstats *stats)
 {
-	char buf[256], name[IF_NAMESIZE];
 	struct qstats_req req = { type, queue, false, stats };
-	struct nlmsghdr *nlh;
 	struct dmt_nl *nl;
-	uint16_t family;
 	size_t sz;
 	int ret = 0;
 
@@ -256,31 +300,9 @@ DEVMEMTCP_EXPORT int devmemtcp_qstats_get(struct devmemtcp_ctx *ctx,
 	nl = dmt_ctx_nl(ctx, &ret);
 	if (!nl)
 		return ret;
-	ret = netdev_family(ctx, &ctx->err, nl, &family);
-	if (ret)
-		return ret;
-	nlh = dmt_nl_genl_msg(buf, family, DMT_NETDEV_CMD_QSTATS_GET,
-			      DMT_NETDEV_FAMILY_VERSION, NLM_F_DUMP);
-	mnl_attr_put_u32(nlh, DMT_NETDEV_A_QSTATS_IFINDEX, (uint32_t)ifindex);
-	if (queue >= 0)
-		mnl_attr_put_u32(nlh, DMT_NETDEV_A_QSTATS_SCOPE,
-				 DMT_NETDEV_QSTATS_SCOPE_QUEUE);
-	ret = dmt_nl_talk(nl, nlh, qstats_cb, &req);
-	if (ret == -EOPNOTSUPP)
-		return dmt_err(ctx, &ctx->err, ret,
-			       "the driver of %s reports no queue statistics (no netdev_stat_ops)",
-			       ifname_of(ifindex, name));
-	if (ret)
-		return dmt_err(ctx, &ctx->err, ret,
-			       "qstats-get on %s failed: %s%s%s",
-			       ifname_of(ifindex, name), strerror(-ret),
-			       nl->extack[0] ? ": " : "", nl->extack);
-	if (!req.found)
-		return dmt_err(ctx, &ctx->err, -ENOENT,
-			       "%s reports no statistics for %s queue %d: check the queue index with devmemtcp_queue_list()",
-			       ifname_of(ifindex, name),
-			       type == DEVMEMTCP_QUEUE_RX ? "RX" : "TX", queue);
-	return 0;
+	ret = qstats_locked(ctx, nl, ifindex, &req);
+	dmt_ctx_nl_put(ctx);
+	return ret;
 }
 
 /* ---- bind-rx / bind-tx -------------------------------------------------- */

@@ -92,6 +92,7 @@ static int kernel_has_bind_tx(struct devmemtcp_ctx *ctx)
 	nlh = dmt_nl_genl_msg(buf, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1, 0);
 	mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, DMT_NETDEV_FAMILY_NAME);
 	ret = dmt_nl_talk(nl, nlh, has_op_cb, &res);
+	dmt_ctx_nl_put(ctx);
 	if (ret == -ENOENT)
 		return 0;	/* no netdev family at all */
 	if (ret)

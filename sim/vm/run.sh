@@ -293,7 +293,7 @@ fi
 if [ "$accel" = kvm ]; then
 	qaccel=(-enable-kvm -cpu host)
 else
-	qaccel=(-accel tcg -cpu max)
+	qaccel=(-accel tcg,thread=single -cpu max)	# multi-threaded TCG crashed 7.3 early in boot (int3 in sched_clock_cpu)
 fi
 qemu=(qemu-system-x86_64 -nic none -nographic -serial stdio -monitor none -no-reboot
 	"${qaccel[@]}" -m "$mem" -smp "$smp"

@@ -9,6 +9,7 @@
 #include <linux/capability.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <sched.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -348,6 +349,37 @@ static void test_tcp_steering_miss(void **state)
 	close(l);
 }
 
+struct lister {
+	pthread_t t;
+	int bad;
+};
+
+static void *lister_main(void *arg)
+{
+	struct lister *l = arg;
+	struct devmemtcp_queue q[16];
+
+	for (int i = 0; i < 200; i++)
+		l->bad += devmemtcp_queue_list(ctx, va, q, 16) != 7 ||
+			  q[0].ifindex != (uint32_t)va;
+	return NULL;
+}
+
+/* Queries on one context from many threads at once: each gets its own
+ * answer (the context's netlink socket is shared and serialised). */
+static void test_queries_from_threads(void **state)
+{
+	struct lister l[8];
+
+	memset(l, 0, sizeof(l));
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(pthread_create(&l[i].t, NULL, lister_main, &l[i]), 0);
+	for (int i = 0; i < 8; i++) {
+		pthread_join(l[i].t, NULL);
+		assert_int_equal(l[i].bad, 0);
+	}
+}
+
 static int enter_netns(void)
 {
 	if (unshare(CLONE_NEWNET | CLONE_NEWNS))
@@ -378,6 +410,7 @@ int main(void)
 		cmocka_unit_test(test_bind_without_cap_net_admin),
 		cmocka_unit_test(test_no_fd_leaks),
 		cmocka_unit_test(test_tcp_steering_miss),
+		cmocka_unit_test(test_queries_from_threads),
 	};
 
 	if (geteuid() != 0) {
