@@ -34,21 +34,10 @@
 #include "netdev.h"
 #include "nl.h"
 #include "uapi.h"
+#include "hostlib.h"
 
 static struct devmemtcp_ctx *ctx;
 static int va;
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n - 1; /* the DIR's own fd */
-}
 
 static int count_sysfs(const char *ifname, const char *prefix)
 {
@@ -288,7 +277,7 @@ static void test_no_fd_leaks(void **state)
 	struct devmemtcp_binding *b;
 	struct devmemtcp_queue q[8];
 	uint32_t queue = 0;
-	int before = count_fds();
+	int before = host_count_fds();
 
 	for (int i = 0; i < 20; i++) {
 		struct devmemtcp_buf *buf;
@@ -304,7 +293,7 @@ static void test_no_fd_leaks(void **state)
 		devmemtcp_buf_free(buf);	/* closes the imported fd */
 		devmemtcp_ctx_free(c);
 	}
-	assert_int_equal(count_fds(), before);
+	assert_int_equal(host_count_fds(), before);
 }
 
 static void test_tcp_steering_miss(void **state)
@@ -380,24 +369,6 @@ static void test_queries_from_threads(void **state)
 	}
 }
 
-static int enter_netns(void)
-{
-	if (unshare(CLONE_NEWNET | CLONE_NEWNS))
-		return -1;
-	if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL))
-		return -1;
-	if (umount2("/sys", MNT_DETACH) && errno != EINVAL)
-		return -1;
-	if (mount("sysfs", "/sys", "sysfs", 0, NULL))
-		return -1;
-	if (system("ip link set lo up && "
-		   "ip link add va numrxqueues 4 numtxqueues 3 type veth peer name vb && "
-		   "ip link set va up && ip link set vb up"))
-		return -1;
-	va = (int)if_nametoindex("va");
-	return va > 0 ? 0 : -1;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -417,7 +388,8 @@ int main(void)
 		printf("SKIP: the host suite needs root (network namespaces, CAP_NET_ADMIN)\n");
 		return 77;
 	}
-	if (enter_netns()) {
+	va = host_enter_netns();
+	if (va < 0) {
 		printf("FAIL: cannot create a network namespace with a veth pair: %s\n",
 		       strerror(errno));
 		return 1;

@@ -33,6 +33,7 @@
 #include <sys/syscall.h>
 
 #include "devmemtcp.h"
+#include "hostlib.h"
 #include "nic.h"
 #include "uapi.h"
 
@@ -45,18 +46,6 @@ static char dir[64];
 
 static void quiet(void *user, int level, const char *msg)
 {
-}
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n - 1;
 }
 
 static bool exists(const char *name)
@@ -119,7 +108,7 @@ static void test_probe_veth(void **state)
 {
 	struct devmemtcp_probe p = { .sz = sizeof(p) };
 	const struct devmemtcp_probe_problem *pr;
-	int fds = count_fds(), n;
+	int fds = host_count_fds(), n;
 
 	n = devmemtcp_nic_probe(ctx, "va", NULL, &p);
 	assert_int_equal(n, (int)p.nproblems);
@@ -156,7 +145,7 @@ static void test_probe_veth(void **state)
 	pr = find_problem(&p, "va has no RSS indirection table: other traffic cannot be kept off the devmem queues");
 	assert_non_null(pr);
 	assert_null(find_problem(&p, "this process lacks CAP_NET_ADMIN, which bind-rx and every ethtool change need"));
-	assert_int_equal(count_fds(), fds);
+	assert_int_equal(host_count_fds(), fds);
 }
 
 /* The oracle: libnl-genl-3 reads the channels on its own (ethtool
@@ -348,7 +337,7 @@ static void test_open_veth_unsupported(void **state)
 	struct devmemtcp_flow f;
 	DEVMEMTCP_OPTS(nic_opts, o, .flows = &f, .nflows = 1);
 	struct devmemtcp_nic *nic = (void *)1;
-	int fds = count_fds();
+	int fds = host_count_fds();
 
 	assert_int_equal(devmemtcp_flow_parse("dst-ip 10.9.0.1 dst-port 5201", &f), 0);
 	assert_int_equal(devmemtcp_nic_open(ctx, "va", &o, &nic), -EOPNOTSUPP);
@@ -356,7 +345,7 @@ static void test_open_veth_unsupported(void **state)
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
 			    "cannot set up devmem: va does not support header split (tcp-data-split): devmem TCP needs a driver with header split and queue management (gve, bnxt_en, mlx5, fbnic)");
 	assert_false(exists("va.journal"));
-	assert_int_equal(count_fds(), fds);
+	assert_int_equal(host_count_fds(), fds);
 }
 
 static void test_open_bad_input(void **state)
@@ -550,23 +539,6 @@ static void test_probe_tool(void **state)
 	assert_non_null(strstr(out, "usage: devmemtcp probe IFACE [--json] [--try-bind]"));
 }
 
-static int enter_netns(void)
-{
-	if (unshare(CLONE_NEWNET | CLONE_NEWNS))
-		return -1;
-	/* a propagation change: the kernel ignores source and type, but
-	 * valgrind (3.19 here) checks type as a string: name one */
-	if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL))
-		return -1;
-	if (umount2("/sys", MNT_DETACH) && errno != EINVAL)
-		return -1;
-	if (mount("sysfs", "/sys", "sysfs", 0, NULL))
-		return -1;
-	return system("ip link set lo up && "
-		      "ip link add va numrxqueues 4 numtxqueues 3 type veth peer name vb && "
-		      "ip link set va up && ip link set vb up") ? -1 : 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -587,7 +559,7 @@ int main(void)
 		printf("SKIP: the host suite needs root (network namespaces, CAP_NET_ADMIN)\n");
 		return 77;
 	}
-	if (enter_netns()) {
+	if (host_enter_netns() < 0) {
 		printf("FAIL: cannot create a network namespace with a veth pair: %s\n",
 		       strerror(errno));
 		return 1;

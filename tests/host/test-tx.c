@@ -22,23 +22,12 @@
 #include <cmocka.h>
 
 #include "devmemtcp.h"
+#include "hostlib.h"
 #include "buf.h"
 
 static struct devmemtcp_ctx *ctx;
 static struct devmemtcp_buf *buf;
 static int va;
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n - 1;
-}
 
 static bool kernel_has_bind_tx(void)
 {
@@ -58,7 +47,7 @@ static void test_bind_tx_veth(void **state)
 
 	/* the first failure opens the context's query socket (kept) */
 	devmemtcp_bind_tx(ctx, va, buf, NULL, &b);
-	before = count_fds();
+	before = host_count_fds();
 
 	assert_int_equal(devmemtcp_bind_tx(ctx, va, buf, NULL, &b), -EOPNOTSUPP);
 	assert_null(b);
@@ -72,7 +61,7 @@ static void test_bind_tx_veth(void **state)
 		assert_non_null(strstr(m, "needs Linux 6.16"));
 	}
 	/* the binding's netlink socket is gone again */
-	assert_int_equal(count_fds(), before);
+	assert_int_equal(host_count_fds(), before);
 }
 
 static void test_bind_tx_args(void **state)
@@ -118,14 +107,10 @@ int main(void)
 		printf("SKIP: the host suite needs root (network namespaces)\n");
 		return 77;
 	}
-	if (unshare(CLONE_NEWNET) ||
-	    system("ip link set lo up && ip link add va type veth peer name vb && "
-		   "ip link set va up && ip link set vb up")) {
+	va = host_enter_netns();
+	if (va < 0) {
 		printf("FAIL: cannot create a network namespace with a veth pair\n");
 		return 1;
 	}
-	va = (int)if_nametoindex("va");
-	if (va <= 0)
-		return 1;
 	return cmocka_run_group_tests_name("host-tx", tests, setup, teardown);
 }
