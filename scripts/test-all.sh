@@ -12,6 +12,8 @@ sh scripts/deps.sh || exit 1
 B=${BUILD:-build}
 S=${BUILD_SAN:-build-san}
 status=0
+rm -f /tmp/devmemtcp-testlog-main.json /tmp/devmemtcp-testlog-san.json \
+	/tmp/devmemtcp-testlog-valgrind.json
 step() { echo; echo "=== $*"; }
 
 step "build ($B)"
@@ -32,7 +34,7 @@ step "valgrind: unit and host suites"
 meson test -C "$B" --print-errorlogs --suite unit --suite host \
 	--no-suite gpu --wrap="$top/tests/valgrind-wrap.sh" \
 	--timeout-multiplier 5 || status=1
-cp "$B/meson-logs/testlog.json" /tmp/devmemtcp-testlog-valgrind.json 2>/dev/null
+cp "$B/meson-logs/testlog-valgrind-wrap.sh.json" /tmp/devmemtcp-testlog-valgrind.json 2>/dev/null
 
 step "benchmark: receive hot path (ratios against one DONTNEED per fragment and unmerged 128-token batches)"
 "$B/bench/rx-hotpath" --frags 1048576 || status=1
