@@ -151,46 +151,80 @@ static const struct devmemtcp_buf *lookup_buf(struct devmemtcp_rx *rx,
 	return NULL;
 }
 
-/* Tokens, addresses and steering checks of freshly parsed fragments. */
-static int annotate(struct devmemtcp_rx *rx, struct devmemtcp_frag *frags,
-		    int n)
+/* Token, address and steering check of one freshly parsed fragment. */
+static inline __attribute__((always_inline)) int
+annotate(void *arg, struct devmemtcp_frag *f)
 {
-	for (int i = 0; i < n; i++) {
-		struct devmemtcp_frag *f = &frags[i];
-		const struct devmemtcp_buf *buf;
-		long s;
-		int ret;
+	struct devmemtcp_rx *rx = arg;
+	const struct devmemtcp_buf *buf;
+	long s;
+	int ret;
 
-		if (f->flags & DEVMEMTCP_FRAG_LINEAR)
-			continue;
-		ret = dmt_tokens_received(&rx->tokens, f->token);
+	ret = dmt_tokens_received(&rx->tokens, f->token);
+	if (__builtin_expect(ret, 0)) {
 		if (ret == -ENOMEM)
 			return ret;
-		if (ret == -EEXIST)
-			dmt_log(rx->ctx, DEVMEMTCP_LOG_WARN,
-				"token %u received while still outstanding",
-				f->token);
-		buf = lookup_buf(rx, f->binding_id);
-		if (!buf) {
-			f->flags |= DEVMEMTCP_FRAG_FOREIGN;
-			if (!rx->st.foreign_frags)
-				dmt_err(rx->ctx, &rx->err, -EREMOTEIO,
-					"fragment of dma-buf binding %u, which this receiver does not know (%zu registered): the flow is steered to a queue bound to another buffer; fix the ntuple rule or register the buffer with devmemtcp_rx_add_buf()",
-					f->binding_id, rx->nbufs);
-			rx->st.foreign_frags++;
-			continue;
-		}
-		/* most buffers have one segment: check it before searching */
-		if (buf->nsegs == 1) {
-			s = f->offset - buf->segs[0].offset < buf->segs[0].len ? 0 : -1;
-		} else {
-			s = dmt_segments_find(buf->segs, buf->nsegs, f->offset);
-		}
-		if (s >= 0)
-			f->addr = buf->segs[s].addr + (f->offset - buf->segs[s].offset);
+		dmt_log(rx->ctx, DEVMEMTCP_LOG_WARN,
+			"token %u received while still outstanding", f->token);
 	}
-	dmt_tokens_update_max(&rx->tokens);
+	buf = lookup_buf(rx, f->binding_id);
+	if (__builtin_expect(!buf, 0)) {
+		f->flags |= DEVMEMTCP_FRAG_FOREIGN;
+		if (!rx->st.foreign_frags)
+			dmt_err(rx->ctx, &rx->err, -EREMOTEIO,
+				"fragment of dma-buf binding %u, which this receiver does not know (%zu registered): the flow is steered to a queue bound to another buffer; fix the ntuple rule or register the buffer with devmemtcp_rx_add_buf()",
+				f->binding_id, rx->nbufs);
+		rx->st.foreign_frags++;
+		return 0;
+	}
+	/* most buffers have one segment: check it before searching */
+	if (buf->nsegs == 1)
+		s = f->offset - buf->segs[0].offset < buf->segs[0].len ? 0 : -1;
+	else
+		s = dmt_segments_find(buf->segs, buf->nsegs, f->offset);
+	if (s >= 0)
+		f->addr = buf->segs[s].addr + (f->offset - buf->segs[s].offset);
 	return 0;
+}
+
+struct dmt_tokens *dmt_rx_tokens(struct devmemtcp_rx *rx)
+{
+	return &rx->tokens;
+}
+
+int dmt_rx_process(struct devmemtcp_rx *rx, const struct msghdr *msg,
+		   size_t got, struct devmemtcp_frag *frags, size_t max)
+{
+	struct dmt_parse p = { 0 };
+	int n;
+
+	n = dmt_cmsg_parse_cb(msg, got, frags, max, &p, annotate, rx);
+	dmt_tokens_update_max(&rx->tokens);
+	if (n == -ENOMEM)
+		return n;
+	if (n < 0) {
+		if (msg->msg_flags & MSG_CTRUNC)
+			return dmt_err(rx->ctx, &rx->err, -ENOBUFS,
+				       "recvmsg: control messages were truncated (MSG_CTRUNC) and %zu bytes are not fully described: they are lost; the control buffer has been grown",
+				       got);
+		return dmt_err(rx->ctx, &rx->err, n,
+			       "recvmsg returned %zu bytes that the control messages do not account for: unexpected kernel behaviour",
+			       got);
+	}
+	rx->st.bytes += got;
+	rx->st.linear_bytes += p.linear_bytes;
+	rx->st.dmabuf_bytes += p.dmabuf_bytes;
+	rx->st.frags += p.ndmabuf;
+	if (!p.ndmabuf && !p.nlinear) {
+		rx->st.steering_misses++;
+		if (!rx->warned_miss) {
+			rx->warned_miss = true;
+			dmt_log(rx->ctx, DEVMEMTCP_LOG_WARN,
+				"fd %d: plain data on a devmem receive: the flow is not steered to a queue with a dma-buf bound (check the ntuple rule and RSS)",
+				rx->fd);
+		}
+	}
+	return n;
 }
 
 /* Queue the tokens of finished deferred releases and hand every queued
@@ -215,12 +249,11 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_recv(struct devmemtcp_rx *rx,
 				       size_t max_frags, void *linear,
 				       size_t len)
 {
-	struct dmt_parse p;
 	struct msghdr msg = { 0 };
 	struct iovec iov;
 	size_t need;
 	ssize_t got;
-	int n, ret;
+	int ret;
 
 	if (!rx)
 		return -EINVAL;
@@ -287,33 +320,7 @@ again:
 		rx->ctrl_extra = rx->ctrl_extra ? rx->ctrl_extra * 2 : 256;
 		rx->st.ctrl_grows++;
 	}
-	n = dmt_cmsg_parse(&msg, (size_t)got, frags, max_frags, &p);
-	if (n < 0) {
-		if (msg.msg_flags & MSG_CTRUNC)
-			return dmt_err(rx->ctx, &rx->err, -ENOBUFS,
-				       "recvmsg: control messages were truncated (MSG_CTRUNC) and %zd bytes are not fully described: they are lost; the control buffer has been grown",
-				       got);
-		return dmt_err(rx->ctx, &rx->err, n,
-			       "recvmsg returned %zd bytes that the control messages do not account for: unexpected kernel behaviour",
-			       got);
-	}
-	ret = annotate(rx, frags, n);
-	if (ret)
-		return ret;
-	rx->st.bytes += (uint64_t)got;
-	rx->st.linear_bytes += p.linear_bytes;
-	rx->st.dmabuf_bytes += p.dmabuf_bytes;
-	rx->st.frags += p.ndmabuf;
-	if (!p.ndmabuf && !p.nlinear) {
-		rx->st.steering_misses++;
-		if (!rx->warned_miss) {
-			rx->warned_miss = true;
-			dmt_log(rx->ctx, DEVMEMTCP_LOG_WARN,
-				"fd %d: plain data on a devmem receive: the flow is not steered to a queue with a dma-buf bound (check the ntuple rule and RSS)",
-				rx->fd);
-		}
-	}
-	return n;
+	return dmt_rx_process(rx, &msg, (size_t)got, frags, max_frags);
 }
 
 static int take(struct devmemtcp_rx *rx, const struct devmemtcp_frag *frags,
