@@ -7,66 +7,16 @@ fresh network namespace holding a veth pair named va/vb:
     ip netns add rec; ip -n rec link add va type veth peer name vb; ip -n rec link set va up; ip -n rec link set vb up
     ip netns exec rec python3 tests/tools/nlrecord.py > tests/unit/data/netdev-replies.h
 """
-import os, socket, struct, sys
+import os, socket, struct
 
-NETLINK_GENERIC = 16
-NETLINK_EXT_ACK, NETLINK_CAP_ACK = 11, 10
-SOL_NETLINK = 270
-F_REQUEST, F_ACK, F_DUMP = 1, 4, 0x300
+import nlrec
+from nlrec import attr, emit, family, msg, talk, F_ACK, F_DUMP, F_REQUEST
 
-s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_GENERIC)
-s.setsockopt(SOL_NETLINK, NETLINK_EXT_ACK, 1)
-s.setsockopt(SOL_NETLINK, NETLINK_CAP_ACK, 1)
-s.bind((0, 0))
-portid = s.getsockname()[0]
-seq = 100
+nlrec.start_seq(100)
+portid = nlrec.portid
 
-def attr(t, payload):
-    l = 4 + len(payload)
-    return struct.pack("HH", l, t) + payload + b"\0" * ((4 - l % 4) % 4)
 
-def msg(family, cmd, flags, attrs):
-    global seq
-    seq += 1
-    body = struct.pack("BBH", cmd, 1, 0) + attrs
-    return struct.pack("IHHII", 16 + len(body), family, flags, seq, 0) + body
-
-def talk(m):
-    s.send(m)
-    out = b""
-    while True:
-        d = s.recv(65536)
-        out += d
-        off = 0
-        done = False
-        while off < len(d):
-            l, t = struct.unpack_from("IH", d, off)
-            if t in (2, 3):  # ERROR, DONE
-                done = True
-            off += (l + 3) & ~3
-        if done:
-            return out
-
-def family(name):
-    r = talk(msg(0x10, 3, F_REQUEST | F_ACK, attr(2, name.encode() + b"\0")))
-    off = 16 + 4
-    while off < struct.unpack_from("I", r, 0)[0]:
-        l, t = struct.unpack_from("HH", r, off)
-        if t == 1:
-            return struct.unpack_from("H", r, off + 4)[0], r
-        off += (l + 3) & ~3
-    raise SystemExit("no family " + name)
-
-def emit(name, data, comment):
-    print("/* %s */" % comment)
-    print("static const unsigned char %s[] = {" % name)
-    for i in range(0, len(data), 12):
-        print("\t" + " ".join("0x%02x," % b for b in data[i:i + 12]))
-    print("};")
-    print("#define %s_SEQ %du" % (name.upper(), seq))
-    print()
-
-fam, ctrl_reply = family("netdev")
+fam, ctrl_reply = nlrec.family_reply("netdev")
 print("/* Recorded from Linux %s by tests/tools/nlrecord.py; portid %d. */" % (os.uname().release, portid))
 print("#define REC_PORTID %du" % portid)
 print("#define REC_NETDEV_FAMILY %du" % fam)
