@@ -142,12 +142,15 @@ __attribute__((weak)) int dmt_cuda_buf_new(struct devmemtcp_ctx *ctx,
 		       "this libdevmemtcp was built without the CUDA provider: rebuild with -Dcuda=enabled");
 }
 
+/* The DRM provider (GEM + PRIME, libdrm) is planned; lib/drm.c will
+ * override this. */
 __attribute__((weak)) int dmt_drm_buf_new(struct devmemtcp_ctx *ctx,
 					  const struct devmemtcp_buf_opts *opts,
 					  struct devmemtcp_buf *buf)
 {
 	return dmt_err(ctx, &ctx->err, -EOPNOTSUPP,
-		       "this libdevmemtcp was built without the DRM provider: install libdrm-dev and rebuild with -Ddrm=enabled");
+		       "DEVMEMTCP_PROVIDER_DRM is not available in libdevmemtcp %s: export the GEM buffer with drmPrimeHandleToFD() and pass the fd with DEVMEMTCP_PROVIDER_IMPORT",
+		       devmemtcp_version());
 }
 
 DEVMEMTCP_EXPORT int devmemtcp_buf_new(struct devmemtcp_ctx *ctx,
