@@ -48,6 +48,7 @@
 
 #include "devmemtcp.h"
 #include "../../tools/pattern.h"
+#include "vmlib.h"
 
 #define PERIOD PATTERN_PERIOD_DEFAULT
 
@@ -153,8 +154,13 @@ static void teardown_ns(void)
  * addresses really crosses the (simulated) wire. */
 static void setup_ns(struct targs *a)
 {
+	/* a previous test's namespaces are deleted asynchronously: their
+	 * devices come back to this namespace a moment later */
+	for (int i = 0; i < 150 && (if_nametoindex(a->tx_if) == 0 ||
+				     if_nametoindex(a->rx_if) == 0); i++)
+		usleep(100000);
 	if (if_nametoindex(a->tx_if) == 0 || if_nametoindex(a->rx_if) == 0)
-		skip("no %s / %s here: load devmemsim first", a->tx_if,
+		fail("no %s / %s here after 15 s: is devmemsim loaded?", a->tx_if,
 		     a->rx_if);
 	bool v6 = strchr(a->tx_addr, ':');
 	const char *plen = v6 ? "64" : "24", *nodad = v6 ? " nodad" : "";
@@ -222,18 +228,8 @@ static void parse_args(struct targs *a, int argc, char **argv,
 
 static void enter_ns(const char *ns)
 {
-	char path[256];
-	int fd;
-
-	if (!ns)
-		return;
-	snprintf(path, sizeof(path), "/run/netns/%s", ns);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		fail("netns %s: %s", ns, strerror(errno));
-	if (setns(fd, CLONE_NEWNET))
-		fail("setns %s: %s", ns, strerror(errno));
-	close(fd);
+	if (ns && vm_enter(ns))
+		fail("entering netns %s: %s", ns, strerror(errno));
 }
 
 /* Does this kernel have devmem TX (6.16+)? */
