@@ -404,35 +404,6 @@ struct nlmsghdr *dmt_eth_rss_set_msg(void *buf, uint16_t family, int ifindex,
 /* ---------------------------------------------------------------------- */
 /* netlink requests                                                        */
 
-struct family_ops {
-	uint16_t id;
-	bool rss_get, rss_set;
-};
-
-static int family_ops_cb(const struct nlmsghdr *nlh, void *data)
-{
-	struct family_ops *f = data;
-	const struct nlattr *a, *op, *oa;
-
-	mnl_attr_for_each(a, nlh, sizeof(struct genlmsghdr)) {
-		if (mnl_attr_get_type(a) == CTRL_ATTR_FAMILY_ID &&
-		    mnl_attr_get_payload_len(a) >= 2)
-			f->id = mnl_attr_get_u16(a);
-		if (mnl_attr_get_type(a) != CTRL_ATTR_OPS)
-			continue;
-		mnl_attr_for_each_nested(op, a) {
-			mnl_attr_for_each_nested(oa, op) {
-				if (mnl_attr_get_type(oa) != CTRL_ATTR_OP_ID ||
-				    mnl_attr_get_payload_len(oa) < 4)
-					continue;
-				f->rss_get |= mnl_attr_get_u32(oa) == DMT_ETHTOOL_MSG_RSS_GET;
-				f->rss_set |= mnl_attr_get_u32(oa) == DMT_ETHTOOL_MSG_RSS_SET;
-			}
-		}
-	}
-	return MNL_CB_OK;
-}
-
 static int eth_family(struct dmt_eth *e, uint16_t *fam)
 {
 	int err;
@@ -443,17 +414,14 @@ static int eth_family(struct dmt_eth *e, uint16_t *fam)
 		/* Resolve the id and learn from the op list which RSS ops
 		 * exist (RSS_GET 6.5, RSS_SET 6.17) in the same round trip,
 		 * instead of trying them. */
-		char buf[MNL_SOCKET_BUFFER_SIZE];
-		struct family_ops f = { 0 };
-		struct nlmsghdr *nlh = dmt_nl_genl_msg(buf, GENL_ID_CTRL,
-						       CTRL_CMD_GETFAMILY, 1, 0);
+		struct dmt_genl_family f;
 
-		mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME,
-				  DMT_ETHTOOL_FAMILY_NAME);
-		if (dmt_nl_talk(e->nl, nlh, family_ops_cb, &f) == 0 && f.id) {
+		if (dmt_nl_family_get(e->nl, DMT_ETHTOOL_FAMILY_NAME, &f) == 0) {
 			e->nl->ethtool_family = f.id;
-			e->no_nl_rss_get = !f.rss_get;
-			e->no_nl_rss_set = !f.rss_set;
+			e->no_nl_rss_get =
+				!dmt_nl_family_has_op(&f, DMT_ETHTOOL_MSG_RSS_GET);
+			e->no_nl_rss_set =
+				!dmt_nl_family_has_op(&f, DMT_ETHTOOL_MSG_RSS_SET);
 		}
 	}
 	err = dmt_nl_ethtool_family(e->nl, fam);

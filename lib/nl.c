@@ -243,45 +243,79 @@ int dmt_nl_talk(struct dmt_nl *nl, struct nlmsghdr *req, mnl_cb_t cb,
 	}
 }
 
-struct family_req {
-	uint16_t id;
-	bool found;
-};
-
 static int family_attr_cb(const struct nlattr *attr, void *data)
 {
-	struct family_req *req = data;
+	struct dmt_genl_family *f = data;
+	const struct nlattr *op, *a;
 
-	if (mnl_attr_get_type(attr) == CTRL_ATTR_FAMILY_ID &&
-	    mnl_attr_validate(attr, MNL_TYPE_U16) >= 0) {
-		req->id = mnl_attr_get_u16(attr);
-		req->found = true;
+	switch (mnl_attr_get_type(attr)) {
+	case CTRL_ATTR_FAMILY_ID:
+		if (mnl_attr_validate(attr, MNL_TYPE_U16) >= 0)
+			f->id = mnl_attr_get_u16(attr);
+		break;
+	case CTRL_ATTR_OPS:
+		f->ops_listed = true;
+		mnl_attr_for_each_nested(op, attr) {
+			mnl_attr_for_each_nested(a, op) {
+				if (mnl_attr_get_type(a) == CTRL_ATTR_OP_ID &&
+				    mnl_attr_validate(a, MNL_TYPE_U32) >= 0 &&
+				    f->nops < ARRAY_SIZE(f->ops))
+					f->ops[f->nops++] = mnl_attr_get_u32(a);
+			}
+		}
+		break;
 	}
 	return MNL_CB_OK;
 }
 
+int dmt_nl_family_parse(const struct nlmsghdr *nlh, struct dmt_genl_family *f)
+{
+	memset(f, 0, sizeof(*f));
+	if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(struct genlmsghdr)))
+		return -EBADMSG;
+	if (mnl_attr_parse(nlh, sizeof(struct genlmsghdr), family_attr_cb, f) !=
+	    MNL_CB_OK)
+		return -EBADMSG;
+	return 0;
+}
+
+bool dmt_nl_family_has_op(const struct dmt_genl_family *f, uint32_t cmd)
+{
+	for (size_t i = 0; i < f->nops; i++)
+		if (f->ops[i] == cmd)
+			return true;
+	return false;
+}
+
 static int family_cb(const struct nlmsghdr *nlh, void *data)
 {
-	mnl_attr_parse(nlh, sizeof(struct genlmsghdr), family_attr_cb, data);
-	return MNL_CB_OK;
+	return dmt_nl_family_parse(nlh, data) ? MNL_CB_ERROR : MNL_CB_OK;
+}
+
+int dmt_nl_family_get(struct dmt_nl *nl, const char *name,
+		      struct dmt_genl_family *f)
+{
+	char buf[256];
+	struct nlmsghdr *nlh;
+	int ret;
+
+	memset(f, 0, sizeof(*f));
+	nlh = dmt_nl_genl_msg(buf, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1, 0);
+	mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, name);
+	ret = dmt_nl_talk(nl, nlh, family_cb, f);
+	if (ret)
+		return ret;
+	return f->id ? 0 : -ENOENT;
 }
 
 int dmt_nl_family(struct dmt_nl *nl, const char *name, uint16_t *id)
 {
-	char buf[256];
-	struct family_req req = { 0 };
-	struct nlmsghdr *nlh;
-	int ret;
+	struct dmt_genl_family f;
+	int ret = dmt_nl_family_get(nl, name, &f);
 
-	nlh = dmt_nl_genl_msg(buf, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1, 0);
-	mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, name);
-	ret = dmt_nl_talk(nl, nlh, family_cb, &req);
-	if (ret)
-		return ret;
-	if (!req.found)
-		return -ENOENT;
-	*id = req.id;
-	return 0;
+	if (!ret)
+		*id = f.id;
+	return ret;
 }
 
 int dmt_nl_netdev_family(struct dmt_nl *nl, uint16_t *id)

@@ -3,6 +3,7 @@
 #ifndef DEVMEMTCP_NL_H
 #define DEVMEMTCP_NL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <libmnl/libmnl.h>
 #include <linux/genetlink.h>
@@ -32,8 +33,23 @@ struct dmt_nl {
 int dmt_nl_open(struct dmt_nl **nl);
 void dmt_nl_close(struct dmt_nl *nl);
 
-/* Resolve a genl family by name with CTRL_CMD_GETFAMILY.  -ENOENT when the
- * kernel does not have it. */
+/* What CTRL_CMD_GETFAMILY says of a family: its id and the commands the
+ * kernel has (the only way to tell what a kernel supports). */
+struct dmt_genl_family {
+	uint16_t id;		/* 0: not in the reply */
+	bool ops_listed;	/* the reply had CTRL_ATTR_OPS */
+	size_t nops;
+	uint32_t ops[128];
+};
+
+/* Parse one CTRL_CMD_NEWFAMILY reply into f.  0 or -EBADMSG. */
+int dmt_nl_family_parse(const struct nlmsghdr *nlh, struct dmt_genl_family *f);
+bool dmt_nl_family_has_op(const struct dmt_genl_family *f, uint32_t cmd);
+/* CTRL_CMD_GETFAMILY for name: 0 with f filled, -ENOENT when the kernel
+ * does not have the family. */
+int dmt_nl_family_get(struct dmt_nl *nl, const char *name,
+		      struct dmt_genl_family *f);
+/* Just the id (dmt_nl_family_get). */
 int dmt_nl_family(struct dmt_nl *nl, const char *name, uint16_t *id);
 /* Cached resolution of "netdev" / "ethtool". */
 int dmt_nl_netdev_family(struct dmt_nl *nl, uint16_t *id);

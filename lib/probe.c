@@ -43,64 +43,21 @@ static void problem(struct devmemtcp_probe *p, const char *fix,
 
 /* ---- genl op list of "netdev" (CTRL_CMD_GETFAMILY, CTRL_ATTR_OPS) ---- */
 
-struct ops_seen {
-	bool family;
-	uint32_t ops[64];
-	size_t nops;
-};
-
-static int family_cb(const struct nlmsghdr *nlh, void *data)
-{
-	struct ops_seen *s = data;
-	const struct nlattr *a, *op, *oa;
-
-	s->family = true;
-	mnl_attr_for_each(a, nlh, sizeof(struct genlmsghdr)) {
-		if (mnl_attr_get_type(a) != CTRL_ATTR_OPS)
-			continue;
-		mnl_attr_for_each_nested(op, a) {
-			mnl_attr_for_each_nested(oa, op) {
-				if (mnl_attr_get_type(oa) == CTRL_ATTR_OP_ID &&
-				    mnl_attr_get_payload_len(oa) >= 4 &&
-				    s->nops < ARRAY_SIZE(s->ops))
-					s->ops[s->nops++] = mnl_attr_get_u32(oa);
-			}
-		}
-	}
-	return MNL_CB_OK;
-}
-
-/* Exposed for the unit tests: parse one CTRL_CMD_NEWFAMILY reply. */
+/* Exposed for the unit tests: the op ids of one CTRL_CMD_NEWFAMILY reply. */
 int dmt_probe_family_ops(const struct nlmsghdr *nlh, uint32_t *ops,
 			 size_t max, size_t *n);
 
 int dmt_probe_family_ops(const struct nlmsghdr *nlh, uint32_t *ops,
 			 size_t max, size_t *n)
 {
-	struct ops_seen s = { 0 };
+	struct dmt_genl_family f;
+	int ret = dmt_nl_family_parse(nlh, &f);
 
-	family_cb(nlh, &s);
-	*n = s.nops < max ? s.nops : max;
-	memcpy(ops, s.ops, *n * sizeof(*ops));
+	if (ret)
+		return ret;
+	*n = f.nops < max ? f.nops : max;
+	memcpy(ops, f.ops, *n * sizeof(*ops));
 	return 0;
-}
-
-static int netdev_ops(struct dmt_nl *nl, struct ops_seen *s)
-{
-	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct nlmsghdr *nlh = dmt_nl_genl_msg(buf, GENL_ID_CTRL,
-					       CTRL_CMD_GETFAMILY, 1, 0);
-
-	mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, DMT_NETDEV_FAMILY_NAME);
-	return dmt_nl_talk(nl, nlh, family_cb, s);
-}
-
-static bool has_op(const struct ops_seen *s, uint32_t op)
-{
-	for (size_t i = 0; i < s->nops; i++)
-		if (s->ops[i] == op)
-			return true;
-	return false;
 }
 
 /* ---- XDP: rtnetlink IFLA_XDP / IFLA_XDP_ATTACHED ---- */
@@ -249,7 +206,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_probe(struct devmemtcp_ctx *ctx,
 	struct dmt_err eerr = { 0 };
 	struct dmt_nl *nl = NULL;
 	struct dmt_eth e;
-	struct ops_seen ops = { 0 };
+	struct dmt_genl_family ops;
 	struct ethtool_drvinfo di;
 	struct dmt_channels ch;
 	struct dmt_rings r;
@@ -306,10 +263,10 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_probe(struct devmemtcp_ctx *ctx,
 	e.nl = nl;
 
 	/* kernel: devmem ops */
-	if (netdev_ops(nl, &ops) == 0 && ops.family) {
+	if (dmt_nl_family_get(nl, DMT_NETDEV_FAMILY_NAME, &ops) == 0) {
 		p.has_netdev_family = true;
-		p.has_bind_rx = has_op(&ops, DMT_NETDEV_CMD_BIND_RX);
-		p.has_bind_tx = has_op(&ops, DMT_NETDEV_CMD_BIND_TX);
+		p.has_bind_rx = dmt_nl_family_has_op(&ops, DMT_NETDEV_CMD_BIND_RX);
+		p.has_bind_tx = dmt_nl_family_has_op(&ops, DMT_NETDEV_CMD_BIND_TX);
 	}
 	if (!p.has_bind_rx)
 		problem(&p, "boot Linux 6.12 or newer (devmem TX needs 6.16)",

@@ -32,72 +32,34 @@
 
 /* ---- bind-tx ------------------------------------------------------------ */
 
-struct op_req {
-	uint32_t cmd;
-	int found;		/* -1: no op list, 0: not listed, 1: listed */
-};
-
-static int op_cb(const struct nlattr *attr, void *data)
-{
-	struct op_req *req = data;
-	const struct nlattr *op, *a;
-
-	if (mnl_attr_get_type(attr) != CTRL_ATTR_OPS)
-		return MNL_CB_OK;
-	if (req->found < 0)
-		req->found = 0;
-	mnl_attr_for_each_nested(op, attr) {
-		mnl_attr_for_each_nested(a, op) {
-			if (mnl_attr_get_type(a) == CTRL_ATTR_OP_ID &&
-			    mnl_attr_validate(a, MNL_TYPE_U32) >= 0 &&
-			    mnl_attr_get_u32(a) == req->cmd)
-				req->found = 1;
-		}
-	}
-	return MNL_CB_OK;
-}
-
 int dmt_genl_reply_has_op(const struct nlmsghdr *nlh, uint32_t cmd)
 {
-	struct op_req req = { cmd, -1 };
+	struct dmt_genl_family f;
 
-	if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(struct genlmsghdr)))
+	if (dmt_nl_family_parse(nlh, &f) || !f.ops_listed)
 		return -EBADMSG;
-	if (mnl_attr_parse(nlh, sizeof(struct genlmsghdr), op_cb, &req) !=
-	    MNL_CB_OK)
-		return -EBADMSG;
-	return req.found < 0 ? -EBADMSG : req.found;
-}
-
-static int has_op_cb(const struct nlmsghdr *nlh, void *data)
-{
-	int *res = data;
-
-	*res = dmt_genl_reply_has_op(nlh, DMT_NETDEV_CMD_BIND_TX);
-	return MNL_CB_OK;
+	return dmt_nl_family_has_op(&f, cmd);
 }
 
 /* 1: the netdev family lists bind-tx, 0: it does not (or the family is
  * missing), < 0: could not tell. */
 static int kernel_has_bind_tx(struct devmemtcp_ctx *ctx)
 {
-	char buf[256];
-	struct nlmsghdr *nlh;
+	struct dmt_genl_family f;
 	struct dmt_nl *nl;
-	int ret = 0, res = -ENOENT;
+	int ret = 0;
 
 	nl = dmt_ctx_nl(ctx, &ret);
 	if (!nl)
 		return ret;
-	nlh = dmt_nl_genl_msg(buf, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1, 0);
-	mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, DMT_NETDEV_FAMILY_NAME);
-	ret = dmt_nl_talk(nl, nlh, has_op_cb, &res);
+	ret = dmt_nl_family_get(nl, DMT_NETDEV_FAMILY_NAME, &f);
 	dmt_ctx_nl_put(ctx);
 	if (ret == -ENOENT)
 		return 0;	/* no netdev family at all */
 	if (ret)
 		return ret;
-	return res == -ENOENT ? -EBADMSG : res;
+	return f.ops_listed ? dmt_nl_family_has_op(&f, DMT_NETDEV_CMD_BIND_TX)
+			    : -EBADMSG;
 }
 
 DEVMEMTCP_EXPORT int devmemtcp_bind_tx(struct devmemtcp_ctx *ctx, int ifindex,
