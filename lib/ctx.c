@@ -47,6 +47,29 @@ static void log_msg(const struct devmemtcp_ctx *ctx, int level,
 		fprintf(stderr, "devmemtcp: %s\n", msg);
 }
 
+int dmt_verr_set(struct dmt_err *err, int code, const char *fmt, va_list ap)
+{
+	err->code = code;
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	return code;
+}
+
+int dmt_err_set(struct dmt_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	code = dmt_verr_set(err, code, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+int dmt_err_log(const struct devmemtcp_ctx *ctx, const struct dmt_err *err)
+{
+	log_msg(ctx, DEVMEMTCP_LOG_ERR, err->msg);
+	return err->code;
+}
+
 int dmt_verr(const struct devmemtcp_ctx *ctx, struct dmt_err *err, int code,
 	     const char *fmt, va_list ap)
 {
@@ -54,10 +77,8 @@ int dmt_verr(const struct devmemtcp_ctx *ctx, struct dmt_err *err, int code,
 
 	if (!err)
 		err = &tmp;
-	err->code = code;
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	log_msg(ctx, DEVMEMTCP_LOG_ERR, err->msg);
-	return code;
+	dmt_verr_set(err, code, fmt, ap);
+	return dmt_err_log(ctx, err);
 }
 
 int dmt_err(const struct devmemtcp_ctx *ctx, struct dmt_err *err, int code,
@@ -117,6 +138,27 @@ int dmt_opts_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 				       type_name, i, known_sz);
 	}
 	return 0;
+}
+
+void dmt_copy_out(void *user, void *ours, size_t ours_sz)
+{
+	size_t user_sz = *(size_t *)user;
+
+	*(size_t *)ours = user_sz;
+	memcpy(user, ours, user_sz < ours_sz ? user_sz : ours_sz);
+}
+
+const char *dmt_self_comm(char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/self/comm", "re");
+
+	snprintf(buf, len, "?");
+	if (f) {
+		if (fgets(buf, (int)len, f))
+			buf[strcspn(buf, "\n")] = '\0';
+		fclose(f);
+	}
+	return buf;
 }
 
 const char *dmt_errno_name(int err)

@@ -47,6 +47,16 @@ int dmt_err(const struct devmemtcp_ctx *ctx, struct dmt_err *err, int code,
 	    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 int dmt_verr(const struct devmemtcp_ctx *ctx, struct dmt_err *err, int code,
 	     const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
+/*
+ * Record code and a message on err without logging (intermediate errors
+ * that a caller composes into its own message); returns code.
+ */
+int dmt_err_set(struct dmt_err *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int dmt_verr_set(struct dmt_err *err, int code, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
+/* Log the message recorded on err through ctx; returns err->code. */
+int dmt_err_log(const struct devmemtcp_ctx *ctx, const struct dmt_err *err);
 /* Append " (kernel: <extack>)"-style detail to an existing message. */
 void dmt_err_append(struct dmt_err *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -78,6 +88,17 @@ int dmt_opts_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
  * dmt_ctx_nl_put(); NULL (and unlocked) with ctx->err set on failure. */
 struct dmt_nl *dmt_ctx_nl(struct devmemtcp_ctx *ctx, int *errp);
 void dmt_ctx_nl_put(struct devmemtcp_ctx *ctx);
+
+/*
+ * Copy a stats or report struct out to a caller whose struct may be older
+ * (smaller) or newer (larger) than ours: the first min(*user_sz, ours)
+ * bytes, keeping the caller's sz.  user points at the caller's struct,
+ * whose first member is size_t sz.
+ */
+void dmt_copy_out(void *user, void *ours, size_t ours_sz);
+
+/* This process's name from /proc/self/comm into buf ("?" when unknown). */
+const char *dmt_self_comm(char *buf, size_t len);
 
 /* Name of an errno for messages ("EINVAL"), or its number. */
 const char *dmt_errno_name(int err);

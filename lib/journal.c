@@ -487,16 +487,10 @@ static void read_holder(int fd, pid_t *holder, char *comm, size_t comm_len)
 	}
 }
 
+/* Our comm with blanks replaced, as one word of the lock file. */
 static void self_comm(char *comm, size_t len)
 {
-	FILE *f = fopen("/proc/self/comm", "re");
-
-	snprintf(comm, len, "?");
-	if (f) {
-		if (fgets(comm, (int)len, f))
-			comm[strcspn(comm, "\n")] = '\0';
-		fclose(f);
-	}
+	dmt_self_comm(comm, len);
 	for (char *p = comm; *p; p++)
 		if (isspace((unsigned char)*p))
 			*p = '_';

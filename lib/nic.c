@@ -1108,15 +1108,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_open(struct devmemtcp_ctx *ctx,
 
 	/* snapshot, plan */
 	nic->j.pid = getpid();
-	{
-		FILE *f = fopen("/proc/self/comm", "re");
-
-		if (f) {
-			if (fgets(nic->j.comm, sizeof(nic->j.comm), f))
-				nic->j.comm[strcspn(nic->j.comm, "\n")] = '\0';
-			fclose(f);
-		}
-	}
+	dmt_self_comm(nic->j.comm, sizeof(nic->j.comm));
 	memcpy(nic->j.ifname, nic->eth.ifname, sizeof(nic->j.ifname));
 	nic->j.ifindex = nic->eth.ifindex;
 	nic->j.netns = dmt_netns_id();

@@ -214,7 +214,6 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_probe(struct devmemtcp_ctx *ctx,
 	struct utsname u;
 	char fix[320];
 	int err, kv;
-	size_t sz;
 
 	if (!ctx)
 		return -EINVAL;
@@ -469,8 +468,6 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_probe(struct devmemtcp_ctx *ctx,
 
 	dmt_eth_fini(&e);
 	dmt_nl_close(nl);
-	sz = report->sz < sizeof(p) ? report->sz : sizeof(p);
-	p.sz = report->sz;
-	memcpy(report, &p, sz);
+	dmt_copy_out(report, &p, sizeof(p));
 	return (int)p.nproblems;
 }

@@ -417,7 +417,6 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_stats(const struct devmemtcp_rx *rx,
 					struct devmemtcp_rx_stats *stats)
 {
 	struct devmemtcp_rx_stats s;
-	size_t sz;
 
 	if (!rx || !stats || stats->sz < sizeof(size_t))
 		return -EINVAL;
@@ -430,8 +429,6 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_stats(const struct devmemtcp_rx *rx,
 	s.dontneed_calls = rx->tokens.dontneed_calls;
 	s.partial_returns = rx->tokens.partial_returns;
 	s.deferred_pending = rx->tokens.deferred_pending;
-	sz = stats->sz < sizeof(s) ? stats->sz : sizeof(s);
-	s.sz = stats->sz;
-	memcpy(stats, &s, sz);
+	dmt_copy_out(stats, &s, sizeof(s));
 	return 0;
 }

@@ -750,13 +750,11 @@ DEVMEMTCP_EXPORT int devmemtcp_tx_wait(struct devmemtcp_tx *tx, int timeout_ms)
 			if (left <= 0) {
 				/* recorded, not logged: polling with a short
 				 * timeout is normal use */
-				tx->err.code = -ETIMEDOUT;
-				snprintf(tx->err.msg, sizeof(tx->err.msg),
-					 "fd %d: no completion within %d ms (%llu sends, %llu bytes in flight): is the peer reading?",
-					 tx->fd, timeout_ms,
-					 (unsigned long long)tx->track.in_flight,
-					 (unsigned long long)tx->track.bytes_in_flight);
-				return -ETIMEDOUT;
+				return dmt_err_set(&tx->err, -ETIMEDOUT,
+						   "fd %d: no completion within %d ms (%llu sends, %llu bytes in flight): is the peer reading?",
+						   tx->fd, timeout_ms,
+						   (unsigned long long)tx->track.in_flight,
+						   (unsigned long long)tx->track.bytes_in_flight);
 			}
 			ret = wait_err(tx, (int)left);
 		} else {
@@ -809,7 +807,6 @@ DEVMEMTCP_EXPORT int devmemtcp_tx_stats(const struct devmemtcp_tx *tx,
 					struct devmemtcp_tx_stats *stats)
 {
 	struct devmemtcp_tx_stats s;
-	size_t sz;
 
 	if (!tx || !stats || stats->sz < sizeof(size_t))
 		return -EINVAL;
@@ -822,9 +819,7 @@ DEVMEMTCP_EXPORT int devmemtcp_tx_stats(const struct devmemtcp_tx *tx,
 	s.sends_in_flight = tx->track.in_flight;
 	s.bytes_in_flight = tx->track.bytes_in_flight;
 	s.unknown_completions = tx->track.unknown_completions;
-	sz = stats->sz < sizeof(s) ? stats->sz : sizeof(s);
-	s.sz = stats->sz;
-	memcpy(stats, &s, sz);
+	dmt_copy_out(stats, &s, sizeof(s));
 	return 0;
 }
 
