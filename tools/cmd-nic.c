@@ -1,18 +1,16 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
-/* devmemtcp probe / devmemtcp restore: the NIC layer on the command line. */
-#include <errno.h>
+/*
+ * devmemtcp probe and devmemtcp restore: the NIC layer on the command line.
+ * This file owns the two commands' options, the probe report (as text and
+ * as JSON) and their exit statuses; what is probed, and how a crashed
+ * process's NIC changes are undone, is the library's (devmemtcp_nic_probe(),
+ * devmemtcp_nic_recover()).  The library logs nothing here: the commands
+ * print its messages themselves.
+ */
 #include <getopt.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "devmemtcp.h"
-#include "cmds.h"
-
-/* The library's messages are printed by the commands themselves. */
-static void quiet(void *user, int level, const char *msg)
-{
-}
+#include "common.h"
 
 static void json_str(FILE *f, const char *s)
 {
@@ -184,7 +182,6 @@ int cmd_probe(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = quiet);
 	DEVMEMTCP_OPTS(probe_opts, po);
 	struct devmemtcp_probe p = { .sz = sizeof(p) };
 	struct devmemtcp_queue q[256];
@@ -205,11 +202,8 @@ int cmd_probe(int argc, char **argv)
 		probe_usage(stderr);
 		return 2;
 	}
-	ret = devmemtcp_ctx_new(&co, &ctx);
-	if (ret < 0) {
-		fprintf(stderr, "devmemtcp probe: %s\n", strerror(-ret));
+	if (tool_ctx_new("devmemtcp probe", true, &ctx))
 		return 2;
-	}
 	ret = devmemtcp_nic_probe(ctx, argv[optind], &po, &p);
 	if (ret < 0) {
 		fprintf(stderr, "devmemtcp probe: %s\n", devmemtcp_ctx_errmsg(ctx));
@@ -243,7 +237,6 @@ int cmd_restore(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = quiet);
 	DEVMEMTCP_OPTS(nic_opts, no);
 	struct devmemtcp_ctx *ctx;
 	int c, ret;
@@ -260,11 +253,8 @@ int cmd_restore(int argc, char **argv)
 		restore_usage(stderr);
 		return 2;
 	}
-	ret = devmemtcp_ctx_new(&co, &ctx);
-	if (ret < 0) {
-		fprintf(stderr, "devmemtcp restore: %s\n", strerror(-ret));
+	if (tool_ctx_new("devmemtcp restore", true, &ctx))
 		return 2;
-	}
 	ret = devmemtcp_nic_recover(ctx, argv[optind], &no);
 	if (ret < 0)
 		fprintf(stderr, "devmemtcp restore: %s\n", devmemtcp_ctx_errmsg(ctx));

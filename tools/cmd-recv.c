@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "devmemtcp.h"
-#include "cmds.h"
+#include "common.h"
 #include "pattern.h"
 
 #define MAX_FRAGS 1024

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "devmemtcp.h"
-#include "cmds.h"
+#include "common.h"
 #include "pattern.h"
 
 static void send_usage(FILE *f)

@@ -1,58 +1,14 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
-/* devmemtcp: command-line front end of libdevmemtcp. */
+/*
+ * devmemtcp: the command-line front end of libdevmemtcp.  This file owns
+ * the program's entry point: the list of subcommands, the top-level usage
+ * text, --help and --version, and dispatching to cmd_<name>() (one file per
+ * subcommand; common.c holds what they share).
+ */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "devmemtcp.h"
-#include "cmds.h"
-
-/* Subcommands built from other files may be left out of a build. */
-__attribute__((weak)) int cmd_send(int argc, char **argv)
-{
-	fprintf(stderr, "devmemtcp: 'send' is not built into this program\n");
-	return 2;
-}
-
-__attribute__((weak)) int cmd_probe(int argc, char **argv)
-{
-	fprintf(stderr, "devmemtcp: 'probe' is not built into this program\n");
-	return 2;
-}
-
-__attribute__((weak)) int cmd_restore(int argc, char **argv)
-{
-	fprintf(stderr, "devmemtcp: 'restore' is not built into this program\n");
-	return 2;
-}
-
-double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-long long parse_size(const char *s)
-{
-	char *end;
-	long long v = strtoll(s, &end, 0);
-
-	if (end == s || v < 0)
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	}
-	if (*end == 'i' || *end == 'B')
-		end++;
-	if (*end == 'B')
-		end++;
-	return *end ? -1 : v;
-}
+#include "common.h"
 
 static const struct {
 	const char *name;

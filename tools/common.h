@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/*
+ * The devmemtcp program's internal interface: the subcommands' entry points,
+ * which devmemtcp.c dispatches to, and the few helpers they share (common.c):
+ * size and address parsing, a clock for rates, and creating the context and
+ * the udmabuf with the error printed the same way by every command.  The
+ * commands use the public API only; nothing here is installed.
+ */
+#ifndef DEVMEMTCP_TOOL_COMMON_H
+#define DEVMEMTCP_TOOL_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "devmemtcp.h"
+
+int cmd_recv(int argc, char **argv);	/* cmd-recv.c */
+int cmd_send(int argc, char **argv);	/* cmd-tx.c */
+int cmd_probe(int argc, char **argv);	/* cmd-nic.c */
+int cmd_restore(int argc, char **argv);	/* cmd-nic.c */
+
+/* CLOCK_MONOTONIC in seconds, for rates. */
+double now_s(void);
+
+/* Parse "123", "64K", "16M", "1G" into bytes; -1 on error. */
+long long parse_size(const char *s);
+
+/*
+ * An IPv4 or IPv6 address and a port into *sa; addr NULL: the IPv6 wildcard
+ * (which also accepts IPv4 connections).  Prints "CMD: bad address" and
+ * returns -1 when addr is neither.
+ */
+int tool_sockaddr(const char *cmd, const char *addr, int port,
+		  struct sockaddr_storage *sa, socklen_t *len);
+
+/*
+ * devmemtcp_ctx_new(), printing "CMD: <strerror>" on failure; returns its
+ * result.  quiet: the library logs nothing, the command prints the message
+ * (devmemtcp_ctx_errmsg()) where it wants it; otherwise the library also
+ * logs its errors to stderr.
+ */
+int tool_ctx_new(const char *cmd, bool quiet, struct devmemtcp_ctx **ctx);
+
+/* A udmabuf of size bytes, printing "CMD: <the context's message>" on failure. */
+int tool_udmabuf_new(const char *cmd, struct devmemtcp_ctx *ctx, uint64_t size,
+		     struct devmemtcp_buf **buf);
+
+#endif
