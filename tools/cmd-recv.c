@@ -1,24 +1,55 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
-/* devmemtcp recv: bind a udmabuf, accept one connection, receive, report. */
-#include <arpa/inet.h>
+/*
+ * devmemtcp recv: bind a udmabuf to RX queues (or, with --setup, prepare
+ * the NIC with devmemtcp_nic_open() and undo it after), accept one TCP
+ * connection, receive it into the dma-buf, optionally check every byte
+ * against the test pattern, and report the receive statistics.  This file
+ * owns the command's options, its steps (bind, accept, loop, report) and
+ * its exit status; the receive itself is the library's.
+ */
 #include <errno.h>
 #include <getopt.h>
 #include <net/if.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/utsname.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "devmemtcp.h"
 #include "common.h"
 #include "pattern.h"
 
+#define CMD "devmemtcp recv"
 #define MAX_FRAGS 1024
 #define LINEAR_SIZE (4u << 20)
+#define MAX_QUEUES 64
+#define NO_ERROR UINT64_MAX
+
+struct recv_opts {
+	const char *ifname, *listen_addr;
+	long long buf_size, expect;	/* expect -1: any length */
+	unsigned int period;		/* 0: no validation */
+	uint32_t queues[MAX_QUEUES];
+	size_t nqueues;			/* 0: the last RX queue */
+	int port, setup, ifindex;
+};
+
+/* What one run holds; recv_close() gives it all back. */
+struct recv_run {
+	struct devmemtcp_ctx *ctx;
+	struct devmemtcp_buf *buf;
+	struct devmemtcp_binding *binding;
+	struct devmemtcp_nic *nic;	/* --setup: owns the binding */
+	struct devmemtcp_rx *rx;
+	struct devmemtcp_frag *frags;
+	uint8_t *linear, *tmp;
+	int lfd, fd;
+	uint64_t pos;			/* stream bytes so far */
+	uint64_t bad_at;		/* first byte off the pattern, or NO_ERROR */
+	uint8_t bad_got;
+	double t0, t1;
+};
 
 static void recv_usage(FILE *f)
 {
@@ -58,6 +89,76 @@ static int parse_queues(const char *s, uint32_t *q, size_t max, size_t *n)
 	return *n ? 0 : -1;
 }
 
+/* One option; returns -1 to go on, else the exit status. */
+static int recv_option(int c, const char *arg, struct recv_opts *o)
+{
+	switch (c) {
+	case 'i': o->ifname = arg; break;
+	case 'q':
+		if (parse_queues(arg, o->queues, MAX_QUEUES, &o->nqueues)) {
+			fprintf(stderr, CMD ": bad queue list '%s'\n", arg);
+			return 2;
+		}
+		break;
+	case 'p': o->port = atoi(arg); break;
+	case 'l': o->listen_addr = arg; break;
+	case 'b':
+		o->buf_size = parse_size(arg);
+		if (o->buf_size <= 0) {
+			fprintf(stderr, CMD ": bad size '%s'\n", arg);
+			return 2;
+		}
+		break;
+	case 'v':
+		o->period = arg ? (unsigned int)atoi(arg) : PATTERN_PERIOD_DEFAULT;
+		if (o->period < 2 || o->period > 256) {
+			fprintf(stderr, CMD ": pattern period must be 2..256\n");
+			return 2;
+		}
+		break;
+	case 'e': o->expect = parse_size(arg); break;
+	case 's': o->setup = 1; break;
+	case 'h': recv_usage(stdout); return 0;
+	default: recv_usage(stderr); return 2;
+	}
+	return -1;
+}
+
+/* The options and the interface; returns -1 to go on, else the exit status. */
+static int recv_parse(int argc, char **argv, struct recv_opts *o)
+{
+	static const struct option opts[] = {
+		{ "iface", required_argument, NULL, 'i' },
+		{ "queues", required_argument, NULL, 'q' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "buf-size", required_argument, NULL, 'b' },
+		{ "validate", optional_argument, NULL, 'v' },
+		{ "expect", required_argument, NULL, 'e' },
+		{ "setup", no_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	int c, status;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "i:q:p:l:b:v::e:sh", opts, NULL)) != -1) {
+		status = recv_option(c, optarg, o);
+		if (status >= 0)
+			return status;
+	}
+	if (!o->ifname) {
+		recv_usage(stderr);
+		return 2;
+	}
+	o->ifindex = (int)if_nametoindex(o->ifname);
+	if (!o->ifindex) {
+		fprintf(stderr, CMD ": no interface '%s' (see 'ip link')\n", o->ifname);
+		return 2;
+	}
+	return -1;
+}
+
 static int last_rx_queue(struct devmemtcp_ctx *ctx, int ifindex, uint32_t *q)
 {
 	struct devmemtcp_queue qs[512];
@@ -75,33 +176,80 @@ static int last_rx_queue(struct devmemtcp_ctx *ctx, int ifindex, uint32_t *q)
 	return found ? 0 : -ENOENT;
 }
 
+/* --setup: header split, RSS off the queues, a rule per address family for
+ * the port, bind-rx: all undone by devmemtcp_nic_close(). */
+static int recv_setup_nic(const struct recv_opts *o, struct recv_run *r)
+{
+	struct devmemtcp_flow flows[2];
+	char text[64];
+	int ret;
+
+	snprintf(text, sizeof(text), "tcp4 dst-port %d", o->port);
+	devmemtcp_flow_parse(text, &flows[0]);
+	snprintf(text, sizeof(text), "tcp6 dst-port %d", o->port);
+	devmemtcp_flow_parse(text, &flows[1]);
+	DEVMEMTCP_OPTS(nic_opts, no, .queues = o->queues,
+		       .nqueues = (uint32_t)o->nqueues, .flows = flows,
+		       .nflows = 2, .buf = r->buf);
+	ret = devmemtcp_nic_open(r->ctx, o->ifname, &no, &r->nic);
+	if (ret) {
+		fprintf(stderr, CMD ": NIC setup failed: %s\n",
+			devmemtcp_ctx_errmsg(r->ctx));
+		return ret;
+	}
+	r->binding = devmemtcp_nic_binding(r->nic);
+	return 0;
+}
+
+/* The context, the queues, the buffer and its binding. */
+static int recv_bind(struct recv_opts *o, struct recv_run *r)
+{
+	int ret = tool_ctx_new(CMD, false, &r->ctx);
+
+	if (ret)
+		return ret;
+	if (!o->nqueues) {
+		ret = last_rx_queue(r->ctx, o->ifindex, &o->queues[0]);
+		if (ret) {
+			fprintf(stderr, CMD ": %s\n", devmemtcp_ctx_errmsg(r->ctx));
+			return ret;
+		}
+		o->nqueues = 1;
+	}
+	ret = tool_udmabuf_new(CMD, r->ctx, (uint64_t)o->buf_size, &r->buf);
+	if (ret)
+		return ret;
+	if (o->setup)
+		ret = recv_setup_nic(o, r);
+	else if ((ret = devmemtcp_bind_rx(r->ctx, o->ifindex, o->queues, o->nqueues,
+					  r->buf, NULL, &r->binding)))
+		fprintf(stderr, CMD ": %s\n", devmemtcp_ctx_errmsg(r->ctx));
+	if (ret)
+		return ret;
+	printf("bound %llu-byte udmabuf to %s queue%s",
+	       (unsigned long long)devmemtcp_buf_size(r->buf), o->ifname,
+	       o->nqueues > 1 ? "s" : "");
+	for (size_t i = 0; i < o->nqueues; i++)
+		printf("%s%u", i ? "," : " ", o->queues[i]);
+	printf(" as binding %u\n", devmemtcp_binding_id(r->binding));
+	fflush(stdout);
+	return 0;
+}
+
 static int listen_on(const char *addr, int port)
 {
-	struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6,
-				    .sin6_port = htons((uint16_t)port) };
-	struct sockaddr_in sa4 = { .sin_family = AF_INET,
-				   .sin_port = htons((uint16_t)port) };
-	struct sockaddr *sa = (struct sockaddr *)&sa6;
-	socklen_t salen = sizeof(sa6);
-	int fd, one = 1, family = AF_INET6;
+	struct sockaddr_storage sa;
+	socklen_t salen;
+	int fd, one = 1;
 
-	sa6.sin6_addr = in6addr_any;
-	if (addr) {
-		if (inet_pton(AF_INET, addr, &sa4.sin_addr) == 1) {
-			family = AF_INET;
-			sa = (struct sockaddr *)&sa4;
-			salen = sizeof(sa4);
-		} else if (inet_pton(AF_INET6, addr, &sa6.sin6_addr) != 1) {
-			fprintf(stderr, "devmemtcp recv: bad address '%s'\n", addr);
-			return -1;
-		}
-	}
-	fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (tool_sockaddr(CMD, addr, port, &sa, &salen))
+		return -1;
+	fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, sa, salen) || listen(fd, 1)) {
-		fprintf(stderr, "devmemtcp recv: cannot listen on port %d: %s\n",
+	if (bind(fd, (struct sockaddr *)&sa, salen) || listen(fd, 1)) {
+		fprintf(stderr, CMD ": cannot listen on port %d: %s\n",
 			port, strerror(errno));
 		close(fd);
 		return -1;
@@ -109,271 +257,183 @@ static int listen_on(const char *addr, int port)
 	return fd;
 }
 
-int cmd_recv(int argc, char **argv)
+/* One connection, its devmem receiver and the receive buffers. */
+static int recv_accept(const struct recv_opts *o, struct recv_run *r)
 {
-	static const struct option opts[] = {
-		{ "iface", required_argument, NULL, 'i' },
-		{ "queues", required_argument, NULL, 'q' },
-		{ "port", required_argument, NULL, 'p' },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "buf-size", required_argument, NULL, 'b' },
-		{ "validate", optional_argument, NULL, 'v' },
-		{ "expect", required_argument, NULL, 'e' },
-		{ "setup", no_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
-	const char *ifname = NULL, *listen_addr = NULL;
-	long long buf_size = 32 << 20, expect = -1;
-	unsigned int period = 0;
-	uint32_t queues[64];
-	size_t nqueues = 0;
-	int port = 5201, setup = 0, c, ret, status = 1;
-	struct devmemtcp_ctx *ctx = NULL;
-	struct devmemtcp_buf *buf = NULL;
-	struct devmemtcp_binding *binding = NULL;
-	struct devmemtcp_rx *rx = NULL;
-	struct devmemtcp_frag *frags = NULL;
-	uint8_t *linear = NULL, *tmp = NULL;
-	struct devmemtcp_nic *nic = NULL;
-	int lfd = -1, fd = -1, ifindex;
-	uint64_t pos = 0, bad_at = UINT64_MAX;
-	uint8_t bad_got = 0;
-	double t0, t1;
+	int ret;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "i:q:p:l:b:v::e:sh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'i': ifname = optarg; break;
-		case 'q':
-			if (parse_queues(optarg, queues, 64, &nqueues)) {
-				fprintf(stderr, "devmemtcp recv: bad queue list '%s'\n", optarg);
-				return 2;
-			}
-			break;
-		case 'p': port = atoi(optarg); break;
-		case 'l': listen_addr = optarg; break;
-		case 'b':
-			buf_size = parse_size(optarg);
-			if (buf_size <= 0) {
-				fprintf(stderr, "devmemtcp recv: bad size '%s'\n", optarg);
-				return 2;
-			}
-			break;
-		case 'v':
-			period = optarg ? (unsigned int)atoi(optarg) : PATTERN_PERIOD_DEFAULT;
-			if (period < 2 || period > 256) {
-				fprintf(stderr, "devmemtcp recv: pattern period must be 2..256\n");
-				return 2;
-			}
-			break;
-		case 'e': expect = parse_size(optarg); break;
-		case 's': setup = 1; break;
-		case 'h': recv_usage(stdout); return 0;
-		default: recv_usage(stderr); return 2;
-		}
+	r->lfd = listen_on(o->listen_addr, o->port);
+	if (r->lfd < 0)
+		return -1;
+	r->fd = accept4(r->lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (r->fd < 0) {
+		fprintf(stderr, CMD ": accept: %s\n", strerror(errno));
+		return -1;
 	}
-	if (!ifname) {
-		recv_usage(stderr);
-		return 2;
+	ret = devmemtcp_rx_new(r->ctx, r->fd, NULL, &r->rx);
+	if (ret || (ret = devmemtcp_rx_add_buf(r->rx, devmemtcp_binding_id(r->binding),
+					       r->buf))) {
+		fprintf(stderr, CMD ": %s\n", r->rx ? devmemtcp_rx_errmsg(r->rx)
+						    : devmemtcp_ctx_errmsg(r->ctx));
+		return ret;
 	}
-	ifindex = (int)if_nametoindex(ifname);
-	if (!ifindex) {
-		fprintf(stderr, "devmemtcp recv: no interface '%s' (see 'ip link')\n", ifname);
-		return 2;
-	}
-	ret = devmemtcp_ctx_new(NULL, &ctx);
-	if (ret) {
-		fprintf(stderr, "devmemtcp recv: %s\n", strerror(-ret));
-		return 1;
-	}
-	if (!nqueues) {
-		ret = last_rx_queue(ctx, ifindex, &queues[0]);
-		if (ret) {
-			fprintf(stderr, "devmemtcp recv: %s\n", devmemtcp_ctx_errmsg(ctx));
-			goto out;
-		}
-		nqueues = 1;
-	}
-	{
-		DEVMEMTCP_OPTS(buf_opts, bo, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
-			       .size = (uint64_t)buf_size);
-		ret = devmemtcp_buf_new(ctx, &bo, &buf);
-	}
-	if (ret) {
-		fprintf(stderr, "devmemtcp recv: %s\n", devmemtcp_ctx_errmsg(ctx));
-		goto out;
-	}
-	if (setup) {
-		/* header split, RSS off the queues, a rule per address family
-		 * for the port, bind-rx: all undone by devmemtcp_nic_close() */
-		struct devmemtcp_flow flows[2];
-		char text[64];
+	r->frags = calloc(MAX_FRAGS, sizeof(*r->frags));
+	r->linear = malloc(LINEAR_SIZE);
+	r->tmp = malloc(65536);
+	return r->frags && r->linear && r->tmp ? 0 : -ENOMEM;
+}
 
-		snprintf(text, sizeof(text), "tcp4 dst-port %d", port);
-		devmemtcp_flow_parse(text, &flows[0]);
-		snprintf(text, sizeof(text), "tcp6 dst-port %d", port);
-		devmemtcp_flow_parse(text, &flows[1]);
-		DEVMEMTCP_OPTS(nic_opts, no, .queues = queues,
-			       .nqueues = (uint32_t)nqueues, .flows = flows,
-			       .nflows = 2, .buf = buf);
-		ret = devmemtcp_nic_open(ctx, ifname, &no, &nic);
-		if (ret) {
-			fprintf(stderr, "devmemtcp recv: NIC setup failed: %s\n",
-				devmemtcp_ctx_errmsg(ctx));
-			goto out;
-		}
-		binding = devmemtcp_nic_binding(nic);
+/* Check one fragment against the pattern, until the first bad byte. */
+static int recv_check(const struct recv_opts *o, struct recv_run *r,
+		      const struct devmemtcp_frag *f)
+{
+	const uint8_t *src = r->tmp;
+	long at;
+	int ret;
+
+	if (!o->period || r->bad_at != NO_ERROR)
+		return 0;
+	if (f->flags & DEVMEMTCP_FRAG_LINEAR) {
+		src = r->linear + f->offset;
+	} else if (f->flags & DEVMEMTCP_FRAG_FOREIGN) {
+		return 0;	/* not in our buffer: nothing to compare */
 	} else {
-		ret = devmemtcp_bind_rx(ctx, ifindex, queues, nqueues, buf, NULL,
-					&binding);
+		ret = devmemtcp_buf_read(r->buf, f->offset, r->tmp, f->len);
 		if (ret) {
-			fprintf(stderr, "devmemtcp recv: %s\n",
-				devmemtcp_ctx_errmsg(ctx));
-			goto out;
+			fprintf(stderr, CMD ": %s\n", devmemtcp_buf_errmsg(r->buf));
+			return ret;
 		}
 	}
-	printf("bound %llu-byte udmabuf to %s queue%s", (unsigned long long)devmemtcp_buf_size(buf),
-	       ifname, nqueues > 1 ? "s" : "");
-	for (size_t i = 0; i < nqueues; i++)
-		printf("%s%u", i ? "," : " ", queues[i]);
-	printf(" as binding %u\n", devmemtcp_binding_id(binding));
-	fflush(stdout);
-
-	lfd = listen_on(listen_addr, port);
-	if (lfd < 0)
-		goto out;
-	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0) {
-		fprintf(stderr, "devmemtcp recv: accept: %s\n", strerror(errno));
-		goto out;
+	at = pattern_check(src, f->len, r->pos, o->period);
+	if (at >= 0) {
+		r->bad_at = r->pos + (uint64_t)at;
+		r->bad_got = src[at];
 	}
-	ret = devmemtcp_rx_new(ctx, fd, NULL, &rx);
-	if (ret || (ret = devmemtcp_rx_add_buf(rx, devmemtcp_binding_id(binding), buf))) {
-		fprintf(stderr, "devmemtcp recv: %s\n",
-			rx ? devmemtcp_rx_errmsg(rx) : devmemtcp_ctx_errmsg(ctx));
-		goto out;
-	}
-	frags = calloc(MAX_FRAGS, sizeof(*frags));
-	linear = malloc(LINEAR_SIZE);
-	tmp = malloc(65536);
-	if (!frags || !linear || !tmp)
-		goto out;
+	return 0;
+}
 
-	t0 = now_s();
+/* Receive to the end of the stream, checking and releasing as we go. */
+static int recv_loop(const struct recv_opts *o, struct recv_run *r)
+{
+	int ret;
+
+	r->t0 = now_s();
 	for (;;) {
-		int n = devmemtcp_rx_recv(rx, frags, MAX_FRAGS, linear, LINEAR_SIZE);
+		int n = devmemtcp_rx_recv(r->rx, r->frags, MAX_FRAGS, r->linear,
+					  LINEAR_SIZE);
 
 		if (n == 0)
 			break;
 		if (n == -EINTR)
 			continue;
-		if (n < 0) {
-			fprintf(stderr, "devmemtcp recv: %s\n", devmemtcp_rx_errmsg(rx));
-			goto out;
-		}
+		if (n < 0)
+			goto err_rx;
 		for (int i = 0; i < n; i++) {
-			const struct devmemtcp_frag *f = &frags[i];
-			const uint8_t *src;
-			long at;
+			ret = recv_check(o, r, &r->frags[i]);
+			if (ret)
+				return ret;
+			r->pos += r->frags[i].len;
+		}
+		ret = devmemtcp_rx_release(r->rx, r->frags, (size_t)n);
+		if (ret)
+			goto err_rx;
+	}
+	r->t1 = now_s();
+	ret = devmemtcp_rx_release_all(r->rx);
+	if (ret < 0)
+		goto err_rx;
+	return 0;
+err_rx:
+	fprintf(stderr, CMD ": %s\n", devmemtcp_rx_errmsg(r->rx));
+	return -1;
+}
 
-			if (period && bad_at == UINT64_MAX) {
-				if (f->flags & DEVMEMTCP_FRAG_LINEAR) {
-					src = linear + f->offset;
-				} else if (f->flags & DEVMEMTCP_FRAG_FOREIGN) {
-					src = NULL;
-				} else {
-					ret = devmemtcp_buf_read(buf, f->offset, tmp, f->len);
-					if (ret) {
-						fprintf(stderr, "devmemtcp recv: %s\n",
-							devmemtcp_buf_errmsg(buf));
-						goto out;
-					}
-					src = tmp;
-				}
-				at = src ? pattern_check(src, f->len, pos, period) : -1;
-				if (at >= 0) {
-					bad_at = pos + (uint64_t)at;
-					bad_got = src[at];
-				}
-			}
-			pos += f->len;
-		}
-		ret = devmemtcp_rx_release(rx, frags, (size_t)n);
-		if (ret) {
-			fprintf(stderr, "devmemtcp recv: %s\n", devmemtcp_rx_errmsg(rx));
-			goto out;
-		}
-	}
-	t1 = now_s();
-	ret = devmemtcp_rx_release_all(rx);
-	if (ret < 0) {
-		fprintf(stderr, "devmemtcp recv: %s\n", devmemtcp_rx_errmsg(rx));
-		goto out;
-	}
-	{
-		DEVMEMTCP_OPTS(rx_stats, st);
-		struct utsname u;
+static void print_rx_stats(const struct devmemtcp_rx_stats *st, double secs)
+{
+	struct utsname u;
 
-		devmemtcp_rx_stats(rx, &st);
-		uname(&u);
-		printf("kernel:           %s\n", u.release);
-		printf("bytes:            %llu (%.1f MB/s)\n", (unsigned long long)st.bytes,
-		       t1 > t0 ? (double)st.bytes / (t1 - t0) / 1e6 : 0.0);
-		printf("dmabuf bytes:     %llu\n", (unsigned long long)st.dmabuf_bytes);
-		printf("linear bytes:     %llu\n", (unsigned long long)st.linear_bytes);
-		printf("fragments:        %llu\n", (unsigned long long)st.frags);
-		printf("tokens returned:  %llu (outstanding %llu, high-water %llu)\n",
-		       (unsigned long long)st.tokens_released,
-		       (unsigned long long)st.tokens_outstanding,
-		       (unsigned long long)st.tokens_outstanding_max);
-		printf("dontneed calls:   %llu (partial returns %llu)\n",
-		       (unsigned long long)st.dontneed_calls,
-		       (unsigned long long)st.partial_returns);
-		printf("steering misses:  %llu, foreign fragments %llu\n",
-		       (unsigned long long)st.steering_misses,
-		       (unsigned long long)st.foreign_frags);
-		if (period) {
-			if (bad_at == UINT64_MAX)
-				printf("validation:       OK (%llu bytes, pattern i %% %u)\n",
-				       (unsigned long long)pos, period);
-			else
-				printf("validation:       FAILED at stream offset %llu: got 0x%02x, expected 0x%02x\n",
-				       (unsigned long long)bad_at, bad_got,
-				       pattern_byte(bad_at, period));
-		}
-		status = 0;
-		if (period && bad_at != UINT64_MAX)
-			status = 1;
-		if (expect >= 0 && (long long)st.bytes != expect) {
-			printf("expected %lld bytes, got %llu\n", expect,
-			       (unsigned long long)st.bytes);
-			status = 1;
-		}
-		if (st.steering_misses || st.foreign_frags) {
-			printf("steering: the flow did not (only) land on the bound queue\n");
-			status = 1;
-		}
-		if (st.tokens_outstanding) {
-			printf("tokens still outstanding: %llu\n",
-			       (unsigned long long)st.tokens_outstanding);
-			status = 1;
-		}
+	uname(&u);
+	printf("kernel:           %s\n", u.release);
+	printf("bytes:            %llu (%.1f MB/s)\n", (unsigned long long)st->bytes,
+	       secs > 0 ? (double)st->bytes / secs / 1e6 : 0.0);
+	printf("dmabuf bytes:     %llu\n", (unsigned long long)st->dmabuf_bytes);
+	printf("linear bytes:     %llu\n", (unsigned long long)st->linear_bytes);
+	printf("fragments:        %llu\n", (unsigned long long)st->frags);
+	printf("tokens returned:  %llu (outstanding %llu, high-water %llu)\n",
+	       (unsigned long long)st->tokens_released,
+	       (unsigned long long)st->tokens_outstanding,
+	       (unsigned long long)st->tokens_outstanding_max);
+	printf("dontneed calls:   %llu (partial returns %llu)\n",
+	       (unsigned long long)st->dontneed_calls,
+	       (unsigned long long)st->partial_returns);
+	printf("steering misses:  %llu, foreign fragments %llu\n",
+	       (unsigned long long)st->steering_misses,
+	       (unsigned long long)st->foreign_frags);
+}
+
+/* The statistics, the validation result and the exit status. */
+static int recv_report(const struct recv_opts *o, const struct recv_run *r)
+{
+	DEVMEMTCP_OPTS(rx_stats, st);
+	int status = 0;
+
+	devmemtcp_rx_stats(r->rx, &st);
+	print_rx_stats(&st, r->t1 > r->t0 ? r->t1 - r->t0 : 0);
+	if (o->period && r->bad_at == NO_ERROR) {
+		printf("validation:       OK (%llu bytes, pattern i %% %u)\n",
+		       (unsigned long long)r->pos, o->period);
+	} else if (o->period) {
+		printf("validation:       FAILED at stream offset %llu: got 0x%02x, expected 0x%02x\n",
+		       (unsigned long long)r->bad_at, r->bad_got,
+		       pattern_byte(r->bad_at, o->period));
+		status = 1;
 	}
-out:
-	devmemtcp_rx_free(rx);
-	if (fd >= 0)
-		close(fd);
-	if (lfd >= 0)
-		close(lfd);
-	if (nic)
-		devmemtcp_nic_close(nic);	/* unbinds and restores the NIC */
+	if (o->expect >= 0 && (long long)st.bytes != o->expect) {
+		printf("expected %lld bytes, got %llu\n", o->expect,
+		       (unsigned long long)st.bytes);
+		status = 1;
+	}
+	if (st.steering_misses || st.foreign_frags) {
+		printf("steering: the flow did not (only) land on the bound queue\n");
+		status = 1;
+	}
+	if (st.tokens_outstanding) {
+		printf("tokens still outstanding: %llu\n",
+		       (unsigned long long)st.tokens_outstanding);
+		status = 1;
+	}
+	return status;
+}
+
+static void recv_close(struct recv_run *r)
+{
+	devmemtcp_rx_free(r->rx);
+	if (r->fd >= 0)
+		close(r->fd);
+	if (r->lfd >= 0)
+		close(r->lfd);
+	if (r->nic)
+		devmemtcp_nic_close(r->nic);	/* unbinds and restores the NIC */
 	else
-		devmemtcp_binding_close(binding);
-	devmemtcp_buf_free(buf);
-	devmemtcp_ctx_free(ctx);
-	free(frags);
-	free(linear);
-	free(tmp);
+		devmemtcp_binding_close(r->binding);
+	devmemtcp_buf_free(r->buf);
+	devmemtcp_ctx_free(r->ctx);
+	free(r->frags);
+	free(r->linear);
+	free(r->tmp);
+}
+
+int cmd_recv(int argc, char **argv)
+{
+	struct recv_opts o = { .buf_size = 32 << 20, .expect = -1, .port = 5201 };
+	struct recv_run r = { .lfd = -1, .fd = -1, .bad_at = NO_ERROR };
+	int status = recv_parse(argc, argv, &o);
+
+	if (status >= 0)
+		return status;
+	status = 1;
+	if (!recv_bind(&o, &r) && !recv_accept(&o, &r) && !recv_loop(&o, &r))
+		status = recv_report(&o, &r);
+	recv_close(&r);
 	return status;
 }
