@@ -1,22 +1,55 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
-/* devmemtcp send: bind-tx a udmabuf, connect, send from it, report. */
-#include <arpa/inet.h>
+/*
+ * devmemtcp send: bind a udmabuf for transmission (bind-tx), connect
+ * through the bound interface, and send the test pattern or a file from
+ * the dma-buf, then report the TX statistics.  This file owns the command's
+ * options, the ring of buffer slots (a slot is refilled only after the
+ * kernel reported its last send complete), its steps (bind, loop, report)
+ * and its exit status; sending and completion tracking are the library's.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <net/if.h>
-#include <netinet/in.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "devmemtcp.h"
 #include "common.h"
 #include "pattern.h"
+
+#define CMD "devmemtcp send"
+#define WAIT_MS 30000
+
+struct send_opts {
+	const char *ifname, *addr, *file;
+	long long total, bufsize, chunk, piece;	/* piece 0: one per slot */
+	unsigned int period;
+	int port, quiet;
+};
+
+struct ring {
+	uint64_t chunk;
+	size_t nslots;
+	uint64_t *sent;		/* bytes in flight per slot */
+	uint64_t *done;		/* of which reported free */
+};
+
+/* What one run holds; send_close() gives it all back. */
+struct send_run {
+	struct devmemtcp_ctx *ctx;
+	struct devmemtcp_buf *buf;
+	struct devmemtcp_binding *binding;
+	struct devmemtcp_tx *tx;
+	struct devmemtcp_tx_piece *pieces;
+	struct ring ring;
+	uint8_t *stage;		/* one slot's bytes before they go to the buffer */
+	int fd, file_fd;	/* file_fd -1: the pattern */
+	uint64_t pos;		/* stream bytes so far */
+	double secs;
+};
 
 static void send_usage(FILE *f)
 {
@@ -42,12 +75,56 @@ static void send_usage(FILE *f)
 		"Exit status: 0 on success, 1 on a failed transfer, 2 on bad usage.\n");
 }
 
-struct ring {
-	uint64_t chunk;
-	size_t nslots;
-	uint64_t *sent;		/* bytes in flight per slot */
-	uint64_t *done;		/* of which reported free */
-};
+/* Returns -1 to go on, else the exit status. */
+static int send_parse(int argc, char **argv, struct send_opts *o)
+{
+	static const struct option lopts[] = {
+		{ "iface", required_argument, NULL, 'i' },
+		{ "connect", required_argument, NULL, 'c' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "bytes", required_argument, NULL, 'n' },
+		{ "pattern", required_argument, NULL, 'P' },
+		{ "file", required_argument, NULL, 'f' },
+		{ "buf-size", required_argument, NULL, 'b' },
+		{ "chunk", required_argument, NULL, 'C' },
+		{ "piece", required_argument, NULL, 'z' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "i:c:p:n:P:f:b:C:z:qh", lopts,
+				NULL)) != -1) {
+		switch (c) {
+		case 'i': o->ifname = optarg; break;
+		case 'c': o->addr = optarg; break;
+		case 'p': o->port = atoi(optarg); break;
+		case 'n': o->total = parse_size(optarg); break;
+		case 'P': o->period = (unsigned int)atoi(optarg); break;
+		case 'f': o->file = optarg; break;
+		case 'b': o->bufsize = parse_size(optarg); break;
+		case 'C': o->chunk = parse_size(optarg); break;
+		case 'z': o->piece = parse_size(optarg); break;
+		case 'q': o->quiet = 1; break;
+		case 'h': send_usage(stdout); return 0;
+		default: send_usage(stderr); return 2;
+		}
+	}
+	if (!o->ifname || !o->addr || optind != argc || o->total < 0 ||
+	    o->bufsize <= 0 || o->chunk <= 0 || o->piece < 0 || o->period < 2 ||
+	    o->period > 256 || o->port <= 0 || o->port > 65535) {
+		send_usage(stderr);
+		return 2;
+	}
+	if (o->chunk > o->bufsize / 2) {
+		fprintf(stderr, CMD ": --chunk %lld must be at most half of --buf-size %lld (the ring needs two slots)\n",
+			o->chunk, o->bufsize);
+		return 2;
+	}
+	return -1;
+}
 
 /* Completed ranges: credit them to their slots (a merged range may cover
  * several). */
@@ -72,44 +149,77 @@ static void on_done(void *user, const struct devmemtcp_tx_done *d, size_t n)
 
 static int connect_via(const char *addr, int port, const char *ifname)
 {
-	struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6,
-				    .sin6_port = htons((uint16_t)port) };
-	struct sockaddr_in sa4 = { .sin_family = AF_INET,
-				   .sin_port = htons((uint16_t)port) };
-	struct sockaddr *sa;
+	struct sockaddr_storage sa;
 	socklen_t len;
-	int fd, family;
+	int fd;
 
-	if (inet_pton(AF_INET, addr, &sa4.sin_addr) == 1) {
-		family = AF_INET;
-		sa = (struct sockaddr *)&sa4;
-		len = sizeof(sa4);
-	} else if (inet_pton(AF_INET6, addr, &sa6.sin6_addr) == 1) {
-		family = AF_INET6;
-		sa = (struct sockaddr *)&sa6;
-		len = sizeof(sa6);
-	} else {
-		fprintf(stderr, "devmemtcp send: bad address '%s'\n", addr);
+	if (tool_sockaddr(CMD, addr, port, &sa, &len))
 		return -1;
-	}
-	fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
 	/* devmem TX needs the route to leave through the bound device */
 	if (setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifname,
 		       (socklen_t)strlen(ifname))) {
-		fprintf(stderr, "devmemtcp send: SO_BINDTODEVICE %s: %s (needs CAP_NET_RAW on old kernels)\n",
+		fprintf(stderr, CMD ": SO_BINDTODEVICE %s: %s (needs CAP_NET_RAW on old kernels)\n",
 			ifname, strerror(errno));
 		close(fd);
 		return -1;
 	}
-	if (connect(fd, sa, len)) {
-		fprintf(stderr, "devmemtcp send: connect to %s port %d: %s\n",
+	if (connect(fd, (struct sockaddr *)&sa, len)) {
+		fprintf(stderr, CMD ": connect to %s port %d: %s\n",
 			addr, port, strerror(errno));
 		close(fd);
 		return -1;
 	}
 	return fd;
+}
+
+/* The source, the context, the buffer bound for TX, and the connection. */
+static int send_bind(const struct send_opts *o, struct send_run *r)
+{
+	int ret;
+
+	if (o->file) {
+		r->file_fd = strcmp(o->file, "-") ? open(o->file, O_RDONLY | O_CLOEXEC) : 0;
+		if (r->file_fd < 0) {
+			fprintf(stderr, CMD ": %s: %s\n", o->file, strerror(errno));
+			return -1;
+		}
+	}
+	ret = tool_ctx_new(CMD, false, &r->ctx);
+	if (!ret)
+		ret = tool_udmabuf_new(CMD, r->ctx, (uint64_t)o->bufsize, &r->buf);
+	if (!ret)	/* on failure the library has logged why */
+		ret = devmemtcp_bind_tx(r->ctx, (int)if_nametoindex(o->ifname),
+					r->buf, NULL, &r->binding);
+	if (ret)
+		return ret;
+	r->fd = connect_via(o->addr, o->port, o->ifname);
+	return r->fd < 0 ? -1 : 0;
+}
+
+/* The ring's slots, the staging and iovec arrays, and the TX socket. */
+static int send_ring_new(const struct send_opts *o, struct send_run *r)
+{
+	size_t npieces = o->piece ? (size_t)((o->chunk + o->piece - 1) / o->piece) : 1;
+	int ret;
+
+	r->ring.chunk = (uint64_t)o->chunk;
+	r->ring.nslots = (size_t)(devmemtcp_buf_size(r->buf) / (uint64_t)o->chunk);
+	r->ring.sent = calloc(r->ring.nslots, sizeof(*r->ring.sent));
+	r->ring.done = calloc(r->ring.nslots, sizeof(*r->ring.done));
+	r->stage = malloc((size_t)o->chunk);
+	r->pieces = calloc(npieces, sizeof(*r->pieces));
+	if (!r->ring.sent || !r->ring.done || !r->stage || !r->pieces) {
+		fprintf(stderr, CMD ": out of memory\n");
+		return -ENOMEM;
+	}
+	DEVMEMTCP_OPTS(tx_opts, to, .done_fn = on_done, .done_user = &r->ring);
+	ret = devmemtcp_tx_new(r->ctx, r->fd, r->binding, &to, &r->tx);
+	if (ret)
+		fprintf(stderr, CMD ": %s\n", devmemtcp_ctx_errmsg(r->ctx));
+	return ret;
 }
 
 /* Fill up to max bytes of the next chunk from the source; 0 at its end. */
@@ -138,212 +248,134 @@ static ssize_t fill(int file_fd, uint8_t *dst, size_t max, uint64_t pos,
 	return (ssize_t)got;
 }
 
-int cmd_send(int argc, char **argv)
+/*
+ * Refill slot k once the kernel is done with it and send it, in pieces of
+ * o->piece bytes.  Returns 1 at the end of the source, 0 when sent,
+ * negative on failure.
+ */
+static int send_slot(const struct send_opts *o, struct send_run *r, size_t k)
 {
-	static const struct option lopts[] = {
-		{ "iface", required_argument, NULL, 'i' },
-		{ "connect", required_argument, NULL, 'c' },
-		{ "port", required_argument, NULL, 'p' },
-		{ "bytes", required_argument, NULL, 'n' },
-		{ "pattern", required_argument, NULL, 'P' },
-		{ "file", required_argument, NULL, 'f' },
-		{ "buf-size", required_argument, NULL, 'b' },
-		{ "chunk", required_argument, NULL, 'C' },
-		{ "piece", required_argument, NULL, 'z' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
-	const char *ifname = NULL, *addr = NULL, *file = NULL;
-	long long total = 64ll << 20, bufsize = 16ll << 20, chunk = 1ll << 20;
-	long long piece = 0;
-	unsigned int period = PATTERN_PERIOD_DEFAULT;
-	int port = 5201, quiet = 0, c, ret, status = 1, fd = -1, file_fd = -1;
-	struct devmemtcp_ctx *ctx = NULL;
-	struct devmemtcp_buf *buf = NULL;
-	struct devmemtcp_binding *binding = NULL;
-	struct devmemtcp_tx *tx = NULL;
-	struct devmemtcp_tx_piece *pieces = NULL;
-	struct ring ring = { 0 };
-	uint8_t *stage = NULL;
-	uint64_t pos = 0;
-	double t0, secs;
+	uint64_t base = (uint64_t)k * (uint64_t)o->chunk;
+	size_t np = 0;
+	ssize_t n;
+	int ret;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "i:c:p:n:P:f:b:C:z:qh", lopts,
-				NULL)) != -1) {
-		switch (c) {
-		case 'i': ifname = optarg; break;
-		case 'c': addr = optarg; break;
-		case 'p': port = atoi(optarg); break;
-		case 'n': total = parse_size(optarg); break;
-		case 'P': period = (unsigned int)atoi(optarg); break;
-		case 'f': file = optarg; break;
-		case 'b': bufsize = parse_size(optarg); break;
-		case 'C': chunk = parse_size(optarg); break;
-		case 'z': piece = parse_size(optarg); break;
-		case 'q': quiet = 1; break;
-		case 'h': send_usage(stdout); return 0;
-		default: send_usage(stderr); return 2;
-		}
+	while (r->ring.done[k] < r->ring.sent[k]) {
+		ret = devmemtcp_tx_wait(r->tx, WAIT_MS);
+		if (ret < 0)
+			goto err_tx;
 	}
-	if (!ifname || !addr || optind != argc || total < 0 || bufsize <= 0 ||
-	    chunk <= 0 || piece < 0 || period < 2 || period > 256 ||
-	    port <= 0 || port > 65535) {
-		send_usage(stderr);
-		return 2;
+	n = fill(r->file_fd, r->stage, (size_t)o->chunk, r->pos,
+		 (uint64_t)o->total, o->period);
+	if (n < 0) {
+		fprintf(stderr, CMD ": reading %s: %s\n", o->file, strerror(errno));
+		return -1;
 	}
-	if (chunk > bufsize / 2) {
-		fprintf(stderr, "devmemtcp send: --chunk %lld must be at most half of --buf-size %lld (the ring needs two slots)\n",
-			chunk, bufsize);
-		return 2;
-	}
-	if (file) {
-		file_fd = strcmp(file, "-") ? open(file, O_RDONLY | O_CLOEXEC) : 0;
-		if (file_fd < 0) {
-			fprintf(stderr, "devmemtcp send: %s: %s\n", file,
-				strerror(errno));
-			return 1;
-		}
-	}
-
-	ret = devmemtcp_ctx_new(NULL, &ctx);
+	if (!n)
+		return 1;
+	ret = devmemtcp_buf_write(r->buf, base, r->stage, (size_t)n);
 	if (ret) {
-		fprintf(stderr, "devmemtcp send: %s\n", strerror(-ret));
-		goto out;
+		fprintf(stderr, CMD ": %s\n", devmemtcp_buf_errmsg(r->buf));
+		return ret;
 	}
-	{
-		DEVMEMTCP_OPTS(buf_opts, bo, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
-			       .size = (uint64_t)bufsize);
+	for (uint64_t off = 0; off < (uint64_t)n;) {
+		uint64_t len = (uint64_t)n - off;
 
-		ret = devmemtcp_buf_new(ctx, &bo, &buf);
-		if (ret) {
-			fprintf(stderr, "devmemtcp send: %s\n",
-				devmemtcp_ctx_errmsg(ctx));
-			goto out;
-		}
+		if (o->piece && len > (uint64_t)o->piece)
+			len = (uint64_t)o->piece;
+		r->pieces[np++] = (struct devmemtcp_tx_piece){ base + off, len };
+		off += len;
 	}
-	ret = devmemtcp_bind_tx(ctx, (int)if_nametoindex(ifname), buf, NULL,
-				&binding);
-	if (ret) {
-		/* the message was logged; exit 1 */
-		goto out;
-	}
-	fd = connect_via(addr, port, ifname);
-	if (fd < 0)
-		goto out;
-	ring.chunk = (uint64_t)chunk;
-	ring.nslots = (size_t)(devmemtcp_buf_size(buf) / (uint64_t)chunk);
-	ring.sent = calloc(ring.nslots, sizeof(*ring.sent));
-	ring.done = calloc(ring.nslots, sizeof(*ring.done));
-	stage = malloc((size_t)chunk);
-	pieces = calloc(piece ? (size_t)((chunk + piece - 1) / piece) : 1,
-			sizeof(*pieces));
-	if (!ring.sent || !ring.done || !stage || !pieces) {
-		fprintf(stderr, "devmemtcp send: out of memory\n");
-		goto out;
-	}
-	{
-		DEVMEMTCP_OPTS(tx_opts, to, .done_fn = on_done, .done_user = &ring);
+	r->ring.sent[k] = (uint64_t)n;
+	r->ring.done[k] = 0;
+	if (devmemtcp_tx_send(r->tx, r->pieces, np, 0) != n)
+		goto err_tx;
+	r->pos += (uint64_t)n;
+	return 0;
+err_tx:
+	fprintf(stderr, CMD ": %s\n", devmemtcp_tx_errmsg(r->tx));
+	return -1;
+}
 
-		ret = devmemtcp_tx_new(ctx, fd, binding, &to, &tx);
-		if (ret) {
-			fprintf(stderr, "devmemtcp send: %s\n",
-				devmemtcp_ctx_errmsg(ctx));
-			goto out;
-		}
-	}
+/* Send the whole source around the ring, then wait for the last completions. */
+static int send_loop(const struct send_opts *o, struct send_run *r)
+{
+	double t0 = now_s();
+	size_t k = 0;
+	int ret;
 
-	t0 = now_s();
-	for (size_t k = 0;; k = (k + 1) % ring.nslots) {
-		uint64_t base = (uint64_t)k * (uint64_t)chunk;
-		size_t np = 0;
-		ssize_t n;
-
-		/* the slot is ours again once all its bytes were reported */
-		while (ring.done[k] < ring.sent[k]) {
-			ret = devmemtcp_tx_wait(tx, 30000);
-			if (ret < 0) {
-				fprintf(stderr, "devmemtcp send: %s\n",
-					devmemtcp_tx_errmsg(tx));
-				goto out;
-			}
-		}
-		n = fill(file_fd, stage, (size_t)chunk, pos, (uint64_t)total,
-			 period);
-		if (n < 0) {
-			fprintf(stderr, "devmemtcp send: reading %s: %s\n",
-				file, strerror(errno));
-			goto out;
-		}
-		if (!n)
-			break;
-		ret = devmemtcp_buf_write(buf, base, stage, (size_t)n);
-		if (ret) {
-			fprintf(stderr, "devmemtcp send: %s\n",
-				devmemtcp_buf_errmsg(buf));
-			goto out;
-		}
-		for (uint64_t o = 0; o < (uint64_t)n;) {
-			uint64_t len = (uint64_t)n - o;
-
-			if (piece && len > (uint64_t)piece)
-				len = (uint64_t)piece;
-			pieces[np++] = (struct devmemtcp_tx_piece){ base + o, len };
-			o += len;
-		}
-		ring.sent[k] = (uint64_t)n;
-		ring.done[k] = 0;
-		if (devmemtcp_tx_send(tx, pieces, np, 0) != n) {
-			fprintf(stderr, "devmemtcp send: %s\n",
-				devmemtcp_tx_errmsg(tx));
-			goto out;
-		}
-		pos += (uint64_t)n;
-	}
-	while ((ret = devmemtcp_tx_wait(tx, 30000)) > 0)
+	while (!(ret = send_slot(o, r, k)))
+		k = (k + 1) % r->ring.nslots;
+	if (ret < 0)
+		return ret;
+	while ((ret = devmemtcp_tx_wait(r->tx, WAIT_MS)) > 0)
 		;
 	if (ret < 0) {
-		fprintf(stderr, "devmemtcp send: waiting for completions: %s\n",
-			devmemtcp_tx_errmsg(tx));
-		goto out;
+		fprintf(stderr, CMD ": waiting for completions: %s\n",
+			devmemtcp_tx_errmsg(r->tx));
+		return ret;
 	}
-	secs = now_s() - t0;
-	status = 0;
-	if (!quiet) {
-		DEVMEMTCP_OPTS(tx_stats, st);
+	r->secs = now_s() - t0;
+	return 0;
+}
 
-		devmemtcp_tx_stats(tx, &st);
-		printf("sent %llu bytes from dma-buf binding %u on %s in %.3f s: %.2f Gbit/s\n",
-		       (unsigned long long)st.bytes_sent,
-		       devmemtcp_binding_id(binding), ifname, secs,
-		       secs > 0 ? (double)st.bytes_sent * 8 / secs / 1e9 : 0);
-		printf("sendmsg calls %llu (partial %llu, ENOBUFS waits %llu); notifications %llu, completions %llu (copied %llu), ranges free %llu (%llu bytes), in flight %llu\n",
-		       (unsigned long long)st.sendmsg_calls,
-		       (unsigned long long)st.partial_sends,
-		       (unsigned long long)st.nobufs_waits,
-		       (unsigned long long)st.notifications,
-		       (unsigned long long)st.completions,
-		       (unsigned long long)st.copied_completions,
-		       (unsigned long long)st.ranges_done,
-		       (unsigned long long)st.bytes_done,
-		       (unsigned long long)st.sends_in_flight);
-		if (st.copied_completions)
-			printf("note: the kernel copied %llu sends instead of sending them zero-copy\n",
-			       (unsigned long long)st.copied_completions);
+static void send_report(const struct send_opts *o, const struct send_run *r)
+{
+	DEVMEMTCP_OPTS(tx_stats, st);
+
+	devmemtcp_tx_stats(r->tx, &st);
+	printf("sent %llu bytes from dma-buf binding %u on %s in %.3f s: %.2f Gbit/s\n",
+	       (unsigned long long)st.bytes_sent,
+	       devmemtcp_binding_id(r->binding), o->ifname, r->secs,
+	       r->secs > 0 ? (double)st.bytes_sent * 8 / r->secs / 1e9 : 0);
+	printf("sendmsg calls %llu (partial %llu, ENOBUFS waits %llu); notifications %llu, completions %llu (copied %llu), ranges free %llu (%llu bytes), in flight %llu\n",
+	       (unsigned long long)st.sendmsg_calls,
+	       (unsigned long long)st.partial_sends,
+	       (unsigned long long)st.nobufs_waits,
+	       (unsigned long long)st.notifications,
+	       (unsigned long long)st.completions,
+	       (unsigned long long)st.copied_completions,
+	       (unsigned long long)st.ranges_done,
+	       (unsigned long long)st.bytes_done,
+	       (unsigned long long)st.sends_in_flight);
+	if (st.copied_completions)
+		printf("note: the kernel copied %llu sends instead of sending them zero-copy\n",
+		       (unsigned long long)st.copied_completions);
+}
+
+static void send_close(struct send_run *r)
+{
+	devmemtcp_tx_free(r->tx);
+	if (r->fd >= 0)
+		close(r->fd);
+	devmemtcp_binding_close(r->binding);
+	devmemtcp_buf_free(r->buf);
+	devmemtcp_ctx_free(r->ctx);
+	if (r->file_fd > 0)	/* not standard input */
+		close(r->file_fd);
+	free(r->ring.sent);
+	free(r->ring.done);
+	free(r->stage);
+	free(r->pieces);
+}
+
+int cmd_send(int argc, char **argv)
+{
+	struct send_opts o = {
+		.total = 64ll << 20, .bufsize = 16ll << 20, .chunk = 1ll << 20,
+		.period = PATTERN_PERIOD_DEFAULT, .port = 5201,
+	};
+	struct send_run r = { .fd = -1, .file_fd = -1 };
+	int status = send_parse(argc, argv, &o);
+
+	if (status >= 0)
+		return status;
+	status = 1;
+	if (!send_bind(&o, &r) && !send_ring_new(&o, &r) && !send_loop(&o, &r)) {
+		status = 0;
+		if (!o.quiet)
+			send_report(&o, &r);
 	}
-out:
-	devmemtcp_tx_free(tx);
-	if (fd >= 0)
-		close(fd);
-	devmemtcp_binding_close(binding);
-	devmemtcp_buf_free(buf);
-	devmemtcp_ctx_free(ctx);
-	if (file_fd > 0)
-		close(file_fd);
-	free(ring.sent);
-	free(ring.done);
-	free(stage);
-	free(pieces);
+	send_close(&r);
 	return status;
 }
