@@ -50,6 +50,14 @@ static uint8_t pattern(uint64_t sample, uint64_t k)
 	return (uint8_t)((k + sample * 7) * 31 + (k >> 8) + sample);
 }
 
+/* The next sample's size: the sender and the synthetic NIC draw the same
+ * sequence from the same seed. */
+static uint32_t next_sample_size(uint64_t *seed)
+{
+	*seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+	return 1 + (uint32_t)((*seed >> 33) % MAX_SAMPLE);
+}
+
 /* ---- the few CUDA driver calls the example needs (libcuda.so.1) --------- */
 
 static struct {
@@ -241,11 +249,31 @@ struct held {
 	size_t n;
 };
 
+#define NHELD 64	/* receives the GPU may still be reading */
+
+/* Pages come back once the GPU is done with them: make room for one more
+ * receive of MAX_FRAGS pages. */
+static int reclaim(struct held *ring, size_t *head, size_t *len,
+		   uint32_t *freel, uint32_t *nfree)
+{
+	while (*len && (*len == NHELD || *nfree < MAX_FRAGS)) {
+		struct held *o = &ring[*head];
+
+		if (o->fence && devmemtcp_gpu_fence_done(o->fence, true) != 1)
+			return -1;
+		for (size_t i = 0; i < o->n; i++)
+			freel[(*nfree)++] = o->pages[i];
+		*head = (*head + 1) % NHELD;
+		(*len)--;
+	}
+	return 0;
+}
+
 static int synthetic(struct loader *L, uint32_t nsamples)
 {
 	uint32_t npages = BUF_SIZE / PAGE, nfree = npages, *freel;
 	uint32_t *sizes = calloc(nsamples, sizeof(*sizes));
-	struct held ring[64];
+	struct held ring[NHELD];
 	size_t head = 0, len = 0;
 	uint64_t total = 0, sent = 0, sample = 0, in_sample = 0;
 	uint64_t base = 0;
@@ -256,8 +284,7 @@ static int synthetic(struct loader *L, uint32_t nsamples)
 	for (uint32_t i = 0; i < npages; i++)
 		freel[i] = (i * 7919u) % npages;	/* pages in scattered order */
 	for (uint32_t i = 0; i < nsamples; i++) {
-		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-		sizes[i] = 1 + (uint32_t)((seed >> 33) % MAX_SAMPLE);
+		sizes[i] = next_sample_size(&seed);
 		total += sizes[i];
 	}
 	L->sizes = sizes;
@@ -272,18 +299,9 @@ static int synthetic(struct loader *L, uint32_t nsamples)
 		struct held *h;
 		size_t n = 0;
 
-		/* Pages come back once the GPU is done with them. */
-		while (len && (len == 64 || nfree < MAX_FRAGS)) {
-			struct held *o = &ring[head];
-
-			if (o->fence && devmemtcp_gpu_fence_done(o->fence, true) != 1)
-				return -1;
-			for (size_t i = 0; i < o->n; i++)
-				freel[nfree++] = o->pages[i];
-			head = (head + 1) % 64;
-			len--;
-		}
-		h = &ring[(head + len) % 64];
+		if (reclaim(ring, &head, &len, freel, &nfree))
+			return -1;
+		h = &ring[(head + len) % NHELD];
 		h->n = 0;
 		/* One "receive": payload of up to MAX_FRAGS packets of 1448 or
 		 * 4096 bytes, each at the start of a free page. */
@@ -326,7 +344,7 @@ static int synthetic(struct loader *L, uint32_t nsamples)
 	while (len) {
 		if (ring[head].fence)
 			devmemtcp_gpu_fence_done(ring[head].fence, true);
-		head = (head + 1) % 64;
+		head = (head + 1) % NHELD;
 		len--;
 	}
 	free(freel);
@@ -404,11 +422,8 @@ static int send_samples(const char *host, int port, uint32_t nsamples)
 		return 1;
 	}
 	for (uint32_t i = 0; i < nsamples; i++) {
-		uint32_t size, be;
+		uint32_t size = next_sample_size(&seed), be = htonl(size);
 
-		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-		size = 1 + (uint32_t)((seed >> 33) % MAX_SAMPLE);
-		be = htonl(size);
 		for (uint32_t k = 0; k < size; k++)
 			payload[k] = pattern(i, k);
 		if (write_all(ctrl, &be, sizeof(be)) ||
@@ -422,6 +437,34 @@ static int send_samples(const char *host, int port, uint32_t nsamples)
 	return 0;
 }
 
+/* Receive to the end of the stream, handing the fragments to samples. */
+static int receive_all(struct loader *L, struct devmemtcp_rx *rx)
+{
+	static uint8_t linear[64 << 10];
+	struct devmemtcp_frag f[MAX_FRAGS];
+	int ret = 0;
+
+	while (!ret) {
+		int n = devmemtcp_rx_recv(rx, f, MAX_FRAGS, linear,
+					  sizeof(linear));
+
+		if (n <= 0) {
+			if (n < 0)
+				fprintf(stderr, "recv: %s\n",
+					devmemtcp_rx_errmsg(rx));
+			return n;
+		}
+		ret = consume(L, f, (size_t)n, linear);
+		if (ret)
+			break;
+		/* GPU: tokens go back once the gather has read the bytes. */
+		ret = L->cpu ? devmemtcp_rx_release(rx, f, (size_t)n)
+			     : devmemtcp_gpu_release_after(L->gpu, rx, f,
+							   (size_t)n, L->stream);
+	}
+	return ret;
+}
+
 /*
  * Prepare the NIC (header split, the data port's flow steered to one
  * queue, the buffer bound to it; all undone at the end), then receive.
@@ -429,8 +472,6 @@ static int send_samples(const char *host, int port, uint32_t nsamples)
 static int receive(struct loader *L, struct devmemtcp_ctx *ctx, int port,
 		   const char *ifname, int queue)
 {
-	static uint8_t linear[64 << 10];
-	struct devmemtcp_frag f[MAX_FRAGS];
 	struct devmemtcp_binding *binding;
 	struct devmemtcp_flow flow;
 	struct devmemtcp_nic *nic;
@@ -474,25 +515,8 @@ static int receive(struct loader *L, struct devmemtcp_ctx *ctx, int port,
 	if (!ret)
 		ret = devmemtcp_rx_add_buf(rx, devmemtcp_binding_id(binding),
 					   L->buf);
-	while (!ret) {
-		int n = devmemtcp_rx_recv(rx, f, MAX_FRAGS, linear,
-					  sizeof(linear));
-
-		if (n <= 0) {
-			if (n < 0)
-				fprintf(stderr, "recv: %s\n",
-					devmemtcp_rx_errmsg(rx));
-			ret = n;
-			break;
-		}
-		ret = consume(L, f, (size_t)n, linear);
-		if (ret)
-			break;
-		/* GPU: tokens go back once the gather has read the bytes. */
-		ret = L->cpu ? devmemtcp_rx_release(rx, f, (size_t)n)
-			     : devmemtcp_gpu_release_after(L->gpu, rx, f,
-							   (size_t)n, L->stream);
-	}
+	if (!ret)
+		ret = receive_all(L, rx);
 	if (rx) {
 		struct devmemtcp_rx_stats st = { .sz = sizeof(st) };
 
@@ -510,6 +534,61 @@ out:
 		close(L->ctrl);
 	devmemtcp_nic_close(nic);
 	return ret;
+}
+
+/* GPU: the payload lands in GPU memory and samples are gathered into GPU
+ * buffers. */
+static int loader_open_gpu(struct loader *L, struct devmemtcp_ctx *ctx)
+{
+	DEVMEMTCP_OPTS(buf_opts, bo, .provider = DEVMEMTCP_PROVIDER_CUDA,
+		       .size = BUF_SIZE);
+	int ret = devmemtcp_gpu_new(ctx, NULL, &L->gpu);
+
+	if (!ret)
+		ret = devmemtcp_buf_new(ctx, &bo, &L->buf);
+	if (ret || cuda_open() || cu.stream_new(&L->stream, 1)) {
+		fprintf(stderr, "GPU: %s\n(run with --cpu on machines without an NVIDIA GPU)\n",
+			devmemtcp_ctx_errmsg(ctx));
+		return -1;
+	}
+	for (int i = 0; i < NSLOTS; i++)
+		if (cu.alloc(&L->slot_dev[i], MAX_SAMPLE))
+			return -1;
+	return 0;
+}
+
+/* --cpu: a udmabuf and host sample buffers.  Without udmabuf the synthetic
+ * NIC can still write plain host memory. */
+static int loader_open_cpu(struct loader *L, struct devmemtcp_ctx *ctx,
+			   bool synth)
+{
+	DEVMEMTCP_OPTS(buf_opts, bo, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
+		       .size = BUF_SIZE);
+
+	if (devmemtcp_buf_new(ctx, &bo, &L->buf)) {
+		if (!synth) {
+			fprintf(stderr, "udmabuf: %s\n", devmemtcp_ctx_errmsg(ctx));
+			return -1;
+		}
+		fprintf(stderr, "udmabuf unavailable (%s): the synthetic NIC writes plain host memory\n",
+			devmemtcp_ctx_errmsg(ctx));
+		L->host_pool = malloc(BUF_SIZE);
+	}
+	for (int i = 0; i < NSLOTS; i++)
+		L->slot_host[i] = malloc(MAX_SAMPLE);
+	return 0;
+}
+
+static void loader_close(struct loader *L)
+{
+	for (int i = 0; i < NSLOTS; i++) {
+		if (L->slot_dev[i] && cu.free)
+			cu.free(L->slot_dev[i]);
+		free(L->slot_host[i]);
+	}
+	free(L->host_pool);
+	devmemtcp_buf_free(L->buf);
+	devmemtcp_gpu_free(L->gpu);
 }
 
 static void usage(const char *me)
@@ -559,61 +638,19 @@ int main(int argc, char **argv)
 	}
 	if (devmemtcp_ctx_new(NULL, &ctx))
 		return 1;
-
-	if (!L.cpu) {
-		DEVMEMTCP_OPTS(buf_opts, bo, .provider = DEVMEMTCP_PROVIDER_CUDA,
-			       .size = BUF_SIZE);
-
-		ret = devmemtcp_gpu_new(ctx, NULL, &L.gpu);
-		if (!ret)
-			ret = devmemtcp_buf_new(ctx, &bo, &L.buf);
-		if (ret || cuda_open() || cu.stream_new(&L.stream, 1)) {
-			fprintf(stderr, "GPU: %s\n(run with --cpu on machines without an NVIDIA GPU)\n",
-				devmemtcp_ctx_errmsg(ctx));
-			ret = -1;
-			goto out;
-		}
-		for (int i = 0; i < NSLOTS; i++)
-			if (cu.alloc(&L.slot_dev[i], MAX_SAMPLE)) {
-				ret = -1;
-				goto out;
-			}
-	} else {
-		DEVMEMTCP_OPTS(buf_opts, bo, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
-			       .size = BUF_SIZE);
-
-		if (devmemtcp_buf_new(ctx, &bo, &L.buf)) {
-			if (!synth) {
-				fprintf(stderr, "udmabuf: %s\n",
-					devmemtcp_ctx_errmsg(ctx));
-				ret = -1;
-				goto out;
-			}
-			fprintf(stderr, "udmabuf unavailable (%s): the synthetic NIC writes plain host memory\n",
-				devmemtcp_ctx_errmsg(ctx));
-			L.host_pool = malloc(BUF_SIZE);
-		}
-		for (int i = 0; i < NSLOTS; i++)
-			L.slot_host[i] = malloc(MAX_SAMPLE);
+	ret = L.cpu ? loader_open_cpu(&L, ctx, synth) : loader_open_gpu(&L, ctx);
+	if (!ret) {
+		ret = synth ? synthetic(&L, nsamples)
+			    : receive(&L, ctx, listen_port, ifname, queue);
+		if (!synth && !ret && L.size)
+			ret = -1;	/* the stream ended inside a sample */
+		printf("%s%s: %llu samples, %llu bytes, %llu bad\n",
+		       synth ? "synthetic" : "received",
+		       L.cpu ? " (CPU copies)" : " (GPU gather)",
+		       (unsigned long long)L.done, (unsigned long long)L.bytes,
+		       (unsigned long long)L.bad);
 	}
-
-	ret = synth ? synthetic(&L, nsamples)
-		    : receive(&L, ctx, listen_port, ifname, queue);
-	if (!synth && !ret && L.size)
-		ret = -1;	/* the stream ended inside a sample */
-	printf("%s%s: %llu samples, %llu bytes, %llu bad\n",
-	       synth ? "synthetic" : "received", L.cpu ? " (CPU copies)" : " (GPU gather)",
-	       (unsigned long long)L.done, (unsigned long long)L.bytes,
-	       (unsigned long long)L.bad);
-out:
-	for (int i = 0; i < NSLOTS; i++) {
-		if (L.slot_dev[i] && cu.free)
-			cu.free(L.slot_dev[i]);
-		free(L.slot_host[i]);
-	}
-	free(L.host_pool);
-	devmemtcp_buf_free(L.buf);
-	devmemtcp_gpu_free(L.gpu);
+	loader_close(&L);
 	devmemtcp_ctx_free(ctx);
 	return ret || L.bad || (synth && L.done != nsamples) ? 1 : 0;
 }
