@@ -483,23 +483,16 @@ static void cpu_small(void)
 	free(f);
 }
 
-int main(int argc, char **argv)
+/* Returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, int *device)
 {
-	DEVMEMTCP_OPTS(gpu_opts, go, .max_frags = 1u << 20, .slots = 2);
-	DEVMEMTCP_OPTS(gpu_opts, gc, .max_frags = 1u << 20, .slots = 2,
-		       .flags = DEVMEMTCP_GPU_DESC_COPY);
-	double d2d_gbps[D_N], ratio[D_N];
-	int opt, device = 0, ret;
-	char name[256] = "";
-	CUdevice dev;
-	CUcontext cctx;
-	time_t tnow = time(NULL);
+	int opt;
 
 	total_target = 1ull << 30;
 	while ((opt = getopt(argc, argv, "d:s:r:h")) != -1) {
 		switch (opt) {
 		case 'd':
-			device = atoi(optarg);
+			*device = atoi(optarg);
 			break;
 		case 's':
 			total_target = strtoull(optarg, NULL, 0) << 20;
@@ -515,7 +508,19 @@ int main(int argc, char **argv)
 			return opt == 'h' ? 0 : 2;
 		}
 	}
-	go.cuda_device = gc.cuda_device = device;
+	return -1;
+}
+
+/* The two gather handles (plain and DESC_COPY); exit status on failure
+ * (77: no GPU), else -1. */
+static int open_gpus(int device)
+{
+	DEVMEMTCP_OPTS(gpu_opts, go, .max_frags = 1u << 20, .slots = 2,
+		       .cuda_device = device);
+	DEVMEMTCP_OPTS(gpu_opts, gc, .max_frags = 1u << 20, .slots = 2,
+		       .flags = DEVMEMTCP_GPU_DESC_COPY, .cuda_device = device);
+	int ret;
+
 	if (devmemtcp_ctx_new(NULL, &ctx))
 		return 1;
 	ret = devmemtcp_gpu_new(ctx, &go, &gpu);
@@ -528,10 +533,20 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	cu = dmt_gpu_cuda(gpu);
+	return -1;
+}
+
+/* Stream, events, the source filled with the random pattern, the
+ * destination; the device's name into name. */
+static void setup_device(int device, char *name, int len)
+{
+	CUdevice dev;
+	CUcontext cctx;
+
 	CK(cu->cuDeviceGet(&dev, device));
 	CK(cu->cuDevicePrimaryCtxRetain(&cctx, dev));
 	CK(cu->cuCtxPushCurrent(cctx));
-	CK(cu->cuDeviceGetName(name, sizeof(name), dev));
+	CK(cu->cuDeviceGetName(name, len, dev));
 	CK(cu->cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
 	CK(cu->cuEventCreate(&ev0, CU_EVENT_DEFAULT));
 	CK(cu->cuEventCreate(&ev1, CU_EVENT_DEFAULT));
@@ -546,6 +561,44 @@ int main(int argc, char **argv)
 	}
 	for (uint64_t o = 0; o < src_size; o += PATTERN_SIZE)
 		CK(cu->cuMemcpyHtoD(src + o, pattern, PATTERN_SIZE));
+}
+
+/* One row of the main table; the gather's share of d2d bandwidth. */
+static double distribution_row(enum dist d)
+{
+	struct devmemtcp_frag *f;
+	uint64_t total;
+	size_t n = make_frags(d, total_target, &f, &total);
+	double dt, gt, gct, cpu, pf, bt;
+	int ok;
+
+	dt = time_d2d(total);
+	gt = time_gather(gpu, f, n, total, &cpu);
+	ok = verify(f, n, total);
+	gct = time_gather(gpu_copy, f, n, total, NULL);
+	if (!ok)
+		ok = verify(f, n, total);
+	pf = per_frag_gbps(f, n);
+	bt = batch_gbps(f, n);
+	printf("| %s | %zu | %.0f | %.0f | **%.1f %%** | %.0f (%.1f %%) | %.2f | %.2f | ",
+	       dist_name[d], n, total / (dt * 1e-3) / 1e9, total / (gt * 1e-3) / 1e9,
+	       100 * dt / gt, total / (gct * 1e-3) / 1e9,
+	       100 * dt / gct, cpu, pf);
+	if (bt < 0)
+		printf("n/a | ");
+	else
+		printf("%.2f | ", bt);
+	printf("%s |\n", ok ? "MISMATCH" : "bytes equal");
+	fflush(stdout);
+	free(f);
+	return dt / gt;
+}
+
+/* The main table: every distribution against d2d, and the targets. */
+static void distributions(const char *name, int device)
+{
+	time_t tnow = time(NULL);
+	double ratio[D_N];
 
 	printf("# Gather benchmark\n\n");
 	printf("- GPU: %s (device %d), CUDA driver API %d.%d\n", name, device,
@@ -556,39 +609,27 @@ int main(int argc, char **argv)
 	printf("- baseline: one cuMemcpyDtoDAsync of the same number of bytes (contiguous)\n\n");
 	printf("| distribution | frags | d2d GB/s | gather GB/s | gather / d2d | gather, descriptors copied first | CPU ns/frag | per-frag cuMemcpyAsync GB/s | cuMemcpyBatchAsync GB/s | check |\n");
 	printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
-	for (int d = 0; d < D_N; d++) {
-		struct devmemtcp_frag *f;
-		uint64_t total;
-		size_t n = make_frags((enum dist)d, total_target, &f, &total);
-		double dt, gt, gct, cpu, pf, bt;
-		int ok;
-
-		dt = time_d2d(total);
-		gt = time_gather(gpu, f, n, total, &cpu);
-		ok = verify(f, n, total);
-		gct = time_gather(gpu_copy, f, n, total, NULL);
-		if (!ok)
-			ok = verify(f, n, total);
-		pf = per_frag_gbps(f, n);
-		bt = batch_gbps(f, n);
-		d2d_gbps[d] = total / (dt * 1e-3) / 1e9;
-		ratio[d] = dt / gt;
-		printf("| %s | %zu | %.0f | %.0f | **%.1f %%** | %.0f (%.1f %%) | %.2f | %.2f | ",
-		       dist_name[d], n, d2d_gbps[d], total / (gt * 1e-3) / 1e9,
-		       100 * ratio[d], total / (gct * 1e-3) / 1e9,
-		       100 * dt / gct, cpu, pf);
-		if (bt < 0)
-			printf("n/a | ");
-		else
-			printf("%.2f | ", bt);
-		printf("%s |\n", ok ? "MISMATCH" : "bytes equal");
-		fflush(stdout);
-		free(f);
-	}
-	printf("\nTargets (DESIGN §5): 4 KiB >= 95 %% (%.1f %%: %s), 1448 B >= 80 %% (%.1f %%: %s), mixed >= 70 %% (%.1f %%: %s)\n",
+	for (int d = 0; d < D_N; d++)
+		ratio[d] = distribution_row((enum dist)d);
+	printf("\nTargets: 4 KiB >= 95 %% (%.1f %%: %s), 1448 B >= 80 %% (%.1f %%: %s), mixed >= 70 %% (%.1f %%: %s)\n",
 	       100 * ratio[D_4K], ratio[D_4K] >= 0.95 ? "met" : "MISSED",
 	       100 * ratio[D_1448], ratio[D_1448] >= 0.80 ? "met" : "MISSED",
 	       100 * ratio[D_MIXED], ratio[D_MIXED] >= 0.70 ? "met" : "MISSED");
+}
+
+int main(int argc, char **argv)
+{
+	char name[256] = "";
+	int device = 0;
+	int status = parse_args(argc, argv, &device);
+
+	if (status >= 0)
+		return status;
+	status = open_gpus(device);
+	if (status >= 0)
+		return status;
+	setup_device(device, name, sizeof(name));
+	distributions(name, device);
 	cpu_small();
 	sweep();
 	tuning();
