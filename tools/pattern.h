@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
-/* The test pattern shared by the tool, the examples' peers and the tests:
- * byte i of a stream is i % period (period 251 by default: a prime, so a
- * page landing at the wrong place shows). */
+/*
+ * The test pattern that 'devmemtcp send' writes, 'devmemtcp recv -v' checks
+ * and the VM tests' peers use: byte i of a stream is i % period (period 251
+ * by default: a prime, so a page landing at the wrong place shows).  This
+ * header owns the pattern's definition and nothing else; it is header-only
+ * so the tests can include it without linking the tool.
+ */
 #ifndef DEVMEMTCP_PATTERN_H
 #define DEVMEMTCP_PATTERN_H
 
