@@ -20,10 +20,6 @@
 int dmt_nic_fail_step;
 int dmt_nic_crash_step;
 
-/* The ethtool layer's messages are intermediate: the handle logs one
- * composed message through the caller's context. */
-static const struct devmemtcp_ctx quiet_ctx = { .log_level = DEVMEMTCP_LOG_NONE };
-
 struct nic_flow_slot;
 
 struct devmemtcp_nic {
@@ -285,10 +281,10 @@ static int jsave(struct devmemtcp_nic *nic)
 	int err = dmt_journal_write(nic->run_dir, nic->eth.ifname, &nic->j);
 
 	if (err < 0)
-		return dmt_err(&quiet_ctx, &nic->eerr, err,
-			       "cannot write the journal %s/%s.journal: %s "
-			       "(run as root, or set DEVMEMTCP_RUN_DIR to a writable directory)",
-			       nic->run_dir, nic->eth.ifname, dmt_errno_name(err));
+		return dmt_err_set(&nic->eerr, err,
+				   "cannot write the journal %s/%s.journal: %s "
+				   "(run as root, or set DEVMEMTCP_RUN_DIR to a writable directory)",
+				   nic->run_dir, nic->eth.ifname, dmt_errno_name(err));
 	nic->journal_dirty = true;
 	return 0;
 }
@@ -312,9 +308,9 @@ static int step_begin(struct devmemtcp_nic *nic)
 	if (nic->crash_step && nic->step == nic->crash_step)
 		raise(SIGKILL);
 	if (nic->fail_step && nic->step == nic->fail_step)
-		return dmt_err(&quiet_ctx, &nic->eerr, -EIO,
-			       "failure injected by DEVMEMTCP_NIC_FAIL_STEP=%d",
-			       nic->fail_step);
+		return dmt_err_set(&nic->eerr, -EIO,
+				   "failure injected by DEVMEMTCP_NIC_FAIL_STEP=%d",
+				   nic->fail_step);
 	return jsave(nic);
 }
 
@@ -521,11 +517,11 @@ static int ensure_ntuple(struct devmemtcp_nic *nic)
 	if (f.active)
 		return 0;
 	if (!f.present || !f.hw || f.nochange)
-		return dmt_err(&quiet_ctx, &nic->eerr, -EOPNOTSUPP,
-			       "%s cannot turn on ntuple filters (rx-ntuple-filter is %s): "
-			       "devmem needs a NIC whose driver supports ntuple flow steering",
-			       nic->eth.ifname,
-			       !f.present ? "unknown" : "off [fixed]");
+		return dmt_err_set(&nic->eerr, -EOPNOTSUPP,
+				   "%s cannot turn on ntuple filters (rx-ntuple-filter is %s): "
+				   "devmem needs a NIC whose driver supports ntuple flow steering",
+				   nic->eth.ifname,
+				   !f.present ? "unknown" : "off [fixed]");
 	nic->j.ntuple_on = false;
 	err = step_begin(nic);
 	if (err < 0)
@@ -551,21 +547,21 @@ static int flow_check(struct devmemtcp_nic *nic,
 	int err;
 
 	if (flow->flags & ~(uint32_t)DEVMEMTCP_FLOW_QUEUE)
-		return dmt_err(&quiet_ctx, &nic->eerr, -EINVAL,
-			       "flow %zu: unknown flags 0x%x", index, flow->flags);
+		return dmt_err_set(&nic->eerr, -EINVAL,
+				   "flow %zu: unknown flags 0x%x", index, flow->flags);
 	if ((flow->flags & DEVMEMTCP_FLOW_QUEUE) && flow->queue >= nq)
-		return dmt_err(&quiet_ctx, &nic->eerr, -ERANGE,
-			       "flow %zu: queue index %u is out of range: the handle has %u devmem queues (indexes 0-%u)",
-			       index, flow->queue, nq, nq - 1);
+		return dmt_err_set(&nic->eerr, -ERANGE,
+				   "flow %zu: queue index %u is out of range: the handle has %u devmem queues (indexes 0-%u)",
+				   index, flow->queue, nq, nq - 1);
 	err = dmt_flow_to_spec(flow, 0, false, fs);
 	if (err == -EAFNOSUPPORT)
-		return dmt_err(&quiet_ctx, &nic->eerr, -EAFNOSUPPORT,
-			       "flow %zu: family %d is neither AF_INET nor AF_INET6",
-			       index, flow->family);
+		return dmt_err_set(&nic->eerr, -EAFNOSUPPORT,
+				   "flow %zu: family %d is neither AF_INET nor AF_INET6",
+				   index, flow->family);
 	if (err < 0)
-		return dmt_err(&quiet_ctx, &nic->eerr, -EINVAL,
-			       "flow %zu matches every TCP packet: give at least one address or port with a non-zero mask",
-			       index);
+		return dmt_err_set(&nic->eerr, -EINVAL,
+				   "flow %zu matches every TCP packet: give at least one address or port with a non-zero mask",
+				   index);
 	return 0;
 }
 
@@ -585,9 +581,9 @@ static int check_flows(struct devmemtcp_nic *nic,
 				continue;
 			dmt_spec_str(&fs[i], 0, desc, sizeof(desc));
 			*strstr(desc, " queue") = '\0';
-			err = dmt_err(&quiet_ctx, &nic->eerr, -EEXIST,
-				      "flow %zu (%s) matches the same packets as flow %zu of this handle: remove one of them",
-				      i, desc, k);
+			err = dmt_err_set(&nic->eerr, -EEXIST,
+					  "flow %zu (%s) matches the same packets as flow %zu of this handle: remove one of them",
+					  i, desc, k);
 		}
 	}
 	free(fs);
@@ -621,9 +617,9 @@ static int add_flow(struct devmemtcp_nic *nic, const struct devmemtcp_flow *flow
 			continue;
 		if (cut)
 			*cut = '\0';
-		return dmt_err(&quiet_ctx, &nic->eerr, -EEXIST,
-			       "flow %zu (%s) matches the same packets as flow %u of this handle: remove one of them",
-			       index, desc, nic->j.rules[i].id);
+		return dmt_err_set(&nic->eerr, -EEXIST,
+				   "flow %zu (%s) matches the same packets as flow %u of this handle: remove one of them",
+				   index, desc, nic->j.rules[i].id);
 	}
 	err = ensure_ntuple(nic);
 	if (err < 0)
@@ -639,10 +635,10 @@ static int add_flow(struct devmemtcp_nic *nic, const struct devmemtcp_flow *flow
 
 		err = nic->eth.ops->rule_list(&nic->eth, &rules, &n, NULL);
 		if (err == -EOPNOTSUPP)
-			return dmt_err(&quiet_ctx, &nic->eerr, err,
-				       "%s has no ntuple flow steering (ETHTOOL_GRXCLSRLCNT: EOPNOTSUPP): "
-				       "devmem needs a NIC whose driver supports ntuple filters",
-				       nic->eth.ifname);
+			return dmt_err_set(&nic->eerr, err,
+					   "%s has no ntuple flow steering (ETHTOOL_GRXCLSRLCNT: EOPNOTSUPP): "
+					   "devmem needs a NIC whose driver supports ntuple filters",
+					   nic->eth.ifname);
 		if (err < 0)
 			return err;
 		if (!nic->have_rules) {
@@ -669,10 +665,10 @@ static int add_flow(struct devmemtcp_nic *nic, const struct devmemtcp_flow *flow
 				uint32_t l = rules[i].location;
 
 				free(rules);
-				return dmt_err(&quiet_ctx, &nic->eerr, -EEXIST,
-					       "flow %zu (%s) matches the same packets as rule %u, which this handle does not own: "
-					       "delete it (ethtool -N %s delete %u) or change the flow",
-					       index, desc, l, nic->eth.ifname, l);
+				return dmt_err_set(&nic->eerr, -EEXIST,
+						   "flow %zu (%s) matches the same packets as rule %u, which this handle does not own: "
+						   "delete it (ethtool -N %s delete %u) or change the flow",
+						   index, desc, l, nic->eth.ifname, l);
 			}
 		}
 		free(rules);
@@ -749,11 +745,11 @@ static int recover_locked(const struct devmemtcp_ctx *ctx, struct dmt_eth *e,
 	 * is not.  Never apply another namespace's journal to this one's
 	 * device of the same name. */
 	if (j->netns && ns && j->netns != ns)
-		return dmt_err(&quiet_ctx, err, -EXDEV,
-			       "the journal was written by pid %ld (%s) in network namespace net:[%llu], this is net:[%llu]: "
-			       "run devmemtcp restore %s in that namespace (ip netns exec NAME ...)",
-			       (long)j->pid, j->comm, (unsigned long long)j->netns,
-			       (unsigned long long)ns, e->ifname);
+		return dmt_err_set(err, -EXDEV,
+				   "the journal was written by pid %ld (%s) in network namespace net:[%llu], this is net:[%llu]: "
+				   "run devmemtcp restore %s in that namespace (ip netns exec NAME ...)",
+				   (long)j->pid, j->comm, (unsigned long long)j->netns,
+				   (unsigned long long)ns, e->ifname);
 	if (j->ifindex && j->ifindex != e->ifindex)
 		dmt_log(ctx, DEVMEMTCP_LOG_WARN,
 			"%s had ifindex %d when pid %ld changed it and has %d now: restoring anyway",
@@ -828,11 +824,11 @@ static int snapshot(struct devmemtcp_nic *nic, bool want_rss)
 
 	err = e->ops->rings_get(e, &r);
 	if (err == -EOPNOTSUPP || (err == 0 && !r.has_tds))
-		return dmt_err(&quiet_ctx, &nic->eerr, -EOPNOTSUPP,
-			       "%s does not support header split (tcp-data-split): "
-			       "devmem TCP needs a driver with header split and queue management "
-			       "(gve, bnxt_en, mlx5, fbnic)",
-			       e->ifname);
+		return dmt_err_set(&nic->eerr, -EOPNOTSUPP,
+				   "%s does not support header split (tcp-data-split): "
+				   "devmem TCP needs a driver with header split and queue management "
+				   "(gve, bnxt_en, mlx5, fbnic)",
+				   e->ifname);
 	if (err < 0)
 		return err;
 	nic->j.has_tds = r.has_tds;
@@ -842,10 +838,10 @@ static int snapshot(struct devmemtcp_nic *nic, bool want_rss)
 	if (want_rss) {
 		err = e->ops->rss_dump(e, &list, &n);
 		if (err == -EOPNOTSUPP)
-			return dmt_err(&quiet_ctx, &nic->eerr, -EOPNOTSUPP,
-				       "%s has no RSS indirection table, so other traffic cannot be kept off the devmem queues: "
-				       "pass DEVMEMTCP_NIC_KEEP_RSS if you steer it some other way",
-				       e->ifname);
+			return dmt_err_set(&nic->eerr, -EOPNOTSUPP,
+					   "%s has no RSS indirection table, so other traffic cannot be kept off the devmem queues: "
+					   "pass DEVMEMTCP_NIC_KEEP_RSS if you steer it some other way",
+					   e->ifname);
 		if (err < 0)
 			return err;
 		for (size_t i = 0; i < n; i++) {
@@ -915,8 +911,8 @@ static int apply(struct devmemtcp_nic *nic, const struct devmemtcp_nic_opts *opt
 				  j->nqueues, t);
 		if (ch < 0) {
 			free(t);
-			return dmt_err(&quiet_ctx, &nic->eerr, -EINVAL,
-				       "no RX queue is left for other traffic");
+			return dmt_err_set(&nic->eerr, -EINVAL,
+					   "no RX queue is left for other traffic");
 		}
 		if (ch > 0) {
 			err = step_begin(nic);
@@ -991,17 +987,17 @@ static int apply(struct devmemtcp_nic *nic, const struct devmemtcp_nic_opts *opt
 
 		doing(nic, "bind-rx");
 		if (dmt_eth_is_up(e) == 0)
-			return dmt_err(&quiet_ctx, &nic->eerr, -ENETDOWN,
-				       "%s is down, so its queues cannot take a binding: bring it up first (ip link set %s up)",
-				       e->ifname, e->ifname);
+			return dmt_err_set(&nic->eerr, -ENETDOWN,
+					   "%s is down, so its queues cannot take a binding: bring it up first (ip link set %s up)",
+					   e->ifname, e->ifname);
 		err = step_begin(nic);
 		if (err < 0)
 			return err;
 		err = devmemtcp_bind_rx(nic->ctx, e->ifindex, j->queues,
 					j->nqueues, buf, bo, &nic->binding);
 		if (err < 0) {
-			dmt_err(&quiet_ctx, &nic->eerr, err, "%s",
-				nic->ctx->err.msg);
+			dmt_err_set(&nic->eerr, err, "%s",
+				    nic->ctx->err.msg);
 			return err;
 		}
 		nic->steps++;
@@ -1056,7 +1052,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_open(struct devmemtcp_ctx *ctx,
 	snprintf(nic->run_dir, sizeof(nic->run_dir), "%s",
 		 dmt_run_dir(DMT_OPT(opts, devmemtcp_nic_opts, run_dir, NULL)));
 
-	err = dmt_eth_init(&nic->eth, &quiet_ctx, &nic->eerr, NULL, ifname);
+	err = dmt_eth_init(&nic->eth, &nic->eerr, NULL, ifname);
 	if (err < 0) {
 		dmt_err(ctx, &ctx->err, err, "%s", nic->eerr.msg);
 		goto err_free;
@@ -1333,7 +1329,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_recover(struct devmemtcp_ctx *ctx,
 	if (err)
 		return err;
 	dir = dmt_run_dir(DMT_OPT(opts, devmemtcp_nic_opts, run_dir, NULL));
-	err = dmt_eth_init(&e, &quiet_ctx, &eerr, NULL, ifname);
+	err = dmt_eth_init(&e, &eerr, NULL, ifname);
 	if (err == -ENODEV && dmt_journal_read(dir, ifname, &j) == 0) {
 		/* The device and its settings are gone (or in another
 		 * namespace): nothing to undo here, and guessing is wrong. */
