@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
-/* Buffer objects: provider dispatch, segment table, CPU access. */
+/* Buffer objects: provider dispatch, segment table, CPU access; the import
+ * provider and the refusal of the reserved DRM one. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -30,11 +31,12 @@ static int seg_cmp(const void *a, const void *b)
 	return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
-int dmt_segments_set(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
-		     struct devmemtcp_segment **dst, size_t *ndst,
-		     const struct devmemtcp_segment *src, size_t n,
-		     uint64_t size)
+int dmt_buf_set_segments(struct devmemtcp_buf *buf,
+			 const struct devmemtcp_segment *src, size_t n)
 {
+	const struct devmemtcp_ctx *ctx = buf->ctx;
+	struct dmt_err *err = &buf->ctx->err;
+	uint64_t size = buf->size;
 	struct devmemtcp_segment *segs;
 
 	if (!n || !src)
@@ -75,9 +77,9 @@ int dmt_segments_set(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 			return -EINVAL;
 		}
 	}
-	free(*dst);
-	*dst = segs;
-	*ndst = n;
+	free(buf->segs);
+	buf->segs = segs;
+	buf->nsegs = n;
 	return 0;
 }
 
@@ -99,17 +101,17 @@ long dmt_segments_find(const struct devmemtcp_segment *segs, size_t n,
 	return -1;
 }
 
-int dmt_import_new(struct devmemtcp_ctx *ctx,
-		   const struct devmemtcp_buf_opts *opts,
-		   struct devmemtcp_buf *buf)
+static int import_create(struct devmemtcp_ctx *ctx,
+			 const struct devmemtcp_buf_opts *opts,
+			 struct devmemtcp_buf *buf)
 {
 	struct devmemtcp_segment whole;
 	int ret;
 
-	if (!opts || opts->fd < 0)
+	if (opts->fd < 0)
 		return dmt_err(ctx, &ctx->err, -EBADF,
 			       "import: opts.fd %d is not a dma-buf fd: pass the fd your exporter gave you",
-			       opts ? opts->fd : -1);
+			       opts->fd);
 	if (!opts->size)
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "import: opts.size is 0: pass the dma-buf's size in bytes");
@@ -119,39 +121,45 @@ int dmt_import_new(struct devmemtcp_ctx *ctx,
 			       opts->fd);
 	buf->size = opts->size;
 	if (opts->segments) {
-		ret = dmt_segments_set(ctx, &ctx->err, &buf->segs, &buf->nsegs,
-				       opts->segments, opts->nsegments,
-				       buf->size);
+		ret = dmt_buf_set_segments(buf, opts->segments,
+					   opts->nsegments);
 	} else {
 		whole = (struct devmemtcp_segment){ 0, buf->size, 0 };
-		ret = dmt_segments_set(ctx, &ctx->err, &buf->segs, &buf->nsegs,
-				       &whole, 1, buf->size);
+		ret = dmt_buf_set_segments(buf, &whole, 1);
 	}
 	if (ret)
 		return ret;
+	/* only now: a failed import leaves the fd to the caller */
 	buf->fd = opts->fd;
 	buf->own_fd = !(opts->flags & DEVMEMTCP_BUF_KEEP_FD);
 	return 0;
 }
 
-__attribute__((weak)) int dmt_cuda_buf_new(struct devmemtcp_ctx *ctx,
-					   const struct devmemtcp_buf_opts *opts,
-					   struct devmemtcp_buf *buf)
-{
-	return dmt_err(ctx, &ctx->err, -EOPNOTSUPP,
-		       "this libdevmemtcp was built without the CUDA provider: rebuild with -Dcuda=enabled");
-}
+static const struct dmt_buf_provider import_provider = {
+	.create = import_create,
+};
 
-/* The DRM provider (GEM + PRIME, libdrm) is planned; lib/drm.c will
- * override this. */
-__attribute__((weak)) int dmt_drm_buf_new(struct devmemtcp_ctx *ctx,
-					  const struct devmemtcp_buf_opts *opts,
-					  struct devmemtcp_buf *buf)
+/* The DRM provider (GEM + PRIME) is reserved: say how to get the same
+ * buffer through import. */
+static int drm_create(struct devmemtcp_ctx *ctx,
+		      const struct devmemtcp_buf_opts *opts,
+		      struct devmemtcp_buf *buf)
 {
 	return dmt_err(ctx, &ctx->err, -EOPNOTSUPP,
 		       "DEVMEMTCP_PROVIDER_DRM is not available in libdevmemtcp %s: export the GEM buffer with drmPrimeHandleToFD() and pass the fd with DEVMEMTCP_PROVIDER_IMPORT",
 		       devmemtcp_version());
 }
+
+static const struct dmt_buf_provider drm_provider = {
+	.create = drm_create,
+};
+
+static const struct dmt_buf_provider *const providers[] = {
+	[DEVMEMTCP_PROVIDER_UDMABUF] = &dmt_udmabuf_provider,
+	[DEVMEMTCP_PROVIDER_IMPORT] = &import_provider,
+	[DEVMEMTCP_PROVIDER_CUDA] = &dmt_cuda_provider,
+	[DEVMEMTCP_PROVIDER_DRM] = &drm_provider,
+};
 
 DEVMEMTCP_EXPORT int devmemtcp_buf_new(struct devmemtcp_ctx *ctx,
 				       const struct devmemtcp_buf_opts *opts,
@@ -172,27 +180,15 @@ DEVMEMTCP_EXPORT int devmemtcp_buf_new(struct devmemtcp_ctx *ctx,
 	ret = DMT_OPTS_CHECK(ctx, &ctx->err, opts, devmemtcp_buf_opts);
 	if (ret)
 		return ret;
+	if (opts->provider >= ARRAY_SIZE(providers) || !providers[opts->provider])
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "devmemtcp_buf_new: unknown provider %u: use DEVMEMTCP_PROVIDER_UDMABUF, _IMPORT, _CUDA or _DRM",
+			       opts->provider);
 	ret = dmt_buf_alloc(ctx, (int)opts->provider, &buf);
 	if (ret)
 		return ret;
-	switch (opts->provider) {
-	case DEVMEMTCP_PROVIDER_UDMABUF:
-		ret = dmt_udmabuf_new(ctx, opts, buf);
-		break;
-	case DEVMEMTCP_PROVIDER_IMPORT:
-		ret = dmt_import_new(ctx, opts, buf);
-		break;
-	case DEVMEMTCP_PROVIDER_CUDA:
-		ret = dmt_cuda_buf_new(ctx, opts, buf);
-		break;
-	case DEVMEMTCP_PROVIDER_DRM:
-		ret = dmt_drm_buf_new(ctx, opts, buf);
-		break;
-	default:
-		ret = dmt_err(ctx, &ctx->err, -EINVAL,
-			      "devmemtcp_buf_new: unknown provider %u: use DEVMEMTCP_PROVIDER_UDMABUF, _IMPORT, _CUDA or _DRM",
-			      opts->provider);
-	}
+	buf->ops = providers[opts->provider];
+	ret = buf->ops->create(ctx, opts, buf);
 	if (ret) {
 		devmemtcp_buf_free(buf);
 		return ret;
@@ -205,8 +201,8 @@ DEVMEMTCP_EXPORT void devmemtcp_buf_free(struct devmemtcp_buf *buf)
 {
 	if (!buf)
 		return;
-	if (buf->release)
-		buf->release(buf);
+	if (buf->ops && buf->ops->release)
+		buf->ops->release(buf);
 	if (buf->cpu_map)
 		munmap(buf->cpu_map, buf->size);
 	if (buf->own_fd && buf->fd >= 0)

@@ -1,5 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
-/* Private: buffer objects and their providers (layer 5). */
+/*
+ * Private: buffer objects (layer 5).  This layer owns struct
+ * devmemtcp_buf: the dma-buf fd, its size, the segment table that maps
+ * dma-buf offsets to device addresses, and CPU access to host-backed
+ * buffers.  It makes buffers through providers, each a struct
+ * dmt_buf_provider that buf.c calls: udmabuf (udmabuf.c), CUDA (cuda.c),
+ * and in buf.c itself the import of a caller's fd and the refusal of the
+ * reserved DRM provider.  A provider may call only the provider API below
+ * (dmt_buf_set_segments) and the layers under it (cuda.h); nothing in this
+ * layer calls netdev, rx or tx, which read a buffer's fields.
+ */
 #ifndef DEVMEMTCP_BUF_H
 #define DEVMEMTCP_BUF_H
 
@@ -7,6 +17,8 @@
 #include <stdint.h>
 
 #include "internal.h"
+
+struct dmt_buf_provider;
 
 struct devmemtcp_buf {
 	struct devmemtcp_ctx *ctx;
@@ -18,43 +30,45 @@ struct devmemtcp_buf {
 	struct devmemtcp_segment *segs;	/* sorted by offset, disjoint */
 	size_t nsegs;
 	void *cpu_map;		/* host-backed buffers: mmap of fd, else NULL */
-	/* Provider cleanup, called first by devmemtcp_buf_free (may be NULL). */
-	void (*release)(struct devmemtcp_buf *buf);
+	const struct dmt_buf_provider *ops;	/* NULL: made by dmt_buf_alloc */
 	void *priv;		/* provider state */
 };
 
-/* A zeroed buffer with fd = -1, provider set. */
+/* A zeroed buffer with fd = -1, provider set and no provider ops (tests
+ * and callers that fill the fields themselves). */
 int dmt_buf_alloc(struct devmemtcp_ctx *ctx, int provider,
 		  struct devmemtcp_buf **buf);
 
-/*
- * Copy and validate a segment table: every segment non-empty, inside
- * [0, size), no overlaps (they are sorted here); gaps are allowed (offsets
- * of a gap have no address).  0 or -EINVAL with a message on err.
- */
-int dmt_segments_set(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
-		     struct devmemtcp_segment **dst, size_t *ndst,
-		     const struct devmemtcp_segment *src, size_t n,
-		     uint64_t size);
 /* Binary search: index of the segment holding off, or -1. */
 long dmt_segments_find(const struct devmemtcp_segment *segs, size_t n,
 		       uint64_t off);
 
-/* Providers.  Each fills buf->fd, size, segments, cpu_map, release, priv;
- * on failure returns a negative errno with the message on ctx->err. */
-int dmt_udmabuf_new(struct devmemtcp_ctx *ctx,
-		    const struct devmemtcp_buf_opts *opts,
-		    struct devmemtcp_buf *buf);
-int dmt_import_new(struct devmemtcp_ctx *ctx,
-		   const struct devmemtcp_buf_opts *opts,
-		   struct devmemtcp_buf *buf);
-/* lib/cuda.c; a stub returning -EOPNOTSUPP when CUDA support is not built. */
-int dmt_cuda_buf_new(struct devmemtcp_ctx *ctx,
-		     const struct devmemtcp_buf_opts *opts,
-		     struct devmemtcp_buf *buf);
-/* lib/drm.c; a stub returning -EOPNOTSUPP without libdrm. */
-int dmt_drm_buf_new(struct devmemtcp_ctx *ctx,
-		    const struct devmemtcp_buf_opts *opts,
-		    struct devmemtcp_buf *buf);
+/* ---- the provider API ---------------------------------------------------- */
+
+/*
+ * create fills buf->fd, own_fd, size, cpu_map (host-backed memory only) and
+ * priv, and sets the segment table with dmt_buf_set_segments(); on failure
+ * it returns a negative errno with the message on ctx->err, and buf.c frees
+ * the buffer (calling release).  release (may be NULL) runs first in
+ * devmemtcp_buf_free, also after a failed create, and frees priv.
+ */
+struct dmt_buf_provider {
+	int (*create)(struct devmemtcp_ctx *ctx,
+		      const struct devmemtcp_buf_opts *opts,
+		      struct devmemtcp_buf *buf);
+	void (*release)(struct devmemtcp_buf *buf);
+};
+
+extern const struct dmt_buf_provider dmt_udmabuf_provider;
+extern const struct dmt_buf_provider dmt_cuda_provider;
+
+/*
+ * Validate and copy buf's segment table (buf->size set first): every
+ * segment non-empty, inside [0, size), no overlaps (they are sorted here);
+ * gaps are allowed (offsets of a gap have no address).  0, -ENOMEM, or
+ * -EINVAL with a message on buf->ctx->err.
+ */
+int dmt_buf_set_segments(struct devmemtcp_buf *buf,
+			 const struct devmemtcp_segment *segs, size_t n);
 
 #endif

@@ -261,15 +261,56 @@ static int cuda_export(struct devmemtcp_ctx *ctx, struct cuda_buf *cb,
 	return 0;
 }
 
+/* Reserve total bytes of address space and back them with chunks of
+ * cb->chunk bytes (the last may be less), readable and writable. */
+static int cuda_map_chunks(struct devmemtcp_ctx *ctx, struct cuda_buf *cb,
+			   const CUmemAllocationProp *prop, size_t total,
+			   size_t gran)
+{
+	const struct dmt_cuda *cu = cb->cu;
+	CUmemAccessDesc access = { { 0, 0 }, 0 };
+	CUresult r;
+
+	r = cu->cuMemAddressReserve(&cb->va, total, gran, 0, 0);
+	if (r != CUDA_SUCCESS) {
+		cb->va = 0;
+		return dmt_cuda_err(ctx, &ctx->err, r, "cuMemAddressReserve",
+				    NULL);
+	}
+	cb->va_size = total;
+	for (size_t i = 0; i < cb->nchunks; i++) {
+		size_t off = i * cb->chunk;
+		size_t len = total - off < cb->chunk ? total - off : cb->chunk;
+
+		r = cu->cuMemCreate(&cb->handles[i], len, prop, 0);
+		if (r != CUDA_SUCCESS) {
+			cb->handles[i] = 0;
+			return dmt_cuda_err(ctx, &ctx->err, r, "cuMemCreate",
+					    r == CUDA_ERROR_OUT_OF_MEMORY
+						    ? "not enough free GPU memory for opts.size"
+						    : NULL);
+		}
+		r = cu->cuMemMap(cb->va + off, len, 0, cb->handles[i], 0);
+		if (r != CUDA_SUCCESS)
+			return dmt_cuda_err(ctx, &ctx->err, r, "cuMemMap", NULL);
+	}
+	access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	access.location.id = cb->ordinal;
+	access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	r = cu->cuMemSetAccess(cb->va, total, &access, 1);
+	if (r != CUDA_SUCCESS)
+		return dmt_cuda_err(ctx, &ctx->err, r, "cuMemSetAccess", NULL);
+	return 0;
+}
+
 static int cuda_alloc(struct devmemtcp_ctx *ctx,
 		      const struct devmemtcp_buf_opts *opts,
 		      struct cuda_buf *cb, uint64_t *sizep)
 {
 	const struct dmt_cuda *cu = cb->cu;
 	CUmemAllocationProp prop = { 0 };
-	CUmemAccessDesc access = { { 0, 0 }, 0 };
-	size_t gran = 0, total, off;
-	int vmm = 0, rdma = 0;
+	size_t gran = 0, total;
+	int vmm = 0, rdma = 0, ret;
 	CUresult r;
 
 	if (!opts->size)
@@ -309,37 +350,9 @@ static int cuda_alloc(struct devmemtcp_ctx *ctx,
 		cb->nchunks = 0;
 		return -ENOMEM;
 	}
-
-	r = cu->cuMemAddressReserve(&cb->va, total, gran, 0, 0);
-	if (r != CUDA_SUCCESS) {
-		cb->va = 0;
-		return dmt_cuda_err(ctx, &ctx->err, r, "cuMemAddressReserve",
-				    NULL);
-	}
-	cb->va_size = total;
-	for (size_t i = 0; i < cb->nchunks; i++) {
-		size_t len;
-
-		off = i * cb->chunk;
-		len = total - off < cb->chunk ? total - off : cb->chunk;
-		r = cu->cuMemCreate(&cb->handles[i], len, &prop, 0);
-		if (r != CUDA_SUCCESS) {
-			cb->handles[i] = 0;
-			return dmt_cuda_err(ctx, &ctx->err, r, "cuMemCreate",
-					    r == CUDA_ERROR_OUT_OF_MEMORY
-						    ? "not enough free GPU memory for opts.size"
-						    : NULL);
-		}
-		r = cu->cuMemMap(cb->va + off, len, 0, cb->handles[i], 0);
-		if (r != CUDA_SUCCESS)
-			return dmt_cuda_err(ctx, &ctx->err, r, "cuMemMap", NULL);
-	}
-	access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	access.location.id = cb->ordinal;
-	access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-	r = cu->cuMemSetAccess(cb->va, total, &access, 1);
-	if (r != CUDA_SUCCESS)
-		return dmt_cuda_err(ctx, &ctx->err, r, "cuMemSetAccess", NULL);
+	ret = cuda_map_chunks(ctx, cb, &prop, total, gran);
+	if (ret)
+		return ret;
 	*sizep = total;
 	return 0;
 }
@@ -444,15 +457,13 @@ static int cuda_buf_new(struct devmemtcp_ctx *ctx,
 		goto err_unmap;
 	seg = (struct devmemtcp_segment){ .offset = 0, .len = size,
 					  .addr = base };
-	ret = dmt_segments_set(ctx, &ctx->err, &buf->segs, &buf->nsegs, &seg,
-			       1, size);
+	buf->size = size;
+	ret = dmt_buf_set_segments(buf, &seg, 1);
 	if (ret)
 		goto err_close;
 	cb->cu->cuCtxPopCurrent(&c);
 	buf->fd = fd;
 	buf->own_fd = true;
-	buf->size = size;
-	buf->release = cuda_buf_release;
 	buf->priv = cb;
 	return 0;
 
@@ -467,12 +478,17 @@ err_free:
 	return ret;
 }
 
-int dmt_cuda_buf_new(struct devmemtcp_ctx *ctx,
-		     const struct devmemtcp_buf_opts *opts,
-		     struct devmemtcp_buf *buf)
+static int cuda_create(struct devmemtcp_ctx *ctx,
+		       const struct devmemtcp_buf_opts *opts,
+		       struct devmemtcp_buf *buf)
 {
 	int saved = errno, ret = cuda_buf_new(ctx, opts, buf);
 
 	errno = saved;	/* libcuda sets it */
 	return ret;
 }
+
+const struct dmt_buf_provider dmt_cuda_provider = {
+	.create = cuda_create,
+	.release = cuda_buf_release,
+};

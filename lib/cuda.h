@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
  * Private: the CUDA driver API, loaded with dlopen("libcuda.so.1") on first
- * use.  The library never links against CUDA and needs no CUDA header: the
- * few types and constants used are declared here with the values of
- * cuda.h (CUDA 13.0), which are ABI and do not change.
+ * use.  This layer owns the process-wide table of driver entry points and
+ * the translation of a CUresult into a negative errno and a message; it
+ * calls only libc and libdl.  Its users are the CUDA buffer provider (the
+ * rest of cuda.c, a provider of buf.h) and the GPU layer (gpu.h).  The
+ * library never links against CUDA and needs no CUDA header: the few types
+ * and constants used are declared here with the values of cuda.h (CUDA
+ * 13.0), which are ABI and do not change.
  */
 #ifndef DEVMEMTCP_CUDA_H
 #define DEVMEMTCP_CUDA_H

@@ -36,7 +36,8 @@ _Static_assert(DMT_ETHTOOL_A_RINGS_TCP_DATA_SPLIT == ETHTOOL_A_RINGS_TCP_DATA_SP
 _Static_assert(DMT_ETHTOOL_A_CHANNELS_COMBINED_COUNT == ETHTOOL_A_CHANNELS_COMBINED_COUNT, "");
 _Static_assert(DMT_ETHTOOL_A_FEATURES_NOCHANGE == ETHTOOL_A_FEATURES_NOCHANGE, "");
 _Static_assert(DMT_ETHTOOL_A_BITSET_MASK == ETHTOOL_A_BITSET_MASK, "");
-/* LP64 layout of reference §4.2 (the ioctl ABI). */
+/* SIOCETHTOOL passes these structs as they are: their LP64 layout is the
+ * kernel's ioctl ABI (include/uapi/linux/ethtool.h), so check it here. */
 #if defined(__LP64__)
 _Static_assert(sizeof(struct ethtool_rxnfc) == 192, "ethtool_rxnfc");
 _Static_assert(sizeof(struct ethtool_rx_flow_spec) == 168, "rx_flow_spec");
@@ -72,11 +73,11 @@ static int eth_fail(struct dmt_eth *e, int code, const char *what)
 	const char *ext = e->nl && e->nl->extack[0] ? e->nl->extack : NULL;
 
 	if (ext)
-		return dmt_err(e->ctx, e->err, code,
-			       "%s on %s failed: %s (kernel: %s)", what,
-			       e->ifname, dmt_errno_name(code), ext);
-	return dmt_err(e->ctx, e->err, code, "%s on %s failed: %s", what,
-		       e->ifname, dmt_errno_name(code));
+		return dmt_err_set(e->err, code,
+				   "%s on %s failed: %s (kernel: %s)", what,
+				   e->ifname, dmt_errno_name(code), ext);
+	return dmt_err_set(e->err, code, "%s on %s failed: %s", what,
+			   e->ifname, dmt_errno_name(code));
 }
 
 /* ---------------------------------------------------------------------- */
@@ -426,10 +427,10 @@ static int eth_family(struct dmt_eth *e, uint16_t *fam)
 	}
 	err = dmt_nl_ethtool_family(e->nl, fam);
 	if (err < 0)
-		return dmt_err(e->ctx, e->err, err,
-			       "the kernel has no ethtool netlink family (%s): "
-			       "it needs CONFIG_ETHTOOL_NETLINK (5.6 or newer)",
-			       dmt_errno_name(err));
+		return dmt_err_set(e->err, err,
+				   "the kernel has no ethtool netlink family (%s): "
+				   "it needs CONFIG_ETHTOOL_NETLINK (5.6 or newer)",
+				   dmt_errno_name(err));
 	return 0;
 }
 
@@ -572,9 +573,9 @@ static int eth_ioctl(struct dmt_eth *e, void *data)
 
 static int ioctl_fail(struct dmt_eth *e, int code, const char *what)
 {
-	return dmt_err(e->ctx, e->err, code, "%s on %s failed: %s%s", what,
-		       e->ifname, dmt_errno_name(code),
-		       code == -EPERM ? " (needs CAP_NET_ADMIN)" : "");
+	return dmt_err_set(e->err, code, "%s on %s failed: %s%s", what,
+			   e->ifname, dmt_errno_name(code),
+			   code == -EPERM ? " (needs CAP_NET_ADMIN)" : "");
 }
 
 int dmt_eth_drvinfo(struct dmt_eth *e, struct ethtool_drvinfo *info)
@@ -800,8 +801,8 @@ static int real_rss_set(struct dmt_eth *e, uint32_t context,
 	int err;
 
 	if (n > MAX_INDIR)
-		return dmt_err(e->ctx, e->err, -EINVAL,
-			       "RSS table of %u entries is too large", n);
+		return dmt_err_set(e->err, -EINVAL,
+				   "RSS table of %u entries is too large", n);
 	if (n == 0 || e->no_nl_rss_set || eth_family(e, &fam) < 0)
 		goto ioctl;
 	buf = malloc(REQ_SIZE);
@@ -831,10 +832,10 @@ static int real_rss_ctx_create(struct dmt_eth *e, const uint32_t *indir,
 	int err = ioctl_srssh(e, ETH_RXFH_CONTEXT_ALLOC, indir, n, context);
 
 	if (err == -EOPNOTSUPP || err == -EINVAL)
-		return dmt_err(e->ctx, e->err, err,
-			       "creating an RSS context on %s failed: %s "
-			       "(the driver has no additional RSS contexts)",
-			       e->ifname, dmt_errno_name(err));
+		return dmt_err_set(e->err, err,
+				   "creating an RSS context on %s failed: %s "
+				   "(the driver has no additional RSS contexts)",
+				   e->ifname, dmt_errno_name(err));
 	if (err < 0)
 		return ioctl_fail(e, err, "ETHTOOL_SRSSH (create RSS context)");
 	return 0;
@@ -986,10 +987,10 @@ static int real_rule_insert(struct dmt_eth *e,
 			}
 			if (l >= size) {
 				free(locs);
-				return dmt_err(e->ctx, e->err, -ENOSPC,
-					       "the ntuple rule table of %s is full (%u of %u rules): "
-					       "delete rules with ethtool -N %s delete LOC",
-					       e->ifname, n, size, e->ifname);
+				return dmt_err_set(e->err, -ENOSPC,
+						   "the ntuple rule table of %s is full (%u of %u rules): "
+						   "delete rules with ethtool -N %s delete LOC",
+						   e->ifname, n, size, e->ifname);
 			}
 			nfc.fs.location = l;
 		}
@@ -1048,13 +1049,12 @@ static bool ifname_valid(const char *name)
 	return true;
 }
 
-int dmt_eth_init(struct dmt_eth *e, const struct devmemtcp_ctx *ctx,
-		 struct dmt_err *err, struct dmt_nl *nl, const char *ifname)
+int dmt_eth_init(struct dmt_eth *e, struct dmt_err *err, struct dmt_nl *nl,
+		 const char *ifname)
 {
 	struct utsname u;
 
 	memset(e, 0, sizeof(*e));
-	e->ctx = ctx;
 	e->err = err;
 	e->nl = nl;
 	e->ioctl_fd = -1;
@@ -1062,10 +1062,10 @@ int dmt_eth_init(struct dmt_eth *e, const struct devmemtcp_ctx *ctx,
 	e->ops = dmt_eth_ops_override ? dmt_eth_ops_override : &dmt_eth_real_ops;
 	e->priv = dmt_eth_priv_override;
 	if (!ifname || !ifname_valid(ifname))
-		return dmt_err(ctx, err, -EINVAL,
-			       "invalid interface name \"%s\": a name has 1 to %d "
-			       "characters without '/', ':' or spaces",
-			       ifname ? ifname : "(null)", IF_NAMESIZE - 1);
+		return dmt_err_set(err, -EINVAL,
+				   "invalid interface name \"%s\": a name has 1 to %d "
+				   "characters without '/', ':' or spaces",
+				   ifname ? ifname : "(null)", IF_NAMESIZE - 1);
 	memcpy(e->ifname, ifname, strlen(ifname) + 1);
 	if (uname(&u) == 0)
 		e->kernel_version = dmt_kernel_version(u.release);
@@ -1075,15 +1075,15 @@ int dmt_eth_init(struct dmt_eth *e, const struct devmemtcp_ctx *ctx,
 	}
 	e->ifindex = (int)if_nametoindex(ifname);
 	if (!e->ifindex)
-		return dmt_err(ctx, err, -ENODEV,
-			       "no interface \"%s\" in this network namespace "
-			       "(see ip link show)", ifname);
+		return dmt_err_set(err, -ENODEV,
+				   "no interface \"%s\" in this network namespace "
+				   "(see ip link show)", ifname);
 	e->ioctl_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (e->ioctl_fd < 0)
 		e->ioctl_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (e->ioctl_fd < 0)
-		return dmt_err(ctx, err, -errno, "socket for SIOCETHTOOL: %s",
-			       dmt_errno_name(-errno));
+		return dmt_err_set(err, -errno, "socket for SIOCETHTOOL: %s",
+				   dmt_errno_name(-errno));
 	return 0;
 }
 

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
- * Private: the ethtool layer (layer 3).  Rings, channels and features over
- * the genl family "ethtool"; RSS over netlink where the kernel has it and
- * the SIOCETHTOOL ioctl otherwise; ntuple rules over the ioctl only (no
- * kernel has a netlink op for them).
+ * Private: the ethtool layer (layer 3).  It owns the reading and changing
+ * of one interface's ethtool settings: rings (tcp-data-split, hds-thresh),
+ * channels and features over the genl family "ethtool"; the RSS table and
+ * RSS contexts over netlink where the kernel has the op and the SIOCETHTOOL
+ * ioctl otherwise; ntuple rules over the ioctl only (no kernel has a
+ * netlink op for them).  It may call the nl layer (nl.h) and the kernel,
+ * nothing above it.  It records its errors on the caller's struct dmt_err
+ * without logging them: the caller (nic, probe) composes one message and
+ * logs it through its own context.
  *
  * Every operation goes through a table of function pointers so that the
  * unit tests can run the transactional setup of lib/nic.c against an
@@ -98,8 +103,7 @@ extern const struct dmt_eth_ops dmt_eth_real_ops;
 
 /* One interface as seen by this layer. */
 struct dmt_eth {
-	const struct devmemtcp_ctx *ctx;
-	struct dmt_err *err;		/* messages go here (not owned) */
+	struct dmt_err *err;		/* messages go here (not owned, not logged) */
 	struct dmt_nl *nl;		/* not owned; NULL: ioctl only */
 	const struct dmt_eth_ops *ops;
 	void *priv;			/* fake NIC of the unit tests */
@@ -113,10 +117,10 @@ struct dmt_eth {
 	uint64_t ioctls;		/* SIOCETHTOOL calls made */
 };
 
-/* Resolve ifname (or ifindex when ifname is NULL/"" ) and open the ioctl
- * socket.  Uses dmt_eth_ops_override when set (unit tests). */
-int dmt_eth_init(struct dmt_eth *e, const struct devmemtcp_ctx *ctx,
-		 struct dmt_err *err, struct dmt_nl *nl, const char *ifname);
+/* Resolve ifname and open the ioctl socket; every message of the layer
+ * goes to err.  Uses dmt_eth_ops_override when set (unit tests). */
+int dmt_eth_init(struct dmt_eth *e, struct dmt_err *err, struct dmt_nl *nl,
+		 const char *ifname);
 void dmt_eth_fini(struct dmt_eth *e);
 
 /* Unit tests: route every dmt_eth_init to these ops (NULL: real). */

@@ -1,5 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
-/* Private: the GPU layer (8), shared with lib/gather.cu and the tests. */
+/*
+ * Private: the GPU layer (8), shared with lib/gather.cu and the tests.  It
+ * owns devmemtcp_gpu: the gather kernels (gather.cu, embedded as a fatbin;
+ * gather_none.c when built without nvcc), their streams, pinned descriptor
+ * slots and events, no-copy views, and fences that hold token releases
+ * back until the GPU is done with the bytes.  It may call the CUDA driver
+ * table (cuda.h) and the public receive API (to defer releases on a
+ * fence); it knows nothing of sockets, buffers' providers or the NIC.
+ */
 #ifndef DEVMEMTCP_GPU_H
 #define DEVMEMTCP_GPU_H
 

@@ -176,11 +176,95 @@ static int parse_rule(char *s, struct dmt_journal *j)
 	return 0;
 }
 
+static int parse_pid(const char *arg, struct dmt_journal *j)
+{
+	long long v;
+
+	if (sscanf(arg, "%lld", &v) != 1 || v <= 0)
+		return -EBADMSG;
+	j->pid = (pid_t)v;
+	return 0;
+}
+
+static int parse_ifname(const char *arg, struct dmt_journal *j)
+{
+	if (!*arg || strlen(arg) >= sizeof(j->ifname))
+		return -EBADMSG;
+	memcpy(j->ifname, arg, strlen(arg) + 1);
+	return 0;
+}
+
+static int parse_netns(const char *arg, struct dmt_journal *j)
+{
+	unsigned long long ns;
+
+	if (sscanf(arg, "%llu", &ns) != 1)
+		return -EBADMSG;
+	j->netns = ns;
+	return 0;
+}
+
+/* "tds=T hds=H ntuple=N rss-default=D" (T, H: -1 when not reported) */
+static int parse_prior(const char *arg, struct dmt_journal *j)
+{
+	long long v;
+	int tds, ntuple, def;
+
+	if (sscanf(arg, "tds=%d hds=%lld ntuple=%d rss-default=%d", &tds, &v,
+		   &ntuple, &def) != 4 || tds > 255 || v > UINT32_MAX)
+		return -EBADMSG;
+	j->have_prior = true;
+	j->has_tds = tds >= 0;
+	j->tds = tds >= 0 ? (uint8_t)tds : 0;
+	j->has_hds = v >= 0;
+	j->hds = v >= 0 ? (uint32_t)v : 0;
+	j->ntuple_on = ntuple;
+	j->rss_default = def;
+	return 0;
+}
+
+/* "-" or any of "rings rss ntuple context" */
+static int parse_changed(char *arg, struct dmt_journal *j)
+{
+	static const struct {
+		const char *name;
+		uint32_t bit;
+	} bits[] = {
+		{ "-", 0 }, { "rings", DMT_J_RINGS }, { "rss", DMT_J_RSS },
+		{ "ntuple", DMT_J_NTUPLE }, { "context", DMT_J_CTX },
+	};
+	char *save = NULL;
+
+	j->changed = 0;
+	for (char *t = strtok_r(arg, " ", &save); t;
+	     t = strtok_r(NULL, " ", &save)) {
+		size_t i;
+
+		for (i = 0; i < ARRAY_SIZE(bits); i++)
+			if (strcmp(t, bits[i].name) == 0)
+				break;
+		if (i == ARRAY_SIZE(bits))
+			return -EBADMSG;
+		j->changed |= bits[i].bit;
+	}
+	return 0;
+}
+
+/* "ID table N v1 .. vN" */
+static int parse_context(char *arg, struct dmt_journal *j)
+{
+	char *rest;
+	unsigned long id = strtoul(arg, &rest, 10);
+
+	if (rest == arg || id > UINT32_MAX || strncmp(rest, " table ", 7))
+		return -EBADMSG;
+	j->ctx_id = (uint32_t)id;
+	return get_list(rest + 7, &j->ctx_indir, &j->ctx_size);
+}
+
 static int parse_line(char *line, struct dmt_journal *j, bool *end)
 {
 	char *arg = strchr(line, ' ');
-	long long v;
-	int tds, ntuple, def;
 
 	if (arg)
 		*arg++ = '\0';
@@ -191,82 +275,33 @@ static int parse_line(char *line, struct dmt_journal *j, bool *end)
 		return 0;
 	}
 	if (strcmp(line, "pid") == 0)
-		return sscanf(arg, "%lld", &v) == 1 && v > 0
-			       ? (j->pid = (pid_t)v, 0) : -EBADMSG;
+		return parse_pid(arg, j);
 	if (strcmp(line, "comm") == 0) {
 		snprintf(j->comm, sizeof(j->comm), "%s", arg);
 		return 0;
 	}
-	if (strcmp(line, "ifname") == 0) {
-		if (!*arg || strlen(arg) >= sizeof(j->ifname))
-			return -EBADMSG;
-		memcpy(j->ifname, arg, strlen(arg) + 1);
-		return 0;
-	}
+	if (strcmp(line, "ifname") == 0)
+		return parse_ifname(arg, j);
 	if (strcmp(line, "ifindex") == 0)
 		return sscanf(arg, "%d", &j->ifindex) == 1 ? 0 : -EBADMSG;
-	if (strcmp(line, "netns") == 0) {
-		unsigned long long ns;
-
-		if (sscanf(arg, "%llu", &ns) != 1)
-			return -EBADMSG;
-		j->netns = ns;
-		return 0;
-	}
+	if (strcmp(line, "netns") == 0)
+		return parse_netns(arg, j);
 	if (strcmp(line, "queues") == 0)
 		return get_list(arg, &j->queues, &j->nqueues);
-	if (strcmp(line, "prior") == 0) {
-		if (sscanf(arg, "tds=%d hds=%lld ntuple=%d rss-default=%d", &tds,
-			   &v, &ntuple, &def) != 4 || tds > 255 ||
-		    v > UINT32_MAX)
-			return -EBADMSG;
-		j->have_prior = true;
-		j->has_tds = tds >= 0;
-		j->tds = tds >= 0 ? (uint8_t)tds : 0;
-		j->has_hds = v >= 0;
-		j->hds = v >= 0 ? (uint32_t)v : 0;
-		j->ntuple_on = ntuple;
-		j->rss_default = def;
-		return 0;
-	}
+	if (strcmp(line, "prior") == 0)
+		return parse_prior(arg, j);
 	if (strcmp(line, "prior-rss") == 0)
 		return get_list(arg, &j->rss_indir, &j->rss_size);
 	if (strcmp(line, "prior-contexts") == 0)
 		return get_list(arg, &j->prior_ctx, &j->nprior_ctx);
 	if (strcmp(line, "prior-rules") == 0)
 		return get_list(arg, &j->prior_rules, &j->nprior_rules);
-	if (strcmp(line, "changed") == 0) {
-		char *save = NULL;
-
-		j->changed = 0;
-		for (char *t = strtok_r(arg, " ", &save); t;
-		     t = strtok_r(NULL, " ", &save)) {
-			if (strcmp(t, "-") == 0)
-				continue;
-			else if (strcmp(t, "rings") == 0)
-				j->changed |= DMT_J_RINGS;
-			else if (strcmp(t, "rss") == 0)
-				j->changed |= DMT_J_RSS;
-			else if (strcmp(t, "ntuple") == 0)
-				j->changed |= DMT_J_NTUPLE;
-			else if (strcmp(t, "context") == 0)
-				j->changed |= DMT_J_CTX;
-			else
-				return -EBADMSG;
-		}
-		return 0;
-	}
+	if (strcmp(line, "changed") == 0)
+		return parse_changed(arg, j);
 	if (strcmp(line, "rss-set") == 0)
 		return get_list(arg, &j->rss_set, &j->rss_set_size);
-	if (strcmp(line, "context") == 0) {
-		char *rest;
-		unsigned long id = strtoul(arg, &rest, 10);
-
-		if (rest == arg || id > UINT32_MAX || strncmp(rest, " table ", 7))
-			return -EBADMSG;
-		j->ctx_id = (uint32_t)id;
-		return get_list(rest + 7, &j->ctx_indir, &j->ctx_size);
-	}
+	if (strcmp(line, "context") == 0)
+		return parse_context(arg, j);
 	if (strcmp(line, "rule") == 0)
 		return parse_rule(arg, j);
 	return -EBADMSG;

@@ -1,6 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
- * Private: transactional NIC setup (layer 4) and its journal.
+ * Private: transactional NIC setup (layer 4) and its journal.  This layer
+ * owns what a devmemtcp_nic handle changes on an interface (header split,
+ * hds-thresh, the default RSS table, an RSS context, ntuple rules, the
+ * bind-rx binding), the journal and lock under the run directory
+ * (journal.c), and the undo of all of it.  It may call the ethtool layer
+ * (ethtool.h) for every NIC setting and the netdev layer (netdev.h) for
+ * bind-rx and queue listing; it is called only through the public API.
  *
  * The journal is the source of truth for undo: the handle fills it before
  * each change (prior state, then the change it is about to make), writes it

@@ -21,8 +21,6 @@
 #include "nic.h"
 #include "uapi.h"
 
-static const struct devmemtcp_ctx quiet_ctx = { .log_level = DEVMEMTCP_LOG_NONE };
-
 static void problem(struct devmemtcp_probe *p, const char *fix,
 		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -240,7 +238,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_probe(struct devmemtcp_ctx *ctx,
 	p.rss_table_size = p.rss_contexts = p.rss_context_count = -1;
 	p.xsk_queues = p.dmabuf_queues = p.io_uring_queues = -1;
 
-	err = dmt_eth_init(&e, &quiet_ctx, &eerr, NULL, ifname);
+	err = dmt_eth_init(&e, &eerr, NULL, ifname);
 	if (err < 0)
 		return dmt_err(ctx, &ctx->err, err, "%s", eerr.msg);
 	snprintf(p.ifname, sizeof(p.ifname), "%s", ifname);

@@ -227,6 +227,12 @@ int dmt_rx_process(struct devmemtcp_rx *rx, const struct msghdr *msg,
 	return n;
 }
 
+static int dontneed_failed(struct devmemtcp_rx *rx, int ret)
+{
+	return dmt_err(rx->ctx, &rx->err, ret, "SO_DEVMEM_DONTNEED failed: %s",
+		       strerror(-ret));
+}
+
 /* Queue the tokens of finished deferred releases and hand every queued
  * release to the kernel; the number freed by the last batch, or errno. */
 static int flush_due(struct devmemtcp_rx *rx)
@@ -239,9 +245,80 @@ static int flush_due(struct devmemtcp_rx *rx)
 			       strerror(-ret));
 	ret = dmt_tokens_flush(&rx->tokens);
 	if (ret < 0)
-		return dmt_err(rx->ctx, &rx->err, ret,
-			       "SO_DEVMEM_DONTNEED failed: %s", strerror(-ret));
+		return dontneed_failed(rx, ret);
 	return ret;
+}
+
+/* Other control messages took the room of devmem ones (ETOOSMALL or
+ * MSG_CTRUNC): leave more room for them from now on. */
+static void ctrl_grow(struct devmemtcp_rx *rx)
+{
+	rx->ctrl_extra = rx->ctrl_extra ? rx->ctrl_extra * 2 : 256;
+	rx->st.ctrl_grows++;
+}
+
+/* The control buffer for max_frags devmem cmsgs plus the extra room;
+ * its length in *len. */
+static int ctrl_reserve(struct devmemtcp_rx *rx, size_t max_frags, size_t *len)
+{
+	size_t need = max_frags * CMSG_FRAG_SPACE + rx->ctrl_extra;
+
+	if (need > rx->ctrl_cap) {
+		char *c = realloc(rx->ctrl, need);
+
+		if (!c)
+			return -ENOMEM;
+		rx->ctrl = c;
+		rx->ctrl_cap = need;
+	}
+	*len = need;
+	return 0;
+}
+
+static int recv_failed(struct devmemtcp_rx *rx, int ret, const void *linear,
+		       size_t len)
+{
+	if (ret == -EAGAIN || ret == -EINTR)
+		return ret;
+	if (ret == -EFAULT)
+		return dmt_err(rx->ctx, &rx->err, ret,
+			       "recvmsg(MSG_SOCK_DEVMEM) failed with EFAULT: the linear buffer (%p, %zu bytes) is not writable, or devmem data reached a socket read without MSG_SOCK_DEVMEM",
+			       linear, len);
+	return dmt_err(rx->ctx, &rx->err, ret,
+		       "recvmsg(MSG_SOCK_DEVMEM) failed: %s", strerror(-ret));
+}
+
+/* recvmsg with room for max_frags devmem cmsgs, growing the room for
+ * other cmsgs while the kernel says the first one did not fit.  The bytes
+ * received, or a negative errno (with a message unless EAGAIN/EINTR). */
+static ssize_t recv_devmem(struct devmemtcp_rx *rx, struct msghdr *msg,
+			   size_t max_frags)
+{
+	ssize_t got;
+	size_t len;
+	int ret;
+
+	for (;;) {
+		ret = ctrl_reserve(rx, max_frags, &len);
+		if (ret)
+			return ret;
+		msg->msg_control = rx->ctrl;
+		/* no more devmem cmsgs than fragment slots */
+		msg->msg_controllen = len;
+		got = recvmsg(rx->fd, msg, MSG_SOCK_DEVMEM);
+		rx->st.recv_calls++;
+		if (got >= 0)
+			return got;
+		if (errno != ETOOSMALL)
+			return recv_failed(rx, -errno, msg->msg_iov->iov_base,
+					   msg->msg_iov->iov_len);
+		/* the first cmsg did not fit: other cmsgs take room */
+		ctrl_grow(rx);
+		if (rx->ctrl_extra > (1u << 20))
+			return dmt_err(rx->ctx, &rx->err, -ENOBUFS,
+				       "recvmsg: the kernel reports ETOOSMALL even with %zu bytes of control buffer",
+				       max_frags * CMSG_FRAG_SPACE + rx->ctrl_extra);
+	}
 }
 
 DEVMEMTCP_EXPORT int devmemtcp_rx_recv(struct devmemtcp_rx *rx,
@@ -249,9 +326,8 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_recv(struct devmemtcp_rx *rx,
 				       size_t max_frags, void *linear,
 				       size_t len)
 {
-	struct msghdr msg = { 0 };
 	struct iovec iov;
-	size_t need;
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
 	ssize_t got;
 	int ret;
 
@@ -269,73 +345,27 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_recv(struct devmemtcp_rx *rx,
 
 	if (max_frags > INT_MAX / CMSG_FRAG_SPACE)
 		max_frags = INT_MAX / CMSG_FRAG_SPACE;
-	need = max_frags * CMSG_FRAG_SPACE + rx->ctrl_extra;
-again:
-	if (need > rx->ctrl_cap) {
-		char *c = realloc(rx->ctrl, need);
-
-		if (!c)
-			return -ENOMEM;
-		rx->ctrl = c;
-		rx->ctrl_cap = need;
-	}
 	iov.iov_base = linear;
 	iov.iov_len = len;
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	msg.msg_control = rx->ctrl;
-	/* no more devmem cmsgs than fragment slots */
-	msg.msg_controllen = max_frags * CMSG_FRAG_SPACE + rx->ctrl_extra;
-	got = recvmsg(rx->fd, &msg, MSG_SOCK_DEVMEM);
-	rx->st.recv_calls++;
-	if (got < 0) {
-		ret = -errno;
-		switch (ret) {
-		case -EAGAIN:
-		case -EINTR:
-			return ret;
-		case -ETOOSMALL:
-			/* the first cmsg did not fit: other cmsgs take room */
-			rx->ctrl_extra = rx->ctrl_extra ? rx->ctrl_extra * 2 : 256;
-			rx->st.ctrl_grows++;
-			need = max_frags * CMSG_FRAG_SPACE + rx->ctrl_extra;
-			if (rx->ctrl_extra > (1u << 20))
-				return dmt_err(rx->ctx, &rx->err, -ENOBUFS,
-					       "recvmsg: the kernel reports ETOOSMALL even with %zu bytes of control buffer",
-					       (size_t)need);
-			goto again;
-		case -EFAULT:
-			return dmt_err(rx->ctx, &rx->err, ret,
-				       "recvmsg(MSG_SOCK_DEVMEM) failed with EFAULT: the linear buffer (%p, %zu bytes) is not writable, or devmem data reached a socket read without MSG_SOCK_DEVMEM",
-				       linear, len);
-		default:
-			return dmt_err(rx->ctx, &rx->err, ret,
-				       "recvmsg(MSG_SOCK_DEVMEM) failed: %s",
-				       strerror(-ret));
-		}
-	}
-	if (got == 0)
-		return 0;
-	if (msg.msg_flags & MSG_CTRUNC) {
-		rx->ctrl_extra = rx->ctrl_extra ? rx->ctrl_extra * 2 : 256;
-		rx->st.ctrl_grows++;
-	}
+	got = recv_devmem(rx, &msg, max_frags);
+	if (got <= 0)
+		return (int)got;
+	if (msg.msg_flags & MSG_CTRUNC)
+		ctrl_grow(rx);
 	return dmt_rx_process(rx, &msg, (size_t)got, frags, max_frags);
 }
 
-static int take(struct devmemtcp_rx *rx, const struct devmemtcp_frag *frags,
-		size_t n, const char *fn)
+static int frags_null(struct devmemtcp_rx *rx, const char *fn)
 {
-	size_t bad = 0;
+	return dmt_err(rx->ctx, &rx->err, -EINVAL, "%s: frags is NULL", fn);
+}
 
-	if (n && !frags)
-		return dmt_err(rx->ctx, &rx->err, -EINVAL, "%s: frags is NULL",
-			       fn);
-	if (dmt_tokens_take(&rx->tokens, frags, n, &bad))
-		return dmt_err(rx->ctx, &rx->err, -EINVAL,
-			       "%s: token %u of fragment %zu is not outstanding (released already, listed twice, or never received): nothing was released",
-			       fn, frags[bad].token, bad);
-	return 0;
+static int not_outstanding(struct devmemtcp_rx *rx, const char *fn,
+			   const struct devmemtcp_frag *frags, size_t bad)
+{
+	return dmt_err(rx->ctx, &rx->err, -EINVAL,
+		       "%s: token %u of fragment %zu is not outstanding (released already, listed twice, or never received): nothing was released",
+		       fn, frags[bad].token, bad);
 }
 
 DEVMEMTCP_EXPORT int devmemtcp_rx_release(struct devmemtcp_rx *rx,
@@ -348,16 +378,12 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_release(struct devmemtcp_rx *rx,
 	if (!rx)
 		return -EINVAL;
 	if (n && !frags)
-		return dmt_err(rx->ctx, &rx->err, -EINVAL,
-			       "devmemtcp_rx_release: frags is NULL");
+		return frags_null(rx, __func__);
 	ret = dmt_tokens_release(&rx->tokens, frags, n, &bad);
 	if (ret == -EINVAL)
-		return dmt_err(rx->ctx, &rx->err, -EINVAL,
-			       "devmemtcp_rx_release: token %u of fragment %zu is not outstanding (released already, listed twice, or never received): nothing was released",
-			       frags[bad].token, bad);
+		return not_outstanding(rx, __func__, frags, bad);
 	if (ret < 0)
-		return dmt_err(rx->ctx, &rx->err, ret,
-			       "SO_DEVMEM_DONTNEED failed: %s", strerror(-ret));
+		return dontneed_failed(rx, ret);
 	return 0;
 }
 
@@ -366,6 +392,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_release_after(struct devmemtcp_rx *rx,
 						size_t n, devmemtcp_done_fn done,
 						void *arg)
 {
+	size_t bad = 0;
 	int ret;
 
 	if (!rx)
@@ -373,9 +400,10 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_release_after(struct devmemtcp_rx *rx,
 	if (!done)
 		return dmt_err(rx->ctx, &rx->err, -EINVAL,
 			       "devmemtcp_rx_release_after: done is NULL: use devmemtcp_rx_release() for immediate release");
-	ret = take(rx, frags, n, "devmemtcp_rx_release_after");
-	if (ret)
-		return ret;
+	if (n && !frags)
+		return frags_null(rx, __func__);
+	if (dmt_tokens_take(&rx->tokens, frags, n, &bad))
+		return not_outstanding(rx, __func__, frags, bad);
 	ret = dmt_tokens_defer(&rx->tokens, frags, n, done, arg);
 	if (ret) {
 		/* put them back: nothing was deferred */
@@ -408,8 +436,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_release_all(struct devmemtcp_rx *rx)
 	total = ret;
 	ret = dmt_tokens_flush(&rx->tokens);
 	if (ret < 0)
-		return dmt_err(rx->ctx, &rx->err, ret,
-			       "SO_DEVMEM_DONTNEED failed: %s", strerror(-ret));
+		return dontneed_failed(rx, ret);
 	return total;
 }
 

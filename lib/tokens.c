@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rx.h"
+#include "tokens.h"
 
 void dmt_tokens_init(struct dmt_tokens *t, uint32_t batch, dmt_dontneed_fn fn,
 		     void *arg)

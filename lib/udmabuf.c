@@ -44,17 +44,13 @@ static long udmabuf_limit_mb(void)
 	return mb;
 }
 
-int dmt_udmabuf_new(struct devmemtcp_ctx *ctx,
-		    const struct devmemtcp_buf_opts *opts,
-		    struct devmemtcp_buf *buf)
+/* Flags and size; *size rounded up to the page (or huge page) size. */
+static int udmabuf_size(struct devmemtcp_ctx *ctx,
+			const struct devmemtcp_buf_opts *opts, long limit,
+			uint64_t *size)
 {
 	bool huge = opts->flags & DEVMEMTCP_BUF_HUGETLB;
 	uint64_t align = huge ? 2u << 20 : (uint64_t)sysconf(_SC_PAGESIZE);
-	const char *dev = udmabuf_dev();
-	struct dmt_udmabuf_create create = { 0 };
-	struct devmemtcp_segment seg;
-	int devfd, memfd, fd, ret;
-	long limit;
 
 	if (opts->flags & ~(uint32_t)DEVMEMTCP_BUF_HUGETLB)
 		return dmt_err(ctx, &ctx->err, -EINVAL,
@@ -63,94 +59,146 @@ int dmt_udmabuf_new(struct devmemtcp_ctx *ctx,
 	if (!opts->size)
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "udmabuf: size is 0: give the buffer size in bytes");
-	buf->size = (opts->size + align - 1) & ~(align - 1);
-	limit = udmabuf_limit_mb();
-	if (limit > 0 && buf->size > (uint64_t)limit << 20)
+	*size = (opts->size + align - 1) & ~(align - 1);
+	if (limit > 0 && *size > (uint64_t)limit << 20)
 		return dmt_err(ctx, &ctx->err, -E2BIG,
 			       "udmabuf: %llu bytes exceed the udmabuf module's size_limit_mb of %ld MiB: reload it with 'modprobe -r udmabuf; modprobe udmabuf size_limit_mb=%llu' or use a smaller buffer",
-			       (unsigned long long)buf->size, limit,
-			       (unsigned long long)((buf->size + (1 << 20) - 1) >> 20));
+			       (unsigned long long)*size, limit,
+			       (unsigned long long)((*size + (1 << 20) - 1) >> 20));
+	return 0;
+}
 
-	devfd = open(dev, O_RDWR | O_CLOEXEC);
-	if (devfd < 0) {
-		ret = -errno;
-		if (ret == -ENOENT)
-			return dmt_err(ctx, &ctx->err, -ENOENT,
-				       "udmabuf: %s does not exist: load the module with 'modprobe udmabuf' (kernel option CONFIG_UDMABUF)",
-				       dev);
-		if (ret == -EACCES || ret == -EPERM)
-			return dmt_err(ctx, &ctx->err, ret,
-				       "udmabuf: no permission to open %s: run as root or give your user access to it (udev rule, group)",
-				       dev);
-		return dmt_err(ctx, &ctx->err, ret, "udmabuf: cannot open %s: %s",
-			       dev, strerror(-ret));
-	}
-	memfd = memfd_create("devmemtcp", MFD_ALLOW_SEALING | MFD_CLOEXEC |
-				      (huge ? MFD_HUGETLB | DMT_MFD_HUGE_2MB : 0));
-	if (memfd < 0) {
-		ret = dmt_err(ctx, &ctx->err, -errno,
-			      "udmabuf: memfd_create%s failed: %s%s", huge ? "(MFD_HUGETLB)" : "",
-			      strerror(errno),
-			      huge ? ": reserve 2 MiB huge pages (sysctl vm.nr_hugepages)" : "");
-		goto err_dev;
-	}
-	if (ftruncate(memfd, (off_t)buf->size)) {
+/* The device node: an fd, or a negative errno that names the fix. */
+static int udmabuf_open(struct devmemtcp_ctx *ctx, const char *dev)
+{
+	int fd = open(dev, O_RDWR | O_CLOEXEC), ret;
+
+	if (fd >= 0)
+		return fd;
+	ret = -errno;
+	if (ret == -ENOENT)
+		return dmt_err(ctx, &ctx->err, -ENOENT,
+			       "udmabuf: %s does not exist: load the module with 'modprobe udmabuf' (kernel option CONFIG_UDMABUF)",
+			       dev);
+	if (ret == -EACCES || ret == -EPERM)
+		return dmt_err(ctx, &ctx->err, ret,
+			       "udmabuf: no permission to open %s: run as root or give your user access to it (udev rule, group)",
+			       dev);
+	return dmt_err(ctx, &ctx->err, ret, "udmabuf: cannot open %s: %s",
+		       dev, strerror(-ret));
+}
+
+/* A sealed memfd of size bytes: an fd or a negative errno. */
+static int udmabuf_memfd(struct devmemtcp_ctx *ctx, uint64_t size, bool huge)
+{
+	int memfd = memfd_create("devmemtcp", MFD_ALLOW_SEALING | MFD_CLOEXEC |
+				 (huge ? MFD_HUGETLB | DMT_MFD_HUGE_2MB : 0));
+	int ret;
+
+	if (memfd < 0)
+		return dmt_err(ctx, &ctx->err, -errno,
+			       "udmabuf: memfd_create%s failed: %s%s", huge ? "(MFD_HUGETLB)" : "",
+			       strerror(errno),
+			       huge ? ": reserve 2 MiB huge pages (sysctl vm.nr_hugepages)" : "");
+	if (ftruncate(memfd, (off_t)size)) {
 		ret = dmt_err(ctx, &ctx->err, -errno,
 			      "udmabuf: sizing the memfd to %llu bytes failed: %s%s",
-			      (unsigned long long)buf->size, strerror(errno),
+			      (unsigned long long)size, strerror(errno),
 			      huge ? ": not enough free huge pages (vm.nr_hugepages)" : "");
-		goto err_memfd;
+		goto err;
 	}
 	/* udmabuf requires F_SEAL_SHRINK and refuses F_SEAL_WRITE */
 	if (fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK)) {
 		ret = dmt_err(ctx, &ctx->err, -errno,
 			      "udmabuf: sealing the memfd failed: %s",
 			      strerror(errno));
-		goto err_memfd;
+		goto err;
 	}
-	create.memfd = (uint32_t)memfd;
-	create.flags = DMT_UDMABUF_FLAGS_CLOEXEC;
-	create.offset = 0;
-	create.size = buf->size;
-	fd = ioctl(devfd, DMT_UDMABUF_CREATE, &create);
-	if (fd < 0) {
-		ret = -errno;
-		if (ret == -EINVAL && limit <= 0)
-			dmt_err(ctx, &ctx->err, ret,
-				"udmabuf: UDMABUF_CREATE of %llu bytes failed: %s: the size may exceed the module's size_limit_mb (default 64)",
-				(unsigned long long)buf->size, strerror(-ret));
-		else
-			dmt_err(ctx, &ctx->err, ret,
-				"udmabuf: UDMABUF_CREATE of %llu bytes failed: %s",
-				(unsigned long long)buf->size, strerror(-ret));
-		goto err_memfd;
-	}
-	buf->fd = fd;
-	buf->own_fd = true;
+	return memfd;
+
+err:
+	close(memfd);
+	return ret;
+}
+
+/* UDMABUF_CREATE over the whole memfd: the dma-buf fd or a negative errno. */
+static int udmabuf_create_fd(struct devmemtcp_ctx *ctx, int devfd, int memfd,
+			     uint64_t size, long limit)
+{
+	struct dmt_udmabuf_create create = {
+		.memfd = (uint32_t)memfd,
+		.flags = DMT_UDMABUF_FLAGS_CLOEXEC,
+		.offset = 0,
+		.size = size,
+	};
+	int fd = ioctl(devfd, DMT_UDMABUF_CREATE, &create), ret;
+
+	if (fd >= 0)
+		return fd;
+	ret = -errno;
+	if (ret == -EINVAL && limit <= 0)
+		return dmt_err(ctx, &ctx->err, ret,
+			       "udmabuf: UDMABUF_CREATE of %llu bytes failed: %s: the size may exceed the module's size_limit_mb (default 64)",
+			       (unsigned long long)size, strerror(-ret));
+	return dmt_err(ctx, &ctx->err, ret,
+		       "udmabuf: UDMABUF_CREATE of %llu bytes failed: %s",
+		       (unsigned long long)size, strerror(-ret));
+}
+
+/* The CPU mapping, which is also the "device address" of host memory. */
+static int udmabuf_map(struct devmemtcp_ctx *ctx, struct devmemtcp_buf *buf)
+{
+	struct devmemtcp_segment seg;
+
 	buf->cpu_map = mmap(NULL, buf->size, PROT_READ | PROT_WRITE, MAP_SHARED,
-			    fd, 0);
+			    buf->fd, 0);
 	if (buf->cpu_map == MAP_FAILED) {
 		buf->cpu_map = NULL;
-		ret = dmt_err(ctx, &ctx->err, -errno,
-			      "udmabuf: mmap of the dma-buf failed: %s",
-			      strerror(errno));
-		goto err_memfd;
+		return dmt_err(ctx, &ctx->err, -errno,
+			       "udmabuf: mmap of the dma-buf failed: %s",
+			       strerror(errno));
 	}
-	/* Host memory: the "device address" of offset x is the CPU mapping. */
 	seg = (struct devmemtcp_segment){ 0, buf->size,
 					  (uint64_t)(uintptr_t)buf->cpu_map };
-	ret = dmt_segments_set(ctx, &ctx->err, &buf->segs, &buf->nsegs, &seg, 1,
-			       buf->size);
-	if (ret)
-		goto err_memfd;
-	/* the dma-buf holds the pages; the memfd is no longer needed */
-	close(memfd);
-	close(devfd);
-	return 0;
+	return dmt_buf_set_segments(buf, &seg, 1);
+}
 
+static int udmabuf_create(struct devmemtcp_ctx *ctx,
+			  const struct devmemtcp_buf_opts *opts,
+			  struct devmemtcp_buf *buf)
+{
+	bool huge = opts->flags & DEVMEMTCP_BUF_HUGETLB;
+	long limit = udmabuf_limit_mb();
+	int devfd, memfd, fd, ret;
+
+	ret = udmabuf_size(ctx, opts, limit, &buf->size);
+	if (ret)
+		return ret;
+	devfd = udmabuf_open(ctx, udmabuf_dev());
+	if (devfd < 0)
+		return devfd;
+	memfd = udmabuf_memfd(ctx, buf->size, huge);
+	if (memfd < 0) {
+		ret = memfd;
+		goto err_dev;
+	}
+	fd = udmabuf_create_fd(ctx, devfd, memfd, buf->size, limit);
+	if (fd < 0) {
+		ret = fd;
+		goto err_memfd;
+	}
+	/* buf owns the dma-buf from here: devmemtcp_buf_free closes it */
+	buf->fd = fd;
+	buf->own_fd = true;
+	ret = udmabuf_map(ctx, buf);
+	/* the dma-buf holds the pages; the memfd is no longer needed */
 err_memfd:
 	close(memfd);
 err_dev:
 	close(devfd);
 	return ret;
 }
+
+const struct dmt_buf_provider dmt_udmabuf_provider = {
+	.create = udmabuf_create,
+};

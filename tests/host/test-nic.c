@@ -35,6 +35,7 @@
 #include "devmemtcp.h"
 #include "hostlib.h"
 #include "nic.h"
+#include "../unit/nicfixture.h"
 #include "uapi.h"
 
 #ifndef TEST_BUILDDIR
@@ -43,10 +44,6 @@
 
 static struct devmemtcp_ctx *ctx;
 static char dir[64];
-
-static void quiet(void *user, int level, const char *msg)
-{
-}
 
 static bool exists(const char *name)
 {
@@ -77,22 +74,12 @@ static int tool(char *out, size_t len, const char *args)
 
 static int setup(void **state)
 {
-	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = quiet);
-
-	snprintf(dir, sizeof(dir), "/tmp/dmt-host-nic-XXXXXX");
-	if (!mkdtemp(dir))
-		return -1;
-	setenv("DEVMEMTCP_RUN_DIR", dir, 1);
-	return devmemtcp_ctx_new(&co, &ctx);
+	return nicfix_setup(dir, sizeof(dir), "dmt-host-nic", &ctx);
 }
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
-	devmemtcp_ctx_free(ctx);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd);
+	return nicfix_teardown(dir, ctx);
 }
 
 static const struct devmemtcp_probe_problem *
@@ -394,43 +381,20 @@ static void test_open_bad_input(void **state)
 static void test_lock_busy(void **state)
 {
 	struct devmemtcp_nic *nic;
-	char want[256], c;
-	int p[2];
-	pid_t child;
+	char want[256];
+	pid_t child = nicfix_lock_child(dir, "va");
 
-	assert_int_equal(pipe(p), 0);
-	child = fork();
-	if (child == 0) {
-		int fd;
-		pid_t h;
-
-		if (dmt_lock_take(dir, "va", &fd, &h, NULL, 0) < 0)
-			_exit(1);
-		(void)!write(p[1], "x", 1);
-		alarm(60);	/* never outlive a failed test for long */
-		pause();
-		_exit(0);
-	}
-	assert_int_equal(read(p[0], &c, 1), 1);
+	assert_true(child > 0);
 	assert_int_equal(devmemtcp_nic_open(ctx, "va", NULL, &nic), -EBUSY);
 	/* the holder's program name as the kernel has it (under valgrind
 	 * that is valgrind's tool, not test-host-nic) */
-	char comm[32] = "";
-	FILE *cf = fopen("/proc/self/comm", "re");
-	assert_non_null(cf);
-	assert_non_null(fgets(comm, sizeof(comm), cf));
-	fclose(cf);
-	comm[strcspn(comm, "\n")] = '\0';
 	snprintf(want, sizeof(want),
 		 "va is in use for devmem by pid %d (%s): stop that process or wait for it to close its handle",
-		 child, comm);
+		 child, nicfix_comm());
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -EBUSY);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
-	kill(child, SIGKILL);
-	waitpid(child, NULL, 0);
-	close(p[0]);
-	close(p[1]);
+	nicfix_kill(child);
 	/* free again: now the device itself is the problem */
 	assert_int_equal(devmemtcp_nic_open(ctx, "va", NULL, &nic), -EOPNOTSUPP);
 }

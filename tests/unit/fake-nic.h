@@ -81,11 +81,11 @@ static int f_rings_set(struct dmt_eth *e, int tds, int64_t hds)
 
 	n->calls++;
 	if (err)
-		return dmt_err(e->ctx, e->err, err, "rings-set on %s failed: EIO", e->ifname);
+		return dmt_err_set(e->err, err, "rings-set on %s failed: EIO", e->ifname);
 	if (tds >= 0 && !n->has_tds)
-		return dmt_err(e->ctx, e->err, -EOPNOTSUPP, "rings-set on %s failed: EOPNOTSUPP", e->ifname);
+		return dmt_err_set(e->err, -EOPNOTSUPP, "rings-set on %s failed: EOPNOTSUPP", e->ifname);
 	if (hds >= 0 && (!n->has_hds || hds > n->hds_max))
-		return dmt_err(e->ctx, e->err, -ERANGE, "rings-set on %s failed: ERANGE", e->ifname);
+		return dmt_err_set(e->err, -ERANGE, "rings-set on %s failed: ERANGE", e->ifname);
 	if (tds >= 0)
 		n->tds_cfg = (uint8_t)tds;
 	if (hds >= 0)
@@ -123,7 +123,7 @@ static int f_feature_set(struct dmt_eth *e, const char *name, bool on)
 
 	n->calls++;
 	if (err)
-		return dmt_err(e->ctx, e->err, err, "features-set on %s failed: EIO", e->ifname);
+		return dmt_err_set(e->err, err, "features-set on %s failed: EIO", e->ifname);
 	if (!n->ntuple_hw)
 		return -EOPNOTSUPP;
 	if (!on)	/* like most drivers: turning ntuple off flushes rules */
@@ -177,7 +177,7 @@ static int f_rss_set(struct dmt_eth *e, uint32_t context, const uint32_t *indir,
 
 	n->calls++;
 	if (err)
-		return dmt_err(e->ctx, e->err, err, "rss-set on %s failed: EIO", e->ifname);
+		return dmt_err_set(e->err, err, "rss-set on %s failed: EIO", e->ifname);
 	if (!n->rss || context)
 		return -EOPNOTSUPP;
 	if (cnt == 0) {
@@ -203,7 +203,7 @@ static int f_ctx_create(struct dmt_eth *e, const uint32_t *indir, uint32_t cnt, 
 
 	n->calls++;
 	if (err)
-		return dmt_err(e->ctx, e->err, err, "create RSS context on %s failed: EIO", e->ifname);
+		return dmt_err_set(e->err, err, "create RSS context on %s failed: EIO", e->ifname);
 	if (!n->ctx_supported)
 		return -EOPNOTSUPP;
 	for (uint32_t c = 1; c <= FAKE_CTX; c++) {
@@ -240,7 +240,7 @@ static int f_rule_insert(struct dmt_eth *e, const struct ethtool_rx_flow_spec *f
 
 	n->calls++;
 	if (err)
-		return dmt_err(e->ctx, e->err, err, "ETHTOOL_SRXCLSRLINS on %s failed: EIO", e->ifname);
+		return dmt_err_set(e->err, err, "ETHTOOL_SRXCLSRLINS on %s failed: EIO", e->ifname);
 	if (!n->rules_supported || !n->ntuple_on)
 		return -EOPNOTSUPP;
 	if ((fs->flow_type & FLOW_RSS) ? (rss_ctx > FAKE_CTX || !n->ctx[rss_ctx].used)

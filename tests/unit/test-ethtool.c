@@ -35,7 +35,7 @@ static void reset(void)
 	fake.miss_type = 0;
 }
 
-/* ---- ioctl ABI (reference §4.2, LP64) ---- */
+/* ---- the SIOCETHTOOL ABI: struct layouts on LP64 ---- */
 
 static void test_layouts(void **state)
 {

@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "nic.h"
+#include "nicfixture.h"
 #include "uapi.h"
 
 static uint32_t *dup32(const uint32_t *v, uint32_t n)
@@ -231,16 +231,12 @@ static char dir[64];
 
 static int setup_dir(void **state)
 {
-	snprintf(dir, sizeof(dir), "/tmp/dmt-journal-XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
+	return nicfix_mkdir(dir, sizeof(dir), "dmt-journal");
 }
 
 static int remove_dir(void **state)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd);
+	return nicfix_rmdir(dir);
 }
 
 static void test_files(void **state)
@@ -285,28 +281,11 @@ static void test_run_dir(void **state)
 	unsetenv("DEVMEMTCP_RUN_DIR");
 }
 
-/* The program name the kernel gives this process (and its forked
- * children): test-journal normally, valgrind's tool under valgrind. */
-static const char *own_comm(void)
-{
-	static char comm[32];
-	FILE *f;
-
-	if (comm[0])
-		return comm;
-	f = fopen("/proc/self/comm", "re");
-	assert_non_null(f);
-	assert_non_null(fgets(comm, sizeof(comm), f));
-	fclose(f);
-	comm[strcspn(comm, "\n")] = '\0';
-	return comm;
-}
-
 static void test_lock(void **state)
 {
-	int fd, fd2, p[2];
+	int fd, fd2;
 	pid_t holder, child;
-	char comm[64], c;
+	char comm[64];
 
 	assert_int_equal(dmt_lock_take(dir, "dsim1", &fd, &holder, comm, sizeof(comm)), 0);
 	assert_true(fd >= 0);
@@ -314,37 +293,22 @@ static void test_lock(void **state)
 	assert_int_equal(dmt_lock_take(dir, "dsim1", &fd2, &holder, comm, sizeof(comm)), -EBUSY);
 	assert_int_equal(fd2, -1);
 	assert_int_equal(holder, getpid());
-	assert_string_equal(comm, own_comm());
+	assert_string_equal(comm, nicfix_comm());
 	/* another interface is independent */
 	assert_int_equal(dmt_lock_take(dir, "dsim0", &fd2, &holder, comm, sizeof(comm)), 0);
 	dmt_lock_release(fd2, dir, "dsim0");
 	dmt_lock_release(fd, dir, "dsim1");
 
 	/* a child holds it; the parent is told the child's pid */
-	assert_int_equal(pipe(p), 0);
-	child = fork();
-	if (child == 0) {
-		int cfd;
-		pid_t h;
-
-		if (dmt_lock_take(dir, "dsim1", &cfd, &h, NULL, 0) < 0)
-			_exit(1);
-		(void)!write(p[1], "x", 1);
-		alarm(60);	/* never outlive a failed test for long */
-		pause();
-		_exit(0);
-	}
-	assert_int_equal(read(p[0], &c, 1), 1);
+	child = nicfix_lock_child(dir, "dsim1");
+	assert_true(child > 0);
 	assert_int_equal(dmt_lock_take(dir, "dsim1", &fd, &holder, comm, sizeof(comm)), -EBUSY);
 	assert_int_equal(holder, child);
-	assert_string_equal(comm, own_comm());
+	assert_string_equal(comm, nicfix_comm());
 	/* it dies: the lock is free again (the kernel drops flocks) */
-	kill(child, SIGKILL);
-	waitpid(child, NULL, 0);
+	nicfix_kill(child);
 	assert_int_equal(dmt_lock_take(dir, "dsim1", &fd, &holder, comm, sizeof(comm)), 0);
 	dmt_lock_release(fd, dir, "dsim1");
-	close(p[0]);
-	close(p[1]);
 }
 
 int main(void)

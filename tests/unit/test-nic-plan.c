@@ -21,55 +21,25 @@
 #include <cmocka.h>
 
 #include "fake-nic.h"
+#include "nicfixture.h"
 
 static struct fake_nic *nic_state;	/* shared with forked children */
 static struct devmemtcp_ctx *ctx;
 static char dir[64];
 static char before[16384], after[16384];
 
-static void quiet(void *user, int level, const char *msg)
-{
-}
-
-/* The program name the kernel gives this process (and its forked
- * children): test-nic-plan normally, valgrind's tool under valgrind. */
-static const char *own_comm(void)
-{
-	static char comm[32];
-	FILE *f;
-
-	if (comm[0])
-		return comm;
-	f = fopen("/proc/self/comm", "re");
-	assert_non_null(f);
-	assert_non_null(fgets(comm, sizeof(comm), f));
-	fclose(f);
-	comm[strcspn(comm, "\n")] = '\0';
-	return comm;
-}
-
 static int setup(void **state)
 {
-	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = quiet);
-
-	snprintf(dir, sizeof(dir), "/tmp/dmt-nic-XXXXXX");
-	if (!mkdtemp(dir))
-		return -1;
-	setenv("DEVMEMTCP_RUN_DIR", dir, 1);
 	nic_state = mmap(NULL, sizeof(*nic_state), PROT_READ | PROT_WRITE,
 			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (nic_state == MAP_FAILED)
 		return -1;
-	return devmemtcp_ctx_new(&co, &ctx);
+	return nicfix_setup(dir, sizeof(dir), "dmt-nic", &ctx);
 }
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
-	devmemtcp_ctx_free(ctx);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd);
+	return nicfix_teardown(dir, ctx);
 }
 
 static int each(void **state)
@@ -424,7 +394,7 @@ static void test_crash_every_step(void **state)
 		snprintf(want, sizeof(want),
 			 "eth0 has changes left by pid %d (%s), which ended without undoing them "
 			 "(journal %s/eth0.journal): run 'devmemtcp restore eth0' or open with DEVMEMTCP_NIC_RECOVER",
-			 pid, own_comm(), dir);
+			 pid, nicfix_comm(), dir);
 		assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
 		/* and restore puts everything back */
 		assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 1);
@@ -475,7 +445,7 @@ static void test_busy(void **state)
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &b), -EBUSY);
 	snprintf(want, sizeof(want),
 		 "eth0 is in use for devmem by pid %d (%s): stop that process or wait for it to close its handle",
-		 getpid(), own_comm());
+		 getpid(), nicfix_comm());
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
 	/* recover refuses too: the owner is alive */
 	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), -EBUSY);

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "rx.h"
+#include "tokens.h"
 
 /* A fake kernel: a set of live tokens, the per-call limits of
  * sock_devmem_dontneed(), and an optional cap to force partial returns. */

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/*
+ * Private: the token manager (part of layer 6).  It owns the tokens one
+ * socket holds and their return to the kernel: which tokens are
+ * outstanding, consecutive ones merged into ranges, batches kept within
+ * the kernel's SO_DEVMEM_DONTNEED limits (128 ranges, 1024 frags), partial
+ * returns retried, and releases deferred until a completion says the bytes
+ * were consumed.  It stands alone: it knows no socket and no receiver; the
+ * return itself is a callback (dmt_dontneed_fn) its owner gives it, and the
+ * receive layer (rx.h) is its user.  It calls nothing but libc and those
+ * callbacks.
+ */
+#ifndef DEVMEMTCP_TOKENS_H
+#define DEVMEMTCP_TOKENS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "uapi.h"
+
+/* Hands tokens back to the kernel: returns the number of frags freed or a
+ * negative errno.  The receive layer's is setsockopt(SO_DEVMEM_DONTNEED)
+ * on its socket. */
+typedef int (*dmt_dontneed_fn)(void *arg, const struct dmt_dmabuf_token *t,
+			       size_t n);
+
+struct dmt_deferred {
+	devmemtcp_done_fn done;
+	void *arg;
+	size_t ntokens;		/* tokens of this entry in dtoks[] */
+	bool finished;		/* done() said 1; tokens not all queued yet */
+};
+
+struct dmt_tokens {
+	uint64_t *bits;		/* bit t set: token t outstanding */
+	size_t nwords;
+	uint64_t outstanding;
+	uint64_t outstanding_max;
+	/* queued for release, merged into ranges */
+	struct dmt_dmabuf_token pending[DMT_MAX_DONTNEED_TOKENS];
+	size_t npending;
+	uint32_t pending_frags;
+	uint32_t batch;		/* flush at this many frags, <= 1024 */
+	/* deferred releases, FIFO; their tokens back to back in dtoks */
+	struct dmt_deferred *dq;
+	size_t dq_head, dq_len, dq_cap;
+	uint32_t *dtoks;
+	size_t dt_head, dt_len, dt_cap;
+	uint64_t deferred_pending;
+	/* counters */
+	uint64_t released;
+	uint64_t dontneed_calls;
+	uint64_t partial_returns;
+	uint64_t lost;		/* tokens the kernel did not know */
+	dmt_dontneed_fn dontneed;
+	void *dontneed_arg;
+};
+
+void dmt_tokens_init(struct dmt_tokens *t, uint32_t batch,
+		     dmt_dontneed_fn fn, void *arg);
+void dmt_tokens_fini(struct dmt_tokens *t);
+/* A fragment with this token was received.  -EEXIST if it already was
+ * outstanding (the kernel never does that), -ENOMEM. */
+int dmt_tokens_received_slow(struct dmt_tokens *t, uint32_t token);
+
+static inline int dmt_tokens_received(struct dmt_tokens *t, uint32_t token)
+{
+	size_t w = token / 64;
+	uint64_t m = 1ull << (token % 64);
+
+	if (__builtin_expect(w >= t->nwords || (t->bits[w] & m), 0))
+		return dmt_tokens_received_slow(t, token);
+	t->bits[w] |= m;
+	t->outstanding++;
+	return 0;
+}
+
+/* After a batch of dmt_tokens_received(): update the high-water mark of
+ * tokens held (outstanding, queued for release, or deferred). */
+static inline void dmt_tokens_update_max(struct dmt_tokens *t)
+{
+	uint64_t held = t->outstanding + t->pending_frags + t->deferred_pending;
+
+	if (held > t->outstanding_max)
+		t->outstanding_max = held;
+}
+bool dmt_tokens_is_outstanding(const struct dmt_tokens *t, uint32_t token);
+/*
+ * Take the tokens of frags out of the outstanding set, all or nothing:
+ * returns 0, or -EINVAL with *bad set to the index of the first fragment
+ * whose token is not outstanding (or repeats).  LINEAR entries are skipped.
+ */
+int dmt_tokens_take(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
+		    size_t n, size_t *bad);
+/* Queue one taken token for release (may flush).  0 or negative errno. */
+int dmt_tokens_queue(struct dmt_tokens *t, uint32_t token);
+/* take + queue in one pass over frags (all or nothing like take). */
+int dmt_tokens_release(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
+		       size_t n, size_t *bad);
+/* Give pending tokens to the kernel, retrying partial returns.  Returns
+ * the number freed or a negative errno. */
+int dmt_tokens_flush(struct dmt_tokens *t);
+/* Defer already-taken tokens until done(arg) says so. */
+int dmt_tokens_defer(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
+		     size_t n, devmemtcp_done_fn done, void *arg);
+/* Poll deferred entries in order (blocking when wait) and queue the tokens
+ * of finished ones.  Returns the number of tokens queued or an errno. */
+int dmt_tokens_poll(struct dmt_tokens *t, bool wait);
+/* Queue every outstanding token (after waiting for deferred ones). */
+int dmt_tokens_release_all(struct dmt_tokens *t);
+
+#endif
