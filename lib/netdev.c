@@ -345,7 +345,11 @@ static int bind_reply_cb(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_OK;
 }
 
-/* Known extack texts (reference §1.3) and the fix for each. */
+/*
+ * The extack texts bind-rx and bind-tx fail with (net/core/netdev-genl.c,
+ * devmem.c, netdev_rx_queue.c; matched as prefixes because some carry
+ * numbers after them) and the fix for each.
+ */
 static const struct {
 	const char *text;	/* prefix of the kernel's message */
 	const char *fix;

@@ -3,7 +3,8 @@
  * devmemtcp_nic_probe(): what an interface and this kernel offer for devmem
  * TCP, and for each problem the fix in plain words.  Read-only, except
  * with DEVMEMTCP_PROBE_TRY_BIND (a small udmabuf bound to the last RX
- * queue and released at once: the only sure test, see reference §1).
+ * queue and released at once: the kernel advertises devmem support by no
+ * flag, so a bind attempt is the only sure test).
  */
 #include <errno.h>
 #include <stdarg.h>
