@@ -81,12 +81,7 @@ static int queue_attr_cb(const struct nlattr *attr, void *data)
 int dmt_queue_parse(const struct nlmsghdr *nlh, struct devmemtcp_queue *q)
 {
 	memset(q, 0, sizeof(*q));
-	if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(struct genlmsghdr)))
-		return -EBADMSG;
-	if (mnl_attr_parse(nlh, sizeof(struct genlmsghdr), queue_attr_cb, q) !=
-	    MNL_CB_OK)
-		return -EBADMSG;
-	return 0;
+	return dmt_nl_genl_parse(nlh, queue_attr_cb, q);
 }
 
 struct queue_dump {
@@ -573,7 +568,7 @@ int dmt_bind(struct devmemtcp_ctx *ctx, bool tx, int ifindex,
 		memcpy(b->queues, queues, nqueues * sizeof(*queues));
 		b->nqueues = nqueues;
 	}
-	ret = dmt_nl_open(&b->nl);
+	ret = dmt_nl_open(&b->nl, NETLINK_GENERIC);
 	if (ret) {
 		dmt_err(ctx, &ctx->err, ret,
 			"%s: cannot open a generic netlink socket: %s", op,

@@ -1062,7 +1062,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_open(struct devmemtcp_ctx *ctx,
 		goto err_free;
 	}
 	if (nic->eth.ops == &dmt_eth_real_ops) {
-		err = dmt_nl_open(&nic->nl);
+		err = dmt_nl_open(&nic->nl, NETLINK_GENERIC);
 		if (err < 0) {
 			dmt_err(ctx, &ctx->err, err,
 				"cannot open a generic netlink socket: %s",
@@ -1349,7 +1349,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_recover(struct devmemtcp_ctx *ctx,
 		goto out;
 	}
 	if (e.ops == &dmt_eth_real_ops) {
-		err = dmt_nl_open(&nl);
+		err = dmt_nl_open(&nl, NETLINK_GENERIC);
 		if (err < 0) {
 			dmt_err(ctx, &ctx->err, err,
 				"cannot open a generic netlink socket: %s",

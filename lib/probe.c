@@ -82,45 +82,25 @@ static int xdp_cb(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_OK;
 }
 
+/* RTM_GETLINK of ifindex: whether an XDP program is attached. */
 static int xdp_attached(int ifindex, bool *xdp)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct mnl_socket *s = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
+	char buf[256];
 	struct nlmsghdr *nlh;
 	struct ifinfomsg *ifm;
-	uint32_t seq = (uint32_t)time(NULL), portid;
-	ssize_t n;
+	struct dmt_nl *nl;
 	int ret;
 
 	*xdp = false;
-	if (!s)
-		return -errno;
-	if (mnl_socket_bind(s, 0, MNL_SOCKET_AUTOPID) < 0) {
-		ret = -errno;
-		goto out;
-	}
-	portid = mnl_socket_get_portid(s);
-	nlh = mnl_nlmsg_put_header(buf);
-	nlh->nlmsg_type = RTM_GETLINK;
-	nlh->nlmsg_flags = NLM_F_REQUEST;
-	nlh->nlmsg_seq = seq;
+	nlh = dmt_nl_msg(buf, RTM_GETLINK, 0);
 	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
 	ifm->ifi_family = AF_UNSPEC;
 	ifm->ifi_index = ifindex;
-	if (mnl_socket_sendto(s, nlh, nlh->nlmsg_len) < 0) {
-		ret = -errno;
-		goto out;
-	}
-	/* No NLM_F_ACK: the one RTM_NEWLINK (or an error) is the answer. */
-	n = mnl_socket_recvfrom(s, buf, sizeof(buf));
-	if (n < 0) {
-		ret = -errno;
-		goto out;
-	}
-	ret = mnl_cb_run(buf, (size_t)n, seq, portid, xdp_cb, xdp);
-	ret = ret < 0 ? -errno : 0;
-out:
-	mnl_socket_close(s);
+	ret = dmt_nl_open(&nl, NETLINK_ROUTE);
+	if (ret)
+		return ret;
+	ret = dmt_nl_talk(nl, nlh, xdp_cb, xdp);
+	dmt_nl_close(nl);
 	return ret;
 }
 
@@ -253,7 +233,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_probe(struct devmemtcp_ctx *ctx,
 	p.optmem_max = read_int_file("/proc/sys/net/core/optmem_max");
 	p.udmabuf_limit_mb = read_int_file("/sys/module/udmabuf/parameters/size_limit_mb");
 
-	err = dmt_nl_open(&nl);
+	err = dmt_nl_open(&nl, NETLINK_GENERIC);
 	if (err < 0) {
 		dmt_eth_fini(&e);
 		return dmt_err(ctx, &ctx->err, err,

@@ -825,17 +825,11 @@ DEVMEMTCP_EXPORT int devmemtcp_tx_stats(const struct devmemtcp_tx *tx,
 
 /* ---- -ENODEV: which device does the route use? -------------------------- */
 
-struct route_req {
-	int oif;
-};
-
 static int route_attr_cb(const struct nlattr *attr, void *data)
 {
-	struct route_req *r = data;
-
 	if (mnl_attr_get_type(attr) == RTA_OIF &&
 	    mnl_attr_validate(attr, MNL_TYPE_U32) >= 0)
-		r->oif = (int)mnl_attr_get_u32(attr);
+		*(int *)data = (int)mnl_attr_get_u32(attr);
 	return MNL_CB_OK;
 }
 
@@ -847,81 +841,63 @@ static int route_cb(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_OK;
 }
 
+/* The addresses of the socket's route: from its local address to its
+ * peer, a v4-mapped IPv6 pair as IPv4. */
+struct route_key {
+	unsigned char family;
+	size_t alen;
+	const void *dst, *src;
+};
+
+static void route_key(const struct sockaddr_storage *peer,
+		      const struct sockaddr_storage *self, struct route_key *k)
+{
+	const struct in6_addr *d = &((const struct sockaddr_in6 *)peer)->sin6_addr;
+	const struct in6_addr *s = &((const struct sockaddr_in6 *)self)->sin6_addr;
+
+	if (peer->ss_family == AF_INET) {
+		*k = (struct route_key){
+			AF_INET, 4, &((const struct sockaddr_in *)peer)->sin_addr,
+			&((const struct sockaddr_in *)self)->sin_addr };
+	} else if (IN6_IS_ADDR_V4MAPPED(d)) {
+		*k = (struct route_key){ AF_INET, 4, &d->s6_addr[12],
+					 &s->s6_addr[12] };
+	} else {
+		*k = (struct route_key){ AF_INET6, 16, d, s };
+	}
+}
+
 /* RTM_GETROUTE for the socket's peer (from its local address): the
  * output interface index, or a negative errno. */
 static int route_oif(int fd)
 {
 	struct sockaddr_storage peer, self;
 	socklen_t plen = sizeof(peer), slen = sizeof(self);
-	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct route_req rr = { 0 };
-	struct mnl_socket *nl;
+	char buf[256];
+	struct route_key k;
 	struct nlmsghdr *nlh;
 	struct rtmsg *rtm;
-	const void *dst = NULL, *src = NULL;
-	int family, alen, ret;
-	uint32_t seq, portid;
-	ssize_t n;
+	struct dmt_nl *nl;
+	int oif = 0, ret;
 
 	if (getpeername(fd, (struct sockaddr *)&peer, &plen) ||
 	    getsockname(fd, (struct sockaddr *)&self, &slen))
 		return -errno;
-	if (peer.ss_family == AF_INET) {
-		family = AF_INET;
-		alen = 4;
-		dst = &((struct sockaddr_in *)&peer)->sin_addr;
-		src = &((struct sockaddr_in *)&self)->sin_addr;
-	} else {
-		const struct in6_addr *d = &((struct sockaddr_in6 *)&peer)->sin6_addr;
-		const struct in6_addr *s = &((struct sockaddr_in6 *)&self)->sin6_addr;
-
-		if (IN6_IS_ADDR_V4MAPPED(d)) {
-			family = AF_INET;
-			alen = 4;
-			dst = &d->s6_addr[12];
-			src = &s->s6_addr[12];
-		} else {
-			family = AF_INET6;
-			alen = 16;
-			dst = d;
-			src = s;
-		}
-	}
-	nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
-	if (!nl)
-		return -errno;
-	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		ret = -errno;
-		goto out;
-	}
-	portid = mnl_socket_get_portid(nl);
-	nlh = mnl_nlmsg_put_header(buf);
-	nlh->nlmsg_type = RTM_GETROUTE;
-	nlh->nlmsg_flags = NLM_F_REQUEST;
-	nlh->nlmsg_seq = seq = (uint32_t)time(NULL);
+	route_key(&peer, &self, &k);
+	nlh = dmt_nl_msg(buf, RTM_GETROUTE, 0);
 	rtm = mnl_nlmsg_put_extra_header(nlh, sizeof(*rtm));
-	rtm->rtm_family = (unsigned char)family;
-	rtm->rtm_dst_len = (unsigned char)(alen * 8);
-	mnl_attr_put(nlh, RTA_DST, (size_t)alen, dst);
-	mnl_attr_put(nlh, RTA_SRC, (size_t)alen, src);
-	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) {
-		ret = -errno;
-		goto out;
-	}
-	n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
-	if (n < 0) {
-		ret = -errno;
-		goto out;
-	}
-	ret = mnl_cb_run(buf, (size_t)n, seq, portid, route_cb, &rr);
-	if (ret < 0) {
-		ret = -errno;
-		goto out;
-	}
-	ret = rr.oif > 0 ? rr.oif : -ENOENT;
-out:
-	mnl_socket_close(nl);
-	return ret;
+	rtm->rtm_family = k.family;
+	rtm->rtm_dst_len = (unsigned char)(k.alen * 8);
+	mnl_attr_put(nlh, RTA_DST, k.alen, k.dst);
+	mnl_attr_put(nlh, RTA_SRC, k.alen, k.src);
+	ret = dmt_nl_open(&nl, NETLINK_ROUTE);
+	if (ret)
+		return ret;
+	ret = dmt_nl_talk(nl, nlh, route_cb, &oif);
+	dmt_nl_close(nl);
+	if (ret)
+		return ret;
+	return oif > 0 ? oif : -ENOENT;
 }
 
 int dmt_tx_explain_enodev(struct devmemtcp_tx *tx)

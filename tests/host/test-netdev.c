@@ -72,7 +72,7 @@ static void test_family(void **state)
 	struct dmt_nl *nl;
 	uint16_t id = 0, eth = 0;
 
-	assert_int_equal(dmt_nl_open(&nl), 0);
+	assert_int_equal(dmt_nl_open(&nl, NETLINK_GENERIC), 0);
 	assert_int_equal(dmt_nl_netdev_family(nl, &id), 0);
 	assert_true(id >= 16);	/* dynamic genl ids start above GENL_MIN_ID */
 	assert_int_equal(dmt_nl_ethtool_family(nl, &eth), 0);
