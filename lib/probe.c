@@ -42,25 +42,6 @@ static void problem(struct devmemtcp_probe *p, const char *fix,
 	snprintf(pr->fix, sizeof(pr->fix), "%s", fix);
 }
 
-/* ---- genl op list of "netdev" (CTRL_CMD_GETFAMILY, CTRL_ATTR_OPS) ---- */
-
-/* Exposed for the unit tests: the op ids of one CTRL_CMD_NEWFAMILY reply. */
-int dmt_probe_family_ops(const struct nlmsghdr *nlh, uint32_t *ops,
-			 size_t max, size_t *n);
-
-int dmt_probe_family_ops(const struct nlmsghdr *nlh, uint32_t *ops,
-			 size_t max, size_t *n)
-{
-	struct dmt_genl_family f;
-	int ret = dmt_nl_family_parse(nlh, &f);
-
-	if (ret)
-		return ret;
-	*n = f.nops < max ? f.nops : max;
-	memcpy(ops, f.ops, *n * sizeof(*ops));
-	return 0;
-}
-
 /* ---- XDP: rtnetlink IFLA_XDP / IFLA_XDP_ATTACHED ---- */
 
 static int xdp_cb(const struct nlmsghdr *nlh, void *data)

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * Transmit from device memory: bind-tx, sendmsg(MSG_ZEROCOPY) with an
+ * Transmit from device memory: sendmsg(MSG_ZEROCOPY) with an
  * SCM_DEVMEM_DMABUF cmsg whose iovecs carry dma-buf offsets, and the
- * MSG_ERRQUEUE completions that say when a range may be rewritten.
+ * MSG_ERRQUEUE completions that say when a range may be rewritten.  The
+ * binding it sends through comes from bind-tx in lib/netdev.c.
  */
 #include <arpa/inet.h>
 #include <limits.h>
@@ -11,15 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 #include <libmnl/libmnl.h>
 #include <linux/errqueue.h>
-#include <linux/genetlink.h>
 #include <linux/rtnetlink.h>
 
-#include "buf.h"
 #include "netdev.h"
 #include "nl.h"
 #include "tx.h"
@@ -29,78 +27,6 @@
 #endif
 
 #define DELIVER_BATCH 64
-
-/* ---- bind-tx ------------------------------------------------------------ */
-
-int dmt_genl_reply_has_op(const struct nlmsghdr *nlh, uint32_t cmd)
-{
-	struct dmt_genl_family f;
-
-	if (dmt_nl_family_parse(nlh, &f) || !f.ops_listed)
-		return -EBADMSG;
-	return dmt_nl_family_has_op(&f, cmd);
-}
-
-/* 1: the netdev family lists bind-tx, 0: it does not (or the family is
- * missing), < 0: could not tell. */
-static int kernel_has_bind_tx(struct devmemtcp_ctx *ctx)
-{
-	struct dmt_genl_family f;
-	struct dmt_nl *nl;
-	int ret = 0;
-
-	nl = dmt_ctx_nl(ctx, &ret);
-	if (!nl)
-		return ret;
-	ret = dmt_nl_family_get(nl, DMT_NETDEV_FAMILY_NAME, &f);
-	dmt_ctx_nl_put(ctx);
-	if (ret == -ENOENT)
-		return 0;	/* no netdev family at all */
-	if (ret)
-		return ret;
-	return f.ops_listed ? dmt_nl_family_has_op(&f, DMT_NETDEV_CMD_BIND_TX)
-			    : -EBADMSG;
-}
-
-DEVMEMTCP_EXPORT int devmemtcp_bind_tx(struct devmemtcp_ctx *ctx, int ifindex,
-				       struct devmemtcp_buf *buf,
-				       const struct devmemtcp_bind_opts *opts,
-				       struct devmemtcp_binding **binding)
-{
-	struct utsname u;
-	char name[IF_NAMESIZE];
-	int ret, level;
-
-	if (!ctx)
-		return -EINVAL;
-	ret = DMT_OPTS_CHECK(ctx, &ctx->err, opts, devmemtcp_bind_opts);
-	if (ret)
-		return ret;
-	if (DMT_OPT(opts, devmemtcp_bind_opts, rx_page_size, 0))
-		return dmt_err(ctx, &ctx->err, -EINVAL,
-			       "devmemtcp_bind_tx: rx_page_size is an RX setting: leave it 0 for bind-tx");
-	/* log once, after telling an old kernel from an unable driver */
-	level = ctx->log_level;
-	ctx->log_level = DEVMEMTCP_LOG_NONE;
-	ret = dmt_bind(ctx, true, ifindex, NULL, 0, buf, opts, binding);
-	ctx->log_level = level;
-	if (!ret)
-		return 0;
-	/* An unknown genl command is EOPNOTSUPP without text, like a driver
-	 * without netmem TX on some kernels: ask the op list which it is. */
-	if ((ret != -EOPNOTSUPP && ret != -EINVAL) ||
-	    kernel_has_bind_tx(ctx) != 0) {
-		dmt_log(ctx, DEVMEMTCP_LOG_ERR, "%s", ctx->err.msg);
-		return ret;
-	}
-	if (uname(&u))
-		snprintf(u.release, sizeof(u.release), "?");
-	if (!if_indextoname((unsigned int)ifindex, name))
-		snprintf(name, sizeof(name), "ifindex %d", ifindex);
-	return dmt_err(ctx, &ctx->err, -EOPNOTSUPP,
-		       "bind-tx on %s failed: this kernel (%s) has no bind-tx netlink command: devmem TX needs Linux 6.16 or newer (RX works from 6.12)",
-		       name, u.release);
-}
 
 /* ---- building a send ---------------------------------------------------- */
 

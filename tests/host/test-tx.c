@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <net/if.h>
+#include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -45,7 +46,8 @@ static void test_bind_tx_veth(void **state)
 	const char *m;
 	int before;
 
-	/* the first failure opens the context's query socket (kept) */
+	/* a first failure, so that whatever a context opens once is open
+	 * before the fds are counted */
 	devmemtcp_bind_tx(ctx, va, buf, NULL, &b);
 	before = host_count_fds();
 
@@ -79,6 +81,91 @@ static void test_bind_tx_args(void **state)
 			 kernel_has_bind_tx() ? -ENODEV : -EOPNOTSUPP);
 }
 
+/* Every message a context logs, counted. */
+struct logs {
+	pthread_mutex_t lock;
+	int n;
+	char last[1024];
+};
+
+static void count_log(void *user, int level, const char *msg)
+{
+	struct logs *l = user;
+
+	pthread_mutex_lock(&l->lock);
+	l->n++;
+	snprintf(l->last, sizeof(l->last), "%s", msg);
+	pthread_mutex_unlock(&l->lock);
+}
+
+static struct devmemtcp_ctx *counting_ctx(struct logs *l)
+{
+	DEVMEMTCP_OPTS(ctx_opts, o, .log_fn = count_log, .log_user = l,
+		       .log_level = DEVMEMTCP_LOG_ERR);
+	struct devmemtcp_ctx *c;
+
+	assert_int_equal(devmemtcp_ctx_new(&o, &c), 0);
+	return c;
+}
+
+/* A failed bind-tx logs once, the message devmemtcp_ctx_errmsg() gives:
+ * after the kernel said no, and when an argument is wrong. */
+static void test_bind_tx_logs_once(void **state)
+{
+	struct logs l = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct devmemtcp_ctx *c = counting_ctx(&l);
+	struct devmemtcp_binding *b;
+
+	assert_int_equal(devmemtcp_bind_tx(c, va, buf, NULL, &b), -EOPNOTSUPP);
+	assert_int_equal(l.n, 1);
+	assert_string_equal(l.last, devmemtcp_ctx_errmsg(c));
+	assert_non_null(strstr(l.last, "bind-tx on va failed"));
+	assert_int_equal(devmemtcp_bind_tx(c, va, NULL, NULL, &b), -EINVAL);
+	assert_int_equal(l.n, 2);
+	assert_string_equal(l.last, devmemtcp_ctx_errmsg(c));
+	assert_int_equal(devmemtcp_bind_tx(c, 0, buf, NULL, &b), -ENODEV);
+	assert_int_equal(l.n, 3);
+	assert_string_equal(l.last,
+			    "devmemtcp_bind_tx: ifindex 0 is not an interface: get it with if_nametoindex()");
+	devmemtcp_ctx_free(c);
+}
+
+struct querier {
+	pthread_t t;
+	struct devmemtcp_ctx *c;
+	int failed;
+};
+
+static void *querier_main(void *arg)
+{
+	struct querier *q = arg;
+	struct devmemtcp_queue qs[4];
+
+	for (int i = 0; i < 100; i++)
+		q->failed += devmemtcp_queue_list(q->c, 99999, qs, 4) == -ENODEV;
+	return NULL;
+}
+
+/* A query failing on another thread while bind-tx runs on the same
+ * context is logged: bind-tx keeps its own intermediate failures quiet
+ * without turning the context's logging off. */
+static void test_bind_tx_leaves_logging_on(void **state)
+{
+	struct logs l = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct querier q = { .c = counting_ctx(&l) };
+	struct devmemtcp_binding *b;
+	int binds = 0;
+
+	assert_int_equal(pthread_create(&q.t, NULL, querier_main, &q), 0);
+	for (int i = 0; i < 50; i++)
+		binds += devmemtcp_bind_tx(q.c, va, buf, NULL, &b) == -EOPNOTSUPP;
+	pthread_join(q.t, NULL);
+	assert_int_equal(binds, 50);
+	assert_int_equal(q.failed, 100);
+	assert_int_equal(l.n, 50 + 100);
+	devmemtcp_ctx_free(q.c);
+}
+
 static int setup(void **state)
 {
 	if (devmemtcp_ctx_new(NULL, &ctx) ||
@@ -101,6 +188,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bind_tx_veth),
 		cmocka_unit_test(test_bind_tx_args),
+		cmocka_unit_test(test_bind_tx_logs_once),
+		cmocka_unit_test(test_bind_tx_leaves_logging_on),
 	};
 
 	if (geteuid() != 0) {
