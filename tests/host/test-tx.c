@@ -5,10 +5,14 @@
  * with bind-tx (6.16+) the library must surface the kernel's "Driver does
  * not support netmem TX"; on an older kernel it must say "needs Linux 6.16"
  * (found from the netdev family's op list).  No fds leak either way.
+ * Also: a failed bind-tx logs once, and the ENODEV explanation finds the
+ * socket's route over rtnetlink.
  */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -25,6 +29,7 @@
 #include "devmemtcp.h"
 #include "hostlib.h"
 #include "buf.h"
+#include "tx.h"
 
 static struct devmemtcp_ctx *ctx;
 static struct devmemtcp_buf *buf;
@@ -166,6 +171,65 @@ static void test_bind_tx_leaves_logging_on(void **state)
 	devmemtcp_ctx_free(q.c);
 }
 
+/* A TCP connection to ourselves on lo: the client end, or -1. */
+static int loopback_conn(int family, const char *addr, int *server)
+{
+	struct sockaddr_storage a = { 0 };
+	socklen_t len = family == AF_INET ? sizeof(struct sockaddr_in)
+					  : sizeof(struct sockaddr_in6);
+	int l = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int c = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	a.ss_family = (sa_family_t)family;
+	if (family == AF_INET)
+		inet_pton(AF_INET, addr, &((struct sockaddr_in *)&a)->sin_addr);
+	else
+		inet_pton(AF_INET6, addr, &((struct sockaddr_in6 *)&a)->sin6_addr);
+	if (l < 0 || c < 0 || bind(l, (struct sockaddr *)&a, len) ||
+	    listen(l, 1) || getsockname(l, (struct sockaddr *)&a, &len) ||
+	    connect(c, (struct sockaddr *)&a, len))
+		return -1;
+	*server = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	close(l);
+	return c;
+}
+
+/* The ENODEV explanation asks rtnetlink for the socket's route: lo here,
+ * for IPv4, IPv6 and IPv4 on an IPv6 socket alike. */
+static void test_enodev_names_the_route(void **state)
+{
+	static const struct {
+		int family;
+		const char *addr;
+	} peers[] = { { AF_INET, "127.0.0.1" }, { AF_INET6, "::1" },
+		      { AF_INET6, "::ffff:127.0.0.1" } };
+	struct devmemtcp_tx tx;
+	char want[512];
+	int fd, server = -1, lo = (int)if_nametoindex("lo");
+
+	for (size_t i = 0; i < sizeof(peers) / sizeof(peers[0]); i++) {
+		fd = loopback_conn(peers[i].family, peers[i].addr, &server);
+		assert_true(fd >= 0 && server >= 0);
+		assert_int_equal(dmt_tx_init(&tx, ctx, fd, peers[i].family, 7,
+					     va, 1 << 20, NULL), 0);
+		assert_int_equal(dmt_tx_explain_enodev(&tx), -ENODEV);
+		snprintf(want, sizeof(want),
+			 "sendmsg on fd %d failed with ENODEV: the socket's route leaves through lo but the dma-buf is bound to va (binding 7): SO_BINDTODEVICE the socket to va / fix the route to the peer so it leaves through va",
+			 fd);
+		assert_string_equal(tx.err.msg, want);
+		/* bound to the device the route takes: the binding is stale */
+		tx.bound_ifindex = lo;
+		assert_int_equal(dmt_tx_explain_enodev(&tx), -ENODEV);
+		snprintf(want, sizeof(want),
+			 "sendmsg on fd %d failed with ENODEV: the socket's route leaves through lo, the device the dma-buf is bound to (binding 7), yet the kernel refused it: the binding's device went away or was re-created; bind again",
+			 fd);
+		assert_string_equal(tx.err.msg, want);
+		dmt_tx_fini(&tx);
+		close(server);
+		close(fd);
+	}
+}
+
 static int setup(void **state)
 {
 	if (devmemtcp_ctx_new(NULL, &ctx) ||
@@ -190,6 +254,7 @@ int main(void)
 		cmocka_unit_test(test_bind_tx_args),
 		cmocka_unit_test(test_bind_tx_logs_once),
 		cmocka_unit_test(test_bind_tx_leaves_logging_on),
+		cmocka_unit_test(test_enodev_names_the_route),
 	};
 
 	if (geteuid() != 0) {
