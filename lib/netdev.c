@@ -9,9 +9,7 @@
 #include "netdev.h"
 #include "uapi.h"
 
-#define DMT_IFNAME_MAX 32 /* IF_NAMESIZE or "ifindex N" */
-
-static const char *ifname_of(int ifindex, char *buf)
+const char *dmt_ifname(int ifindex, char *buf)
 {
 	if (ifindex > 0 && if_indextoname((unsigned int)ifindex, buf))
 		return buf;
@@ -143,7 +141,7 @@ static int queue_list_locked(struct devmemtcp_ctx *ctx, struct dmt_nl *nl,
 	if (ret < 0)
 		return dmt_err(ctx, &ctx->err, ret,
 			       "queue-get on %s failed: %s%s%s",
-			       ifname_of(ifindex, name), strerror(-ret),
+			       dmt_ifname(ifindex, name), strerror(-ret),
 			       nl->extack[0] ? ": " : "", nl->extack);
 	return ret;
 }
@@ -254,16 +252,16 @@ static int qstats_locked(struct devmemtcp_ctx *ctx, struct dmt_nl *nl,
 	if (ret == -EOPNOTSUPP)
 		return dmt_err(ctx, &ctx->err, ret,
 			       "the driver of %s reports no queue statistics (no netdev_stat_ops)",
-			       ifname_of(ifindex, name));
+			       dmt_ifname(ifindex, name));
 	if (ret)
 		return dmt_err(ctx, &ctx->err, ret,
 			       "qstats-get on %s failed: %s%s%s",
-			       ifname_of(ifindex, name), strerror(-ret),
+			       dmt_ifname(ifindex, name), strerror(-ret),
 			       nl->extack[0] ? ": " : "", nl->extack);
 	if (!req->found)
 		return dmt_err(ctx, &ctx->err, -ENOENT,
 			       "%s reports no statistics for %s queue %d: check the queue index with devmemtcp_queue_list()",
-			       ifname_of(ifindex, name),
+			       dmt_ifname(ifindex, name),
 			       req->type == DEVMEMTCP_QUEUE_RX ? "RX" : "TX",
 			       req->queue);
 	return 0;
@@ -415,7 +413,7 @@ void dmt_bind_explain(struct dmt_err *err, bool tx, int ifindex, int code,
 	const char *text = extack ? extack : "", *sep = text[0] ? ": " : "";
 	char name[DMT_IFNAME_MAX], fix[512];
 
-	ifname_of(ifindex, name);
+	dmt_ifname(ifindex, name);
 	if (extack_fix(extack, name, fix, sizeof(fix))) {
 		dmt_err_set(err, code, "%s on %s failed: %s (kernel: \"%s\")",
 			    op, name, fix, extack);
@@ -526,7 +524,7 @@ static int verify_bound(struct dmt_err *err, struct devmemtcp_binding *b)
 	if (n < 0)
 		return dmt_err_set(err, n,
 				   "bind-rx on %s succeeded but queue-get to verify it failed: %s",
-				   ifname_of(b->ifindex, name), strerror(-n));
+				   dmt_ifname(b->ifindex, name), strerror(-n));
 	for (size_t i = 0; i < b->nqueues; i++) {
 		bool seen = false;
 
@@ -538,14 +536,14 @@ static int verify_bound(struct dmt_err *err, struct devmemtcp_binding *b)
 			if (qs[j].dmabuf_id != b->id)
 				return dmt_err_set(err, -EIO,
 						   "bind-rx on %s returned binding %u but queue-get shows RX queue %u with dma-buf binding %u: the driver did not install the memory provider",
-						   ifname_of(b->ifindex, name),
+						   dmt_ifname(b->ifindex, name),
 						   b->id, b->queues[i],
 						   qs[j].dmabuf_id);
 		}
 		if (!seen)
 			return dmt_err_set(err, -EIO,
 					   "bind-rx on %s: queue-get does not list RX queue %u after binding it",
-					   ifname_of(b->ifindex, name),
+					   dmt_ifname(b->ifindex, name),
 					   b->queues[i]);
 	}
 	return 0;
@@ -739,7 +737,7 @@ DEVMEMTCP_EXPORT int devmemtcp_bind_tx(struct devmemtcp_ctx *ctx, int ifindex,
 			snprintf(u.release, sizeof(u.release), "?");
 		ret = dmt_err_set(&err, -EOPNOTSUPP,
 				  "bind-tx on %s failed: this kernel (%s) has no bind-tx netlink command: devmem TX needs Linux 6.16 or newer (RX works from 6.12)",
-				  ifname_of(ifindex, name), u.release);
+				  dmt_ifname(ifindex, name), u.release);
 	}
 	return bind_failed(ctx, &err, ret);
 }

@@ -828,12 +828,11 @@ static int route_oif(int fd)
 
 int dmt_tx_explain_enodev(struct devmemtcp_tx *tx)
 {
-	char bound[IF_NAMESIZE] = "", dev[IF_NAMESIZE] = "", how[64];
+	char bound[DMT_IFNAME_MAX], dev[IF_NAMESIZE] = "", how[64];
 	socklen_t len = sizeof(dev);
 	int oif;
 
-	if (!if_indextoname((unsigned int)tx->bound_ifindex, bound))
-		snprintf(bound, sizeof(bound), "ifindex %d", tx->bound_ifindex);
+	dmt_ifname(tx->bound_ifindex, bound);
 	if (!getsockopt(tx->fd, SOL_SOCKET, SO_BINDTODEVICE, dev, &len) &&
 	    len > 0 && dev[0]) {
 		dev[sizeof(dev) - 1] = '\0';
@@ -921,6 +920,19 @@ static int wait_nobufs(struct devmemtcp_tx *tx)
 	return ret < 0 ? ret : 0;
 }
 
+/* sendmsg failed with err: 0 to try again, else what the send returns
+ * (after the bytes already sent). */
+static int send_failed(struct devmemtcp_tx *tx, unsigned int flags, int err)
+{
+	if (err == -EINTR)
+		return 0;
+	if (err == -ENOBUFS && !(flags & DEVMEMTCP_TX_DONTWAIT))
+		return wait_nobufs(tx);
+	if (err == -EAGAIN || err == -EWOULDBLOCK || err == -ENOBUFS)
+		return err;
+	return explain_send(tx, err);
+}
+
 DEVMEMTCP_EXPORT ssize_t devmemtcp_tx_send(struct devmemtcp_tx *tx,
 					   const struct devmemtcp_tx_piece *pieces,
 					   size_t n, unsigned int flags)
@@ -972,19 +984,9 @@ DEVMEMTCP_EXPORT ssize_t devmemtcp_tx_send(struct devmemtcp_tx *tx,
 		dmt_tx_put_cmsg(&msg, ctrl, sizeof(ctrl), tx->binding_id);
 		r = tx->sys_sendmsg(tx->fd, &msg, mflags);
 		if (r < 0) {
-			ret = -errno;
-			if (ret == -EINTR)
+			ret = send_failed(tx, flags, -errno);
+			if (!ret)
 				continue;
-			if (ret == -ENOBUFS && !(flags & DEVMEMTCP_TX_DONTWAIT)) {
-				ret = wait_nobufs(tx);
-				if (!ret)
-					continue;
-				return sent ? (ssize_t)sent : ret;
-			}
-			if (ret == -EAGAIN || ret == -EWOULDBLOCK ||
-			    ret == -ENOBUFS)
-				return sent ? (ssize_t)sent : ret;
-			ret = explain_send(tx, ret);
 			return sent ? (ssize_t)sent : ret;
 		}
 		if (!r)
