@@ -778,13 +778,13 @@ struct route_key {
 static void route_key(const struct sockaddr_storage *peer,
 		      const struct sockaddr_storage *self, struct route_key *k)
 {
+	const struct sockaddr_in *p4 = (const void *)peer, *s4 = (const void *)self;
 	const struct in6_addr *d = &((const struct sockaddr_in6 *)peer)->sin6_addr;
 	const struct in6_addr *s = &((const struct sockaddr_in6 *)self)->sin6_addr;
 
 	if (peer->ss_family == AF_INET) {
-		*k = (struct route_key){
-			AF_INET, 4, &((const struct sockaddr_in *)peer)->sin_addr,
-			&((const struct sockaddr_in *)self)->sin_addr };
+		*k = (struct route_key){ AF_INET, 4, &p4->sin_addr,
+					 &s4->sin_addr };
 	} else if (IN6_IS_ADDR_V4MAPPED(d)) {
 		*k = (struct route_key){ AF_INET, 4, &d->s6_addr[12],
 					 &s->s6_addr[12] };
