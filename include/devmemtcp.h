@@ -300,7 +300,8 @@ int devmemtcp_rx_release_all(struct devmemtcp_rx *rx);
 int devmemtcp_rx_stats(const struct devmemtcp_rx *rx,
 		       struct devmemtcp_rx_stats *stats);
 
-/* @@NIC@@ - transactional NIC setup (lib/nic.c). */
+/* ------------------------------------------------------------------------ */
+/* NIC setup and probe: header split, RSS, ntuple rules, put back on close. */
 
 /*
  * A flow to steer to the devmem queues: TCP over IPv4 or IPv6, each field
@@ -471,7 +472,8 @@ int devmemtcp_nic_probe(struct devmemtcp_ctx *ctx, const char *ifname,
 			const struct devmemtcp_probe_opts *opts,
 			struct devmemtcp_probe *report);
 
-/* @@TX@@ - transmit from device memory (lib/tx.c). */
+/* ------------------------------------------------------------------------ */
+/* Transmit from device memory.                                             */
 
 /*
  * bind-tx: make buf sendable through ifindex (Linux 6.16 and newer).  The
@@ -591,7 +593,8 @@ int devmemtcp_tx_wait(struct devmemtcp_tx *tx, int timeout_ms);
 int devmemtcp_tx_stats(const struct devmemtcp_tx *tx,
 		       struct devmemtcp_tx_stats *stats);
 
-/* @@GPU@@ - GPU gather and views (lib/gpu.c). */
+/* ------------------------------------------------------------------------ */
+/* GPU: gather received fragments into contiguous device memory.            */
 
 /*
  * A GPU handle: the CUDA device's primary context, the gather kernels and

@@ -235,7 +235,7 @@ struct dmt_nl *dmt_ctx_nl(struct devmemtcp_ctx *ctx, int *errp)
 
 	pthread_mutex_lock(&ctx->lock);
 	if (!ctx->nl) {
-		ret = dmt_nl_open(&ctx->nl);
+		ret = dmt_nl_open(&ctx->nl, NETLINK_GENERIC);
 		if (ret) {
 			*errp = dmt_err(ctx, &ctx->err, ret,
 					"cannot open a generic netlink socket: %s",

@@ -1,5 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
-/* Private: shared by every layer of the library, never installed. */
+/*
+ * Private: what every layer shares, never installed.  It owns the context
+ * (lib/ctx.c: log settings, the last message, the lock and the query
+ * socket), the error helpers (record and log; record only; log what was
+ * recorded), the options checks and a few small helpers.  Every layer
+ * calls it; it calls only the nl layer, to open and close the context's
+ * query socket.  The layers, bottom up: nl; netdev and ethtool (which
+ * call nl); nic and probe (which call both); buf with its providers;
+ * rx with the token manager; tx (which reads netdev's bindings); gpu.
+ */
 #ifndef DEVMEMTCP_INTERNAL_H
 #define DEVMEMTCP_INTERNAL_H
 

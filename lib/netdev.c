@@ -3,15 +3,13 @@
 #include <net/if.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
-#include "buf.h"
 #include "netdev.h"
 #include "uapi.h"
 
-#define DMT_IFNAME_MAX 32 /* IF_NAMESIZE or "ifindex N" */
-
-static const char *ifname_of(int ifindex, char *buf)
+const char *dmt_ifname(int ifindex, char *buf)
 {
 	if (ifindex > 0 && if_indextoname((unsigned int)ifindex, buf))
 		return buf;
@@ -19,19 +17,18 @@ static const char *ifname_of(int ifindex, char *buf)
 	return buf;
 }
 
-/* Resolve "netdev" or explain that the kernel lacks it. */
-static int netdev_family(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
-			 struct dmt_nl *nl, uint16_t *id)
+/* Resolve "netdev", or record on err why not. */
+static int netdev_family(struct dmt_err *err, struct dmt_nl *nl, uint16_t *id)
 {
 	int ret = dmt_nl_netdev_family(nl, id);
 
 	if (ret == -ENOENT)
-		return dmt_err(ctx, err, -EOPNOTSUPP,
-			       "the kernel has no \"netdev\" generic netlink family: devmem TCP needs Linux 6.12 or newer (bind-tx 6.16)");
+		return dmt_err_set(err, -EOPNOTSUPP,
+				   "the kernel has no \"netdev\" generic netlink family: devmem TCP needs Linux 6.12 or newer (bind-tx 6.16)");
 	if (ret)
-		return dmt_err(ctx, err, ret,
-			       "resolving the \"netdev\" netlink family failed: %s",
-			       strerror(-ret));
+		return dmt_err_set(err, ret,
+				   "resolving the \"netdev\" netlink family failed: %s",
+				   strerror(-ret));
 	return 0;
 }
 
@@ -81,12 +78,7 @@ static int queue_attr_cb(const struct nlattr *attr, void *data)
 int dmt_queue_parse(const struct nlmsghdr *nlh, struct devmemtcp_queue *q)
 {
 	memset(q, 0, sizeof(*q));
-	if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(struct genlmsghdr)))
-		return -EBADMSG;
-	if (mnl_attr_parse(nlh, sizeof(struct genlmsghdr), queue_attr_cb, q) !=
-	    MNL_CB_OK)
-		return -EBADMSG;
-	return 0;
+	return dmt_nl_genl_parse(nlh, queue_attr_cb, q);
 }
 
 struct queue_dump {
@@ -138,9 +130,9 @@ static int queue_list_locked(struct devmemtcp_ctx *ctx, struct dmt_nl *nl,
 	uint16_t family;
 	int ret;
 
-	ret = netdev_family(ctx, &ctx->err, nl, &family);
+	ret = netdev_family(&ctx->err, nl, &family);
 	if (ret)
-		return ret;
+		return dmt_err_log(ctx, &ctx->err);
 	ret = dmt_queue_list(nl, ifindex, queues, max);
 	if (ret == -ENODEV)
 		return dmt_err(ctx, &ctx->err, ret,
@@ -149,7 +141,7 @@ static int queue_list_locked(struct devmemtcp_ctx *ctx, struct dmt_nl *nl,
 	if (ret < 0)
 		return dmt_err(ctx, &ctx->err, ret,
 			       "queue-get on %s failed: %s%s%s",
-			       ifname_of(ifindex, name), strerror(-ret),
+			       dmt_ifname(ifindex, name), strerror(-ret),
 			       nl->extack[0] ? ": " : "", nl->extack);
 	return ret;
 }
@@ -247,9 +239,9 @@ static int qstats_locked(struct devmemtcp_ctx *ctx, struct dmt_nl *nl,
 	uint16_t family;
 	int ret;
 
-	ret = netdev_family(ctx, &ctx->err, nl, &family);
+	ret = netdev_family(&ctx->err, nl, &family);
 	if (ret)
-		return ret;
+		return dmt_err_log(ctx, &ctx->err);
 	nlh = dmt_nl_genl_msg(buf, family, DMT_NETDEV_CMD_QSTATS_GET,
 			      DMT_NETDEV_FAMILY_VERSION, NLM_F_DUMP);
 	mnl_attr_put_u32(nlh, DMT_NETDEV_A_QSTATS_IFINDEX, (uint32_t)ifindex);
@@ -260,16 +252,16 @@ static int qstats_locked(struct devmemtcp_ctx *ctx, struct dmt_nl *nl,
 	if (ret == -EOPNOTSUPP)
 		return dmt_err(ctx, &ctx->err, ret,
 			       "the driver of %s reports no queue statistics (no netdev_stat_ops)",
-			       ifname_of(ifindex, name));
+			       dmt_ifname(ifindex, name));
 	if (ret)
 		return dmt_err(ctx, &ctx->err, ret,
 			       "qstats-get on %s failed: %s%s%s",
-			       ifname_of(ifindex, name), strerror(-ret),
+			       dmt_ifname(ifindex, name), strerror(-ret),
 			       nl->extack[0] ? ": " : "", nl->extack);
 	if (!req->found)
 		return dmt_err(ctx, &ctx->err, -ENOENT,
 			       "%s reports no statistics for %s queue %d: check the queue index with devmemtcp_queue_list()",
-			       ifname_of(ifindex, name),
+			       dmt_ifname(ifindex, name),
 			       req->type == DEVMEMTCP_QUEUE_RX ? "RX" : "TX",
 			       req->queue);
 	return 0;
@@ -345,7 +337,11 @@ static int bind_reply_cb(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_OK;
 }
 
-/* Known extack texts (reference §1.3) and the fix for each. */
+/*
+ * The extack texts bind-rx and bind-tx fail with (net/core/netdev-genl.c,
+ * devmem.c, netdev_rx_queue.c; matched as prefixes because some carry
+ * numbers after them) and the fix for each.
+ */
 static const struct {
 	const char *text;	/* prefix of the kernel's message */
 	const char *fix;
@@ -390,84 +386,135 @@ static const struct {
 	  "%s has no physical queue for netmem TX (%s): lease a queue of the physical NIC first" },
 };
 
-void dmt_bind_explain(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
-		      bool tx, int ifindex, int code, const char *extack)
+/* The fix for a known extack text into fix; false when the text is unknown. */
+static bool extack_fix(const char *extack, const char *name, char *fix,
+		       size_t len)
 {
-	const char *op = tx ? "bind-tx" : "bind-rx";
-	char name[DMT_IFNAME_MAX], fix[512];
-
-	ifname_of(ifindex, name);
-	if (extack && extack[0]) {
-		for (size_t i = 0; i < ARRAY_SIZE(extack_fixes); i++) {
-			if (strncmp(extack, extack_fixes[i].text,
-				    strlen(extack_fixes[i].text)))
-				continue;
+	if (!extack || !extack[0])
+		return false;
+	for (size_t i = 0; i < ARRAY_SIZE(extack_fixes); i++) {
+		if (strncmp(extack, extack_fixes[i].text,
+			    strlen(extack_fixes[i].text)))
+			continue;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
-			/* every fix text takes the interface name twice */
-			snprintf(fix, sizeof(fix), extack_fixes[i].fix, name,
-				 name);
+		/* every fix text takes the interface name twice */
+		snprintf(fix, len, extack_fixes[i].fix, name, name);
 #pragma GCC diagnostic pop
-			dmt_err(ctx, err, code, "%s on %s failed: %s (kernel: \"%s\")",
-				op, name, fix, extack);
-			return;
-		}
+		return true;
+	}
+	return false;
+}
+
+void dmt_bind_explain(struct dmt_err *err, bool tx, int ifindex, int code,
+		      const char *extack)
+{
+	const char *op = tx ? "bind-tx" : "bind-rx";
+	const char *text = extack ? extack : "", *sep = text[0] ? ": " : "";
+	char name[DMT_IFNAME_MAX], fix[512];
+
+	dmt_ifname(ifindex, name);
+	if (extack_fix(extack, name, fix, sizeof(fix))) {
+		dmt_err_set(err, code, "%s on %s failed: %s (kernel: \"%s\")",
+			    op, name, fix, extack);
+		return;
 	}
 	switch (code) {
 	case -EPERM:
-		dmt_err(ctx, err, code,
-			"%s on %s failed: permission denied: %s needs CAP_NET_ADMIN; run as root or grant it (setcap cap_net_admin+ep PROGRAM)",
-			op, name, op);
+		dmt_err_set(err, code,
+			    "%s on %s failed: permission denied: %s needs CAP_NET_ADMIN; run as root or grant it (setcap cap_net_admin+ep PROGRAM)",
+			    op, name, op);
 		break;
 	case -ENODEV:
-		dmt_err(ctx, err, code,
-			"%s failed: no network interface has index %d (or it went away): check the name with 'ip link'",
-			op, ifindex);
+		dmt_err_set(err, code,
+			    "%s failed: no network interface has index %d (or it went away): check the name with 'ip link'",
+			    op, ifindex);
 		break;
 	case -EOPNOTSUPP:
-		dmt_err(ctx, err, code,
-			"%s on %s failed: the driver of %s does not support devmem TCP%s (it lacks the queue management API / %s), or the kernel predates %s (Linux %s)",
-			op, name, name, tx ? " TX" : "",
-			tx ? "netmem TX" : "unreadable netmem",
-			op, tx ? "6.16" : "6.12");
+		dmt_err_set(err, code,
+			    "%s on %s failed: the driver of %s does not support devmem TCP%s (it lacks the queue management API / %s), or the kernel predates %s (Linux %s)",
+			    op, name, name, tx ? " TX" : "",
+			    tx ? "netmem TX" : "unreadable netmem", op,
+			    tx ? "6.16" : "6.12");
 		break;
 	case -ENODATA:
-		dmt_err(ctx, err, code,
-			"%s on %s failed: the driver restarted the queue but its page pool did not take the dma-buf (the driver lacks unreadable-netmem support); no devmem on this driver",
-			op, name);
+		dmt_err_set(err, code,
+			    "%s on %s failed: the driver restarted the queue but its page pool did not take the dma-buf (the driver lacks unreadable-netmem support); no devmem on this driver",
+			    op, name);
 		break;
 	case -E2BIG:
-		dmt_err(ctx, err, code,
-			"%s on %s failed: the driver's page pool page size does not match the binding's niov size: leave rx_page_size 0 or pick the driver's buffer size",
-			op, name);
+		dmt_err_set(err, code,
+			    "%s on %s failed: the driver's page pool page size does not match the binding's niov size: leave rx_page_size 0 or pick the driver's buffer size",
+			    op, name);
 		break;
 	case -EBADF:
-		dmt_err(ctx, err, code,
-			"%s on %s failed: the dma-buf fd is not valid: pass the fd of a live dma-buf (devmemtcp_buf_fd())",
-			op, name);
+		dmt_err_set(err, code,
+			    "%s on %s failed: the dma-buf fd is not valid: pass the fd of a live dma-buf (devmemtcp_buf_fd())",
+			    op, name);
 		break;
 	case -ERANGE:
 	case -EINVAL:
-		dmt_err(ctx, err, code,
-			"%s on %s failed: %s%s%s: check that every queue index is below the RX queue count ('ethtool -l %s') and that header split is on with hds-thresh 0 ('ethtool -g %s')",
-			op, name, strerror(-code), extack && extack[0] ? ": " : "",
-			extack ? extack : "", name, name);
+		dmt_err_set(err, code,
+			    "%s on %s failed: %s%s%s: check that every queue index is below the RX queue count ('ethtool -l %s') and that header split is on with hds-thresh 0 ('ethtool -g %s')",
+			    op, name, strerror(-code), sep, text, name, name);
 		break;
 	case -EEXIST:
 	case -EBUSY:
-		dmt_err(ctx, err, code,
-			"%s on %s failed: %s%s%s: a queue is already bound to a dma-buf, io_uring or AF_XDP, or XDP is attached (devmemtcp probe %s)",
-			op, name, strerror(-code), extack && extack[0] ? ": " : "",
-			extack ? extack : "", name);
+		dmt_err_set(err, code,
+			    "%s on %s failed: %s%s%s: a queue is already bound to a dma-buf, io_uring or AF_XDP, or XDP is attached (devmemtcp probe %s)",
+			    op, name, strerror(-code), sep, text, name);
 		break;
 	default:
-		dmt_err(ctx, err, code, "%s on %s failed: %s%s%s", op, name,
-			strerror(-code), extack && extack[0] ? ": " : "",
-			extack ? extack : "");
+		dmt_err_set(err, code, "%s on %s failed: %s%s%s", op, name,
+			    strerror(-code), sep, text);
 	}
 }
 
-static int verify_bound(struct devmemtcp_binding *b)
+/* What one bind asks for. */
+struct bind_args {
+	bool tx;
+	const char *op;		/* the exported function, for messages */
+	int ifindex;
+	const uint32_t *queues;
+	size_t nqueues;
+	struct devmemtcp_buf *buf;
+	uint32_t page_size;	/* 0: the kernel's default */
+	bool verify;		/* check with queue-get that the queues took it */
+};
+
+static int bind_args_check(struct dmt_err *err, const struct bind_args *a)
+{
+	if (a->ifindex <= 0)
+		return dmt_err_set(err, -ENODEV,
+				   "%s: ifindex %d is not an interface: get it with if_nametoindex()",
+				   a->op, a->ifindex);
+	if (!a->buf)
+		return dmt_err_set(err, -EINVAL,
+				   "%s: buf is NULL: create one with devmemtcp_buf_new()",
+				   a->op);
+	if (!a->tx && (!a->queues || !a->nqueues))
+		return dmt_err_set(err, -EINVAL,
+				   "%s: no queues given: pass at least one RX queue index",
+				   a->op);
+	if (a->nqueues > 4096)
+		return dmt_err_set(err, -E2BIG,
+				   "%s: %zu queues is more than any NIC has",
+				   a->op, a->nqueues);
+	for (size_t i = 0; !a->tx && i < a->nqueues; i++)
+		for (size_t j = 0; j < i; j++)
+			if (a->queues[i] == a->queues[j])
+				return dmt_err_set(err, -EINVAL,
+						   "%s: queue %u is listed twice: list each queue once",
+						   a->op, a->queues[i]);
+	if (a->page_size & (a->page_size - 1))
+		return dmt_err_set(err, -EINVAL,
+				   "%s: rx_page_size %u is not a power of two: use 0 (page size) or a power of two such as 65536",
+				   a->op, a->page_size);
+	return 0;
+}
+
+/* Every queue of the binding shows its id in queue-get. */
+static int verify_bound(struct dmt_err *err, struct devmemtcp_binding *b)
 {
 	struct devmemtcp_queue qs[256];
 	char name[DMT_IFNAME_MAX];
@@ -475,9 +522,9 @@ static int verify_bound(struct devmemtcp_binding *b)
 
 	n = dmt_queue_list(b->nl, b->ifindex, qs, ARRAY_SIZE(qs));
 	if (n < 0)
-		return dmt_err(b->ctx, &b->ctx->err, n,
-			       "bind-rx on %s succeeded but queue-get to verify it failed: %s",
-			       ifname_of(b->ifindex, name), strerror(-n));
+		return dmt_err_set(err, n,
+				   "bind-rx on %s succeeded but queue-get to verify it failed: %s",
+				   dmt_ifname(b->ifindex, name), strerror(-n));
 	for (size_t i = 0; i < b->nqueues; i++) {
 		bool seen = false;
 
@@ -487,133 +534,130 @@ static int verify_bound(struct devmemtcp_binding *b)
 				continue;
 			seen = true;
 			if (qs[j].dmabuf_id != b->id)
-				return dmt_err(b->ctx, &b->ctx->err, -EIO,
-					       "bind-rx on %s returned binding %u but queue-get shows RX queue %u with dma-buf binding %u: the driver did not install the memory provider",
-					       ifname_of(b->ifindex, name),
-					       b->id, b->queues[i],
-					       qs[j].dmabuf_id);
+				return dmt_err_set(err, -EIO,
+						   "bind-rx on %s returned binding %u but queue-get shows RX queue %u with dma-buf binding %u: the driver did not install the memory provider",
+						   dmt_ifname(b->ifindex, name),
+						   b->id, b->queues[i],
+						   qs[j].dmabuf_id);
 		}
 		if (!seen)
-			return dmt_err(b->ctx, &b->ctx->err, -EIO,
-				       "bind-rx on %s: queue-get does not list RX queue %u after binding it",
-				       ifname_of(b->ifindex, name),
-				       b->queues[i]);
+			return dmt_err_set(err, -EIO,
+					   "bind-rx on %s: queue-get does not list RX queue %u after binding it",
+					   dmt_ifname(b->ifindex, name),
+					   b->queues[i]);
 	}
 	return 0;
 }
 
-int dmt_bind(struct devmemtcp_ctx *ctx, bool tx, int ifindex,
-	     const uint32_t *queues, size_t nqueues, struct devmemtcp_buf *buf,
-	     const struct devmemtcp_bind_opts *opts,
-	     struct devmemtcp_binding **bindingp)
+static struct devmemtcp_binding *binding_new(struct devmemtcp_ctx *ctx,
+					     const struct bind_args *a)
 {
-	const char *op = tx ? "devmemtcp_bind_tx" : "devmemtcp_bind_rx";
-	struct devmemtcp_binding *b;
+	struct devmemtcp_binding *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->ctx = ctx;
+	b->tx = a->tx;
+	b->ifindex = a->ifindex;
+	b->buf = a->buf;
+	if (a->nqueues) {
+		b->queues = malloc(a->nqueues * sizeof(*b->queues));
+		if (!b->queues) {
+			free(b);
+			return NULL;
+		}
+		memcpy(b->queues, a->queues, a->nqueues * sizeof(*b->queues));
+		b->nqueues = a->nqueues;
+	}
+	return b;
+}
+
+/* Send the bind over the binding's socket; its reply gives b->id. */
+static int bind_request(struct dmt_err *err, struct devmemtcp_binding *b,
+			const struct bind_args *a)
+{
 	struct nlmsghdr *nlh;
-	uint32_t page_size;
 	uint16_t family;
-	size_t msgsz;
 	char *msg;
 	int ret;
 
-	if (!ctx)
-		return -EINVAL;
-	if (!bindingp)
-		return dmt_err(ctx, &ctx->err, -EINVAL,
-			       "%s: binding pointer is NULL", op);
-	*bindingp = NULL;
-	ret = DMT_OPTS_CHECK(ctx, &ctx->err, opts, devmemtcp_bind_opts);
+	ret = netdev_family(err, b->nl, &family);
 	if (ret)
 		return ret;
-	if (ifindex <= 0)
-		return dmt_err(ctx, &ctx->err, -ENODEV,
-			       "%s: ifindex %d is not an interface: get it with if_nametoindex()",
-			       op, ifindex);
-	if (!buf)
-		return dmt_err(ctx, &ctx->err, -EINVAL,
-			       "%s: buf is NULL: create one with devmemtcp_buf_new()",
-			       op);
-	if (!tx && (!queues || !nqueues))
-		return dmt_err(ctx, &ctx->err, -EINVAL,
-			       "%s: no queues given: pass at least one RX queue index",
-			       op);
-	if (nqueues > 4096)
-		return dmt_err(ctx, &ctx->err, -E2BIG,
-			       "%s: %zu queues is more than any NIC has", op,
-			       nqueues);
-	for (size_t i = 0; !tx && i < nqueues; i++)
-		for (size_t j = 0; j < i; j++)
-			if (queues[i] == queues[j])
-				return dmt_err(ctx, &ctx->err, -EINVAL,
-					       "%s: queue %u is listed twice: list each queue once",
-					       op, queues[i]);
-	page_size = DMT_OPT(opts, devmemtcp_bind_opts, rx_page_size, 0);
-	if (page_size && (page_size & (page_size - 1)))
-		return dmt_err(ctx, &ctx->err, -EINVAL,
-			       "%s: rx_page_size %u is not a power of two: use 0 (page size) or a power of two such as 65536",
-			       op, page_size);
-
-	b = calloc(1, sizeof(*b));
-	if (!b)
+	msg = calloc(1, MNL_SOCKET_BUFFER_SIZE + a->nqueues * 32);
+	if (!msg)
 		return -ENOMEM;
-	b->ctx = ctx;
-	b->tx = tx;
-	b->ifindex = ifindex;
-	b->buf = buf;
-	if (nqueues) {
-		b->queues = malloc(nqueues * sizeof(*queues));
-		if (!b->queues) {
-			ret = -ENOMEM;
-			goto err_free;
-		}
-		memcpy(b->queues, queues, nqueues * sizeof(*queues));
-		b->nqueues = nqueues;
-	}
-	ret = dmt_nl_open(&b->nl);
-	if (ret) {
-		dmt_err(ctx, &ctx->err, ret,
-			"%s: cannot open a generic netlink socket: %s", op,
-			strerror(-ret));
-		goto err_free;
-	}
-	ret = netdev_family(ctx, &ctx->err, b->nl, &family);
-	if (ret)
-		goto err_close;
-
-	msgsz = MNL_SOCKET_BUFFER_SIZE + nqueues * 32;
-	msg = calloc(1, msgsz);
-	if (!msg) {
-		ret = -ENOMEM;
-		goto err_close;
-	}
-	nlh = dmt_bind_msg(msg, family, tx, ifindex, queues, nqueues,
-			   devmemtcp_buf_fd(buf), page_size);
+	nlh = dmt_bind_msg(msg, family, a->tx, a->ifindex, a->queues,
+			   a->nqueues, devmemtcp_buf_fd(a->buf), a->page_size);
 	ret = dmt_nl_talk(b->nl, nlh, bind_reply_cb, &b->id);
 	free(msg);
 	if (ret) {
-		dmt_bind_explain(ctx, &ctx->err, tx, ifindex, ret,
-				 b->nl->extack);
+		dmt_bind_explain(err, a->tx, a->ifindex, ret, b->nl->extack);
+		return ret;
+	}
+	if (!b->id)
+		return dmt_err_set(err, -EPROTO,
+				   "%s: the kernel acknowledged the bind but sent no binding id",
+				   a->op);
+	return 0;
+}
+
+/*
+ * bind-rx or bind-tx of a->buf over a new netlink socket that the returned
+ * binding owns.  On failure the message is recorded on err, not logged
+ * (err->code stays 0 when there is none, as for -ENOMEM).
+ */
+static int bind_dmabuf(struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		       const struct bind_args *a,
+		       struct devmemtcp_binding **bindingp)
+{
+	struct devmemtcp_binding *b;
+	int ret;
+
+	if (!bindingp)
+		return dmt_err_set(err, -EINVAL, "%s: binding pointer is NULL",
+				   a->op);
+	*bindingp = NULL;
+	ret = bind_args_check(err, a);
+	if (ret)
+		return ret;
+	b = binding_new(ctx, a);
+	if (!b)
+		return -ENOMEM;
+	ret = dmt_nl_open(&b->nl, NETLINK_GENERIC);
+	if (ret) {
+		dmt_err_set(err, ret,
+			    "%s: cannot open a generic netlink socket: %s",
+			    a->op, strerror(-ret));
 		goto err_close;
 	}
-	if (!b->id) {
-		ret = dmt_err(ctx, &ctx->err, -EPROTO,
-			      "%s: the kernel acknowledged the bind but sent no binding id",
-			      op);
+	ret = bind_request(err, b, a);
+	if (!ret && a->verify)
+		ret = verify_bound(err, b);
+	if (ret)
 		goto err_close;
-	}
-	if (!tx && !DMT_OPT(opts, devmemtcp_bind_opts, no_verify, false)) {
-		ret = verify_bound(b);
-		if (ret)
-			goto err_close;
-	}
 	*bindingp = b;
 	return 0;
 
 err_close:
-	dmt_nl_close(b->nl);	/* unbinds whatever was bound */
-err_free:
-	free(b->queues);
-	free(b);
+	devmemtcp_binding_close(b);	/* unbinds whatever was bound */
+	return ret;
+}
+
+/*
+ * Hand a failed bind's message (if it has one) to ctx and log it once,
+ * under the lock that queries on other threads hold while they write
+ * their messages there.
+ */
+static int bind_failed(struct devmemtcp_ctx *ctx, const struct dmt_err *err,
+		       int ret)
+{
+	if (!err->code)
+		return ret;
+	pthread_mutex_lock(&ctx->lock);
+	ctx->err = *err;
+	dmt_err_log(ctx, err);
+	pthread_mutex_unlock(&ctx->lock);
 	return ret;
 }
 
@@ -623,8 +667,79 @@ DEVMEMTCP_EXPORT int devmemtcp_bind_rx(struct devmemtcp_ctx *ctx, int ifindex,
 				       const struct devmemtcp_bind_opts *opts,
 				       struct devmemtcp_binding **binding)
 {
-	return dmt_bind(ctx, false, ifindex, queues, nqueues, buf, opts,
-			binding);
+	struct bind_args a = { .op = "devmemtcp_bind_rx", .ifindex = ifindex,
+			       .queues = queues, .nqueues = nqueues, .buf = buf };
+	struct dmt_err err = { 0 };
+	int ret;
+
+	if (!ctx)
+		return -EINVAL;
+	if (binding) {	/* without one, bind_dmabuf says so first */
+		*binding = NULL;
+		ret = DMT_OPTS_CHECK(ctx, &ctx->err, opts, devmemtcp_bind_opts);
+		if (ret)
+			return ret;
+	}
+	a.page_size = DMT_OPT(opts, devmemtcp_bind_opts, rx_page_size, 0);
+	a.verify = !DMT_OPT(opts, devmemtcp_bind_opts, no_verify, false);
+	ret = bind_dmabuf(ctx, &err, &a, binding);
+	return ret ? bind_failed(ctx, &err, ret) : 0;
+}
+
+/* 1: the kernel's netdev family lists bind-tx, 0: it does not (or there is
+ * no netdev family), < 0: could not tell. */
+static int kernel_has_bind_tx(void)
+{
+	struct dmt_genl_family f;
+	struct dmt_nl *nl;
+	int ret;
+
+	ret = dmt_nl_open(&nl, NETLINK_GENERIC);
+	if (ret)
+		return ret;
+	ret = dmt_nl_family_get(nl, DMT_NETDEV_FAMILY_NAME, &f);
+	dmt_nl_close(nl);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret)
+		return ret;
+	return f.ops_listed ? dmt_nl_family_has_op(&f, DMT_NETDEV_CMD_BIND_TX)
+			    : -EBADMSG;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_bind_tx(struct devmemtcp_ctx *ctx, int ifindex,
+				       struct devmemtcp_buf *buf,
+				       const struct devmemtcp_bind_opts *opts,
+				       struct devmemtcp_binding **binding)
+{
+	struct bind_args a = { .tx = true, .op = "devmemtcp_bind_tx",
+			       .ifindex = ifindex, .buf = buf };
+	struct dmt_err err = { 0 };
+	char name[DMT_IFNAME_MAX];
+	struct utsname u;
+	int ret;
+
+	if (!ctx)
+		return -EINVAL;
+	ret = DMT_OPTS_CHECK(ctx, &ctx->err, opts, devmemtcp_bind_opts);
+	if (ret)
+		return ret;
+	if (DMT_OPT(opts, devmemtcp_bind_opts, rx_page_size, 0))
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "devmemtcp_bind_tx: rx_page_size is an RX setting: leave it 0 for bind-tx");
+	ret = bind_dmabuf(ctx, &err, &a, binding);
+	if (!ret)
+		return 0;
+	/* An unknown genl command is EOPNOTSUPP without text, like a driver
+	 * without netmem TX on some kernels: ask the op list which it is. */
+	if ((ret == -EOPNOTSUPP || ret == -EINVAL) && kernel_has_bind_tx() == 0) {
+		if (uname(&u))
+			snprintf(u.release, sizeof(u.release), "?");
+		ret = dmt_err_set(&err, -EOPNOTSUPP,
+				  "bind-tx on %s failed: this kernel (%s) has no bind-tx netlink command: devmem TX needs Linux 6.16 or newer (RX works from 6.12)",
+				  dmt_ifname(ifindex, name), u.release);
+	}
+	return bind_failed(ctx, &err, ret);
 }
 
 DEVMEMTCP_EXPORT void devmemtcp_binding_close(struct devmemtcp_binding *b)

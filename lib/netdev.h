@@ -1,5 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
-/* Private: the genl family "netdev" (layer 2). */
+/*
+ * Private: the netdev layer, the genl family "netdev".  It owns queue-get,
+ * qstats-get and the bindings: bind-rx and bind-tx, the explanation of
+ * their failures, and the socket whose closing unbinds.  It calls the nl
+ * layer and the buffer's fd and size; nic, probe and tx call it, and it
+ * calls none of them.
+ */
 #ifndef DEVMEMTCP_NETDEV_H
 #define DEVMEMTCP_NETDEV_H
 
@@ -21,16 +27,10 @@ struct devmemtcp_binding {
 	size_t nqueues;
 };
 
-/*
- * bind-rx (tx == false) or bind-tx (tx == true) of buf on ifindex over a
- * new netlink socket that the returned binding owns.  On failure the
- * message (extack + explanation) is on ctx->err.  Shared by
- * devmemtcp_bind_rx() and devmemtcp_bind_tx().
- */
-int dmt_bind(struct devmemtcp_ctx *ctx, bool tx, int ifindex,
-	     const uint32_t *queues, size_t nqueues, struct devmemtcp_buf *buf,
-	     const struct devmemtcp_bind_opts *opts,
-	     struct devmemtcp_binding **binding);
+/* The name of ifindex for messages, or "ifindex N" when it has none, in
+ * buf (DMT_IFNAME_MAX bytes); returns buf. */
+#define DMT_IFNAME_MAX 32	/* IF_NAMESIZE or "ifindex -2147483648" */
+const char *dmt_ifname(int ifindex, char *buf);
 
 /* Queue dump of ifindex over nl (see devmemtcp_queue_list). */
 int dmt_queue_list(struct dmt_nl *nl, int ifindex,
@@ -42,9 +42,9 @@ struct nlmsghdr *dmt_bind_msg(void *buf, uint16_t family, bool tx,
 			      size_t nqueues, int fd, uint32_t rx_page_size);
 
 /* Explain a failed bind: errno + the kernel's extack text → a sentence that
- * names the fix, written to err. */
-void dmt_bind_explain(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
-		      bool tx, int ifindex, int code, const char *extack);
+ * names the fix, recorded on err (not logged). */
+void dmt_bind_explain(struct dmt_err *err, bool tx, int ifindex, int code,
+		      const char *extack);
 
 /* Parse one queue-get reply into q; exposed for unit tests. */
 int dmt_queue_parse(const struct nlmsghdr *nlh, struct devmemtcp_queue *q);

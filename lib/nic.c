@@ -1139,7 +1139,7 @@ static int eth_nl_open(struct devmemtcp_ctx *ctx, struct dmt_eth *e,
 
 	if (e->ops != &dmt_eth_real_ops)
 		return 0;
-	err = dmt_nl_open(nl);
+	err = dmt_nl_open(nl, NETLINK_GENERIC);
 	if (err < 0)
 		return dmt_err(ctx, &ctx->err, err,
 			       "cannot open a generic netlink socket: %s",

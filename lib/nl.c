@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
-/* Generic netlink transport on libmnl: requests, acks, dumps, extack. */
+/* Netlink transport on libmnl, either bus: requests, acks, dumps, extack. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 
 #include "nl.h"
 
@@ -26,7 +27,7 @@
 
 #define DMT_NL_RXBUF (32u * 1024u)
 
-int dmt_nl_open(struct dmt_nl **nlp)
+int dmt_nl_open(struct dmt_nl **nlp, int bus)
 {
 	struct dmt_nl *nl;
 	int one = 1, ret;
@@ -40,7 +41,8 @@ int dmt_nl_open(struct dmt_nl **nlp)
 		ret = -ENOMEM;
 		goto err_free;
 	}
-	nl->sock = mnl_socket_open2(NETLINK_GENERIC, SOCK_CLOEXEC);
+	nl->bus = bus;
+	nl->sock = mnl_socket_open2(bus, SOCK_CLOEXEC);
 	if (!nl->sock) {
 		ret = -errno;
 		goto err_free;
@@ -74,14 +76,21 @@ void dmt_nl_close(struct dmt_nl *nl)
 	free(nl);
 }
 
+struct nlmsghdr *dmt_nl_msg(void *buf, uint16_t type, uint16_t flags)
+{
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+
+	nlh->nlmsg_type = type;
+	nlh->nlmsg_flags = NLM_F_REQUEST | flags;
+	return nlh;
+}
+
 struct nlmsghdr *dmt_nl_genl_msg(void *buf, uint16_t family, uint8_t cmd,
 				 uint8_t version, uint16_t flags)
 {
-	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct nlmsghdr *nlh = dmt_nl_msg(buf, family, flags);
 	struct genlmsghdr *genl;
 
-	nlh->nlmsg_type = family;
-	nlh->nlmsg_flags = NLM_F_REQUEST | flags;
 	genl = mnl_nlmsg_put_extra_header(nlh, sizeof(*genl));
 	genl->cmd = cmd;
 	genl->version = version;
@@ -196,18 +205,44 @@ static void zero_padding(char *p, const char *end)
 	}
 }
 
-void dmt_nl_zero_padding(struct nlmsghdr *nlh)
+/* Zero the padding of the attributes after a family header of hdrlen. */
+static void zero_attr_padding(struct nlmsghdr *nlh, size_t hdrlen)
 {
 	if (nlh->nlmsg_type >= NLMSG_MIN_TYPE &&
-	    nlh->nlmsg_len > NLMSG_HDRLEN + GENL_HDRLEN)
-		zero_padding((char *)nlh + NLMSG_HDRLEN + GENL_HDRLEN,
+	    nlh->nlmsg_len > NLMSG_HDRLEN + hdrlen)
+		zero_padding((char *)nlh + NLMSG_HDRLEN + hdrlen,
 			     (char *)nlh + nlh->nlmsg_len);
+}
+
+void dmt_nl_zero_padding(struct nlmsghdr *nlh)
+{
+	zero_attr_padding(nlh, GENL_HDRLEN);
+}
+
+/*
+ * Length of the family header in front of a request's attributes: the
+ * genl header, or for rtnetlink the struct of the requests this library
+ * sends (0 for any other: its attributes are left as built).
+ */
+static size_t family_hdrlen(const struct dmt_nl *nl,
+			    const struct nlmsghdr *req)
+{
+	if (nl->bus == NETLINK_GENERIC)
+		return GENL_HDRLEN;
+	switch (req->nlmsg_type) {
+	case RTM_GETLINK:
+		return NLMSG_ALIGN(sizeof(struct ifinfomsg));
+	case RTM_GETROUTE:
+		return NLMSG_ALIGN(sizeof(struct rtmsg));
+	}
+	return 0;
 }
 
 int dmt_nl_talk(struct dmt_nl *nl, struct nlmsghdr *req, mnl_cb_t cb,
 		void *data)
 {
 	bool dump = req->nlmsg_flags & NLM_F_DUMP;
+	size_t hdrlen = family_hdrlen(nl, req);
 	uint32_t seq = ++nl->seq;
 	ssize_t n;
 	int ret, err;
@@ -219,7 +254,8 @@ int dmt_nl_talk(struct dmt_nl *nl, struct nlmsghdr *req, mnl_cb_t cb,
 	req->nlmsg_flags |= NLM_F_REQUEST | (dump ? 0 : NLM_F_ACK);
 	req->nlmsg_seq = seq;
 	req->nlmsg_pid = 0;
-	dmt_nl_zero_padding(req);
+	if (hdrlen)
+		zero_attr_padding(req, hdrlen);
 	nl->round_trips++;
 	if (mnl_socket_sendto(nl->sock, req, req->nlmsg_len) < 0)
 		return -errno;
@@ -234,12 +270,10 @@ int dmt_nl_talk(struct dmt_nl *nl, struct nlmsghdr *req, mnl_cb_t cb,
 				   &err);
 		if (ret == MNL_CB_STOP)
 			return 0;
-		if (ret == MNL_CB_ERROR) {
-			/* Drain what is left of a dump so the socket stays
-			 * usable: the rest of it has this seq and is skipped
-			 * by the next request anyway. */
+		/* What is left of a dump that failed part-way stays queued:
+		 * it carries this seq, which the next request skips. */
+		if (ret == MNL_CB_ERROR)
 			return err;
-		}
 	}
 }
 
@@ -268,15 +302,20 @@ static int family_attr_cb(const struct nlattr *attr, void *data)
 	return MNL_CB_OK;
 }
 
-int dmt_nl_family_parse(const struct nlmsghdr *nlh, struct dmt_genl_family *f)
+int dmt_nl_genl_parse(const struct nlmsghdr *nlh, mnl_attr_cb_t cb, void *data)
 {
-	memset(f, 0, sizeof(*f));
 	if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(struct genlmsghdr)))
 		return -EBADMSG;
-	if (mnl_attr_parse(nlh, sizeof(struct genlmsghdr), family_attr_cb, f) !=
+	if (mnl_attr_parse(nlh, sizeof(struct genlmsghdr), cb, data) !=
 	    MNL_CB_OK)
 		return -EBADMSG;
 	return 0;
+}
+
+int dmt_nl_family_parse(const struct nlmsghdr *nlh, struct dmt_genl_family *f)
+{
+	memset(f, 0, sizeof(*f));
+	return dmt_nl_genl_parse(nlh, family_attr_cb, f);
 }
 
 bool dmt_nl_family_has_op(const struct dmt_genl_family *f, uint32_t cmd)

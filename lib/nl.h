@@ -1,5 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
-/* Private: generic netlink transport on libmnl (layer 1). */
+/*
+ * Private: the netlink layer, the bottom of the library.  It owns the
+ * sockets (generic netlink or rtnetlink, chosen at open), the one
+ * request/ack/dump loop with extack capture, and genl family resolution.
+ * It calls only libmnl and the error helpers of internal.h; the netdev,
+ * ethtool, nic, probe and tx layers build their messages and send them
+ * through it, and none is called from here.
+ */
 #ifndef DEVMEMTCP_NL_H
 #define DEVMEMTCP_NL_H
 
@@ -11,12 +18,13 @@
 #include "internal.h"
 
 /*
- * One generic netlink socket.  NETLINK_EXT_ACK and NETLINK_CAP_ACK are on;
- * after a failed request, extack holds the kernel's message ("" if none),
- * and bad_attr_off / miss_type what the kernel pointed at.
+ * One netlink socket on one bus.  NETLINK_EXT_ACK and NETLINK_CAP_ACK are
+ * on; after a failed request, extack holds the kernel's message ("" if
+ * none), and bad_attr_off / miss_type what the kernel pointed at.
  */
 struct dmt_nl {
 	struct mnl_socket *sock;
+	int bus;		/* NETLINK_GENERIC or NETLINK_ROUTE */
 	uint32_t portid;
 	uint32_t seq;
 	char *rxbuf;
@@ -29,8 +37,9 @@ struct dmt_nl {
 	uint16_t ethtool_family;
 };
 
-/* Open a NETLINK_GENERIC socket (O_CLOEXEC).  0 or negative errno. */
-int dmt_nl_open(struct dmt_nl **nl);
+/* Open a socket on bus, NETLINK_GENERIC or NETLINK_ROUTE (O_CLOEXEC).
+ * 0 or negative errno. */
+int dmt_nl_open(struct dmt_nl **nl, int bus);
 void dmt_nl_close(struct dmt_nl *nl);
 
 /* What CTRL_CMD_GETFAMILY says of a family: its id and the commands the
@@ -55,16 +64,23 @@ int dmt_nl_family(struct dmt_nl *nl, const char *name, uint16_t *id);
 int dmt_nl_netdev_family(struct dmt_nl *nl, uint16_t *id);
 int dmt_nl_ethtool_family(struct dmt_nl *nl, uint16_t *id);
 
-/* Put a genl request header in buf (at least MNL_SOCKET_BUFFER_SIZE
- * bytes, or enough for the message). */
+/* Put a request header of type in buf (at least MNL_SOCKET_BUFFER_SIZE
+ * bytes, or enough for the message); an rtnetlink caller adds its family
+ * header with mnl_nlmsg_put_extra_header(). */
+struct nlmsghdr *dmt_nl_msg(void *buf, uint16_t type, uint16_t flags);
+/* The same with the genl header of cmd. */
 struct nlmsghdr *dmt_nl_genl_msg(void *buf, uint16_t family, uint8_t cmd,
 				 uint8_t version, uint16_t flags);
+/* Run cb on every attribute of a genl message: 0, or -EBADMSG when the
+ * message is too short or cb says MNL_CB_ERROR. */
+int dmt_nl_genl_parse(const struct nlmsghdr *nlh, mnl_attr_cb_t cb, void *data);
 
 /*
  * Zero the alignment padding after every attribute of a genl message
  * (nests included), which libmnl before 1.0.5 leaves uninitialised.
- * dmt_nl_talk does it before sending; exposed for the unit tests that
- * compare built messages byte by byte or parse them.
+ * dmt_nl_talk does it (for the requests of either bus) before sending;
+ * exposed for the unit tests that compare built messages byte by byte or
+ * parse them.
  */
 void dmt_nl_zero_padding(struct nlmsghdr *nlh);
 

@@ -3,7 +3,8 @@
  * devmemtcp_nic_probe(): what an interface and this kernel offer for devmem
  * TCP, and for each problem the fix in plain words.  Read-only, except
  * with DEVMEMTCP_PROBE_TRY_BIND (a small udmabuf bound to the last RX
- * queue and released at once: the only sure test, see reference §1).
+ * queue and released at once: the kernel advertises devmem support by no
+ * flag, so a bind attempt is the only sure test).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -11,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
-#include <time.h>
 #include <unistd.h>
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
@@ -39,25 +39,6 @@ static void problem(struct devmemtcp_probe *p, const char *fix,
 	snprintf(pr->fix, sizeof(pr->fix), "%s", fix);
 }
 
-/* ---- genl op list of "netdev" (CTRL_CMD_GETFAMILY, CTRL_ATTR_OPS) ---- */
-
-/* Exposed for the unit tests: the op ids of one CTRL_CMD_NEWFAMILY reply. */
-int dmt_probe_family_ops(const struct nlmsghdr *nlh, uint32_t *ops,
-			 size_t max, size_t *n);
-
-int dmt_probe_family_ops(const struct nlmsghdr *nlh, uint32_t *ops,
-			 size_t max, size_t *n)
-{
-	struct dmt_genl_family f;
-	int ret = dmt_nl_family_parse(nlh, &f);
-
-	if (ret)
-		return ret;
-	*n = f.nops < max ? f.nops : max;
-	memcpy(ops, f.ops, *n * sizeof(*ops));
-	return 0;
-}
-
 /* ---- XDP: rtnetlink IFLA_XDP / IFLA_XDP_ATTACHED ---- */
 
 static int xdp_cb(const struct nlmsghdr *nlh, void *data)
@@ -79,45 +60,25 @@ static int xdp_cb(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_OK;
 }
 
+/* RTM_GETLINK of ifindex: whether an XDP program is attached. */
 static int xdp_attached(int ifindex, bool *xdp)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct mnl_socket *s = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
+	char buf[256];
 	struct nlmsghdr *nlh;
 	struct ifinfomsg *ifm;
-	uint32_t seq = (uint32_t)time(NULL), portid;
-	ssize_t n;
+	struct dmt_nl *nl;
 	int ret;
 
 	*xdp = false;
-	if (!s)
-		return -errno;
-	if (mnl_socket_bind(s, 0, MNL_SOCKET_AUTOPID) < 0) {
-		ret = -errno;
-		goto out;
-	}
-	portid = mnl_socket_get_portid(s);
-	nlh = mnl_nlmsg_put_header(buf);
-	nlh->nlmsg_type = RTM_GETLINK;
-	nlh->nlmsg_flags = NLM_F_REQUEST;
-	nlh->nlmsg_seq = seq;
+	nlh = dmt_nl_msg(buf, RTM_GETLINK, 0);
 	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
 	ifm->ifi_family = AF_UNSPEC;
 	ifm->ifi_index = ifindex;
-	if (mnl_socket_sendto(s, nlh, nlh->nlmsg_len) < 0) {
-		ret = -errno;
-		goto out;
-	}
-	/* No NLM_F_ACK: the one RTM_NEWLINK (or an error) is the answer. */
-	n = mnl_socket_recvfrom(s, buf, sizeof(buf));
-	if (n < 0) {
-		ret = -errno;
-		goto out;
-	}
-	ret = mnl_cb_run(buf, (size_t)n, seq, portid, xdp_cb, xdp);
-	ret = ret < 0 ? -errno : 0;
-out:
-	mnl_socket_close(s);
+	ret = dmt_nl_open(&nl, NETLINK_ROUTE);
+	if (ret)
+		return ret;
+	ret = dmt_nl_talk(nl, nlh, xdp_cb, xdp);
+	dmt_nl_close(nl);
 	return ret;
 }
 
@@ -195,26 +156,21 @@ static void try_bind(struct devmemtcp_ctx *ctx, struct devmemtcp_probe *p)
 	devmemtcp_buf_free(buf);
 }
 
-DEVMEMTCP_EXPORT int devmemtcp_nic_probe(struct devmemtcp_ctx *ctx,
-					 const char *ifname,
-					 const struct devmemtcp_probe_opts *opts,
-					 struct devmemtcp_probe *report)
-{
-	struct devmemtcp_probe p;
-	struct dmt_err eerr = { 0 };
-	struct dmt_nl *nl = NULL;
+/* One probe: the report being filled and what it reads through. */
+struct probe {
+	struct devmemtcp_probe r;
 	struct dmt_eth e;
-	struct dmt_genl_family ops;
-	struct ethtool_drvinfo di;
-	struct dmt_channels ch;
-	struct dmt_rings r;
-	struct dmt_feature f;
-	struct utsname u;
-	char fix[320];
-	int err, kv;
+	struct dmt_err eerr;	/* the ethtool layer's last message */
+	struct dmt_nl *nl;
+	int kv;			/* kernel version, dmt_kernel_version() */
+};
 
-	if (!ctx)
-		return -EINVAL;
+static int probe_args_check(struct devmemtcp_ctx *ctx,
+			    const struct devmemtcp_probe_opts *opts,
+			    const struct devmemtcp_probe *report)
+{
+	int err;
+
 	if (!report)
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "devmemtcp_nic_probe: report is NULL");
@@ -229,243 +185,346 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_probe(struct devmemtcp_ctx *ctx,
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "devmemtcp_nic_probe: unknown flags 0x%x",
 			       DMT_OPT(opts, devmemtcp_probe_opts, flags, 0));
+	return 0;
+}
 
-	memset(&p, 0, sizeof(p));
-	p.rx_queues = p.tx_queues = -1;
-	p.tcp_data_split = -1;
-	p.hds_thresh = p.hds_thresh_max = -1;
-	p.ntuple = p.ntuple_fixed = p.ntuple_rules = p.ntuple_table_size = -1;
-	p.rss_table_size = p.rss_contexts = p.rss_context_count = -1;
-	p.xsk_queues = p.dmabuf_queues = p.io_uring_queues = -1;
+/* The kernel release and what this process and host allow. */
+static void probe_host_facts(struct probe *pr)
+{
+	struct devmemtcp_probe *p = &pr->r;
+	struct utsname u;
 
-	err = dmt_eth_init(&e, &eerr, NULL, ifname);
-	if (err < 0)
-		return dmt_err(ctx, &ctx->err, err, "%s", eerr.msg);
-	snprintf(p.ifname, sizeof(p.ifname), "%s", ifname);
-	p.ifindex = e.ifindex;
 	if (uname(&u) == 0)
-		snprintf(p.kernel, sizeof(p.kernel), "%s", u.release);
-	kv = dmt_kernel_version(p.kernel);
-	p.cap_net_admin = cap_net_admin();
-	p.optmem_max = read_int_file("/proc/sys/net/core/optmem_max");
-	p.udmabuf_limit_mb = read_int_file("/sys/module/udmabuf/parameters/size_limit_mb");
+		snprintf(p->kernel, sizeof(p->kernel), "%s", u.release);
+	pr->kv = dmt_kernel_version(p->kernel);
+	p->cap_net_admin = cap_net_admin();
+	p->optmem_max = read_int_file("/proc/sys/net/core/optmem_max");
+	p->udmabuf_limit_mb = read_int_file("/sys/module/udmabuf/parameters/size_limit_mb");
+}
 
-	err = dmt_nl_open(&nl);
+/* Resolve ifname and open the sockets; every number starts unknown. */
+static int probe_open(struct devmemtcp_ctx *ctx, struct probe *pr,
+		      const char *ifname)
+{
+	struct devmemtcp_probe *p = &pr->r;
+	int err;
+
+	memset(pr, 0, sizeof(*pr));
+	p->rx_queues = p->tx_queues = -1;
+	p->tcp_data_split = -1;
+	p->hds_thresh = p->hds_thresh_max = -1;
+	p->ntuple = p->ntuple_fixed = p->ntuple_rules = p->ntuple_table_size = -1;
+	p->rss_table_size = p->rss_contexts = p->rss_context_count = -1;
+	p->xsk_queues = p->dmabuf_queues = p->io_uring_queues = -1;
+
+	err = dmt_eth_init(&pr->e, &pr->eerr, NULL, ifname);
+	if (err < 0)
+		return dmt_err(ctx, &ctx->err, err, "%s", pr->eerr.msg);
+	snprintf(p->ifname, sizeof(p->ifname), "%s", ifname);
+	p->ifindex = pr->e.ifindex;
+	probe_host_facts(pr);
+	err = dmt_nl_open(&pr->nl, NETLINK_GENERIC);
 	if (err < 0) {
-		dmt_eth_fini(&e);
+		dmt_eth_fini(&pr->e);
 		return dmt_err(ctx, &ctx->err, err,
 			       "cannot open a generic netlink socket: %s",
 			       dmt_errno_name(err));
 	}
-	e.nl = nl;
+	pr->e.nl = pr->nl;
+	return 0;
+}
 
-	/* kernel: devmem ops */
-	if (dmt_nl_family_get(nl, DMT_NETDEV_FAMILY_NAME, &ops) == 0) {
-		p.has_netdev_family = true;
-		p.has_bind_rx = dmt_nl_family_has_op(&ops, DMT_NETDEV_CMD_BIND_RX);
-		p.has_bind_tx = dmt_nl_family_has_op(&ops, DMT_NETDEV_CMD_BIND_TX);
+static void probe_close(struct probe *pr)
+{
+	dmt_eth_fini(&pr->e);
+	dmt_nl_close(pr->nl);
+}
+
+/* Devmem in the kernel: the ops of the netdev family. */
+static void probe_kernel(struct probe *pr)
+{
+	struct devmemtcp_probe *p = &pr->r;
+	struct dmt_genl_family ops;
+
+	if (dmt_nl_family_get(pr->nl, DMT_NETDEV_FAMILY_NAME, &ops) == 0) {
+		p->has_netdev_family = true;
+		p->has_bind_rx = dmt_nl_family_has_op(&ops, DMT_NETDEV_CMD_BIND_RX);
+		p->has_bind_tx = dmt_nl_family_has_op(&ops, DMT_NETDEV_CMD_BIND_TX);
 	}
-	if (!p.has_bind_rx)
-		problem(&p, "boot Linux 6.12 or newer (devmem TX needs 6.16)",
+	if (!p->has_bind_rx)
+		problem(p, "boot Linux 6.12 or newer (devmem TX needs 6.16)",
 			"the kernel (%s) has no devmem TCP: the netdev netlink family %s",
-			p.kernel, p.has_netdev_family ? "lacks bind-rx" : "is missing");
-	else if (!p.has_bind_tx)
-		problem(&p, "boot Linux 6.16 or newer for devmem TX (RX works as is)",
+			p->kernel, p->has_netdev_family ? "lacks bind-rx" : "is missing");
+	else if (!p->has_bind_tx)
+		problem(p, "boot Linux 6.16 or newer for devmem TX (RX works as is)",
 			"the kernel (%s) has devmem RX but no devmem TX (bind-tx)",
-			p.kernel);
+			p->kernel);
+}
 
-	/* driver */
-	if (dmt_eth_drvinfo(&e, &di) == 0) {
-		snprintf(p.driver, sizeof(p.driver), "%s", di.driver);
-		snprintf(p.driver_version, sizeof(p.driver_version), "%s",
-			 di.version);
-		snprintf(p.bus_info, sizeof(p.bus_info), "%s", di.bus_info);
+static void probe_driver(struct probe *pr)
+{
+	struct devmemtcp_probe *p = &pr->r;
+	struct ethtool_drvinfo di;
+
+	if (dmt_eth_drvinfo(&pr->e, &di))
+		return;
+	snprintf(p->driver, sizeof(p->driver), "%s", di.driver);
+	snprintf(p->driver_version, sizeof(p->driver_version), "%s", di.version);
+	snprintf(p->bus_info, sizeof(p->bus_info), "%s", di.bus_info);
+}
+
+/* queue-get: the queues by type and those taken by AF_XDP or a provider. */
+static void probe_queue_list(struct probe *pr)
+{
+	struct devmemtcp_probe *p = &pr->r;
+	struct devmemtcp_queue q[512];
+	int nq = dmt_queue_list(pr->nl, pr->e.ifindex, q, ARRAY_SIZE(q));
+	int rx = 0, tx = 0;
+
+	if (nq < 0)
+		return;
+	p->xsk_queues = p->dmabuf_queues = p->io_uring_queues = 0;
+	for (int i = 0; i < nq && i < (int)ARRAY_SIZE(q); i++) {
+		rx += q[i].type == DEVMEMTCP_QUEUE_RX;
+		tx += q[i].type == DEVMEMTCP_QUEUE_TX;
+		p->xsk_queues += q[i].xsk;
+		p->dmabuf_queues += q[i].dmabuf_id != 0;
+		p->io_uring_queues += q[i].io_uring;
 	}
-
-	/* queues */
-	if (e.ops->channels_get(&e, &ch) == 0) {
-		p.rx_queues = (int)(ch.rx + ch.combined);
-		p.tx_queues = (int)(ch.tx + ch.combined);
+	if (p->rx_queues < 0) {
+		p->rx_queues = rx;
+		p->tx_queues = tx;
 	}
-	{
-		struct devmemtcp_queue q[512];
-		int nq = dmt_queue_list(nl, e.ifindex, q, ARRAY_SIZE(q));
+}
 
-		if (nq >= 0) {
-			int rx = 0, tx = 0;
+/* Queue counts: ethtool channels, else queue-get, else sysfs. */
+static void probe_queues(struct probe *pr)
+{
+	struct devmemtcp_probe *p = &pr->r;
+	struct dmt_channels ch;
+	uint32_t rx, tx;
+	char fix[320];
 
-			p.xsk_queues = p.dmabuf_queues = p.io_uring_queues = 0;
-			for (int i = 0; i < nq && i < (int)ARRAY_SIZE(q); i++) {
-				rx += q[i].type == DEVMEMTCP_QUEUE_RX;
-				tx += q[i].type == DEVMEMTCP_QUEUE_TX;
-				p.xsk_queues += q[i].xsk;
-				p.dmabuf_queues += q[i].dmabuf_id != 0;
-				p.io_uring_queues += q[i].io_uring;
-			}
-			if (p.rx_queues < 0) {
-				p.rx_queues = rx;
-				p.tx_queues = tx;
-			}
-		}
+	if (pr->e.ops->channels_get(&pr->e, &ch) == 0) {
+		p->rx_queues = (int)(ch.rx + ch.combined);
+		p->tx_queues = (int)(ch.tx + ch.combined);
 	}
-	if (p.rx_queues <= 0) {
-		uint32_t rx, tx;
-
-		if (dmt_sysfs_queues(ifname, &rx, &tx) == 0) {
-			p.rx_queues = (int)rx;
-			p.tx_queues = (int)tx;
-		}
+	probe_queue_list(pr);
+	if (p->rx_queues <= 0 && dmt_sysfs_queues(p->ifname, &rx, &tx) == 0) {
+		p->rx_queues = (int)rx;
+		p->tx_queues = (int)tx;
 	}
-	if (p.rx_queues >= 0 && p.rx_queues < 2) {
+	if (p->rx_queues >= 0 && p->rx_queues < 2) {
 		snprintf(fix, sizeof(fix),
 			 "give the device more RX queues (ethtool -L %s combined 2, or rx 2); "
-			 "for veth: ip link add ... numrxqueues 2", ifname);
-		problem(&p, fix,
+			 "for veth: ip link add ... numrxqueues 2", p->ifname);
+		problem(p, fix,
 			"%s has %d RX queue%s: devmem needs one queue for itself and one for other traffic",
-			ifname, p.rx_queues, p.rx_queues == 1 ? "" : "s");
+			p->ifname, p->rx_queues, p->rx_queues == 1 ? "" : "s");
 	}
+}
 
-	if (dmt_eth_is_up(&e) == 0) {
-		snprintf(fix, sizeof(fix), "ip link set %s up", ifname);
-		problem(&p, fix,
-			"%s is down: its queues cannot take a binding and queue-get lists none",
-			ifname);
-	}
+static void probe_link(struct probe *pr)
+{
+	struct devmemtcp_probe *p = &pr->r;
+	char fix[320];
 
-	/* header split */
-	err = e.ops->rings_get(&e, &r);
-	if (err == 0 && r.has_tds) {
-		p.tcp_data_split = r.tds;
+	if (dmt_eth_is_up(&pr->e) != 0)
+		return;
+	snprintf(fix, sizeof(fix), "ip link set %s up", p->ifname);
+	problem(p, fix,
+		"%s is down: its queues cannot take a binding and queue-get lists none",
+		p->ifname);
+}
+
+/* Header split: tcp-data-split on, hds-thresh 0. */
+static void probe_rings(struct probe *pr)
+{
+	struct devmemtcp_probe *p = &pr->r;
+	const char *ifname = p->ifname;
+	struct dmt_rings r;
+	char fix[320];
+
+	if (pr->e.ops->rings_get(&pr->e, &r) == 0 && r.has_tds) {
+		p->tcp_data_split = r.tds;
 		if (r.has_hds)
-			p.hds_thresh = r.hds_thresh;
+			p->hds_thresh = r.hds_thresh;
 		if (r.has_hds_max)
-			p.hds_thresh_max = r.hds_thresh_max;
+			p->hds_thresh_max = r.hds_thresh_max;
 	}
-	if (p.tcp_data_split < 0) {
-		problem(&p, "use a NIC whose driver supports devmem TCP (gve, bnxt_en, mlx5, fbnic); "
-			    "virtual devices (veth, loopback) cannot",
+	if (p->tcp_data_split < 0) {
+		problem(p, "use a NIC whose driver supports devmem TCP (gve, bnxt_en, mlx5, fbnic); "
+			   "virtual devices (veth, loopback) cannot",
 			"%s (driver %s) does not support header split (tcp-data-split)",
-			ifname, p.driver[0] ? p.driver : "unknown");
-	} else {
-		if (p.tcp_data_split != DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED) {
-			snprintf(fix, sizeof(fix),
-				 "ethtool -G %s tcp-data-split on (devmemtcp_nic_open() does it and undoes it)",
-				 ifname);
-			problem(&p, fix, "header split (tcp-data-split) is %s on %s",
-				p.tcp_data_split ? "off" : "auto", ifname);
-		}
-		if (p.hds_thresh > 0) {
-			snprintf(fix, sizeof(fix),
-				 "ethtool -G %s hds-thresh 0 (devmemtcp_nic_open() does it and undoes it)",
-				 ifname);
-			problem(&p, fix, "hds-thresh is %lld on %s: bind-rx needs 0",
-				(long long)p.hds_thresh, ifname);
-		}
-		if (p.hds_thresh < 0 && kv >= 0x060e00)
-			problem(&p, "update the driver: kernels since 6.14 check hds-thresh before bind-rx",
-				"%s does not report hds-thresh", ifname);
+			ifname, p->driver[0] ? p->driver : "unknown");
+		return;
 	}
+	if (p->tcp_data_split != DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED) {
+		snprintf(fix, sizeof(fix),
+			 "ethtool -G %s tcp-data-split on (devmemtcp_nic_open() does it and undoes it)",
+			 ifname);
+		problem(p, fix, "header split (tcp-data-split) is %s on %s",
+			p->tcp_data_split ? "off" : "auto", ifname);
+	}
+	if (p->hds_thresh > 0) {
+		snprintf(fix, sizeof(fix),
+			 "ethtool -G %s hds-thresh 0 (devmemtcp_nic_open() does it and undoes it)",
+			 ifname);
+		problem(p, fix, "hds-thresh is %lld on %s: bind-rx needs 0",
+			(long long)p->hds_thresh, ifname);
+	}
+	if (p->hds_thresh < 0 && pr->kv >= 0x060e00)
+		problem(p, "update the driver: kernels since 6.14 check hds-thresh before bind-rx",
+			"%s does not report hds-thresh", ifname);
+}
 
-	/* ntuple */
-	if (e.ops->feature_get(&e, DMT_NTUPLE_FEATURE, &f) == 0 && f.present) {
-		p.ntuple = f.active;
-		p.ntuple_fixed = f.nochange || !f.hw;
-	}
-	{
-		uint32_t cnt, size;
-		bool special;
+/* ntuple filters: the feature and the rule table. */
+static void probe_ntuple(struct probe *pr)
+{
+	struct devmemtcp_probe *p = &pr->r;
+	struct dmt_feature f;
+	uint32_t cnt, size;
+	bool special;
+	char fix[320];
 
-		if (dmt_eth_rule_count(&e, &cnt, &size, &special) == 0) {
-			p.ntuple_rules = (int)cnt;
-			p.ntuple_table_size = (int)size;
-		}
+	if (pr->e.ops->feature_get(&pr->e, DMT_NTUPLE_FEATURE, &f) == 0 &&
+	    f.present) {
+		p->ntuple = f.active;
+		p->ntuple_fixed = f.nochange || !f.hw;
 	}
-	if (p.ntuple < 0 || (p.ntuple == 0 && p.ntuple_fixed == 1)) {
-		problem(&p, "use a NIC with ntuple flow steering; without it flows cannot be steered to the devmem queues",
-			"%s has no ntuple filters (rx-ntuple-filter %s)", ifname,
-			p.ntuple < 0 ? "unknown" : "off [fixed]");
-	} else if (p.ntuple == 0) {
+	if (dmt_eth_rule_count(&pr->e, &cnt, &size, &special) == 0) {
+		p->ntuple_rules = (int)cnt;
+		p->ntuple_table_size = (int)size;
+	}
+	if (p->ntuple < 0 || (p->ntuple == 0 && p->ntuple_fixed == 1)) {
+		problem(p, "use a NIC with ntuple flow steering; without it flows cannot be steered to the devmem queues",
+			"%s has no ntuple filters (rx-ntuple-filter %s)", p->ifname,
+			p->ntuple < 0 ? "unknown" : "off [fixed]");
+	} else if (p->ntuple == 0) {
 		snprintf(fix, sizeof(fix),
 			 "ethtool -K %s ntuple on (devmemtcp_nic_open() does it and undoes it)",
-			 ifname);
-		problem(&p, fix, "ntuple filters (rx-ntuple-filter) are off on %s",
-			ifname);
+			 p->ifname);
+		problem(p, fix, "ntuple filters (rx-ntuple-filter) are off on %s",
+			p->ifname);
 	}
+}
 
-	/* RSS */
-	{
-		struct dmt_rss *list;
-		size_t n;
+/* RSS: the default table's size and the extra contexts. */
+static void probe_rss(struct probe *pr)
+{
+	struct devmemtcp_probe *p = &pr->r;
+	struct dmt_rss *list;
+	size_t n;
 
-		if (e.ops->rss_dump(&e, &list, &n) == 0) {
-			p.rss_context_count = 0;
-			for (size_t i = 0; i < n; i++) {
-				if (list[i].context == 0)
-					p.rss_table_size = (int)list[i].indir_size;
-				else
-					p.rss_context_count++;
-				dmt_rss_free(&list[i]);
-			}
-			free(list);
-			if (p.rss_context_count > 0)
-				p.rss_contexts = 1;
+	if (pr->e.ops->rss_dump(&pr->e, &list, &n) == 0) {
+		p->rss_context_count = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (list[i].context == 0)
+				p->rss_table_size = (int)list[i].indir_size;
+			else
+				p->rss_context_count++;
+			dmt_rss_free(&list[i]);
 		}
-		if (p.rss_table_size <= 0) {
-			p.rss_table_size = -1;
-			problem(&p, "use a NIC with RSS, or steer other traffic away yourself (DEVMEMTCP_NIC_KEEP_RSS)",
-				"%s has no RSS indirection table: other traffic cannot be kept off the devmem queues",
-				ifname);
-		}
+		free(list);
+		if (p->rss_context_count > 0)
+			p->rss_contexts = 1;
 	}
+	if (p->rss_table_size <= 0) {
+		p->rss_table_size = -1;
+		problem(p, "use a NIC with RSS, or steer other traffic away yourself (DEVMEMTCP_NIC_KEEP_RSS)",
+			"%s has no RSS indirection table: other traffic cannot be kept off the devmem queues",
+			p->ifname);
+	}
+}
 
-	/* XDP, AF_XDP, existing providers */
-	if (xdp_attached(e.ifindex, &p.xdp) == 0 && p.xdp) {
+/* What excludes devmem on a queue: XDP, AF_XDP, another memory provider. */
+static void probe_exclusive(struct probe *pr)
+{
+	struct devmemtcp_probe *p = &pr->r;
+	int taken = p->dmabuf_queues + p->io_uring_queues;
+	char fix[320];
+
+	if (xdp_attached(pr->e.ifindex, &p->xdp) == 0 && p->xdp) {
 		snprintf(fix, sizeof(fix),
 			 "detach it (ip link set dev %s xdp off): devmem and XDP exclude each other",
-			 ifname);
-		problem(&p, fix, "an XDP program is attached to %s", ifname);
+			 p->ifname);
+		problem(p, fix, "an XDP program is attached to %s", p->ifname);
 	}
-	if (p.xsk_queues > 0)
-		problem(&p, "pick queues without AF_XDP sockets, or close them",
-			"%d queue%s of %s are used by AF_XDP", p.xsk_queues,
-			p.xsk_queues == 1 ? "" : "s", ifname);
-	if (p.dmabuf_queues > 0 || p.io_uring_queues > 0)
-		problem(&p, "pick other queues, or stop the process that bound them (its netlink socket or io_uring owns the binding)",
+	if (p->xsk_queues > 0)
+		problem(p, "pick queues without AF_XDP sockets, or close them",
+			"%d queue%s of %s are used by AF_XDP", p->xsk_queues,
+			p->xsk_queues == 1 ? "" : "s", p->ifname);
+	if (p->dmabuf_queues > 0 || p->io_uring_queues > 0)
+		problem(p, "pick other queues, or stop the process that bound them (its netlink socket or io_uring owns the binding)",
 			"%d queue%s of %s already have a memory provider (dma-buf %d, io_uring %d)",
-			p.dmabuf_queues + p.io_uring_queues,
-			p.dmabuf_queues + p.io_uring_queues == 1 ? "" : "s", ifname,
-			p.dmabuf_queues, p.io_uring_queues);
+			taken, taken == 1 ? "" : "s", p->ifname,
+			p->dmabuf_queues, p->io_uring_queues);
+}
 
-	/* host */
-	if (!p.cap_net_admin)
-		problem(&p, "run as root, or give the program CAP_NET_ADMIN (setcap cap_net_admin+ep PROGRAM)",
+static void probe_host(struct probe *pr)
+{
+	struct devmemtcp_probe *p = &pr->r;
+
+	if (!p->cap_net_admin)
+		problem(p, "run as root, or give the program CAP_NET_ADMIN (setcap cap_net_admin+ep PROGRAM)",
 			"this process lacks CAP_NET_ADMIN, which bind-rx and every ethtool change need");
-	if (p.udmabuf_limit_mb < 0)
-		problem(&p, "modprobe udmabuf (only needed for host-memory buffers and --try-bind)",
+	if (p->udmabuf_limit_mb < 0)
+		problem(p, "modprobe udmabuf (only needed for host-memory buffers and --try-bind)",
 			"the udmabuf module is not loaded");
-	if (p.optmem_max >= 0 && p.optmem_max < 65536)
-		problem(&p, "sysctl -w net.core.optmem_max=131072",
+	if (p->optmem_max >= 0 && p->optmem_max < 65536)
+		problem(p, "sysctl -w net.core.optmem_max=131072",
 			"net.core.optmem_max is %lld: MSG_ZEROCOPY sends (devmem TX) fail with ENOBUFS when it is small",
-			(long long)p.optmem_max);
+			(long long)p->optmem_max);
+}
 
-	if (DMT_OPT(opts, devmemtcp_probe_opts, flags, 0) & DEVMEMTCP_PROBE_TRY_BIND) {
-		if (dmt_eth_is_up(&e) == 0) {
-			p.try_bind = -ENETDOWN;
-			snprintf(p.try_bind_msg, sizeof(p.try_bind_msg),
-				 "not tried: %s is down", ifname);
-		} else {
-			try_bind(ctx, &p);
-		}
-		if (p.try_bind < 0 && p.try_bind != -ENETDOWN)
-			problem(&p, p.tcp_data_split == DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED &&
-					    p.hds_thresh <= 0
-				    ? "see the message: it names the missing piece"
-				    : "turn header split on and hds-thresh to 0 first (the bind needs both), then try again",
-				"a test bind-rx failed: %s", p.try_bind_msg);
+/* DEVMEMTCP_PROBE_TRY_BIND: the one sure test, unless the link is down. */
+static void probe_try_bind(struct devmemtcp_ctx *ctx, struct probe *pr)
+{
+	struct devmemtcp_probe *p = &pr->r;
+	bool ready = p->tcp_data_split == DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED &&
+		     p->hds_thresh <= 0;
+
+	if (dmt_eth_is_up(&pr->e) == 0) {
+		p->try_bind = -ENETDOWN;
+		snprintf(p->try_bind_msg, sizeof(p->try_bind_msg),
+			 "not tried: %s is down", p->ifname);
+		return;
 	}
+	try_bind(ctx, p);
+	if (p->try_bind < 0 && p->try_bind != -ENETDOWN)
+		problem(p, ready ? "see the message: it names the missing piece"
+				 : "turn header split on and hds-thresh to 0 first (the bind needs both), then try again",
+			"a test bind-rx failed: %s", p->try_bind_msg);
+}
 
-	dmt_eth_fini(&e);
-	dmt_nl_close(nl);
-	dmt_copy_out(report, &p, sizeof(p));
-	return (int)p.nproblems;
+DEVMEMTCP_EXPORT int devmemtcp_nic_probe(struct devmemtcp_ctx *ctx,
+					 const char *ifname,
+					 const struct devmemtcp_probe_opts *opts,
+					 struct devmemtcp_probe *report)
+{
+	struct probe pr;
+	int err;
+
+	if (!ctx)
+		return -EINVAL;
+	err = probe_args_check(ctx, opts, report);
+	if (err)
+		return err;
+	err = probe_open(ctx, &pr, ifname);
+	if (err)
+		return err;
+	probe_kernel(&pr);
+	probe_driver(&pr);
+	probe_queues(&pr);
+	probe_link(&pr);
+	probe_rings(&pr);
+	probe_ntuple(&pr);
+	probe_rss(&pr);
+	probe_exclusive(&pr);
+	probe_host(&pr);
+	if (DMT_OPT(opts, devmemtcp_probe_opts, flags, 0) & DEVMEMTCP_PROBE_TRY_BIND)
+		probe_try_bind(ctx, &pr);
+	probe_close(&pr);
+	dmt_copy_out(report, &pr.r, sizeof(pr.r));
+	return (int)pr.r.nproblems;
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * Transmit from device memory: bind-tx, sendmsg(MSG_ZEROCOPY) with an
+ * Transmit from device memory: sendmsg(MSG_ZEROCOPY) with an
  * SCM_DEVMEM_DMABUF cmsg whose iovecs carry dma-buf offsets, and the
- * MSG_ERRQUEUE completions that say when a range may be rewritten.
+ * MSG_ERRQUEUE completions that say when a range may be rewritten.  The
+ * binding it sends through comes from bind-tx in lib/netdev.c.
  */
 #include <arpa/inet.h>
 #include <limits.h>
@@ -11,15 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 #include <libmnl/libmnl.h>
 #include <linux/errqueue.h>
-#include <linux/genetlink.h>
 #include <linux/rtnetlink.h>
 
-#include "buf.h"
 #include "netdev.h"
 #include "nl.h"
 #include "tx.h"
@@ -29,78 +27,6 @@
 #endif
 
 #define DELIVER_BATCH 64
-
-/* ---- bind-tx ------------------------------------------------------------ */
-
-int dmt_genl_reply_has_op(const struct nlmsghdr *nlh, uint32_t cmd)
-{
-	struct dmt_genl_family f;
-
-	if (dmt_nl_family_parse(nlh, &f) || !f.ops_listed)
-		return -EBADMSG;
-	return dmt_nl_family_has_op(&f, cmd);
-}
-
-/* 1: the netdev family lists bind-tx, 0: it does not (or the family is
- * missing), < 0: could not tell. */
-static int kernel_has_bind_tx(struct devmemtcp_ctx *ctx)
-{
-	struct dmt_genl_family f;
-	struct dmt_nl *nl;
-	int ret = 0;
-
-	nl = dmt_ctx_nl(ctx, &ret);
-	if (!nl)
-		return ret;
-	ret = dmt_nl_family_get(nl, DMT_NETDEV_FAMILY_NAME, &f);
-	dmt_ctx_nl_put(ctx);
-	if (ret == -ENOENT)
-		return 0;	/* no netdev family at all */
-	if (ret)
-		return ret;
-	return f.ops_listed ? dmt_nl_family_has_op(&f, DMT_NETDEV_CMD_BIND_TX)
-			    : -EBADMSG;
-}
-
-DEVMEMTCP_EXPORT int devmemtcp_bind_tx(struct devmemtcp_ctx *ctx, int ifindex,
-				       struct devmemtcp_buf *buf,
-				       const struct devmemtcp_bind_opts *opts,
-				       struct devmemtcp_binding **binding)
-{
-	struct utsname u;
-	char name[IF_NAMESIZE];
-	int ret, level;
-
-	if (!ctx)
-		return -EINVAL;
-	ret = DMT_OPTS_CHECK(ctx, &ctx->err, opts, devmemtcp_bind_opts);
-	if (ret)
-		return ret;
-	if (DMT_OPT(opts, devmemtcp_bind_opts, rx_page_size, 0))
-		return dmt_err(ctx, &ctx->err, -EINVAL,
-			       "devmemtcp_bind_tx: rx_page_size is an RX setting: leave it 0 for bind-tx");
-	/* log once, after telling an old kernel from an unable driver */
-	level = ctx->log_level;
-	ctx->log_level = DEVMEMTCP_LOG_NONE;
-	ret = dmt_bind(ctx, true, ifindex, NULL, 0, buf, opts, binding);
-	ctx->log_level = level;
-	if (!ret)
-		return 0;
-	/* An unknown genl command is EOPNOTSUPP without text, like a driver
-	 * without netmem TX on some kernels: ask the op list which it is. */
-	if ((ret != -EOPNOTSUPP && ret != -EINVAL) ||
-	    kernel_has_bind_tx(ctx) != 0) {
-		dmt_log(ctx, DEVMEMTCP_LOG_ERR, "%s", ctx->err.msg);
-		return ret;
-	}
-	if (uname(&u))
-		snprintf(u.release, sizeof(u.release), "?");
-	if (!if_indextoname((unsigned int)ifindex, name))
-		snprintf(name, sizeof(name), "ifindex %d", ifindex);
-	return dmt_err(ctx, &ctx->err, -EOPNOTSUPP,
-		       "bind-tx on %s failed: this kernel (%s) has no bind-tx netlink command: devmem TX needs Linux 6.16 or newer (RX works from 6.12)",
-		       name, u.release);
-}
 
 /* ---- building a send ---------------------------------------------------- */
 
@@ -825,17 +751,11 @@ DEVMEMTCP_EXPORT int devmemtcp_tx_stats(const struct devmemtcp_tx *tx,
 
 /* ---- -ENODEV: which device does the route use? -------------------------- */
 
-struct route_req {
-	int oif;
-};
-
 static int route_attr_cb(const struct nlattr *attr, void *data)
 {
-	struct route_req *r = data;
-
 	if (mnl_attr_get_type(attr) == RTA_OIF &&
 	    mnl_attr_validate(attr, MNL_TYPE_U32) >= 0)
-		r->oif = (int)mnl_attr_get_u32(attr);
+		*(int *)data = (int)mnl_attr_get_u32(attr);
 	return MNL_CB_OK;
 }
 
@@ -847,91 +767,72 @@ static int route_cb(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_OK;
 }
 
+/* The addresses of the socket's route: from its local address to its
+ * peer, a v4-mapped IPv6 pair as IPv4. */
+struct route_key {
+	unsigned char family;
+	size_t alen;
+	const void *dst, *src;
+};
+
+static void route_key(const struct sockaddr_storage *peer,
+		      const struct sockaddr_storage *self, struct route_key *k)
+{
+	const struct sockaddr_in *p4 = (const void *)peer, *s4 = (const void *)self;
+	const struct in6_addr *d = &((const struct sockaddr_in6 *)peer)->sin6_addr;
+	const struct in6_addr *s = &((const struct sockaddr_in6 *)self)->sin6_addr;
+
+	if (peer->ss_family == AF_INET) {
+		*k = (struct route_key){ AF_INET, 4, &p4->sin_addr,
+					 &s4->sin_addr };
+	} else if (IN6_IS_ADDR_V4MAPPED(d)) {
+		*k = (struct route_key){ AF_INET, 4, &d->s6_addr[12],
+					 &s->s6_addr[12] };
+	} else {
+		*k = (struct route_key){ AF_INET6, 16, d, s };
+	}
+}
+
 /* RTM_GETROUTE for the socket's peer (from its local address): the
  * output interface index, or a negative errno. */
 static int route_oif(int fd)
 {
 	struct sockaddr_storage peer, self;
 	socklen_t plen = sizeof(peer), slen = sizeof(self);
-	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct route_req rr = { 0 };
-	struct mnl_socket *nl;
+	char buf[256];
+	struct route_key k;
 	struct nlmsghdr *nlh;
 	struct rtmsg *rtm;
-	const void *dst = NULL, *src = NULL;
-	int family, alen, ret;
-	uint32_t seq, portid;
-	ssize_t n;
+	struct dmt_nl *nl;
+	int oif = 0, ret;
 
 	if (getpeername(fd, (struct sockaddr *)&peer, &plen) ||
 	    getsockname(fd, (struct sockaddr *)&self, &slen))
 		return -errno;
-	if (peer.ss_family == AF_INET) {
-		family = AF_INET;
-		alen = 4;
-		dst = &((struct sockaddr_in *)&peer)->sin_addr;
-		src = &((struct sockaddr_in *)&self)->sin_addr;
-	} else {
-		const struct in6_addr *d = &((struct sockaddr_in6 *)&peer)->sin6_addr;
-		const struct in6_addr *s = &((struct sockaddr_in6 *)&self)->sin6_addr;
-
-		if (IN6_IS_ADDR_V4MAPPED(d)) {
-			family = AF_INET;
-			alen = 4;
-			dst = &d->s6_addr[12];
-			src = &s->s6_addr[12];
-		} else {
-			family = AF_INET6;
-			alen = 16;
-			dst = d;
-			src = s;
-		}
-	}
-	nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
-	if (!nl)
-		return -errno;
-	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		ret = -errno;
-		goto out;
-	}
-	portid = mnl_socket_get_portid(nl);
-	nlh = mnl_nlmsg_put_header(buf);
-	nlh->nlmsg_type = RTM_GETROUTE;
-	nlh->nlmsg_flags = NLM_F_REQUEST;
-	nlh->nlmsg_seq = seq = (uint32_t)time(NULL);
+	route_key(&peer, &self, &k);
+	nlh = dmt_nl_msg(buf, RTM_GETROUTE, 0);
 	rtm = mnl_nlmsg_put_extra_header(nlh, sizeof(*rtm));
-	rtm->rtm_family = (unsigned char)family;
-	rtm->rtm_dst_len = (unsigned char)(alen * 8);
-	mnl_attr_put(nlh, RTA_DST, (size_t)alen, dst);
-	mnl_attr_put(nlh, RTA_SRC, (size_t)alen, src);
-	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) {
-		ret = -errno;
-		goto out;
-	}
-	n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
-	if (n < 0) {
-		ret = -errno;
-		goto out;
-	}
-	ret = mnl_cb_run(buf, (size_t)n, seq, portid, route_cb, &rr);
-	if (ret < 0) {
-		ret = -errno;
-		goto out;
-	}
-	ret = rr.oif > 0 ? rr.oif : -ENOENT;
-out:
-	mnl_socket_close(nl);
-	return ret;
+	rtm->rtm_family = k.family;
+	rtm->rtm_dst_len = (unsigned char)(k.alen * 8);
+	mnl_attr_put(nlh, RTA_DST, k.alen, k.dst);
+	mnl_attr_put(nlh, RTA_SRC, k.alen, k.src);
+	ret = dmt_nl_open(&nl, NETLINK_ROUTE);
+	if (ret)
+		return ret;
+	ret = dmt_nl_talk(nl, nlh, route_cb, &oif);
+	dmt_nl_close(nl);
+	if (ret)
+		return ret;
+	return oif > 0 ? oif : -ENOENT;
 }
 
 int dmt_tx_explain_enodev(struct devmemtcp_tx *tx)
 {
-	char bound[IF_NAMESIZE] = "", dev[IF_NAMESIZE] = "", how[64];
+	char bound[DMT_IFNAME_MAX], dev[IF_NAMESIZE] = "", how[64];
 	socklen_t len = sizeof(dev);
 	int oif;
 
-	if (!if_indextoname((unsigned int)tx->bound_ifindex, bound))
-		snprintf(bound, sizeof(bound), "ifindex %d", tx->bound_ifindex);
+	dmt_ifname(tx->bound_ifindex, bound);
 	if (!getsockopt(tx->fd, SOL_SOCKET, SO_BINDTODEVICE, dev, &len) &&
 	    len > 0 && dev[0]) {
 		dev[sizeof(dev) - 1] = '\0';
@@ -1019,6 +920,19 @@ static int wait_nobufs(struct devmemtcp_tx *tx)
 	return ret < 0 ? ret : 0;
 }
 
+/* sendmsg failed with err: 0 to try again, else what the send returns
+ * (after the bytes already sent). */
+static int send_failed(struct devmemtcp_tx *tx, unsigned int flags, int err)
+{
+	if (err == -EINTR)
+		return 0;
+	if (err == -ENOBUFS && !(flags & DEVMEMTCP_TX_DONTWAIT))
+		return wait_nobufs(tx);
+	if (err == -EAGAIN || err == -EWOULDBLOCK || err == -ENOBUFS)
+		return err;
+	return explain_send(tx, err);
+}
+
 DEVMEMTCP_EXPORT ssize_t devmemtcp_tx_send(struct devmemtcp_tx *tx,
 					   const struct devmemtcp_tx_piece *pieces,
 					   size_t n, unsigned int flags)
@@ -1070,19 +984,9 @@ DEVMEMTCP_EXPORT ssize_t devmemtcp_tx_send(struct devmemtcp_tx *tx,
 		dmt_tx_put_cmsg(&msg, ctrl, sizeof(ctrl), tx->binding_id);
 		r = tx->sys_sendmsg(tx->fd, &msg, mflags);
 		if (r < 0) {
-			ret = -errno;
-			if (ret == -EINTR)
+			ret = send_failed(tx, flags, -errno);
+			if (!ret)
 				continue;
-			if (ret == -ENOBUFS && !(flags & DEVMEMTCP_TX_DONTWAIT)) {
-				ret = wait_nobufs(tx);
-				if (!ret)
-					continue;
-				return sent ? (ssize_t)sent : ret;
-			}
-			if (ret == -EAGAIN || ret == -EWOULDBLOCK ||
-			    ret == -ENOBUFS)
-				return sent ? (ssize_t)sent : ret;
-			ret = explain_send(tx, ret);
 			return sent ? (ssize_t)sent : ret;
 		}
 		if (!r)

@@ -1,5 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
-/* Private: send from dma-buf offsets, completion tracking (layer 7). */
+/*
+ * Private: the tx layer, the devmem send data path.  It owns the send
+ * handle: iovecs of dma-buf offsets under an SCM_DEVMEM_DMABUF cmsg, the
+ * MSG_ZEROCOPY completion tracking, and the explanation of send errors.
+ * It reads the binding made by bind-tx in the netdev layer and asks the
+ * nl layer (rtnetlink) for a route when explaining ENODEV; nothing below
+ * it calls it.
+ */
 #ifndef DEVMEMTCP_TX_H
 #define DEVMEMTCP_TX_H
 
@@ -146,12 +153,6 @@ struct dmt_tx_notif {
  * RECVERR cmsg is too short.
  */
 int dmt_tx_parse_errqueue(const struct msghdr *msg, struct dmt_tx_notif *n);
-
-/* ---- genl op list: does the kernel know bind-tx? -------------------------- */
-
-/* 1 when the CTRL_CMD_GETFAMILY reply nlh lists op cmd, 0 when it does not,
- * -EBADMSG when it has no op list at all. */
-int dmt_genl_reply_has_op(const struct nlmsghdr *nlh, uint32_t cmd);
 
 /* ---- the handle ----------------------------------------------------------- */
 

@@ -170,9 +170,6 @@ struct dmt_dma_buf_sync {
 #define DMT_DMA_BUF_SYNC_END (1 << 2)
 #define DMT_DMA_BUF_IOCTL_SYNC _IOW('b', 0, struct dmt_dma_buf_sync)
 
-/* @@ETHTOOL@@ ethtool netlink attributes newer than the system header go
- * below (lib/ethtool.c). */
-
 /* ---- include/uapi/linux/ethtool_netlink{,_generated}.h (lib/ethtool.c) ----
  * The ethtool netlink ids are enum members, so #ifndef cannot tell whether
  * the system header has them; the library uses these DMT_ names, whose

@@ -72,7 +72,7 @@ static void test_family(void **state)
 	struct dmt_nl *nl;
 	uint16_t id = 0, eth = 0;
 
-	assert_int_equal(dmt_nl_open(&nl), 0);
+	assert_int_equal(dmt_nl_open(&nl, NETLINK_GENERIC), 0);
 	assert_int_equal(dmt_nl_netdev_family(nl, &id), 0);
 	assert_true(id >= 16);	/* dynamic genl ids start above GENL_MIN_ID */
 	assert_int_equal(dmt_nl_ethtool_family(nl, &eth), 0);
@@ -214,6 +214,48 @@ static void test_bind_arg_checks(void **state)
 	assert_int_equal(devmemtcp_bind_rx(ctx, 99999, q, 1, buf, NULL, &b), -ENODEV);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
 			    "bind-rx failed: no network interface has index 99999 (or it went away): check the name with 'ip link'");
+	devmemtcp_buf_free(buf);
+}
+
+static int logged;
+static char last_log[1024];
+
+static void count_log(void *user, int level, const char *msg)
+{
+	logged++;
+	snprintf(last_log, sizeof(last_log), "%s", msg);
+}
+
+/* A failed bind-rx logs once, the message devmemtcp_ctx_errmsg() gives,
+ * wherever it failed: an argument, the options, the kernel. */
+static void test_bind_logs_once(void **state)
+{
+	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = count_log,
+		       .log_level = DEVMEMTCP_LOG_ERR);
+	DEVMEMTCP_OPTS(bind_opts, bo);
+	struct devmemtcp_buf *buf = memfd_buf();
+	struct devmemtcp_binding *b;
+	struct devmemtcp_ctx *c;
+	uint32_t q = 0;
+
+	assert_int_equal(devmemtcp_ctx_new(&co, &c), 0);
+	bo.sz = 1;	/* too small to be a size: the options check says so */
+	logged = 0;
+	assert_int_equal(devmemtcp_bind_rx(c, va, &q, 1, buf, NULL, &b),
+			 -EOPNOTSUPP);
+	assert_int_equal(logged, 1);
+	assert_string_equal(last_log, devmemtcp_ctx_errmsg(c));
+	assert_int_equal(devmemtcp_bind_rx(c, va, &q, 0, buf, NULL, &b), -EINVAL);
+	assert_int_equal(logged, 2);
+	assert_string_equal(last_log,
+			    "devmemtcp_bind_rx: no queues given: pass at least one RX queue index");
+	assert_int_equal(devmemtcp_bind_rx(c, va, &q, 1, buf, &bo, &b), -EINVAL);
+	assert_int_equal(logged, 3);
+	assert_string_equal(last_log, devmemtcp_ctx_errmsg(c));
+	assert_int_equal(devmemtcp_bind_rx(c, va, &q, 1, buf, NULL, NULL), -EINVAL);
+	assert_int_equal(logged, 4);
+	assert_string_equal(last_log, "devmemtcp_bind_rx: binding pointer is NULL");
+	devmemtcp_ctx_free(c);
 	devmemtcp_buf_free(buf);
 }
 
@@ -377,6 +419,7 @@ int main(void)
 		cmocka_unit_test(test_libnl_oracle),
 		cmocka_unit_test(test_bind_veth_unsupported),
 		cmocka_unit_test(test_bind_arg_checks),
+		cmocka_unit_test(test_bind_logs_once),
 		cmocka_unit_test(test_udmabuf_missing),
 		cmocka_unit_test(test_bind_without_cap_net_admin),
 		cmocka_unit_test(test_no_fd_leaks),

@@ -20,10 +20,6 @@
 #include "nl.h"
 #include "uapi.h"
 #include "data/ethtool-replies.h"
-#include "data/netdev-replies.h"
-
-int dmt_probe_family_ops(const struct nlmsghdr *nlh, uint32_t *ops,
-			 size_t max, size_t *n);
 
 static struct dmt_nl fake = { .portid = REC_ETH_PORTID };
 
@@ -378,27 +374,6 @@ static void test_rss_parse(void **state)
 	assert_null(rss.indir);
 }
 
-static void test_family_ops_recorded(void **state)
-{
-	const struct nlmsghdr *nlh = (const void *)rec_getfamily_netdev;
-	uint32_t ops[64];
-	size_t n;
-	bool rx = false, tx = false, qget = false;
-
-	assert_int_equal(dmt_probe_family_ops(nlh, ops, 64, &n), 0);
-	/* 6.18: dev-get, page-pool-get, queue-get, napi-get, qstats-get,
-	 * bind-rx, napi-set, bind-tx */
-	assert_int_equal(n, 8);
-	for (size_t i = 0; i < n; i++) {
-		rx |= ops[i] == DMT_NETDEV_CMD_BIND_RX;
-		tx |= ops[i] == DMT_NETDEV_CMD_BIND_TX;
-		qget |= ops[i] == DMT_NETDEV_CMD_QUEUE_GET;
-	}
-	assert_true(rx);
-	assert_true(tx);
-	assert_true(qget);
-}
-
 /* ---- flows ---- */
 
 static void test_flow_spec_v4(void **state)
@@ -580,7 +555,6 @@ int main(void)
 		cmocka_unit_test(test_features_recorded),
 		cmocka_unit_test(test_errors_recorded),
 		cmocka_unit_test(test_rss_parse),
-		cmocka_unit_test(test_family_ops_recorded),
 		cmocka_unit_test(test_flow_spec_v4),
 		cmocka_unit_test(test_flow_spec_v6),
 		cmocka_unit_test(test_flow_parse_errors),

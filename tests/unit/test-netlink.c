@@ -60,6 +60,63 @@ static int queue_cb(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_OK;
 }
 
+/* The op list of the recorded 6.18 reply: what probe and bind-tx read. */
+static void test_family_ops_recorded(void **state)
+{
+	const struct nlmsghdr *nlh = (const void *)rec_getfamily_netdev;
+	struct dmt_genl_family f;
+
+	assert_int_equal(dmt_nl_family_parse(nlh, &f), 0);
+	assert_int_equal(f.id, REC_NETDEV_FAMILY);
+	assert_true(f.ops_listed);
+	/* dev-get, page-pool-get, queue-get, napi-get, qstats-get, bind-rx,
+	 * napi-set, bind-tx */
+	assert_int_equal(f.nops, 8);
+	assert_true(dmt_nl_family_has_op(&f, DMT_NETDEV_CMD_BIND_RX));
+	assert_true(dmt_nl_family_has_op(&f, DMT_NETDEV_CMD_BIND_TX));
+	assert_true(dmt_nl_family_has_op(&f, DMT_NETDEV_CMD_QUEUE_GET));
+	assert_false(dmt_nl_family_has_op(&f, 16));	/* queue-create, 7.0 */
+}
+
+/* bind-tx is known by the op list alone: 6.12 lists 1..14, 6.16+ 15 too. */
+static void test_family_has_bind_tx(void **state)
+{
+	char buf[1024];
+	struct dmt_genl_family f;
+	struct nlmsghdr *nlh;
+	struct nlattr *ops, *op;
+
+	for (int with = 0; with < 2; with++) {
+		nlh = dmt_nl_genl_msg(buf, GENL_ID_CTRL, CTRL_CMD_NEWFAMILY, 2, 0);
+		mnl_attr_put_u16(nlh, CTRL_ATTR_FAMILY_ID, 30);
+		mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, "netdev");
+		ops = mnl_attr_nest_start(nlh, CTRL_ATTR_OPS);
+		for (uint32_t cmd = 1; cmd <= 14 + (uint32_t)with * 2; cmd++) {
+			op = mnl_attr_nest_start(nlh, (uint16_t)cmd);
+			mnl_attr_put_u32(nlh, CTRL_ATTR_OP_ID, cmd);
+			mnl_attr_put_u32(nlh, CTRL_ATTR_OP_FLAGS, 0);
+			mnl_attr_nest_end(nlh, op);
+		}
+		mnl_attr_nest_end(nlh, ops);
+		assert_int_equal(dmt_nl_family_parse(nlh, &f), 0);
+		assert_int_equal(f.id, 30);
+		assert_true(f.ops_listed);
+		assert_int_equal(f.nops, 14 + with * 2);
+		assert_int_equal(dmt_nl_family_has_op(&f, DMT_NETDEV_CMD_BIND_TX),
+				 with);
+		assert_true(dmt_nl_family_has_op(&f, DMT_NETDEV_CMD_BIND_RX));
+	}
+	/* no op list at all: nothing can be told from it */
+	nlh = dmt_nl_genl_msg(buf, GENL_ID_CTRL, CTRL_CMD_NEWFAMILY, 2, 0);
+	mnl_attr_put_u16(nlh, CTRL_ATTR_FAMILY_ID, 30);
+	assert_int_equal(dmt_nl_family_parse(nlh, &f), 0);
+	assert_false(f.ops_listed);
+	assert_int_equal(f.nops, 0);
+	/* shorter than a genl header */
+	nlh->nlmsg_len = NLMSG_HDRLEN + 2;
+	assert_int_equal(dmt_nl_family_parse(nlh, &f), -EBADMSG);
+}
+
 static void test_queue_dump(void **state)
 {
 	struct devmemtcp_queue q[4];
@@ -108,7 +165,7 @@ static void test_bind_veth_error(void **state)
 	assert_int_equal(err, -EOPNOTSUPP);
 	assert_string_equal(fake.extack, "");
 	assert_int_equal(fake.bad_attr_off, 20);	/* the ifindex attribute */
-	dmt_bind_explain(NULL, &e, false, 999999, err, fake.extack);
+	dmt_bind_explain(&e, false, 999999, err, fake.extack);
 	assert_int_equal(e.code, -EOPNOTSUPP);
 	assert_string_equal(e.msg,
 			    "bind-rx on ifindex 999999 failed: the driver of ifindex 999999 does not support devmem TCP (it lacks the queue management API / unreadable netmem), or the kernel predates bind-rx (Linux 6.12)");
@@ -143,22 +200,22 @@ static void test_extack_fixes(void **state)
 {
 	struct dmt_err e = { 0 };
 
-	dmt_bind_explain(NULL, &e, false, 999999, -EINVAL,
+	dmt_bind_explain(&e, false, 999999, -EINVAL,
 			 "tcp-data-split is disabled");
 	assert_string_equal(e.msg,
 			    "bind-rx on ifindex 999999 failed: enable header split on ifindex 999999: ethtool -G ifindex 999999 tcp-data-split on (or use devmemtcp_nic_open()) (kernel: \"tcp-data-split is disabled\")");
-	dmt_bind_explain(NULL, &e, false, 999999, -EINVAL, "hds-thresh is not zero");
+	dmt_bind_explain(&e, false, 999999, -EINVAL, "hds-thresh is not zero");
 	assert_non_null(strstr(e.msg, "hds-thresh 0"));
-	dmt_bind_explain(NULL, &e, false, 999999, -EEXIST,
+	dmt_bind_explain(&e, false, 999999, -EEXIST,
 			 "designated queue already memory provider bound");
 	assert_int_equal(e.code, -EEXIST);
 	assert_non_null(strstr(e.msg, "already has a dma-buf or io_uring bound"));
-	dmt_bind_explain(NULL, &e, false, 999999, -EPERM, "");
+	dmt_bind_explain(&e, false, 999999, -EPERM, "");
 	assert_string_equal(e.msg,
 			    "bind-rx on ifindex 999999 failed: permission denied: bind-rx needs CAP_NET_ADMIN; run as root or grant it (setcap cap_net_admin+ep PROGRAM)");
-	dmt_bind_explain(NULL, &e, false, 999999, -ENODATA, "");
+	dmt_bind_explain(&e, false, 999999, -ENODATA, "");
 	assert_non_null(strstr(e.msg, "page pool did not take the dma-buf"));
-	dmt_bind_explain(NULL, &e, true, 999999, -EOPNOTSUPP,
+	dmt_bind_explain(&e, true, 999999, -EOPNOTSUPP,
 			 "Driver does not support netmem TX");
 	assert_non_null(strstr(e.msg, "bind-tx on ifindex 999999 failed: the driver of ifindex 999999 cannot send from device memory"));
 }
@@ -241,6 +298,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_getfamily_reply),
+		cmocka_unit_test(test_family_ops_recorded),
+		cmocka_unit_test(test_family_has_bind_tx),
 		cmocka_unit_test(test_queue_dump),
 		cmocka_unit_test(test_seq_mismatch_skipped),
 		cmocka_unit_test(test_bind_veth_error),

@@ -758,35 +758,6 @@ static void test_completion_kept_on_enomem(void **state)
 	assert_int_equal(tx.track.notifications, 1);
 }
 
-/* ---- the genl op list ------------------------------------------------------ */
-
-static void test_genl_has_op(void **state)
-{
-	char buf[1024];
-	struct nlmsghdr *nlh;
-	struct nlattr *ops, *op;
-
-	for (int with = 0; with < 2; with++) {
-		nlh = dmt_nl_genl_msg(buf, GENL_ID_CTRL, CTRL_CMD_NEWFAMILY, 2, 0);
-		mnl_attr_put_u16(nlh, CTRL_ATTR_FAMILY_ID, 30);
-		mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, "netdev");
-		ops = mnl_attr_nest_start(nlh, CTRL_ATTR_OPS);
-		for (uint32_t cmd = 1; cmd <= 14 + (uint32_t)with * 2; cmd++) {
-			op = mnl_attr_nest_start(nlh, (uint16_t)cmd);
-			mnl_attr_put_u32(nlh, CTRL_ATTR_OP_ID, cmd);
-			mnl_attr_put_u32(nlh, CTRL_ATTR_OP_FLAGS, 0);
-			mnl_attr_nest_end(nlh, op);
-		}
-		mnl_attr_nest_end(nlh, ops);
-		/* 6.12 lists 1..14; 6.16+ lists 15 (bind-tx) and 16 */
-		assert_int_equal(dmt_genl_reply_has_op(nlh, 15), with);
-		assert_int_equal(dmt_genl_reply_has_op(nlh, 13), 1);
-	}
-	nlh = dmt_nl_genl_msg(buf, GENL_ID_CTRL, CTRL_CMD_NEWFAMILY, 2, 0);
-	mnl_attr_put_u16(nlh, CTRL_ATTR_FAMILY_ID, 30);
-	assert_int_equal(dmt_genl_reply_has_op(nlh, 15), -EBADMSG);
-}
-
 /* ---- public calls on real sockets ----------------------------------------- */
 
 static int tcp_pair(int *cfd, int *sfd, int family)
@@ -943,7 +914,6 @@ int main(void)
 		cmocka_unit_test_teardown(test_wait_timeout, fake_teardown),
 		cmocka_unit_test_teardown(test_completion_kept_on_enomem,
 					  fake_teardown),
-		cmocka_unit_test(test_genl_has_op),
 		cmocka_unit_test(test_public_args),
 	};
 
