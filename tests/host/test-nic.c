@@ -33,7 +33,7 @@
 #include <sys/syscall.h>
 
 #include "devmemtcp.h"
-#include "hostlib.h"
+#include "harness.h"
 #include "nic.h"
 #include "uapi.h"
 
@@ -43,10 +43,6 @@
 
 static struct devmemtcp_ctx *ctx;
 static char dir[64];
-
-static void quiet(void *user, int level, const char *msg)
-{
-}
 
 static bool exists(const char *name)
 {
@@ -61,23 +57,15 @@ static bool exists(const char *name)
 static int tool(char *out, size_t len, const char *args)
 {
 	char cmd[512];
-	FILE *p;
-	size_t n;
-	int status;
 
 	snprintf(cmd, sizeof(cmd), "DEVMEMTCP_RUN_DIR=%s %s/tools/devmemtcp %s 2>&1",
 		 dir, TEST_BUILDDIR, args);
-	p = popen(cmd, "r");
-	assert_non_null(p);
-	n = fread(out, 1, len - 1, p);
-	out[n] = '\0';
-	status = pclose(p);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	return t_capture(out, len, cmd);
 }
 
 static int setup(void **state)
 {
-	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = quiet);
+	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = t_quiet);
 
 	snprintf(dir, sizeof(dir), "/tmp/dmt-host-nic-XXXXXX");
 	if (!mkdtemp(dir))
@@ -95,20 +83,11 @@ static int teardown(void **state)
 	return system(cmd);
 }
 
-static const struct devmemtcp_probe_problem *
-find_problem(const struct devmemtcp_probe *p, const char *what)
-{
-	for (uint32_t i = 0; i < p->nproblems; i++)
-		if (strcmp(p->problems[i].what, what) == 0)
-			return &p->problems[i];
-	return NULL;
-}
-
 static void test_probe_veth(void **state)
 {
 	struct devmemtcp_probe p = { .sz = sizeof(p) };
 	const struct devmemtcp_probe_problem *pr;
-	int fds = host_count_fds(), n;
+	int fds = t_count_fds(), n;
 
 	n = devmemtcp_nic_probe(ctx, "va", NULL, &p);
 	assert_int_equal(n, (int)p.nproblems);
@@ -134,18 +113,18 @@ static void test_probe_veth(void **state)
 	if (p.has_bind_rx)
 		assert_true(p.has_netdev_family);
 
-	pr = find_problem(&p, "va (driver veth) does not support header split (tcp-data-split)");
+	pr = t_probe_problem(&p, "va (driver veth) does not support header split (tcp-data-split)");
 	assert_non_null(pr);
 	assert_string_equal(pr->fix,
 			    "use a NIC whose driver supports devmem TCP (gve, bnxt_en, mlx5, fbnic); virtual devices (veth, loopback) cannot");
-	pr = find_problem(&p, "va has no ntuple filters (rx-ntuple-filter off [fixed])");
+	pr = t_probe_problem(&p, "va has no ntuple filters (rx-ntuple-filter off [fixed])");
 	assert_non_null(pr);
 	assert_string_equal(pr->fix,
 			    "use a NIC with ntuple flow steering; without it flows cannot be steered to the devmem queues");
-	pr = find_problem(&p, "va has no RSS indirection table: other traffic cannot be kept off the devmem queues");
+	pr = t_probe_problem(&p, "va has no RSS indirection table: other traffic cannot be kept off the devmem queues");
 	assert_non_null(pr);
-	assert_null(find_problem(&p, "this process lacks CAP_NET_ADMIN, which bind-rx and every ethtool change need"));
-	assert_int_equal(host_count_fds(), fds);
+	assert_null(t_probe_problem(&p, "this process lacks CAP_NET_ADMIN, which bind-rx and every ethtool change need"));
+	assert_int_equal(t_count_fds(), fds);
 }
 
 /* The oracle: libnl-genl-3 reads the channels on its own (ethtool
@@ -218,11 +197,11 @@ static void test_probe_lo(void **state)
 
 	assert_true(devmemtcp_nic_probe(ctx, "lo", NULL, &p) >= 3);
 	assert_int_equal(p.rx_queues, 1);
-	pr = find_problem(&p, "lo has 1 RX queue: devmem needs one queue for itself and one for other traffic");
+	pr = t_probe_problem(&p, "lo has 1 RX queue: devmem needs one queue for itself and one for other traffic");
 	assert_non_null(pr);
 	assert_string_equal(pr->fix,
 			    "give the device more RX queues (ethtool -L lo combined 2, or rx 2); for veth: ip link add ... numrxqueues 2");
-	assert_non_null(find_problem(&p, "lo (driver unknown) does not support header split (tcp-data-split)"));
+	assert_non_null(t_probe_problem(&p, "lo (driver unknown) does not support header split (tcp-data-split)"));
 }
 
 static void test_probe_down(void **state)
@@ -232,12 +211,12 @@ static void test_probe_down(void **state)
 
 	assert_int_equal(system("ip link add vc numrxqueues 2 type veth peer name vd"), 0);
 	assert_true(devmemtcp_nic_probe(ctx, "vc", NULL, &p) >= 1);
-	pr = find_problem(&p, "vc is down: its queues cannot take a binding and queue-get lists none");
+	pr = t_probe_problem(&p, "vc is down: its queues cannot take a binding and queue-get lists none");
 	assert_non_null(pr);
 	assert_string_equal(pr->fix, "ip link set vc up");
 	assert_int_equal(system("ip link set vc up && ip link set vd up"), 0);
 	assert_true(devmemtcp_nic_probe(ctx, "vc", NULL, &p) >= 1);
-	assert_null(find_problem(&p, "vc is down: its queues cannot take a binding and queue-get lists none"));
+	assert_null(t_probe_problem(&p, "vc is down: its queues cannot take a binding and queue-get lists none"));
 	assert_int_equal(system("ip link del vc"), 0);
 }
 
@@ -303,7 +282,7 @@ static void test_probe_xdp(void **state)
 	assert_int_equal(set_xdp((int)if_nametoindex("va"), prog), 0);
 	assert_true(devmemtcp_nic_probe(ctx, "va", NULL, &p) >= 1);
 	assert_true(p.xdp);
-	pr = find_problem(&p, "an XDP program is attached to va");
+	pr = t_probe_problem(&p, "an XDP program is attached to va");
 	assert_non_null(pr);
 	assert_string_equal(pr->fix,
 			    "detach it (ip link set dev va xdp off): devmem and XDP exclude each other");
@@ -311,7 +290,7 @@ static void test_probe_xdp(void **state)
 	close(prog);
 	assert_true(devmemtcp_nic_probe(ctx, "va", NULL, &p) >= 1);
 	assert_false(p.xdp);
-	assert_null(find_problem(&p, "an XDP program is attached to va"));
+	assert_null(t_probe_problem(&p, "an XDP program is attached to va"));
 }
 
 static void test_probe_errors(void **state)
@@ -337,7 +316,7 @@ static void test_open_veth_unsupported(void **state)
 	struct devmemtcp_flow f;
 	DEVMEMTCP_OPTS(nic_opts, o, .flows = &f, .nflows = 1);
 	struct devmemtcp_nic *nic = (void *)1;
-	int fds = host_count_fds();
+	int fds = t_count_fds();
 
 	assert_int_equal(devmemtcp_flow_parse("dst-ip 10.9.0.1 dst-port 5201", &f), 0);
 	assert_int_equal(devmemtcp_nic_open(ctx, "va", &o, &nic), -EOPNOTSUPP);
@@ -345,7 +324,7 @@ static void test_open_veth_unsupported(void **state)
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
 			    "cannot set up devmem: va does not support header split (tcp-data-split): devmem TCP needs a driver with header split and queue management (gve, bnxt_en, mlx5, fbnic)");
 	assert_false(exists("va.journal"));
-	assert_int_equal(host_count_fds(), fds);
+	assert_int_equal(t_count_fds(), fds);
 }
 
 static void test_open_bad_input(void **state)
@@ -415,15 +394,9 @@ static void test_lock_busy(void **state)
 	assert_int_equal(devmemtcp_nic_open(ctx, "va", NULL, &nic), -EBUSY);
 	/* the holder's program name as the kernel has it (under valgrind
 	 * that is valgrind's tool, not test-host-nic) */
-	char comm[32] = "";
-	FILE *cf = fopen("/proc/self/comm", "re");
-	assert_non_null(cf);
-	assert_non_null(fgets(comm, sizeof(comm), cf));
-	fclose(cf);
-	comm[strcspn(comm, "\n")] = '\0';
 	snprintf(want, sizeof(want),
 		 "va is in use for devmem by pid %d (%s): stop that process or wait for it to close its handle",
-		 child, comm);
+		 child, t_own_comm());
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -EBUSY);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
@@ -555,14 +528,6 @@ int main(void)
 		cmocka_unit_test(test_probe_tool),
 	};
 
-	if (geteuid() != 0) {
-		printf("SKIP: the host suite needs root (network namespaces, CAP_NET_ADMIN)\n");
-		return 77;
-	}
-	if (host_enter_netns() < 0) {
-		printf("FAIL: cannot create a network namespace with a veth pair: %s\n",
-		       strerror(errno));
-		return 1;
-	}
+	T_TRY(host_netns(NULL));
 	return cmocka_run_group_tests_name("host-nic", tests, setup, teardown);
 }
