@@ -53,6 +53,19 @@ static bool exists(const char *name)
 	return stat(path, &st) == 0;
 }
 
+/* The context's message is exactly the formatted text. */
+__attribute__((format(printf, 1, 2)))
+static void expect_errmsg(const char *fmt, ...)
+{
+	char want[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(want, sizeof(want), fmt, ap);
+	va_end(ap);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+}
+
 /* Run the devmemtcp program; its stdout in out, exit status returned. */
 static int tool(char *out, size_t len, const char *args)
 {
@@ -375,8 +388,10 @@ static void test_open_bad_input(void **state)
 
 static void test_lock_busy(void **state)
 {
+	static const char busy[] =
+		"va is in use for devmem by pid %d (%s): stop that process or wait for it to close its handle";
 	struct devmemtcp_nic *nic;
-	char want[256], c;
+	char c;
 	int p[2];
 	pid_t child;
 
@@ -397,12 +412,9 @@ static void test_lock_busy(void **state)
 	assert_int_equal(devmemtcp_nic_open(ctx, "va", NULL, &nic), -EBUSY);
 	/* the holder's program name as the kernel has it (under valgrind
 	 * that is valgrind's tool, not test-host-nic) */
-	snprintf(want, sizeof(want),
-		 "va is in use for devmem by pid %d (%s): stop that process or wait for it to close its handle",
-		 child, t_own_comm());
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	expect_errmsg(busy, child, t_own_comm());
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -EBUSY);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	expect_errmsg(busy, child, t_own_comm());
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
 	close(p[0]);
@@ -415,7 +427,7 @@ static void test_stale_journal_and_restore(void **state)
 {
 	struct dmt_journal j = { 0 };
 	struct devmemtcp_nic *nic;
-	char want[512], out[1024];
+	char out[1024];
 	pid_t dead = fork();
 
 	if (dead == 0)
@@ -428,11 +440,9 @@ static void test_stale_journal_and_restore(void **state)
 	assert_int_equal(dmt_journal_write(dir, "va", &j), 0);
 
 	assert_int_equal(devmemtcp_nic_open(ctx, "va", NULL, &nic), -ESTALE);
-	snprintf(want, sizeof(want),
-		 "va has changes left by pid %d (loader), which ended without undoing them (journal %s/va.journal): "
-		 "run 'devmemtcp restore va' or open with DEVMEMTCP_NIC_RECOVER",
-		 dead, dir);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	expect_errmsg("va has changes left by pid %d (loader), which ended without undoing them (journal %s/va.journal): "
+		      "run 'devmemtcp restore va' or open with DEVMEMTCP_NIC_RECOVER",
+		      dead, dir);
 	assert_true(exists("va.journal"));
 
 	assert_int_equal(tool(out, sizeof(out), "restore va"), 0);
@@ -453,10 +463,8 @@ static void test_stale_journal_and_restore(void **state)
 		fclose(f);
 	}
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -EBADMSG);
-	snprintf(want, sizeof(want),
-		 "the journal %s/va.journal is unreadable (malformed): restore the NIC by hand, then delete it",
-		 dir);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	expect_errmsg("the journal %s/va.journal is unreadable (malformed): restore the NIC by hand, then delete it",
+		      dir);
 	assert_int_equal(tool(out, sizeof(out), "restore va"), 1);
 	assert_non_null(strstr(out, "devmemtcp restore: the journal "));
 	assert_int_equal(tool(out, sizeof(out), "restore"), 2);
@@ -468,11 +476,9 @@ static void test_stale_journal_and_restore(void **state)
 	j.netns = 12345;
 	assert_int_equal(dmt_journal_write(dir, "va", &j), 0);
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -EXDEV);
-	snprintf(want, sizeof(want),
-		 "undoing the changes pid %d (loader) left on va failed: the journal was written by pid %d (loader) in network namespace net:[12345], "
-		 "this is net:[%llu]: run devmemtcp restore va in that namespace (ip netns exec NAME ...); the journal is kept",
-		 dead, dead, (unsigned long long)dmt_netns_id());
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	expect_errmsg("undoing the changes pid %d (loader) left on va failed: the journal was written by pid %d (loader) in network namespace net:[12345], "
+		      "this is net:[%llu]: run devmemtcp restore va in that namespace (ip netns exec NAME ...); the journal is kept",
+		      dead, dead, (unsigned long long)dmt_netns_id());
 	assert_true(exists("va.journal"));
 	assert_int_equal(dmt_journal_remove(dir, "va"), 0);
 	j.netns = 0;
@@ -481,11 +487,9 @@ static void test_stale_journal_and_restore(void **state)
 	snprintf(j.ifname, sizeof(j.ifname), "gone0");
 	assert_int_equal(dmt_journal_write(dir, "gone0", &j), 0);
 	assert_int_equal(devmemtcp_nic_recover(ctx, "gone0", NULL), -ENODEV);
-	snprintf(want, sizeof(want),
-		 "no interface \"gone0\" in this network namespace (see ip link show): the journal %s/gone0.journal of pid %d (loader) "
-		 "names no interface in this network namespace: restore where the interface is, or delete the journal if it is gone for good",
-		 dir, dead);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	expect_errmsg("no interface \"gone0\" in this network namespace (see ip link show): the journal %s/gone0.journal of pid %d (loader) "
+		      "names no interface in this network namespace: restore where the interface is, or delete the journal if it is gone for good",
+		      dir, dead);
 	assert_true(exists("gone0.journal"));
 	assert_int_equal(dmt_journal_remove(dir, "gone0"), 0);
 }
