@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "nic.h"
+#include "harness.h"
 #include "uapi.h"
 
 static uint32_t *dup32(const uint32_t *v, uint32_t n)
@@ -285,23 +286,6 @@ static void test_run_dir(void **state)
 	unsetenv("DEVMEMTCP_RUN_DIR");
 }
 
-/* The program name the kernel gives this process (and its forked
- * children): test-journal normally, valgrind's tool under valgrind. */
-static const char *own_comm(void)
-{
-	static char comm[32];
-	FILE *f;
-
-	if (comm[0])
-		return comm;
-	f = fopen("/proc/self/comm", "re");
-	assert_non_null(f);
-	assert_non_null(fgets(comm, sizeof(comm), f));
-	fclose(f);
-	comm[strcspn(comm, "\n")] = '\0';
-	return comm;
-}
-
 static void test_lock(void **state)
 {
 	int fd, fd2, p[2];
@@ -314,7 +298,7 @@ static void test_lock(void **state)
 	assert_int_equal(dmt_lock_take(dir, "dsim1", &fd2, &holder, comm, sizeof(comm)), -EBUSY);
 	assert_int_equal(fd2, -1);
 	assert_int_equal(holder, getpid());
-	assert_string_equal(comm, own_comm());
+	assert_string_equal(comm, t_own_comm());
 	/* another interface is independent */
 	assert_int_equal(dmt_lock_take(dir, "dsim0", &fd2, &holder, comm, sizeof(comm)), 0);
 	dmt_lock_release(fd2, dir, "dsim0");
@@ -337,7 +321,7 @@ static void test_lock(void **state)
 	assert_int_equal(read(p[0], &c, 1), 1);
 	assert_int_equal(dmt_lock_take(dir, "dsim1", &fd, &holder, comm, sizeof(comm)), -EBUSY);
 	assert_int_equal(holder, child);
-	assert_string_equal(comm, own_comm());
+	assert_string_equal(comm, t_own_comm());
 	/* it dies: the lock is free again (the kernel drops flocks) */
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "fake-nic.h"
+#include "harness.h"
 
 static struct fake_nic *nic_state;	/* shared with forked children */
 static struct devmemtcp_ctx *ctx;
@@ -29,23 +30,6 @@ static char before[16384], after[16384];
 
 static void quiet(void *user, int level, const char *msg)
 {
-}
-
-/* The program name the kernel gives this process (and its forked
- * children): test-nic-plan normally, valgrind's tool under valgrind. */
-static const char *own_comm(void)
-{
-	static char comm[32];
-	FILE *f;
-
-	if (comm[0])
-		return comm;
-	f = fopen("/proc/self/comm", "re");
-	assert_non_null(f);
-	assert_non_null(fgets(comm, sizeof(comm), f));
-	fclose(f);
-	comm[strcspn(comm, "\n")] = '\0';
-	return comm;
 }
 
 static int setup(void **state)
@@ -424,7 +408,7 @@ static void test_crash_every_step(void **state)
 		snprintf(want, sizeof(want),
 			 "eth0 has changes left by pid %d (%s), which ended without undoing them "
 			 "(journal %s/eth0.journal): run 'devmemtcp restore eth0' or open with DEVMEMTCP_NIC_RECOVER",
-			 pid, own_comm(), dir);
+			 pid, t_own_comm(), dir);
 		assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
 		/* and restore puts everything back */
 		assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 1);
@@ -475,7 +459,7 @@ static void test_busy(void **state)
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &b), -EBUSY);
 	snprintf(want, sizeof(want),
 		 "eth0 is in use for devmem by pid %d (%s): stop that process or wait for it to close its handle",
-		 getpid(), own_comm());
+		 getpid(), t_own_comm());
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
 	/* recover refuses too: the owner is alive */
 	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), -EBUSY);
