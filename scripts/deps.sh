@@ -3,8 +3,9 @@
 # Install what building and testing libdevmemtcp needs on Debian/Ubuntu
 # (bookworm or newer), as root.  Idempotent: installs only what is missing.
 set -eu
+# ethtool: the host suite's oracle for NIC state (not only the vm suite's)
 pkgs="meson ninja-build pkg-config gcc g++ libmnl-dev libcmocka-dev
-libnl-genl-3-dev libdrm-dev valgrind iproute2 python3
+libnl-genl-3-dev libdrm-dev valgrind iproute2 ethtool python3
 qemu-system-x86 debootstrap busybox-static cpio zstd kmod"
 missing=
 for p in $pkgs; do

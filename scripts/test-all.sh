@@ -12,8 +12,9 @@ sh scripts/deps.sh || exit 1
 B=${BUILD:-build}
 S=${BUILD_SAN:-build-san}
 status=0
-rm -f /tmp/devmemtcp-testlog-main.json /tmp/devmemtcp-testlog-san.json \
-	/tmp/devmemtcp-testlog-valgrind.json
+# this run's test logs (a step that does not run leaves none to count)
+logs=$(mktemp -d "${TMPDIR:-/tmp}/devmemtcp-testlogs.XXXXXX") || exit 1
+trap 'rm -rf "$logs"' EXIT
 step() { echo; echo "=== $*"; }
 
 step "build ($B)"
@@ -22,25 +23,24 @@ ninja -C "$B" || exit 1
 
 step "unit, host, vm and gpu suites"
 meson test -C "$B" --print-errorlogs --suite unit --suite host --suite vm --suite gpu || status=1
-cp "$B/meson-logs/testlog.json" /tmp/devmemtcp-testlog-main.json 2>/dev/null
+cp "$B/meson-logs/testlog.json" "$logs/main.json" 2>/dev/null
 
 step "ASan/UBSan build ($S): unit and host suites"
 [ -d "$S" ] || meson setup "$S" --native-file build-dev.ini -Dcuda=disabled >/dev/null || exit 1
 ninja -C "$S" || exit 1
 meson test -C "$S" --print-errorlogs --suite unit --suite host || status=1
-cp "$S/meson-logs/testlog.json" /tmp/devmemtcp-testlog-san.json 2>/dev/null
+cp "$S/meson-logs/testlog.json" "$logs/san.json" 2>/dev/null
 
 step "valgrind: unit and host suites"
 meson test -C "$B" --print-errorlogs --suite unit --suite host \
 	--no-suite gpu --wrap="$top/tests/valgrind-wrap.sh" \
 	--timeout-multiplier 5 || status=1
-cp "$B/meson-logs/testlog-valgrind-wrap.sh.json" /tmp/devmemtcp-testlog-valgrind.json 2>/dev/null
+cp "$B/meson-logs/testlog-valgrind-wrap.sh.json" "$logs/valgrind.json" 2>/dev/null
 
 step "benchmark: receive hot path (ratios against one DONTNEED per fragment and unmerged 128-token batches)"
 "$B/bench/rx-hotpath" --frags 1048576 || status=1
 
-python3 - /tmp/devmemtcp-testlog-main.json /tmp/devmemtcp-testlog-san.json \
-	/tmp/devmemtcp-testlog-valgrind.json <<'PY'
+python3 - "$logs/main.json" "$logs/san.json" "$logs/valgrind.json" <<'PY'
 import json, sys
 p = f = s = 0
 for path in sys.argv[1:]:

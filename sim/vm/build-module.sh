@@ -12,7 +12,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 . "$here/lib.sh"
 
-case ${1:-} in -h|--help) sed -n '2,8p' "$0"; exit 0 ;; esac
+case ${1:-} in -h|--help) vm_usage "$0" 0 ;; esac
 builddir=${1:-$repo/build}
 mkdir -p "$builddir"
 builddir=$(cd "$builddir" && pwd)

@@ -11,6 +11,14 @@ VM_SUITE=trixie
 VM_CHROOT_PKGS="gcc-14,make,libc6-dev,libelf-dev,kmod,iproute2,ethtool,bc,flex,bison,libssl-dev,xz-utils,zstd"
 
 vm_log() { printf '[devmemtcp-vm] %s\n' "$*" >&2; }
+
+# Print a script's usage, the comment block after its first line (without
+# the license line), and exit with status (default 2).
+vm_usage() { # script [status]
+	awk 'NR == 1 { next } !/^#/ { exit } /SPDX-License-Identifier/ { next }
+		{ sub(/^# ?/, ""); print }' "$1"
+	exit "${2:-2}"
+}
 vm_die() { printf '[devmemtcp-vm] error: %s\n' "$*" >&2; exit 1; }
 
 # Mirror for debootstrap: the first non-security Debian URI of this machine's

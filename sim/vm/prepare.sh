@@ -15,7 +15,7 @@ refresh=${DEVMEMTCP_VM_REFRESH:-0}
 for a in "$@"; do
 	case $a in
 	--refresh) refresh=1 ;;
-	-h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+	-h|--help) vm_usage "$0" 0 ;;
 	*) vm_die "unknown argument: $a" ;;
 	esac
 done

@@ -33,7 +33,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 . "$here/lib.sh"
 
-usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+usage() { vm_usage "$0" "${1:-2}"; }
 kernel="" timeout=600 builddir=$repo/build sim=1 sim_args="" out="" mem=2048 smp=2
 udmabuf_mb=1024 dmesg=0 append="" keep=0
 payloads=() modules=(veth virtio_blk)

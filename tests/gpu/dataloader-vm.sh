@@ -1,29 +1,18 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 # The data-loader example end to end over the simulated NIC, with a udmabuf
-# and CPU copies in place of the GPU.  Runs inside the vm runner's guest:
-#   sim/vm/run.sh --kernel newest --builddir B --payload B/examples/dataloader \
-#     --payload tests/gpu/dataloader-vm.sh -- "sh $PWD/tests/gpu/dataloader-vm.sh B/examples/dataloader"
-# Sender in namespace dmtA (dsim0, 10.77.0.1), receiver in dmtB (dsim1).
+# and CPU copies in place of the GPU.  Runs inside the vm runner's guest
+# (the vm suite's vm-dataloader-* tests, through tests/vm/run-vm.sh):
+#   VM_HARNESS=B/tests/vm/vm-harness sh tests/gpu/dataloader-vm.sh B/tests/gpu/dataloader [SAMPLES]
+# Sender in namespace dmtA (dsim0, 10.77.0.1), receiver in dmtB (dsim1): the
+# vm topology, which vm-harness builds.
 set -eu
 ex=$1
 n=${2:-40}
 port=5301
 log=/tmp/dataloader-rx.log
 
-if [ ! -e /var/run/netns/dmtB ]; then
-	mkdir -p /var/run/netns
-	ip netns add dmtA
-	ip netns add dmtB
-	ip link set dsim0 netns dmtA
-	ip link set dsim1 netns dmtB
-	ip -n dmtA link set lo up
-	ip -n dmtB link set lo up
-	ip -n dmtA addr add 10.77.0.1/24 dev dsim0
-	ip -n dmtB addr add 10.77.0.2/24 dev dsim1
-	ip -n dmtA link set dsim0 up
-	ip -n dmtB link set dsim1 up
-fi
+"$VM_HARNESS" up >/dev/null
 
 ip netns exec dmtB "$ex" -l $port -i dsim1 --cpu >$log 2>&1 &
 rx=$!

@@ -16,16 +16,13 @@
 #include <cmocka.h>
 
 #include "devmemtcp.h"
+#include "harness.h"
 
 static struct devmemtcp_ctx *ctx;
 
-static void quiet(void *user, int level, const char *msg)
-{
-}
-
 static int setup(void **state)
 {
-	DEVMEMTCP_OPTS(ctx_opts, o, .log_fn = quiet);
+	DEVMEMTCP_OPTS(ctx_opts, o, .log_fn = t_quiet);
 
 	setenv("DEVMEMTCP_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
 	return devmemtcp_ctx_new(&o, &ctx);

@@ -24,6 +24,7 @@
 #include "devmemtcp.h"
 #include "cuda.h"
 #include "gpu.h"
+#include "harness.h"
 #include "rx.h"
 
 #define POISON 0xa5
@@ -78,10 +79,6 @@ static void fill_random(uint8_t *p, size_t n)
 		p[i] = (uint8_t)rnd();
 }
 
-static void log_quiet(void *user, int level, const char *msg)
-{
-}
-
 static int src_new(struct src *s, uint64_t chunk)
 {
 	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_CUDA,
@@ -105,18 +102,15 @@ static int src_new(struct src *s, uint64_t chunk)
 
 static int setup(void **state)
 {
-	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = log_quiet);
+	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = t_quiet);
 	CUdevice dev;
 	int ret;
 
 	if (devmemtcp_ctx_new(&co, &ctx))
 		return -1;
 	ret = devmemtcp_gpu_new(ctx, NULL, &gpu);
-	if (ret == -ENOENT || ret == -ENODEV || ret == -ENOSYS) {
-		printf("SKIP: no usable NVIDIA GPU: %s\n",
-		       devmemtcp_ctx_errmsg(ctx));
-		exit(77);
-	}
+	if (ret == -ENOENT || ret == -ENODEV || ret == -ENOSYS)
+		exit(t_skipped("no usable NVIDIA GPU: %s", devmemtcp_ctx_errmsg(ctx)));
 	if (ret) {
 		printf("devmemtcp_gpu_new: %d: %s\n", ret,
 		       devmemtcp_ctx_errmsg(ctx));
@@ -133,10 +127,8 @@ static int setup(void **state)
 		ret = src_new(&srcs[1], 2u << 20);
 	if (ret) {
 		printf("CUDA buffer: %d: %s\n", ret, devmemtcp_ctx_errmsg(ctx));
-		if (ret == -EOPNOTSUPP) {
-			printf("SKIP: this GPU or driver cannot export dma-bufs\n");
-			exit(77);
-		}
+		if (ret == -EOPNOTSUPP)
+			exit(t_skipped("this GPU or driver cannot export dma-bufs"));
 		return -1;
 	}
 	return 0;

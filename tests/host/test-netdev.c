@@ -34,7 +34,7 @@
 #include "netdev.h"
 #include "nl.h"
 #include "uapi.h"
-#include "hostlib.h"
+#include "harness.h"
 
 static struct devmemtcp_ctx *ctx;
 static int va;
@@ -319,7 +319,7 @@ static void test_no_fd_leaks(void **state)
 	struct devmemtcp_binding *b;
 	struct devmemtcp_queue q[8];
 	uint32_t queue = 0;
-	int before = host_count_fds();
+	int before = t_count_fds();
 
 	for (int i = 0; i < 20; i++) {
 		struct devmemtcp_buf *buf;
@@ -335,7 +335,7 @@ static void test_no_fd_leaks(void **state)
 		devmemtcp_buf_free(buf);	/* closes the imported fd */
 		devmemtcp_ctx_free(c);
 	}
-	assert_int_equal(host_count_fds(), before);
+	assert_int_equal(t_count_fds(), before);
 }
 
 static void test_tcp_steering_miss(void **state)
@@ -427,15 +427,6 @@ int main(void)
 		cmocka_unit_test(test_queries_from_threads),
 	};
 
-	if (geteuid() != 0) {
-		printf("SKIP: the host suite needs root (network namespaces, CAP_NET_ADMIN)\n");
-		return 77;
-	}
-	va = host_enter_netns();
-	if (va < 0) {
-		printf("FAIL: cannot create a network namespace with a veth pair: %s\n",
-		       strerror(errno));
-		return 1;
-	}
+	T_TRY(host_netns(&va));
 	return cmocka_run_group_tests_name("host-netdev", tests, setup, teardown);
 }

@@ -33,7 +33,7 @@
 #include <sys/syscall.h>
 
 #include "devmemtcp.h"
-#include "hostlib.h"
+#include "harness.h"
 #include "nic.h"
 #include "../unit/nicfixture.h"
 #include "uapi.h"
@@ -54,22 +54,27 @@ static bool exists(const char *name)
 	return stat(path, &st) == 0;
 }
 
+/* The context's message is exactly the formatted text. */
+__attribute__((format(printf, 1, 2)))
+static void expect_errmsg(const char *fmt, ...)
+{
+	char want[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(want, sizeof(want), fmt, ap);
+	va_end(ap);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+}
+
 /* Run the devmemtcp program; its stdout in out, exit status returned. */
 static int tool(char *out, size_t len, const char *args)
 {
 	char cmd[512];
-	FILE *p;
-	size_t n;
-	int status;
 
 	snprintf(cmd, sizeof(cmd), "DEVMEMTCP_RUN_DIR=%s %s/tools/devmemtcp %s 2>&1",
 		 dir, TEST_BUILDDIR, args);
-	p = popen(cmd, "r");
-	assert_non_null(p);
-	n = fread(out, 1, len - 1, p);
-	out[n] = '\0';
-	status = pclose(p);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	return t_capture(out, len, cmd);
 }
 
 static int setup(void **state)
@@ -82,20 +87,11 @@ static int teardown(void **state)
 	return nicfix_teardown(dir, ctx);
 }
 
-static const struct devmemtcp_probe_problem *
-find_problem(const struct devmemtcp_probe *p, const char *what)
-{
-	for (uint32_t i = 0; i < p->nproblems; i++)
-		if (strcmp(p->problems[i].what, what) == 0)
-			return &p->problems[i];
-	return NULL;
-}
-
 static void test_probe_veth(void **state)
 {
 	struct devmemtcp_probe p = { .sz = sizeof(p) };
 	const struct devmemtcp_probe_problem *pr;
-	int fds = host_count_fds(), n;
+	int fds = t_count_fds(), n;
 
 	n = devmemtcp_nic_probe(ctx, "va", NULL, &p);
 	assert_int_equal(n, (int)p.nproblems);
@@ -121,18 +117,18 @@ static void test_probe_veth(void **state)
 	if (p.has_bind_rx)
 		assert_true(p.has_netdev_family);
 
-	pr = find_problem(&p, "va (driver veth) does not support header split (tcp-data-split)");
+	pr = t_probe_problem(&p, "va (driver veth) does not support header split (tcp-data-split)");
 	assert_non_null(pr);
 	assert_string_equal(pr->fix,
 			    "use a NIC whose driver supports devmem TCP (gve, bnxt_en, mlx5, fbnic); virtual devices (veth, loopback) cannot");
-	pr = find_problem(&p, "va has no ntuple filters (rx-ntuple-filter off [fixed])");
+	pr = t_probe_problem(&p, "va has no ntuple filters (rx-ntuple-filter off [fixed])");
 	assert_non_null(pr);
 	assert_string_equal(pr->fix,
 			    "use a NIC with ntuple flow steering; without it flows cannot be steered to the devmem queues");
-	pr = find_problem(&p, "va has no RSS indirection table: other traffic cannot be kept off the devmem queues");
+	pr = t_probe_problem(&p, "va has no RSS indirection table: other traffic cannot be kept off the devmem queues");
 	assert_non_null(pr);
-	assert_null(find_problem(&p, "this process lacks CAP_NET_ADMIN, which bind-rx and every ethtool change need"));
-	assert_int_equal(host_count_fds(), fds);
+	assert_null(t_probe_problem(&p, "this process lacks CAP_NET_ADMIN, which bind-rx and every ethtool change need"));
+	assert_int_equal(t_count_fds(), fds);
 }
 
 /* The oracle: libnl-genl-3 reads the channels on its own (ethtool
@@ -164,10 +160,9 @@ static void test_probe_libnl_oracle(void **state)
 	struct chan_oracle o = { 0 };
 	struct nl_msg *msg;
 	struct nlattr *h;
-	FILE *f;
-	char line[256];
-	bool fixed_off = false;
-	int fam;
+	char out[8192];
+	bool fixed_off;
+	int fam, st;
 
 	assert_non_null(sk);
 	assert_int_equal(genl_connect(sk), 0);
@@ -185,16 +180,20 @@ static void test_probe_libnl_oracle(void **state)
 	nlmsg_free(msg);
 	nl_socket_free(sk);
 
-	f = popen("ethtool -k vb 2>/dev/null", "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f))
-		if (strcmp(line, "ntuple-filters: off [fixed]\n") == 0)
-			fixed_off = true;
-	pclose(f);
+	/* the program, not a shell message, must have answered: an ethtool
+	 * that is missing or failed would read as "not fixed off" */
+	st = t_capture(out, sizeof(out), "ethtool -k vb 2>&1");
+	if (st != 0)
+		fail_msg("ethtool -k vb exited %d (127: the ethtool program, this test's oracle, is not installed):\n%s",
+			 st, out);
+	fixed_off = strstr(out, "\nntuple-filters: off [fixed]\n") != NULL;
 
 	assert_true(devmemtcp_nic_probe(ctx, "vb", NULL, &p) >= 0);
 	assert_int_equal(p.rx_queues, (int)(o.rx + o.combined));
 	assert_int_equal(p.tx_queues, (int)(o.tx + o.combined));
+	if ((p.ntuple == 0 && p.ntuple_fixed == 1) != fixed_off)
+		print_error("probe: ntuple %d, ntuple_fixed %d; ethtool -k vb said:\n%s",
+			    p.ntuple, p.ntuple_fixed, out);
 	assert_int_equal(p.ntuple == 0 && p.ntuple_fixed == 1, fixed_off);
 }
 
@@ -205,11 +204,11 @@ static void test_probe_lo(void **state)
 
 	assert_true(devmemtcp_nic_probe(ctx, "lo", NULL, &p) >= 3);
 	assert_int_equal(p.rx_queues, 1);
-	pr = find_problem(&p, "lo has 1 RX queue: devmem needs one queue for itself and one for other traffic");
+	pr = t_probe_problem(&p, "lo has 1 RX queue: devmem needs one queue for itself and one for other traffic");
 	assert_non_null(pr);
 	assert_string_equal(pr->fix,
 			    "give the device more RX queues (ethtool -L lo combined 2, or rx 2); for veth: ip link add ... numrxqueues 2");
-	assert_non_null(find_problem(&p, "lo (driver unknown) does not support header split (tcp-data-split)"));
+	assert_non_null(t_probe_problem(&p, "lo (driver unknown) does not support header split (tcp-data-split)"));
 }
 
 static void test_probe_down(void **state)
@@ -219,12 +218,12 @@ static void test_probe_down(void **state)
 
 	assert_int_equal(system("ip link add vc numrxqueues 2 type veth peer name vd"), 0);
 	assert_true(devmemtcp_nic_probe(ctx, "vc", NULL, &p) >= 1);
-	pr = find_problem(&p, "vc is down: its queues cannot take a binding and queue-get lists none");
+	pr = t_probe_problem(&p, "vc is down: its queues cannot take a binding and queue-get lists none");
 	assert_non_null(pr);
 	assert_string_equal(pr->fix, "ip link set vc up");
 	assert_int_equal(system("ip link set vc up && ip link set vd up"), 0);
 	assert_true(devmemtcp_nic_probe(ctx, "vc", NULL, &p) >= 1);
-	assert_null(find_problem(&p, "vc is down: its queues cannot take a binding and queue-get lists none"));
+	assert_null(t_probe_problem(&p, "vc is down: its queues cannot take a binding and queue-get lists none"));
 	assert_int_equal(system("ip link del vc"), 0);
 }
 
@@ -290,7 +289,7 @@ static void test_probe_xdp(void **state)
 	assert_int_equal(set_xdp((int)if_nametoindex("va"), prog), 0);
 	assert_true(devmemtcp_nic_probe(ctx, "va", NULL, &p) >= 1);
 	assert_true(p.xdp);
-	pr = find_problem(&p, "an XDP program is attached to va");
+	pr = t_probe_problem(&p, "an XDP program is attached to va");
 	assert_non_null(pr);
 	assert_string_equal(pr->fix,
 			    "detach it (ip link set dev va xdp off): devmem and XDP exclude each other");
@@ -298,7 +297,7 @@ static void test_probe_xdp(void **state)
 	close(prog);
 	assert_true(devmemtcp_nic_probe(ctx, "va", NULL, &p) >= 1);
 	assert_false(p.xdp);
-	assert_null(find_problem(&p, "an XDP program is attached to va"));
+	assert_null(t_probe_problem(&p, "an XDP program is attached to va"));
 }
 
 static void test_probe_errors(void **state)
@@ -324,7 +323,7 @@ static void test_open_veth_unsupported(void **state)
 	struct devmemtcp_flow f;
 	DEVMEMTCP_OPTS(nic_opts, o, .flows = &f, .nflows = 1);
 	struct devmemtcp_nic *nic = (void *)1;
-	int fds = host_count_fds();
+	int fds = t_count_fds();
 
 	assert_int_equal(devmemtcp_flow_parse("dst-ip 10.9.0.1 dst-port 5201", &f), 0);
 	assert_int_equal(devmemtcp_nic_open(ctx, "va", &o, &nic), -EOPNOTSUPP);
@@ -332,7 +331,7 @@ static void test_open_veth_unsupported(void **state)
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
 			    "cannot set up devmem: va does not support header split (tcp-data-split): devmem TCP needs a driver with header split and queue management (gve, bnxt_en, mlx5, fbnic)");
 	assert_false(exists("va.journal"));
-	assert_int_equal(host_count_fds(), fds);
+	assert_int_equal(t_count_fds(), fds);
 }
 
 static void test_open_bad_input(void **state)
@@ -380,20 +379,18 @@ static void test_open_bad_input(void **state)
 
 static void test_lock_busy(void **state)
 {
+	static const char busy[] =
+		"va is in use for devmem by pid %d (%s): stop that process or wait for it to close its handle";
 	struct devmemtcp_nic *nic;
-	char want[256];
 	pid_t child = nicfix_lock_child(dir, "va");
 
 	assert_true(child > 0);
 	assert_int_equal(devmemtcp_nic_open(ctx, "va", NULL, &nic), -EBUSY);
 	/* the holder's program name as the kernel has it (under valgrind
 	 * that is valgrind's tool, not test-host-nic) */
-	snprintf(want, sizeof(want),
-		 "va is in use for devmem by pid %d (%s): stop that process or wait for it to close its handle",
-		 child, nicfix_comm());
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	expect_errmsg(busy, child, t_own_comm());
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -EBUSY);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	expect_errmsg(busy, child, t_own_comm());
 	nicfix_kill(child);
 	/* free again: now the device itself is the problem */
 	assert_int_equal(devmemtcp_nic_open(ctx, "va", NULL, &nic), -EOPNOTSUPP);
@@ -403,7 +400,7 @@ static void test_stale_journal_and_restore(void **state)
 {
 	struct dmt_journal j = { 0 };
 	struct devmemtcp_nic *nic;
-	char want[512], out[1024];
+	char out[1024];
 	pid_t dead = fork();
 
 	if (dead == 0)
@@ -416,11 +413,9 @@ static void test_stale_journal_and_restore(void **state)
 	assert_int_equal(dmt_journal_write(dir, "va", &j), 0);
 
 	assert_int_equal(devmemtcp_nic_open(ctx, "va", NULL, &nic), -ESTALE);
-	snprintf(want, sizeof(want),
-		 "va has changes left by pid %d (loader), which ended without undoing them (journal %s/va.journal): "
-		 "run 'devmemtcp restore va' or open with DEVMEMTCP_NIC_RECOVER",
-		 dead, dir);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	expect_errmsg("va has changes left by pid %d (loader), which ended without undoing them (journal %s/va.journal): "
+		      "run 'devmemtcp restore va' or open with DEVMEMTCP_NIC_RECOVER",
+		      dead, dir);
 	assert_true(exists("va.journal"));
 
 	assert_int_equal(tool(out, sizeof(out), "restore va"), 0);
@@ -441,10 +436,8 @@ static void test_stale_journal_and_restore(void **state)
 		fclose(f);
 	}
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -EBADMSG);
-	snprintf(want, sizeof(want),
-		 "the journal %s/va.journal is unreadable (malformed): restore the NIC by hand, then delete it",
-		 dir);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	expect_errmsg("the journal %s/va.journal is unreadable (malformed): restore the NIC by hand, then delete it",
+		      dir);
 	assert_int_equal(tool(out, sizeof(out), "restore va"), 1);
 	assert_non_null(strstr(out, "devmemtcp restore: the journal "));
 	assert_int_equal(tool(out, sizeof(out), "restore"), 2);
@@ -456,11 +449,9 @@ static void test_stale_journal_and_restore(void **state)
 	j.netns = 12345;
 	assert_int_equal(dmt_journal_write(dir, "va", &j), 0);
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -EXDEV);
-	snprintf(want, sizeof(want),
-		 "undoing the changes pid %d (loader) left on va failed: the journal was written by pid %d (loader) in network namespace net:[12345], "
-		 "this is net:[%llu]: run devmemtcp restore va in that namespace (ip netns exec NAME ...); the journal is kept",
-		 dead, dead, (unsigned long long)dmt_netns_id());
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	expect_errmsg("undoing the changes pid %d (loader) left on va failed: the journal was written by pid %d (loader) in network namespace net:[12345], "
+		      "this is net:[%llu]: run devmemtcp restore va in that namespace (ip netns exec NAME ...); the journal is kept",
+		      dead, dead, (unsigned long long)dmt_netns_id());
 	assert_true(exists("va.journal"));
 	assert_int_equal(dmt_journal_remove(dir, "va"), 0);
 	j.netns = 0;
@@ -469,11 +460,9 @@ static void test_stale_journal_and_restore(void **state)
 	snprintf(j.ifname, sizeof(j.ifname), "gone0");
 	assert_int_equal(dmt_journal_write(dir, "gone0", &j), 0);
 	assert_int_equal(devmemtcp_nic_recover(ctx, "gone0", NULL), -ENODEV);
-	snprintf(want, sizeof(want),
-		 "no interface \"gone0\" in this network namespace (see ip link show): the journal %s/gone0.journal of pid %d (loader) "
-		 "names no interface in this network namespace: restore where the interface is, or delete the journal if it is gone for good",
-		 dir, dead);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	expect_errmsg("no interface \"gone0\" in this network namespace (see ip link show): the journal %s/gone0.journal of pid %d (loader) "
+		      "names no interface in this network namespace: restore where the interface is, or delete the journal if it is gone for good",
+		      dir, dead);
 	assert_true(exists("gone0.journal"));
 	assert_int_equal(dmt_journal_remove(dir, "gone0"), 0);
 }
@@ -519,14 +508,6 @@ int main(void)
 		cmocka_unit_test(test_probe_tool),
 	};
 
-	if (geteuid() != 0) {
-		printf("SKIP: the host suite needs root (network namespaces, CAP_NET_ADMIN)\n");
-		return 77;
-	}
-	if (host_enter_netns() < 0) {
-		printf("FAIL: cannot create a network namespace with a veth pair: %s\n",
-		       strerror(errno));
-		return 1;
-	}
+	T_TRY(host_netns(NULL));
 	return cmocka_run_group_tests_name("host-nic", tests, setup, teardown);
 }

@@ -22,12 +22,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "devmemtcp.h"
-#include "hostlib.h"
+#include "harness.h"
 #include "buf.h"
 #include "tx.h"
 
@@ -37,12 +36,7 @@ static int va;
 
 static bool kernel_has_bind_tx(void)
 {
-	struct utsname u;
-	int maj = 0, min = 0;
-
-	uname(&u);
-	sscanf(u.release, "%d.%d", &maj, &min);
-	return maj > 6 || (maj == 6 && min >= 16);
+	return t_kernel_version() >= 616;
 }
 
 static void test_bind_tx_veth(void **state)
@@ -54,7 +48,7 @@ static void test_bind_tx_veth(void **state)
 	/* a first failure, so that whatever a context opens once is open
 	 * before the fds are counted */
 	devmemtcp_bind_tx(ctx, va, buf, NULL, &b);
-	before = host_count_fds();
+	before = t_count_fds();
 
 	assert_int_equal(devmemtcp_bind_tx(ctx, va, buf, NULL, &b), -EOPNOTSUPP);
 	assert_null(b);
@@ -68,7 +62,7 @@ static void test_bind_tx_veth(void **state)
 		assert_non_null(strstr(m, "needs Linux 6.16"));
 	}
 	/* the binding's netlink socket is gone again */
-	assert_int_equal(host_count_fds(), before);
+	assert_int_equal(t_count_fds(), before);
 }
 
 static void test_bind_tx_args(void **state)
@@ -257,14 +251,6 @@ int main(void)
 		cmocka_unit_test(test_enodev_names_the_route),
 	};
 
-	if (geteuid() != 0) {
-		printf("SKIP: the host suite needs root (network namespaces)\n");
-		return 77;
-	}
-	va = host_enter_netns();
-	if (va < 0) {
-		printf("FAIL: cannot create a network namespace with a veth pair\n");
-		return 1;
-	}
+	T_TRY(host_netns(&va));
 	return cmocka_run_group_tests_name("host-tx", tests, setup, teardown);
 }

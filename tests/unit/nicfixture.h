@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
  * Shared by the tests of the NIC layer in the unit and host suites: a
- * private run directory with a context that logs nothing, this process's
- * name, and a child process that holds an interface's lock.
+ * private run directory with a context that logs nothing and a child process that holds an interface's lock.
  */
 #ifndef DEVMEMTCP_TEST_NICFIXTURE_H
 #define DEVMEMTCP_TEST_NICFIXTURE_H
@@ -16,6 +15,7 @@
 #include <unistd.h>
 
 #include "devmemtcp.h"
+#include "harness.h"
 #include "nic.h"
 
 /* A fresh directory /tmp/<prefix>-XXXXXX, its name in dir; 0 or -1. */
@@ -33,16 +33,12 @@ static inline int nicfix_rmdir(const char *dir)
 	return system(cmd);
 }
 
-static inline void nicfix_quiet(void *user, int level, const char *msg)
-{
-}
-
 /* A fresh run directory, made the library's (DEVMEMTCP_RUN_DIR), and a
  * context that logs nothing; 0 or -1. */
 static inline int nicfix_setup(char *dir, size_t len, const char *prefix,
 			       struct devmemtcp_ctx **ctx)
 {
-	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = nicfix_quiet);
+	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = t_quiet);
 
 	if (nicfix_mkdir(dir, len, prefix))
 		return -1;
@@ -54,27 +50,6 @@ static inline int nicfix_teardown(const char *dir, struct devmemtcp_ctx *ctx)
 {
 	devmemtcp_ctx_free(ctx);
 	return nicfix_rmdir(dir);
-}
-
-/* The program name the kernel gives this process and its forked children
- * (the test's name, or valgrind's tool under valgrind), read here rather
- * than through the library so that a test can check what it reports; ""
- * when unreadable. */
-static inline const char *nicfix_comm(void)
-{
-	static char comm[32];
-	FILE *f;
-
-	if (comm[0])
-		return comm;
-	f = fopen("/proc/self/comm", "re");
-	if (f) {
-		if (!fgets(comm, sizeof(comm), f))
-			comm[0] = '\0';
-		fclose(f);
-	}
-	comm[strcspn(comm, "\n")] = '\0';
-	return comm;
 }
 
 /* A child that holds <dir>/<ifname>.lock until nicfix_kill(): its pid

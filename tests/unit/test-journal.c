@@ -293,7 +293,7 @@ static void test_lock(void **state)
 	assert_int_equal(dmt_lock_take(dir, "dsim1", &fd2, &holder, comm, sizeof(comm)), -EBUSY);
 	assert_int_equal(fd2, -1);
 	assert_int_equal(holder, getpid());
-	assert_string_equal(comm, nicfix_comm());
+	assert_string_equal(comm, t_own_comm());
 	/* another interface is independent */
 	assert_int_equal(dmt_lock_take(dir, "dsim0", &fd2, &holder, comm, sizeof(comm)), 0);
 	dmt_lock_release(fd2, dir, "dsim0");
@@ -304,7 +304,7 @@ static void test_lock(void **state)
 	assert_true(child > 0);
 	assert_int_equal(dmt_lock_take(dir, "dsim1", &fd, &holder, comm, sizeof(comm)), -EBUSY);
 	assert_int_equal(holder, child);
-	assert_string_equal(comm, nicfix_comm());
+	assert_string_equal(comm, t_own_comm());
 	/* it dies: the lock is free again (the kernel drops flocks) */
 	nicfix_kill(child);
 	assert_int_equal(dmt_lock_take(dir, "dsim1", &fd, &holder, comm, sizeof(comm)), 0);

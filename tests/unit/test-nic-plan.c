@@ -394,7 +394,7 @@ static void test_crash_every_step(void **state)
 		snprintf(want, sizeof(want),
 			 "eth0 has changes left by pid %d (%s), which ended without undoing them "
 			 "(journal %s/eth0.journal): run 'devmemtcp restore eth0' or open with DEVMEMTCP_NIC_RECOVER",
-			 pid, nicfix_comm(), dir);
+			 pid, t_own_comm(), dir);
 		assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
 		/* and restore puts everything back */
 		assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 1);
@@ -445,7 +445,7 @@ static void test_busy(void **state)
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &b), -EBUSY);
 	snprintf(want, sizeof(want),
 		 "eth0 is in use for devmem by pid %d (%s): stop that process or wait for it to close its handle",
-		 getpid(), nicfix_comm());
+		 getpid(), t_own_comm());
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
 	/* recover refuses too: the owner is alive */
 	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), -EBUSY);

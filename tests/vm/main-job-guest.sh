@@ -8,12 +8,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 tool=$(cd "$here/../../tools" && pwd)/devmemtcp
 bytes=${MAIN_JOB_BYTES:-64M}
-mkdir -p /var/run/netns
-ip netns add dmtA && ip netns add dmtB || exit 1
-ip link set dsim0 netns dmtA && ip link set dsim1 netns dmtB || exit 1
-ip -n dmtA addr add 10.77.0.1/24 dev dsim0 && ip -n dmtB addr add 10.77.0.2/24 dev dsim1
-ip -n dmtA link set dsim0 up && ip -n dmtB link set dsim1 up
-ip -n dmtA link set lo up && ip -n dmtB link set lo up
+"$here/vm-harness" up >/dev/null || exit 1
 echo "== devmemtcp main job: $(uname -r), simulated NIC dsim0 -> dsim1, $bytes"
 ip netns exec dmtB "$tool" recv -i dsim1 --setup -p 5201 --validate --expect "$bytes" -b 32M &
 recv=$!

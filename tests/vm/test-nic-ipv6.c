@@ -6,8 +6,18 @@
  * on the same handle too (one flow per queue, no context).
  */
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-#include "nicvm.h"
+#include "harness-nic.h"
+#include "pattern.h"
+
+#define PERIOD PATTERN_PERIOD_DEFAULT
+
+static struct devmemtcp_ctx *ctx;
+static const char *ifname;
 
 struct rx_arg {
 	int lfd;
@@ -38,7 +48,7 @@ static void *rx_main(void *p)
 
 			if (f->flags & DEVMEMTCP_FRAG_LINEAR) {
 				if (pattern_check((uint8_t *)linear + f->offset, f->len,
-						  a->bytes, PATTERN_PERIOD) >= 0)
+						  a->bytes, PERIOD) >= 0)
 					return NULL;
 				a->linear += f->len;
 			} else {
@@ -46,7 +56,7 @@ static void *rx_main(void *p)
 					a->foreign++;
 				if (f->len > sizeof(tmp) ||
 				    devmemtcp_buf_read(a->buf, f->offset, tmp, f->len) ||
-				    pattern_check(tmp, f->len, a->bytes, PATTERN_PERIOD) >= 0) {
+				    pattern_check(tmp, f->len, a->bytes, PERIOD) >= 0) {
 					fprintf(stderr, "payload mismatch at %llu\n",
 						(unsigned long long)a->bytes);
 					return NULL;
@@ -75,20 +85,20 @@ static int transfer(const char *addr, int port, struct devmemtcp_nic *nic,
 	pthread_t t;
 
 	a.binding = devmemtcp_binding_id(devmemtcp_nic_binding(nic));
-	a.lfd = vm_listen(addr, port);
-	VM_CHECK(a.lfd >= 0, "listen");
+	a.lfd = t_listen(addr, port);
+	T_CHECK(a.lfd >= 0, "listen");
 	pthread_create(&t, NULL, rx_main, &a);
-	snd = vm_send_start(addr, port, bytes, PATTERN_PERIOD);
-	VM_CHECK(vm_send_wait(snd) == 0, "sender");
+	snd = vm_send_start(addr, port, bytes, PERIOD);
+	T_CHECK(vm_send_wait(snd) == 0, "sender");
 	pthread_join(t, NULL);
 	close(a.lfd);
-	VM_CHECK(a.ret == 0, "receiver");
-	VM_CHECK(a.bytes == bytes, "%llu of %llu bytes", (unsigned long long)a.bytes,
-		 (unsigned long long)bytes);
-	VM_CHECK(a.misses == 0 && a.foreign == 0, "steering misses %llu, foreign %llu",
-		 (unsigned long long)a.misses, (unsigned long long)a.foreign);
-	VM_CHECK(a.dmabuf >= bytes - a.linear && a.dmabuf > bytes / 2,
-		 "only %llu bytes in device memory", (unsigned long long)a.dmabuf);
+	T_CHECK(a.ret == 0, "receiver");
+	T_CHECK(a.bytes == bytes, "%llu of %llu bytes", (unsigned long long)a.bytes,
+		(unsigned long long)bytes);
+	T_CHECK(a.misses == 0 && a.foreign == 0, "steering misses %llu, foreign %llu",
+		(unsigned long long)a.misses, (unsigned long long)a.foreign);
+	T_CHECK(a.dmabuf >= bytes - a.linear && a.dmabuf > bytes / 2,
+		"only %llu bytes in device memory", (unsigned long long)a.dmabuf);
 	printf("%s port %d: %llu bytes, %llu in the dma-buf, %llu linear\n", addr, port,
 	       (unsigned long long)a.bytes, (unsigned long long)a.dmabuf,
 	       (unsigned long long)a.linear);
@@ -103,23 +113,19 @@ int main(int argc, char **argv)
 	char *before, *after;
 	static const uint32_t q[] = { 2, 3 };
 
-	if (vm_topology()) {
-		fprintf(stderr, "FAIL: topology\n");
-		return 1;
-	}
-	nicvm_init(argc, argv);
+	T_CHECK(vm_topology(VM_TX_IF, VM_RX_IF) >= 0, "topology");
+	T_TRY(nic_init(argc, argv, &ctx, &ifname));
 	before = nic_dump();
-	buf = nic_udmabuf(32u << 20);
-	VM_CHECK(buf, "udmabuf");
+	T_CHECK(t_udmabuf(ctx, 32u << 20, &buf) == 0, "udmabuf");
 	devmemtcp_flow_parse("tcp6 src-ip " VM_TX_ADDR6 " dst-ip " VM_RX_ADDR6 " dst-port 5206 queue 1", &f[0]);
 	devmemtcp_flow_parse("dst-ip " VM_RX_ADDR4 "/24 dst-port 5207 queue 0", &f[1]);
 	DEVMEMTCP_OPTS(nic_opts, o, .queues = q, .nqueues = 2, .flows = f, .nflows = 2,
 		       .buf = buf);
-	VM_CHECK(devmemtcp_nic_open(ctx, ifname, &o, &nic) == 0, "open: %s",
-		 devmemtcp_ctx_errmsg(ctx));
-	if (transfer(VM_RX_ADDR6, 5206, nic, buf) || transfer(VM_RX_ADDR4, 5207, nic, buf))
-		return 1;
-	VM_CHECK(devmemtcp_nic_close(nic) == 0, "close");
+	T_CHECK(devmemtcp_nic_open(ctx, ifname, &o, &nic) == 0, "open: %s",
+		devmemtcp_ctx_errmsg(ctx));
+	T_TRY(transfer(VM_RX_ADDR6, 5206, nic, buf));
+	T_TRY(transfer(VM_RX_ADDR4, 5207, nic, buf));
+	T_CHECK(devmemtcp_nic_close(nic) == 0, "close");
 	devmemtcp_buf_free(buf);
 	after = nic_dump();
 	return nic_same(before, after, "after the IPv6 test");

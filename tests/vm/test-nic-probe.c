@@ -6,16 +6,15 @@
  * and releases a udmabuf, leaving no binding and nothing changed; the
  * program's --json output carries the same facts.
  */
-#include "nicvm.h"
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-static const struct devmemtcp_probe_problem *
-find(const struct devmemtcp_probe *p, const char *what)
-{
-	for (uint32_t i = 0; i < p->nproblems; i++)
-		if (strcmp(p->problems[i].what, what) == 0)
-			return &p->problems[i];
-	return NULL;
-}
+#include "harness-nic.h"
+
+static struct devmemtcp_ctx *ctx;
+static const char *ifname;
 
 int main(int argc, char **argv)
 {
@@ -24,35 +23,35 @@ int main(int argc, char **argv)
 	const struct devmemtcp_probe_problem *pr;
 	struct devmemtcp_queue q[64];
 	char what[160], fix[320], cmd[128], out[8192], *before, *after;
-	int n, kv = vm_kernel_version();
+	int n, kv = t_kernel_version();
 	struct devmemtcp_nic *nic;
 
-	nicvm_init(argc, argv);
+	T_TRY(nic_init(argc, argv, &ctx, &ifname));
 	snprintf(cmd, sizeof(cmd), "ethtool -G %s tcp-data-split off", ifname);
-	VM_CHECK(system(cmd) == 0, "%s", cmd);
+	T_CHECK(system(cmd) == 0, "%s", cmd);
 	before = nic_dump();
 	n = devmemtcp_nic_probe(ctx, ifname, NULL, &p);
-	VM_CHECK(n >= 1 && n == (int)p.nproblems, "probe: %d %s", n, devmemtcp_ctx_errmsg(ctx));
-	VM_CHECK(strcmp(p.driver, "devmemsim") == 0, "driver %s", p.driver);
-	VM_CHECK(p.has_bind_rx, "no bind-rx");
-	VM_CHECK(p.has_bind_tx == (kv >= 616), "bind-tx %d on %d", p.has_bind_tx, kv);
-	VM_CHECK(p.rx_queues == 4 && p.tx_queues == 4, "queues %d/%d", p.rx_queues, p.tx_queues);
-	VM_CHECK(p.tcp_data_split == 1, "tcp-data-split %d", p.tcp_data_split);
+	T_CHECK(n >= 1 && n == (int)p.nproblems, "probe: %d %s", n, devmemtcp_ctx_errmsg(ctx));
+	T_CHECK(strcmp(p.driver, "devmemsim") == 0, "driver %s", p.driver);
+	T_CHECK(p.has_bind_rx, "no bind-rx");
+	T_CHECK(p.has_bind_tx == (kv >= 616), "bind-tx %d on %d", p.has_bind_tx, kv);
+	T_CHECK(p.rx_queues == 4 && p.tx_queues == 4, "queues %d/%d", p.rx_queues, p.tx_queues);
+	T_CHECK(p.tcp_data_split == 1, "tcp-data-split %d", p.tcp_data_split);
 	if (kv >= 614)
-		VM_CHECK(p.hds_thresh >= 0 && p.hds_thresh_max > 0, "hds %lld/%lld",
-			 (long long)p.hds_thresh, (long long)p.hds_thresh_max);
-	VM_CHECK(p.ntuple == 1 && p.ntuple_fixed == 0, "ntuple %d", p.ntuple);
-	VM_CHECK(p.ntuple_rules == 0 && p.ntuple_table_size > 0, "rules %d of %d",
-		 p.ntuple_rules, p.ntuple_table_size);
-	VM_CHECK(p.rss_table_size > 0, "rss %d", p.rss_table_size);
-	VM_CHECK(!p.xdp && p.xsk_queues == 0 && p.dmabuf_queues == 0, "xdp/providers");
-	VM_CHECK(p.udmabuf_limit_mb > 0 && p.cap_net_admin, "host");
+		T_CHECK(p.hds_thresh >= 0 && p.hds_thresh_max > 0, "hds %lld/%lld",
+			(long long)p.hds_thresh, (long long)p.hds_thresh_max);
+	T_CHECK(p.ntuple == 1 && p.ntuple_fixed == 0, "ntuple %d", p.ntuple);
+	T_CHECK(p.ntuple_rules == 0 && p.ntuple_table_size > 0, "rules %d of %d",
+		p.ntuple_rules, p.ntuple_table_size);
+	T_CHECK(p.rss_table_size > 0, "rss %d", p.rss_table_size);
+	T_CHECK(!p.xdp && p.xsk_queues == 0 && p.dmabuf_queues == 0, "xdp/providers");
+	T_CHECK(p.udmabuf_limit_mb > 0 && p.cap_net_admin, "host");
 	snprintf(what, sizeof(what), "header split (tcp-data-split) is off on %s", ifname);
 	snprintf(fix, sizeof(fix),
 		 "ethtool -G %s tcp-data-split on (devmemtcp_nic_open() does it and undoes it)", ifname);
-	pr = find(&p, what);
-	VM_CHECK(pr && strcmp(pr->fix, fix) == 0, "no problem \"%s\"", what);
-	VM_CHECK(p.try_bind == 0, "try-bind without the flag");
+	pr = t_probe_problem(&p, what);
+	T_CHECK(pr && strcmp(pr->fix, fix) == 0, "no problem \"%s\"", what);
+	T_CHECK(p.try_bind == 0, "try-bind without the flag");
 
 	/* --try-bind with header split on and hds-thresh 0: a handle without
 	 * flows or buffer does exactly that (ethtool here may not know
@@ -60,28 +59,27 @@ int main(int argc, char **argv)
 	{
 		DEVMEMTCP_OPTS(nic_opts, o, .flags = DEVMEMTCP_NIC_KEEP_RSS);
 
-		VM_CHECK(devmemtcp_nic_open(ctx, ifname, &o, &nic) == 0, "open: %s",
-			 devmemtcp_ctx_errmsg(ctx));
+		T_CHECK(devmemtcp_nic_open(ctx, ifname, &o, &nic) == 0, "open: %s",
+			devmemtcp_ctx_errmsg(ctx));
 	}
 	free(before);
 	before = nic_dump();
 	memset(&p, 0, sizeof(p));
 	p.sz = sizeof(p);
-	VM_CHECK(devmemtcp_nic_probe(ctx, ifname, &po, &p) >= 0, "probe");
-	VM_CHECK(p.try_bind == 1, "try-bind %d: %s", p.try_bind, p.try_bind_msg);
+	T_CHECK(devmemtcp_nic_probe(ctx, ifname, &po, &p) >= 0, "probe");
+	T_CHECK(p.try_bind == 1, "try-bind %d: %s", p.try_bind, p.try_bind_msg);
 	printf("probe: %s\n", p.try_bind_msg);
 	n = devmemtcp_queue_list(ctx, (int)if_nametoindex(ifname), q, 64);
 	for (int i = 0; i < n && i < 64; i++)
-		VM_CHECK(!q[i].dmabuf_id, "queue %u still bound", q[i].id);
+		T_CHECK(!q[i].dmabuf_id, "queue %u still bound", q[i].id);
 	after = nic_dump();
-	if (nic_same(before, after, "after probe --try-bind"))
-		return 1;
+	T_TRY(nic_same(before, after, "after probe --try-bind"));
 
 	snprintf(cmd, sizeof(cmd), "probe %s --json", ifname);
-	VM_CHECK(run_tool(out, sizeof(out), cmd) <= 1, "%s", out);
-	VM_CHECK(strstr(out, "\"driver\":\"devmemsim\"") && strstr(out, "\"tcp_data_split\":\"on\"") &&
-		 strstr(out, "\"rx_queues\":4,"), "json: %s", out);
-	VM_CHECK(devmemtcp_nic_close(nic) == 0, "close");
+	T_CHECK(nic_run_tool(out, sizeof(out), cmd) <= 1, "%s", out);
+	T_CHECK(strstr(out, "\"driver\":\"devmemsim\"") && strstr(out, "\"tcp_data_split\":\"on\"") &&
+		strstr(out, "\"rx_queues\":4,"), "json: %s", out);
+	T_CHECK(devmemtcp_nic_close(nic) == 0, "close");
 	printf("probe: ok\n");
 	return 0;
 }

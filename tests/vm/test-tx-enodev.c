@@ -7,126 +7,142 @@
  * getsockopt), and a veth pair between the two namespaces when veth is
  * available.  Finally the same binding sends over its own device.
  */
-#include "test-tx-common.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-static void expect_enodev(struct devmemtcp_ctx *ctx,
-			  struct devmemtcp_binding *b, int fd,
-			  const char *dev, const char *bound, const char *how)
+#include "harness-tx.h"
+#include "pattern.h"
+
+#define PERIOD PATTERN_PERIOD_DEFAULT
+/* the veth pair's own subnet, apart from the simulated pair's */
+#define VETH_TX_ADDR "10.78.0.1"
+#define VETH_RX_ADDR "10.78.0.2"
+
+static int expect_enodev(struct tx_test *t, int fd, const char *dev, const char *how)
 {
 	const struct devmemtcp_tx_piece p = { 4096, 1000 };
+	const char *bound = t->a.tx_if, *m;
 	DEVMEMTCP_OPTS(tx_stats, st);
 	struct devmemtcp_tx *tx;
-	const char *m;
 	ssize_t r;
 
-	if (devmemtcp_tx_new(ctx, fd, b, NULL, &tx))
-		fail("devmemtcp_tx_new: %s", devmemtcp_ctx_errmsg(ctx));
+	T_CHECK(devmemtcp_tx_new(t->ctx, fd, t->b, NULL, &tx) == 0, "devmemtcp_tx_new: %s",
+		devmemtcp_ctx_errmsg(t->ctx));
 	r = devmemtcp_tx_send(tx, &p, 1, 0);
 	m = devmemtcp_tx_errmsg(tx);
-	if (r != -ENODEV)
-		fail("%s: expected -ENODEV, got %zd (%s)", dev, r, m);
-	if (!strstr(m, dev) || !strstr(m, bound) || !strstr(m, how) ||
-	    !strstr(m, "SO_BINDTODEVICE"))
-		fail("%s: the message does not name %s, %s and the fix: %s",
-		     dev, dev, bound, m);
+	T_CHECK(r == -ENODEV, "%s: expected -ENODEV, got %zd (%s)", dev, r, m);
+	T_CHECK(strstr(m, dev) && strstr(m, bound) && strstr(m, how) &&
+		strstr(m, "SO_BINDTODEVICE"),
+		"%s: the message does not name %s, %s and the fix: %s", dev, dev, bound, m);
 	devmemtcp_tx_stats(tx, &st);
-	if (st.bytes_sent || st.sends_in_flight ||
-	    devmemtcp_tx_wait(tx, 100) != 0)
-		fail("%s: a failed send left something in flight", dev);
-	note("ok: via %s: -ENODEV: %s", dev, m);
+	T_CHECK(!st.bytes_sent && !st.sends_in_flight && devmemtcp_tx_wait(tx, 100) == 0,
+		"%s: a failed send left something in flight", dev);
+	t_note("ok: via %s: -ENODEV: %s", dev, m);
 	devmemtcp_tx_free(tx);
+	return 0;
 }
 
-static int loopback_pair(int port, int *lfd, const char *bind_dev)
+/* 1, 2: a connection over loopback, bound to bind_dev unless NULL */
+static int via_loopback(struct tx_test *t, int port, const char *bind_dev, const char *how)
 {
-	*lfd = listen_on("127.0.0.1", port);
-	return connect_to("127.0.0.1", port, bind_dev);
+	int lfd = t_listen("127.0.0.1", port), fd, sfd, r;
+
+	T_CHECK(lfd >= 0, "listen");
+	fd = t_connect("127.0.0.1", port, bind_dev);
+	T_CHECK(fd >= 0, "connect");
+	sfd = accept(lfd, NULL, NULL);
+	r = expect_enodev(t, fd, "lo", how);
+	close(fd);
+	close(sfd);
+	close(lfd);
+	return r;
+}
+
+/* 3. a veth pair between the namespaces (when veth is there) */
+static int via_veth(struct tx_test *t, bool *ran)
+{
+	const struct rx_spec spec = { RX_PLAIN, false, t->a.port + 2 };
+	struct tx_args v = t->a;
+	struct rx_result r;
+	struct rx_proc rp;
+	int fd, ret;
+
+	*ran = t->a.tx_ns && t->a.rx_ns &&
+	       !t_run("ip link add dmt-v0 type veth peer name dmt-v1 netns %s 2>/dev/null && "
+		      "ip addr add " VETH_TX_ADDR "/24 dev dmt-v0 && ip link set dmt-v0 up && "
+		      "ip -n %s addr add " VETH_RX_ADDR "/24 dev dmt-v1 && ip -n %s link set dmt-v1 up",
+		      t->a.rx_ns, t->a.rx_ns, t->a.rx_ns);
+	if (!*ran) {
+		t_note("veth case not run (needs --tx-ns/--rx-ns or --setup, and veth)");
+		return 0;
+	}
+	v.rx_addr = VETH_RX_ADDR;
+	ret = rx_start(&v, &spec, 1, &rp);
+	if (!ret) {
+		fd = t_connect(VETH_RX_ADDR, t->a.port + 2, NULL);
+		ret = fd < 0 ? T_EXIT_FAIL : expect_enodev(t, fd, "dmt-v0", "route leaves through");
+		close(fd);
+		if (!ret)
+			ret = rx_next(&rp, &r);
+		if (!ret)
+			ret = rx_wait(&rp);
+	}
+	t_run("ip link del dmt-v0 2>/dev/null");
+	return ret;
+}
+
+/* 4. the same binding over its own device works */
+static int via_own_device(struct tx_test *t)
+{
+	const struct rx_spec spec = { RX_PLAIN, true, t->a.port + 3 };
+	const struct devmemtcp_tx_piece p = { 0, 65536 };
+	static uint8_t stage[65536];
+	struct devmemtcp_tx *tx;
+	struct rx_result r;
+	struct rx_proc rp;
+	int fd;
+
+	pattern_fill(stage, 65536, 0, PERIOD);
+	T_CHECK(!devmemtcp_buf_write(t->buf, 0, stage, 65536), "buf_write: %s",
+		devmemtcp_buf_errmsg(t->buf));
+	T_TRY(rx_start(&t->a, &spec, 1, &rp));
+	fd = t_connect(t->a.rx_addr, t->a.port + 3, t->a.tx_if);
+	T_CHECK(fd >= 0, "connect");
+	T_CHECK(devmemtcp_tx_new(t->ctx, fd, t->b, NULL, &tx) == 0, "devmemtcp_tx_new: %s",
+		devmemtcp_ctx_errmsg(t->ctx));
+	T_CHECK(devmemtcp_tx_send(tx, &p, 1, 0) == 65536, "send over %s: %s", t->a.tx_if,
+		devmemtcp_tx_errmsg(tx));
+	while (devmemtcp_tx_wait(tx, 10000) > 0)
+		;
+	devmemtcp_tx_free(tx);
+	close(fd);
+	T_TRY(rx_next(&rp, &r));
+	T_TRY(rx_wait(&rp));
+	T_CHECK(r.ok && r.bytes == 65536, "control send over %s: %s (%" PRIu64 " bytes)",
+		t->a.tx_if, r.msg, r.bytes);
+	return 0;
+}
+
+static int run(struct tx_test *t)
+{
+	bool veth;
+
+	T_TRY(via_loopback(t, t->a.port, NULL, "route leaves through"));
+	T_TRY(via_loopback(t, t->a.port + 1, "lo", "SO_BINDTODEVICE) to"));
+	T_TRY(via_veth(t, &veth));
+	T_TRY(via_own_device(t));
+	t_note("PASS: ENODEV explained for lo (route), lo (SO_BINDTODEVICE)%s; the binding sends over %s",
+	       veth ? ", dmt-v0 (veth)" : "", t->a.tx_if);
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	struct targs a;
-	struct devmemtcp_ctx *ctx;
-	struct devmemtcp_buf *buf;
-	struct devmemtcp_binding *b;
-	struct rx_result r;
-	struct rx_proc rp;
-	int fd, lfd, sfd;
-	bool veth = false;
+	static const struct tx_desc d = { 1ull << 20, 5331, 1ull << 20, run };
 
-	parse_args(&a, argc, argv, 1ull << 20, 5331);
-	enter_ns(a.tx_ns);
-	ctx = new_ctx();
-	buf = new_udmabuf(ctx, 1ull << 20);
-	b = bind_tx_or_explain(ctx, a.tx_if, buf);
-
-	/* 1. loopback, found through the route */
-	fd = loopback_pair(a.port, &lfd, NULL);
-	sfd = accept(lfd, NULL, NULL);
-	expect_enodev(ctx, b, fd, "lo", a.tx_if, "route leaves through");
-	close(fd);
-	close(sfd);
-	close(lfd);
-	/* 2. loopback with SO_BINDTODEVICE */
-	fd = loopback_pair(a.port + 1, &lfd, "lo");
-	sfd = accept(lfd, NULL, NULL);
-	expect_enodev(ctx, b, fd, "lo", a.tx_if, "SO_BINDTODEVICE) to");
-	close(fd);
-	close(sfd);
-	close(lfd);
-	/* 3. a veth pair between the namespaces */
-	if (a.tx_ns && a.rx_ns &&
-	    !run("ip link add dmt-v0 type veth peer name dmt-v1 netns %s 2>/dev/null && "
-		 "ip addr add 10.77.0.1/24 dev dmt-v0 && ip link set dmt-v0 up && "
-		 "ip -n %s addr add 10.77.0.2/24 dev dmt-v1 && ip -n %s link set dmt-v1 up",
-		 a.rx_ns, a.rx_ns, a.rx_ns)) {
-		struct targs v = a;
-		const struct rx_spec spec = { RX_PLAIN, false, a.port + 2 };
-
-		v.rx_addr = "10.77.0.2";
-		veth = true;
-		rp = start_receiver(&v, &spec, 1);
-		fd = connect_to("10.77.0.2", a.port + 2, NULL);
-		expect_enodev(ctx, b, fd, "dmt-v0", a.tx_if,
-			      "route leaves through");
-		close(fd);
-		r = receiver_result(&rp);
-		receiver_wait(&rp);
-		run("ip link del dmt-v0 2>/dev/null");
-	} else {
-		note("veth case not run (needs --tx-ns/--rx-ns or --setup, and veth)");
-	}
-	/* 4. the same binding over its own device works */
-	{
-		const struct rx_spec spec = { RX_PLAIN, true, a.port + 3 };
-		const struct devmemtcp_tx_piece p = { 0, 65536 };
-		struct devmemtcp_tx *tx;
-		uint8_t *stage = malloc(65536);
-
-		pattern_fill(stage, 65536, 0, PERIOD);
-		if (devmemtcp_buf_write(buf, 0, stage, 65536))
-			fail("buf_write: %s", devmemtcp_buf_errmsg(buf));
-		rp = start_receiver(&a, &spec, 1);
-		fd = connect_to(a.rx_addr, a.port + 3, a.tx_if);
-		if (devmemtcp_tx_new(ctx, fd, b, NULL, &tx))
-			fail("devmemtcp_tx_new: %s", devmemtcp_ctx_errmsg(ctx));
-		if (devmemtcp_tx_send(tx, &p, 1, 0) != 65536)
-			fail("send over %s: %s", a.tx_if, devmemtcp_tx_errmsg(tx));
-		while (devmemtcp_tx_wait(tx, 10000) > 0)
-			;
-		devmemtcp_tx_free(tx);
-		close(fd);
-		r = receiver_result(&rp);
-		receiver_wait(&rp);
-		if (!r.ok || r.bytes != 65536)
-			fail("control send over %s: %s (%" PRIu64 " bytes)",
-			     a.tx_if, r.msg, r.bytes);
-		free(stage);
-	}
-	note("PASS: ENODEV explained for lo (route), lo (SO_BINDTODEVICE)%s; the binding sends over %s",
-	     veth ? ", dmt-v0 (veth)" : "", a.tx_if);
-	devmemtcp_binding_close(b);
-	devmemtcp_buf_free(buf);
-	devmemtcp_ctx_free(ctx);
-	return 0;
+	return tx_main(argc, argv, &d);
 }

@@ -17,7 +17,9 @@
  *   devmem_smoke rings IFNAME SPLIT [HDS]    ethtool netlink rings-set
  *       (SPLIT: -1 unchanged, 0 auto, 1 off, 2 on; HDS: hds-thresh)
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

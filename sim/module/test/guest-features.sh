@@ -2,10 +2,9 @@
 # Guest side of the devmemsim feature test: steering (ntuple, RSS, RSS
 # contexts, IPv6), channels vs. bindings, unbind, socket close with
 # outstanding tokens, and every fault-injection knob.
+# See lib.sh for how it runs.
 set +e
-ip() { /usr/bin/ip "$@"; }
-ethtool() { /usr/sbin/ethtool "$@"; }
-S=/devmem_smoke
+. "$(dirname "$0")/lib.sh"
 D=/sys/kernel/debug/devmemsim/dsim1
 fail=0
 check() { # description, command...
@@ -14,12 +13,6 @@ check() { # description, command...
 	if "$@"; then echo "PASS: $what"; else echo "FAIL: $what"; fail=1; fi
 }
 qpk() { ethtool -S dsim1 | awk -v k="rx$1_packets:" '$1 == k {print $2}'; }
-wait_listen() { # log file: wait until the receiver is bound and listening
-	local i=0
-	while [ $i -lt 200 ] && ! grep -q "listening\|failed" $1 2>/dev/null; do
-		sleep 0.1; i=$((i + 1))
-	done
-}
 # xfer PORT QUEUE BYTES RXOPT DSTIP -> output of the receiver in /tmp/x.log
 xfer() {
 	$S rx dsim1 $2 $1 $3 $4 > /tmp/x.log 2>&1 &
@@ -32,16 +25,7 @@ xfer() {
 	return $r
 }
 
-insmod /devmemsim.ko num_queues=4
-ip netns add a
-ip link set dsim0 netns a
-ip -n a addr add 10.0.0.1/24 dev dsim0
-ip -n a addr add fd00::1/64 dev dsim0 nodad
-ip -n a link set lo up
-ip -n a link set dsim0 up
-ip addr add 10.0.0.2/24 dev dsim1
-ip addr add fd00::2/64 dev dsim1 nodad
-ip link set dsim1 up
+V6=1 pair_up
 sleep 0.5
 
 check "default hds off" sh -c 'ethtool -g dsim1 | grep -q "TCP data split:.*off"'
@@ -168,7 +152,7 @@ ip link set dsim1 up
 sleep 1
 check "unbind while down, plain after up" xfer 5201 3 2M nobind 10.0.0.2
 
-dmesg | grep -A40 -E "WARNING|BUG|Oops" | head -80
+kernel_trouble
 ip netns del a
 sleep 1
 check "rmmod" rmmod devmemsim

@@ -1,26 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Guest side: 8 concurrent flows over two bound queues (2 and 3), several
 # rounds, after a single-flow 64 MiB transfer (the order the vm suite uses).
+# See lib.sh for how it runs.
 set +e
-ip() { /usr/bin/ip "$@"; }
-ethtool() { /usr/sbin/ethtool "$@"; }
-S=/devmem_smoke
 ROUNDS=${ROUNDS:-3}
-wait_listen() {
-	local i=0
-	while [ $i -lt 200 ] && ! grep -q "listening\|failed" $1 2>/dev/null; do
-		sleep 0.1; i=$((i + 1))
-	done
-}
-insmod /devmemsim.ko
-ip netns add a
-ip netns add b
-ip link set dsim0 netns a
-ip link set dsim1 netns b
-ip -n a addr add 10.0.0.1/24 dev dsim0
-ip -n b addr add 10.0.0.2/24 dev dsim1
-ip -n a link set dsim0 up
-ip -n b link set dsim1 up
+. "$(dirname "$0")/lib.sh"
+pair_up b
 B="ip netns exec b"
 $B ethtool -G dsim1 tcp-data-split on
 $B $S rings dsim1 -1 0 > /dev/null
@@ -58,6 +43,6 @@ for round in $(seq 1 $ROUNDS); do
 	for r in $($B ethtool -n dsim1 | awk '/^Filter:/ {print $2}'); do $B ethtool -N dsim1 delete $r; done
 done
 $B ethtool -S dsim1 | grep -v ": 0$"
-dmesg | grep -A40 -E "WARNING|BUG|Oops" | head -60
+kernel_trouble
 echo "[$(cut -d' ' -f1 /proc/uptime)] done"
 exit $fail

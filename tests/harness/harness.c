@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/* The harness: results, this machine, buffers; see harness.h. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "devmemtcp.h"
+#include "harness.h"
+
+int t_failed(const char *file, int line, const char *cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "FAIL %s:%d: %s: ", file, line, cond);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return T_EXIT_FAIL;
+}
+
+int t_skipped(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("SKIP: ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	return T_EXIT_SKIP;
+}
+
+void t_note(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s: ", program_invocation_short_name);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+void t_quiet(void *user, int level, const char *msg)
+{
+}
+
+const char *t_kernel_release(void)
+{
+	static struct utsname u;
+
+	if (!u.release[0] && uname(&u))
+		snprintf(u.release, sizeof(u.release), "?");
+	return u.release;
+}
+
+int t_kernel_version(void)
+{
+	int major = 0, minor = 0;
+
+	sscanf(t_kernel_release(), "%d.%d", &major, &minor);
+	return major * 100 + minor;
+}
+
+const char *t_own_comm(void)
+{
+	static char comm[32];
+	FILE *f = fopen("/proc/self/comm", "re");
+
+	comm[0] = '\0';
+	if (f) {
+		if (!fgets(comm, sizeof(comm), f))
+			comm[0] = '\0';
+		fclose(f);
+	}
+	comm[strcspn(comm, "\n")] = '\0';
+	return comm;
+}
+
+int t_count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* the DIR's own fd */
+}
+
+double t_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+uint64_t t_parse_bytes(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	switch (*end) {
+	case 'k': case 'K': v *= 1024; break;
+	case 'm': case 'M': v *= 1024 * 1024; break;
+	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
+	}
+	return (uint64_t)v;
+}
+
+int t_run(const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	r = system(cmd);
+	return WIFEXITED(r) ? WEXITSTATUS(r) : 1;
+}
+
+int t_capture(char *out, size_t len, const char *cmd)
+{
+	FILE *p = popen(cmd, "r");
+	size_t n;
+	int st;
+
+	out[0] = '\0';
+	if (!p)
+		return -1;
+	n = fread(out, 1, len - 1, p);
+	out[n] = '\0';
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int t_udmabuf(struct devmemtcp_ctx *ctx, uint64_t size, struct devmemtcp_buf **buf)
+{
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
+		       .size = size);
+	int r = devmemtcp_buf_new(ctx, &o, buf);
+
+	if (r)
+		fprintf(stderr, "udmabuf of %llu bytes: %s\n",
+			(unsigned long long)size, devmemtcp_ctx_errmsg(ctx));
+	return r;
+}
+
+const struct devmemtcp_probe_problem *t_probe_problem(const struct devmemtcp_probe *p,
+						      const char *what)
+{
+	for (uint32_t i = 0; i < p->nproblems; i++)
+		if (strcmp(p->problems[i].what, what) == 0)
+			return &p->problems[i];
+	return NULL;
+}
