@@ -45,11 +45,11 @@
 #define DSIM_OPS_LOCKED 0
 #endif
 
-/* queue_mgmt_ops take a struct netdev_queue_config (7.0). */
+/* queue_mgmt_ops mem_alloc/start take a struct netdev_queue_config (7.0). */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 0, 0)
-#define DSIM_QCFG 1
+#define DSIM_QCFG_PARAM struct netdev_queue_config *qcfg,
 #else
-#define DSIM_QCFG 0
+#define DSIM_QCFG_PARAM
 #endif
 
 /* ethtool hds-thresh (6.14) and dev->cfg. */

@@ -180,10 +180,7 @@ err:
 /* ------------------------------------------------------------------ */
 /* queue management API                                                */
 
-static int dsim_queue_mem_alloc(struct net_device *dev,
-#if DSIM_QCFG
-				struct netdev_queue_config *qcfg,
-#endif
+static int dsim_queue_mem_alloc(struct net_device *dev, DSIM_QCFG_PARAM
 				void *per_queue_mem, int idx)
 {
 	struct dsim_priv *priv = netdev_priv(dev);
@@ -209,10 +206,7 @@ static void dsim_queue_mem_free(struct net_device *dev, void *per_queue_mem)
 	}
 }
 
-static int dsim_queue_start(struct net_device *dev,
-#if DSIM_QCFG
-			    struct netdev_queue_config *qcfg,
-#endif
+static int dsim_queue_start(struct net_device *dev, DSIM_QCFG_PARAM
 			    void *per_queue_mem, int idx)
 {
 	struct dsim_priv *priv = netdev_priv(dev);
