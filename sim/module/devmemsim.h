@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * devmemsim - a pair of simulated Ethernet NICs that support Device Memory
+ * TCP (devmem) RX and netmem TX.  This private header holds what the files
+ * of the module share: the kernel-version switches, the limits, the per
+ * device and per queue state, and the functions one file calls in another.
+ *
+ * Two net_devices (default "dsim0" and "dsim1") are connected like two NICs
+ * with a cable between them.  A frame transmitted on one (tx.c) is steered
+ * (steer.c: ntuple rule, else Toeplitz RSS) onto an RX queue's backlog of
+ * the peer, whose NAPI writes it the way a NIC's DMA would (rx.c): with
+ * header split on, the headers land in the skb's linear part and the payload
+ * in netmem from that queue's page pool, through the net_iov's DMA address
+ * when a dma-buf memory provider is bound.  netdev.c owns the net_device,
+ * queue and page pool life cycle including the queue management API,
+ * ethtool.c the ethtool configuration, debugfs.c the fault-injection knobs
+ * and their datapath hooks, dev.c the platform parent devices (whose DMA
+ * mask makes a DMA address a physical address), the module parameters and
+ * module init/exit.
+ *
+ * Copyright (c) the libdevmemtcp authors.
+ */
+#ifndef DEVMEMSIM_H
+#define DEVMEMSIM_H
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/version.h>
+#include <linux/netdevice.h>
+#include <linux/platform_device.h>
+#include <linux/skbuff.h>
+#include <linux/tcp.h>
+#include <linux/u64_stats_sync.h>
+#include <linux/ethtool.h>
+#include <net/netdev_queues.h>
+#include <net/netmem.h>
+
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 15, 0)
+#include <net/netdev_lock.h>
+/* queue_mgmt_ops implies the netdev instance ("ops") lock: ndo_open/stop,
+ * ethtool ops and queue restarts run with netdev_lock held.
+ */
+#define DSIM_OPS_LOCKED 1
+#else
+#define DSIM_OPS_LOCKED 0
+#endif
+
+/* queue_mgmt_ops mem_alloc/start take a struct netdev_queue_config (7.0). */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 0, 0)
+#define DSIM_QCFG_PARAM struct netdev_queue_config *qcfg,
+#else
+#define DSIM_QCFG_PARAM
+#endif
+
+/* ethtool hds-thresh (6.14) and dev->cfg. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 14, 0)
+#define DSIM_HAVE_HDS_THRESH 1
+#else
+#define DSIM_HAVE_HDS_THRESH 0
+#endif
+
+/* devmem TX: dev->netmem_tx (6.16), an enum from 7.2. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 2, 0)
+#define DSIM_NETMEM_TX NETMEM_TX_DMA
+#elif LINUX_VERSION_CODE >= KERNEL_VERSION(6, 16, 0)
+#define DSIM_NETMEM_TX true
+#endif
+
+/* page_pool_enable_direct_recycling() (6.16) */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 16, 0)
+#define DSIM_HAVE_PP_ENABLE_DIRECT 1
+#else
+#define DSIM_HAVE_PP_ENABLE_DIRECT 0
+#endif
+
+/* ethtool_ops->get_rx_ring_count (6.19); GRXRINGS goes there, not to
+ * get_rxnfc, on kernels that have it.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 19, 0)
+#define DSIM_HAVE_RX_RING_COUNT 1
+#else
+#define DSIM_HAVE_RX_RING_COUNT 0
+#endif
+
+#define DSIM_DRV_NAME		"devmemsim"
+#define DSIM_MAX_QUEUES		64
+#define DSIM_INDIR_SIZE		128
+#define DSIM_KEY_SIZE		40
+#define DSIM_MAX_RSS_CTX	8	/* context ids 1..7 */
+#define DSIM_MAX_RULES		64
+#define DSIM_RING_MIN		64
+#define DSIM_RING_MAX		4096
+#define DSIM_RING_DEFAULT	1024
+#define DSIM_HDS_THRESH_MAX	1024
+#define DSIM_HDS_THRESH_DEFAULT	256
+#define DSIM_BACKLOG		256	/* source skbs queued per RX queue */
+#define DSIM_MAX_MTU		9000
+#define DSIM_MAX_HLEN		256	/* eth+ip+tcp headers a TCP frame may have */
+
+/* Per-queue counters; a TX queue leaves DSIM_ALLOC_FAIL at 0. */
+enum dsim_ctr {
+	DSIM_PACKETS,
+	DSIM_BYTES,
+	DSIM_ALLOC_FAIL,
+	DSIM_DROPS,
+	DSIM_NR_CTRS
+};
+
+struct dsim_stats {
+	struct u64_stats_sync syncp;
+	u64_stats_t ctr[DSIM_NR_CTRS];
+};
+
+struct dsim_priv;
+
+struct dsim_rq {
+	struct napi_struct napi;
+	struct sk_buff_head backlog;	/* frames "on the wire" to this queue */
+	struct page_pool *pp;
+	struct dsim_priv *priv;
+	unsigned int idx;
+	bool napi_on;
+	struct dsim_stats stats;
+};
+
+struct dsim_tq {
+	struct dsim_stats stats;
+};
+
+struct dsim_rule {
+	bool used;
+	u32 rss_ctx;		/* with FLOW_RSS */
+	struct ethtool_rx_flow_spec fs;
+};
+
+/* What the parser found in a frame. */
+struct dsim_flow {
+	bool ip;		/* IPv4 or IPv6 parsed */
+	bool v6;
+	bool l4;		/* ports valid */
+	u8 l4proto;
+	bool tcp;
+	__be32 saddr[4], daddr[4];
+	__be16 sport, dport;
+	u8 tos;
+	unsigned int l3off, l4off, hlen;	/* hlen: eth+ip+l4 header bytes */
+};
+
+/* A transmitted skb being received: its sender, its flow and RSS hash. */
+struct dsim_wire {
+	struct dsim_priv *txp;
+	struct sk_buff *skb;
+	struct dsim_flow fl;
+	u32 hash;
+};
+
+struct dsim_priv {
+	struct net_device *dev;
+	struct platform_device *pdev;
+	struct dsim_priv __rcu *peer;
+	unsigned int nq;
+	struct dsim_rq *rq;
+	struct dsim_tq *tq;
+
+	/* configuration */
+	bool hds;			/* tcp-data-split on */
+	u32 hds_thresh;
+	u32 rx_ring, tx_ring;
+
+	spinlock_t cfg_lock;		/* rules, indir, contexts (datapath reads) */
+	u32 indir[DSIM_INDIR_SIZE];
+	u8 key[DSIM_KEY_SIZE];
+	bool ctx_used[DSIM_MAX_RSS_CTX];
+	u32 ctx_indir[DSIM_MAX_RSS_CTX][DSIM_INDIR_SIZE];
+	struct dsim_rule rules[DSIM_MAX_RULES];
+	unsigned int nrules;
+
+	/* fault injection */
+	struct dentry *dbg;
+	spinlock_t fault_lock;
+	u64 corrupt_offset;		/* 1-based stream byte to corrupt, 0 off */
+	int corrupt_state;		/* DSIM_CORRUPT_* (debugfs.c) */
+	struct dsim_flow ct_flow;	/* the flow being corrupted */
+	u32 ct_seq;			/* TCP sequence number of the byte */
+	u64 payload_seen;		/* TCP payload bytes since knob set */
+	u32 drop_every;
+	u64 frames_seen;
+	atomic_t fail_restart;
+	atomic_t fail_alloc;
+};
+
+static inline void dsim_stats_inc(struct dsim_stats *s, enum dsim_ctr c)
+{
+	u64_stats_update_begin(&s->syncp);
+	u64_stats_inc(&s->ctr[c]);
+	u64_stats_update_end(&s->syncp);
+}
+
+static inline void dsim_stats_packet(struct dsim_stats *s, unsigned int len)
+{
+	u64_stats_update_begin(&s->syncp);
+	u64_stats_inc(&s->ctr[DSIM_PACKETS]);
+	u64_stats_add(&s->ctr[DSIM_BYTES], len);
+	u64_stats_update_end(&s->syncp);
+}
+
+/* The counters of RX (or TX, @tx) queue @i. */
+static inline struct dsim_stats *dsim_queue_stats(struct dsim_priv *priv, bool tx,
+						  unsigned int i)
+{
+	return tx ? &priv->tq[i].stats : &priv->rq[i].stats;
+}
+
+/* dev.c */
+void *dsim_dma_va(struct dsim_priv *priv, dma_addr_t dma, unsigned int len);
+
+/* netdev.c */
+void dsim_setup(struct net_device *dev);
+int dsim_start_all(struct dsim_priv *priv);
+void dsim_stop_all(struct dsim_priv *priv);
+bool dsim_rxq_has_mp(struct net_device *dev, unsigned int idx);
+#if !DSIM_HAVE_HDS_THRESH
+bool dsim_any_mp(struct net_device *dev);
+#endif
+void dsim_stats_read(const struct dsim_stats *s, u64 v[DSIM_NR_CTRS]);
+
+/* rx.c */
+int dsim_poll(struct napi_struct *napi, int budget);
+
+/* tx.c */
+netdev_tx_t dsim_start_xmit(struct sk_buff *skb, struct net_device *dev);
+int dsim_src_copy(struct dsim_priv *txp, const struct sk_buff *skb,
+		  unsigned int off, void *dst, unsigned int len);
+void dsim_tso_fix_header(u8 *seg, const struct dsim_flow *fl,
+			 const struct sk_buff *src, unsigned int i,
+			 unsigned int plen, bool last);
+void dsim_wake_peer_txqs(struct dsim_priv *priv);
+
+/* steer.c */
+void dsim_parse(const struct sk_buff *skb, struct dsim_flow *fl);
+u32 dsim_flow_hash(const u8 *key, const struct dsim_flow *fl);
+int dsim_steer(struct dsim_priv *rx, const struct sk_buff *skb);
+void dsim_fill_indir(u32 *indir, unsigned int nqueues);
+
+/* ethtool.c */
+extern const struct ethtool_ops dsim_ethtool_ops;
+
+/* debugfs.c */
+int dsim_fault_corrupt_pos(struct dsim_priv *priv, const struct dsim_flow *fl,
+			   const struct tcphdr *th, unsigned int plen);
+void dsim_fault_corrupt_apply(struct dsim_priv *priv, u8 *byte);
+bool dsim_fault_drop(struct dsim_priv *priv);
+bool dsim_fault_alloc(struct dsim_priv *priv);
+bool dsim_fault_restart(struct dsim_priv *priv);
+void dsim_debugfs_init(void);
+void dsim_debugfs_add(struct dsim_priv *priv);
+void dsim_debugfs_exit(void);
+
+#endif /* DEVMEMSIM_H */
