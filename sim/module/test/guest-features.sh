@@ -15,6 +15,7 @@ check() { # description, command...
 qpk() { ethtool -S dsim1 | awk -v k="rx$1_packets:" '$1 == k {print $2}'; }
 # xfer PORT QUEUE BYTES RXOPT DSTIP -> output of the receiver in /tmp/x.log
 xfer() {
+	: > /tmp/x.log	# wait_listen must not see the previous run's line
 	$S rx dsim1 $2 $1 $3 $4 > /tmp/x.log 2>&1 &
 	local p=$!
 	wait_listen /tmp/x.log
@@ -67,6 +68,7 @@ check "context steered to 2/3" [ $(( $(qpk 2)-b2 + $(qpk 3)-b3 )) -gt 1000 ]
 check "context delete refused while used" sh -c '! ethtool -X dsim1 context 1 delete'
 
 # --- devmem RX on queue 3 + channels shrink refused while bound
+: > /tmp/x.log
 $S rx dsim1 3 5201 8M > /tmp/x.log 2>&1 &
 P=$!
 wait_listen /tmp/x.log
