@@ -3,7 +3,8 @@
 # Every test suite of libdevmemtcp, from a fresh clone on a fresh machine
 # (as root): dependencies, a normal build with the unit, host, vm and gpu
 # suites, an ASan/UBSan build with unit and host, valgrind over unit and
-# host, and the receive hot-path benchmark.  Ends with one line
+# host, a production build checked for test hooks, and the receive
+# hot-path benchmark.  Ends with one line
 # "N passed, N failed, N skipped".
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,6 +12,7 @@ cd "$top"
 sh scripts/deps.sh || exit 1
 B=${BUILD:-build}
 S=${BUILD_SAN:-build-san}
+P=${BUILD_PROD:-build-prod}
 status=0
 # this run's test logs (a step that does not run leaves none to count)
 logs=$(mktemp -d "${TMPDIR:-/tmp}/devmemtcp-testlogs.XXXXXX") || exit 1
@@ -37,10 +39,16 @@ meson test -C "$B" --print-errorlogs --suite unit --suite host \
 	--timeout-multiplier 5 || status=1
 cp "$B/meson-logs/testlog-valgrind-wrap.sh.json" "$logs/valgrind.json" 2>/dev/null
 
+step "production build ($P): no test hooks, environment read with secure_getenv"
+[ -d "$P" ] || meson setup "$P" -Dtests=disabled -Dcuda=disabled >/dev/null || exit 1
+ninja -C "$P" || exit 1
+if sh tests/check-production.sh "$P"; then r=OK; else r=FAIL; status=1; fi
+echo "{\"name\": \"production\", \"result\": \"$r\"}" >"$logs/production.json"
+
 step "benchmark: receive hot path (ratios against one DONTNEED per fragment and unmerged 128-token batches)"
 "$B/bench/rx-hotpath" --frags 1048576 || status=1
 
-python3 - "$logs/main.json" "$logs/san.json" "$logs/valgrind.json" <<'PY'
+python3 - "$logs/main.json" "$logs/san.json" "$logs/valgrind.json" "$logs/production.json" <<'PY'
 import json, sys
 p = f = s = 0
 for path in sys.argv[1:]:

@@ -15,6 +15,17 @@ for s in $map; do
 	[ -f "$src/man/man3/$s.3" ] || { echo "no man page man/man3/$s.3"; fail=1; }
 	grep -rqw "$s" "$src/tests" --include='*.c' --include='*.cpp' --include='*.cu' ||
 		{ echo "no test calls $s"; fail=1; }
+	grep -q "CALL(${s#devmemtcp_})" "$src/tests/unit/test-errno.c" ||
+		{ echo "tests/unit/test-errno.c does not check that $s keeps errno"; fail=1; }
+	grep -q "'man3/$s.3'" "$src/man/meson.build" ||
+		{ echo "man/meson.build does not install man3/$s.3"; fail=1; }
+done
+# the errno policy lives in DMT_KEEP_ERRNO: every exported function starts with it
+for f in "$src"/lib/*.c; do
+	awk -v f="${f##*/}" '
+		/^DEVMEMTCP_EXPORT/ { name = $0; sub(/\(.*/, "", name); sub(/.*[ *]/, "", name); want = 1; next }
+		want && /^\{/ { getline; if ($0 !~ /^\tDMT_KEEP_ERRNO;/) { print f ": " name " does not start with DMT_KEEP_ERRNO"; bad = 1 } want = 0 }
+		END { exit bad }' "$f" || fail=1
 done
 for s in $exported; do
 	echo "$map" | grep -qx "$s" || { echo "exported but not in the map: $s"; fail=1; }

@@ -1,0 +1,34 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+# A production build (no -Dtest_hooks) must carry none of the test hooks:
+# no fault injection a hostile environment could trigger in a program with
+# file capabilities, no test-only knob, and no plain getenv() at all (every
+# variable the library reads goes through secure_getenv).
+# usage: check-production.sh BUILDDIR
+set -u
+b=$1
+so=$b/lib/libdevmemtcp.so
+a=$b/lib/libdevmemtcp.a
+fail=0
+for f in "$so" "$a"; do
+	[ -f "$f" ] || { echo "check-production: $f is missing"; exit 1; }
+done
+if nm -D --undefined-only "$so" | awk '{ print $NF }' | grep -qx 'getenv\(@.*\)\{0,1\}'; then
+	echo "check-production: $so imports getenv(): every variable must be read with secure_getenv()"
+	fail=1
+fi
+for s in DEVMEMTCP_NIC_FAIL_STEP DEVMEMTCP_NIC_CRASH_STEP DEVMEMTCP_UDMABUF_DEV \
+	DEVMEMTCP_LIBCUDA DEVMEMTCP_GATHER_KERNEL DEVMEMTCP_GATHER_PER \
+	DEVMEMTCP_GATHER_WARPS DEVMEMTCP_GATHER_CACHED DEVMEMTCP_TEST_; do
+	if grep -aq "$s" "$so" "$a"; then
+		echo "check-production: the production library still reads $s (a test hook)"
+		fail=1
+	fi
+done
+if nm "$a" 2>/dev/null | grep -Eq ' [TDB] (dmt_hook_|dmt_test_|dmt_nic_fail_step|dmt_nic_crash_step)'; then
+	echo "check-production: test-hook symbols in $a:"
+	nm "$a" | grep -E ' [TDB] (dmt_hook_|dmt_test_|dmt_nic_fail_step|dmt_nic_crash_step)'
+	fail=1
+fi
+[ $fail = 0 ] && echo "check-production: $b has no test hooks and reads the environment only with secure_getenv"
+exit $fail
