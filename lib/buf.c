@@ -13,7 +13,7 @@
 int dmt_buf_alloc(struct devmemtcp_ctx *ctx, int provider,
 		  struct devmemtcp_buf **bufp)
 {
-	struct devmemtcp_buf *buf = calloc(1, sizeof(*buf));
+	struct devmemtcp_buf *buf = dmt_calloc(1, sizeof(*buf));
 
 	if (!buf)
 		return -ENOMEM;
@@ -42,7 +42,7 @@ int dmt_buf_set_segments(struct devmemtcp_buf *buf,
 	if (!n || !src)
 		return dmt_err(ctx, err, -EINVAL,
 			       "segment table is empty: give at least one segment");
-	segs = malloc(n * sizeof(*segs));
+	segs = dmt_malloc(n * sizeof(*segs));
 	if (!segs)
 		return -ENOMEM;
 	memcpy(segs, src, n * sizeof(*segs));
@@ -165,6 +165,7 @@ DEVMEMTCP_EXPORT int devmemtcp_buf_new(struct devmemtcp_ctx *ctx,
 				       const struct devmemtcp_buf_opts *opts,
 				       struct devmemtcp_buf **bufp)
 {
+	DMT_KEEP_ERRNO;
 	struct devmemtcp_buf *buf;
 	int ret;
 
@@ -199,6 +200,7 @@ DEVMEMTCP_EXPORT int devmemtcp_buf_new(struct devmemtcp_ctx *ctx,
 
 DEVMEMTCP_EXPORT void devmemtcp_buf_free(struct devmemtcp_buf *buf)
 {
+	DMT_KEEP_ERRNO;
 	if (!buf)
 		return;
 	if (buf->ops && buf->ops->release)
@@ -213,27 +215,32 @@ DEVMEMTCP_EXPORT void devmemtcp_buf_free(struct devmemtcp_buf *buf)
 
 DEVMEMTCP_EXPORT const char *devmemtcp_buf_errmsg(const struct devmemtcp_buf *buf)
 {
+	DMT_KEEP_ERRNO;
 	return buf ? buf->err.msg : "";
 }
 
 DEVMEMTCP_EXPORT int devmemtcp_buf_fd(const struct devmemtcp_buf *buf)
 {
+	DMT_KEEP_ERRNO;
 	return buf ? buf->fd : -EINVAL;
 }
 
 DEVMEMTCP_EXPORT uint64_t devmemtcp_buf_size(const struct devmemtcp_buf *buf)
 {
+	DMT_KEEP_ERRNO;
 	return buf ? buf->size : 0;
 }
 
 DEVMEMTCP_EXPORT int devmemtcp_buf_provider(const struct devmemtcp_buf *buf)
 {
+	DMT_KEEP_ERRNO;
 	return buf ? buf->provider : -EINVAL;
 }
 
 DEVMEMTCP_EXPORT size_t devmemtcp_buf_segments(const struct devmemtcp_buf *buf,
 					       const struct devmemtcp_segment **segs)
 {
+	DMT_KEEP_ERRNO;
 	if (!buf)
 		return 0;
 	if (segs)
@@ -244,6 +251,7 @@ DEVMEMTCP_EXPORT size_t devmemtcp_buf_segments(const struct devmemtcp_buf *buf,
 DEVMEMTCP_EXPORT int devmemtcp_buf_addr(const struct devmemtcp_buf *buf,
 					uint64_t off, uint64_t *addr)
 {
+	DMT_KEEP_ERRNO;
 	long i;
 
 	if (!buf || !addr)
@@ -297,6 +305,7 @@ static int cpu_access(struct devmemtcp_buf *buf, uint64_t off, void *mem,
 DEVMEMTCP_EXPORT int devmemtcp_buf_read(struct devmemtcp_buf *buf, uint64_t off,
 					void *dst, size_t len)
 {
+	DMT_KEEP_ERRNO;
 	return cpu_access(buf, off, dst, len, false);
 }
 
@@ -304,5 +313,6 @@ DEVMEMTCP_EXPORT int devmemtcp_buf_write(struct devmemtcp_buf *buf,
 					 uint64_t off, const void *src,
 					 size_t len)
 {
+	DMT_KEEP_ERRNO;
 	return cpu_access(buf, off, (void *)src, len, true);
 }

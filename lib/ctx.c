@@ -11,6 +11,7 @@
 
 DEVMEMTCP_EXPORT const char *devmemtcp_version(void)
 {
+	DMT_KEEP_ERRNO;
 	return DEVMEMTCP_VERSION;
 }
 
@@ -24,7 +25,7 @@ static int level_from_env(void)
 		{ "warn", DEVMEMTCP_LOG_WARN }, { "info", DEVMEMTCP_LOG_INFO },
 		{ "debug", DEVMEMTCP_LOG_DEBUG },
 	};
-	const char *env = getenv("DEVMEMTCP_LOG");
+	const char *env = secure_getenv("DEVMEMTCP_LOG");
 
 	if (env) {
 		for (size_t i = 0; i < ARRAY_SIZE(names); i++)
@@ -140,6 +141,11 @@ int dmt_opts_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 	return 0;
 }
 
+void dmt_errno_restore(const int *saved)
+{
+	errno = *saved;
+}
+
 void dmt_copy_out(void *user, void *ours, size_t ours_sz)
 {
 	size_t user_sz = *(size_t *)user;
@@ -193,6 +199,7 @@ const char *dmt_errno_name(int err)
 DEVMEMTCP_EXPORT int devmemtcp_ctx_new(const struct devmemtcp_ctx_opts *opts,
 				       struct devmemtcp_ctx **ctxp)
 {
+	DMT_KEEP_ERRNO;
 	struct devmemtcp_ctx *ctx;
 	int ret;
 
@@ -203,7 +210,7 @@ DEVMEMTCP_EXPORT int devmemtcp_ctx_new(const struct devmemtcp_ctx_opts *opts,
 	ret = DMT_OPTS_CHECK(NULL, NULL, opts, devmemtcp_ctx_opts);
 	if (ret)
 		return ret;
-	ctx = calloc(1, sizeof(*ctx));
+	ctx = dmt_calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return -ENOMEM;
 	ctx->log_fn = DMT_OPT(opts, devmemtcp_ctx_opts, log_fn, NULL);
@@ -217,6 +224,7 @@ DEVMEMTCP_EXPORT int devmemtcp_ctx_new(const struct devmemtcp_ctx_opts *opts,
 
 DEVMEMTCP_EXPORT void devmemtcp_ctx_free(struct devmemtcp_ctx *ctx)
 {
+	DMT_KEEP_ERRNO;
 	if (!ctx)
 		return;
 	dmt_nl_close(ctx->nl);
@@ -226,6 +234,7 @@ DEVMEMTCP_EXPORT void devmemtcp_ctx_free(struct devmemtcp_ctx *ctx)
 
 DEVMEMTCP_EXPORT const char *devmemtcp_ctx_errmsg(const struct devmemtcp_ctx *ctx)
 {
+	DMT_KEEP_ERRNO;
 	return ctx ? ctx->err.msg : "";
 }
 

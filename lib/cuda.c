@@ -23,7 +23,8 @@ static char cuda_why[512];		/* why loading failed */
 
 static void cuda_load_once(void)
 {
-	const char *name = getenv("DEVMEMTCP_LIBCUDA");
+	/* test builds: another file, to test a missing or broken driver */
+	const char *name = dmt_hook_env("DEVMEMTCP_LIBCUDA");
 	const char *missing = NULL;
 	CUresult r;
 
@@ -345,7 +346,7 @@ static int cuda_alloc(struct devmemtcp_ctx *ctx,
 	if (cb->chunk > total)
 		cb->chunk = total;
 	cb->nchunks = (total + cb->chunk - 1) / cb->chunk;
-	cb->handles = calloc(cb->nchunks, sizeof(*cb->handles));
+	cb->handles = dmt_calloc(cb->nchunks, sizeof(*cb->handles));
 	if (!cb->handles) {
 		cb->nchunks = 0;
 		return -ENOMEM;
@@ -418,7 +419,7 @@ static int cuda_buf_new(struct devmemtcp_ctx *ctx,
 	int ret, fd = -1, ordinal = opts->cuda_device;
 	CUcontext c;
 
-	cb = calloc(1, sizeof(*cb));
+	cb = dmt_calloc(1, sizeof(*cb));
 	if (!cb)
 		return -ENOMEM;
 	cb->cu = dmt_cuda_get(ctx, &ctx->err, &ret);

@@ -323,13 +323,13 @@ int dmt_rss_copy(struct dmt_rss *dst, const struct dmt_rss *src)
 	dst->indir = NULL;
 	dst->key = NULL;
 	if (src->indir_size) {
-		dst->indir = malloc(src->indir_size * sizeof(uint32_t));
+		dst->indir = dmt_malloc(src->indir_size * sizeof(uint32_t));
 		if (!dst->indir)
 			return -ENOMEM;
 		memcpy(dst->indir, src->indir, src->indir_size * sizeof(uint32_t));
 	}
 	if (src->key_size) {
-		dst->key = malloc(src->key_size);
+		dst->key = dmt_malloc(src->key_size);
 		if (!dst->key) {
 			dmt_rss_free(dst);
 			return -ENOMEM;
@@ -360,7 +360,7 @@ int dmt_eth_rss_parse(const struct nlmsghdr *nlh, struct dmt_rss *rss)
 				goto err;
 			}
 			free(rss->indir);
-			rss->indir = len ? malloc(len) : NULL;
+			rss->indir = len ? dmt_malloc(len) : NULL;
 			if (len && !rss->indir) {
 				err = -ENOMEM;
 				goto err;
@@ -371,7 +371,7 @@ int dmt_eth_rss_parse(const struct nlmsghdr *nlh, struct dmt_rss *rss)
 			break;
 		case DMT_ETHTOOL_A_RSS_HKEY:
 			free(rss->key);
-			rss->key = len ? malloc(len) : NULL;
+			rss->key = len ? dmt_malloc(len) : NULL;
 			if (len && !rss->key) {
 				err = -ENOMEM;
 				goto err;
@@ -632,7 +632,7 @@ static int ioctl_rss_get(struct dmt_eth *e, uint32_t context,
 		return ioctl_fail(e, err, "ETHTOOL_GRSSH");
 	if (ni > MAX_INDIR || nk > 1024)
 		return ioctl_fail(e, -EOVERFLOW, "ETHTOOL_GRSSH");
-	rxfh = calloc(1, sizeof(*rxfh) + ni * 4 + nk);
+	rxfh = dmt_calloc(1, sizeof(*rxfh) + ni * 4 + nk);
 	if (!rxfh)
 		return -ENOMEM;
 	rxfh->cmd = ETHTOOL_GRSSH;
@@ -649,8 +649,8 @@ static int ioctl_rss_get(struct dmt_eth *e, uint32_t context,
 	rss->input_xfrm = rxfh->rsvd8[0];
 	rss->indir_size = ni;
 	rss->key_size = nk;
-	rss->indir = ni ? malloc(ni * 4) : NULL;
-	rss->key = nk ? malloc(nk) : NULL;
+	rss->indir = ni ? dmt_malloc(ni * 4) : NULL;
+	rss->key = nk ? dmt_malloc(nk) : NULL;
 	if ((ni && !rss->indir) || (nk && !rss->key)) {
 		free(rxfh);
 		dmt_rss_free(rss);
@@ -710,7 +710,7 @@ static int rss_dump_cb(const struct nlmsghdr *nlh, void *data)
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 4;
 
-		v = realloc(l->v, cap * sizeof(*v));
+		v = dmt_realloc(l->v, cap * sizeof(*v));
 		if (!v) {
 			l->err = -ENOMEM;
 			return MNL_CB_ERROR;
@@ -753,7 +753,7 @@ static int real_rss_dump(struct dmt_eth *e, struct dmt_rss **list, size_t *n)
 	*n = l.n;
 	return 0;
 single:
-	l.v = calloc(1, sizeof(*l.v));
+	l.v = dmt_calloc(1, sizeof(*l.v));
 	if (!l.v)
 		return -ENOMEM;
 	err = real_rss_get(e, 0, l.v);
@@ -771,7 +771,7 @@ single:
 static int ioctl_srssh(struct dmt_eth *e, uint32_t context, const uint32_t *indir,
 		       uint32_t n, uint32_t *new_context)
 {
-	struct ethtool_rxfh *rxfh = calloc(1, sizeof(*rxfh) + n * 4);
+	struct ethtool_rxfh *rxfh = dmt_calloc(1, sizeof(*rxfh) + n * 4);
 	int err;
 
 	if (!rxfh)
@@ -805,7 +805,7 @@ static int real_rss_set(struct dmt_eth *e, uint32_t context,
 				   "RSS table of %u entries is too large", n);
 	if (n == 0 || e->no_nl_rss_set || eth_family(e, &fam) < 0)
 		goto ioctl;
-	buf = malloc(REQ_SIZE);
+	buf = dmt_malloc(REQ_SIZE);
 	if (!buf)
 		return -ENOMEM;
 	err = dmt_nl_talk(e->nl, dmt_eth_rss_set_msg(buf, fam, e->ifindex,
@@ -883,7 +883,7 @@ static int rule_locs(struct dmt_eth *e, uint32_t **locs, uint32_t *n,
 		return err;
 	if (cnt > MAX_RULES)
 		return ioctl_fail(e, -EOVERFLOW, "ETHTOOL_GRXCLSRLCNT");
-	nfc = calloc(1, sizeof(*nfc) + cnt * 4);
+	nfc = dmt_calloc(1, sizeof(*nfc) + cnt * 4);
 	if (!nfc)
 		return -ENOMEM;
 	nfc->cmd = ETHTOOL_GRXCLSRLALL;
@@ -895,7 +895,7 @@ static int rule_locs(struct dmt_eth *e, uint32_t **locs, uint32_t *n,
 	}
 	if (nfc->rule_cnt < cnt)
 		cnt = nfc->rule_cnt;
-	*locs = malloc((cnt ? cnt : 1) * 4);
+	*locs = dmt_malloc((cnt ? cnt : 1) * 4);
 	if (!*locs) {
 		free(nfc);
 		return -ENOMEM;
@@ -934,7 +934,7 @@ static int real_rule_list(struct dmt_eth *e, struct dmt_rule **rules, size_t *n,
 	*n = 0;
 	if (err < 0)
 		return err;
-	v = calloc(nl ? nl : 1, sizeof(*v));
+	v = dmt_calloc(nl ? nl : 1, sizeof(*v));
 	if (!v) {
 		free(locs);
 		return -ENOMEM;

@@ -153,14 +153,15 @@ static int gpu_load_kernels(struct devmemtcp_gpu *gpu)
 				    "cuModuleLoadData(gather kernels)",
 				    "the kernels are built for sm_80 and sm_90 with PTX: the driver may be older than the CUDA toolkit that built them, update the NVIDIA driver");
 	}
-	/* Tuning knobs for the benchmark, not an interface. */
-	name = getenv("DEVMEMTCP_GATHER_KERNEL");
+	/* Tuning knobs for the benchmark (test builds only), not an
+	 * interface. */
+	name = dmt_hook_env("DEVMEMTCP_GATHER_KERNEL");
 	if (!name || !*name)
 		name = "dmt_gather";
-	per = getenv("DEVMEMTCP_GATHER_PER");
+	per = dmt_hook_env("DEVMEMTCP_GATHER_PER");
 	if (per && atoi(per) >= 1 && atoi(per) <= 32)
 		gpu->per_warp = (uint32_t)atoi(per);
-	per = getenv("DEVMEMTCP_GATHER_WARPS");
+	per = dmt_hook_env("DEVMEMTCP_GATHER_WARPS");
 	gpu->warps_per_block = GPU_WARPS_PER_BLOCK;
 	if (per && atoi(per) >= 1 && atoi(per) <= 8)
 		gpu->warps_per_block = (uint32_t)atoi(per);
@@ -180,14 +181,14 @@ static int gpu_alloc_slots(struct devmemtcp_gpu *gpu)
 	CUdeviceptr hdev = 0;
 	CUresult r;
 
-	gpu->slots = calloc(gpu->nslots, sizeof(*gpu->slots));
+	gpu->slots = dmt_calloc(gpu->nslots, sizeof(*gpu->slots));
 	if (!gpu->slots)
 		return -ENOMEM;
 	/* Write-combined: the CPU only writes descriptors, the GPU reads
 	 * them once, across PCIe. */
 	r = cu->cuMemHostAlloc(&gpu->host, total,
 			       CU_MEMHOSTALLOC_DEVICEMAP |
-				       (getenv("DEVMEMTCP_GATHER_CACHED")
+				       (dmt_hook_env("DEVMEMTCP_GATHER_CACHED")
 						? 0
 						: CU_MEMHOSTALLOC_WRITECOMBINED));
 	if (r != CUDA_SUCCESS) {
@@ -256,7 +257,7 @@ static int gpu_new_impl(struct devmemtcp_ctx *ctx,
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "devmemtcp_gpu_new: opts.slots %u is above 64",
 			       opts->slots);
-	gpu = calloc(1, sizeof(*gpu));
+	gpu = dmt_calloc(1, sizeof(*gpu));
 	if (!gpu)
 		return -ENOMEM;
 	gpu->ctx = ctx;
@@ -295,12 +296,14 @@ err_free:
 
 DEVMEMTCP_EXPORT void devmemtcp_gpu_free(struct devmemtcp_gpu *gpu)
 {
+	DMT_KEEP_ERRNO;
 	if (gpu)
 		gpu_unref(gpu);
 }
 
 DEVMEMTCP_EXPORT const char *devmemtcp_gpu_errmsg(const struct devmemtcp_gpu *gpu)
 {
+	DMT_KEEP_ERRNO;
 	return gpu ? gpu->err.msg : "";
 }
 
@@ -553,6 +556,7 @@ DEVMEMTCP_EXPORT int devmemtcp_gpu_view(struct devmemtcp_gpu *gpu,
 					size_t n, struct devmemtcp_gpu_iov *iov,
 					size_t max)
 {
+	DMT_KEEP_ERRNO;
 	size_t cnt = 0;
 	uint64_t end = 0;	/* end of the last range, stored or not */
 	struct dmt_err *err = gpu ? &gpu->err : NULL;
@@ -618,7 +622,7 @@ static int gpu_fence_new_impl(struct devmemtcp_gpu *gpu,
 	if (ret)
 		goto err_put;
 	if (!f) {
-		f = calloc(1, sizeof(*f));
+		f = dmt_calloc(1, sizeof(*f));
 		if (!f) {
 			ret = -ENOMEM;
 			goto err_pop;
@@ -743,6 +747,7 @@ DEVMEMTCP_EXPORT int devmemtcp_gpu_new(struct devmemtcp_ctx *ctx,
 				       const struct devmemtcp_gpu_opts *opts,
 				       struct devmemtcp_gpu **gpu)
 {
+	DMT_KEEP_ERRNO;
 	int saved = errno, ret = gpu_new_impl(ctx, opts, gpu);
 
 	errno = saved;
@@ -755,6 +760,7 @@ DEVMEMTCP_EXPORT int devmemtcp_gpu_gather(struct devmemtcp_gpu *gpu,
 					  const struct devmemtcp_gpu_iov *dsts,
 					  size_t ndst, void *stream)
 {
+	DMT_KEEP_ERRNO;
 	int saved = errno;
 	int ret = gpu_gather_impl(gpu, frags, n, dsts, ndst, stream);
 
@@ -766,6 +772,7 @@ DEVMEMTCP_EXPORT int devmemtcp_gpu_fence_new(struct devmemtcp_gpu *gpu,
 					     void *stream,
 					     struct devmemtcp_gpu_fence **fence)
 {
+	DMT_KEEP_ERRNO;
 	int saved = errno, ret = gpu_fence_new_impl(gpu, stream, fence);
 
 	errno = saved;
@@ -774,6 +781,7 @@ DEVMEMTCP_EXPORT int devmemtcp_gpu_fence_new(struct devmemtcp_gpu *gpu,
 
 DEVMEMTCP_EXPORT int devmemtcp_gpu_fence_done(void *fence, bool wait)
 {
+	DMT_KEEP_ERRNO;
 	int saved = errno, ret = gpu_fence_done_impl(fence, wait);
 
 	errno = saved;
@@ -785,6 +793,7 @@ DEVMEMTCP_EXPORT int devmemtcp_gpu_release_after(struct devmemtcp_gpu *gpu,
 						 const struct devmemtcp_frag *frags,
 						 size_t n, void *stream)
 {
+	DMT_KEEP_ERRNO;
 	int saved = errno;
 	int ret = gpu_release_after_impl(gpu, rx, frags, n, stream);
 

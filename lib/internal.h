@@ -17,10 +17,51 @@
 #include <stddef.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "devmemtcp.h"
+#include "testhooks.h"
 
 #define DEVMEMTCP_EXPORT __attribute__((visibility("default")))
+
+/*
+ * The errno policy of the API, in one place: every exported function
+ * starts with DMT_KEEP_ERRNO, which puts errno back as the caller had it
+ * on every return path (the library reports errors only as negative return
+ * values).  tests/check-symbols.sh checks that each exported function
+ * does.
+ */
+void dmt_errno_restore(const int *saved);
+#define DMT_KEEP_ERRNO                                                         \
+	const int dmt_saved_errno_ __attribute__((cleanup(dmt_errno_restore),  \
+						   unused)) = errno
+
+/*
+ * Every allocation of the library goes through these, so that test builds
+ * can fail any one of them (testhooks.h); otherwise they are the libc
+ * calls.
+ */
+static inline void *dmt_malloc(size_t n)
+{
+	return dmt_hook_alloc_fail() ? NULL : malloc(n);
+}
+static inline void *dmt_calloc(size_t n, size_t size)
+{
+	return dmt_hook_alloc_fail() ? NULL : calloc(n, size);
+}
+static inline void *dmt_realloc(void *p, size_t n)
+{
+	return dmt_hook_alloc_fail() ? NULL : realloc(p, n);
+}
+static inline char *dmt_strdup(const char *s)
+{
+	return dmt_hook_alloc_fail() ? NULL : strdup(s);
+}
+static inline char *dmt_strndup(const char *s, size_t n)
+{
+	return dmt_hook_alloc_fail() ? NULL : strndup(s, n);
+}
 
 #ifndef ARRAY_SIZE
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

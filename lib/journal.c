@@ -47,7 +47,7 @@ int dmt_journal_format(const struct dmt_journal *j, char **out, size_t *len)
 
 	*out = NULL;
 	*len = 0;
-	f = open_memstream(out, len);
+	f = dmt_hook_alloc_fail() ? NULL : open_memstream(out, len);
 	if (!f)
 		return -ENOMEM;
 	snprintf(comm, sizeof(comm), "%s", j->comm[0] ? j->comm : "?");
@@ -109,7 +109,7 @@ static int get_list(char *s, uint32_t **v, uint32_t *n)
 
 	if (end == s || cnt > MAX_LIST)
 		return -EBADMSG;
-	a = calloc(cnt ? cnt : 1, sizeof(*a));
+	a = dmt_calloc(cnt ? cnt : 1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
 	s = end;
@@ -168,7 +168,7 @@ static int parse_rule(char *s, struct dmt_journal *j)
 	}
 	if (j->nrules >= MAX_LIST)
 		return -EBADMSG;
-	v = realloc(j->rules, (j->nrules + 1) * sizeof(*v));
+	v = dmt_realloc(j->rules, (j->nrules + 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	j->rules = v;
@@ -317,7 +317,7 @@ int dmt_journal_parse(const char *text, size_t len, struct dmt_journal *j,
 	memset(j, 0, sizeof(*j));
 	if (bad_line)
 		*bad_line = 0;
-	copy = strndup(text, len);
+	copy = dmt_strndup(text, len);
 	if (!copy)
 		return -ENOMEM;
 	for (line = strtok_r(copy, "\n", &save); line;
@@ -465,7 +465,7 @@ int dmt_journal_read(const char *dir, const char *ifname,
 				err = -EFBIG;
 				break;
 			}
-			nb = realloc(buf, cap);
+			nb = dmt_realloc(buf, cap);
 			if (!nb) {
 				err = -ENOMEM;
 				break;

@@ -151,6 +151,7 @@ DEVMEMTCP_EXPORT int devmemtcp_queue_list(struct devmemtcp_ctx *ctx,
 					  struct devmemtcp_queue *queues,
 					  size_t max)
 {
+	DMT_KEEP_ERRNO;
 	struct dmt_nl *nl;
 	int ret = 0;
 
@@ -271,6 +272,7 @@ DEVMEMTCP_EXPORT int devmemtcp_qstats_get(struct devmemtcp_ctx *ctx,
 					  int ifindex, int type, int queue,
 					  struct devmemtcp_qstats *stats)
 {
+	DMT_KEEP_ERRNO;
 	struct qstats_req req = { type, queue, false, stats };
 	struct dmt_nl *nl;
 	size_t sz;
@@ -552,7 +554,7 @@ static int verify_bound(struct dmt_err *err, struct devmemtcp_binding *b)
 static struct devmemtcp_binding *binding_new(struct devmemtcp_ctx *ctx,
 					     const struct bind_args *a)
 {
-	struct devmemtcp_binding *b = calloc(1, sizeof(*b));
+	struct devmemtcp_binding *b = dmt_calloc(1, sizeof(*b));
 
 	if (!b)
 		return NULL;
@@ -561,7 +563,7 @@ static struct devmemtcp_binding *binding_new(struct devmemtcp_ctx *ctx,
 	b->ifindex = a->ifindex;
 	b->buf = a->buf;
 	if (a->nqueues) {
-		b->queues = malloc(a->nqueues * sizeof(*b->queues));
+		b->queues = dmt_malloc(a->nqueues * sizeof(*b->queues));
 		if (!b->queues) {
 			free(b);
 			return NULL;
@@ -584,7 +586,7 @@ static int bind_request(struct dmt_err *err, struct devmemtcp_binding *b,
 	ret = netdev_family(err, b->nl, &family);
 	if (ret)
 		return ret;
-	msg = calloc(1, MNL_SOCKET_BUFFER_SIZE + a->nqueues * 32);
+	msg = dmt_calloc(1, MNL_SOCKET_BUFFER_SIZE + a->nqueues * 32);
 	if (!msg)
 		return -ENOMEM;
 	nlh = dmt_bind_msg(msg, family, a->tx, a->ifindex, a->queues,
@@ -667,6 +669,7 @@ DEVMEMTCP_EXPORT int devmemtcp_bind_rx(struct devmemtcp_ctx *ctx, int ifindex,
 				       const struct devmemtcp_bind_opts *opts,
 				       struct devmemtcp_binding **binding)
 {
+	DMT_KEEP_ERRNO;
 	struct bind_args a = { .op = "devmemtcp_bind_rx", .ifindex = ifindex,
 			       .queues = queues, .nqueues = nqueues, .buf = buf };
 	struct dmt_err err = { 0 };
@@ -712,6 +715,7 @@ DEVMEMTCP_EXPORT int devmemtcp_bind_tx(struct devmemtcp_ctx *ctx, int ifindex,
 				       const struct devmemtcp_bind_opts *opts,
 				       struct devmemtcp_binding **binding)
 {
+	DMT_KEEP_ERRNO;
 	struct bind_args a = { .tx = true, .op = "devmemtcp_bind_tx",
 			       .ifindex = ifindex, .buf = buf };
 	struct dmt_err err = { 0 };
@@ -744,6 +748,7 @@ DEVMEMTCP_EXPORT int devmemtcp_bind_tx(struct devmemtcp_ctx *ctx, int ifindex,
 
 DEVMEMTCP_EXPORT void devmemtcp_binding_close(struct devmemtcp_binding *b)
 {
+	DMT_KEEP_ERRNO;
 	if (!b)
 		return;
 	dmt_nl_close(b->nl);
@@ -754,11 +759,13 @@ DEVMEMTCP_EXPORT void devmemtcp_binding_close(struct devmemtcp_binding *b)
 DEVMEMTCP_EXPORT uint32_t
 devmemtcp_binding_id(const struct devmemtcp_binding *b)
 {
+	DMT_KEEP_ERRNO;
 	return b ? b->id : 0;
 }
 
 DEVMEMTCP_EXPORT struct devmemtcp_buf *
 devmemtcp_binding_buf(const struct devmemtcp_binding *b)
 {
+	DMT_KEEP_ERRNO;
 	return b ? b->buf : NULL;
 }

@@ -20,8 +20,10 @@
 #include "nic.h"
 #include "uapi.h"
 
+#if DMT_TEST_HOOKS
 int dmt_nic_fail_step;
 int dmt_nic_crash_step;
+#endif
 
 struct nic_flow_slot;
 
@@ -207,6 +209,7 @@ static int parse_port(const char *s, uint16_t *port, uint16_t *mask)
 DEVMEMTCP_EXPORT int devmemtcp_flow_parse(const char *text,
 					  struct devmemtcp_flow *flow)
 {
+	DMT_KEEP_ERRNO;
 	char *copy, *save = NULL, *t;
 	struct devmemtcp_flow f;
 	int err = 0, fields = 0;
@@ -214,7 +217,7 @@ DEVMEMTCP_EXPORT int devmemtcp_flow_parse(const char *text,
 	if (!text || !flow)
 		return -EINVAL;
 	memset(&f, 0, sizeof(f));
-	copy = strdup(text);
+	copy = dmt_strdup(text);
 	if (!copy)
 		return -ENOMEM;
 	for (t = strtok_r(copy, " \t", &save); t && !err;
@@ -308,20 +311,15 @@ static void doing(struct devmemtcp_nic *nic, const char *fmt, ...)
 static int step_begin(struct devmemtcp_nic *nic)
 {
 	nic->step++;
+#if DMT_TEST_HOOKS
 	if (nic->crash_step && nic->step == nic->crash_step)
 		raise(SIGKILL);
 	if (nic->fail_step && nic->step == nic->fail_step)
 		return dmt_err_set(&nic->eerr, -EIO,
 				   "failure injected by DEVMEMTCP_NIC_FAIL_STEP=%d",
 				   nic->fail_step);
+#endif
 	return jsave(nic);
-}
-
-static int env_int(const char *name)
-{
-	const char *v = getenv(name);
-
-	return v ? atoi(v) : 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -597,7 +595,7 @@ static int flow_check(struct devmemtcp_nic *nic,
 static int check_flows(struct devmemtcp_nic *nic,
 		       const struct devmemtcp_flow *flows, size_t n)
 {
-	struct ethtool_rx_flow_spec *fs = calloc(n ? n : 1, sizeof(*fs));
+	struct ethtool_rx_flow_spec *fs = dmt_calloc(n ? n : 1, sizeof(*fs));
 	char desc[160];
 	int err = 0;
 
@@ -669,7 +667,7 @@ static int remember_prior_rules(struct devmemtcp_nic *nic,
 
 	if (nic->have_rules)
 		return 0;
-	locs = calloc(n ? n : 1, sizeof(*locs));
+	locs = dmt_calloc(n ? n : 1, sizeof(*locs));
 	if (!locs)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
@@ -731,7 +729,7 @@ static int journal_rule(struct devmemtcp_nic *nic,
 	struct dmt_jrule *v, *r;
 	int err;
 
-	v = realloc(nic->j.rules, (nic->j.nrules + 1) * sizeof(*v));
+	v = dmt_realloc(nic->j.rules, (nic->j.nrules + 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	nic->j.rules = v;
@@ -935,7 +933,7 @@ static int snapshot(struct devmemtcp_nic *nic, bool want_rss)
 				nic->j.rss_size = list[i].indir_size;
 				list[i].indir = NULL;
 			} else if (list[i].context) {
-				uint32_t *v = realloc(nic->j.prior_ctx,
+				uint32_t *v = dmt_realloc(nic->j.prior_ctx,
 					(nic->j.nprior_ctx + 1) * sizeof(*v));
 
 				if (!v) {
@@ -993,7 +991,7 @@ static int set_default_rss(struct devmemtcp_nic *nic, const uint32_t *t)
 		return err;
 	j->changed |= DMT_J_RSS;
 	free(j->rss_set);
-	j->rss_set = malloc(j->rss_size * sizeof(uint32_t));
+	j->rss_set = dmt_malloc(j->rss_size * sizeof(uint32_t));
 	if (!j->rss_set)
 		return -ENOMEM;
 	memcpy(j->rss_set, t, j->rss_size * sizeof(uint32_t));
@@ -1016,7 +1014,7 @@ static int apply_rss(struct devmemtcp_nic *nic)
 	doing(nic, "RSS table");
 	if ((nic->flags & DEVMEMTCP_NIC_KEEP_RSS) || !j->rss_size)
 		return 0;
-	t = calloc(j->rss_size, sizeof(*t));
+	t = dmt_calloc(j->rss_size, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
 	ch = dmt_plan_rss(j->rss_indir, j->rss_size, nic->nrx, j->queues,
@@ -1041,7 +1039,7 @@ static int apply_ctx(struct devmemtcp_nic *nic)
 	doing(nic, "RSS context");
 	if (!nic->use_ctx)
 		return 0;
-	j->ctx_indir = calloc(n, sizeof(uint32_t));
+	j->ctx_indir = dmt_calloc(n, sizeof(uint32_t));
 	if (!j->ctx_indir)
 		return -ENOMEM;
 	j->ctx_size = n;
@@ -1180,7 +1178,7 @@ static int nic_new(struct devmemtcp_ctx *ctx, const char *ifname,
 		   const struct devmemtcp_nic_opts *opts,
 		   struct devmemtcp_nic **nicp)
 {
-	struct devmemtcp_nic *nic = calloc(1, sizeof(*nic));
+	struct devmemtcp_nic *nic = dmt_calloc(1, sizeof(*nic));
 	int err;
 
 	if (!nic)
@@ -1188,10 +1186,14 @@ static int nic_new(struct devmemtcp_ctx *ctx, const char *ifname,
 	nic->ctx = ctx;
 	nic->lock_fd = -1;
 	nic->flags = DMT_OPT(opts, devmemtcp_nic_opts, flags, 0);
-	nic->fail_step = dmt_nic_fail_step ? dmt_nic_fail_step
-					   : env_int("DEVMEMTCP_NIC_FAIL_STEP");
-	nic->crash_step = dmt_nic_crash_step ? dmt_nic_crash_step
-					     : env_int("DEVMEMTCP_NIC_CRASH_STEP");
+#if DMT_TEST_HOOKS
+	nic->fail_step = dmt_nic_fail_step
+				 ? dmt_nic_fail_step
+				 : dmt_hook_env_int("DEVMEMTCP_NIC_FAIL_STEP");
+	nic->crash_step = dmt_nic_crash_step
+				  ? dmt_nic_crash_step
+				  : dmt_hook_env_int("DEVMEMTCP_NIC_CRASH_STEP");
+#endif
 	snprintf(nic->run_dir, sizeof(nic->run_dir), "%s",
 		 dmt_run_dir(DMT_OPT(opts, devmemtcp_nic_opts, run_dir, NULL)));
 	err = dmt_eth_init(&nic->eth, &nic->eerr, NULL, ifname);
@@ -1253,7 +1255,7 @@ static int plan_queues(struct devmemtcp_nic *nic,
 	char why[256];
 	int nq;
 
-	nic->j.queues = calloc(k ? k : 1, sizeof(uint32_t));
+	nic->j.queues = dmt_calloc(k ? k : 1, sizeof(uint32_t));
 	if (!nic->j.queues)
 		return -ENOMEM;
 	nq = dmt_plan_queues(nic->nrx, req, k, k,
@@ -1345,6 +1347,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_open(struct devmemtcp_ctx *ctx,
 					const struct devmemtcp_nic_opts *opts,
 					struct devmemtcp_nic **nicp)
 {
+	DMT_KEEP_ERRNO;
 	struct devmemtcp_nic *nic;
 	uint64_t rt0, io0;
 	int err;
@@ -1378,6 +1381,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_open(struct devmemtcp_ctx *ctx,
 
 DEVMEMTCP_EXPORT int devmemtcp_nic_close(struct devmemtcp_nic *nic)
 {
+	DMT_KEEP_ERRNO;
 	int err;
 
 	if (!nic)
@@ -1399,12 +1403,14 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_close(struct devmemtcp_nic *nic)
 
 DEVMEMTCP_EXPORT const char *devmemtcp_nic_errmsg(const struct devmemtcp_nic *nic)
 {
+	DMT_KEEP_ERRNO;
 	return nic ? nic->err.msg : "";
 }
 
 DEVMEMTCP_EXPORT int devmemtcp_nic_queues(const struct devmemtcp_nic *nic,
 					  const uint32_t **queues)
 {
+	DMT_KEEP_ERRNO;
 	if (!nic)
 		return -EINVAL;
 	if (queues)
@@ -1415,12 +1421,14 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_queues(const struct devmemtcp_nic *nic,
 DEVMEMTCP_EXPORT struct devmemtcp_binding *
 devmemtcp_nic_binding(const struct devmemtcp_nic *nic)
 {
+	DMT_KEEP_ERRNO;
 	return nic ? nic->binding : NULL;
 }
 
 DEVMEMTCP_EXPORT int devmemtcp_nic_add_flow(struct devmemtcp_nic *nic,
 					    const struct devmemtcp_flow *flow)
 {
+	DMT_KEEP_ERRNO;
 	int ret;
 
 	if (!nic)
@@ -1447,6 +1455,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_add_flow(struct devmemtcp_nic *nic,
 DEVMEMTCP_EXPORT int devmemtcp_nic_remove_flow(struct devmemtcp_nic *nic,
 					       int flow_id)
 {
+	DMT_KEEP_ERRNO;
 	int err;
 
 	if (!nic)
@@ -1478,6 +1487,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_remove_flow(struct devmemtcp_nic *nic,
 DEVMEMTCP_EXPORT int devmemtcp_nic_stats(const struct devmemtcp_nic *nic,
 					 struct devmemtcp_nic_stats *stats)
 {
+	DMT_KEEP_ERRNO;
 	struct devmemtcp_nic_stats s;
 
 	if (!nic || !stats || stats->sz < sizeof(size_t))
@@ -1538,6 +1548,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_recover(struct devmemtcp_ctx *ctx,
 					   const char *ifname,
 					   const struct devmemtcp_nic_opts *opts)
 {
+	DMT_KEEP_ERRNO;
 	struct dmt_nl *nl = NULL;
 	struct dmt_eth e;
 	struct dmt_err eerr = { 0 };

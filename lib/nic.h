@@ -144,7 +144,9 @@ int dmt_nic_undo(struct dmt_eth *e, struct dmt_journal *j, bool recovering);
 /* Test hooks: fail (or SIGKILL the process at) the n-th change of the
  * next opens; 0 off.  Also read from DEVMEMTCP_NIC_FAIL_STEP and
  * DEVMEMTCP_NIC_CRASH_STEP. */
+#if DMT_TEST_HOOKS
 extern int dmt_nic_fail_step;
 extern int dmt_nic_crash_step;
+#endif
 
 #endif

@@ -32,16 +32,20 @@ int dmt_nl_open(struct dmt_nl **nlp, int bus)
 	struct dmt_nl *nl;
 	int one = 1, ret;
 
-	nl = calloc(1, sizeof(*nl));
+	nl = dmt_calloc(1, sizeof(*nl));
 	if (!nl)
 		return -ENOMEM;
 	nl->rxbuf_size = DMT_NL_RXBUF;
-	nl->rxbuf = malloc(nl->rxbuf_size);
+	nl->rxbuf = dmt_malloc(nl->rxbuf_size);
 	if (!nl->rxbuf) {
 		ret = -ENOMEM;
 		goto err_free;
 	}
 	nl->bus = bus;
+	if (dmt_hook_alloc_fail()) {
+		ret = -ENOMEM;	/* test builds: as if libmnl's calloc failed */
+		goto err_free;
+	}
 	nl->sock = mnl_socket_open2(bus, SOCK_CLOEXEC);
 	if (!nl->sock) {
 		ret = -errno;

@@ -502,6 +502,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_probe(struct devmemtcp_ctx *ctx,
 					 const struct devmemtcp_probe_opts *opts,
 					 struct devmemtcp_probe *report)
 {
+	DMT_KEEP_ERRNO;
 	struct probe pr;
 	int err;
 

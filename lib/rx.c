@@ -45,6 +45,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
 				      const struct devmemtcp_rx_opts *opts,
 				      struct devmemtcp_rx **rxp)
 {
+	DMT_KEEP_ERRNO;
 	struct devmemtcp_rx *rx;
 	int type = 0, ret;
 	socklen_t len = sizeof(type);
@@ -68,7 +69,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
 		return dmt_err(ctx, &ctx->err, -EPROTOTYPE,
 			       "devmemtcp_rx_new: fd %d is not a stream socket: devmem TCP needs a connected TCP socket",
 			       fd);
-	rx = calloc(1, sizeof(*rx));
+	rx = dmt_calloc(1, sizeof(*rx));
 	if (!rx)
 		return -ENOMEM;
 	rx->ctx = ctx;
@@ -77,7 +78,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
 			       DEFAULT_CTRL_FRAGS * CMSG_FRAG_SPACE);
 	if (rx->ctrl_cap < CMSG_FRAG_SPACE)
 		rx->ctrl_cap = CMSG_FRAG_SPACE;
-	rx->ctrl = malloc(rx->ctrl_cap);
+	rx->ctrl = dmt_malloc(rx->ctrl_cap);
 	if (!rx->ctrl) {
 		free(rx);
 		return -ENOMEM;
@@ -92,6 +93,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
 
 DEVMEMTCP_EXPORT void devmemtcp_rx_free(struct devmemtcp_rx *rx)
 {
+	DMT_KEEP_ERRNO;
 	if (!rx)
 		return;
 	devmemtcp_rx_release_all(rx);
@@ -103,11 +105,13 @@ DEVMEMTCP_EXPORT void devmemtcp_rx_free(struct devmemtcp_rx *rx)
 
 DEVMEMTCP_EXPORT const char *devmemtcp_rx_errmsg(const struct devmemtcp_rx *rx)
 {
+	DMT_KEEP_ERRNO;
 	return rx ? rx->err.msg : "";
 }
 
 DEVMEMTCP_EXPORT int devmemtcp_rx_fd(const struct devmemtcp_rx *rx)
 {
+	DMT_KEEP_ERRNO;
 	return rx ? rx->fd : -EINVAL;
 }
 
@@ -115,6 +119,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_add_buf(struct devmemtcp_rx *rx,
 					  uint32_t binding_id,
 					  const struct devmemtcp_buf *buf)
 {
+	DMT_KEEP_ERRNO;
 	struct rx_buf *v;
 
 	if (!rx)
@@ -129,7 +134,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_add_buf(struct devmemtcp_rx *rx,
 				       "devmemtcp_rx_add_buf: binding %u is already registered",
 				       binding_id);
 	}
-	v = realloc(rx->bufs, (rx->nbufs + 1) * sizeof(*v));
+	v = dmt_realloc(rx->bufs, (rx->nbufs + 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	v[rx->nbufs++] = (struct rx_buf){ binding_id, buf };
@@ -264,7 +269,7 @@ static int ctrl_reserve(struct devmemtcp_rx *rx, size_t max_frags, size_t *len)
 	size_t need = max_frags * CMSG_FRAG_SPACE + rx->ctrl_extra;
 
 	if (need > rx->ctrl_cap) {
-		char *c = realloc(rx->ctrl, need);
+		char *c = dmt_realloc(rx->ctrl, need);
 
 		if (!c)
 			return -ENOMEM;
@@ -326,6 +331,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_recv(struct devmemtcp_rx *rx,
 				       size_t max_frags, void *linear,
 				       size_t len)
 {
+	DMT_KEEP_ERRNO;
 	struct iovec iov;
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
 	ssize_t got;
@@ -372,6 +378,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_release(struct devmemtcp_rx *rx,
 					  const struct devmemtcp_frag *frags,
 					  size_t n)
 {
+	DMT_KEEP_ERRNO;
 	size_t bad = 0;
 	int ret;
 
@@ -392,6 +399,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_release_after(struct devmemtcp_rx *rx,
 						size_t n, devmemtcp_done_fn done,
 						void *arg)
 {
+	DMT_KEEP_ERRNO;
 	size_t bad = 0;
 	int ret;
 
@@ -417,6 +425,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_release_after(struct devmemtcp_rx *rx,
 
 DEVMEMTCP_EXPORT int devmemtcp_rx_flush(struct devmemtcp_rx *rx)
 {
+	DMT_KEEP_ERRNO;
 	if (!rx)
 		return -EINVAL;
 	return flush_due(rx);
@@ -424,6 +433,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_flush(struct devmemtcp_rx *rx)
 
 DEVMEMTCP_EXPORT int devmemtcp_rx_release_all(struct devmemtcp_rx *rx)
 {
+	DMT_KEEP_ERRNO;
 	int ret, total;
 
 	if (!rx)
@@ -443,6 +453,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_release_all(struct devmemtcp_rx *rx)
 DEVMEMTCP_EXPORT int devmemtcp_rx_stats(const struct devmemtcp_rx *rx,
 					struct devmemtcp_rx_stats *stats)
 {
+	DMT_KEEP_ERRNO;
 	struct devmemtcp_rx_stats s;
 
 	if (!rx || !stats || stats->sz < sizeof(size_t))

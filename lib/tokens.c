@@ -36,7 +36,7 @@ static int grow_bits(struct dmt_tokens *t, uint32_t token)
 
 	while (n < need)
 		n *= 2;
-	bits = realloc(t->bits, n * sizeof(*bits));
+	bits = dmt_realloc(t->bits, n * sizeof(*bits));
 	if (!bits)
 		return -ENOMEM;
 	memset(bits + t->nwords, 0, (n - t->nwords) * sizeof(*bits));
@@ -223,7 +223,7 @@ int dmt_tokens_defer(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 
 		while (cap < t->dt_len + ntok)
 			cap *= 2;
-		v = realloc(t->dtoks, cap * sizeof(*v));
+		v = dmt_realloc(t->dtoks, cap * sizeof(*v));
 		if (!v)
 			return -ENOMEM;
 		t->dtoks = v;
@@ -231,7 +231,7 @@ int dmt_tokens_defer(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 	}
 	if (t->dq_len == t->dq_cap) {
 		size_t cap = t->dq_cap ? t->dq_cap * 2 : 64;
-		struct dmt_deferred *q = malloc(cap * sizeof(*q));
+		struct dmt_deferred *q = dmt_malloc(cap * sizeof(*q));
 
 		if (!q)
 			return -ENOMEM;

@@ -140,7 +140,7 @@ int dmt_tx_track_reserve(struct dmt_tx_track *t, size_t niov)
 		struct dmt_tx_rec *r;
 
 		cap = pow2_at_least(t->nrecs + 1, 64);
-		r = malloc(cap * sizeof(*r));
+		r = dmt_malloc(cap * sizeof(*r));
 		if (!r)
 			return -ENOMEM;
 		for (size_t i = 0; i < t->nrecs; i++)
@@ -155,7 +155,7 @@ int dmt_tx_track_reserve(struct dmt_tx_track *t, size_t niov)
 		struct devmemtcp_tx_piece *p;
 
 		cap = pow2_at_least(need, 256);
-		p = malloc(cap * sizeof(*p));
+		p = dmt_malloc(cap * sizeof(*p));
 		if (!p)
 			return -ENOMEM;
 		for (uint64_t a = t->range_head; a < t->range_tail; a++)
@@ -228,7 +228,7 @@ static int done_reserve(struct dmt_tx_track *t, size_t more)
 	if (t->done_len + more <= t->done_cap)
 		return 0;
 	cap = pow2_at_least(t->done_len + more, 64);
-	d = realloc(t->done, cap * sizeof(*d));
+	d = dmt_realloc(t->done, cap * sizeof(*d));
 	if (!d)
 		return -ENOMEM;
 	t->done = d;
@@ -414,7 +414,7 @@ int dmt_tx_init(struct devmemtcp_tx *tx, struct devmemtcp_ctx *ctx, int fd,
 		tx->max_iovs = DMT_TX_MAX_IOVS;
 	/* the kernel moves at most MAX_RW_COUNT (INT_MAX & PAGE_MASK) */
 	tx->max_call_bytes = call > (1ull << 30) ? (1ull << 30) : call;
-	tx->iov = calloc(tx->max_iovs, sizeof(*tx->iov));
+	tx->iov = dmt_calloc(tx->max_iovs, sizeof(*tx->iov));
 	if (!tx->iov)
 		return -ENOMEM;
 	dmt_tx_track_init(&tx->track, 0,
@@ -439,6 +439,7 @@ DEVMEMTCP_EXPORT int devmemtcp_tx_new(struct devmemtcp_ctx *ctx, int fd,
 				      const struct devmemtcp_tx_opts *opts,
 				      struct devmemtcp_tx **txp)
 {
+	DMT_KEEP_ERRNO;
 	struct sockaddr_storage peer;
 	socklen_t len;
 	struct devmemtcp_tx *tx;
@@ -486,7 +487,7 @@ DEVMEMTCP_EXPORT int devmemtcp_tx_new(struct devmemtcp_ctx *ctx, int fd,
 			       "devmemtcp_tx_new: setsockopt(SO_ZEROCOPY) on fd %d failed: %s: the kernel lacks MSG_ZEROCOPY (Linux 4.14) or the socket is not TCP",
 			       fd, strerror(-ret));
 	}
-	tx = malloc(sizeof(*tx));
+	tx = dmt_malloc(sizeof(*tx));
 	if (!tx)
 		return -ENOMEM;
 	ret = dmt_tx_init(tx, ctx, fd, domain, binding->id, binding->ifindex,
@@ -503,6 +504,7 @@ DEVMEMTCP_EXPORT int devmemtcp_tx_new(struct devmemtcp_ctx *ctx, int fd,
 
 DEVMEMTCP_EXPORT void devmemtcp_tx_free(struct devmemtcp_tx *tx)
 {
+	DMT_KEEP_ERRNO;
 	if (!tx)
 		return;
 	dmt_tx_fini(tx);
@@ -511,11 +513,13 @@ DEVMEMTCP_EXPORT void devmemtcp_tx_free(struct devmemtcp_tx *tx)
 
 DEVMEMTCP_EXPORT const char *devmemtcp_tx_errmsg(const struct devmemtcp_tx *tx)
 {
+	DMT_KEEP_ERRNO;
 	return tx ? tx->err.msg : "";
 }
 
 DEVMEMTCP_EXPORT int devmemtcp_tx_fd(const struct devmemtcp_tx *tx)
 {
+	DMT_KEEP_ERRNO;
 	return tx ? tx->fd : -EINVAL;
 }
 
@@ -652,6 +656,7 @@ static int64_t now_ms(void)
 
 DEVMEMTCP_EXPORT int devmemtcp_tx_wait(struct devmemtcp_tx *tx, int timeout_ms)
 {
+	DMT_KEEP_ERRNO;
 	int64_t deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : 0;
 	int got = 0, ret;
 
@@ -712,6 +717,7 @@ DEVMEMTCP_EXPORT int devmemtcp_tx_reap(struct devmemtcp_tx *tx,
 				       struct devmemtcp_tx_done *out,
 				       size_t max)
 {
+	DMT_KEEP_ERRNO;
 	int ret;
 
 	if (!tx)
@@ -732,6 +738,7 @@ DEVMEMTCP_EXPORT int devmemtcp_tx_reap(struct devmemtcp_tx *tx,
 DEVMEMTCP_EXPORT int devmemtcp_tx_stats(const struct devmemtcp_tx *tx,
 					struct devmemtcp_tx_stats *stats)
 {
+	DMT_KEEP_ERRNO;
 	struct devmemtcp_tx_stats s;
 
 	if (!tx || !stats || stats->sz < sizeof(size_t))
@@ -937,6 +944,7 @@ DEVMEMTCP_EXPORT ssize_t devmemtcp_tx_send(struct devmemtcp_tx *tx,
 					   const struct devmemtcp_tx_piece *pieces,
 					   size_t n, unsigned int flags)
 {
+	DMT_KEEP_ERRNO;
 	char ctrl[DMT_TX_CTRL_SIZE] __attribute__((aligned(8)));
 	struct dmt_tx_cursor cur = { 0, 0 };
 	uint64_t total, sent = 0, bytes;

@@ -22,10 +22,10 @@
 #endif
 #define DMT_MFD_HUGE_2MB (21U << 26)
 
-/* Path of the device node; tests point it elsewhere. */
+/* Path of the device node; test builds may point it elsewhere. */
 static const char *udmabuf_dev(void)
 {
-	const char *p = getenv("DEVMEMTCP_UDMABUF_DEV");
+	const char *p = dmt_hook_env("DEVMEMTCP_UDMABUF_DEV");
 
 	return p && *p ? p : "/dev/udmabuf";
 }
