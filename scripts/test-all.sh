@@ -20,7 +20,7 @@ trap 'rm -rf "$logs"' EXIT
 step() { echo; echo "=== $*"; }
 
 step "build ($B)"
-[ -d "$B" ] || meson setup "$B" >/dev/null || exit 1
+[ -d "$B" ] || meson setup "$B" -Dtest_hooks=true >/dev/null || exit 1
 ninja -C "$B" || exit 1
 
 step "unit, host, vm and gpu suites"
