@@ -2,8 +2,9 @@
 /*
  * Connection setup: listen writes a handle naming two listening sockets
  * (control and data), connect opens both without blocking and sends a
- * hello carrying the handle's nonce on each, accept pairs them up.  NCCL
- * calls connect and accept again and again until they return a comm.
+ * hello on the control socket carrying the handle's nonce and the data
+ * socket's source port, accept pairs the two up.  NCCL calls connect and
+ * accept again and again until they return a comm.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,7 +30,9 @@ static struct dmtn_comm *comm_alloc(enum dmtn_comm_kind kind, int dev)
 	c->dev = dev;
 	c->traffic_class = NCCL_NET_TRAFFIC_CLASS_UNDEF;
 	c->ctrl_lfd = c->data_lfd = c->ctrl_fd = c->data_fd = -1;
-	c->pend_ctrl.fd = c->pend_data.fd = -1;
+	c->pend_ctrl.fd = -1;
+	for (int i = 0; i < DMTN_PENDING_DATA; i++)
+		c->pend_data[i].fd = -1;
 	for (int i = 0; i < DMTN_NREQS; i++)
 		c->free_reqs[i] = DMTN_NREQS - 1 - i;
 	c->nfree = DMTN_NREQS;
@@ -53,7 +56,8 @@ void dmtn_comm_free(struct dmtn_comm *c)
 	close_fd(&c->ctrl_lfd);
 	close_fd(&c->data_lfd);
 	close_fd(&c->pend_ctrl.fd);
-	close_fd(&c->pend_data.fd);
+	for (int i = 0; i < DMTN_PENDING_DATA; i++)
+		close_fd(&c->pend_data[i].fd);
 	close_fd(&c->ctrl_fd);
 	close_fd(&c->data_fd);
 	free(c->bounce);
@@ -278,6 +282,8 @@ static int connect_start(struct dmtn_comm *c, const struct dmtn_handle *h)
 {
 	const struct dmtn_dev *d = &dmtn.dev[c->dev];
 	const char *bind_dev = d->devmem && dmtn.cfg.tx ? d->name : NULL;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
 	int fd;
 
 	fd = connect_socket(h, h->ctrl_port, NULL, c->traffic_class);
@@ -288,9 +294,17 @@ static int connect_start(struct dmtn_comm *c, const struct dmtn_handle *h)
 	if (fd < 0)
 		return fd;
 	c->data_fd = fd;
-	c->hello_out = (struct dmtn_hello){ .magic = DMTN_HELLO_MAGIC,
-					    .version = DMTN_PROTO_VERSION,
-					    .nonce = h->nonce };
+	/* connect() has bound the source port already */
+	if (getsockname(fd, (struct sockaddr *)&ss, &len))
+		return -errno;
+	c->hello_out = (struct dmtn_hello){
+		.magic = DMTN_HELLO_MAGIC,
+		.version = DMTN_PROTO_VERSION,
+		.data_port = ss.ss_family == AF_INET
+				     ? ((struct sockaddr_in *)&ss)->sin_port
+				     : ((struct sockaddr_in6 *)&ss)->sin6_port,
+		.nonce = h->nonce,
+	};
 	c->stage = 1;
 	return 0;
 }
@@ -298,7 +312,6 @@ static int connect_start(struct dmtn_comm *c, const struct dmtn_handle *h)
 /* Advance a connection in progress: 1 established, 0 not yet, < 0 failed */
 static int connect_step(struct dmtn_comm *c)
 {
-	struct dmtn_hello hc = c->hello_out, hd = c->hello_out;
 	int r1, r2;
 
 	if (c->stage == 1) {
@@ -310,13 +323,8 @@ static int connect_step(struct dmtn_comm *c)
 			return 0;
 		c->stage = 2;
 	}
-	hc.kind = DMTN_SOCK_CTRL;
-	hd.kind = DMTN_SOCK_DATA;
-	r1 = send_some(c->ctrl_fd, &hc, sizeof(hc), &c->ctrl_hello_sent);
-	r2 = send_some(c->data_fd, &hd, sizeof(hd), &c->data_hello_sent);
-	if (r1 < 0 || r2 < 0)
-		return r1 < 0 ? r1 : r2;
-	return r1 && r2;
+	return send_some(c->ctrl_fd, &c->hello_out, sizeof(c->hello_out),
+			 &c->hello_sent);
 }
 
 static void log_send_path(const struct dmtn_comm *c)
@@ -388,16 +396,16 @@ err:
 
 /* ---- accept ------------------------------------------------------------- */
 
-/* Accept and read the hello on one of the two listening sockets: 1 when a
- * socket of this connection is ready in p, 0 not yet. */
-static int accept_one(struct dmtn_comm *l, int lfd,
-		      struct dmtn_pending_sock *p, enum dmtn_sock_kind kind)
+/* Accept the control connection and read its hello: 1 when it is ours. */
+static int accept_ctrl(struct dmtn_comm *l)
 {
+	struct dmtn_pending_ctrl *p = &l->pend_ctrl;
 	const struct dmtn_hello *h = &p->hello;
 	ssize_t n;
 
 	if (p->fd < 0) {
-		p->fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		p->fd = accept4(l->ctrl_lfd, NULL, NULL,
+				SOCK_NONBLOCK | SOCK_CLOEXEC);
 		p->got = 0;
 		if (p->fd < 0)
 			return 0;
@@ -412,14 +420,77 @@ static int accept_one(struct dmtn_comm *l, int lfd,
 		p->got += (size_t)n;
 	}
 	if (h->magic == DMTN_HELLO_MAGIC && h->version == DMTN_PROTO_VERSION &&
-	    h->kind == kind && h->nonce == l->nonce)
+	    h->nonce == l->nonce)
 		return 1;
 stray:
 	/* not ours (a port scan, a stale peer): the real one may follow */
-	DMTN_INFO(NCCL_SUBSYS_NET, "listen comm %p: dropped a %s connection that did not say hello with this handle",
-		  (void *)l, kind == DMTN_SOCK_CTRL ? "control" : "data");
+	DMTN_INFO(NCCL_SUBSYS_NET, "listen comm %p: dropped a control connection that did not say hello with this handle",
+		  (void *)l);
 	close_fd(&p->fd);
 	return 0;
+}
+
+/* Accept what waits on the data port: the hello says which one is ours.
+ * When all slots are taken, the oldest goes. */
+static void accept_data(struct dmtn_comm *l)
+{
+	struct dmtn_pending_data *p = l->pend_data;
+	static const int n = DMTN_PENDING_DATA;
+
+	for (;;) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		int fd = accept4(l->data_lfd, (struct sockaddr *)&ss, &len,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int i = 0;
+
+		if (fd < 0)
+			return;
+		while (i < n && p[i].fd >= 0)
+			i++;
+		if (i == n) {
+			close(p[0].fd);
+			memmove(p, p + 1, (n - 1) * sizeof(*p));
+			i = n - 1;
+		}
+		p[i].fd = fd;
+		p[i].peer = ss;
+	}
+}
+
+static bool same_host(const struct sockaddr_storage *a,
+		      const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		       &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
+}
+
+/* The data connection the hello names (same host, its source port): its
+ * fd, taken from the pending list, or -1. */
+static int data_of(struct dmtn_comm *l, const struct sockaddr_storage *ctrl_peer)
+{
+	for (int i = 0; i < DMTN_PENDING_DATA; i++) {
+		struct dmtn_pending_data *p = &l->pend_data[i];
+		uint16_t port;
+		int fd;
+
+		if (p->fd < 0 || !same_host(&p->peer, ctrl_peer))
+			continue;
+		port = p->peer.ss_family == AF_INET
+			       ? ((struct sockaddr_in *)&p->peer)->sin_port
+			       : ((struct sockaddr_in6 *)&p->peer)->sin6_port;
+		if (port != l->pend_ctrl.hello.data_port)
+			continue;
+		fd = p->fd;
+		p->fd = -1;
+		return fd;
+	}
+	return -1;
 }
 
 static void log_recv_path(const struct dmtn_comm *c)
@@ -442,23 +513,29 @@ nccl_result_t dmtn_accept(void *listen_comm, void **recv_comm)
 	struct dmtn_comm *c;
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
-	int rc, rd;
+	int data_fd;
 
 	if (!l || !recv_comm)
 		return NCCL_ERR_INTERNAL;
 	*recv_comm = NULL;
-	rc = accept_one(l, l->ctrl_lfd, &l->pend_ctrl, DMTN_SOCK_CTRL);
-	rd = accept_one(l, l->data_lfd, &l->pend_data, DMTN_SOCK_DATA);
-	if (!rc || !rd)
+	accept_data(l);
+	if (!accept_ctrl(l))
 		return NCCL_OK;
+	if (getpeername(l->pend_ctrl.fd, (struct sockaddr *)&ss, &len))
+		return NCCL_OK;
+	data_fd = data_of(l, &ss);
+	if (data_fd < 0)
+		return NCCL_OK;		/* its data connection is still coming */
 	c = comm_alloc(DMTN_COMM_RECV, l->dev);
-	if (!c)
+	if (!c) {
+		close(data_fd);
 		return NCCL_ERR_SYSTEM;
+	}
 	c->ctrl_fd = l->pend_ctrl.fd;
-	c->data_fd = l->pend_data.fd;
-	l->pend_ctrl.fd = l->pend_data.fd = -1;
-	sock_tune(c->ctrl_fd, dmtn.dev[c->dev].addr.ss_family,
-		  NCCL_NET_TRAFFIC_CLASS_UNDEF);
+	c->data_fd = data_fd;
+	l->pend_ctrl.fd = -1;
+	sock_tune(c->ctrl_fd, ss.ss_family, NCCL_NET_TRAFFIC_CLASS_UNDEF);
+	len = sizeof(ss);
 	if (!getpeername(c->data_fd, (struct sockaddr *)&ss, &len))
 		addr_text((struct sockaddr *)&ss, len, c->peer, sizeof(c->peer));
 	/* the data socket is steered to a devmem queue: plain reads of it

@@ -143,16 +143,16 @@ struct dmtn_handle {
 _Static_assert(sizeof(struct dmtn_handle) <= NCCL_NET_HANDLE_MAXSIZE,
 	       "the handle must fit NCCL_NET_HANDLE_MAXSIZE");
 
-enum dmtn_sock_kind {
-	DMTN_SOCK_CTRL = 1,
-	DMTN_SOCK_DATA = 2,
-};
-
-/* First bytes the connector writes on each socket. */
+/*
+ * What the connector writes first on the control socket.  The data socket
+ * carries payload only (on a devmem receiver its bytes land in device
+ * memory, where a hello could not be read), so the hello names it by its
+ * source port.
+ */
 struct dmtn_hello {
 	uint32_t magic;
 	uint16_t version;
-	uint16_t kind;		/* enum dmtn_sock_kind */
+	uint16_t data_port;	/* the data socket's source port, network order */
 	uint64_t nonce;
 };
 
@@ -239,10 +239,18 @@ enum dmtn_comm_kind {
 
 #define DMTN_COMM_MAGIC 0x444d544bu	/* "DMTK" */
 
-struct dmtn_pending_sock {
+/* A control connection accepted, its hello being read. */
+struct dmtn_pending_ctrl {
 	int fd;
 	size_t got;		/* hello bytes read */
 	struct dmtn_hello hello;
+};
+
+/* Data connections accepted, waiting for the hello that names them. */
+#define DMTN_PENDING_DATA 4
+struct dmtn_pending_data {
+	int fd;
+	struct sockaddr_storage peer;
 };
 
 struct dmtn_devmem_rx;
@@ -267,13 +275,14 @@ struct dmtn_comm {
 	/* listen */
 	int ctrl_lfd, data_lfd;
 	uint64_t nonce;
-	struct dmtn_pending_sock pend_ctrl, pend_data;
+	struct dmtn_pending_ctrl pend_ctrl;
+	struct dmtn_pending_data pend_data[DMTN_PENDING_DATA];
 	struct dmtn_flow *flow;	/* devmem steering of the data port */
 
 	/* connect in progress */
 	int stage;
 	struct dmtn_hello hello_out;
-	size_t ctrl_hello_sent, data_hello_sent;
+	size_t hello_sent;
 
 	/* send and recv */
 	int ctrl_fd, data_fd;

@@ -34,7 +34,7 @@ split1=$(ip netns exec dmtB ethtool -g dsim1 | grep -i 'split' || true)
 
 NCCL_DEVMEMTCP_ENABLE=1 NCCL_DEVMEMTCP_MEM=host NCCL_DEVMEMTCP_BUFFER_SIZE=32M \
 	"$harness" "$plugin" --fork --ns0 dmtA --if0 dsim0 --ns1 dmtB --if1 dsim1 \
-	--devmem --dmabuf-tx --version 11 --quiet
+	--devmem --dmabuf-tx --version 11
 
 fail=0
 for f in "$run_dir"/*.journal; do
