@@ -62,11 +62,9 @@ static char cu_why[256] = "CUDA was not needed yet";
 
 static void cu_load(void)
 {
-	const char *name = secure_getenv("DEVMEMTCP_LIBCUDA");
 	CUresult r;
 
-	cu.lib = dlopen(name && *name ? name : "libcuda.so.1",
-			RTLD_NOW | RTLD_LOCAL);
+	cu.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!cu.lib) {
 		snprintf(cu_why, sizeof(cu_why),
 			 "libcuda.so.1 cannot be loaded (%s): install the NVIDIA driver",
@@ -181,28 +179,27 @@ int dmtn_cuda_current_device(int *dev)
 	return 0;
 }
 
-int dmtn_cuda_copy_htod(int dev, uint64_t dst, const void *src, size_t n)
+/* Synchronous copy between host memory and GPU memory of device dev. */
+static int copy(int dev, void *host, uint64_t dptr, size_t n, bool to_gpu)
 {
 	CUresult r;
 	int ret = ctx_push(dev);
 
 	if (ret)
 		return ret;
-	r = cu.cuMemcpyHtoD(dst, src, n);
+	r = to_gpu ? cu.cuMemcpyHtoD(dptr, host, n) : cu.cuMemcpyDtoH(host, dptr, n);
 	ctx_pop();
-	return r ? cu_fail("cuMemcpyHtoD", r) : 0;
+	return r ? cu_fail(to_gpu ? "cuMemcpyHtoD" : "cuMemcpyDtoH", r) : 0;
+}
+
+int dmtn_cuda_copy_htod(int dev, uint64_t dst, const void *src, size_t n)
+{
+	return copy(dev, (void *)src, dst, n, true);
 }
 
 int dmtn_cuda_copy_dtoh(int dev, void *dst, uint64_t src, size_t n)
 {
-	CUresult r;
-	int ret = ctx_push(dev);
-
-	if (ret)
-		return ret;
-	r = cu.cuMemcpyDtoH(dst, src, n);
-	ctx_pop();
-	return r ? cu_fail("cuMemcpyDtoH", r) : 0;
+	return copy(dev, dst, src, n, false);
 }
 
 int dmtn_cuda_stream_new(int dev, void **stream)

@@ -139,6 +139,9 @@ nccl_result_t dmtn_reg_mr_dmabuf(void *comm, void *data, size_t size,
 	return NCCL_OK;
 }
 
+/* A registration is usable on any comm of the process (NCCL keeps them per
+ * comm, regIsGlobal 0, but nothing here depends on it); devmem TX uses it
+ * only on the comm it was bound for. */
 static struct dmtn_mr *mr_get(struct dmtn_comm *c, void *mhandle,
 			      const char *fn)
 {
@@ -146,8 +149,8 @@ static struct dmtn_mr *mr_get(struct dmtn_comm *c, void *mhandle,
 
 	if (!mr)
 		return NULL;
-	if (mr->magic != DMTN_MR_MAGIC || mr->comm != c) {
-		DMTN_WARN("%s: %p is not a memory handle registered on comm %p",
+	if (mr->magic != DMTN_MR_MAGIC) {
+		DMTN_WARN("%s: %p is not a memory handle of this plugin (comm %p)",
 			  fn, mhandle, (void *)c);
 		return (struct dmtn_mr *)-1;
 	}
@@ -195,6 +198,36 @@ static void req_put(struct dmtn_req *r)
 	r->magic = 0;
 	r->state = DMTN_REQ_FREE;
 	c->free_reqs[c->nfree++] = (int)(r - c->reqs);
+}
+
+/* The common start of isend, irecv and iflush: the comm, with *request
+ * cleared (on entry NCCL may leave a hint there, such as
+ * NCCL_NET_OPTIONAL_RECV_COMPLETION) and its first error returned. */
+static nccl_result_t post_start(void *p, enum dmtn_comm_kind kind,
+				void **request, const char *fn,
+				struct dmtn_comm **cp)
+{
+	struct dmtn_comm *c = dmtn_comm_get(p, kind, fn);
+
+	*cp = c;
+	if (!c || !request)
+		return NCCL_ERR_INTERNAL;
+	*request = NULL;
+	return c->error;
+}
+
+/* A request at the end of the comm's queue; NULL when the comm is full
+ * (NCCL posts again later). */
+static struct dmtn_req *req_queue(struct dmtn_comm *c, enum dmtn_req_kind kind)
+{
+	struct dmtn_req *r;
+
+	if (c->q_tail - c->q_sent >= DMTN_NREQS)
+		return NULL;
+	r = req_get(c, kind);
+	if (r)
+		c->q[c->q_tail++ % DMTN_NREQS] = r;
+	return r;
 }
 
 /* Does [data, data + size) lie in the registration? */
@@ -315,40 +348,34 @@ static nccl_result_t send_progress(struct dmtn_comm *c)
 nccl_result_t dmtn_isend(void *send_comm, void *data, size_t size, int tag,
 			 void *mhandle, void **request)
 {
-	struct dmtn_comm *c = dmtn_comm_get(send_comm, DMTN_COMM_SEND, __func__);
 	struct dmtn_msg m = { DMTN_MSG_MAGIC, tag, size };
+	struct dmtn_comm *c;
 	struct dmtn_mr *mr;
 	struct dmtn_req *r;
 	nccl_result_t ret;
 
-	if (!c || !request)
-		return NCCL_ERR_INTERNAL;
-	/* on entry *request may hold a hint (NCCL_NET_OPTIONAL_RECV_COMPLETION) */
-	*request = NULL;
-	if (c->error)
-		return c->error;
+	ret = post_start(send_comm, DMTN_COMM_SEND, request, __func__, &c);
+	if (ret)
+		return ret;
 	mr = mr_get(c, mhandle, __func__);
 	ret = buf_check(c, mr, data, size, __func__);
+	if (!ret)
+		ret = header_room(c);
 	if (ret)
 		return ret;
-	ret = header_room(c);
-	if (ret)
-		return ret;
-	/* full (NCCL posts again later): requests, or headers the peer has
-	 * not read yet */
-	if (c->q_tail - c->q_sent >= DMTN_NREQS ||
-	    c->ctrl_out_len + sizeof(m) > sizeof(c->ctrl_out))
+	/* headers the peer has not read yet fill ctrl_out: post later */
+	if (c->ctrl_out_len + sizeof(m) > sizeof(c->ctrl_out))
 		return NCCL_OK;
-	r = req_get(c, DMTN_REQ_SEND);
+	r = req_queue(c, DMTN_REQ_SEND);
 	if (!r)
 		return NCCL_OK;
 	r->n = 1;
 	r->buf[0] = (struct dmtn_rbuf){ .data = data, .cap = size,
 					.size = size, .tag = tag, .mr = mr };
-	r->devmem_tx = mr && mr->tx_binding && dmtn_devmem_tx_ready(c, mr);
+	r->devmem_tx = mr && mr->comm == c && mr->tx_binding &&
+		       dmtn_devmem_tx_ready(c, mr);
 	memcpy(c->ctrl_out + c->ctrl_out_len, &m, sizeof(m));
 	c->ctrl_out_len += sizeof(m);
-	c->q[c->q_tail++ % DMTN_NREQS] = r;
 	ret = send_progress(c);
 	if (ret)
 		return ret;
@@ -511,15 +538,13 @@ nccl_result_t dmtn_irecv(void *recv_comm, int n, void **data,
 			 const size_t *sizes, const int *tags, void **mhandles,
 			 void **request)
 {
-	struct dmtn_comm *c = dmtn_comm_get(recv_comm, DMTN_COMM_RECV, __func__);
+	struct dmtn_comm *c;
 	struct dmtn_req *r;
 	nccl_result_t ret;
 
-	if (!c || !request)
-		return NCCL_ERR_INTERNAL;
-	*request = NULL;
-	if (c->error)
-		return c->error;
+	ret = post_start(recv_comm, DMTN_COMM_RECV, request, __func__, &c);
+	if (ret)
+		return ret;
 	if (n < 1 || n > dmtn.cfg.max_recvs || !data || !sizes) {
 		DMTN_WARN("irecv: %d buffers: between 1 and maxRecvs (%d) with data and sizes",
 			  n, dmtn.cfg.max_recvs);
@@ -533,9 +558,7 @@ nccl_result_t dmtn_irecv(void *recv_comm, int n, void **data,
 		if (ret)
 			return ret;
 	}
-	if (c->q_tail - c->q_sent >= DMTN_NREQS)
-		return NCCL_OK;
-	r = req_get(c, DMTN_REQ_RECV);
+	r = req_queue(c, DMTN_REQ_RECV);
 	if (!r)
 		return NCCL_OK;
 	r->n = n;
@@ -545,7 +568,6 @@ nccl_result_t dmtn_irecv(void *recv_comm, int n, void **data,
 			.tag = tags ? tags[i] : 0,
 			.mr = mhandles ? mhandles[i] : NULL,
 		};
-	c->q[c->q_tail++ % DMTN_NREQS] = r;
 	ret = recv_progress(c);
 	if (ret)
 		return ret;
@@ -556,14 +578,13 @@ nccl_result_t dmtn_irecv(void *recv_comm, int n, void **data,
 nccl_result_t dmtn_iflush(void *recv_comm, int n, void **data, int *sizes,
 			  void **mhandles, void **request)
 {
-	struct dmtn_comm *c = dmtn_comm_get(recv_comm, DMTN_COMM_RECV, __func__);
+	struct dmtn_comm *c;
 	struct dmtn_req *r;
+	nccl_result_t ret;
 
-	if (!c || !request)
-		return NCCL_ERR_INTERNAL;
-	*request = NULL;
-	if (c->error)
-		return c->error;
+	ret = post_start(recv_comm, DMTN_COMM_RECV, request, __func__, &c);
+	if (ret)
+		return ret;
 	/* A receive is reported done only once its bytes are in the
 	 * destination (gathers included): nothing is left to flush. */
 	r = req_get(c, DMTN_REQ_FLUSH);
