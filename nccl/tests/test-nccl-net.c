@@ -14,6 +14,9 @@
  *       peer that closes, a message larger than the receive, a request that
  *       is not one); the plugin must log the path of every connection.
  *
+ *       With NCCL_DEVMEMTCP_FAMILY=AF_INET6 the same over ::1 (exit 77
+ *       when lo has no IPv6 address).
+ *
  *   test-nccl-net PLUGIN --fork --ns0 NS --if0 IF --ns1 NS --if1 IF
  *       [--devmem] [--dmabuf-tx] ...
  *       the ranks are processes in the given network namespaces and
@@ -24,12 +27,13 @@
  *
  * Every byte received is checked against the sender's pattern, and the
  * bytes after each message in the receive buffer must be left alone.
- * Exit 0 pass, 1 fail.
+ * Exit 0 pass, 1 fail, 77 skip.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <ifaddrs.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
@@ -649,6 +653,26 @@ static int transfer(struct rank *r)
 	return 0;
 }
 
+/* What NCCL may call once a receive is done: iflush (for GPU memory; it
+ * must complete), irecvConsumed and getDeviceMr (for device offload, which
+ * this plugin does not do: success, no device handle). */
+static int after_receive(struct rank *r, void *req, void **data, int *sizes,
+			 void **mhs)
+{
+	void *flush = NULL, *dptr = (void *)1;
+	int done = 0, ret;
+
+	ret = CALL(&r->net, iflush, r->rc, 4, data, sizes, mhs, &flush);
+	CHECK(r, ret == NCCL_OK && flush, "iflush: %d, request %p", ret, flush);
+	ret = CALL(&r->net, test, flush, &done, NULL);
+	CHECK(r, ret == NCCL_OK && done, "test of the flush: %d, done %d", ret, done);
+	ret = CALL(&r->net, irecv_consumed, r->rc, 4, req);
+	CHECK(r, ret == NCCL_OK, "irecvConsumed: %d", ret);
+	ret = CALL(&r->net, get_device_mr, r->rc, r->rmh, &dptr);
+	CHECK(r, ret == NCCL_OK && !dptr, "getDeviceMr: %d, %p", ret, dptr);
+	return 0;
+}
+
 /* ---- a grouped receive: 4 buffers, messages matched by tag ---------------- */
 
 static int grouped(struct rank *r)
@@ -714,7 +738,7 @@ static int grouped(struct rank *r)
 		CHECK(r, p[send_sizes[k]] == 0xee, "tag %d: written past its size",
 		      tags[i]);
 	}
-	return barrier(r);
+	return after_receive(r, req, data, sizes_out, mhs) || barrier(r) ? -1 : 0;
 }
 
 /* ---- error paths ------------------------------------------------------------ */
@@ -846,6 +870,16 @@ static int regs(struct rank *r)
 		ret = CALL(n, reg_mr_dmabuf, r->sc, r->sbuf, (size_t)WINDOW * SLOT,
 			   NCCL_PTR_HOST, 0, devmemtcp_buf_fd(r->ubuf), &r->smh);
 		CHECK(r, ret == NCCL_OK, "regMrDmaBuf: %d", ret);
+	} else if (n->v == 9 || n->v == 11) {
+		/* without devmem a dma-buf registration is host memory like
+		 * any other; the fd (a memfd here) is not used */
+		int fd = memfd_create("nccl-test", MFD_CLOEXEC);
+
+		CHECK(r, fd >= 0, "memfd_create: %s", strerror(errno));
+		ret = CALL(n, reg_mr_dmabuf, r->sc, r->sbuf, (size_t)WINDOW * SLOT,
+			   NCCL_PTR_HOST, 0, fd, &r->smh);
+		close(fd);	/* as NCCL does after registering */
+		CHECK(r, ret == NCCL_OK, "regMrDmaBuf: %d", ret);
 	} else {
 		ret = CALL(n, reg_mr, r->sc, r->sbuf, (size_t)WINDOW * SLOT,
 			   NCCL_PTR_HOST, &r->smh);
@@ -922,6 +956,13 @@ static int run_version(struct rank *r, int v, void *lib)
 	r->net = (struct net){ .v = v, .table = dlsym(lib, sym) };
 	CHECK(r, r->net.table, "%s is not exported", sym);
 	CHECK(r, net_init(&r->net) == NCCL_OK, "init");
+	if (v == 11) {
+		struct nccl_net_attr attr = { { -1, -1, -1, -1 }, { -1, -1, -1, -1 },
+					      UINT32_MAX, UINT32_MAX, UINT32_MAX };
+
+		CHECK(r, T11(&r->net)->set_net_attr(r->net.ctx, &attr) == NCCL_OK,
+		      "setNetAttr");
+	}
 	if (check_props(r) || barrier(r))
 		return -1;
 	mark = log_mark();
@@ -1090,6 +1131,25 @@ static void parse_args(int argc, char **argv)
 	plugin_path = argv[optind];
 }
 
+/* Skip (77) a run over IPv6 where lo has no IPv6 address. */
+static void ipv6_or_skip(void)
+{
+	const char *fam = getenv("NCCL_DEVMEMTCP_FAMILY");
+	struct ifaddrs *all, *ifa;
+	bool found = false;
+
+	if (fork_mode || !fam || strcmp(fam, "AF_INET6") || getifaddrs(&all))
+		return;
+	for (ifa = all; ifa; ifa = ifa->ifa_next)
+		found |= ifa->ifa_addr && ifa->ifa_addr->sa_family == AF_INET6 &&
+			 !strcmp(ifa->ifa_name, "lo");
+	freeifaddrs(all);
+	if (!found) {
+		printf("SKIP: NCCL_DEVMEMTCP_FAMILY=AF_INET6 but lo has no IPv6 address (IPv6 disabled here)\n");
+		exit(77);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct rank ranks[2] = { { .id = 0 }, { .id = 1 } };
@@ -1097,6 +1157,7 @@ int main(int argc, char **argv)
 
 	parse_args(argc, argv);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	ipv6_or_skip();
 	if (!fork_mode && !rank_if[0])
 		setenv("NCCL_DEVMEMTCP_IFNAME", "=lo", 0);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
