@@ -458,8 +458,9 @@ ssize_t dmtn_devmem_recv(struct dmtn_comm *c, struct dmtn_req *r,
 }
 
 /* A receive with gathers queued completes when its last gather has run: a
- * fence recorded now covers them all (the stream runs them in order). */
-static int fence_new(struct dmtn_req *r)
+ * fence recorded once its last bytes were queued covers them all (the
+ * stream runs them in order). */
+int dmtn_devmem_fence(struct dmtn_req *r)
 {
 	struct dmtn_devmem_rx *x = r->comm->drx;
 	struct devmemtcp_gpu_fence *f;
@@ -480,10 +481,8 @@ int dmtn_devmem_req_done(struct dmtn_req *r)
 
 	if (r->kind == DMTN_REQ_SEND)
 		return !c->dtx || c->dtx->done >= r->tx_end;
-	if (r->fence_dev < 0)
+	if (!r->fence)
 		return 1;
-	if (!r->fence && fence_new(r))
-		return -EIO;
 	ret = devmemtcp_gpu_fence_done(r->fence, false);
 	if (ret > 0)
 		r->fence = NULL;	/* freed by fence_done */

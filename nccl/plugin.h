@@ -356,6 +356,10 @@ void dmtn_devmem_rx_close(struct dmtn_comm *c);
  * 0 when nothing is readable now, or an nccl error as a negative number. */
 ssize_t dmtn_devmem_recv(struct dmtn_comm *c, struct dmtn_req *r,
 			 struct dmtn_rbuf *b);
+/* Record the fence a receive with gathers waits for; 0 or -EIO. */
+int dmtn_devmem_fence(struct dmtn_req *r);
+/* 1 when a request waiting for devmem completions (DMTN_REQ_WAIT) is done,
+ * 0 not yet, < 0 failed. */
 int dmtn_devmem_req_done(struct dmtn_req *r);
 int dmtn_devmem_mr(struct dmtn_comm *c, struct dmtn_mr *mr, int fd);
 void dmtn_devmem_mr_free(struct dmtn_mr *mr);

@@ -478,8 +478,8 @@ static ssize_t recv_plain(struct dmtn_comm *c, struct dmtn_rbuf *b)
 	return n;
 }
 
-static void recv_complete(struct dmtn_comm *c, struct dmtn_req *r,
-			  struct dmtn_rbuf *b)
+static nccl_result_t recv_complete(struct dmtn_comm *c, struct dmtn_req *r,
+				   struct dmtn_rbuf *b)
 {
 	int left = 0;
 
@@ -489,8 +489,16 @@ static void recv_complete(struct dmtn_comm *c, struct dmtn_req *r,
 	c->st.bytes += b->size;
 	for (int k = 0; k < r->n; k++)
 		left += !r->buf[k].complete;
-	if (!left)	/* gathers queued: done once they ran */
-		r->state = r->fence_dev >= 0 ? DMTN_REQ_WAIT : DMTN_REQ_DONE;
+	if (left)
+		return NCCL_OK;
+	if (r->fence_dev < 0) {
+		r->state = DMTN_REQ_DONE;
+		return NCCL_OK;
+	}
+	/* gathers queued: done once the last of them ran */
+	r->state = DMTN_REQ_WAIT;
+	return dmtn_devmem_fence(r) ? comm_fail(c, NCCL_ERR_CUDA, "recording the completion of a gather failed (see above)")
+				    : NCCL_OK;
 }
 
 static nccl_result_t recv_progress(struct dmtn_comm *c)
@@ -523,9 +531,11 @@ static nccl_result_t recv_progress(struct dmtn_comm *c)
 						      : sock_error(c, n == -ECONNRESET ? 0 : (int)-n, "receiving");
 			b->done += (size_t)n;
 		}
-		if (b->done == b->size)
-			recv_complete(c, c->cur_req, b);
-		else if (!n)
+		if (b->done == b->size) {
+			ret = recv_complete(c, c->cur_req, b);
+			if (ret)
+				return ret;
+		} else if (!n)
 			return NCCL_OK;			/* would block */
 	}
 	if (c->eof)
