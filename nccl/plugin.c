@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "plugin.h"
 
@@ -71,18 +72,21 @@ static nccl_result_t global_init(nccl_logger_t log, bool legacy)
 			  : dmtn.cfg.devmem ? "plain TCP (the interface cannot do devmem, see above)"
 					    : "plain TCP (NCCL_DEVMEMTCP_ENABLE is not set)");
 	}
+	dmtn.pid = getpid();
 	dmtn.initialized = true;
 out:
 	pthread_mutex_unlock(&dmtn.lock);
 	return ret;
 }
 
-/* Undo every NIC change and forget the devices; called with the lock. */
+/* Undo every NIC change and forget the devices; called with the lock.  A
+ * forked child (a data-loader worker, say) that gets here leaves the NICs
+ * alone: they are its parent's. */
 static void global_teardown(void)
 {
 	if (!dmtn.initialized)
 		return;
-	for (int i = 0; i < dmtn.ndev; i++)
+	for (int i = 0; dmtn.pid == getpid() && i < dmtn.ndev; i++)
 		dmtn_devmem_teardown(&dmtn.dev[i]);
 	dmtn_devices_free(dmtn.dev, dmtn.ndev);
 	dmtn.ndev = 0;

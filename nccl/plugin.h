@@ -99,6 +99,7 @@ struct dmtn_global {
 	bool initialized;
 	bool legacy;		/* initialised through a table without finalize */
 	int contexts;		/* live v11 contexts */
+	pid_t pid;		/* the process that set the devices up */
 	nccl_logger_t log;
 	struct dmtn_cfg cfg;
 	int ndev;
