@@ -380,6 +380,7 @@ static int place(struct dmtn_comm *c, struct dmtn_req *r, char *dst,
 {
 	struct dmtn_devmem_rx *x = c->drx;
 	bool gather = dst_dev >= 0 && dst_dev == x->nic->cuda_dev;
+	struct devmemtcp_gpu_iov iov = { (uintptr_t)dst, 0 };
 	uint64_t pos = 0;
 	int ret = 0;
 
@@ -411,8 +412,7 @@ static int place(struct dmtn_comm *c, struct dmtn_req *r, char *dst,
 		return ret;
 	}
 	/* one launch for the call; the tokens go back once it ran */
-	struct devmemtcp_gpu_iov iov = { (uintptr_t)dst, pos };
-
+	iov.len = pos;
 	ret = devmemtcp_gpu_gather(x->gpu, x->frags, (size_t)n, &iov, 1,
 				   x->stream);
 	if (!ret)
