@@ -649,38 +649,35 @@ nccl_result_t dmtn_test(void *request, int *done, int *sizes)
 	return NCCL_OK;
 }
 
-static void log_close(const struct dmtn_comm *c, const char *what)
+/* Log what the comm carried, and free it. */
+static nccl_result_t close_comm(void *p, enum dmtn_comm_kind kind,
+				const char *fn)
 {
-	const struct dmtn_stats *s = &c->st;
+	struct dmtn_comm *c = dmtn_comm_get(p, kind, fn);
+	const struct dmtn_stats *s;
+	bool send = kind == DMTN_COMM_SEND;
 
+	if (!c)
+		return NCCL_ERR_INTERNAL;
+	s = &c->st;
 	DMTN_INFO(NCCL_SUBSYS_NET,
 		  "%s comm %p (%s, peer %s): %llu messages, %llu bytes, %llu through devmem %s, %llu arrived as plain data, %llu copied through host memory",
-		  what, (const void *)c, dmtn.dev[c->dev].name, c->peer,
-		  (unsigned long long)s->msgs, (unsigned long long)s->bytes,
-		  (unsigned long long)s->devmem_bytes,
-		  c->kind == DMTN_COMM_SEND ? "TX" : "RX",
+		  send ? "send" : "recv", (const void *)c, dmtn.dev[c->dev].name,
+		  c->peer, (unsigned long long)s->msgs,
+		  (unsigned long long)s->bytes,
+		  (unsigned long long)s->devmem_bytes, send ? "TX" : "RX",
 		  (unsigned long long)s->linear_bytes,
 		  (unsigned long long)s->bounce_bytes);
+	dmtn_comm_free(c);
+	return NCCL_OK;
 }
 
 nccl_result_t dmtn_close_send(void *send_comm)
 {
-	struct dmtn_comm *c = dmtn_comm_get(send_comm, DMTN_COMM_SEND, __func__);
-
-	if (!c)
-		return NCCL_ERR_INTERNAL;
-	log_close(c, "send");
-	dmtn_comm_free(c);
-	return NCCL_OK;
+	return close_comm(send_comm, DMTN_COMM_SEND, __func__);
 }
 
 nccl_result_t dmtn_close_recv(void *recv_comm)
 {
-	struct dmtn_comm *c = dmtn_comm_get(recv_comm, DMTN_COMM_RECV, __func__);
-
-	if (!c)
-		return NCCL_ERR_INTERNAL;
-	log_close(c, "recv");
-	dmtn_comm_free(c);
-	return NCCL_OK;
+	return close_comm(recv_comm, DMTN_COMM_RECV, __func__);
 }
