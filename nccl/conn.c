@@ -1,0 +1,550 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * Connection setup: listen writes a handle naming two listening sockets
+ * (control and data), connect opens both without blocking and sends a
+ * hello on the control socket carrying the handle's nonce and the data
+ * socket's source port, accept pairs the two up.  NCCL calls connect and
+ * accept again and again until they return a comm.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "plugin.h"
+
+static struct dmtn_comm *comm_alloc(enum dmtn_comm_kind kind, int dev)
+{
+	struct dmtn_comm *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->magic = DMTN_COMM_MAGIC;
+	c->kind = kind;
+	c->dev = dev;
+	c->traffic_class = NCCL_NET_TRAFFIC_CLASS_UNDEF;
+	c->ctrl_lfd = c->data_lfd = c->ctrl_fd = c->data_fd = -1;
+	c->pend_ctrl.fd = -1;
+	for (int i = 0; i < DMTN_PENDING_DATA; i++)
+		c->pend_data[i].fd = -1;
+	for (int i = 0; i < DMTN_NREQS; i++)
+		c->free_reqs[i] = DMTN_NREQS - 1 - i;
+	c->nfree = DMTN_NREQS;
+	return c;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+void dmtn_comm_free(struct dmtn_comm *c)
+{
+	if (!c)
+		return;
+	dmtn_devmem_rx_close(c);
+	dmtn_devmem_tx_close(c);
+	dmtn_flow_put(c->flow);
+	close_fd(&c->ctrl_lfd);
+	close_fd(&c->data_lfd);
+	close_fd(&c->pend_ctrl.fd);
+	for (int i = 0; i < DMTN_PENDING_DATA; i++)
+		close_fd(&c->pend_data[i].fd);
+	close_fd(&c->ctrl_fd);
+	close_fd(&c->data_fd);
+	free(c->bounce);
+	c->magic = 0;
+	free(c);
+}
+
+static void addr_text(const struct sockaddr *sa, socklen_t len, char *out,
+		      size_t size)
+{
+	char host[INET6_ADDRSTRLEN], port[8];
+
+	if (getnameinfo(sa, len, host, sizeof(host), port, sizeof(port),
+			NI_NUMERICHOST | NI_NUMERICSERV)) {
+		snprintf(out, size, "?");
+		return;
+	}
+	snprintf(out, size, sa->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s",
+		 host, port);
+}
+
+/* Nagle would hold back the 16-byte headers; the class is NCCL's
+ * per-communicator traffic class, used as the IP TOS / traffic class. */
+static void sock_tune(int fd, int family, int traffic_class)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (traffic_class == NCCL_NET_TRAFFIC_CLASS_UNDEF)
+		return;
+	if (family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &traffic_class,
+			   sizeof(traffic_class));
+	else
+		setsockopt(fd, IPPROTO_IP, IP_TOS, &traffic_class,
+			   sizeof(traffic_class));
+}
+
+static int listen_socket(const struct dmtn_dev *d, uint16_t *port)
+{
+	struct sockaddr_storage ss = d->addr;
+	socklen_t len = sizeof(ss);
+	int fd, one = 1;
+
+	if (ss.ss_family == AF_INET)
+		((struct sockaddr_in *)&ss)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)&ss)->sin6_port = 0;
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, d->addrlen) || listen(fd, 16) ||
+	    getsockname(fd, (struct sockaddr *)&ss, &len)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	*port = ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+					: ((struct sockaddr_in6 *)&ss)->sin6_port;
+	return fd;
+}
+
+static void handle_fill(struct dmtn_handle *h, const struct dmtn_dev *d,
+			const struct dmtn_comm *l, uint16_t ctrl_port,
+			uint16_t data_port)
+{
+	memset(h, 0, NCCL_NET_HANDLE_MAXSIZE);
+	h->magic = DMTN_HANDLE_MAGIC;
+	h->version = DMTN_PROTO_VERSION;
+	h->family = (uint16_t)d->addr.ss_family;
+	if (d->addr.ss_family == AF_INET) {
+		memcpy(h->addr, &((const struct sockaddr_in *)&d->addr)->sin_addr, 4);
+	} else {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&d->addr;
+
+		memcpy(h->addr, &s6->sin6_addr, 16);
+		h->scope_id = s6->sin6_scope_id;
+	}
+	h->ctrl_port = ctrl_port;
+	h->data_port = data_port;
+	h->nonce = l->nonce;
+	h->stage = NULL;
+}
+
+nccl_result_t dmtn_listen(int dev, void *handle, void **listen_comm)
+{
+	struct dmtn_comm *l;
+	struct dmtn_dev *d;
+	uint16_t cport = 0, dport = 0;
+	int ret;
+
+	if (!handle || !listen_comm)
+		return NCCL_ERR_INTERNAL;
+	*listen_comm = NULL;
+	if (dev < 0 || dev >= dmtn.ndev) {
+		DMTN_WARN("listen: no device %d (there are %d)", dev, dmtn.ndev);
+		return NCCL_ERR_INVALID_ARGUMENT;
+	}
+	d = &dmtn.dev[dev];
+	l = comm_alloc(DMTN_COMM_LISTEN, dev);
+	if (!l)
+		return NCCL_ERR_SYSTEM;
+	l->ctrl_lfd = ret = listen_socket(d, &cport);
+	if (ret >= 0)
+		l->data_lfd = ret = listen_socket(d, &dport);
+	if (ret < 0) {
+		DMTN_WARN("listen on %s: %s", d->name, strerror(-ret));
+		goto err;
+	}
+	if (getrandom(&l->nonce, sizeof(l->nonce), 0) != sizeof(l->nonce)) {
+		DMTN_WARN("listen: getrandom: %s", strerror(errno));
+		goto err;
+	}
+	/* Steer the data port before the handle leaves: the peer's first
+	 * bytes already land in the bound buffer. */
+	if (d->devmem && dmtn.cfg.rx)
+		dmtn_devmem_steer(d, ntohs(dport), &l->flow);
+	handle_fill(handle, d, l, cport, dport);
+	*listen_comm = l;
+	return NCCL_OK;
+err:
+	dmtn_comm_free(l);
+	return NCCL_ERR_SYSTEM;
+}
+
+nccl_result_t dmtn_close_listen(void *listen_comm)
+{
+	struct dmtn_comm *l = dmtn_comm_get(listen_comm, DMTN_COMM_LISTEN,
+					    __func__);
+
+	if (!l)
+		return NCCL_ERR_INTERNAL;
+	dmtn_comm_free(l);
+	return NCCL_OK;
+}
+
+/* ---- connect ------------------------------------------------------------ */
+
+static int handle_addr(const struct dmtn_handle *h, uint16_t port,
+		       struct sockaddr_storage *ss, socklen_t *len)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (h->family == AF_INET) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+
+		s4->sin_family = AF_INET;
+		s4->sin_port = port;
+		memcpy(&s4->sin_addr, h->addr, 4);
+		*len = sizeof(*s4);
+		return 0;
+	}
+	if (h->family == AF_INET6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = port;
+		memcpy(&s6->sin6_addr, h->addr, 16);
+		s6->sin6_scope_id = h->scope_id;
+		*len = sizeof(*s6);
+		return 0;
+	}
+	return -EAFNOSUPPORT;
+}
+
+static int connect_socket(const struct dmtn_handle *h, uint16_t port,
+			  const char *bind_dev, int traffic_class)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd, err;
+
+	if (handle_addr(h, port, &ss, &len))
+		return -EAFNOSUPPORT;
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	sock_tune(fd, ss.ss_family, traffic_class);
+	/* devmem TX sends only through the device the dma-buf is bound to */
+	if (bind_dev && setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, bind_dev,
+				   (socklen_t)strlen(bind_dev)))
+		goto err;
+	if (connect(fd, (struct sockaddr *)&ss, len) && errno != EINPROGRESS)
+		goto err;
+	return fd;
+err:
+	err = -errno;
+	close(fd);
+	return err;
+}
+
+/* 1 connected, 0 not yet, < 0 failed */
+static int connect_done(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (poll(&p, 1, 0) <= 0)
+		return 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len))
+		return -errno;
+	return err ? -err : 1;
+}
+
+/* 1 all sent, 0 not yet, < 0 failed */
+static int send_some(int fd, const void *buf, size_t len, size_t *off)
+{
+	while (*off < len) {
+		ssize_t n = send(fd, (const char *)buf + *off, len - *off,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+		*off += (size_t)n;
+	}
+	return 1;
+}
+
+static int connect_start(struct dmtn_comm *c, const struct dmtn_handle *h)
+{
+	const struct dmtn_dev *d = &dmtn.dev[c->dev];
+	const char *bind_dev = d->devmem && dmtn.cfg.tx ? d->name : NULL;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int fd;
+
+	fd = connect_socket(h, h->ctrl_port, NULL, c->traffic_class);
+	if (fd < 0)
+		return fd;
+	c->ctrl_fd = fd;
+	fd = connect_socket(h, h->data_port, bind_dev, c->traffic_class);
+	if (fd < 0)
+		return fd;
+	c->data_fd = fd;
+	/* connect() has bound the source port already */
+	if (getsockname(fd, (struct sockaddr *)&ss, &len))
+		return -errno;
+	c->hello_out = (struct dmtn_hello){
+		.magic = DMTN_HELLO_MAGIC,
+		.version = DMTN_PROTO_VERSION,
+		.data_port = ss.ss_family == AF_INET
+				     ? ((struct sockaddr_in *)&ss)->sin_port
+				     : ((struct sockaddr_in6 *)&ss)->sin6_port,
+		.nonce = h->nonce,
+	};
+	c->stage = 1;
+	return 0;
+}
+
+/* Advance a connection in progress: 1 established, 0 not yet, < 0 failed */
+static int connect_step(struct dmtn_comm *c)
+{
+	int r1, r2;
+
+	if (c->stage == 1) {
+		r1 = connect_done(c->ctrl_fd);
+		r2 = connect_done(c->data_fd);
+		if (r1 < 0 || r2 < 0)
+			return r1 < 0 ? r1 : r2;
+		if (!r1 || !r2)
+			return 0;
+		c->stage = 2;
+	}
+	return send_some(c->ctrl_fd, &c->hello_out, sizeof(c->hello_out),
+			 &c->hello_sent);
+}
+
+static void log_send_path(const struct dmtn_comm *c)
+{
+	const struct dmtn_dev *d = &dmtn.dev[c->dev];
+
+	DMTN_INFO(DMTN_INIT_NET,
+		  "send comm %p dev %d (%s) to %s: %s", (const void *)c, c->dev,
+		  d->name, c->peer,
+		  !d->devmem ? "plain TCP"
+		  : dmtn.cfg.tx ? "plain TCP, devmem TX for dma-buf registrations"
+				: "plain TCP (NCCL_DEVMEMTCP_TX=0)");
+}
+
+nccl_result_t dmtn_connect(int dev, int traffic_class, void *handle,
+			   void **send_comm)
+{
+	struct dmtn_handle *h = handle;
+	struct dmtn_comm *c;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int ret;
+
+	if (!h || !send_comm)
+		return NCCL_ERR_INTERNAL;
+	*send_comm = NULL;
+	if (dev < 0 || dev >= dmtn.ndev) {
+		DMTN_WARN("connect: no device %d (there are %d)", dev, dmtn.ndev);
+		return NCCL_ERR_INVALID_ARGUMENT;
+	}
+	if (h->magic != DMTN_HANDLE_MAGIC || h->version != DMTN_PROTO_VERSION) {
+		DMTN_WARN("connect: the handle (magic %#x, version %u) was not made by listen of this plugin (magic %#x, version %u): are both ranks using libnccl-net-devmemtcp?",
+			  h->magic, h->version, DMTN_HANDLE_MAGIC,
+			  DMTN_PROTO_VERSION);
+		return NCCL_ERR_INTERNAL;
+	}
+	c = h->stage;
+	if (!c) {
+		c = comm_alloc(DMTN_COMM_SEND, dev);
+		if (!c)
+			return NCCL_ERR_SYSTEM;
+		c->traffic_class = traffic_class;
+		h->stage = c;
+		ret = connect_start(c, h);
+		if (ret < 0)
+			goto err;
+	}
+	ret = connect_step(c);
+	if (ret < 0)
+		goto err;
+	if (!ret)
+		return NCCL_OK;
+	h->stage = NULL;
+	c->stage = 0;
+	if (!getpeername(c->data_fd, (struct sockaddr *)&ss, &len))
+		addr_text((struct sockaddr *)&ss, len, c->peer, sizeof(c->peer));
+	log_send_path(c);
+	*send_comm = c;
+	return NCCL_OK;
+err:
+	handle_addr(h, h->ctrl_port, &ss, &len);
+	addr_text((struct sockaddr *)&ss, len, c->peer, sizeof(c->peer));
+	DMTN_WARN("connect to %s from %s: %s", c->peer, dmtn.dev[dev].name,
+		  strerror(-ret));
+	h->stage = NULL;
+	dmtn_comm_free(c);
+	return NCCL_ERR_SYSTEM;
+}
+
+/* ---- accept ------------------------------------------------------------- */
+
+/* Accept the control connection and read its hello: 1 when it is ours. */
+static int accept_ctrl(struct dmtn_comm *l)
+{
+	struct dmtn_pending_ctrl *p = &l->pend_ctrl;
+	const struct dmtn_hello *h = &p->hello;
+	ssize_t n;
+
+	if (p->fd < 0) {
+		p->fd = accept4(l->ctrl_lfd, NULL, NULL,
+				SOCK_NONBLOCK | SOCK_CLOEXEC);
+		p->got = 0;
+		if (p->fd < 0)
+			return 0;
+	}
+	while (p->got < sizeof(p->hello)) {
+		n = recv(p->fd, (char *)&p->hello + p->got,
+			 sizeof(p->hello) - p->got, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return 0;
+		if (n <= 0)
+			goto stray;
+		p->got += (size_t)n;
+	}
+	if (h->magic == DMTN_HELLO_MAGIC && h->version == DMTN_PROTO_VERSION &&
+	    h->nonce == l->nonce)
+		return 1;
+stray:
+	/* not ours (a port scan, a stale peer): the real one may follow */
+	DMTN_INFO(NCCL_SUBSYS_NET, "listen comm %p: dropped a control connection that did not say hello with this handle",
+		  (void *)l);
+	close_fd(&p->fd);
+	return 0;
+}
+
+/* Accept what waits on the data port: the hello says which one is ours.
+ * When all slots are taken, the oldest goes. */
+static void accept_data(struct dmtn_comm *l)
+{
+	struct dmtn_pending_data *p = l->pend_data;
+	static const int n = DMTN_PENDING_DATA;
+
+	for (;;) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		int fd = accept4(l->data_lfd, (struct sockaddr *)&ss, &len,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int i = 0;
+
+		if (fd < 0)
+			return;
+		while (i < n && p[i].fd >= 0)
+			i++;
+		if (i == n) {
+			close(p[0].fd);
+			memmove(p, p + 1, (n - 1) * sizeof(*p));
+			i = n - 1;
+		}
+		p[i].fd = fd;
+		p[i].peer = ss;
+	}
+}
+
+static bool same_host(const struct sockaddr_storage *a,
+		      const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		       &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
+}
+
+/* The data connection the hello names (same host, its source port): its
+ * fd, taken from the pending list, or -1. */
+static int data_of(struct dmtn_comm *l, const struct sockaddr_storage *ctrl_peer)
+{
+	for (int i = 0; i < DMTN_PENDING_DATA; i++) {
+		struct dmtn_pending_data *p = &l->pend_data[i];
+		uint16_t port;
+		int fd;
+
+		if (p->fd < 0 || !same_host(&p->peer, ctrl_peer))
+			continue;
+		port = p->peer.ss_family == AF_INET
+			       ? ((struct sockaddr_in *)&p->peer)->sin_port
+			       : ((struct sockaddr_in6 *)&p->peer)->sin6_port;
+		if (port != l->pend_ctrl.hello.data_port)
+			continue;
+		fd = p->fd;
+		p->fd = -1;
+		return fd;
+	}
+	return -1;
+}
+
+static void log_recv_path(const struct dmtn_comm *c)
+{
+	const struct dmtn_dev *d = &dmtn.dev[c->dev];
+
+	if (c->drx)
+		return;		/* dmtn_devmem_rx_open said which */
+	DMTN_INFO(DMTN_INIT_NET, "recv comm %p dev %d (%s) from %s: plain TCP%s",
+		  (const void *)c, c->dev, d->name, c->peer,
+		  !d->devmem ? ""
+		  : !dmtn.cfg.rx ? " (NCCL_DEVMEMTCP_RX=0)"
+				 : " (devmem RX is not set up, see above)");
+}
+
+nccl_result_t dmtn_accept(void *listen_comm, void **recv_comm)
+{
+	struct dmtn_comm *l = dmtn_comm_get(listen_comm, DMTN_COMM_LISTEN,
+					    __func__);
+	struct dmtn_comm *c;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int data_fd;
+
+	if (!l || !recv_comm)
+		return NCCL_ERR_INTERNAL;
+	*recv_comm = NULL;
+	accept_data(l);
+	if (!accept_ctrl(l))
+		return NCCL_OK;
+	if (getpeername(l->pend_ctrl.fd, (struct sockaddr *)&ss, &len))
+		return NCCL_OK;
+	data_fd = data_of(l, &ss);
+	if (data_fd < 0)
+		return NCCL_OK;		/* its data connection is still coming */
+	c = comm_alloc(DMTN_COMM_RECV, l->dev);
+	if (!c) {
+		close(data_fd);
+		return NCCL_ERR_SYSTEM;
+	}
+	c->ctrl_fd = l->pend_ctrl.fd;
+	c->data_fd = data_fd;
+	l->pend_ctrl.fd = -1;
+	sock_tune(c->ctrl_fd, ss.ss_family, NCCL_NET_TRAFFIC_CLASS_UNDEF);
+	len = sizeof(ss);
+	if (!getpeername(c->data_fd, (struct sockaddr *)&ss, &len))
+		addr_text((struct sockaddr *)&ss, len, c->peer, sizeof(c->peer));
+	/* the data socket is steered to a devmem queue: plain reads of it
+	 * would fail, so a comm that cannot receive devmem is an error */
+	if (l->flow && dmtn_devmem_rx_open(c, l->flow)) {
+		dmtn_comm_free(c);
+		return NCCL_ERR_SYSTEM;
+	}
+	log_recv_path(c);
+	*recv_comm = c;
+	return NCCL_OK;
+}

@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/*
+ * Private to the NCCL network plugin (libnccl-net-devmemtcp.so).
+ *
+ * A connection is two TCP sockets from the sender to the receiver: a
+ * control socket carrying one 16-byte header per message (size and tag)
+ * and a data socket carrying only payload, back to back.  Keeping headers
+ * off the data socket lets the receiver steer the data socket alone to a
+ * devmem queue, where its bytes land in a bound dma-buf, while headers are
+ * read with ordinary recv().  The format is the same whether either side
+ * uses devmem or not.
+ */
+#ifndef DEVMEMTCP_NCCL_PLUGIN_H
+#define DEVMEMTCP_NCCL_PLUGIN_H
+
+#include <net/if.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "net_abi.h"
+
+#define DMTN_NAME "DevmemTCP"
+#define DMTN_MAX_DEVS 16
+#define DMTN_MAX_RECVS 8		/* largest grouped receive we take */
+/* NCCL keeps at most NCCL_NET_MAX_REQUESTS grouped receives in flight,
+ * so a send comm sees up to 32 * maxRecvs sends at once; twice that. */
+#define DMTN_NREQS 512
+
+#define DMTN_HANDLE_MAGIC 0x444d544eu	/* "DMTN" */
+#define DMTN_HELLO_MAGIC 0x444d5448u	/* "DMTH" */
+#define DMTN_MSG_MAGIC 0x444d544du	/* "DMTM" */
+#define DMTN_PROTO_VERSION 1
+
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
+
+/* ---- logging through NCCL's logger ---------------------------------------- */
+
+void dmtn_log(enum nccl_log_level level, unsigned long flags, const char *fn,
+	      int line, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+#define DMTN_INFO(flags, ...)                                                  \
+	dmtn_log(NCCL_LOG_INFO, (flags), __func__, __LINE__, __VA_ARGS__)
+#define DMTN_WARN(...)                                                         \
+	dmtn_log(NCCL_LOG_WARN, NCCL_SUBSYS_ALL, __FILE__, __LINE__, __VA_ARGS__)
+/* Connection setup and path choices: shown by NCCL_DEBUG=INFO with the
+ * default NCCL_DEBUG_SUBSYS, which includes INIT. */
+#define DMTN_INIT_NET (NCCL_SUBSYS_INIT | NCCL_SUBSYS_NET)
+
+/* ---- configuration (environment, read once at init) --------------------- */
+
+enum dmtn_mem {
+	DMTN_MEM_AUTO = 0,	/* CUDA when a CUDA context is current, else host */
+	DMTN_MEM_HOST = 1,	/* udmabuf */
+	DMTN_MEM_CUDA = 2,
+};
+
+struct dmtn_cfg {
+	bool devmem;		/* NCCL_DEVMEMTCP_ENABLE */
+	bool rx;		/* NCCL_DEVMEMTCP_RX (default 1) */
+	bool tx;		/* NCCL_DEVMEMTCP_TX (default 1) */
+	bool cuda_ptr;		/* NCCL_DEVMEMTCP_CUDA_PTR */
+	bool recover;		/* NCCL_DEVMEMTCP_RECOVER (default 1) */
+	uint32_t nqueues;	/* NCCL_DEVMEMTCP_NQUEUES */
+	uint64_t buf_size;	/* NCCL_DEVMEMTCP_BUFFER_SIZE */
+	uint64_t linear_size;	/* NCCL_DEVMEMTCP_LINEAR_SIZE */
+	enum dmtn_mem mem;	/* NCCL_DEVMEMTCP_MEM */
+	int max_recvs;		/* NCCL_DEVMEMTCP_MAX_RECVS */
+	int family;		/* NCCL_DEVMEMTCP_FAMILY: AF_INET, AF_INET6, 0 any */
+	char ifname[256];	/* NCCL_DEVMEMTCP_IFNAME */
+};
+
+int dmtn_cfg_read(struct dmtn_cfg *cfg);
+/* NCCL-style interface list: "eth" prefix, "=eth0" exact, "^" excludes. */
+bool dmtn_ifname_match(const char *list, const char *name);
+
+/* ---- devices: one per interface ----------------------------------------- */
+
+struct dmtn_nic;
+
+struct dmtn_dev {
+	char name[IF_NAMESIZE];
+	int ifindex;
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+	char *pci_path;		/* NULL for virtual interfaces */
+	int speed;		/* Mbps */
+	bool devmem;		/* devmem enabled and the interface may do it */
+	struct dmtn_nic *nic;	/* devmem RX setup, made on first listen */
+};
+
+struct dmtn_global {
+	pthread_mutex_t lock;
+	bool initialized;
+	bool legacy;		/* initialised through a table without finalize */
+	int contexts;		/* live v11 contexts */
+	pid_t pid;		/* the process that set the devices up */
+	nccl_logger_t log;
+	struct dmtn_cfg cfg;
+	int ndev;
+	struct dmtn_dev dev[DMTN_MAX_DEVS];
+};
+
+extern struct dmtn_global dmtn;
+
+int dmtn_devices_find(const struct dmtn_cfg *cfg, struct dmtn_dev *devs,
+		      int max);
+void dmtn_devices_free(struct dmtn_dev *devs, int n);
+
+/* ---- v11 contexts ------------------------------------------------------- */
+
+#define DMTN_CTX_MAGIC 0x444d5443u	/* "DMTC" */
+
+struct dmtn_ctx {
+	uint32_t magic;
+	uint64_t comm_id;
+	int traffic_class;	/* NCCL_NET_TRAFFIC_CLASS_UNDEF: none */
+};
+
+/* ---- handles and wire format -------------------------------------------- */
+
+struct dmtn_comm;
+
+/* What listen writes for NCCL to pass to the peer's connect (128 bytes at
+ * most).  stage is the connector's own: NCCL hands the same handle to every
+ * call of a non-blocking connect, so the connection in progress is kept
+ * there; listen writes it as NULL. */
+struct dmtn_handle {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t family;
+	uint8_t addr[16];
+	uint16_t ctrl_port;	/* network byte order */
+	uint16_t data_port;
+	uint32_t scope_id;
+	uint64_t nonce;
+	struct dmtn_comm *stage;
+};
+_Static_assert(sizeof(struct dmtn_handle) <= NCCL_NET_HANDLE_MAXSIZE,
+	       "the handle must fit NCCL_NET_HANDLE_MAXSIZE");
+
+/*
+ * What the connector writes first on the control socket.  The data socket
+ * carries payload only (on a devmem receiver its bytes land in device
+ * memory, where a hello could not be read), so the hello names it by its
+ * source port.
+ */
+struct dmtn_hello {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t data_port;	/* the data socket's source port, network order */
+	uint64_t nonce;
+};
+
+/* One per message on the control socket, all fields little endian. */
+struct dmtn_msg {
+	uint32_t magic;
+	int32_t tag;
+	uint64_t size;
+};
+_Static_assert(sizeof(struct dmtn_hello) == 16 && sizeof(struct dmtn_msg) == 16,
+	       "wire structs have no padding");
+
+/* ---- memory registrations ----------------------------------------------- */
+
+#define DMTN_MR_MAGIC 0x444d5452u	/* "DMTR" */
+
+struct devmemtcp_buf;
+struct devmemtcp_binding;
+
+struct dmtn_mr {
+	uint32_t magic;
+	struct dmtn_comm *comm;
+	uintptr_t base;
+	size_t size;
+	int type;		/* NCCL_PTR_HOST or NCCL_PTR_CUDA */
+	int cuda_dev;		/* device ordinal of CUDA memory */
+	/* dma-buf registrations (regMrDmaBuf) on a devmem TX comm */
+	uint64_t dmabuf_offset;	/* dma-buf offset of base */
+	struct devmemtcp_buf *dmabuf;
+	struct devmemtcp_binding *tx_binding;
+};
+
+/* ---- requests ----------------------------------------------------------- */
+
+enum dmtn_req_kind {
+	DMTN_REQ_SEND = 1,
+	DMTN_REQ_RECV = 2,
+	DMTN_REQ_FLUSH = 3,
+};
+
+enum dmtn_req_state {
+	DMTN_REQ_FREE = 0,
+	DMTN_REQ_ACTIVE,	/* posted, bytes still to move */
+	DMTN_REQ_WAIT,		/* bytes moved, a completion still pending */
+	DMTN_REQ_DONE,
+};
+
+#define DMTN_REQ_MAGIC 0x444d5451u	/* "DMTQ" */
+
+struct dmtn_rbuf {
+	char *data;
+	size_t cap;		/* posted size */
+	size_t size;		/* message size, once matched */
+	size_t done;		/* bytes moved */
+	int tag;
+	bool matched;
+	bool complete;
+	struct dmtn_mr *mr;
+};
+
+struct dmtn_gpu_fence;
+
+struct dmtn_req {
+	uint32_t magic;
+	enum dmtn_req_kind kind;
+	enum dmtn_req_state state;
+	struct dmtn_comm *comm;
+	int n;
+	struct dmtn_rbuf buf[DMTN_MAX_RECVS];
+	bool header_queued;	/* send: its header is in ctrl_out */
+	bool devmem_tx;		/* send: sent with devmem TX */
+	uint64_t tx_end;	/* devmem TX bytes of the comm at its end */
+	void *fence;		/* devmemtcp_gpu_fence of its last gather */
+	int fence_dev;
+};
+
+/* ---- comms -------------------------------------------------------------- */
+
+enum dmtn_comm_kind {
+	DMTN_COMM_LISTEN = 1,
+	DMTN_COMM_SEND = 2,
+	DMTN_COMM_RECV = 3,
+};
+
+#define DMTN_COMM_MAGIC 0x444d544bu	/* "DMTK" */
+
+/* A control connection accepted, its hello being read. */
+struct dmtn_pending_ctrl {
+	int fd;
+	size_t got;		/* hello bytes read */
+	struct dmtn_hello hello;
+};
+
+/* Data connections accepted, waiting for the hello that names them. */
+#define DMTN_PENDING_DATA 4
+struct dmtn_pending_data {
+	int fd;
+	struct sockaddr_storage peer;
+};
+
+struct dmtn_devmem_rx;
+struct dmtn_devmem_tx;
+struct dmtn_flow;
+
+struct dmtn_stats {
+	uint64_t msgs;
+	uint64_t bytes;
+	uint64_t devmem_bytes;	/* through devmem RX or TX */
+	uint64_t linear_bytes;	/* devmem RX: bytes that arrived as plain data */
+	uint64_t bounce_bytes;	/* CUDA memory copied through host memory */
+};
+
+struct dmtn_comm {
+	uint32_t magic;
+	enum dmtn_comm_kind kind;
+	int dev;
+	int traffic_class;
+	nccl_result_t error;	/* sticky: every later call returns it */
+
+	/* listen */
+	int ctrl_lfd, data_lfd;
+	uint64_t nonce;
+	struct dmtn_pending_ctrl pend_ctrl;
+	struct dmtn_pending_data pend_data[DMTN_PENDING_DATA];
+	struct dmtn_flow *flow;	/* devmem steering of the data port */
+
+	/* connect in progress */
+	int stage;
+	struct dmtn_hello hello_out;
+	size_t hello_sent;
+
+	/* send and recv */
+	int ctrl_fd, data_fd;
+	char peer[INET6_ADDRSTRLEN + 8];
+	struct dmtn_req reqs[DMTN_NREQS];
+	int free_reqs[DMTN_NREQS];
+	int nfree;
+	/* requests in posting order: q[q_sent % N] is the oldest send whose
+	 * bytes still move, or the oldest receive not yet given all its
+	 * messages; q_tail is where the next one goes */
+	struct dmtn_req *q[DMTN_NREQS];
+	unsigned int q_sent, q_tail;
+	/* send: headers not yet written */
+	uint8_t ctrl_out[DMTN_NREQS * sizeof(struct dmtn_msg)];
+	size_t ctrl_out_len, ctrl_out_off;
+	/* recv: headers read ahead, and the message being read */
+	uint8_t ctrl_in[sizeof(struct dmtn_msg)];
+	size_t ctrl_in_len;
+	struct dmtn_msg hdrs[DMTN_NREQS];
+	unsigned int h_head, h_tail;
+	struct dmtn_req *cur_req;
+	int cur_buf;
+	bool eof;
+	/* host bounce for CUDA memory on the plain path */
+	char *bounce;
+	size_t bounce_size, bounce_len, bounce_off;
+
+	struct dmtn_devmem_rx *drx;
+	struct dmtn_devmem_tx *dtx;
+	struct dmtn_stats st;
+};
+
+/* ---- functions shared between the files --------------------------------- */
+
+/* conn.c */
+nccl_result_t dmtn_listen(int dev, void *handle, void **listen_comm);
+nccl_result_t dmtn_connect(int dev, int traffic_class, void *handle,
+			   void **send_comm);
+nccl_result_t dmtn_accept(void *listen_comm, void **recv_comm);
+nccl_result_t dmtn_close_listen(void *listen_comm);
+void dmtn_comm_free(struct dmtn_comm *c);
+
+/* xfer.c */
+nccl_result_t dmtn_reg_mr(void *comm, void *data, size_t size, int type,
+			  void **mhandle);
+nccl_result_t dmtn_reg_mr_dmabuf(void *comm, void *data, size_t size,
+				 int type, uint64_t offset, int fd,
+				 void **mhandle);
+nccl_result_t dmtn_dereg_mr(void *comm, void *mhandle);
+nccl_result_t dmtn_isend(void *send_comm, void *data, size_t size, int tag,
+			 void *mhandle, void **request);
+nccl_result_t dmtn_irecv(void *recv_comm, int n, void **data,
+			 const size_t *sizes, const int *tags, void **mhandles,
+			 void **request);
+nccl_result_t dmtn_iflush(void *recv_comm, int n, void **data, int *sizes,
+			  void **mhandles, void **request);
+nccl_result_t dmtn_test(void *request, int *done, int *sizes);
+nccl_result_t dmtn_close_send(void *send_comm);
+nccl_result_t dmtn_close_recv(void *recv_comm);
+struct dmtn_comm *dmtn_comm_get(void *p, enum dmtn_comm_kind kind,
+				const char *fn);
+
+/* devmem.c: everything that touches libdevmemtcp */
+bool dmtn_devmem_probe(struct dmtn_dev *d);
+int dmtn_devmem_steer(struct dmtn_dev *d, int data_port,
+		      struct dmtn_flow **flow);
+void dmtn_flow_put(struct dmtn_flow *flow);
+int dmtn_devmem_rx_open(struct dmtn_comm *c, struct dmtn_flow *flow);
+void dmtn_devmem_rx_close(struct dmtn_comm *c);
+/* Move bytes of the current message into b; returns the bytes moved (> 0),
+ * 0 when nothing is readable now, or an nccl error as a negative number. */
+ssize_t dmtn_devmem_recv(struct dmtn_comm *c, struct dmtn_req *r,
+			 struct dmtn_rbuf *b);
+/* Record the fence a receive with gathers waits for; 0 or -EIO. */
+int dmtn_devmem_fence(struct dmtn_req *r);
+/* 1 when a request waiting for devmem completions (DMTN_REQ_WAIT) is done,
+ * 0 not yet, < 0 failed. */
+int dmtn_devmem_req_done(struct dmtn_req *r);
+int dmtn_devmem_mr(struct dmtn_comm *c, struct dmtn_mr *mr, int fd);
+void dmtn_devmem_mr_free(struct dmtn_mr *mr);
+/* Can sends from mr use devmem TX on c (the first use picks the
+ * registration the comm's TX handle sends from)? */
+bool dmtn_devmem_tx_ready(struct dmtn_comm *c, struct dmtn_mr *mr);
+ssize_t dmtn_devmem_send(struct dmtn_comm *c, struct dmtn_req *r,
+			 struct dmtn_mr *mr);
+int dmtn_devmem_tx_reap(struct dmtn_comm *c);
+void dmtn_devmem_tx_close(struct dmtn_comm *c);
+void dmtn_devmem_teardown(struct dmtn_dev *d);
+
+/* cuda.c: the few CUDA driver calls, libcuda.so.1 loaded on first use */
+int dmtn_cuda_ptr_device(const void *ptr, int *dev);
+int dmtn_cuda_current_device(int *dev);
+int dmtn_cuda_copy_htod(int dev, uint64_t dst, const void *src, size_t n);
+int dmtn_cuda_copy_dtoh(int dev, void *dst, uint64_t src, size_t n);
+int dmtn_cuda_stream_new(int dev, void **stream);
+void dmtn_cuda_stream_free(int dev, void *stream);
+const char *dmtn_cuda_why(void);
+
+#endif

@@ -1,0 +1,168 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+# On a machine with two NVIDIA GPUs, PyTorch and NCCL: build the plugin,
+# run torch.distributed all_reduce with 2 ranks through it and through
+# NCCL's own socket transport (P2P and SHM off, so every byte crosses the
+# network transport), check the results and NCCL's log, and write the bus
+# bandwidth table as markdown.
+#
+# usage: nccl/tests/gpu-allreduce.sh [RESULT.md]
+#   RESULT.md   default bench/results/nccl-allreduce-h200.md; with $OUT set
+#               (the device runner), the table and the logs go there too
+# Env: PYTHON (default /opt/torch/.venv/bin/python), BUILD (build directory,
+#      default build-nccl-gpu), SIZES (bytes, comma-separated), ROUNDS (2),
+#      BUILD_ONLY=1 (stop after building).
+# libmnl: the system's if pkg-config knows it, else Debian's libmnl0 and
+# libmnl-dev packages from nccl/.gpu-deps/ (*.deb), unpacked here.
+# Exit: 0 when every run passed its checks, 1 otherwise.
+set -euo pipefail
+src=$(cd "$(dirname "$0")/../.." && pwd)
+py=${PYTHON:-/opt/torch/.venv/bin/python}
+result=${1:-$src/bench/results/nccl-allreduce-h200.md}
+build=${BUILD:-$src/build-nccl-gpu}
+sizes=${SIZES:-1048576,4194304,16777216,67108864,268435456}
+rounds=${ROUNDS:-2}
+work=$(mktemp -d "${TMPDIR:-/tmp}/nccl-allreduce.XXXXXX")
+log() { echo "[gpu-allreduce] $*" >&2; }
+die() { log "$*"; exit 1; }
+
+# ---- libmnl without the system's packages --------------------------------
+libmnl_from_debs() {
+	local debs=("$src"/nccl/.gpu-deps/libmnl*.deb) d lib
+	[ -e "${debs[0]}" ] ||
+		die "no libmnl here and no nccl/.gpu-deps/libmnl*.deb: unpack Debian's libmnl0 and libmnl-dev packages there"
+	for d in "${debs[@]}"; do dpkg-deb -x "$d" "$work/mnl"; done
+	lib=$(dirname "$(find "$work/mnl" -name 'libmnl.so.0*' | head -1)")
+	[ -e "$lib/libmnl.so" ] || ln -s libmnl.so.0 "$lib/libmnl.so"
+	mkdir -p "$work/pc" "$work/bin"
+	cat >"$work/pc/libmnl.pc" <<-EOF
+		Name: libmnl
+		Description: Minimalistic Netlink communication library
+		Version: 1.0.4
+		Libs: -L$lib -lmnl
+		Cflags: -I$work/mnl/usr/include
+	EOF
+	export PKG_CONFIG_PATH=$work/pc
+	export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	if ! command -v pkg-config >/dev/null; then
+		# meson asks pkg-config; answer for libmnl alone
+		cat >"$work/bin/pkg-config" <<-EOF
+			#!/bin/sh
+			case "\$*" in
+			--version) echo 0.29.2 ;;
+			*--modversion*libmnl*) echo 1.0.4 ;;
+			*--cflags*libmnl*) echo "-I$work/mnl/usr/include" ;;
+			*--libs*libmnl*) echo "-L$lib -lmnl" ;;
+			*--exists*libmnl*|*--print-errors*libmnl*) exit 0 ;;
+			*) exit 1 ;;
+			esac
+		EOF
+		chmod +x "$work/bin/pkg-config"
+		export PATH=$work/bin:$PATH
+	fi
+	log "libmnl from $(basename -a "${debs[@]}" | tr '\n' ' ')"
+}
+
+pkg-config --exists libmnl 2>/dev/null || libmnl_from_debs
+
+# ---- build ------------------------------------------------------------------
+log "building the plugin in $build"
+rm -rf "$build"
+meson setup "$build" "$src" -Dtests=disabled -Dcuda=disabled -Ddrm=disabled \
+	-Dvm_tests=false >"$work/meson-setup.log" 2>&1 ||
+	{ cat "$work/meson-setup.log"; die "meson setup failed"; }
+ninja -C "$build" nccl/libnccl-net-devmemtcp.so >"$work/ninja.log" 2>&1 ||
+	{ cat "$work/ninja.log"; die "build failed"; }
+plugin=$build/nccl/libnccl-net-devmemtcp.so
+if ldd "$plugin" | grep -q 'not found'; then
+	ldd "$plugin"
+	die "the plugin's libraries are not all found"
+fi
+log "built $plugin"
+[ "${BUILD_ONLY:-0}" = 1 ] && exit 0
+
+# ---- runs ---------------------------------------------------------------------
+declare -A desc=(
+	[plugin]="libnccl-net-devmemtcp.so (NCCL_NET=DevmemTCP, NCCL_DEVMEMTCP_IFNAME==lo), plain TCP path, host buffers"
+	[socket]="NCCL's built-in socket transport (NCCL_NET=Socket, NCCL_NET_PLUGIN=none, NCCL_SOCKET_IFNAME=lo)"
+	[plugin-cuda]="the plugin with NCCL_DEVMEMTCP_CUDA_PTR=1 and NCCL_NET_GDR_LEVEL=SYS: NCCL hands it GPU buffers (dma-buf registrations), which it copies through host memory"
+)
+cfg_env() {
+	case $1 in
+	plugin) echo "NCCL_NET_PLUGIN=$plugin NCCL_NET=DevmemTCP NCCL_DEVMEMTCP_IFNAME==lo" ;;
+	socket) echo "NCCL_NET_PLUGIN=none NCCL_NET=Socket" ;;
+	plugin-cuda) echo "NCCL_NET_PLUGIN=$plugin NCCL_NET=DevmemTCP NCCL_DEVMEMTCP_IFNAME==lo NCCL_DEVMEMTCP_CUDA_PTR=1 NCCL_NET_GDR_LEVEL=SYS" ;;
+	esac
+}
+
+# What NCCL's log must show for a configuration; prints the lines kept as
+# evidence, returns the reasons it failed on fd 3.
+check_log() { # config logs...
+	local cfg=$1 net
+	shift
+	cat "$@" >"$work/all.log" 2>/dev/null || true
+	grep -h -E 'NET/Plugin|Using network|NET/DevmemTCP|via NET/' "$work/all.log" |
+		sed 's/^[^ ]* //' | sort -u | head -40
+	case $cfg in
+	socket) net=Socket ;;
+	*) net=DevmemTCP
+	   grep -q "Loaded net plugin DevmemTCP" "$work/all.log" ||
+		echo "NCCL did not load the plugin" >&3
+	   grep -q "NET/DevmemTCP: send comm .*plain TCP" "$work/all.log" ||
+		echo "the plugin did not log the path of its connections" >&3 ;;
+	esac
+	grep -q "Using network $net" "$work/all.log" ||
+		echo "NCCL did not say 'Using network $net'" >&3
+	grep -q "via NET/$net/" "$work/all.log" ||
+		echo "no channel went 'via NET/$net'" >&3
+	# NCCL decides whether to hand GPU buffers to the network; say so
+	# when it did not (not a failure of the plugin)
+	if [ "$cfg" = plugin-cuda ] && ! grep -q "via NET/$net/[0-9]*/GDRDMA" "$work/all.log"; then
+		echo "note: no channel went via NET/$net/*/GDRDMA: NCCL kept host buffers, the plugin's CUDA path was not exercised"
+	fi
+}
+
+run_one() { # config round
+	local cfg=$1 rnd=$2 tag=$1-$2 status=ok
+	local -a why=()
+	log "run $tag"
+	env $(cfg_env "$cfg") NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 \
+		NCCL_SOCKET_IFNAME=lo NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \
+		NCCL_DEBUG_FILE="$work/$tag.%h.%p.nccl.log" \
+		timeout 300 "$py" -m torch.distributed.run --standalone --nproc_per_node 2 \
+		"$src/nccl/tests/allreduce.py" run "$work/$tag.json" "$sizes" \
+		>"$work/$tag.out" 2>&1 || { status=failed; why+=("torchrun exited with an error (see $tag.out)"); }
+	mapfile -t more < <(check_log "$cfg" "$work/$tag".*.nccl.log 3>&1 >"$work/$tag.evidence")
+	why+=("${more[@]}")
+	"$py" "$src/nccl/tests/allreduce.py" annotate "$work/$tag.json" "$cfg" "$rnd" \
+		"$status" "$work/$tag.evidence" "${why[@]}" || {
+		log "run $tag FAILED: ${why[*]:-wrong results}"
+		tail -20 "$work/$tag.out" >&2
+		return 1
+	}
+}
+
+fail=0
+for ((r = 1; r <= rounds; r++)); do
+	run_one plugin "$r" || fail=1
+	run_one socket "$r" || fail=1
+done
+run_one plugin-cuda 1 || fail=1
+
+# ---- report -------------------------------------------------------------------
+configs_json=$(printf '"%s": "%s",' plugin "${desc[plugin]}" socket "${desc[socket]}" \
+	plugin-cuda "${desc[plugin-cuda]}")
+cat >"$work/context.json" <<EOF
+{"date": "$(date -u '+%Y-%m-%d %H:%M UTC')", "host": "$(hostname)", "rounds": $rounds,
+ "configs": {${configs_json%,}}}
+EOF
+mkdir -p "$(dirname "$result")"
+"$py" "$src/nccl/tests/allreduce.py" report "$result" "$work/context.json" "$work"/*-[0-9].json
+cat "$result"
+if [ -n "${OUT:-}" ]; then
+	cp "$result" "$OUT/"
+	mkdir -p "$OUT/logs"
+	cp "$work"/*.out "$work"/*.json "$work"/*.nccl.log "$OUT/logs/" 2>/dev/null || true
+fi
+log "work directory: $work"
+exit $fail

@@ -1,0 +1,1197 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * Drives libnccl-net-devmemtcp.so the way NCCL does: dlopen, the exported
+ * tables ncclNetPlugin_v8 .. _v11, two ranks that each listen, exchange
+ * handles, connect and accept without blocking, then move data both ways
+ * at once with several requests in flight, as NCCL's proxy thread does.
+ *
+ *   test-nccl-net PLUGIN [--version 8|9|10|11] [--bytes N] [--quiet]
+ *       two threads of this process over loopback (NCCL_DEVMEMTCP_IFNAME=lo
+ *       unless set), every version: properties, N bytes (64 MiB) each way
+ *       in messages of mixed sizes (0 bytes, sizes not a multiple of 4) with
+ *       8 sends and 8 receives in flight, a grouped receive of 4 buffers
+ *       matched by tag, and the error paths (a handle not from listen, a
+ *       peer that closes, a message larger than the receive, a request that
+ *       is not one); the plugin must log the path of every connection.
+ *
+ *       With NCCL_DEVMEMTCP_FAMILY=AF_INET6 the same over ::1 (exit 77
+ *       when lo has no IPv6 address).
+ *
+ *   test-nccl-net PLUGIN --fork --ns0 NS --if0 IF --ns1 NS --if1 IF
+ *       [--devmem] [--dmabuf-tx] ...
+ *       the ranks are processes in the given network namespaces and
+ *       interfaces (the vm suite: dsim0 in dmtA, dsim1 in dmtB); --devmem
+ *       requires devmem RX on every receive, --dmabuf-tx sends from a
+ *       udmabuf registered with regMrDmaBuf and requires devmem TX on
+ *       kernels that have it (6.16+) and a plain fallback before.
+ *
+ * Every byte received is checked against the sender's pattern, and the
+ * bytes after each message in the receive buffer must be left alone.
+ * Exit 0 pass, 1 fail, 77 skip.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <ifaddrs.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "devmemtcp.h"
+#include "net_abi.h"
+
+#define WINDOW 8
+#define SLACK 64
+#define MAX_MSG ((4u << 20) + 7)
+#define SLOT (MAX_MSG + SLACK)
+#define TIMEOUT_S 120
+#define GROUPED_BYTES 70106
+
+static const char *plugin_path;
+static uint64_t total = 64ull << 20;
+static int only_version;
+static bool quiet, fork_mode, want_devmem, dmabuf_tx;
+static const char *rank_ns[2], *rank_if[2];
+
+/* ---- NCCL's logger: print, and keep the lines for the checks ------------- */
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char **log_lines;
+static size_t nlog;
+
+static void logger(enum nccl_log_level level, unsigned long flags,
+		   const char *file, int line, const char *fmt, ...)
+{
+	char buf[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&log_lock);
+	if (!quiet || level == NCCL_LOG_WARN)
+		fprintf(stderr, "[%d] %s %s:%d %s\n", (int)getpid(),
+			level == NCCL_LOG_WARN ? "WARN" : "INFO", file, line, buf);
+	log_lines = realloc(log_lines, (nlog + 1) * sizeof(*log_lines));
+	log_lines[nlog++] = strdup(buf);
+	pthread_mutex_unlock(&log_lock);
+}
+
+/* Lines logged since mark that contain all of a, b (b may be NULL). */
+static int log_count(size_t mark, const char *a, const char *b)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&log_lock);
+	for (size_t i = mark; i < nlog; i++)
+		n += strstr(log_lines[i], a) && (!b || strstr(log_lines[i], b));
+	pthread_mutex_unlock(&log_lock);
+	return n;
+}
+
+static size_t log_mark(void)
+{
+	size_t m;
+
+	pthread_mutex_lock(&log_lock);
+	m = nlog;
+	pthread_mutex_unlock(&log_lock);
+	return m;
+}
+
+/* From the close line of comm p: the number before " <what>". */
+static uint64_t close_stat(const void *comm, const char *what)
+{
+	char key[64];
+	uint64_t v = UINT64_MAX;
+
+	snprintf(key, sizeof(key), "comm %p (", comm);
+	pthread_mutex_lock(&log_lock);
+	for (size_t i = 0; i < nlog; i++) {
+		const char *s = strstr(log_lines[i], key), *w;
+
+		if (!s || !strstr(s, "messages,") || !(w = strstr(s, what)))
+			continue;
+		while (w > s && w[-1] == ' ')
+			w--;
+		while (w > s && w[-1] >= '0' && w[-1] <= '9')
+			w--;
+		v = strtoull(w, NULL, 10);
+	}
+	pthread_mutex_unlock(&log_lock);
+	return v;
+}
+
+/* ---- one table version behind one set of calls ---------------------------- */
+
+struct net {
+	int v;
+	const void *table;
+	void *ctx;		/* v11 */
+};
+
+#define T8(n) ((const struct nccl_net_v8 *)(n)->table)
+#define T9(n) ((const struct nccl_net_v9 *)(n)->table)
+#define T10(n) ((const struct nccl_net_v10 *)(n)->table)
+#define T11(n) ((const struct nccl_net_v11 *)(n)->table)
+/* fields at the same place in every version */
+#define CALL(n, f, ...) T8(n)->f(__VA_ARGS__)
+
+static int net_init(struct net *n)
+{
+	switch (n->v) {
+	case 8: return T8(n)->init(logger);
+	case 9: return T9(n)->init(logger);
+	case 10: return T10(n)->init(logger, NULL);
+	default: {
+		struct nccl_net_comm_config cfg = { NCCL_NET_TRAFFIC_CLASS_UNDEF };
+
+		return T11(n)->init(&n->ctx, 0x1234 + (uint64_t)getpid(), &cfg,
+				    logger, NULL);
+	}
+	}
+}
+
+static int net_finalize(struct net *n)
+{
+	return n->v == 11 ? T11(n)->finalize(n->ctx) : 0;
+}
+
+static int net_listen(struct net *n, int dev, void *h, void **lc)
+{
+	return n->v == 11 ? T11(n)->listen(n->ctx, dev, h, lc)
+			  : CALL(n, listen, dev, h, lc);
+}
+
+static int net_connect(struct net *n, int dev, void *h, void **sc)
+{
+	nccl_dev_handle_t *dh = NULL;
+
+	switch (n->v) {
+	case 8: return T8(n)->connect(dev, h, sc, &dh);
+	case 9: return T9(n)->connect(dev, h, sc, &dh);
+	case 10: {
+		struct nccl_net_comm_config cfg = { NCCL_NET_TRAFFIC_CLASS_UNDEF };
+
+		return T10(n)->connect(dev, &cfg, h, sc, &dh);
+	}
+	default: return T11(n)->connect(n->ctx, dev, h, sc, &dh);
+	}
+}
+
+static int net_accept(struct net *n, void *lc, void **rc)
+{
+	nccl_dev_handle_t *dh = NULL;
+
+	return CALL(n, accept, lc, rc, &dh);
+}
+
+static int net_isend(struct net *n, void *sc, void *data, size_t size, int tag,
+		     void *mh, void **req)
+{
+	switch (n->v) {
+	case 8: return T8(n)->isend(sc, data, (int)size, tag, mh, req);
+	case 9: return T9(n)->isend(sc, data, size, tag, mh, req);
+	case 10: return T10(n)->isend(sc, data, size, tag, mh, NULL, req);
+	default: return T11(n)->isend(sc, data, size, tag, mh, NULL, req);
+	}
+}
+
+static int net_irecv(struct net *n, void *rc, int nb, void **data,
+		     size_t *sizes, int *tags, void **mhs, void **req)
+{
+	int isizes[8];
+	void *ph[8] = { 0 };
+
+	/* NCCL 2.19+ may leave a hint in *request; it is not a request */
+	*req = n->v >= 9 ? (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION : NULL;
+	switch (n->v) {
+	case 8:
+		for (int i = 0; i < nb; i++)
+			isizes[i] = (int)sizes[i];
+		return T8(n)->irecv(rc, nb, data, isizes, tags, mhs, req);
+	case 9: return T9(n)->irecv(rc, nb, data, sizes, tags, mhs, req);
+	case 10: return T10(n)->irecv(rc, nb, data, sizes, tags, mhs, ph, req);
+	default: return T11(n)->irecv(rc, nb, data, sizes, tags, mhs, ph, req);
+	}
+}
+
+/* ---- checks and the two ranks' side channel ------------------------------- */
+
+struct rank {
+	int id;
+	int sync_fd;
+	struct net net;
+	int dev;
+	void *sc, *rc;		/* to the peer, from the peer */
+	char *sbuf, *rbuf;
+	void *smh, *rmh;
+	struct devmemtcp_ctx *dctx;
+	struct devmemtcp_buf *ubuf;	/* --dmabuf-tx */
+	int result;
+};
+
+#define CHECK(r, cond, ...)                                                    \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "FAIL rank %d v%d %s:%d: %s: ", (r)->id, \
+				(r)->net.v, __func__, __LINE__, #cond);        \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fputc('\n', stderr);                                   \
+			return -1;                                             \
+		}                                                              \
+	} while (0)
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int sync_send(struct rank *r, const void *buf, size_t len)
+{
+	CHECK(r, write(r->sync_fd, buf, len) == (ssize_t)len, "side channel: %s",
+	      strerror(errno));
+	return 0;
+}
+
+static int sync_recv(struct rank *r, void *buf, size_t len)
+{
+	struct pollfd p = { .fd = r->sync_fd, .events = POLLIN };
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n;
+
+		CHECK(r, poll(&p, 1, TIMEOUT_S * 1000) == 1,
+		      "the peer said nothing for %d s", TIMEOUT_S);
+		n = read(r->sync_fd, (char *)buf + got, len - got);
+		CHECK(r, n > 0, "side channel: %s", n ? strerror(errno) : "closed");
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+/* Both ranks reach the same point. */
+static int barrier(struct rank *r)
+{
+	char c = 'b';
+
+	if (sync_send(r, &c, 1) || sync_recv(r, &c, 1))
+		return -1;
+	CHECK(r, c == 'b', "side channel out of step");
+	return 0;
+}
+
+/* Listen, swap handles, connect and accept together until both are up. */
+static int connect_pair(struct rank *r, void **sc, void **rc)
+{
+	char mine[NCCL_NET_HANDLE_MAXSIZE], peer[NCCL_NET_HANDLE_MAXSIZE];
+	void *lc = NULL;
+	double end = now_s() + TIMEOUT_S;
+	int ret;
+
+	memset(mine, 0, sizeof(mine));
+	*sc = *rc = NULL;
+	ret = net_listen(&r->net, r->dev, mine, &lc);
+	CHECK(r, ret == NCCL_OK && lc, "listen: %d", ret);
+	if (sync_send(r, mine, sizeof(mine)) || sync_recv(r, peer, sizeof(peer)))
+		return -1;
+	while (!*sc || !*rc) {
+		if (!*sc) {
+			ret = net_connect(&r->net, r->dev, peer, sc);
+			CHECK(r, ret == NCCL_OK, "connect: %d", ret);
+		}
+		if (!*rc) {
+			ret = net_accept(&r->net, lc, rc);
+			CHECK(r, ret == NCCL_OK, "accept: %d", ret);
+		}
+		CHECK(r, now_s() < end, "no connection after %d s", TIMEOUT_S);
+	}
+	CHECK(r, CALL(&r->net, close_listen, lc) == NCCL_OK, "closeListen");
+	return 0;
+}
+
+static int regs(struct rank *r);
+
+/* A connection each way, with the rank's buffers registered on both. */
+static int open_pair(struct rank *r)
+{
+	return connect_pair(r, &r->sc, &r->rc) || regs(r) ? -1 : 0;
+}
+
+/* NCCL's order: deregister, then close. */
+static int close_send(struct rank *r)
+{
+	CHECK(r, CALL(&r->net, dereg_mr, r->sc, r->smh) == NCCL_OK, "deregMr send");
+	CHECK(r, CALL(&r->net, close_send, r->sc) == NCCL_OK, "closeSend");
+	r->sc = r->smh = NULL;
+	return 0;
+}
+
+static int close_recv(struct rank *r)
+{
+	CHECK(r, CALL(&r->net, dereg_mr, r->rc, r->rmh) == NCCL_OK, "deregMr recv");
+	CHECK(r, CALL(&r->net, close_recv, r->rc) == NCCL_OK, "closeRecv");
+	r->rc = r->rmh = NULL;
+	return 0;
+}
+
+static int close_pair(struct rank *r)
+{
+	/* the peer may still read what we sent: close in step */
+	if (barrier(r))
+		return -1;
+	return close_send(r) || close_recv(r) ? -1 : 0;
+}
+
+/* ---- properties ------------------------------------------------------------ */
+
+static int check_props(struct rank *r)
+{
+	struct nccl_net_props_v11 p;
+	int ndev = 0, ret, want_ptr = NCCL_PTR_HOST;
+
+	CHECK(r, !strcmp(T8(&r->net)->name, "DevmemTCP"), "name %s",
+	      T8(&r->net)->name);
+	CHECK(r, CALL(&r->net, devices, &ndev) == NCCL_OK && ndev >= 1,
+	      "devices: %d", ndev);
+	r->dev = 0;
+	memset(&p, 0xa5, sizeof(p));
+	if (r->net.v == 8) {
+		struct nccl_net_props_v8 p8;
+
+		memset(&p8, 0xa5, sizeof(p8));
+		ret = T8(&r->net)->get_properties(0, &p8);
+		p.name = p8.name;
+		p.ptr_support = p8.ptr_support;
+		p.speed = p8.speed;
+		p.max_comms = p8.max_comms;
+		p.max_recvs = p8.max_recvs;
+		p.net_device_type = p8.net_device_type;
+		p.net_device_version = p8.net_device_version;
+	} else if (r->net.v < 11) {
+		ret = T9(&r->net)->get_properties(0, (struct nccl_net_props_v9 *)&p);
+	} else {
+		ret = T11(&r->net)->get_properties(0, &p);
+	}
+	CHECK(r, ret == NCCL_OK, "getProperties: %d", ret);
+	if (want_devmem)
+		want_ptr |= NCCL_PTR_CUDA | NCCL_PTR_DMABUF;
+	CHECK(r, p.name && !strcmp(p.name, rank_if[r->id] ? rank_if[r->id] : "lo"),
+	      "device name %s", p.name ? p.name : "(null)");
+	CHECK(r, p.ptr_support == want_ptr, "ptrSupport %#x, expected %#x",
+	      p.ptr_support, want_ptr);
+	CHECK(r, p.max_recvs == 8 && p.speed > 0 && p.max_comms > 0,
+	      "maxRecvs %d speed %d maxComms %d", p.max_recvs, p.speed,
+	      p.max_comms);
+	CHECK(r, p.net_device_type == NCCL_NET_DEVICE_HOST &&
+		 p.net_device_version == NCCL_NET_DEVICE_INVALID_VERSION,
+	      "netDeviceType %d version %d", p.net_device_type,
+	      p.net_device_version);
+	if (r->net.v >= 9)
+		CHECK(r, p.vprops.ndevs == 1 && p.vprops.devs[0] == 0 &&
+			 p.max_p2p_bytes == NCCL_MAX_NET_SIZE_BYTES &&
+			 p.max_coll_bytes == NCCL_MAX_NET_SIZE_BYTES &&
+			 p.force_flush == 0,
+		      "vProps %d/%d maxP2pBytes %zu", p.vprops.ndevs,
+		      p.vprops.devs[0], p.max_p2p_bytes);
+	if (r->net.v == 11)
+		CHECK(r, p.max_multi_request_size == 1, "maxMultiRequestSize %d",
+		      p.max_multi_request_size);
+	ret = r->net.v == 8 ? T8(&r->net)->get_properties(ndev, (void *)&p)
+			    : T9(&r->net)->get_properties(ndev, (void *)&p);
+	CHECK(r, ret == NCCL_ERR_INVALID_ARGUMENT,
+	      "getProperties of device %d (of %d): %d", ndev, ndev, ret);
+	if (r->net.v >= 9)
+		CHECK(r, T9(&r->net)->make_vdevice == NULL,
+		      "makeVDevice is set: NCCL would build virtual NICs");
+	return 0;
+}
+
+/* ---- the transfer: N bytes each way, WINDOW requests in flight ------------- */
+
+static uint8_t pat(uint64_t pos, unsigned int seed)
+{
+	return (uint8_t)((pos + seed) % 251);
+}
+
+/* The pattern repeats every 251 bytes: copy it from a table of a few
+ * periods instead of computing every byte. */
+#define PAT_CHUNK (251 * 64)
+static uint8_t pat_table[PAT_CHUNK + 251];
+
+static const uint8_t *pat_at(uint64_t pos, unsigned int seed)
+{
+	if (!pat_table[1])
+		for (size_t i = 0; i < sizeof(pat_table); i++)
+			pat_table[i] = (uint8_t)(i % 251);
+	return pat_table + (pos + seed) % 251;
+}
+
+static void fill(char *dst, size_t len, uint64_t pos, unsigned int seed)
+{
+	for (size_t off = 0; off < len; off += PAT_CHUNK) {
+		size_t n = len - off < PAT_CHUNK ? len - off : PAT_CHUNK;
+
+		memcpy(dst + off, pat_at(pos + off, seed), n);
+	}
+}
+
+/* Index of the first byte of p[0..len) off the pattern, or len. */
+static size_t mismatch(const uint8_t *p, size_t len, uint64_t pos,
+		       unsigned int seed)
+{
+	for (size_t off = 0; off < len; off += PAT_CHUNK) {
+		size_t n = len - off < PAT_CHUNK ? len - off : PAT_CHUNK;
+
+		if (memcmp(p + off, pat_at(pos + off, seed), n))
+			for (size_t i = off; i < off + n; i++)
+				if (p[i] != pat(pos + i, seed))
+					return i;
+	}
+	return len;
+}
+
+/* Message k's size: zero, tiny, odd and large ones in turn. */
+static size_t msg_size(unsigned int k)
+{
+	static const size_t sizes[] = {
+		0, 1, 3, 4093, 65541, 1u << 20, (1u << 20) + 5, 4u << 20,
+		3 * (1u << 20) + 7, 17, 8192, 2u << 20, MAX_MSG, 0, 4099,
+	};
+
+	return sizes[k % (sizeof(sizes) / sizeof(sizes[0]))];
+}
+
+struct dir {
+	unsigned int next;	/* next message to post */
+	unsigned int done;	/* messages completed */
+	uint64_t pos;		/* stream offset of message next */
+	void *req[WINDOW];
+	unsigned int msg[WINDOW];
+	uint64_t mpos[WINDOW];
+	size_t msize[WINDOW];
+};
+
+static size_t clipped(uint64_t pos, unsigned int k)
+{
+	size_t s = msg_size(k);
+
+	return pos + s > total ? (size_t)(total - pos) : s;
+}
+
+/* Write the pattern into the send buffer at p: a udmabuf is written
+ * bracketed with the dma-buf sync the NIC's reads need. */
+static int put(struct rank *r, char *p, size_t size, uint64_t pos,
+	       unsigned int seed)
+{
+	char tmp[65536];
+
+	if (!r->ubuf) {
+		fill(p, size, pos, seed);
+		return 0;
+	}
+	for (size_t off = 0; off < size; off += sizeof(tmp)) {
+		size_t n = size - off < sizeof(tmp) ? size - off : sizeof(tmp);
+
+		fill(tmp, n, pos + off, seed);
+		CHECK(r, !devmemtcp_buf_write(r->ubuf, (uint64_t)(p - r->sbuf) + off, tmp, n),
+		      "udmabuf write: %s", devmemtcp_buf_errmsg(r->ubuf));
+	}
+	return 0;
+}
+
+static int post_send(struct rank *r, struct dir *d, unsigned int seed)
+{
+	int slot = (int)(d->next % WINDOW), ret;
+	size_t size = clipped(d->pos, d->next);
+	char *p = r->sbuf + (size_t)slot * SLOT;
+
+	if (d->req[slot])
+		return 0;
+	if (put(r, p, size, d->pos, seed))
+		return -1;
+	ret = net_isend(&r->net, r->sc, p, size, r->id, r->smh, &d->req[slot]);
+	CHECK(r, ret == NCCL_OK, "isend of message %u (%zu bytes): %d", d->next,
+	      size, ret);
+	if (!d->req[slot])
+		return 0;	/* busy: post again later */
+	d->msg[slot] = d->next++;
+	d->msize[slot] = size;
+	d->pos += size;
+	return 0;
+}
+
+static int post_recv(struct rank *r, struct dir *d)
+{
+	int slot = (int)(d->next % WINDOW), ret, tag = 1 - r->id;
+	size_t size = clipped(d->pos, d->next);
+	/* post more than arrives, now and then: the size test reports wins */
+	size_t cap = size + (d->next % 3 ? 0 : SLACK / 2);
+	char *p = r->rbuf + (size_t)slot * SLOT;
+	void *data = p;
+
+	if (d->req[slot])
+		return 0;
+	memset(p, 0xee, size + SLACK);
+	ret = net_irecv(&r->net, r->rc, 1, &data, &cap, &tag, &r->rmh,
+			&d->req[slot]);
+	CHECK(r, ret == NCCL_OK, "irecv of message %u: %d", d->next, ret);
+	if (d->req[slot] == (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION)
+		d->req[slot] = NULL;
+	if (!d->req[slot])
+		return 0;
+	d->msg[slot] = d->next++;
+	d->msize[slot] = size;
+	d->mpos[slot] = d->pos;
+	d->pos += size;
+	return 0;
+}
+
+static int check_recv(struct rank *r, struct dir *d, int slot, int got,
+		      unsigned int seed)
+{
+	const uint8_t *p = (const uint8_t *)r->rbuf + (size_t)slot * SLOT;
+	size_t size = d->msize[slot];
+
+	CHECK(r, got >= 0 && (size_t)got == size,
+	      "message %u: test reports %d bytes, %zu were sent", d->msg[slot],
+	      got, size);
+	size_t i = mismatch(p, size, d->mpos[slot], seed);
+
+	CHECK(r, i == size,
+	      "message %u (%zu bytes) byte %zu (stream offset %" PRIu64 ") is %u, expected %u",
+	      d->msg[slot], size, i, d->mpos[slot] + i, p[i],
+	      pat(d->mpos[slot] + i, seed));
+	for (i = size; i < size + SLACK; i++)
+		CHECK(r, p[i] == 0xee, "message %u (%zu bytes): byte %zu after it was written",
+		      d->msg[slot], size, i);
+	return 0;
+}
+
+/* Test every request in flight once (NCCL's proxy does the same). */
+static int poll_dir(struct rank *r, struct dir *d, bool recv, unsigned int seed)
+{
+	for (int s = 0; s < WINDOW; s++) {
+		int done = 0, size = -1, ret;
+
+		if (!d->req[s])
+			continue;
+		ret = CALL(&r->net, test, d->req[s], &done, &size);
+		CHECK(r, ret == NCCL_OK, "test of %s %u: %d", recv ? "receive" : "send",
+		      d->msg[s], ret);
+		if (!done)
+			continue;
+		d->req[s] = NULL;
+		d->done++;
+		if (recv && check_recv(r, d, s, size, seed))
+			return -1;
+		if (!recv)
+			CHECK(r, (size_t)size == d->msize[s], "send %u: test says %d bytes of %zu",
+			      d->msg[s], size, d->msize[s]);
+	}
+	return 0;
+}
+
+static unsigned int messages(void)
+{
+	uint64_t pos = 0;
+	unsigned int k = 0;
+
+	while (pos < total)
+		pos += clipped(pos, k++);
+	return k;
+}
+
+static int transfer(struct rank *r)
+{
+	unsigned int seed_out = r->id ? 101 : 0, seed_in = r->id ? 0 : 101;
+	unsigned int n = messages();
+	struct dir s = { 0 }, v = { 0 };
+	double t0 = now_s(), end = t0 + TIMEOUT_S * 3;
+
+	while (s.done < n || v.done < n) {
+		while (s.next < n && !s.req[s.next % WINDOW] && s.next - s.done < WINDOW) {
+			unsigned int before = s.next;
+
+			if (post_send(r, &s, seed_out))
+				return -1;
+			if (s.next == before)
+				break;
+		}
+		while (v.next < n && !v.req[v.next % WINDOW] && v.next - v.done < WINDOW) {
+			unsigned int before = v.next;
+
+			if (post_recv(r, &v))
+				return -1;
+			if (v.next == before)
+				break;
+		}
+		if (poll_dir(r, &s, false, seed_out) || poll_dir(r, &v, true, seed_in))
+			return -1;
+		CHECK(r, now_s() < end, "stuck: %u/%u sent, %u/%u received", s.done,
+		      n, v.done, n);
+	}
+	printf("rank %d v%d: %" PRIu64 " bytes each way in %u messages, %.0f MB/s per direction with the pattern fill and check\n",
+	       r->id, r->net.v, total, n, (double)total / (now_s() - t0) / 1e6);
+	return 0;
+}
+
+/* What NCCL may call once a receive is done: iflush (for GPU memory; it
+ * must complete), irecvConsumed and getDeviceMr (for device offload, which
+ * this plugin does not do: success, no device handle). */
+static int after_receive(struct rank *r, void *req, void **data, int *sizes,
+			 void **mhs)
+{
+	void *flush = NULL, *dptr = (void *)1;
+	int done = 0, ret;
+
+	ret = CALL(&r->net, iflush, r->rc, 4, data, sizes, mhs, &flush);
+	CHECK(r, ret == NCCL_OK && flush, "iflush: %d, request %p", ret, flush);
+	ret = CALL(&r->net, test, flush, &done, NULL);
+	CHECK(r, ret == NCCL_OK && done, "test of the flush: %d, done %d", ret, done);
+	ret = CALL(&r->net, irecv_consumed, r->rc, 4, req);
+	CHECK(r, ret == NCCL_OK, "irecvConsumed: %d", ret);
+	ret = CALL(&r->net, get_device_mr, r->rc, r->rmh, &dptr);
+	CHECK(r, ret == NCCL_OK && !dptr, "getDeviceMr: %d, %p", ret, dptr);
+	return 0;
+}
+
+/* ---- a grouped receive: 4 buffers, messages matched by tag ---------------- */
+
+static int grouped(struct rank *r)
+{
+	static const int send_tags[4] = { 13, 11, 12, 10 };
+	static const size_t send_sizes[4] = { 100, 0, 70001, 5 };
+	_Static_assert(100 + 70001 + 5 == GROUPED_BYTES, "grouped bytes");
+	int tags[4] = { 10, 11, 12, 13 }, sizes_out[4] = { -1, -1, -1, -1 };
+	size_t caps[4] = { 50, 10, 80000, 200 };
+	void *data[4], *mhs[4], *req = NULL;
+	double end = now_s() + TIMEOUT_S;
+	int done = 0, ret;
+
+	if (r->id == 0) {
+		void *reqs[4] = { 0 };
+
+		for (int i = 0; i < 4; i++) {
+			char *p = r->sbuf + (size_t)i * SLOT;
+
+			if (put(r, p, send_sizes[i], (uint64_t)send_tags[i] << 20, 7))
+				return -1;
+			while (!reqs[i]) {
+				ret = net_isend(&r->net, r->sc, p, send_sizes[i],
+						send_tags[i], r->smh, &reqs[i]);
+				CHECK(r, ret == NCCL_OK, "isend tag %d: %d", send_tags[i], ret);
+			}
+		}
+		for (int i = 0; i < 4; i++) {
+			for (done = 0; !done;) {
+				ret = CALL(&r->net, test, reqs[i], &done, NULL);
+				CHECK(r, ret == NCCL_OK && now_s() < end, "test: %d", ret);
+			}
+		}
+		return barrier(r);
+	}
+	for (int i = 0; i < 4; i++) {
+		data[i] = r->rbuf + (size_t)i * SLOT;
+		mhs[i] = r->rmh;
+		memset(data[i], 0xee, caps[i] + SLACK);
+	}
+	while (!req) {
+		ret = net_irecv(&r->net, r->rc, 4, data, caps, tags, mhs, &req);
+		CHECK(r, ret == NCCL_OK, "irecv of 4: %d", ret);
+		if (req == (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION)
+			req = NULL;
+	}
+	while (!done) {
+		ret = CALL(&r->net, test, req, &done, sizes_out);
+		CHECK(r, ret == NCCL_OK && now_s() < end, "test: %d", ret);
+	}
+	for (int i = 0; i < 4; i++) {
+		const uint8_t *p = data[i];
+		int k = 0;
+
+		while (send_tags[k] != tags[i])
+			k++;
+
+		CHECK(r, sizes_out[i] == (int)send_sizes[k],
+		      "buffer with tag %d: %d bytes, the message with that tag had %zu",
+		      tags[i], sizes_out[i], send_sizes[k]);
+		CHECK(r, mismatch(p, send_sizes[k], (uint64_t)send_tags[k] << 20, 7) == send_sizes[k],
+		      "tag %d: bytes off the pattern", tags[i]);
+		CHECK(r, p[send_sizes[k]] == 0xee, "tag %d: written past its size",
+		      tags[i]);
+	}
+	return after_receive(r, req, data, sizes_out, mhs) || barrier(r) ? -1 : 0;
+}
+
+/* ---- error paths ------------------------------------------------------------ */
+
+static int wait_error(struct rank *r, void *req, int want, const char *what)
+{
+	double end = now_s() + TIMEOUT_S;
+	int done = 0, ret = NCCL_OK;
+
+	while (ret == NCCL_OK && !done && now_s() < end)
+		ret = CALL(&r->net, test, req, &done, NULL);
+	CHECK(r, ret == want, "%s: test returned %d (done %d), expected %d", what,
+	      ret, done, want);
+	return 0;
+}
+
+static int bad_handle(struct rank *r)
+{
+	char h[NCCL_NET_HANDLE_MAXSIZE];
+	uint32_t zeros[16] = { 0 };
+	void *sc = (void *)1;
+	int done = 7, ret;
+
+	memset(h, 0, sizeof(h));
+	ret = net_connect(&r->net, r->dev, h, &sc);
+	CHECK(r, ret != NCCL_OK && sc == NULL,
+	      "connect with a zeroed handle: %d, sendComm %p", ret, sc);
+	CHECK(r, log_count(0, "was not made by listen", NULL) > 0,
+	      "no message says the handle is not ours");
+	ret = CALL(&r->net, test, zeros, &done, NULL);
+	CHECK(r, ret == NCCL_ERR_INTERNAL, "test of a non-request: %d", ret);
+	return 0;
+}
+
+/* The peer closes with a receive posted and nothing sent. */
+static int peer_closes(struct rank *r)
+{
+	void *req = NULL, *data = r->rbuf;
+	size_t cap = 4096;
+	int tag = 1 - r->id, ret;
+	char c = 'c';
+
+	if (open_pair(r))
+		return -1;
+	if (r->id == 0) {
+		if (close_send(r) || sync_send(r, &c, 1) || sync_recv(r, &c, 1))
+			return -1;
+		return close_recv(r);
+	}
+	if (sync_recv(r, &c, 1))
+		return -1;
+	ret = net_irecv(&r->net, r->rc, 1, &data, &cap, &tag, &r->rmh, &req);
+	if (ret == NCCL_OK && req)
+		ret = wait_error(r, req, NCCL_ERR_REMOTE, "receive from a closed peer") ? -1 : NCCL_ERR_REMOTE;
+	CHECK(r, ret == NCCL_ERR_REMOTE, "irecv after the peer closed: %d", ret);
+	CHECK(r, log_count(0, "closed by the peer", NULL) > 0,
+	      "no message says the peer closed");
+	if (close_send(r) || close_recv(r))
+		return -1;
+	return sync_send(r, &c, 1);
+}
+
+/* The peer closes in the middle of a message. */
+static int peer_dies_midway(struct rank *r)
+{
+	void *req = NULL, *data = r->rbuf;
+	/* more than loopback's socket buffers hold */
+	size_t cap = (size_t)WINDOW * SLOT;
+	int tag = 1 - r->id, ret, done = 0;
+	char c = 'm';
+
+	if (open_pair(r))
+		return -1;
+	if (r->id == 0) {
+		fill(r->sbuf, cap, 0, 3);
+		ret = net_isend(&r->net, r->sc, r->sbuf, cap, r->id, r->smh, &req);
+		CHECK(r, ret == NCCL_OK && req, "isend: %d", ret);
+		for (int i = 0; i < 100 && !done; i++)
+			CHECK(r, CALL(&r->net, test, req, &done, NULL) == NCCL_OK, "test");
+		CHECK(r, !done, "%zu bytes went out with nobody reading", cap);
+		if (close_send(r) || sync_send(r, &c, 1) || sync_recv(r, &c, 1))
+			return -1;
+		return close_recv(r);
+	}
+	if (sync_recv(r, &c, 1))
+		return -1;
+	ret = net_irecv(&r->net, r->rc, 1, &data, &cap, &tag, &r->rmh, &req);
+	if (ret == NCCL_OK && req != (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION && req)
+		ret = wait_error(r, req, NCCL_ERR_REMOTE, "receive cut short") ? -1 : NCCL_ERR_REMOTE;
+	CHECK(r, ret == NCCL_ERR_REMOTE, "message cut short by the peer: %d", ret);
+	if (close_send(r) || close_recv(r))
+		return -1;
+	return sync_send(r, &c, 1);
+}
+
+/* A message larger than the receive posted for it. */
+static int too_large(struct rank *r)
+{
+	void *req = NULL, *data = r->rbuf;
+	size_t cap = 10;
+	int tag = 1 - r->id, ret, done = 0;
+
+	if (open_pair(r))
+		return -1;
+	if (r->id == 0) {
+		ret = net_isend(&r->net, r->sc, r->sbuf, 1000, r->id, r->smh, &req);
+		CHECK(r, ret == NCCL_OK && req, "isend: %d", ret);
+		while (!done)
+			CHECK(r, CALL(&r->net, test, req, &done, NULL) == NCCL_OK, "test");
+	} else {
+		ret = net_irecv(&r->net, r->rc, 1, &data, &cap, &tag, &r->rmh, &req);
+		if (ret == NCCL_OK && req)
+			ret = wait_error(r, req, NCCL_ERR_INVALID_USAGE, "1000 bytes into 10") ? -1 : NCCL_ERR_INVALID_USAGE;
+		CHECK(r, ret == NCCL_ERR_INVALID_USAGE, "1000 bytes into 10: %d", ret);
+		CHECK(r, log_count(0, "does not fit the 10-byte receive buffer", NULL) > 0,
+		      "no message names the sizes");
+	}
+	return close_pair(r);
+}
+
+/* ---- one rank, one version ---------------------------------------------------- */
+
+static int regs(struct rank *r)
+{
+	struct net *n = &r->net;
+	int ret;
+
+	if (r->ubuf) {
+		ret = CALL(n, reg_mr_dmabuf, r->sc, r->sbuf, (size_t)WINDOW * SLOT,
+			   NCCL_PTR_HOST, 0, devmemtcp_buf_fd(r->ubuf), &r->smh);
+		CHECK(r, ret == NCCL_OK, "regMrDmaBuf: %d", ret);
+	} else if (n->v == 9 || n->v == 11) {
+		/* without devmem a dma-buf registration is host memory like
+		 * any other; the fd (a memfd here) is not used */
+		int fd = memfd_create("nccl-test", MFD_CLOEXEC);
+
+		CHECK(r, fd >= 0, "memfd_create: %s", strerror(errno));
+		ret = CALL(n, reg_mr_dmabuf, r->sc, r->sbuf, (size_t)WINDOW * SLOT,
+			   NCCL_PTR_HOST, 0, fd, &r->smh);
+		close(fd);	/* as NCCL does after registering */
+		CHECK(r, ret == NCCL_OK, "regMrDmaBuf: %d", ret);
+	} else {
+		ret = CALL(n, reg_mr, r->sc, r->sbuf, (size_t)WINDOW * SLOT,
+			   NCCL_PTR_HOST, &r->smh);
+		CHECK(r, ret == NCCL_OK, "regMr send: %d", ret);
+	}
+	ret = CALL(n, reg_mr, r->rc, r->rbuf, (size_t)WINDOW * SLOT,
+		   NCCL_PTR_HOST, &r->rmh);
+	CHECK(r, ret == NCCL_OK, "regMr recv: %d", ret);
+	return 0;
+}
+
+static bool kernel_has_tx(void)
+{
+	struct utsname u;
+	int maj = 0, min = 0;
+
+	uname(&u);
+	sscanf(u.release, "%d.%d", &maj, &min);
+	return maj > 6 || (maj == 6 && min >= 16);
+}
+
+/* The plugin's own account of the paths (its NCCL_DEBUG=INFO lines). */
+static int check_paths(struct rank *r, size_t mark, const void *sc,
+		       const void *rc)
+{
+	uint64_t rx_dm = close_stat(rc, "through devmem RX");
+	uint64_t rx_bytes = close_stat(rc, "bytes,");
+	uint64_t tx_dm = close_stat(sc, "through devmem TX");
+	/* rank 1 also received the grouped messages */
+	uint64_t want = total + (r->id ? GROUPED_BYTES : 0);
+
+	CHECK(r, rx_bytes == want, "the recv comm's close line says %" PRIu64 " bytes, not %" PRIu64,
+	      rx_bytes, want);
+	if (!want_devmem) {
+		CHECK(r, log_count(mark, "send comm", "plain TCP") >= 1 &&
+			 log_count(mark, "recv comm", "plain TCP") >= 1,
+		      "the plugin did not log the path (plain TCP) of both comms");
+		CHECK(r, rx_dm == 0 && tx_dm == 0, "devmem bytes without devmem");
+		return 0;
+	}
+	CHECK(r, log_count(mark, "recv comm", "devmem RX (binding") >= 1,
+	      "no recv comm logged devmem RX");
+	printf("rank %d: received %" PRIu64 " bytes, %" PRIu64 " through devmem RX, %" PRIu64 " as plain data; sent %" PRIu64 " through devmem TX\n",
+	       r->id, rx_bytes, rx_dm, close_stat(rc, "arrived as plain data"),
+	       tx_dm);
+	/* the data port is steered before the peer connects: every payload
+	 * byte lands in the bound buffer */
+	CHECK(r, rx_dm == want,
+	      "%" PRIu64 " of %" PRIu64 " bytes came through devmem RX",
+	      rx_dm, want);
+	if (!dmabuf_tx)
+		return 0;
+	if (kernel_has_tx()) {
+		CHECK(r, log_count(mark, "send comm", ": devmem TX") >= 1,
+		      "no send comm logged devmem TX");
+		/* rank 0 also sent the grouped messages */
+		uint64_t sent = total + (r->id ? 0 : GROUPED_BYTES);
+
+		CHECK(r, tx_dm == sent, "%" PRIu64 " of %" PRIu64 " bytes went out through devmem TX",
+		      tx_dm, sent);
+	} else {
+		CHECK(r, log_count(mark, "devmem TX from this dma-buf", "needs Linux 6.16") >= 1,
+		      "the fallback to plain TCP does not say devmem TX needs Linux 6.16");
+		CHECK(r, tx_dm == 0, "devmem TX bytes on a kernel without it");
+	}
+	return 0;
+}
+
+static int run_version(struct rank *r, int v, void *lib)
+{
+	char sym[32];
+	size_t mark;
+	void *sc, *rc;
+
+	snprintf(sym, sizeof(sym), "ncclNetPlugin_v%d", v);
+	r->net = (struct net){ .v = v, .table = dlsym(lib, sym) };
+	CHECK(r, r->net.table, "%s is not exported", sym);
+	CHECK(r, net_init(&r->net) == NCCL_OK, "init");
+	if (v == 11) {
+		struct nccl_net_attr attr = { { -1, -1, -1, -1 }, { -1, -1, -1, -1 },
+					      UINT32_MAX, UINT32_MAX, UINT32_MAX };
+
+		CHECK(r, T11(&r->net)->set_net_attr(r->net.ctx, &attr) == NCCL_OK,
+		      "setNetAttr");
+	}
+	if (check_props(r) || barrier(r))
+		return -1;
+	mark = log_mark();
+	if (open_pair(r) || transfer(r) || grouped(r))
+		return -1;
+	sc = r->sc;
+	rc = r->rc;
+	if (close_pair(r) || check_paths(r, mark, sc, rc))
+		return -1;
+	if (!fork_mode && (bad_handle(r) || barrier(r) || peer_closes(r) ||
+			   barrier(r) || peer_dies_midway(r) || barrier(r) ||
+			   too_large(r)))
+		return -1;
+	CHECK(r, net_finalize(&r->net) == NCCL_OK, "finalize");
+	return barrier(r);
+}
+
+static int rank_buffers(struct rank *r)
+{
+	size_t size = (size_t)WINDOW * SLOT;
+
+	r->rbuf = malloc(size);
+	CHECK(r, r->rbuf, "out of memory");
+	if (!dmabuf_tx) {
+		r->sbuf = malloc(size);
+		CHECK(r, r->sbuf, "out of memory");
+		return 0;
+	}
+	DEVMEMTCP_OPTS(ctx_opts, co, .log_level = DEVMEMTCP_LOG_WARN);
+	DEVMEMTCP_OPTS(buf_opts, bo, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
+		       .size = size);
+	CHECK(r, !devmemtcp_ctx_new(&co, &r->dctx), "devmemtcp_ctx_new");
+	CHECK(r, !devmemtcp_buf_new(r->dctx, &bo, &r->ubuf), "udmabuf: %s",
+	      devmemtcp_ctx_errmsg(r->dctx));
+	r->sbuf = mmap(NULL, devmemtcp_buf_size(r->ubuf), PROT_READ | PROT_WRITE,
+		       MAP_SHARED, devmemtcp_buf_fd(r->ubuf), 0);
+	CHECK(r, r->sbuf != MAP_FAILED, "mmap of the udmabuf: %s", strerror(errno));
+	return 0;
+}
+
+static void rank_free(struct rank *r)
+{
+	free(r->rbuf);
+	if (r->ubuf) {
+		munmap(r->sbuf, devmemtcp_buf_size(r->ubuf));
+		devmemtcp_buf_free(r->ubuf);
+		devmemtcp_ctx_free(r->dctx);
+	} else {
+		free(r->sbuf);
+	}
+}
+
+static void *rank_main(void *arg)
+{
+	struct rank *r = arg;
+	void *lib = NULL;
+
+	r->result = 1;
+	if (rank_ns[r->id]) {
+		char path[128];
+		int fd;
+
+		snprintf(path, sizeof(path), "/var/run/netns/%s", rank_ns[r->id]);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || setns(fd, CLONE_NEWNET)) {
+			fprintf(stderr, "rank %d: entering netns %s: %s\n", r->id,
+				rank_ns[r->id], strerror(errno));
+			return NULL;
+		}
+		close(fd);
+	}
+	if (rank_if[r->id]) {
+		char list[64];
+
+		snprintf(list, sizeof(list), "=%s", rank_if[r->id]);
+		setenv("NCCL_DEVMEMTCP_IFNAME", list, 1);
+	}
+	lib = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		fprintf(stderr, "dlopen %s: %s\n", plugin_path, dlerror());
+		return NULL;
+	}
+	if (rank_buffers(r))
+		return NULL;
+	for (int v = 8; v <= 11; v++) {
+		if (only_version && v != only_version)
+			continue;
+		if (run_version(r, v, lib))
+			goto out;
+		if (r->id == 0)
+			printf("v%d: pass\n", v);
+	}
+	r->result = 0;
+out:
+	/* a failed rank's peer stops waiting for it */
+	if (r->result)
+		shutdown(r->sync_fd, SHUT_RDWR);
+	rank_free(r);
+	/* threads share the library: the last one out closes it */
+	if (fork_mode)
+		dlclose(lib);
+	return NULL;
+}
+
+static uint64_t parse_bytes(const char *s)
+{
+	char *end;
+	uint64_t v = strtoull(s, &end, 0);
+
+	switch (*end) {
+	case 'k': case 'K': return v << 10;
+	case 'm': case 'M': return v << 20;
+	case 'g': case 'G': return v << 30;
+	}
+	return v;
+}
+
+static void usage(int code)
+{
+	printf("usage: test-nccl-net PLUGIN.so [--version 8|9|10|11] [--bytes N] [--quiet]\n"
+	       "       test-nccl-net PLUGIN.so --fork [--ns0 NS --if0 IF --ns1 NS --if1 IF]\n"
+	       "                     [--devmem] [--dmabuf-tx] [--version V] [--bytes N]\n");
+	exit(code);
+}
+
+static void parse_args(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "version", required_argument, NULL, 'v' },
+		{ "bytes", required_argument, NULL, 'b' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "fork", no_argument, NULL, 'f' },
+		{ "ns0", required_argument, NULL, 1 },
+		{ "ns1", required_argument, NULL, 2 },
+		{ "if0", required_argument, NULL, 3 },
+		{ "if1", required_argument, NULL, 4 },
+		{ "devmem", no_argument, NULL, 5 },
+		{ "dmabuf-tx", no_argument, NULL, 6 },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "v:b:qfh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'v': only_version = atoi(optarg); break;
+		case 'b': total = parse_bytes(optarg); break;
+		case 'q': quiet = true; break;
+		case 'f': fork_mode = true; break;
+		case 1: rank_ns[0] = optarg; break;
+		case 2: rank_ns[1] = optarg; break;
+		case 3: rank_if[0] = optarg; break;
+		case 4: rank_if[1] = optarg; break;
+		case 5: want_devmem = true; break;
+		case 6: dmabuf_tx = true; break;
+		case 'h': usage(0); break;
+		default: usage(2);
+		}
+	}
+	if (optind != argc - 1 || (only_version && (only_version < 8 || only_version > 11)))
+		usage(2);
+	if (!fork_mode && (rank_ns[0] || rank_ns[1] || dmabuf_tx)) {
+		fprintf(stderr, "--nsN and --dmabuf-tx need --fork (a process per rank)\n");
+		exit(2);
+	}
+	plugin_path = argv[optind];
+}
+
+/* Skip (77) a run over IPv6 where lo has no IPv6 address. */
+static void ipv6_or_skip(void)
+{
+	const char *fam = getenv("NCCL_DEVMEMTCP_FAMILY");
+	struct ifaddrs *all, *ifa;
+	bool found = false;
+
+	if (fork_mode || !fam || strcmp(fam, "AF_INET6") || getifaddrs(&all))
+		return;
+	for (ifa = all; ifa; ifa = ifa->ifa_next)
+		found |= ifa->ifa_addr && ifa->ifa_addr->sa_family == AF_INET6 &&
+			 !strcmp(ifa->ifa_name, "lo");
+	freeifaddrs(all);
+	if (!found) {
+		printf("SKIP: NCCL_DEVMEMTCP_FAMILY=AF_INET6 but lo has no IPv6 address (IPv6 disabled here)\n");
+		exit(77);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct rank ranks[2] = { { .id = 0 }, { .id = 1 } };
+	int sv[2], status = 1;
+
+	parse_args(argc, argv);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	ipv6_or_skip();
+	if (!fork_mode && !rank_if[0])
+		setenv("NCCL_DEVMEMTCP_IFNAME", "=lo", 0);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+		perror("socketpair");
+		return 1;
+	}
+	ranks[0].sync_fd = sv[0];
+	ranks[1].sync_fd = sv[1];
+	if (fork_mode) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			close(sv[0]);
+			rank_main(&ranks[1]);
+			_exit(ranks[1].result);
+		}
+		close(sv[1]);
+		rank_main(&ranks[0]);
+		if (ranks[0].result)
+			close(sv[0]);	/* the child's reads fail instead of waiting */
+		waitpid(pid, &status, 0);
+		status = ranks[0].result || !WIFEXITED(status) || WEXITSTATUS(status);
+	} else {
+		pthread_t t;
+
+		pthread_create(&t, NULL, rank_main, &ranks[1]);
+		rank_main(&ranks[0]);
+		if (ranks[0].result)
+			shutdown(sv[0], SHUT_RDWR);
+		pthread_join(t, NULL);
+		status = ranks[0].result || ranks[1].result;
+	}
+	printf("%s\n", status ? "FAIL" : "PASS");
+	return status;
+}

@@ -1,0 +1,683 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * Memory registrations and the data path: isend/irecv post requests, test
+ * (and every post) moves as many bytes as the sockets take without
+ * blocking.  A send comm writes each message's header on the control
+ * socket when it is posted and its payload on the data socket in order; a
+ * receive comm reads headers ahead and assigns each message to a buffer of
+ * the oldest receive not yet filled (by tag within a grouped receive).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "plugin.h"
+
+#define BOUNCE_SIZE (4u << 20)
+/* Largest single send()/recv(): keeps one huge message from starving the
+ * others on the same proxy thread. */
+#define IO_MAX (64u << 20)
+
+struct dmtn_comm *dmtn_comm_get(void *p, enum dmtn_comm_kind kind,
+				const char *fn)
+{
+	struct dmtn_comm *c = p;
+	static const char *const names[] = { "?", "listen", "send", "recv" };
+
+	if (!c || c->magic != DMTN_COMM_MAGIC || (kind && c->kind != kind)) {
+		DMTN_WARN("%s: %p is not a %s comm of this plugin", fn, p,
+			  names[kind]);
+		return NULL;
+	}
+	return c;
+}
+
+/* Record the first error of a comm; every later call returns it. */
+__attribute__((format(printf, 3, 4)))
+static nccl_result_t comm_fail(struct dmtn_comm *c, nccl_result_t err,
+			       const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (c->error)
+		return c->error;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	DMTN_WARN("%s comm %p (%s, peer %s): %s",
+		  c->kind == DMTN_COMM_SEND ? "send" : "recv", (void *)c,
+		  dmtn.dev[c->dev].name, c->peer, msg);
+	c->error = err;
+	return err;
+}
+
+static nccl_result_t sock_error(struct dmtn_comm *c, int err, const char *what)
+{
+	if (err == EPIPE || err == ECONNRESET || err == 0)
+		return comm_fail(c, NCCL_ERR_REMOTE,
+				 "%s: the connection was closed by the peer%s%s",
+				 what, err ? ": " : "", err ? strerror(err) : "");
+	return comm_fail(c, NCCL_ERR_SYSTEM, "%s: %s", what, strerror(err));
+}
+
+static bool bounce_ready(struct dmtn_comm *c)
+{
+	if (c->bounce)
+		return true;
+	c->bounce = malloc(BOUNCE_SIZE);
+	c->bounce_size = c->bounce ? BOUNCE_SIZE : 0;
+	return c->bounce != NULL;
+}
+
+/* ---- registrations ------------------------------------------------------ */
+
+static nccl_result_t mr_new(void *comm, void *data, size_t size, int type,
+			    const char *fn, struct dmtn_mr **out)
+{
+	struct dmtn_comm *c = dmtn_comm_get(comm, 0, fn);
+	struct dmtn_mr *mr;
+	int ret;
+
+	if (!c || c->kind == DMTN_COMM_LISTEN || !out)
+		return NCCL_ERR_INTERNAL;
+	if (type != NCCL_PTR_HOST && type != NCCL_PTR_CUDA) {
+		DMTN_WARN("%s: memory type %d: only NCCL_PTR_HOST (1) and NCCL_PTR_CUDA (2) exist",
+			  fn, type);
+		return NCCL_ERR_INTERNAL;
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return NCCL_ERR_SYSTEM;
+	mr->magic = DMTN_MR_MAGIC;
+	mr->comm = c;
+	mr->base = (uintptr_t)data;
+	mr->size = size;
+	mr->type = type;
+	mr->cuda_dev = -1;
+	if (type == NCCL_PTR_CUDA) {
+		ret = dmtn_cuda_ptr_device(data, &mr->cuda_dev);
+		if (ret) {
+			DMTN_WARN("%s: %p is not CUDA memory this process can use: %s",
+				  fn, data, dmtn_cuda_why());
+			free(mr);
+			return NCCL_ERR_CUDA;
+		}
+	}
+	*out = mr;
+	return NCCL_OK;
+}
+
+nccl_result_t dmtn_reg_mr(void *comm, void *data, size_t size, int type,
+			  void **mhandle)
+{
+	return mr_new(comm, data, size, type, __func__,
+		      (struct dmtn_mr **)mhandle);
+}
+
+nccl_result_t dmtn_reg_mr_dmabuf(void *comm, void *data, size_t size,
+				 int type, uint64_t offset, int fd,
+				 void **mhandle)
+{
+	struct dmtn_mr *mr;
+	nccl_result_t ret;
+
+	ret = mr_new(comm, data, size, type, __func__, &mr);
+	if (ret)
+		return ret;
+	mr->dmabuf_offset = offset;
+	/* Only sends read a dma-buf by offset; receives land in the bound
+	 * buffer and are gathered into data. */
+	if (mr->comm->kind == DMTN_COMM_SEND && dmtn.dev[mr->comm->dev].devmem &&
+	    dmtn.cfg.tx)
+		dmtn_devmem_mr(mr->comm, mr, fd);
+	*mhandle = mr;
+	return NCCL_OK;
+}
+
+/* A registration is usable on any comm of the process (NCCL keeps them per
+ * comm, regIsGlobal 0, but nothing here depends on it); devmem TX uses it
+ * only on the comm it was bound for. */
+static struct dmtn_mr *mr_get(struct dmtn_comm *c, void *mhandle,
+			      const char *fn)
+{
+	struct dmtn_mr *mr = mhandle;
+
+	if (!mr)
+		return NULL;
+	if (mr->magic != DMTN_MR_MAGIC) {
+		DMTN_WARN("%s: %p is not a memory handle of this plugin (comm %p)",
+			  fn, mhandle, (void *)c);
+		return (struct dmtn_mr *)-1;
+	}
+	return mr;
+}
+
+nccl_result_t dmtn_dereg_mr(void *comm, void *mhandle)
+{
+	struct dmtn_comm *c = dmtn_comm_get(comm, 0, __func__);
+	struct dmtn_mr *mr;
+
+	if (!c)
+		return NCCL_ERR_INTERNAL;
+	mr = mr_get(c, mhandle, __func__);
+	if (!mr || mr == (struct dmtn_mr *)-1)
+		return NCCL_ERR_INTERNAL;
+	dmtn_devmem_mr_free(mr);
+	mr->magic = 0;
+	free(mr);
+	return NCCL_OK;
+}
+
+/* ---- requests ----------------------------------------------------------- */
+
+static struct dmtn_req *req_get(struct dmtn_comm *c, enum dmtn_req_kind kind)
+{
+	struct dmtn_req *r;
+
+	if (!c->nfree)
+		return NULL;
+	r = &c->reqs[c->free_reqs[--c->nfree]];
+	memset(r, 0, sizeof(*r));
+	r->magic = DMTN_REQ_MAGIC;
+	r->kind = kind;
+	r->state = DMTN_REQ_ACTIVE;
+	r->comm = c;
+	r->fence_dev = -1;
+	return r;
+}
+
+static void req_put(struct dmtn_req *r)
+{
+	struct dmtn_comm *c = r->comm;
+
+	r->magic = 0;
+	r->state = DMTN_REQ_FREE;
+	c->free_reqs[c->nfree++] = (int)(r - c->reqs);
+}
+
+/* The common start of isend, irecv and iflush: the comm, with *request
+ * cleared (on entry NCCL may leave a hint there, such as
+ * NCCL_NET_OPTIONAL_RECV_COMPLETION) and its first error returned. */
+static nccl_result_t post_start(void *p, enum dmtn_comm_kind kind,
+				void **request, const char *fn,
+				struct dmtn_comm **cp)
+{
+	struct dmtn_comm *c = dmtn_comm_get(p, kind, fn);
+
+	*cp = c;
+	if (!c || !request)
+		return NCCL_ERR_INTERNAL;
+	*request = NULL;
+	return c->error;
+}
+
+/* A request at the end of the comm's queue; NULL when the comm is full
+ * (NCCL posts again later). */
+static struct dmtn_req *req_queue(struct dmtn_comm *c, enum dmtn_req_kind kind)
+{
+	struct dmtn_req *r;
+
+	if (c->q_tail - c->q_sent >= DMTN_NREQS)
+		return NULL;
+	r = req_get(c, kind);
+	if (r)
+		c->q[c->q_tail++ % DMTN_NREQS] = r;
+	return r;
+}
+
+/* Does [data, data + size) lie in the registration? */
+static nccl_result_t buf_check(struct dmtn_comm *c, struct dmtn_mr *mr,
+			       const void *data, size_t size, const char *fn)
+{
+	uintptr_t p = (uintptr_t)data;
+
+	if (mr == (struct dmtn_mr *)-1)
+		return NCCL_ERR_INTERNAL;
+	if (mr && (p < mr->base || p - mr->base > mr->size ||
+		   size > mr->size - (p - mr->base))) {
+		DMTN_WARN("%s: %zu bytes at %p are outside the registration %p (%zu bytes at %#lx)",
+			  fn, size, data, (void *)mr, mr->size,
+			  (unsigned long)mr->base);
+		return NCCL_ERR_INTERNAL;
+	}
+	if (!data && size)
+		return NCCL_ERR_INTERNAL;
+	return NCCL_OK;
+}
+
+/* ---- send path ---------------------------------------------------------- */
+
+static nccl_result_t flush_headers(struct dmtn_comm *c)
+{
+	while (c->ctrl_out_off < c->ctrl_out_len) {
+		ssize_t n = send(c->ctrl_fd, c->ctrl_out + c->ctrl_out_off,
+				 c->ctrl_out_len - c->ctrl_out_off,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return NCCL_OK;
+			return sock_error(c, errno, "sending message headers");
+		}
+		c->ctrl_out_off += (size_t)n;
+	}
+	c->ctrl_out_off = c->ctrl_out_len = 0;
+	return NCCL_OK;
+}
+
+/* Make room for one more header: write what can go, keep the rest at the
+ * front of ctrl_out. */
+static nccl_result_t header_room(struct dmtn_comm *c)
+{
+	nccl_result_t ret = flush_headers(c);
+
+	if (ret || !c->ctrl_out_off)
+		return ret;
+	memmove(c->ctrl_out, c->ctrl_out + c->ctrl_out_off,
+		c->ctrl_out_len - c->ctrl_out_off);
+	c->ctrl_out_len -= c->ctrl_out_off;
+	c->ctrl_out_off = 0;
+	return NCCL_OK;
+}
+
+/* Plain send of the next bytes of b: bytes moved, or a negative error. */
+static ssize_t send_plain(struct dmtn_comm *c, struct dmtn_rbuf *b)
+{
+	const char *src = b->data + b->done;
+	size_t len = b->size - b->done;
+	ssize_t n;
+
+	if (b->mr && b->mr->type == NCCL_PTR_CUDA) {
+		/* CUDA memory without devmem TX: through host memory */
+		if (c->bounce_off == c->bounce_len) {
+			if (!bounce_ready(c))
+				return -ENOMEM;
+			c->bounce_len = len < c->bounce_size ? len : c->bounce_size;
+			c->bounce_off = 0;
+			if (dmtn_cuda_copy_dtoh(b->mr->cuda_dev, c->bounce,
+						(uintptr_t)src, c->bounce_len))
+				return -EIO;
+			c->st.bounce_bytes += c->bounce_len;
+		}
+		src = c->bounce + c->bounce_off;
+		len = c->bounce_len - c->bounce_off;
+	}
+	n = send(c->data_fd, src, len < IO_MAX ? len : IO_MAX,
+		 MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	if (b->mr && b->mr->type == NCCL_PTR_CUDA)
+		c->bounce_off += (size_t)n;
+	return n;
+}
+
+static nccl_result_t send_progress(struct dmtn_comm *c)
+{
+	nccl_result_t ret = flush_headers(c);
+
+	while (!ret && c->q_sent != c->q_tail) {
+		struct dmtn_req *r = c->q[c->q_sent % DMTN_NREQS];
+		struct dmtn_rbuf *b = &r->buf[0];
+		ssize_t n = 0;
+
+		if (b->done < b->size) {
+			n = r->devmem_tx ? dmtn_devmem_send(c, r, b->mr)
+					 : send_plain(c, b);
+			if (n < 0)
+				return n == -EIO ? comm_fail(c, NCCL_ERR_CUDA, "copying CUDA memory to the host failed: %s", dmtn_cuda_why())
+						 : sock_error(c, (int)-n, "sending");
+			b->done += (size_t)n;
+		}
+		if (b->done < b->size)
+			break;
+		r->state = r->devmem_tx ? DMTN_REQ_WAIT : DMTN_REQ_DONE;
+		c->st.msgs++;
+		c->st.bytes += b->size;
+		c->q_sent++;
+	}
+	if (!ret && c->dtx && dmtn_devmem_tx_reap(c))
+		ret = comm_fail(c, NCCL_ERR_SYSTEM, "devmem TX completions failed (see above)");
+	return ret;
+}
+
+nccl_result_t dmtn_isend(void *send_comm, void *data, size_t size, int tag,
+			 void *mhandle, void **request)
+{
+	struct dmtn_msg m = { DMTN_MSG_MAGIC, tag, size };
+	struct dmtn_comm *c;
+	struct dmtn_mr *mr;
+	struct dmtn_req *r;
+	nccl_result_t ret;
+
+	ret = post_start(send_comm, DMTN_COMM_SEND, request, __func__, &c);
+	if (ret)
+		return ret;
+	mr = mr_get(c, mhandle, __func__);
+	ret = buf_check(c, mr, data, size, __func__);
+	if (!ret)
+		ret = header_room(c);
+	if (ret)
+		return ret;
+	/* headers the peer has not read yet fill ctrl_out: post later */
+	if (c->ctrl_out_len + sizeof(m) > sizeof(c->ctrl_out))
+		return NCCL_OK;
+	r = req_queue(c, DMTN_REQ_SEND);
+	if (!r)
+		return NCCL_OK;
+	r->n = 1;
+	r->buf[0] = (struct dmtn_rbuf){ .data = data, .cap = size,
+					.size = size, .tag = tag, .mr = mr };
+	r->devmem_tx = mr && mr->comm == c && mr->tx_binding &&
+		       dmtn_devmem_tx_ready(c, mr);
+	memcpy(c->ctrl_out + c->ctrl_out_len, &m, sizeof(m));
+	c->ctrl_out_len += sizeof(m);
+	ret = send_progress(c);
+	if (ret)
+		return ret;
+	*request = r;
+	return NCCL_OK;
+}
+
+/* ---- receive path ------------------------------------------------------- */
+
+/* Read headers ahead into c->hdrs. */
+static nccl_result_t read_headers(struct dmtn_comm *c)
+{
+	while (!c->eof && c->h_tail - c->h_head < DMTN_NREQS) {
+		ssize_t n = recv(c->ctrl_fd, c->ctrl_in + c->ctrl_in_len,
+				 sizeof(c->ctrl_in) - c->ctrl_in_len,
+				 MSG_DONTWAIT);
+		struct dmtn_msg m;
+
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR
+				       ? NCCL_OK
+				       : sock_error(c, errno, "reading message headers");
+		if (n == 0) {
+			c->eof = true;
+			break;
+		}
+		c->ctrl_in_len += (size_t)n;
+		if (c->ctrl_in_len < sizeof(m))
+			continue;
+		memcpy(&m, c->ctrl_in, sizeof(m));
+		c->ctrl_in_len = 0;
+		if (m.magic != DMTN_MSG_MAGIC)
+			return comm_fail(c, NCCL_ERR_INTERNAL,
+					 "message header %u has magic %#x, not %#x: the peer does not speak this protocol",
+					 c->h_tail, m.magic, DMTN_MSG_MAGIC);
+		c->hdrs[c->h_tail++ % DMTN_NREQS] = m;
+	}
+	return NCCL_OK;
+}
+
+/* Give the next message to a buffer of the oldest receive not yet filled. */
+static nccl_result_t match_message(struct dmtn_comm *c)
+{
+	struct dmtn_req *r = c->q[c->q_sent % DMTN_NREQS];
+	const struct dmtn_msg *m = &c->hdrs[c->h_head % DMTN_NREQS];
+	int i, unmatched = 0;
+
+	for (i = 0; i < r->n; i++)
+		if (!r->buf[i].matched && (r->n == 1 || r->buf[i].tag == m->tag))
+			break;
+	if (i == r->n)
+		return comm_fail(c, NCCL_ERR_INTERNAL,
+				 "a message with tag %d matches no free buffer of the grouped receive of %d",
+				 m->tag, r->n);
+	if (m->size > r->buf[i].cap)
+		return comm_fail(c, NCCL_ERR_INVALID_USAGE,
+				 "a message of %llu bytes (tag %d) does not fit the %zu-byte receive buffer",
+				 (unsigned long long)m->size, m->tag,
+				 r->buf[i].cap);
+	c->h_head++;
+	r->buf[i].matched = true;
+	r->buf[i].size = m->size;
+	c->cur_req = r;
+	c->cur_buf = i;
+	for (int k = 0; k < r->n; k++)
+		unmatched += !r->buf[k].matched;
+	if (!unmatched)
+		c->q_sent++;	/* later messages go to the next receive */
+	return NCCL_OK;
+}
+
+/* Plain receive into b: bytes moved, 0 when nothing is readable, or a
+ * negative errno (-ECONNRESET at end of stream). */
+static ssize_t recv_plain(struct dmtn_comm *c, struct dmtn_rbuf *b)
+{
+	size_t len = b->size - b->done;
+	bool cuda = b->mr && b->mr->type == NCCL_PTR_CUDA;
+	char *dst = b->data + b->done;
+	ssize_t n;
+
+	if (cuda) {
+		if (!bounce_ready(c))
+			return -ENOMEM;
+		dst = c->bounce;
+		if (len > c->bounce_size)
+			len = c->bounce_size;
+	}
+	n = recv(c->data_fd, dst, len < IO_MAX ? len : IO_MAX, MSG_DONTWAIT);
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	if (n == 0)
+		return -ECONNRESET;
+	if (cuda) {
+		if (dmtn_cuda_copy_htod(b->mr->cuda_dev,
+					(uintptr_t)(b->data + b->done),
+					c->bounce, (size_t)n))
+			return -EIO;
+		c->st.bounce_bytes += (uint64_t)n;
+	}
+	return n;
+}
+
+static nccl_result_t recv_complete(struct dmtn_comm *c, struct dmtn_req *r,
+				   struct dmtn_rbuf *b)
+{
+	int left = 0;
+
+	b->complete = true;
+	c->cur_req = NULL;
+	c->st.msgs++;
+	c->st.bytes += b->size;
+	for (int k = 0; k < r->n; k++)
+		left += !r->buf[k].complete;
+	if (left)
+		return NCCL_OK;
+	if (r->fence_dev < 0) {
+		r->state = DMTN_REQ_DONE;
+		return NCCL_OK;
+	}
+	/* gathers queued: done once the last of them ran */
+	r->state = DMTN_REQ_WAIT;
+	return dmtn_devmem_fence(r) ? comm_fail(c, NCCL_ERR_CUDA, "recording the completion of a gather failed (see above)")
+				    : NCCL_OK;
+}
+
+static nccl_result_t recv_progress(struct dmtn_comm *c)
+{
+	nccl_result_t ret;
+
+	for (;;) {
+		struct dmtn_rbuf *b;
+		ssize_t n = 0;
+
+		ret = read_headers(c);
+		if (ret)
+			return ret;
+		if (!c->cur_req) {
+			if (c->q_sent == c->q_tail)
+				return NCCL_OK;		/* nothing posted */
+			if (c->h_head == c->h_tail)
+				break;			/* no message yet */
+			ret = match_message(c);
+			if (ret)
+				return ret;
+		}
+		b = &c->cur_req->buf[c->cur_buf];
+		if (b->done < b->size) {
+			n = c->drx ? dmtn_devmem_recv(c, c->cur_req, b)
+				   : recv_plain(c, b);
+			if (n < 0)
+				return n == -EIO ? comm_fail(c, NCCL_ERR_CUDA, "moving received bytes to CUDA memory failed: %s", dmtn_cuda_why())
+				       : n == -EPROTO ? comm_fail(c, NCCL_ERR_SYSTEM, "devmem receive failed (see above)")
+						      : sock_error(c, n == -ECONNRESET ? 0 : (int)-n, "receiving");
+			b->done += (size_t)n;
+		}
+		if (b->done == b->size) {
+			ret = recv_complete(c, c->cur_req, b);
+			if (ret)
+				return ret;
+		} else if (!n)
+			return NCCL_OK;			/* would block */
+	}
+	if (c->eof)
+		return comm_fail(c, NCCL_ERR_REMOTE,
+				 "the connection was closed by the peer with a receive posted and no message to fill it");
+	return NCCL_OK;
+}
+
+nccl_result_t dmtn_irecv(void *recv_comm, int n, void **data,
+			 const size_t *sizes, const int *tags, void **mhandles,
+			 void **request)
+{
+	struct dmtn_comm *c;
+	struct dmtn_req *r;
+	nccl_result_t ret;
+
+	ret = post_start(recv_comm, DMTN_COMM_RECV, request, __func__, &c);
+	if (ret)
+		return ret;
+	if (n < 1 || n > dmtn.cfg.max_recvs || !data || !sizes) {
+		DMTN_WARN("irecv: %d buffers: between 1 and maxRecvs (%d) with data and sizes",
+			  n, dmtn.cfg.max_recvs);
+		return NCCL_ERR_INTERNAL;
+	}
+	for (int i = 0; i < n; i++) {
+		struct dmtn_mr *mr = mr_get(c, mhandles ? mhandles[i] : NULL,
+					    __func__);
+
+		ret = buf_check(c, mr, data[i], sizes[i], __func__);
+		if (ret)
+			return ret;
+	}
+	r = req_queue(c, DMTN_REQ_RECV);
+	if (!r)
+		return NCCL_OK;
+	r->n = n;
+	for (int i = 0; i < n; i++)
+		r->buf[i] = (struct dmtn_rbuf){
+			.data = data[i], .cap = sizes[i],
+			.tag = tags ? tags[i] : 0,
+			.mr = mhandles ? mhandles[i] : NULL,
+		};
+	ret = recv_progress(c);
+	if (ret)
+		return ret;
+	*request = r;
+	return NCCL_OK;
+}
+
+nccl_result_t dmtn_iflush(void *recv_comm, int n, void **data, int *sizes,
+			  void **mhandles, void **request)
+{
+	struct dmtn_comm *c;
+	struct dmtn_req *r;
+	nccl_result_t ret;
+
+	ret = post_start(recv_comm, DMTN_COMM_RECV, request, __func__, &c);
+	if (ret)
+		return ret;
+	/* A receive is reported done only once its bytes are in the
+	 * destination (gathers included): nothing is left to flush. */
+	r = req_get(c, DMTN_REQ_FLUSH);
+	if (!r)
+		return NCCL_OK;
+	r->state = DMTN_REQ_DONE;
+	*request = r;
+	return NCCL_OK;
+}
+
+/* ---- test and close ----------------------------------------------------- */
+
+nccl_result_t dmtn_test(void *request, int *done, int *sizes)
+{
+	struct dmtn_req *r = request;
+	struct dmtn_comm *c;
+	nccl_result_t ret;
+
+	if (!r || r->magic != DMTN_REQ_MAGIC || r->state == DMTN_REQ_FREE ||
+	    !done) {
+		DMTN_WARN("test: %p is not a pending request of this plugin",
+			  request);
+		return NCCL_ERR_INTERNAL;
+	}
+	c = r->comm;
+	*done = 0;
+	if (c->error)
+		return c->error;
+	if (r->kind == DMTN_REQ_SEND)
+		ret = send_progress(c);
+	else if (r->kind == DMTN_REQ_RECV)
+		ret = recv_progress(c);
+	else
+		ret = NCCL_OK;
+	if (ret)
+		return ret;
+	if (r->state == DMTN_REQ_WAIT) {
+		int d = dmtn_devmem_req_done(r);
+
+		if (d < 0)
+			return comm_fail(c, NCCL_ERR_CUDA,
+					 "a gather into CUDA memory failed (see above)");
+		if (d)
+			r->state = DMTN_REQ_DONE;
+	}
+	if (r->state != DMTN_REQ_DONE)
+		return NCCL_OK;
+	*done = 1;
+	for (int i = 0; sizes && r->kind != DMTN_REQ_FLUSH && i < r->n; i++)
+		sizes[i] = r->buf[i].size > INT_MAX ? INT_MAX : (int)r->buf[i].size;
+	req_put(r);
+	return NCCL_OK;
+}
+
+/* Log what the comm carried, and free it. */
+static nccl_result_t close_comm(void *p, enum dmtn_comm_kind kind,
+				const char *fn)
+{
+	struct dmtn_comm *c = dmtn_comm_get(p, kind, fn);
+	const struct dmtn_stats *s;
+	bool send = kind == DMTN_COMM_SEND;
+
+	if (!c)
+		return NCCL_ERR_INTERNAL;
+	s = &c->st;
+	DMTN_INFO(NCCL_SUBSYS_NET,
+		  "%s comm %p (%s, peer %s): %llu messages, %llu bytes, %llu through devmem %s, %llu arrived as plain data, %llu copied through host memory",
+		  send ? "send" : "recv", (const void *)c, dmtn.dev[c->dev].name,
+		  c->peer, (unsigned long long)s->msgs,
+		  (unsigned long long)s->bytes,
+		  (unsigned long long)s->devmem_bytes, send ? "TX" : "RX",
+		  (unsigned long long)s->linear_bytes,
+		  (unsigned long long)s->bounce_bytes);
+	dmtn_comm_free(c);
+	return NCCL_OK;
+}
+
+nccl_result_t dmtn_close_send(void *send_comm)
+{
+	return close_comm(send_comm, DMTN_COMM_SEND, __func__);
+}
+
+nccl_result_t dmtn_close_recv(void *recv_comm)
+{
+	return close_comm(recv_comm, DMTN_COMM_RECV, __func__);
+}
