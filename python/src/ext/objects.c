@@ -129,6 +129,10 @@ static int Context_init(ContextObject *self, PyObject *args, PyObject *kw)
 		PyErr_SetString(PyExc_RuntimeError, "Context is already initialised");
 		return -1;
 	}
+	/* Errors raise with their message: by default nothing is printed,
+	 * unless $DEVMEMTCP_LOG asks for it. */
+	if (level < 0 && !getenv("DEVMEMTCP_LOG"))
+		level = DEVMEMTCP_LOG_NONE;
 	{
 		DEVMEMTCP_OPTS(ctx_opts, o, .log_level = level > 0 ? level : 0,
 			       .log_fn = level == DEVMEMTCP_LOG_NONE ? drop_log : NULL);
@@ -262,10 +266,11 @@ static PyGetSetDef Context_getset[] = {
 
 PyDoc_STRVAR(Context_doc,
 "Context(log_level=None)\n--\n\n"
-"The library context: logging and the message of the last failed\n"
-"constructor.  log_level: 'none', 'err' (default, or $DEVMEMTCP_LOG),\n"
-"'warn', 'info', 'debug'; messages go to stderr.  Every other object is\n"
-"made with a Context.  A context manager: close() on exit.");
+"The library context.  Every other object is made with one.  Errors raise\n"
+"devmemtcp.Error with the library's message, so by default the library\n"
+"prints nothing; log_level ('none', 'err', 'warn', 'info', 'debug', or\n"
+"$DEVMEMTCP_LOG when None and set) sends its messages to stderr.  A context\n"
+"manager: close() on exit.");
 
 PyTypeObject Context_Type = {
 	PyVarObject_HEAD_INIT(NULL, 0)
@@ -538,6 +543,8 @@ static PyObject *Buffer_addr(PyObject *self, PyObject *args)
 	if (!b || !PyArg_ParseTuple(args, "K:addr", &off))
 		return NULL;
 	ret = devmemtcp_buf_addr(b->buf, off, &addr);
+	if (ret == -ERANGE)
+		return dmt_raise(ret, "Buffer.addr: the offset is in no segment of the buffer");
 	if (ret)
 		return dmt_raise(ret, devmemtcp_buf_errmsg(b->buf));
 	return PyLong_FromUnsignedLongLong(addr);
