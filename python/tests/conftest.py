@@ -14,6 +14,43 @@ import devmemtcp as dm
 
 BINDING = 7
 
+# The DLPack ABI, for tests that act as a consumer themselves.
+capi = ctypes.pythonapi
+capi.PyCapsule_GetName.restype = ctypes.c_char_p
+capi.PyCapsule_GetName.argtypes = [ctypes.py_object]
+capi.PyCapsule_GetPointer.restype = ctypes.c_void_p
+capi.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+capi.PyCapsule_SetName.restype = ctypes.c_int
+capi.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
+                ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                ("lanes", ctypes.c_uint16),
+                ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+class Versioned(ctypes.Structure):
+    pass
+
+
+Versioned._fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32),
+                      ("manager_ctx", ctypes.c_void_p),
+                      ("deleter", ctypes.CFUNCTYPE(None, ctypes.POINTER(Versioned))),
+                      ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
+
+
+class Legacy(ctypes.Structure):
+    pass
+
+
+Legacy._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
+                   ("deleter", ctypes.CFUNCTYPE(None, ctypes.POINTER(Legacy)))]
+
 
 def pytest_report_header(config):
     return ["devmemtcp %s from %s (library %s, releases from any thread: %s)"

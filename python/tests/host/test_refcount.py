@@ -11,6 +11,10 @@ import numpy as np
 import pytest
 
 CYCLES = 100_000
+# AddressSanitizer keeps freed memory in quarantine: RSS says nothing then
+# (its own checks stand in for it)
+ASAN = "libasan" in os.environ.get("LD_PRELOAD", "")
+RSS_LIMIT = 1 << 40 if ASAN else 1 << 20
 FRAGS = [(i * 4096, 4096) for i in range(8)] + [(0, 200, 1)]
 
 
@@ -66,7 +70,7 @@ def test_flat_memory(rx, fake, hostmem, step):
     print("%s: tracemalloc %+d bytes, RSS %+d KiB over %d cycles"
           % (step.__name__, t1 - t0, (r1 - r0) // 1024, CYCLES))
     assert t1 - t0 < 16 << 10
-    assert r1 - r0 < 1 << 20
+    assert r1 - r0 < RSS_LIMIT
     rx.flush()
     st = fake.stats(rx)
     assert st["outstanding"] == 0 and st["bad"] == 0
@@ -96,7 +100,7 @@ def test_flat_memory_dlpack_views(rx, fake, hostmem):
     r1 = rss()
     tracemalloc.stop()
     print("views: tracemalloc %+d bytes, RSS %+d KiB" % (t1 - t0, (r1 - r0) // 1024))
-    assert t1 - t0 < 16 << 10 and r1 - r0 < 1 << 20
+    assert t1 - t0 < 16 << 10 and r1 - r0 < RSS_LIMIT
     rx.flush()
     st = fake.stats(rx)
     assert (st["outstanding"], st["bad"], st["freed"]) == (0, 0, 2 * 22_000)

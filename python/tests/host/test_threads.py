@@ -48,7 +48,7 @@ def test_release_from_another_thread_during_recv(rx, conn, fake):
     ptr = ctypes.pythonapi.PyCapsule_GetPointer
     ptr.restype = ctypes.c_void_p
     ptr.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    from test_dlpack import Legacy
+    from conftest import Legacy
     m = Legacy.from_address(ptr(cap, b"dltensor"))
     ctypes.pythonapi.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
     ctypes.pythonapi.PyCapsule_SetName(cap, b"used_dltensor")
