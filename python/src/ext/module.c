@@ -113,8 +113,11 @@ int dmt_stream_of(PyObject *obj, void **stream, long long *dl)
 	if (PyLong_Check(obj)) {
 		v = Py_NewRef(obj);
 	} else if (PyObject_HasAttrString(obj, "__cuda_stream__")) {
-		PyObject *t = PyObject_CallMethod(obj, "__cuda_stream__", NULL);
+		/* a method returning (version, handle), or that tuple */
+		PyObject *t = PyObject_GetAttrString(obj, "__cuda_stream__");
 
+		if (t && PyCallable_Check(t))
+			Py_SETREF(t, PyObject_CallNoArgs(t));
 		if (!t)
 			return -1;
 		if (PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 2)
