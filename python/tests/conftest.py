@@ -3,10 +3,12 @@
 GPU tests (gpu/).  Synthetic fragments come from the fake devmem kernel
 (devmemtcp._testing, test builds only)."""
 
+import contextlib
 import ctypes
 import mmap
 import os
 import socket
+import threading
 
 import pytest
 
@@ -142,3 +144,23 @@ def expected_bytes(mem, frags, stream_pos=0):
         else:
             out += mem[f[0]:f[0] + f[1]]
     return bytes(out)
+
+
+@contextlib.contextmanager
+def spinner():
+    """A second Python thread counting while the block runs: yields a list
+    whose item 0 is the count, final once the block is left."""
+    stop = threading.Event()
+    count = [0]
+
+    def spin():
+        while not stop.is_set():
+            count[0] += 1
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        yield count
+    finally:
+        stop.set()
+        t.join()

@@ -32,13 +32,15 @@
 #include "dlpack.h"
 
 /*
- * Releases from any thread.  When the library declares that
- * devmemtcp_rx_release(), _release_after() and devmemtcp_gpu_release_after()
- * may run on any thread while another blocks in devmemtcp_rx_recv(), the
- * extension calls them directly.  Otherwise it serialises every call on a
- * receiver with its own lock and never holds that lock while blocking: a
- * receive waits with poll() first, and a release from another thread hands
- * its tokens to the kernel at once.
+ * Releases from any thread.  When the library declares (with the macro
+ * DEVMEMTCP_RELEASE_ANY_THREAD) that devmemtcp_rx_release(),
+ * _release_after(), _flush() and devmemtcp_gpu_release_after() may run on
+ * any thread while another blocks in devmemtcp_rx_recv(), the extension
+ * calls them directly.  Otherwise it serialises every call on a receiver
+ * with its own lock and never holds that lock while blocking: a receive
+ * waits with poll() first (waking every FLUSH_SLICE_MS to hand releases
+ * that became due to the kernel).  Either way a release from a thread other
+ * than the receiving one flushes at once.
  */
 #ifdef DEVMEMTCP_RELEASE_ANY_THREAD
 #define DMT_LIB_THREAD_SAFE 1
@@ -260,8 +262,7 @@ static inline void rx_unlock(struct rx_core *rx)
 
 /* Drop a reference; the last one hands the tokens to the library (after
  * the fences pushed on the set).  from_any_thread: the caller is not the
- * receiving thread (with a library that is not thread-safe for releases,
- * the tokens then go to the kernel at once).  Returns what the release
+ * receiving thread (the tokens then go to the kernel at once).  Returns what the release
  * returned; msg gets the library's message on failure (may be NULL). */
 int dmt_set_put(struct frag_set *set, bool from_any_thread, char *msg,
 		size_t msglen);

@@ -450,7 +450,7 @@ static PyMethodDef Fragments_methods[] = {
 	  "release($self, /)\n--\n\n"
 	  "Hand the tokens back (once every DLPack view is gone too).  Safe to\n"
 	  "call twice; the tokens go back exactly once." },
-	{ "__enter__", dmt_any_enter, METH_NOARGS, "__enter__($self, /)\n--\n\nReturn self." },
+	DMT_ENTER_METHOD,
 	{ "__exit__", Fragments_exit, METH_VARARGS, "__exit__($self, *exc, /)\n--\n\nrelease()." },
 	{ "read", Fragments_read, METH_NOARGS,
 	  "read($self, /)\n--\n\n"

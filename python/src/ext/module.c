@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /* The devmemtcp._devmemtcp module: errors, constants, argument helpers. */
 #include <errno.h>
+#include <fcntl.h>
 #include <net/if.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "dmt.h"
+#include "common.h"
 
 PyObject *DmtError;
 PyTypeObject *Fragment_Type, *Queue_Type, *TxDone_Type;
@@ -65,9 +67,29 @@ struct buf_core *dmt_buf_of(PyObject *obj)
 
 int dmt_fd_of(PyObject *obj)
 {
-	int fd = PyObject_AsFileDescriptor(obj);
+	return PyObject_AsFileDescriptor(obj);
+}
 
+int dmt_dup_sock(PyObject *sock)
+{
+	int fd = dmt_fd_of(sock);
+
+	if (fd < 0)
+		return -1;
+	fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		PyErr_SetFromErrno(PyExc_OSError);
 	return fd;
+}
+
+int dmt_new_failed(int ret, struct ctx_core *ctx, int fd)
+{
+	close(fd);
+	if (ret)
+		dmt_raise_ctx(ret, ctx);
+	else
+		PyErr_NoMemory();
+	return -1;
 }
 
 int dmt_ifindex_of(PyObject *obj, char *name, size_t len)

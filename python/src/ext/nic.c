@@ -157,10 +157,8 @@ static int Nic_init(NicObject *self, PyObject *args, PyObject *kw)
 	ctx = dmt_ctx_of(a.ctx);
 	if (!ctx || (a.buf != Py_None && !(buf = dmt_buf_of(a.buf))))
 		return -1;
-	if (self->core) {
-		PyErr_SetString(PyExc_RuntimeError, "Nic is already open");
+	if (dmt_fresh((PyObject *)self, "Nic"))
 		return -1;
-	}
 	if (queue_ids_of(a.queues, &q, &a.nqueues) ||
 	    (a.flows && flows_of(a.flows, &flows, &nflows)))
 		goto out;
@@ -426,7 +424,7 @@ static PyMethodDef Nic_methods[] = {
 	  "Undo every change this handle made, in reverse order (the binding\n"
 	  "first).  Raises Error with the first undo error; the rest is undone\n"
 	  "anyway.  Further use raises ValueError." },
-	{ "__enter__", dmt_any_enter, METH_NOARGS, "__enter__($self, /)\n--\n\nReturn self." },
+	DMT_ENTER_METHOD,
 	{ "__exit__", dmt_any_exit, METH_VARARGS, "__exit__($self, *exc, /)\n--\n\nclose()." },
 	{ "add_flow", Nic_add_flow, METH_VARARGS,
 	  "add_flow($self, flow, /)\n--\n\n"

@@ -125,10 +125,8 @@ static int Context_init(ContextObject *self, PyObject *args, PyObject *kw)
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:Context", kwlist, &lvl) ||
 	    log_level_of(lvl, &level))
 		return -1;
-	if (self->core) {
-		PyErr_SetString(PyExc_RuntimeError, "Context is already initialised");
+	if (dmt_fresh((PyObject *)self, "Context"))
 		return -1;
-	}
 	/* Errors raise with their message: by default nothing is printed,
 	 * unless $DEVMEMTCP_LOG asks for it. */
 	if (level < 0 && !getenv("DEVMEMTCP_LOG"))
@@ -415,10 +413,8 @@ static int Buffer_init(BufferObject *self, PyObject *args, PyObject *kw)
 	if (!ctx || (provobj && provider_of(provobj, &a.provider)) ||
 	    dl_device_of(a.dl_device, &dev))
 		return -1;
-	if (self->core) {
-		PyErr_SetString(PyExc_RuntimeError, "Buffer is already initialised");
+	if (dmt_fresh((PyObject *)self, "Buffer"))
 		return -1;
-	}
 	if (a.segments != Py_None && segments_of(a.segments, &segs, &nsegs))
 		return -1;
 	{
@@ -976,10 +972,8 @@ static int Gpu_init(GpuObject *self, PyObject *args, PyObject *kw)
 	ctx = dmt_ctx_of(ctxobj);
 	if (!ctx)
 		return -1;
-	if (self->core) {
-		PyErr_SetString(PyExc_RuntimeError, "Gpu is already initialised");
+	if (dmt_fresh((PyObject *)self, "Gpu"))
 		return -1;
-	}
 	{
 		DEVMEMTCP_OPTS(gpu_opts, o, .cuda_device = device,
 			       .flags = desc_copy ? DEVMEMTCP_GPU_DESC_COPY : 0,

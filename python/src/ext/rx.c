@@ -150,7 +150,10 @@ static int set_release(struct frag_set *set, struct gpu_core *gpu,
 		if (ret < 0)
 			copy_msg(msg, msglen, devmemtcp_rx_errmsg(rx->rx));
 	}
-	if (from_any_thread && !DMT_LIB_THREAD_SAFE)
+	/* not the receiving thread: the tokens go to the kernel now rather
+	 * than at the next receive, which may be waiting for the very
+	 * buffers they hold */
+	if (from_any_thread)
 		devmemtcp_rx_flush(rx->rx);
 	rx_unlock(rx);
 	if (!deferred)
@@ -690,20 +693,11 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 		PyErr_SetString(PyExc_ValueError, "max_frags and max_bytes must be between 1 and 2**31 - 1");
 		return -1;
 	}
-	if (self->core) {
-		PyErr_SetString(PyExc_RuntimeError, "Rx is already initialised");
+	if (dmt_fresh((PyObject *)self, "Rx"))
 		return -1;
-	}
-	fd = dmt_fd_of(sock);
+	fd = dmt_dup_sock(sock);
 	if (fd < 0)
 		return -1;
-	/* our own descriptor: the socket stays open (and its tokens valid)
-	 * for as long as anything holds the receiver */
-	fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	if (fd < 0) {
-		PyErr_SetFromErrno(PyExc_OSError);
-		return -1;
-	}
 	{
 		DEVMEMTCP_OPTS(rx_opts, o, .ctrl_size = (size_t)ctrl_size,
 			       .release_batch = batch);
@@ -712,13 +706,8 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 	}
 	rx = ret ? NULL : calloc(1, sizeof(*rx));
 	if (!rx) {
-		close(fd);
 		devmemtcp_rx_free(h);
-		if (ret)
-			dmt_raise_ctx(ret, ctx);
-		else
-			PyErr_NoMemory();
-		return -1;
+		return dmt_new_failed(ret, ctx, fd);
 	}
 	core_init(&rx->c, rx_destroy);
 	core_get(&ctx->c);

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /* Tx: sending from a dma-buf bound for transmission. */
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -49,18 +48,11 @@ static int Tx_init(TxObject *self, PyObject *args, PyObject *kw)
 	b = dmt_core(bobj, "Binding");
 	if (!b)
 		return -1;
-	if (self->core) {
-		PyErr_SetString(PyExc_RuntimeError, "Tx is already initialised");
+	if (dmt_fresh((PyObject *)self, "Tx"))
 		return -1;
-	}
-	fd = dmt_fd_of(sock);
+	fd = dmt_dup_sock(sock);
 	if (fd < 0)
 		return -1;
-	fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	if (fd < 0) {
-		PyErr_SetFromErrno(PyExc_OSError);
-		return -1;
-	}
 	{
 		DEVMEMTCP_OPTS(tx_opts, o, .max_iovs = max_iovs,
 			       .max_call_bytes = max_call);
@@ -69,13 +61,8 @@ static int Tx_init(TxObject *self, PyObject *args, PyObject *kw)
 	}
 	x = ret ? NULL : calloc(1, sizeof(*x));
 	if (!x) {
-		close(fd);
 		devmemtcp_tx_free(h);
-		if (ret)
-			dmt_raise_ctx(ret, ctx);
-		else
-			PyErr_NoMemory();
-		return -1;
+		return dmt_new_failed(ret, ctx, fd);
 	}
 	core_init(&x->t.c, tx_destroy);
 	core_get(&ctx->c);

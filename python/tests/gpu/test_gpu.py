@@ -11,8 +11,11 @@ skip without CuPy or JAX.  Run by python/tests/gpu-run.sh on the GPU machine.
 
 import ctypes
 import gc
+import io
+import os
 import random
-import socket
+import struct
+import sys
 import threading
 import time
 
@@ -262,6 +265,39 @@ def test_jax_view(grx, cudabuf, fake):
     del x, got
     gc.collect()
     torch.cuda.synchronize()
+    assert settle(r, fake) == 0
+
+
+def test_torch_loader_assembles_samples(grx, cudabuf, fake):
+    """examples/python/torch_loader.py cuts the stream at sample boundaries
+    (sizes from the control connection) and gathers each sample into its
+    own tensor: fed here by the fake kernel from pages of the buffer that
+    hold the pattern of examples/python/sender.py."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..",
+                                    "examples", "python"))
+    import sender
+    import torch_loader
+    r, _ = grx
+    sizes = [5000, 70001, 1, 4096, 300000]
+    stream = b"".join(sender.sample_bytes(i, n) for i, n in enumerate(sizes))
+    whole = cudabuf[1]
+    rnd = random.Random(5)
+    pages = rnd.sample(range(PAGES), (len(stream) + 4095) // 4096)
+    frags = []
+    for j, p in enumerate(pages):
+        chunk = stream[j * 4096:(j + 1) * 4096]
+        whole[p * 4096:p * 4096 + len(chunk)] = torch.frombuffer(bytearray(chunk), dtype=torch.uint8).cuda()
+        frags.append((p * 4096, len(chunk)))
+    torch.cuda.synchronize()
+    for i in range(0, len(frags), 16):
+        fake.push(r, frags[i:i + 16])
+    ctrl = io.BytesIO(b"".join(struct.pack("!I", n) for n in sizes))
+    s = torch.cuda.Stream()
+    got = list(torch_loader.assemble(r, ctrl, torch.device("cuda", 0), s))
+    torch.cuda.synchronize()
+    assert [t.numel() for t in got] == sizes
+    for i, t in enumerate(got):
+        assert torch.equal(t, torch_loader.expected(i, sizes[i], t.device)), i
     assert settle(r, fake) == 0
 
 

@@ -11,7 +11,6 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 
 from array import array
@@ -19,7 +18,7 @@ from array import array
 import pytest
 
 import devmemtcp as dm
-from conftest import Legacy, Versioned, capi
+from conftest import Legacy, Versioned, capi, spinner
 
 IF = "dsim1"
 RX_ADDR = "10.77.0.2"
@@ -169,24 +168,13 @@ def test_receive_64mib_through_the_binding(ctx):
 def receive_checked(rx, sender):
     """Receive to the end, checking every byte; a second thread spins
     while the first receive waits for the (delayed) sender."""
-    stop = threading.Event()
-    spins = [0]
-
-    def spin():
-        while not stop.is_set():
-            spins[0] += 1
-
-    th = threading.Thread(target=spin)
-    th.start()
-    t0 = time.monotonic()
-    f = rx.recv()                        # waits ~1 s for the sender
-    waited = time.monotonic() - t0
-    during_wait = spins[0]
-    stop.set()
-    th.join()
+    with spinner() as spins:
+        t0 = time.monotonic()
+        f = rx.recv()                    # waits ~1 s for the sender
+        waited = time.monotonic() - t0
     print("first recv waited %.2f s; the other thread ran %d iterations meanwhile"
-          % (waited, during_wait))
-    assert waited > 0.5 and during_wait > 1000
+          % (waited, spins[0]))
+    assert waited > 0.5 and spins[0] > 1000
     pos, n, how = 0, 0, 0
     while f:
         data = f.read()
