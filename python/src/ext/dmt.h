@@ -119,6 +119,7 @@ struct rx_core {
 	int fd;				/* our dup of the socket */
 	pthread_mutex_t lock;		/* library calls (DMT_LIB_THREAD_SAFE 0) */
 	pthread_mutex_t recv_lock;	/* one receive at a time, and its scratch */
+	atomic_int receiving;		/* threads inside recv() */
 	struct devmemtcp_frag *scratch;
 	size_t scratch_max;
 	void *linear;

@@ -150,10 +150,10 @@ static int set_release(struct frag_set *set, struct gpu_core *gpu,
 		if (ret < 0)
 			copy_msg(msg, msglen, devmemtcp_rx_errmsg(rx->rx));
 	}
-	/* not the receiving thread: the tokens go to the kernel now rather
-	 * than at the next receive, which may be waiting for the very
-	 * buffers they hold */
-	if (from_any_thread)
+	/* a deleter, or a receive waiting elsewhere: the tokens go to the
+	 * kernel now rather than at the next receive, which may be waiting
+	 * for the very buffers they hold */
+	if (from_any_thread || atomic_load(&rx->receiving))
 		devmemtcp_rx_flush(rx->rx);
 	rx_unlock(rx);
 	if (!deferred)
@@ -537,11 +537,13 @@ static PyObject *Rx_recv(RxObject *self, PyObject *const *args,
 			break;
 		}
 		memset(&o, 0, sizeof(o));
+		atomic_fetch_add(&rx->receiving, 1);
 		Py_BEGIN_ALLOW_THREADS
 		pthread_mutex_lock(&rx->recv_lock);
 		n = recv_locked(rx, max_frags, len, timeout_ms, &o);
 		pthread_mutex_unlock(&rx->recv_lock);
 		Py_END_ALLOW_THREADS
+		atomic_fetch_sub(&rx->receiving, 1);
 		if (n != -EINTR || PyErr_CheckSignals())
 			break;
 	}
@@ -715,6 +717,7 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 	rx->rx = h;
 	rx->fd = fd;
 	atomic_init(&rx->nbufs, 0);
+	atomic_init(&rx->receiving, 0);
 	pthread_mutex_init(&rx->lock, NULL);
 	pthread_mutex_init(&rx->recv_lock, NULL);
 	if (gpuobj != Py_None) {
