@@ -380,7 +380,7 @@ static PyObject *Fragments_dlpack(PyObject *self, PyObject *args, PyObject *kw)
 		PyErr_SetString(PyExc_BufferError, f->n ? why : "no fragments");
 		return NULL;
 	}
-	b = dmt_set_frag_buf(set, 0);
+	b = NULL;
 	for (uint32_t i = 0; !b && i < set->n; i++)
 		b = dmt_set_frag_buf(set, i);
 	if (!b || !b->device.device_type) {
