@@ -301,11 +301,16 @@ static int64_t now_ms(void)
  * while waiting.  0 when readable, or a negative errno. */
 static int wait_readable(struct rx_core *rx, int timeout_ms, struct recv_out *o)
 {
-	int64_t deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : -1;
-	bool nonblock = fcntl(rx->fd, F_GETFL) & O_NONBLOCK;
 	struct pollfd p = { .fd = rx->fd, .events = POLLIN };
+	int64_t deadline;
+	bool nonblock;
 	int ret, slice;
 
+	/* the common case: data is waiting, and the receive flushes itself */
+	if (poll(&p, 1, 0) > 0)
+		return 0;
+	deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : -1;
+	nonblock = fcntl(rx->fd, F_GETFL) & O_NONBLOCK;
 	for (;;) {
 		rx_lock(rx);
 		ret = devmemtcp_rx_flush(rx->rx);
