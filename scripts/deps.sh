@@ -6,7 +6,9 @@ set -eu
 # ethtool: the host suite's oracle for NIC state (not only the vm suite's)
 pkgs="meson ninja-build pkg-config gcc g++ libmnl-dev libcmocka-dev
 libnl-genl-3-dev libdrm-dev valgrind iproute2 ethtool python3
-qemu-system-x86 debootstrap busybox-static cpio zstd kmod"
+qemu-system-x86 debootstrap busybox-static cpio zstd kmod
+python3-dev python3-venv python3-pip python3-mesonpy python3-pytest python3-numpy
+patchelf"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

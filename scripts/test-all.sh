@@ -24,7 +24,7 @@ step "build ($B)"
 ninja -C "$B" || exit 1
 
 step "unit, host, vm and gpu suites"
-meson test -C "$B" --print-errorlogs --suite unit --suite host --suite nccl --suite vm --suite gpu || status=1
+meson test -C "$B" --print-errorlogs --suite unit --suite host --suite nccl --suite python --suite vm --suite gpu || status=1
 cp "$B/meson-logs/testlog.json" "$logs/main.json" 2>/dev/null
 
 step "ASan/UBSan build ($S): unit and host suites"

@@ -1,0 +1,817 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/* Rx: receiving, and the fragment sets whose tokens it hands back. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+
+#define DEFAULT_MAX_FRAGS 1024
+#define DEFAULT_MAX_BYTES (4u << 20)
+/* Without a thread-safe library, a waiting receive wakes this often to
+ * hand the releases that became due (GPU fences) to the kernel. */
+#define FLUSH_SLICE_MS 20
+
+static void rx_destroy(struct core *c)
+{
+	struct rx_core *rx = (struct rx_core *)c;
+	size_t nb = atomic_load(&rx->nbufs);
+
+	/* waits for pending fences, whose done callbacks free their sets */
+	devmemtcp_rx_free(rx->rx);
+	if (rx->fd >= 0)
+		close(rx->fd);
+	for (size_t i = 0; i < nb; i++)
+		core_put(&rx->bufs[i].buf->c);
+	for (int i = 0; i < MAX_GPUS; i++)
+		core_put(rx->gpus[i] ? &rx->gpus[i]->c : NULL);
+	core_put(&rx->ctx->c);
+	pthread_mutex_destroy(&rx->lock);
+	pthread_mutex_destroy(&rx->recv_lock);
+	free(rx->scratch);
+	free(rx->linear);
+	free(rx);
+}
+
+/* ---- fragment sets -------------------------------------------------------- */
+
+static void set_free(struct frag_set *set)
+{
+	struct fence_ent *e = atomic_load(&set->fences), *next;
+
+	for (; e; e = next) {
+		next = e->next;
+		free(e);
+	}
+	free(set);
+}
+
+/* devmemtcp_done_fn of a set with fences: 1 once every fence completed.
+ * A fence that fails (a broken CUDA context) counts as complete: nothing
+ * reads the bytes any more, and the receiver must not wedge on it. */
+static int set_done(void *arg, bool wait)
+{
+	struct frag_set *set = arg;
+
+	for (struct fence_ent *e = atomic_load(&set->fences); e; e = e->next) {
+		int r;
+
+		if (!e->fence)
+			continue;
+		r = devmemtcp_gpu_fence_done(e->fence, wait);
+		if (r == 0)
+			return 0;
+		e->fence = NULL;
+	}
+	set_free(set);
+	return 1;
+}
+
+static void set_wait(struct frag_set *set)
+{
+	for (struct fence_ent *e = atomic_load(&set->fences); e; e = e->next) {
+		if (e->fence)
+			devmemtcp_gpu_fence_done(e->fence, true);
+		e->fence = NULL;
+	}
+}
+
+int dmt_set_push_fence(struct frag_set *set, struct devmemtcp_gpu_fence *f)
+{
+	struct fence_ent *e = malloc(sizeof(*e));
+
+	if (!e) {
+		devmemtcp_gpu_fence_done(f, true);
+		return -ENOMEM;
+	}
+	e->fence = f;
+	e->next = atomic_load(&set->fences);
+	while (!atomic_compare_exchange_weak(&set->fences, &e->next, e))
+		;
+	return 0;
+}
+
+static void set_unhold(struct frag_set *set)
+{
+	struct rx_core *rx = set->rx;
+	size_t nb = atomic_load(&rx->nbufs);
+
+	for (size_t i = 0; i < nb; i++)
+		if (set->held[i])
+			atomic_fetch_sub(&rx->bufs[i].buf->held, set->held[i]);
+}
+
+static void copy_msg(char *msg, size_t len, const char *src)
+{
+	if (msg && len)
+		snprintf(msg, len, "%s", src);
+}
+
+/*
+ * The tokens of set go back to the library: after gpu's stream, after the
+ * set's fences, or now.  The set is freed here or, when deferred on its
+ * fences, by set_done().  The set's receiver reference goes last.
+ */
+static int set_release(struct frag_set *set, struct gpu_core *gpu,
+		       void *stream, bool from_any_thread, char *msg,
+		       size_t msglen)
+{
+	struct rx_core *rx = set->rx;
+	bool deferred = false;
+	int dev = atomic_load(&set->sync_device), ret;
+
+	set_unhold(set);
+	if (dev >= 0)
+		dmt_cuda_sync(dev);	/* a view had no stream to fence */
+	rx_lock(rx);
+	if (gpu) {
+		ret = devmemtcp_gpu_release_after(gpu->gpu, rx->rx, set->frags,
+						  set->n, stream);
+		if (ret < 0) {
+			copy_msg(msg, msglen, devmemtcp_gpu_errmsg(gpu->gpu));
+			dmt_cuda_sync(gpu->device);
+			devmemtcp_rx_release(rx->rx, set->frags, set->n);
+		}
+	} else if (atomic_load(&set->fences)) {
+		ret = devmemtcp_rx_release_after(rx->rx, set->frags, set->n,
+						 set_done, set);
+		deferred = ret >= 0;
+		if (!deferred) {
+			/* could not defer: wait here, then release */
+			copy_msg(msg, msglen, devmemtcp_rx_errmsg(rx->rx));
+			set_wait(set);
+			devmemtcp_rx_release(rx->rx, set->frags, set->n);
+		}
+	} else {
+		ret = devmemtcp_rx_release(rx->rx, set->frags, set->n);
+		if (ret < 0)
+			copy_msg(msg, msglen, devmemtcp_rx_errmsg(rx->rx));
+	}
+	/* a deleter, or a receive waiting elsewhere: the tokens go to the
+	 * kernel now rather than at the next receive, which may be waiting
+	 * for the very buffers they hold */
+	if (from_any_thread || atomic_load(&rx->receiving))
+		devmemtcp_rx_flush(rx->rx);
+	rx_unlock(rx);
+	if (!deferred)
+		set_free(set);
+	core_put(&rx->c);
+	return ret < 0 ? ret : 0;
+}
+
+int dmt_set_put(struct frag_set *set, bool from_any_thread, char *msg,
+		size_t msglen)
+{
+	if (atomic_fetch_sub_explicit(&set->refs, 1, memory_order_acq_rel) != 1)
+		return 0;
+	return set_release(set, NULL, NULL, from_any_thread, msg, msglen);
+}
+
+int dmt_set_release_gpu(struct frag_set *set, struct gpu_core *gpu,
+			void *stream, char *msg, size_t msglen)
+{
+	atomic_store(&set->refs, 0);
+	return set_release(set, gpu, stream, false, msg, msglen);
+}
+
+static long buf_index(const struct rx_core *rx, size_t nb, uint32_t id)
+{
+	for (size_t i = 0; i < nb; i++)
+		if (rx->bufs[i].id == id)
+			return (long)i;
+	return -1;
+}
+
+struct buf_core *dmt_set_frag_buf(const struct frag_set *set, uint32_t i)
+{
+	const struct devmemtcp_frag *f = &set->frags[i];
+	long k;
+
+	if (f->flags & (DEVMEMTCP_FRAG_LINEAR | DEVMEMTCP_FRAG_FOREIGN))
+		return NULL;
+	k = buf_index(set->rx, atomic_load(&set->rx->nbufs), f->binding_id);
+	return k < 0 ? NULL : set->rx->bufs[k].buf;
+}
+
+int dmt_set_range(const struct frag_set *set, uint64_t *addr, uint64_t *len,
+		  char *why, size_t whylen)
+{
+	struct devmemtcp_gpu_iov iov;
+	uint64_t linear = 0;
+	int n;
+
+	for (uint32_t i = 0; i < set->n; i++)
+		if (set->frags[i].flags & DEVMEMTCP_FRAG_LINEAR)
+			linear += set->frags[i].len;
+	if (linear) {
+		snprintf(why, whylen,
+			 "%llu bytes arrived as linear (host) data, not in the buffer: use gather_into() or read()",
+			 (unsigned long long)linear);
+		return 0;
+	}
+	n = devmemtcp_gpu_view(NULL, set->frags, set->n, &iov, 1);
+	if (n < 0) {
+		snprintf(why, whylen,
+			 "a fragment has no address (a binding not registered with Rx.add_buf()): nothing to view");
+		return 0;
+	}
+	if (n != 1) {
+		snprintf(why, whylen, n ? "the %u fragments are %d separate device ranges: a DLPack tensor is one range; use gather_into()"
+					: "%u fragments and no bytes: nothing to view",
+			 set->n, n);
+		return 0;
+	}
+	*addr = iov.addr;
+	*len = iov.len;
+	return 1;
+}
+
+/* ---- the receiver's GPU handles ------------------------------------------ */
+
+struct gpu_core *dmt_rx_gpu(struct rx_core *rx, int device)
+{
+	struct gpu_core *g;
+	int ret;
+
+	if (device < 0 || device >= MAX_GPUS) {
+		PyErr_Format(PyExc_ValueError, "CUDA device %d is out of range", device);
+		return NULL;
+	}
+	if (!rx->gpus[device]) {
+		DEVMEMTCP_OPTS(gpu_opts, o, .cuda_device = device);
+
+		g = dmt_gpu_core_new(rx->ctx, device, &o, &ret);
+		if (!g)
+			return NULL;
+		/* another thread may have made one while the GIL was free */
+		if (rx->gpus[device])
+			core_put(&g->c);
+		else
+			rx->gpus[device] = g;
+	}
+	core_get(&rx->gpus[device]->c);
+	return rx->gpus[device];
+}
+
+/* ---- receiving ------------------------------------------------------------ */
+
+struct recv_out {
+	struct frag_set *set;
+	void *linear;
+	size_t nlinear;
+	uint64_t nbytes;
+	uint64_t dmabuf;
+	char msg[512];
+};
+
+static int ensure_scratch(struct rx_core *rx, size_t max_frags, size_t len)
+{
+	if (max_frags > rx->scratch_max) {
+		void *p = realloc(rx->scratch, max_frags * sizeof(*rx->scratch));
+
+		if (!p)
+			return -ENOMEM;
+		rx->scratch = p;
+		rx->scratch_max = max_frags;
+	}
+	if (len > rx->linear_max) {
+		void *p = realloc(rx->linear, len);
+
+		if (!p)
+			return -ENOMEM;
+		rx->linear = p;
+		rx->linear_max = len;
+	}
+	return 0;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait for data with poll(), flushing releases first (and, without a
+ * thread-safe library, every FLUSH_SLICE_MS), so that no lock is held
+ * while waiting.  0 when readable, or a negative errno. */
+static int wait_readable(struct rx_core *rx, int timeout_ms, struct recv_out *o)
+{
+	struct pollfd p = { .fd = rx->fd, .events = POLLIN };
+	int64_t deadline;
+	bool nonblock;
+	int ret, slice;
+
+	/* the common case: data is waiting, and the receive flushes itself */
+	if (poll(&p, 1, 0) > 0)
+		return 0;
+	deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : -1;
+	nonblock = fcntl(rx->fd, F_GETFL) & O_NONBLOCK;
+	for (;;) {
+		rx_lock(rx);
+		ret = devmemtcp_rx_flush(rx->rx);
+		if (ret < 0)
+			copy_msg(o->msg, sizeof(o->msg), devmemtcp_rx_errmsg(rx->rx));
+		rx_unlock(rx);
+		if (ret < 0)
+			return ret;
+		slice = nonblock ? 0 : deadline < 0 ? -1 : (int)(deadline - now_ms());
+		if (slice < 0 && deadline >= 0)
+			slice = 0;
+		if (!DMT_LIB_THREAD_SAFE && (slice < 0 || slice > FLUSH_SLICE_MS))
+			slice = FLUSH_SLICE_MS;
+		ret = poll(&p, 1, slice);
+		if (ret > 0)
+			return 0;
+		if (ret < 0)
+			return -errno;
+		if (nonblock)
+			return -EAGAIN;
+		if (deadline >= 0 && now_ms() >= deadline)
+			return -ETIMEDOUT;
+	}
+}
+
+/* Turn n fragments of the scratch array into a set; account the bytes
+ * each buffer now has in live views. */
+static int make_set(struct rx_core *rx, int n, struct recv_out *o)
+{
+	size_t nb = atomic_load(&rx->nbufs);
+	struct frag_set *s;
+	long last = 0;
+
+	s = malloc(sizeof(*s) + (size_t)n * sizeof(s->frags[0]));
+	if (!s)
+		return -ENOMEM;
+	atomic_init(&s->refs, 1);
+	atomic_init(&s->fences, NULL);
+	atomic_init(&s->sync_device, -1);
+	memset(s->held, 0, sizeof(s->held));
+	s->n = (uint32_t)n;
+	memcpy(s->frags, rx->scratch, (size_t)n * sizeof(s->frags[0]));
+	o->nlinear = 0;
+	o->nbytes = o->dmabuf = 0;
+	for (int i = 0; i < n; i++) {
+		const struct devmemtcp_frag *f = &s->frags[i];
+
+		o->nbytes += f->len;
+		if (f->flags & DEVMEMTCP_FRAG_LINEAR) {
+			if (f->offset + f->len > o->nlinear)
+				o->nlinear = f->offset + f->len;
+			continue;
+		}
+		o->dmabuf += f->len;
+		if (f->flags & DEVMEMTCP_FRAG_FOREIGN)
+			continue;
+		if ((size_t)last >= nb || rx->bufs[last].id != f->binding_id)
+			last = buf_index(rx, nb, f->binding_id);
+		if (last >= 0)
+			s->held[last] += f->len;
+		else
+			last = 0;
+	}
+	for (size_t i = 0; i < nb; i++)
+		if (s->held[i])
+			atomic_fetch_add(&rx->bufs[i].buf->held, s->held[i]);
+	o->linear = NULL;
+	if (o->nlinear) {
+		o->linear = malloc(o->nlinear);
+		if (o->linear)
+			memcpy(o->linear, rx->linear, o->nlinear);
+	}
+	core_get(&rx->c);
+	s->rx = rx;
+	o->set = s;
+	return n;
+}
+
+static int recv_locked(struct rx_core *rx, size_t max_frags, size_t len,
+		       int timeout_ms, struct recv_out *o)
+{
+	int ret = ensure_scratch(rx, max_frags, len);
+
+	if (ret)
+		return ret;
+	if (!DMT_LIB_THREAD_SAFE || timeout_ms >= 0) {
+		ret = wait_readable(rx, timeout_ms, o);
+		if (ret)
+			return ret;
+	}
+	rx_lock(rx);
+	ret = devmemtcp_rx_recv(rx->rx, rx->scratch, max_frags, rx->linear, len);
+	if (ret < 0 && ret != -EAGAIN && ret != -EINTR)
+		copy_msg(o->msg, sizeof(o->msg), devmemtcp_rx_errmsg(rx->rx));
+	rx_unlock(rx);
+	if (ret > 0)
+		ret = make_set(rx, ret, o);
+	return ret;
+}
+
+/* The bytes a receive may take without live views going over a buffer's
+ * cap; 0 with the error raised when one is at its cap already. */
+static size_t cap_room(struct rx_core *rx, size_t len)
+{
+	size_t nb = atomic_load(&rx->nbufs);
+
+	for (size_t i = 0; i < nb; i++) {
+		struct buf_core *b = rx->bufs[i].buf;
+		uint64_t held = atomic_load(&b->held), cap = atomic_load(&b->cap);
+		char msg[512];
+
+		if (held >= cap) {
+			snprintf(msg, sizeof(msg),
+				 "Rx.recv: live Fragments and their DLPack views hold %llu bytes of the buffer of binding %u, at its view_cap of %llu: release Fragments (release(), a with block, or del) and drop tensors made from them, or raise Buffer.view_cap; bytes held by views starve the NIC's queue",
+				 (unsigned long long)held, rx->bufs[i].id,
+				 (unsigned long long)cap);
+			dmt_raise(-ENOBUFS, msg);
+			return 0;
+		}
+		if (cap - held < len)
+			len = (size_t)(cap - held);
+	}
+	return len;
+}
+
+static PyObject *new_fragments(struct recv_out *o, int n)
+{
+	FragmentsObject *f = PyObject_New(FragmentsObject, &Fragments_Type);
+
+	if (!f) {
+		if (o->set)
+			dmt_set_put(o->set, false, NULL, 0);
+		free(o->linear);
+		return NULL;
+	}
+	f->set = o->set;
+	f->n = n;
+	f->nbytes = o->nbytes;
+	f->dmabuf_bytes = o->dmabuf;
+	f->linear = NULL;
+	if (o->linear) {
+		f->linear = PyBytes_FromStringAndSize(o->linear, (Py_ssize_t)o->nlinear);
+		free(o->linear);
+		if (!f->linear) {
+			Py_DECREF(f);
+			return NULL;
+		}
+	} else if (o->nlinear) {
+		Py_DECREF(f);
+		return PyErr_NoMemory();
+	}
+	return (PyObject *)f;
+}
+
+static int size_arg(PyObject *v, size_t *out, const char *name)
+{
+	long long x;
+
+	if (v == Py_None)
+		return 0;
+	x = PyLong_AsLongLong(v);
+	if (x == -1 && PyErr_Occurred())
+		return -1;
+	if (x <= 0 || (unsigned long long)x > INT32_MAX) {
+		PyErr_Format(PyExc_ValueError, "%s must be between 1 and 2**31 - 1", name);
+		return -1;
+	}
+	*out = (size_t)x;
+	return 0;
+}
+
+static int timeout_arg(PyObject *v, int *ms)
+{
+	double t;
+
+	*ms = -1;
+	if (v == Py_None)
+		return 0;
+	t = PyFloat_AsDouble(v);
+	if (t == -1.0 && PyErr_Occurred())
+		return -1;
+	if (t < 0) {
+		PyErr_SetString(PyExc_ValueError, "timeout must be None or >= 0 seconds");
+		return -1;
+	}
+	*ms = t > 2e6 ? 2000000000 : (int)(t * 1000.0 + 0.5);
+	return 0;
+}
+
+static const char *const recv_kw[] = { "max_bytes", "max_frags", "timeout" };
+
+static PyObject *Rx_recv(RxObject *self, PyObject *const *args,
+			 Py_ssize_t nargs, PyObject *kwnames)
+{
+	struct rx_core *rx = dmt_core((PyObject *)self, "Rx");
+	PyObject *v[3] = { Py_None, Py_None, Py_None };
+	size_t max_frags = self->max_frags, len = self->max_bytes;
+	struct recv_out o;
+	int timeout_ms, n = 0;
+
+	if (!rx)
+		return NULL;
+	if (nargs > 3) {
+		PyErr_SetString(PyExc_TypeError, "recv() takes at most 3 arguments");
+		return NULL;
+	}
+	for (Py_ssize_t i = 0; i < nargs; i++)
+		v[i] = args[i];
+	for (Py_ssize_t i = 0; kwnames && i < PyTuple_GET_SIZE(kwnames); i++) {
+		const char *k = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, i));
+		int j = 0;
+
+		while (k && j < 3 && strcmp(k, recv_kw[j]))
+			j++;
+		if (!k || j == 3) {
+			PyErr_Format(PyExc_TypeError, "recv() got an unexpected keyword argument '%s'", k ? k : "?");
+			return NULL;
+		}
+		v[j] = args[nargs + i];
+	}
+	if (size_arg(v[0], &len, "max_bytes") || size_arg(v[1], &max_frags, "max_frags") ||
+	    timeout_arg(v[2], &timeout_ms))
+		return NULL;
+	core_get(&rx->c);	/* close() from another thread waits for us */
+	for (;;) {
+		len = cap_room(rx, len);
+		if (!len) {
+			n = 0;
+			break;
+		}
+		memset(&o, 0, sizeof(o));
+		atomic_fetch_add(&rx->receiving, 1);
+		Py_BEGIN_ALLOW_THREADS
+		pthread_mutex_lock(&rx->recv_lock);
+		n = recv_locked(rx, max_frags, len, timeout_ms, &o);
+		pthread_mutex_unlock(&rx->recv_lock);
+		Py_END_ALLOW_THREADS
+		atomic_fetch_sub(&rx->receiving, 1);
+		if (n != -EINTR || PyErr_CheckSignals())
+			break;
+	}
+	core_put(&rx->c);
+	if (!len || (n == -EINTR && PyErr_Occurred()))
+		return NULL;
+	if (n == -EAGAIN)
+		return dmt_raise(n, "Rx.recv: the socket is non-blocking and has no data");
+	if (n == -ETIMEDOUT)
+		return dmt_raise(n, "Rx.recv: no data within the timeout");
+	if (n < 0)
+		return dmt_raise(n, o.msg);
+	return new_fragments(&o, n);
+}
+
+static PyObject *Rx_add_buf(PyObject *self, PyObject *args)
+{
+	struct rx_core *rx = dmt_core(self, "Rx");
+	PyObject *bobj, *bufobj;
+	struct buf_core *buf;
+	unsigned long id;
+	size_t nb;
+	int ret;
+
+	if (!rx || !PyArg_ParseTuple(args, "OO:add_buf", &bobj, &bufobj) ||
+	    !(buf = dmt_buf_of(bufobj)))
+		return NULL;
+	if (PyObject_TypeCheck(bobj, &Binding_Type) || PyObject_TypeCheck(bobj, &Nic_Type)) {
+		PyObject *v = PyObject_GetAttrString(bobj,
+			PyObject_TypeCheck(bobj, &Nic_Type) ? "binding_id" : "id");
+
+		if (!v)
+			return NULL;
+		id = PyLong_AsUnsignedLong(v);
+		Py_DECREF(v);
+	} else {
+		id = PyLong_AsUnsignedLong(bobj);
+	}
+	if (id == (unsigned long)-1 && PyErr_Occurred())
+		return NULL;
+	if (atomic_load(&rx->nbufs) == RX_MAX_BUFS) {
+		PyErr_Format(PyExc_ValueError, "a receiver takes at most %d buffers", RX_MAX_BUFS);
+		return NULL;
+	}
+	core_get(&rx->c);
+	Py_BEGIN_ALLOW_THREADS
+	pthread_mutex_lock(&rx->recv_lock);
+	rx_lock(rx);
+	ret = devmemtcp_rx_add_buf(rx->rx, (uint32_t)id, buf->buf);
+	rx_unlock(rx);
+	if (!ret) {
+		nb = atomic_load(&rx->nbufs);
+		core_get(&buf->c);
+		rx->bufs[nb] = (struct rx_buf){ (uint32_t)id, buf };
+		atomic_store(&rx->nbufs, nb + 1);
+	}
+	pthread_mutex_unlock(&rx->recv_lock);
+	Py_END_ALLOW_THREADS
+	if (ret)
+		dmt_raise(ret, devmemtcp_rx_errmsg(rx->rx));
+	core_put(&rx->c);
+	if (ret)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+static PyObject *Rx_flush(PyObject *self, PyObject *unused)
+{
+	struct rx_core *rx = dmt_core(self, "Rx");
+	char msg[512] = "";
+	int ret;
+
+	if (!rx)
+		return NULL;
+	rx_lock(rx);
+	ret = devmemtcp_rx_flush(rx->rx);
+	if (ret < 0)
+		copy_msg(msg, sizeof(msg), devmemtcp_rx_errmsg(rx->rx));
+	rx_unlock(rx);
+	return ret < 0 ? dmt_raise(ret, msg) : PyLong_FromLong(ret);
+}
+
+static const struct dmt_field rx_stats_fields[] = {
+	DMT_F(struct devmemtcp_rx_stats, bytes, 'Q'),
+	DMT_F(struct devmemtcp_rx_stats, dmabuf_bytes, 'Q'),
+	DMT_F(struct devmemtcp_rx_stats, linear_bytes, 'Q'),
+	DMT_F(struct devmemtcp_rx_stats, frags, 'Q'),
+	DMT_F(struct devmemtcp_rx_stats, recv_calls, 'Q'),
+	DMT_F(struct devmemtcp_rx_stats, steering_misses, 'Q'),
+	DMT_F(struct devmemtcp_rx_stats, foreign_frags, 'Q'),
+	DMT_F(struct devmemtcp_rx_stats, tokens_outstanding, 'Q'),
+	DMT_F(struct devmemtcp_rx_stats, tokens_outstanding_max, 'Q'),
+	DMT_F(struct devmemtcp_rx_stats, tokens_released, 'Q'),
+	DMT_F(struct devmemtcp_rx_stats, dontneed_calls, 'Q'),
+	DMT_F(struct devmemtcp_rx_stats, partial_returns, 'Q'),
+	DMT_F(struct devmemtcp_rx_stats, ctrl_grows, 'Q'),
+	DMT_F(struct devmemtcp_rx_stats, deferred_pending, 'Q'),
+};
+
+static PyObject *Rx_stats(PyObject *self, PyObject *unused)
+{
+	struct rx_core *rx = dmt_core(self, "Rx");
+	struct devmemtcp_rx_stats st = { .sz = sizeof(st) };
+	int ret;
+
+	if (!rx)
+		return NULL;
+	rx_lock(rx);
+	ret = devmemtcp_rx_stats(rx->rx, &st);
+	rx_unlock(rx);
+	if (ret)
+		return dmt_raise(ret, NULL);
+	return dmt_fields_dict(&st, rx_stats_fields,
+			       sizeof(rx_stats_fields) / sizeof(rx_stats_fields[0]));
+}
+
+static PyObject *Rx_fileno(PyObject *self, PyObject *unused)
+{
+	struct rx_core *rx = dmt_core(self, "Rx");
+
+	return rx ? PyLong_FromLong(rx->fd) : NULL;
+}
+
+static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "ctx", "sock", "ctrl_size", "release_batch",
+				  "gpu", "max_frags", "max_bytes", NULL };
+	Py_ssize_t ctrl_size = 0, max_frags = DEFAULT_MAX_FRAGS,
+		   max_bytes = DEFAULT_MAX_BYTES;
+	PyObject *ctxobj, *sock, *gpuobj = Py_None;
+	unsigned int batch = 0;
+	struct devmemtcp_rx *h = NULL;
+	struct ctx_core *ctx;
+	struct rx_core *rx;
+	int fd, ret;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$nIOnn:Rx", kwlist,
+					 &ctxobj, &sock, &ctrl_size, &batch,
+					 &gpuobj, &max_frags, &max_bytes) ||
+	    !(ctx = dmt_ctx_of(ctxobj)))
+		return -1;
+	if (gpuobj != Py_None && (!PyObject_TypeCheck(gpuobj, &Gpu_Type) ||
+				  !((GpuObject *)gpuobj)->core)) {
+		PyErr_SetString(PyExc_TypeError, "gpu must be an open devmemtcp.Gpu");
+		return -1;
+	}
+	if (max_frags <= 0 || max_bytes <= 0 || max_frags > INT32_MAX ||
+	    max_bytes > INT32_MAX || ctrl_size < 0) {
+		PyErr_SetString(PyExc_ValueError, "max_frags and max_bytes must be between 1 and 2**31 - 1");
+		return -1;
+	}
+	if (dmt_fresh((PyObject *)self, "Rx"))
+		return -1;
+	fd = dmt_dup_sock(sock);
+	if (fd < 0)
+		return -1;
+	{
+		DEVMEMTCP_OPTS(rx_opts, o, .ctrl_size = (size_t)ctrl_size,
+			       .release_batch = batch);
+
+		ret = devmemtcp_rx_new(ctx->ctx, fd, &o, &h);
+	}
+	rx = ret ? NULL : calloc(1, sizeof(*rx));
+	if (!rx) {
+		devmemtcp_rx_free(h);
+		return dmt_new_failed(ret, ctx, fd);
+	}
+	core_init(&rx->c, rx_destroy);
+	core_get(&ctx->c);
+	rx->ctx = ctx;
+	rx->rx = h;
+	rx->fd = fd;
+	atomic_init(&rx->nbufs, 0);
+	atomic_init(&rx->receiving, 0);
+	pthread_mutex_init(&rx->lock, NULL);
+	pthread_mutex_init(&rx->recv_lock, NULL);
+	if (gpuobj != Py_None) {
+		struct gpu_core *g = ((GpuObject *)gpuobj)->core;
+
+		if (g->device >= 0 && g->device < MAX_GPUS) {
+			core_get(&g->c);
+			rx->gpus[g->device] = g;
+		}
+	}
+	self->core = rx;
+	self->max_frags = (size_t)max_frags;
+	self->max_bytes = (size_t)max_bytes;
+	Py_XSETREF(self->sock, Py_NewRef(sock));
+	return 0;
+}
+
+static void Rx_dealloc(RxObject *self)
+{
+	Py_CLEAR(self->sock);
+	dmt_any_dealloc((PyObject *)self);
+}
+
+PyDoc_STRVAR(recv_doc,
+"recv($self, /, max_bytes=None, max_frags=None, timeout=None)\n--\n\n"
+"Receive the next bytes of the stream (at most max_bytes, in at most\n"
+"max_frags fragments; defaults from the constructor) and return them as a\n"
+"Fragments object, empty (falsy) at the end of the stream.  Blocks like the\n"
+"socket does, with the GIL released; timeout (seconds) raises\n"
+"Error(ETIMEDOUT) when nothing came.  The fragments' tokens hold NIC\n"
+"buffers until the Fragments is released (release(), a with block, or\n"
+"garbage collection) and every DLPack view of it is gone; a receive that\n"
+"would let live views hold more than a buffer's view_cap takes fewer\n"
+"bytes, and raises Error(ENOBUFS) when the cap is reached already.");
+
+static PyMethodDef Rx_methods[] = {
+	DMT_CM_METHODS(DMT_CLOSE_DOC("receiver",
+		"tokens of Fragments still alive (or viewed by tensors) go back when those go; the socket's descriptor is closed then.")),
+	{ "recv", (PyCFunction)(void (*)(void))Rx_recv,
+	  METH_FASTCALL | METH_KEYWORDS, recv_doc },
+	{ "add_buf", Rx_add_buf, METH_VARARGS,
+	  "add_buf($self, binding, buf, /)\n--\n\n"
+	  "Fragments of binding (an id, a Binding or a Nic) map to addresses\n"
+	  "through buf.  Register every buffer before receiving from it." },
+	{ "flush", Rx_flush, METH_NOARGS,
+	  "flush($self, /)\n--\n\n"
+	  "Hand queued token releases to the kernel now (recv does it before\n"
+	  "waiting); returns the number released." },
+	{ "stats", Rx_stats, METH_NOARGS,
+	  "stats($self, /)\n--\n\n"
+	  "Receive statistics as a dict: bytes, frags, recv_calls,\n"
+	  "tokens_outstanding, tokens_released, dontneed_calls, ..." },
+	{ "fileno", Rx_fileno, METH_NOARGS,
+	  "fileno($self, /)\n--\n\nThe receiver's own descriptor of the socket (a dup)." },
+	{ NULL, NULL, 0, NULL },
+};
+
+static PyObject *Rx_get_limit(PyObject *self, void *closure)
+{
+	RxObject *r = (RxObject *)self;
+
+	return PyLong_FromSize_t(closure ? r->max_bytes : r->max_frags);
+}
+
+static PyGetSetDef Rx_getset[] = {
+	DMT_CLOSED_GETSET,
+	{ "max_frags", Rx_get_limit, NULL, "Default fragments per recv().", NULL },
+	{ "max_bytes", Rx_get_limit, NULL, "Default bytes per recv().", (void *)1 },
+	{ NULL, NULL, NULL, NULL, NULL },
+};
+
+PyDoc_STRVAR(Rx_doc,
+"Rx(ctx, sock, *, ctrl_size=0, release_batch=0, gpu=None, max_frags=1024,\n"
+"   max_bytes=4194304)\n--\n\n"
+"A connected TCP socket (a socket object or a descriptor) wrapped for\n"
+"devmem receive.  The receiver keeps its own duplicate of the descriptor.\n"
+"Register the bound buffers with add_buf(), then call recv().  gpu: the\n"
+"Gpu used by Fragments.gather_into() and by CUDA views (default: one per\n"
+"device, made on first use).");
+
+PyTypeObject Rx_Type = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "devmemtcp.Rx",
+	.tp_basicsize = sizeof(RxObject),
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+	.tp_doc = Rx_doc,
+	.tp_new = PyType_GenericNew,
+	.tp_init = (initproc)Rx_init,
+	.tp_dealloc = (destructor)Rx_dealloc,
+	.tp_methods = Rx_methods,
+	.tp_getset = Rx_getset,
+};

@@ -1,0 +1,156 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+"""Errors: devmemtcp.Error is an OSError carrying the library's errno and
+message; bad arguments raise the usual Python exceptions."""
+
+import errno
+import os
+import re
+import socket
+
+import pytest
+
+import devmemtcp as dm
+
+
+def raises(eno, message, fn, *a, **kw):
+    """fn raises devmemtcp.Error with this errno and a message matching
+    the regular expression `message` entirely."""
+    with pytest.raises(dm.Error) as e:
+        fn(*a, **kw)
+    err = e.value
+    assert isinstance(err, OSError)
+    assert err.errno == eno, err
+    assert re.fullmatch(message, err.strerror), err.strerror
+    assert str(err) == "[Errno %d] %s" % (eno, err.strerror)
+    return err
+
+
+def test_error_is_oserror():
+    assert issubclass(dm.Error, OSError)
+    e = dm.Error(errno.EINVAL, "msg")
+    assert (e.errno, e.strerror) == (errno.EINVAL, "msg")
+
+
+def test_rx_on_a_pipe(ctx):
+    r, w = os.pipe()
+    try:
+        raises(errno.ENOTSOCK, r"devmemtcp_rx_new: fd \d+ is not a socket \(Socket operation on non-socket\): pass a connected TCP socket",
+               dm.Rx, ctx, r)
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_rx_on_udp(ctx):
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+        raises(errno.EPROTOTYPE, r"devmemtcp_rx_new: fd \d+ is not a stream socket: devmem TCP needs a connected TCP socket",
+               dm.Rx, ctx, u)
+
+
+def test_nic_unknown_interface(ctx):
+    raises(errno.ENODEV, r'no interface "nosuch0" in this network namespace \(see ip link show\)',
+           dm.Nic, ctx, "nosuch0")
+
+
+def test_nic_bad_flow(ctx):
+    raises(errno.EINVAL, re.escape("flow 'dst-port many' does not parse: use '[tcp4|tcp6] [src-ip A[/L]] [dst-ip A[/L]] [src-port N] [dst-port N] [queue I]'"),
+           dm.Nic, ctx, "lo", flows=["dst-port many"])
+    with pytest.raises(TypeError, match="^flows is a list of strings"):
+        dm.Nic(ctx, "lo", flows="tcp4 dst-port 1")
+
+
+def test_nic_on_loopback(ctx):
+    raises(errno.EINVAL, re.escape("lo: all 1 RX queues would be devmem queues, leaving none for other traffic: use fewer queues or add channels with ethtool -L"),
+           dm.Nic, ctx, "lo")
+
+
+def test_bind_rx_on_loopback(ctx, hostmem):
+    raises(errno.EOPNOTSUPP, re.escape("bind-rx on lo failed: the driver of lo does not support devmem TCP (it lacks the queue management API / unreadable netmem), or the kernel predates bind-rx (Linux 6.12)"),
+           dm.Binding.rx, ctx, "lo", [0], hostmem.buf)
+
+
+def test_interface_index_and_name(ctx, hostmem):
+    raises(errno.ENODEV, "no network interface named nosuch0", dm.Binding.rx, ctx, "nosuch0", 0, hostmem.buf)
+    with pytest.raises(ValueError, match="^no network interface with index 99999$"):
+        ctx.queues(99999)
+
+
+def test_import_without_fd(ctx):
+    raises(errno.EBADF, "import: opts.fd -1 is not a dma-buf fd: pass the fd your exporter gave you",
+           dm.Buffer, ctx, 4096, "import")
+
+
+def test_import_segment_outside(ctx, hostmem):
+    raises(errno.EINVAL, re.escape("segment [0, +0x2000) is empty or outside the 4096-byte dma-buf: every segment must lie inside the buffer"),
+           dm.Buffer, ctx, 4096, "import", fd=hostmem.fd, keep_fd=True, segments=[(0, 8192, 0)])
+
+
+def test_drm_provider_reserved(ctx):
+    raises(errno.EOPNOTSUPP, r"DEVMEMTCP_PROVIDER_DRM is not available in libdevmemtcp \S+: export the GEM buffer with drmPrimeHandleToFD\(\) and pass the fd with DEVMEMTCP_PROVIDER_IMPORT",
+           dm.Buffer, ctx, 4096, "drm")
+
+
+@pytest.mark.skipif(os.path.exists("/dev/udmabuf"), reason="this machine has /dev/udmabuf")
+def test_udmabuf_missing(ctx):
+    raises(errno.ENOENT, re.escape("udmabuf: /dev/udmabuf does not exist: load the module with 'modprobe udmabuf' (kernel option CONFIG_UDMABUF)"),
+           dm.Buffer, ctx, 1 << 20)
+
+
+def test_host_read_of_device_memory(ctx, hostmem):
+    raises(errno.EOPNOTSUPP, re.escape("devmemtcp_buf_read: the buffer is device memory (provider 2), which the CPU cannot read: copy it on the device instead"),
+           hostmem.buf.read, 0, 16)
+
+
+def test_addr_out_of_range(hostmem):
+    raises(errno.ERANGE, r"Buffer.addr: the offset is in no segment of the buffer",
+           hostmem.buf.addr, hostmem.size)
+
+
+def test_timeout_and_nonblocking(rx, conn):
+    raises(errno.ETIMEDOUT, r"Rx.recv: no data within the timeout", rx.recv, timeout=0.05)
+    conn.server.setblocking(False)   # the flag is the socket's, shared by the dup
+    raises(errno.EAGAIN, r"Rx.recv: the socket is non-blocking and has no data", rx.recv)
+    conn.server.setblocking(True)
+
+
+def test_argument_errors(ctx, rx, hostmem):
+    with pytest.raises(ValueError, match="^log_level is one of 'none', 'err', 'warn', 'info', 'debug' or a LOG_\\* number$"):
+        dm.Context(log_level="loud")
+    with pytest.raises(ValueError, match="^provider is 'udmabuf', 'import', 'cuda', 'drm' or a PROVIDER_\\* number$"):
+        dm.Buffer(ctx, 4096, "gpu")
+    with pytest.raises(ValueError, match="^max_bytes must be between 1 and 2\\*\\*31 - 1$"):
+        rx.recv(max_bytes=0)
+    with pytest.raises(ValueError, match="^max_frags must be between 1 and 2\\*\\*31 - 1$"):
+        rx.recv(None, 0)
+    with pytest.raises(ValueError, match="^timeout must be None or >= 0 seconds$"):
+        rx.recv(timeout=-1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bytes'"):
+        rx.recv(bytes=1)
+    with pytest.raises(ValueError, match="^max_frags and max_bytes must be between 1 and 2\\*\\*31 - 1$"):
+        dm.Rx(ctx, 0, max_frags=0)
+    with pytest.raises(TypeError, match="^expected a devmemtcp.Context, got str$"):
+        dm.Rx("ctx", 0)
+    with pytest.raises(TypeError, match="^expected a devmemtcp.Buffer, got int$"):
+        rx.add_buf(1, 2)
+    with pytest.raises(TypeError, match="^gpu must be an open devmemtcp.Gpu$"):
+        dm.Rx(ctx, 0, gpu=1)
+    with pytest.raises(TypeError, match="^binding must be a devmemtcp.Binding made by Binding.tx\\(\\)$"):
+        dm.Tx(ctx, 0, hostmem.buf)
+    with pytest.raises(TypeError, match="^dl_device is a \\(device_type, device_id\\) tuple"):
+        dm.Buffer(ctx, 4096, "import", fd=hostmem.fd, keep_fd=True, dl_device="cpu")
+
+
+def test_register_twice(rx, hostmem):
+    from conftest import BINDING
+    raises(errno.EEXIST, "devmemtcp_rx_add_buf: binding %d is already registered" % BINDING,
+           rx.add_buf, BINDING, hostmem.buf)
+
+
+def test_gather_stream_argument(rx, fake):
+    import numpy as np
+    fake.push(rx, [(0, 4096)])
+    with rx.recv() as f:
+        with pytest.raises(TypeError, match="^stream must be None, an int"):
+            f.gather_into(np.zeros(4096, np.uint8), stream="s")
+        with pytest.raises(ValueError, match="^a stream handle is not negative$"):
+            f.gather_into(np.zeros(4096, np.uint8), stream=-3)

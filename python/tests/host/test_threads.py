@@ -1,0 +1,108 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+"""Threads: a blocking receive releases the GIL, and tokens can go back
+from other threads (DLPack deleters) while a receive waits."""
+
+import ctypes
+import threading
+import time
+
+import numpy as np
+
+import devmemtcp as dm
+from conftest import spinner
+
+
+def test_gil_released_during_blocking_recv(rx, conn):
+    timer = threading.Timer(0.5, conn.client.sendall, [b"x" * 1000])
+    timer.start()
+    with spinner() as count:
+        t0 = time.monotonic()
+        f = rx.recv()
+        waited = time.monotonic() - t0
+    timer.join()
+    assert waited >= 0.4
+    assert f.linear == b"x" * len(f.linear) and len(f.linear) > 0
+    # a pure-Python loop makes ~10**6 iterations per 0.1 s; a held GIL, none
+    assert count[0] > 10000, count[0]
+    f.release()
+
+
+def test_release_from_another_thread_during_recv(rx, conn, fake):
+    """The receiving thread waits in recv(); another thread drops the last
+    view of earlier fragments (the deleter runs there, without the GIL),
+    and a third flushes: the tokens reach the kernel while recv waits."""
+    fake.push(rx, [(0, 4096), (4096, 4096)])
+    f = rx.recv()
+    cap = f.__dlpack__()
+    ptr = ctypes.pythonapi.PyCapsule_GetPointer
+    ptr.restype = ctypes.c_void_p
+    ptr.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    from conftest import Legacy
+    m = Legacy.from_address(ptr(cap, b"dltensor"))
+    ctypes.pythonapi.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    ctypes.pythonapi.PyCapsule_SetName(cap, b"used_dltensor")
+    del cap
+    f.release()
+    got = []
+    receiver = threading.Thread(target=lambda: got.append(rx.recv()))
+    receiver.start()
+    time.sleep(0.2)
+    assert receiver.is_alive()             # waiting on the socket
+    t0 = time.monotonic()
+    deleter = threading.Thread(target=m.deleter, args=(ctypes.pointer(m),))
+    deleter.start()
+    deleter.join(5)
+    assert not deleter.is_alive() and time.monotonic() - t0 < 1.0
+    rx.flush()
+    assert fake.stats(rx)["outstanding"] == 0
+    assert receiver.is_alive()
+    conn.client.sendall(b"wake")
+    receiver.join(5)
+    assert got and got[0].linear == b"wake"
+    got[0].release()
+    assert fake.stats(rx)["bad"] == 0
+
+
+def test_views_deleted_on_other_threads(rx, fake):
+    """Many views of many receives, dropped on threads that are not the
+    receiving one, in parallel with further receives."""
+    arrays = []
+    for i in range(64):
+        fake.push(rx, [(i * 4096, 4096)])
+        with rx.recv() as f:
+            arrays.append(np.from_dlpack(f))
+    threads = [threading.Thread(target=lambda a=arrays[i::8]: a.clear()) for i in range(8)]
+    arrays = None
+    for t in threads:
+        t.start()
+    for _ in range(100):
+        fake.push(rx, [(0, 4096)])
+        with rx.recv():
+            pass
+    for t in threads:
+        t.join()
+    rx.flush()
+    st = fake.stats(rx)
+    assert (st["outstanding"], st["bad"], st["freed"]) == (0, 0, 164)
+
+
+def test_concurrent_receivers(rx, fake):
+    """Two threads calling recv() on one receiver take turns."""
+    fake.cycle(rx, [(0, 4096), (4096, 4096)])
+    seen = []
+
+    def loop():
+        for _ in range(2000):
+            with rx.recv() as f:
+                seen.append(len(f))
+
+    ts = [threading.Thread(target=loop) for _ in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert seen == [2] * 4000
+    rx.flush()
+    st = fake.stats(rx)
+    assert (st["outstanding"], st["bad"], st["freed"]) == (0, 0, 8000)
+    assert dm.RELEASE_ANY_THREAD in (True, False)

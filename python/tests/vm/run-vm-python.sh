@@ -1,0 +1,23 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+# vm suite: the Python binding's tests (python/tests/vm) inside the QEMU
+# guest of kernel lts|newest with the simulated NIC.  The guest gets a small
+# Python tree (mkpyroot.py: this machine's interpreter, its standard library
+# and pytest), the build tree's devmemtcp package with the library, the
+# tests and the example sender, each at its host path, and libgcc_s (which
+# glibc loads when a thread exits at interpreter shutdown).  Afterwards the
+# simulated NIC's module must unload: no binding or page was left behind.
+# usage: run-vm-python.sh lts|newest BUILDDIR
+set -eu
+src=$(cd "$(dirname "$0")/../../.." && pwd)
+kernel=$1 build=$(cd "$2" && pwd)
+root=$build/python/vm-python
+"$src/sim/vm/prepare.sh" >&2
+"$src/sim/vm/build-module.sh" "$build" >&2
+/usr/bin/python3 "$src/python/tests/vm/mkpyroot.py" "$root" >&2
+exec "$src/sim/vm/run.sh" --kernel "$kernel" --builddir "$build" \
+	--payload "$root" --payload "$build/python/src" \
+	--payload "$src/python/tests" --payload "$src/examples/python" \
+	--payload "$(/usr/bin/python3 -c 'import ctypes.util, os; print(os.path.realpath("/lib/x86_64-linux-gnu/" + ctypes.util.find_library("gcc_s")))')" \
+	--timeout "${DEVMEMTCP_VM_TIMEOUT:-800}" -- \
+	"PYTHONPATH=$build/python/src PYTHONDONTWRITEBYTECODE=1 $root/bin/python3 $src/python/tests/pytest-run.py -v -s -rs $src/python/tests/vm && rmmod devmemsim && echo 'devmemsim unloaded: no binding or page leaked'"
