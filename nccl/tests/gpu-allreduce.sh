@@ -11,7 +11,8 @@
 #               (the device runner), the table and the logs go there too
 # Env: PYTHON (default /opt/torch/.venv/bin/python), BUILD (build directory,
 #      default build-nccl-gpu), SIZES (bytes, comma-separated), ROUNDS (2),
-#      BUILD_ONLY=1 (stop after building).
+#      SIZES_CUDA (sizes of the CUDA-pointer run), BUILD_ONLY=1 (stop after
+#      building).
 # libmnl: the system's if pkg-config knows it, else Debian's libmnl0 and
 # libmnl-dev packages from nccl/.gpu-deps/ (*.deb), unpacked here.
 # Exit: 0 when every run passed its checks, 1 otherwise.
@@ -122,18 +123,23 @@ check_log() { # config logs...
 	fi
 }
 
-run_one() { # config round
-	local cfg=$1 rnd=$2 tag=$1-$2 status=ok
+run_one() { # config round [sizes] [seconds]
+	local cfg=$1 rnd=$2 tag=$1-$2 status=ok sz=${3:-$sizes} limit=${4:-300}
 	local -a why=()
-	log "run $tag"
+	log "run $tag (sizes $sz, at most $limit s)"
 	env $(cfg_env "$cfg") NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 \
 		NCCL_SOCKET_IFNAME=lo NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \
 		NCCL_DEBUG_FILE="$work/$tag.%h.%p.nccl.log" \
-		timeout 300 "$py" -m torch.distributed.run --standalone --nproc_per_node 2 \
-		"$src/nccl/tests/allreduce.py" run "$work/$tag.json" "$sizes" \
+		timeout "$limit" "$py" -m torch.distributed.run --standalone --nproc_per_node 2 \
+		"$src/nccl/tests/allreduce.py" run "$work/$tag.json" "$sz" \
 		>"$work/$tag.out" 2>&1 || { status=failed; why+=("torchrun exited with an error (see $tag.out)"); }
 	mapfile -t more < <(check_log "$cfg" "$work/$tag".*.nccl.log 3>&1 >"$work/$tag.evidence")
 	why+=("${more[@]}")
+	# keep the evidence of every run, also when a later one hangs
+	if [ -n "${OUT:-}" ]; then
+		mkdir -p "$OUT/logs"
+		cp "$work/$tag".* "$OUT/logs/" 2>/dev/null || true
+	fi
 	"$py" "$src/nccl/tests/allreduce.py" annotate "$work/$tag.json" "$cfg" "$rnd" \
 		"$status" "$work/$tag.evidence" "${why[@]}" || {
 		log "run $tag FAILED: ${why[*]:-wrong results}"
@@ -147,7 +153,8 @@ for ((r = 1; r <= rounds; r++)); do
 	run_one plugin "$r" || fail=1
 	run_one socket "$r" || fail=1
 done
-run_one plugin-cuda 1 || fail=1
+# the CUDA-pointer configuration copies through host memory: smaller sizes
+run_one plugin-cuda 1 "${SIZES_CUDA:-1048576,16777216}" 150 || fail=1
 
 # ---- report -------------------------------------------------------------------
 configs_json=$(printf '"%s": "%s",' plugin "${desc[plugin]}" socket "${desc[socket]}" \
