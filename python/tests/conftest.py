@@ -95,9 +95,10 @@ def conn():
 
 class HostMem:
     """Host memory standing in for a dma-buf: a memfd mapping, imported as
-    a Buffer whose segment addresses are CPU addresses (kDLCPU)."""
+    a Buffer whose segment addresses are CPU addresses (kDLCPU; or device
+    addresses of the fake CUDA driver, device=(kDLCUDA, 0))."""
 
-    def __init__(self, ctx, size, **kw):
+    def __init__(self, ctx, size, device=(dm.kDLCPU, 0), **kw):
         self.size = size
         self.fd = os.memfd_create("devmemtcp-test")
         os.ftruncate(self.fd, size)
@@ -106,7 +107,7 @@ class HostMem:
         self.mem[:] = os.urandom(size)
         self.buf = dm.Buffer(ctx, size, "import", fd=self.fd, keep_fd=True,
                              segments=[(0, size, self.base)],
-                             dl_device=(dm.kDLCPU, 0), **kw)
+                             dl_device=device, **kw)
 
     def close(self):
         self.buf.close()
