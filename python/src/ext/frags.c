@@ -477,7 +477,9 @@ static PyMethodDef Fragments_methods[] = {
 	  "A no-copy 1-D uint8 view of the bytes when they are one device range\n"
 	  "(BufferError otherwise).  The tokens stay held until the view's\n"
 	  "deleter has run and, for CUDA, the work queued until then on the\n"
-	  "consumer's stream has finished." },
+	  "consumer's stream has finished (stream -1, or the per-thread default\n"
+	  "stream 2 when the deleter runs on another thread: all work on the\n"
+	  "device)." },
 	{ "__dlpack_device__", Fragments_dlpack_device, METH_NOARGS,
 	  "__dlpack_device__($self, /)\n--\n\n(device_type, device_id) of the bytes." },
 	{ NULL, NULL, 0, NULL },

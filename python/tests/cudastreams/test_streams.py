@@ -278,7 +278,8 @@ def delete_on(m, thread):
 
 
 # stream named at export, the stream fenced and waited for, and whether the
-# deleter runs on another thread
+# deleter runs on another thread (the per-thread stream on another thread:
+# test_per_thread_stream_deleted_elsewhere)
 VIEWS = [(0x7f0300, 0x7f0300), (1, LEGACY), (None, LEGACY)]
 VIEWS = [v + (t,) for v in VIEWS for t in (False, True)] + [(2, PER_THREAD, False)]
 
@@ -295,6 +296,23 @@ def test_view_released_after_its_streams_work(crx, fake, stream, key, thread):
         tid = delete_on(m, thread)
     assert log.calls == [("record", key, tid)]
     released_only_when_done(crx, fake, 2, key)
+
+
+def test_per_thread_stream_deleted_elsewhere(crx, fake):
+    """Stream 2 is each thread's own default stream: a deleter on another
+    thread cannot fence the exporting thread's, so it waits for the device
+    before the tokens go back."""
+    fake.push(crx, [(0, 4096)])
+    f = crx.recv()
+    m = export(f, 2)
+    f.release()
+    fc.fakecuda_busy(PER_THREAD)            # this thread's per-thread stream
+    with Log() as log:
+        tid = delete_on(m, True)
+    assert tid != threading.get_native_id()
+    assert [(c[0], c[2]) for c in log.calls] == [("ctx-sync", tid)]
+    assert fc.fakecuda_idle(PER_THREAD)     # waited for, not overtaken
+    assert settle(crx, fake) == 0
 
 
 def test_no_stream_waits_for_the_device(crx, fake):
