@@ -343,3 +343,30 @@ def test_legacy_stream_does_not_cover_a_non_blocking_one(crx, fake):
     delete_on(m, False)
     assert settle(crx, fake) == 0 and not fc.fakecuda_idle(0x7f0500)
     fc.fakecuda_finish(0x7f0500)
+
+
+def test_one_gpu_made_up_front_serves_every_receiver(ctx, cmem, fake, kernels):
+    """Rx(gpu=g): the receivers make no Gpu of their own, so their first
+    gathers and views load no kernels (which may wait for the device)."""
+    with dm.Gpu(ctx, 0) as g:
+        loaded = fc.fakecuda_modules()
+        conns = [Conn() for _ in range(2)]
+        rxs = [dm.Rx(ctx, c.server, gpu=g) for c in conns]
+        for r in rxs:
+            r.add_buf(BINDING, cmem.buf)
+            fake.attach(r, BINDING)
+            fake.push(r, [(0, 4096), (8192, 4096)])
+            fake.push(r, [(4096, 4096)])
+        for r in rxs:
+            dst = FakeCudaArray(8192)
+            if gathered(r.recv(), dst, 0x7f0600, kernels):
+                assert dst.bytes(8192) == cmem.mem[0:4096] + cmem.mem[8192:12288]
+            view = export(r.recv(), 0x7f0600)
+            delete_on(view, False)
+        assert fc.fakecuda_modules() == loaded
+        for r, c in zip(rxs, conns):
+            assert settle(r, fake) == 0
+            fd = r.fileno()
+            r.close()
+            fake.detach(fd)
+            c.close()
