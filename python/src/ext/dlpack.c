@@ -334,17 +334,22 @@ int dmt_dlpack_import(PyObject *obj, void *stream, bool have_stream,
 	d->addr = (uint64_t)(uintptr_t)t->data + t->byte_offset;
 	if (!compact(t, &d->nbytes)) {
 		PyErr_SetString(PyExc_BufferError, "dst must be contiguous (C order)");
-		dmt_dlpack_done(d);
-		return -1;
+		goto err;
 	}
 	return 0;
 err:
-	Py_CLEAR(d->capsule);
+	dmt_dlpack_done(d);
 	return -1;
 }
 
+/* Also on an error path: the producer's deleter may run Python code
+ * (a finaliser, a ctypes callback), which must not see, or clear, the
+ * exception being raised. */
 void dmt_dlpack_done(struct dmt_dst *d)
 {
+	PyObject *t, *v, *tb;
+
+	PyErr_Fetch(&t, &v, &tb);
 	if (d->managed) {
 		if (d->versioned) {
 			DLManagedTensorVersioned *m = d->managed;
@@ -360,4 +365,5 @@ void dmt_dlpack_done(struct dmt_dst *d)
 		d->managed = NULL;
 	}
 	Py_CLEAR(d->capsule);
+	PyErr_Restore(t, v, tb);
 }

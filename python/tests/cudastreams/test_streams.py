@@ -10,6 +10,7 @@ __cuda_stream__), DLPack's numbers for the default streams (None, 1, 2, -1),
 and deleters on other threads."""
 
 import ctypes
+import errno
 import os
 import threading
 
@@ -77,6 +78,7 @@ class FakeCudaArray:
         self.n = n
         self.mem = (ctypes.c_uint8 * n)()
         self.shape = (ctypes.c_int64 * 1)(n)
+        self.strides = None
         self.streams = []
         self.deleted = 0
         self.keep = []
@@ -92,6 +94,7 @@ class FakeCudaArray:
         t.device_type, t.device_id, t.ndim = dm.kDLCUDA, 0, 1
         t.code, t.bits, t.lanes = 1, 8, 1
         t.shape = self.shape
+        t.strides = self.strides
 
         def deleter(_):
             self.deleted += 1
@@ -370,3 +373,24 @@ def test_one_gpu_made_up_front_serves_every_receiver(ctx, cmem, fake, kernels):
             r.close()
             fake.detach(fd)
             c.close()
+
+
+def test_errors_survive_the_dst_deleter(crx, fake):
+    """The dst's deleter runs on the error paths too, and may run Python
+    code (here a ctypes callback): the error raised is still the one the
+    caller gets, the deleter ran once, and the tokens stay held."""
+    fake.push(crx, [(0, 4096), (4096, 4096)])
+    f = crx.recv()
+    small = FakeCudaArray(4096)
+    with pytest.raises(dm.Error) as e:
+        f.gather_into(small, 0x7f0700)
+    assert e.value.errno == errno.ENOSPC
+    assert e.value.strerror == "the fragments hold 8192 bytes but dst only 4096: give more room"
+    assert small.deleted == 1 and not f.released
+    strided = FakeCudaArray(8192)
+    strided.strides = (ctypes.c_int64 * 1)(2)
+    with pytest.raises(BufferError, match=r"^dst must be contiguous \(C order\)$"):
+        f.gather_into(strided, 0x7f0700)
+    assert strided.deleted == 1 and not f.released
+    f.release()
+    assert settle(crx, fake) == 0
