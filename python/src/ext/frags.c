@@ -466,8 +466,9 @@ static PyMethodDef Fragments_methods[] = {
 	  "Copy the bytes, in order, into dst: any object with __dlpack__ (a\n"
 	  "torch, CuPy or JAX array; numpy for host buffers), contiguous,\n"
 	  "writable, on the buffer's device, of at least nbytes bytes.  On a GPU\n"
-	  "one kernel packs the fragments on stream (a CUstream int or a torch/\n"
-	  "CuPy stream; None: the legacy default stream), ordered after the work\n"
+	  "one kernel packs the fragments on stream (a CUstream int, DLPack's 1\n"
+	  "and 2 included, or a stream object with __cuda_stream__, .cuda_stream\n"
+	  "or .ptr: torch, CuPy; None: the legacy default stream), ordered after the work\n"
 	  "dst's owner queued, and the tokens go back once that stream's work is\n"
 	  "done; the Fragments is released.  Keep dst alive until then (or call\n"
 	  "dst.record_stream(stream) in PyTorch).  Returns the bytes copied." },
