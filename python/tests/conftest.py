@@ -122,17 +122,28 @@ def hostmem(ctx):
     h.close()
 
 
+@contextlib.contextmanager
+def fake_rx(ctx, sock, buf, **kw):
+    """A receiver over sock with buf registered as BINDING, its receives
+    answered by the fake kernel; kw go to Rx."""
+    from devmemtcp import _testing
+    r = dm.Rx(ctx, sock, **kw)
+    try:
+        r.add_buf(BINDING, buf)
+        _testing.attach(r, BINDING)
+        yield r
+    finally:
+        fd = r.fileno()
+        r.close()
+        _testing.detach(fd)
+
+
 @pytest.fixture
 def rx(ctx, conn, hostmem, fake):
     """A receiver over conn.server with hostmem registered as BINDING, its
     receives answered by the fake kernel."""
-    r = dm.Rx(ctx, conn.server)
-    r.add_buf(BINDING, hostmem.buf)
-    fake.attach(r, BINDING)
-    yield r
-    fd = r.fileno()
-    r.close()
-    fake.detach(fd)
+    with fake_rx(ctx, conn.server, hostmem.buf) as r:
+        yield r
 
 
 def expected_bytes(mem, frags, stream_pos=0):

@@ -9,6 +9,7 @@ too.  Covered: stream objects of each kind (ints, .cuda_stream, .ptr,
 __cuda_stream__), DLPack's numbers for the default streams (None, 1, 2, -1),
 and deleters on other threads."""
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -17,7 +18,7 @@ import threading
 import pytest
 
 import devmemtcp as dm
-from conftest import BINDING, Conn, HostMem, Versioned, capi, expected_bytes
+from conftest import Conn, HostMem, Versioned, capi, expected_bytes, fake_rx
 
 LIB = os.environ.get("DEVMEMTCP_LIBCUDA", "")
 if "fakecuda" not in os.path.basename(LIB):
@@ -115,18 +116,11 @@ def cmem(ctx):
 
 
 @pytest.fixture
-def crx(ctx, cmem, fake):
+def crx(ctx, conn, cmem):
     """A receiver of fragments in cmem (a kDLCUDA buffer), with no Gpu yet:
     the first gather or view makes it."""
-    c = Conn()
-    r = dm.Rx(ctx, c.server)
-    r.add_buf(BINDING, cmem.buf)
-    fake.attach(r, BINDING)
-    yield r
-    fd = r.fileno()
-    r.close()
-    fake.detach(fd)
-    c.close()
+    with fake_rx(ctx, conn.server, cmem.buf) as r:
+        yield r
 
 
 @pytest.fixture(scope="module")
@@ -351,13 +345,13 @@ def test_legacy_stream_does_not_cover_a_non_blocking_one(crx, fake):
 def test_one_gpu_made_up_front_serves_every_receiver(ctx, cmem, fake, kernels):
     """Rx(gpu=g): the receivers make no Gpu of their own, so their first
     gathers and views load no kernels (which may wait for the device)."""
-    with dm.Gpu(ctx, 0) as g:
+    with dm.Gpu(ctx, 0) as g, contextlib.ExitStack() as stack:
         loaded = fc.fakecuda_modules()
         conns = [Conn() for _ in range(2)]
-        rxs = [dm.Rx(ctx, c.server, gpu=g) for c in conns]
+        for c in conns:
+            stack.callback(c.close)
+        rxs = [stack.enter_context(fake_rx(ctx, c.server, cmem.buf, gpu=g)) for c in conns]
         for r in rxs:
-            r.add_buf(BINDING, cmem.buf)
-            fake.attach(r, BINDING)
             fake.push(r, [(0, 4096), (8192, 4096)])
             fake.push(r, [(4096, 4096)])
         for r in rxs:
@@ -367,12 +361,8 @@ def test_one_gpu_made_up_front_serves_every_receiver(ctx, cmem, fake, kernels):
             view = export(r.recv(), 0x7f0600)
             delete_on(view, False)
         assert fc.fakecuda_modules() == loaded
-        for r, c in zip(rxs, conns):
+        for r in rxs:
             assert settle(r, fake) == 0
-            fd = r.fileno()
-            r.close()
-            fake.detach(fd)
-            c.close()
 
 
 def test_errors_survive_the_dst_deleter(crx, fake):

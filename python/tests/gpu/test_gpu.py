@@ -23,7 +23,7 @@ import time
 import pytest
 
 import devmemtcp as dm
-from conftest import BINDING, Conn
+from conftest import BINDING, Conn, fake_rx
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed: no GPU tests")
 if not torch.cuda.is_available():
@@ -60,16 +60,9 @@ def cudabuf(gctx):
 
 
 @pytest.fixture
-def grx(gctx, cudabuf, fake):
-    c = Conn()
-    r = dm.Rx(gctx, c.server)
-    r.add_buf(BINDING, cudabuf[0])
-    fake.attach(r, BINDING)
-    yield r, c
-    fd = r.fileno()
-    r.close()
-    fake.detach(fd)
-    c.close()
+def grx(gctx, cudabuf, conn):
+    with fake_rx(gctx, conn.server, cudabuf[0]) as r:
+        yield r, conn
 
 
 def expected(whole, frags, linear):
@@ -162,11 +155,21 @@ def released_after(r, fake, stream):
     assert settle(r, fake) == 0
 
 
-# Each test below runs its steps twice: first with a spin too short to
-# matter (everything the steps use is made and loaded then: the receiver's
-# Gpu, the kernels of torch, CuPy and the library), then with a long spin,
-# which must still be running when the tokens are counted.
 REHEARSAL = 1000
+
+
+def rehearsed(run, r, fake, stream, n):
+    """run(cycles) spins stream for cycles and does a test's steps.  It runs
+    first with a spin too short to matter, which makes and loads everything
+    the steps use (the receiver's Gpu, the kernels of torch, CuPy and the
+    library), then with a long spin, which must still be running when the
+    n tokens are counted.  Returns what the second run returned."""
+    run(REHEARSAL)
+    released_after(r, fake, stream)
+    out = run(SPIN_CYCLES)
+    held_while_busy(r, fake, stream, n)
+    released_after(r, fake, stream)
+    return out
 
 
 def test_gather_release_waits_for_the_stream(grx, cudabuf, fake):
@@ -181,11 +184,7 @@ def test_gather_release_waits_for_the_stream(grx, cudabuf, fake):
         f.gather_into(dst, s)
         assert f.released
 
-    run(REHEARSAL)
-    released_after(r, fake, s)
-    run(SPIN_CYCLES)
-    held_while_busy(r, fake, s, 2)              # the gather has not run
-    released_after(r, fake, s)
+    rehearsed(run, r, fake, s, 2)               # held: the gather has not run
     whole = cudabuf[1]
     assert torch.equal(dst, torch.cat([whole[40960:45056], whole[12288:16384]]))
 
@@ -208,11 +207,7 @@ def test_torch_view_released_after_stream_work(grx, cudabuf, fake):
         gc.collect()
         return copy
 
-    run(REHEARSAL)
-    released_after(r, fake, s)
-    copy = run(SPIN_CYCLES)
-    held_while_busy(r, fake, s, 3)              # the clone has not run
-    released_after(r, fake, s)
+    copy = rehearsed(run, r, fake, s, 3)        # held: the clone has not run
     assert torch.equal(copy, cudabuf[1][8192:8192 + 12288])
 
 
@@ -242,11 +237,7 @@ def test_torch_view_deleted_on_another_thread(grx, cudabuf, fake):
         assert who and who[0] != threading.get_ident() and not box
         return total
 
-    run(REHEARSAL)
-    released_after(r, fake, s)
-    total = run(SPIN_CYCLES)
-    held_while_busy(r, fake, s, 2)
-    released_after(r, fake, s)
+    total = rehearsed(run, r, fake, s, 2)
     assert int(total) == int(cudabuf[1][0:8192].sum(dtype=torch.int64))
 
 
@@ -272,11 +263,7 @@ def test_raw_deleter_without_the_gil(grx, fake):
         th.join(10)
         assert not th.is_alive()
 
-    run(REHEARSAL)
-    released_after(r, fake, s)
-    run(SPIN_CYCLES)
-    held_while_busy(r, fake, s, 1)
-    released_after(r, fake, s)
+    rehearsed(run, r, fake, s, 1)
 
 
 def test_cupy_view_released_after_stream_work(grx, cudabuf, fake):
@@ -298,11 +285,7 @@ def test_cupy_view_released_after_stream_work(grx, cudabuf, fake):
         gc.collect()
         return b
 
-    run(REHEARSAL)
-    released_after(r, fake, ts)
-    b = run(SPIN_CYCLES)
-    held_while_busy(r, fake, ts, 2)
-    released_after(r, fake, ts)
+    b = rehearsed(run, r, fake, ts, 2)
     assert torch.equal(torch.from_dlpack(b), cudabuf[1][40960:40960 + 8192])
 
 
