@@ -25,8 +25,20 @@ struct dmt_export {
 	struct gpu_core *gpu;	/* records the consumer's fence */
 	void *stream;
 	bool no_stream;		/* stream -1: the consumer synchronises itself */
-	pthread_t thread;	/* the exporting thread (stream 2) */
+	uint64_t thread;	/* the exporting thread (stream 2) */
 };
+
+/* This thread's number, never reused (pthread_t values are, once a thread
+ * exits). */
+static uint64_t thread_no(void)
+{
+	static atomic_uint_fast64_t next = 1;
+	static _Thread_local uint64_t no;
+
+	if (!no)
+		no = atomic_fetch_add(&next, 1);
+	return no;
+}
 
 /* Whether e's stream cannot be named from this thread: the per-thread
  * default stream is another stream on every thread, and a deleter may run
@@ -34,7 +46,7 @@ struct dmt_export {
 static bool stream_elsewhere(const struct dmt_export *e)
 {
 	return e->stream == DMT_CU_STREAM_PER_THREAD &&
-	       !pthread_equal(e->thread, pthread_self());
+	       e->thread != thread_no();
 }
 
 /* From any thread, without the GIL: cover the consumer's work with a
@@ -187,7 +199,7 @@ PyObject *dmt_dlpack_export(PyObject *kw, struct frag_set *set,
 	e->shape[0] = (int64_t)len;
 	e->stream = a.stream;
 	e->no_stream = a.no_stream;
-	e->thread = pthread_self();
+	e->thread = thread_no();
 	if (a.versioned) {
 		e->m.v.version = (DLPackVersion){ DMT_DLPACK_MAJOR, DMT_DLPACK_MINOR };
 		e->m.v.manager_ctx = e;
