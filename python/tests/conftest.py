@@ -95,9 +95,10 @@ def conn():
 
 class HostMem:
     """Host memory standing in for a dma-buf: a memfd mapping, imported as
-    a Buffer whose segment addresses are CPU addresses (kDLCPU)."""
+    a Buffer whose segment addresses are CPU addresses (kDLCPU; or device
+    addresses of the fake CUDA driver, device=(kDLCUDA, 0))."""
 
-    def __init__(self, ctx, size, **kw):
+    def __init__(self, ctx, size, device=(dm.kDLCPU, 0), **kw):
         self.size = size
         self.fd = os.memfd_create("devmemtcp-test")
         os.ftruncate(self.fd, size)
@@ -106,7 +107,7 @@ class HostMem:
         self.mem[:] = os.urandom(size)
         self.buf = dm.Buffer(ctx, size, "import", fd=self.fd, keep_fd=True,
                              segments=[(0, size, self.base)],
-                             dl_device=(dm.kDLCPU, 0), **kw)
+                             dl_device=device, **kw)
 
     def close(self):
         self.buf.close()
@@ -121,17 +122,28 @@ def hostmem(ctx):
     h.close()
 
 
+@contextlib.contextmanager
+def fake_rx(ctx, sock, buf, **kw):
+    """A receiver over sock with buf registered as BINDING, its receives
+    answered by the fake kernel; kw go to Rx."""
+    from devmemtcp import _testing
+    r = dm.Rx(ctx, sock, **kw)
+    try:
+        r.add_buf(BINDING, buf)
+        _testing.attach(r, BINDING)
+        yield r
+    finally:
+        fd = r.fileno()
+        r.close()
+        _testing.detach(fd)
+
+
 @pytest.fixture
 def rx(ctx, conn, hostmem, fake):
     """A receiver over conn.server with hostmem registered as BINDING, its
     receives answered by the fake kernel."""
-    r = dm.Rx(ctx, conn.server)
-    r.add_buf(BINDING, hostmem.buf)
-    fake.attach(r, BINDING)
-    yield r
-    fd = r.fileno()
-    r.close()
-    fake.detach(fd)
+    with fake_rx(ctx, conn.server, hostmem.buf) as r:
+        yield r
 
 
 def expected_bytes(mem, frags, stream_pos=0):

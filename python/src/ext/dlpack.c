@@ -25,10 +25,33 @@ struct dmt_export {
 	struct gpu_core *gpu;	/* records the consumer's fence */
 	void *stream;
 	bool no_stream;		/* stream -1: the consumer synchronises itself */
+	uint64_t thread;	/* the exporting thread (stream 2) */
 };
 
+/* This thread's number, never reused (pthread_t values are, once a thread
+ * exits). */
+static uint64_t thread_no(void)
+{
+	static atomic_uint_fast64_t next = 1;
+	static _Thread_local uint64_t no;
+
+	if (!no)
+		no = atomic_fetch_add(&next, 1);
+	return no;
+}
+
+/* Whether e's stream cannot be named from this thread: the per-thread
+ * default stream is another stream on every thread, and a deleter may run
+ * on any of them. */
+static bool stream_elsewhere(const struct dmt_export *e)
+{
+	return e->stream == DMT_CU_STREAM_PER_THREAD &&
+	       e->thread != thread_no();
+}
+
 /* From any thread, without the GIL: cover the consumer's work with a
- * fence (or a device-wide wait when it gave no stream), then let go. */
+ * fence (or a device-wide wait when it gave no stream, or one this
+ * thread cannot name), then let go. */
 static void export_free(struct dmt_export *e)
 {
 	struct devmemtcp_gpu_fence *f;
@@ -36,7 +59,7 @@ static void export_free(struct dmt_export *e)
 	if (e->buf->host)
 		dmt_buf_sync(e->buf, false, !e->set);
 	if (e->set) {
-		if (e->gpu && (e->no_stream ||
+		if (e->gpu && (e->no_stream || stream_elsewhere(e) ||
 			       devmemtcp_gpu_fence_new(e->gpu->gpu, e->stream, &f) ||
 			       dmt_set_push_fence(e->set, f)))
 			atomic_store(&e->set->sync_device, e->gpu->device);
@@ -153,7 +176,8 @@ static int export_args(PyObject *kw, DLDevice dev, struct export_args *a)
 		PyErr_SetString(PyExc_ValueError, "stream must be None, -1 or a stream handle");
 		return -1;
 	} else if (s > 1) {
-		a->stream = (void *)(uintptr_t)s;	/* 2: CU_STREAM_PER_THREAD */
+		/* 1 (the legacy default stream) is NULL to the driver too */
+		a->stream = (void *)(uintptr_t)s;
 	}
 	return 0;
 }
@@ -175,6 +199,7 @@ PyObject *dmt_dlpack_export(PyObject *kw, struct frag_set *set,
 	e->shape[0] = (int64_t)len;
 	e->stream = a.stream;
 	e->no_stream = a.no_stream;
+	e->thread = thread_no();
 	if (a.versioned) {
 		e->m.v.version = (DLPackVersion){ DMT_DLPACK_MAJOR, DMT_DLPACK_MINOR };
 		e->m.v.manager_ctx = e;
@@ -321,17 +346,22 @@ int dmt_dlpack_import(PyObject *obj, void *stream, bool have_stream,
 	d->addr = (uint64_t)(uintptr_t)t->data + t->byte_offset;
 	if (!compact(t, &d->nbytes)) {
 		PyErr_SetString(PyExc_BufferError, "dst must be contiguous (C order)");
-		dmt_dlpack_done(d);
-		return -1;
+		goto err;
 	}
 	return 0;
 err:
-	Py_CLEAR(d->capsule);
+	dmt_dlpack_done(d);
 	return -1;
 }
 
+/* Also on an error path: the producer's deleter may run Python code
+ * (a finaliser, a ctypes callback), which must not see, or clear, the
+ * exception being raised. */
 void dmt_dlpack_done(struct dmt_dst *d)
 {
+	PyObject *t, *v, *tb;
+
+	PyErr_Fetch(&t, &v, &tb);
 	if (d->managed) {
 		if (d->versioned) {
 			DLManagedTensorVersioned *m = d->managed;
@@ -347,4 +377,5 @@ void dmt_dlpack_done(struct dmt_dst *d)
 		d->managed = NULL;
 	}
 	Py_CLEAR(d->capsule);
+	PyErr_Restore(t, v, tb);
 }

@@ -234,8 +234,13 @@ struct buf_core *dmt_buf_of(PyObject *obj);
 int dmt_fd_of(PyObject *obj);
 /* An interface name or index; 0 with an exception set. */
 int dmt_ifindex_of(PyObject *obj, char *name, size_t len);
-/* A CUDA stream: None, an int, or an object with .cuda_stream or .ptr.
- * *dl gets the DLPack stream number (None: -2). 0 or -1 with exception. */
+/* CUstream values of their own (cuda.h), numbered so by DLPack too. */
+#define DMT_CU_STREAM_LEGACY ((void *)0x1)
+#define DMT_CU_STREAM_PER_THREAD ((void *)0x2)
+
+/* A CUDA stream: None, an int, or an object with __cuda_stream__,
+ * .cuda_stream or .ptr.  *dl gets the DLPack stream number (None: -2).
+ * 0 or -1 with exception. */
 int dmt_stream_of(PyObject *obj, void **stream, long long *dl);
 
 void dmt_ctx_destroy(struct core *c);

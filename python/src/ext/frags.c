@@ -466,8 +466,9 @@ static PyMethodDef Fragments_methods[] = {
 	  "Copy the bytes, in order, into dst: any object with __dlpack__ (a\n"
 	  "torch, CuPy or JAX array; numpy for host buffers), contiguous,\n"
 	  "writable, on the buffer's device, of at least nbytes bytes.  On a GPU\n"
-	  "one kernel packs the fragments on stream (a CUstream int or a torch/\n"
-	  "CuPy stream; None: the legacy default stream), ordered after the work\n"
+	  "one kernel packs the fragments on stream (a CUstream int, DLPack's 1\n"
+	  "and 2 included, or a stream object with __cuda_stream__, .cuda_stream\n"
+	  "or .ptr: torch, CuPy; None: the legacy default stream), ordered after the work\n"
 	  "dst's owner queued, and the tokens go back once that stream's work is\n"
 	  "done; the Fragments is released.  Keep dst alive until then (or call\n"
 	  "dst.record_stream(stream) in PyTorch).  Returns the bytes copied." },
@@ -477,7 +478,9 @@ static PyMethodDef Fragments_methods[] = {
 	  "A no-copy 1-D uint8 view of the bytes when they are one device range\n"
 	  "(BufferError otherwise).  The tokens stay held until the view's\n"
 	  "deleter has run and, for CUDA, the work queued until then on the\n"
-	  "consumer's stream has finished." },
+	  "consumer's stream has finished (stream -1, or the per-thread default\n"
+	  "stream 2 when the deleter runs on another thread: all work on the\n"
+	  "device)." },
 	{ "__dlpack_device__", Fragments_dlpack_device, METH_NOARGS,
 	  "__dlpack_device__($self, /)\n--\n\n(device_type, device_id) of the bytes." },
 	{ NULL, NULL, 0, NULL },

@@ -801,7 +801,8 @@ PyDoc_STRVAR(Rx_doc,
 "devmem receive.  The receiver keeps its own duplicate of the descriptor.\n"
 "Register the bound buffers with add_buf(), then call recv().  gpu: the\n"
 "Gpu used by Fragments.gather_into() and by CUDA views (default: one per\n"
-"device, made on first use).");
+"device, made on first use, whose loading of the kernels may wait for the\n"
+"work running on the device; one Gpu may serve every receiver).");
 
 PyTypeObject Rx_Type = {
 	PyVarObject_HEAD_INIT(NULL, 0)

@@ -2,8 +2,9 @@
 """GPU tests: fragments in CUDA memory gathered into torch tensors on a
 non-default stream, byte-checked; no-copy views through torch.from_dlpack
 and cupy.from_dlpack whose tokens go back only after the work queued on the
-consumer's stream (delayed with a spin kernel); deleters run on other
-threads.  Synthetic fragments come from the fake kernel (test builds).
+consumer's stream (delayed with a spin kernel, which must still be running
+when the tokens are counted); deleters run on other threads.  Synthetic
+fragments come from the fake kernel (test builds).
 
 Skips, saying why, without PyTorch or a CUDA device; the CuPy and JAX tests
 skip without CuPy or JAX.  Run by python/tests/gpu-run.sh on the GPU machine.
@@ -22,7 +23,7 @@ import time
 import pytest
 
 import devmemtcp as dm
-from conftest import BINDING, Conn
+from conftest import BINDING, Conn, fake_rx
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed: no GPU tests")
 if not torch.cuda.is_available():
@@ -59,16 +60,9 @@ def cudabuf(gctx):
 
 
 @pytest.fixture
-def grx(gctx, cudabuf, fake):
-    c = Conn()
-    r = dm.Rx(gctx, c.server)
-    r.add_buf(BINDING, cudabuf[0])
-    fake.attach(r, BINDING)
-    yield r, c
-    fd = r.fileno()
-    r.close()
-    fake.detach(fd)
-    c.close()
+def grx(gctx, cudabuf, conn):
+    with fake_rx(gctx, conn.server, cudabuf[0]) as r:
+        yield r, conn
 
 
 def expected(whole, frags, linear):
@@ -135,67 +129,115 @@ def test_gather_many_receives_byte_checked(grx, cudabuf, fake):
     assert settle(r, fake) == 0
 
 
-def test_gather_release_waits_for_the_stream(grx, fake):
+def spin(stream, cycles=SPIN_CYCLES):
+    """Keep stream busy for cycles GPU clock cycles."""
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(cycles)
+
+
+def held_while_busy(r, fake, stream, n):
+    """n tokens are still out while stream has not finished.  The count is
+    read first and the stream asked after: had anything in the test waited
+    for the device meanwhile (a module loaded on first use, the receiver's
+    Gpu made, may synchronise the whole context), the check fails as such
+    instead of as an early release, or passing for the wrong reason."""
+    time.sleep(0.05)
+    got = settle(r, fake)
+    assert not stream.query(), (
+        "the stream had finished its spin when the tokens were counted: something in the "
+        "test waited for the device before the check, which proves nothing")
+    assert got == n
+
+
+def released_after(r, fake, stream):
+    """Once the stream's work is done, the tokens go back."""
+    stream.synchronize()
+    assert settle(r, fake) == 0
+
+
+REHEARSAL = 1000
+
+
+def rehearsed(run, r, fake, stream, n):
+    """run(cycles) spins stream for cycles and does a test's steps.  It runs
+    first with a spin too short to matter, which makes and loads everything
+    the steps use (the receiver's Gpu, the kernels of torch, CuPy and the
+    library), then with a long spin, which must still be running when the
+    n tokens are counted.  Returns what the second run returned."""
+    run(REHEARSAL)
+    released_after(r, fake, stream)
+    out = run(SPIN_CYCLES)
+    held_while_busy(r, fake, stream, n)
+    released_after(r, fake, stream)
+    return out
+
+
+def test_gather_release_waits_for_the_stream(grx, cudabuf, fake):
     r, _ = grx
-    fake.push(r, [(4096 * 10, 4096), (4096 * 3, 4096)])
-    f = r.recv()
     s = torch.cuda.Stream()
     dst = torch.empty(8192, dtype=torch.uint8, device="cuda")
-    with torch.cuda.stream(s):
-        torch.cuda._sleep(SPIN_CYCLES)         # the stream is busy
-    f.gather_into(dst, s)
-    time.sleep(0.05)
-    assert settle(r, fake) == 2                 # the gather has not run
-    s.synchronize()
-    assert settle(r, fake) == 0
+
+    def run(cycles):
+        fake.push(r, [(4096 * 10, 4096), (4096 * 3, 4096)])
+        f = r.recv()
+        spin(s, cycles)                         # the stream is busy
+        f.gather_into(dst, s)
+        assert f.released
+
+    rehearsed(run, r, fake, s, 2)               # held: the gather has not run
+    whole = cudabuf[1]
+    assert torch.equal(dst, torch.cat([whole[40960:45056], whole[12288:16384]]))
 
 
 def test_torch_view_released_after_stream_work(grx, cudabuf, fake):
     r, _ = grx
-    fake.push(r, [(8192, 4096), (12288, 4096), (16384, 4096)])
-    f = r.recv()
     s = torch.cuda.Stream()
-    with torch.cuda.stream(s):
-        t = torch.from_dlpack(f)                # exported on stream s
-        assert t.device == torch.device("cuda", 0) and t.numel() == 12288
-        assert t.data_ptr() == cudabuf[0].addr(8192)
-        torch.cuda._sleep(SPIN_CYCLES)
-        copy = t.clone()                        # reads the bytes after the spin
-    f.release()
-    del t
-    gc.collect()
-    time.sleep(0.05)
-    assert settle(r, fake) == 3                 # the clone has not run
-    s.synchronize()
-    assert settle(r, fake) == 0
+
+    def run(cycles):
+        fake.push(r, [(8192, 4096), (12288, 4096), (16384, 4096)])
+        f = r.recv()
+        with torch.cuda.stream(s):
+            t = torch.from_dlpack(f)            # exported on stream s
+            assert t.device == torch.device("cuda", 0) and t.numel() == 12288
+            assert t.data_ptr() == cudabuf[0].addr(8192)
+            torch.cuda._sleep(cycles)
+            copy = t.clone()                    # reads the bytes after the spin
+        f.release()
+        del t
+        gc.collect()
+        return copy
+
+    copy = rehearsed(run, r, fake, s, 3)        # held: the clone has not run
     assert torch.equal(copy, cudabuf[1][8192:8192 + 12288])
 
 
 def test_torch_view_deleted_on_another_thread(grx, cudabuf, fake):
     r, _ = grx
-    fake.push(r, [(0, 4096), (4096, 4096)])
-    f = r.recv()
     s = torch.cuda.Stream()
-    with torch.cuda.stream(s):
-        t = torch.from_dlpack(f)
-        torch.cuda._sleep(SPIN_CYCLES)
-        total = t.sum(dtype=torch.int64)
-    f.release()
-    box = [t]
-    del t
-    who = []
 
-    def drop():
-        who.append(threading.get_ident())
-        box.clear()                             # the deleter runs here
+    def run(cycles):
+        fake.push(r, [(0, 4096), (4096, 4096)])
+        f = r.recv()
+        with torch.cuda.stream(s):
+            t = torch.from_dlpack(f)
+            torch.cuda._sleep(cycles)
+            total = t.sum(dtype=torch.int64)
+        f.release()
+        box = [t]
+        del t
+        who = []
 
-    th = threading.Thread(target=drop)
-    th.start()
-    th.join(10)
-    assert who and who[0] != threading.get_ident()
-    assert settle(r, fake) == 2
-    s.synchronize()
-    assert settle(r, fake) == 0
+        def drop():
+            who.append(threading.get_ident())
+            box.clear()                         # the deleter runs here
+
+        th = threading.Thread(target=drop)
+        th.start()
+        th.join(10)
+        assert who and who[0] != threading.get_ident() and not box
+        return total
+
+    total = rehearsed(run, r, fake, s, 2)
     assert int(total) == int(cudabuf[1][0:8192].sum(dtype=torch.int64))
 
 
@@ -203,50 +245,47 @@ def test_raw_deleter_without_the_gil(grx, fake):
     """A consumer that calls the deleter itself from a native thread: the
     release still waits for the stream named at export."""
     r, _ = grx
-    fake.push(r, [(0, 4096)])
-    f = r.recv()
     s = torch.cuda.Stream()
-    with torch.cuda.stream(s):
-        torch.cuda._sleep(SPIN_CYCLES)
-    cap = f.__dlpack__(stream=s.cuda_stream, max_version=(1, 0))
-    api = ctypes.pythonapi
-    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    from conftest import Versioned
-    m = Versioned.from_address(api.PyCapsule_GetPointer(cap, b"dltensor_versioned"))
-    assert m.dl_tensor.device_type == dm.kDLCUDA
-    api.PyCapsule_SetName(cap, b"used_dltensor_versioned")
-    del cap
-    f.release()
-    th = threading.Thread(target=m.deleter, args=(ctypes.pointer(m),))
-    th.start()
-    th.join(10)
-    assert not th.is_alive()
-    assert settle(r, fake) == 1
-    s.synchronize()
-    assert settle(r, fake) == 0
+    from conftest import Versioned, capi
+
+    def run(cycles):
+        fake.push(r, [(0, 4096)])
+        f = r.recv()
+        spin(s, cycles)
+        cap = f.__dlpack__(stream=s.cuda_stream, max_version=(1, 0))
+        m = Versioned.from_address(capi.PyCapsule_GetPointer(cap, b"dltensor_versioned"))
+        assert m.dl_tensor.device_type == dm.kDLCUDA
+        assert capi.PyCapsule_SetName(cap, b"used_dltensor_versioned") == 0
+        del cap
+        f.release()
+        th = threading.Thread(target=m.deleter, args=(ctypes.pointer(m),))
+        th.start()
+        th.join(10)
+        assert not th.is_alive()
+
+    rehearsed(run, r, fake, s, 1)
 
 
 def test_cupy_view_released_after_stream_work(grx, cudabuf, fake):
     cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
     r, _ = grx
-    fake.push(r, [(40960, 4096), (45056, 4096)])
-    f = r.recv()
     cs = cupy.cuda.Stream(non_blocking=True)
-    with cs:
-        a = cupy.from_dlpack(f)                 # exported on CuPy's stream
-        assert a.data.ptr == cudabuf[0].addr(40960) and a.size == 8192
-        with torch.cuda.stream(torch.cuda.ExternalStream(cs.ptr)):
-            torch.cuda._sleep(SPIN_CYCLES)
-        b = a.copy()
-    f.release()
-    del a
-    gc.collect()
-    time.sleep(0.05)
-    assert settle(r, fake) == 2
-    cs.synchronize()
-    assert settle(r, fake) == 0
+    ts = torch.cuda.ExternalStream(cs.ptr)      # the same stream, to spin and ask
+
+    def run(cycles):
+        fake.push(r, [(40960, 4096), (45056, 4096)])
+        f = r.recv()
+        with cs:
+            a = cupy.from_dlpack(f)             # exported on CuPy's stream
+            assert a.data.ptr == cudabuf[0].addr(40960) and a.size == 8192
+            spin(ts, cycles)
+            b = a.copy()
+        f.release()
+        del a
+        gc.collect()
+        return b
+
+    b = rehearsed(run, r, fake, ts, 2)
     assert torch.equal(torch.from_dlpack(b), cudabuf[1][40960:40960 + 8192])
 
 
