@@ -30,5 +30,17 @@ if nm "$a" 2>/dev/null | grep -Eq ' [TDB] (dmt_hook_|dmt_test_|dmt_nic_fail_step
 	nm "$a" | grep -E ' [TDB] (dmt_hook_|dmt_test_|dmt_nic_fail_step|dmt_nic_crash_step)'
 	fail=1
 fi
+# the Python extension, when it was built, follows the same rules
+for ext in "$b"/python/src/devmemtcp/_devmemtcp*.so; do
+	[ -f "$ext" ] || continue
+	if nm -D --undefined-only "$ext" | awk '{ print $NF }' | grep -qx 'getenv\(@.*\)\{0,1\}'; then
+		echo "check-production: $ext imports getenv(): use secure_getenv()"
+		fail=1
+	fi
+	if grep -aq DEVMEMTCP_LIBCUDA "$ext"; then
+		echo "check-production: $ext takes the CUDA driver's path from the environment (a test hook)"
+		fail=1
+	fi
+done
 [ $fail = 0 ] && echo "check-production: $b has no test hooks and reads the environment only with secure_getenv"
 exit $fail

@@ -32,7 +32,10 @@ static struct {
 
 static int load(void)
 {
-	const char *name = getenv("DEVMEMTCP_LIBCUDA");
+	/* Test builds may load a fake driver; installed builds never take a
+	 * library path from the environment. */
+	const char *name = DMT_PY_TEST_HOOKS ? secure_getenv("DEVMEMTCP_LIBCUDA")
+					     : NULL;
 
 	if (cu.h)
 		return 0;

@@ -129,7 +129,7 @@ static int Context_init(ContextObject *self, PyObject *args, PyObject *kw)
 		return -1;
 	/* Errors raise with their message: by default nothing is printed,
 	 * unless $DEVMEMTCP_LOG asks for it. */
-	if (level < 0 && !getenv("DEVMEMTCP_LOG"))
+	if (level < 0 && !secure_getenv("DEVMEMTCP_LOG"))
 		level = DEVMEMTCP_LOG_NONE;
 	{
 		DEVMEMTCP_OPTS(ctx_opts, o, .log_level = level > 0 ? level : 0,
