@@ -278,7 +278,10 @@ int devmemtcp_rx_recv(struct devmemtcp_rx *rx, struct devmemtcp_frag *frags,
 		      size_t max_frags, void *linear, size_t len);
 
 /* Queue the tokens of n fragments for release (linear entries are
- * skipped).  -EINVAL if a token is not outstanding: nothing is queued. */
+ * skipped).  -EINVAL if a token is not outstanding: nothing is queued.  A
+ * failed SO_DEVMEM_DONTNEED returns its errno, but the tokens stay queued
+ * for the next flush.  Any thread may release (and flush) while another
+ * thread receives on the handle: see devmemtcp_rx_release(3). */
 int devmemtcp_rx_release(struct devmemtcp_rx *rx,
 			 const struct devmemtcp_frag *frags, size_t n);
 
