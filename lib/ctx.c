@@ -238,6 +238,18 @@ DEVMEMTCP_EXPORT const char *devmemtcp_ctx_errmsg(const struct devmemtcp_ctx *ct
 	return ctx ? ctx->err.msg : "";
 }
 
+int dmt_ctx_err(struct devmemtcp_ctx *ctx, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	pthread_mutex_lock(&ctx->lock);
+	code = dmt_verr(ctx, &ctx->err, code, fmt, ap);
+	pthread_mutex_unlock(&ctx->lock);
+	va_end(ap);
+	return code;
+}
+
 struct dmt_nl *dmt_ctx_nl(struct devmemtcp_ctx *ctx, int *errp)
 {
 	int ret;

@@ -134,6 +134,14 @@ int dmt_opts_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		 ? (opts)->field                                               \
 		 : (def))
 
+/*
+ * dmt_err() on ctx->err under ctx->lock, for calls that other threads may
+ * make on the same context at once (the queries) when they fail outside
+ * the lock.
+ */
+int dmt_ctx_err(struct devmemtcp_ctx *ctx, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* Query socket of ctx (opened lazily), locked for the caller until
  * dmt_ctx_nl_put(); NULL (and unlocked) with ctx->err set on failure. */
 struct dmt_nl *dmt_ctx_nl(struct devmemtcp_ctx *ctx, int *errp);

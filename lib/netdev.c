@@ -158,9 +158,9 @@ DEVMEMTCP_EXPORT int devmemtcp_queue_list(struct devmemtcp_ctx *ctx,
 	if (!ctx)
 		return -EINVAL;
 	if (ifindex <= 0 || (max && !queues))
-		return dmt_err(ctx, &ctx->err, -EINVAL,
-			       "devmemtcp_queue_list: ifindex %d and %zu entries at %p: pass an ifindex from if_nametoindex() and an array for max entries",
-			       ifindex, max, (void *)queues);
+		return dmt_ctx_err(ctx, -EINVAL,
+				   "devmemtcp_queue_list: ifindex %d and %zu entries at %p: pass an ifindex from if_nametoindex() and an array for max entries",
+				   ifindex, max, (void *)queues);
 	nl = dmt_ctx_nl(ctx, &ret);
 	if (!nl)
 		return ret;
@@ -281,13 +281,13 @@ DEVMEMTCP_EXPORT int devmemtcp_qstats_get(struct devmemtcp_ctx *ctx,
 	if (!ctx)
 		return -EINVAL;
 	if (!stats || stats->sz < sizeof(size_t))
-		return dmt_err(ctx, &ctx->err, -EINVAL,
-			       "devmemtcp_qstats_get: stats is NULL or its sz is not set: set .sz = sizeof(struct devmemtcp_qstats)");
+		return dmt_ctx_err(ctx, -EINVAL,
+				   "devmemtcp_qstats_get: stats is NULL or its sz is not set: set .sz = sizeof(struct devmemtcp_qstats)");
 	if (ifindex <= 0 || (type != DEVMEMTCP_QUEUE_RX &&
 			     type != DEVMEMTCP_QUEUE_TX))
-		return dmt_err(ctx, &ctx->err, -EINVAL,
-			       "devmemtcp_qstats_get: ifindex %d, type %d: pass an ifindex and DEVMEMTCP_QUEUE_RX or _TX",
-			       ifindex, type);
+		return dmt_ctx_err(ctx, -EINVAL,
+				   "devmemtcp_qstats_get: ifindex %d, type %d: pass an ifindex and DEVMEMTCP_QUEUE_RX or _TX",
+				   ifindex, type);
 	sz = stats->sz;
 	memset(stats, 0, sz < sizeof(*stats) ? sz : sizeof(*stats));
 	stats->sz = sz;
