@@ -14,6 +14,9 @@
 #include <cmocka.h>
 
 #include "devmemtcp.h"
+#include "harness.h"
+
+#define END(T, f) (offsetof(struct devmemtcp_##T, f) + sizeof(((struct devmemtcp_##T *)0)->f))
 
 struct log_capture {
 	int calls;
@@ -135,6 +138,124 @@ static void test_rx_new_checks(void **state)
 	devmemtcp_ctx_free(ctx);
 }
 
+/* The message for a non-zero byte between a struct's last field and its
+ * size (padding, or a reserved field). */
+static const char *reserved_msg(const char *type, size_t at, size_t end)
+{
+	static char want[512];
+
+	snprintf(want, sizeof(want),
+		 "struct %s has a non-zero reserved byte at offset %zu (its fields end at %zu): declare it with DEVMEMTCP_OPTS() or zero it with memset, and leave reserved fields zero",
+		 type, at, end);
+	return want;
+}
+
+/* Bytes after the last field, inside the struct, are checked too: a later
+ * version may put a field there. */
+static void test_opts_reserved_bytes(void **state)
+{
+	DEVMEMTCP_OPTS(rx_opts, ro);
+	DEVMEMTCP_OPTS(ctx_opts, co);
+	DEVMEMTCP_OPTS(bind_opts, bo);
+	DEVMEMTCP_OPTS(probe_opts, po);
+	struct devmemtcp_probe report = { .sz = sizeof(report) };
+	struct devmemtcp_binding *b;
+	struct devmemtcp_ctx *ctx, *c2;
+	struct devmemtcp_rx *rx;
+	int sv[2];
+
+	assert_int_equal(devmemtcp_ctx_new(NULL, &ctx), 0);
+	assert_int_equal(t_tcp_pair(sv), 0);
+	/* rx_opts: byte 20 */
+	assert_true(END(rx_opts, release_batch) < sizeof(ro));
+	((unsigned char *)&ro)[END(rx_opts, release_batch)] = 1;
+	assert_int_equal(devmemtcp_rx_new(ctx, sv[0], &ro, &rx), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    reserved_msg("devmemtcp_rx_opts", END(rx_opts, release_batch),
+					 END(rx_opts, release_batch)));
+	/* ctx_opts: byte 28 */
+	assert_true(END(ctx_opts, log_level) < sizeof(co));
+	((unsigned char *)&co)[sizeof(co) - 1] = 1;
+	c2 = (void *)1;
+	assert_int_equal(devmemtcp_ctx_new(&co, &c2), -EINVAL);
+	assert_null(c2);
+	/* bind_opts: byte 13, refused before the interface is looked at */
+	assert_true(END(bind_opts, no_verify) < sizeof(bo));
+	((unsigned char *)&bo)[END(bind_opts, no_verify) + 1] = 1;
+	assert_int_equal(devmemtcp_bind_tx(ctx, 0, NULL, &bo, &b), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    reserved_msg("devmemtcp_bind_opts", END(bind_opts, no_verify) + 1,
+					 END(bind_opts, no_verify)));
+	/* probe_opts: byte 12, refused before the interface is looked at */
+	assert_true(END(probe_opts, flags) < sizeof(po));
+	((unsigned char *)&po)[END(probe_opts, flags)] = 1;
+	assert_int_equal(devmemtcp_nic_probe(ctx, "lo", &po, &report), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    reserved_msg("devmemtcp_probe_opts", END(probe_opts, flags),
+					 END(probe_opts, flags)));
+	close(sv[0]);
+	close(sv[1]);
+	devmemtcp_ctx_free(ctx);
+}
+
+static void *seen_user = (void *)1;
+
+static void record_user(void *user, int level, const char *msg)
+{
+	seen_user = user;
+}
+
+/*
+ * An older caller's smaller struct: fields past its sz are never read,
+ * whatever the bytes there hold.
+ */
+static void test_opts_smaller_sz(void **state)
+{
+	int marker;
+	struct devmemtcp_ctx_opts co = { .sz = END(ctx_opts, log_fn),
+					 .log_fn = record_user,
+					 .log_user = &marker,
+					 .log_level = DEVMEMTCP_LOG_ERR };
+	/* provider and flags only: the size is past sz */
+	struct devmemtcp_buf_opts bo = { .sz = END(buf_opts, flags),
+					 .provider = DEVMEMTCP_PROVIDER_UDMABUF,
+					 .size = 1 << 20 };
+	struct devmemtcp_bind_opts bio = { .sz = sizeof(size_t), .rx_page_size = 4096 };
+	struct devmemtcp_segment seg = { 0, 4096, 0x1000 };
+	const struct devmemtcp_segment *segs;
+	struct devmemtcp_binding *b;
+	struct devmemtcp_ctx *ctx;
+	struct devmemtcp_buf *buf = (void *)1;
+
+	assert_int_equal(devmemtcp_ctx_new(&co, &ctx), 0);
+	assert_int_equal(devmemtcp_buf_new(ctx, &bo, &buf), -EINVAL);
+	assert_null(buf);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "udmabuf: size is 0: give the buffer size in bytes");
+	assert_null(seen_user);		/* log_user was past sz */
+	/* import: the segment table is past sz, one segment maps it all */
+	bo = (struct devmemtcp_buf_opts){ .sz = END(buf_opts, fd),
+					  .provider = DEVMEMTCP_PROVIDER_IMPORT,
+					  .flags = DEVMEMTCP_BUF_KEEP_FD,
+					  .size = 8192, .segments = &seg,
+					  .nsegments = 1 };
+	bo.fd = memfd_create("t", MFD_CLOEXEC);
+	assert_int_equal(ftruncate(bo.fd, 8192), 0);
+	setenv("DEVMEMTCP_TEST_DMABUF_MEMFD", "1", 1);
+	assert_int_equal(devmemtcp_buf_new(ctx, &bo, &buf), 0);
+	unsetenv("DEVMEMTCP_TEST_DMABUF_MEMFD");
+	assert_int_equal(devmemtcp_buf_segments(buf, &segs), 1);
+	assert_int_equal(segs[0].offset, 0);
+	assert_int_equal(segs[0].len, 8192);
+	assert_int_equal(segs[0].addr, 0);
+	devmemtcp_buf_free(buf);
+	close(bo.fd);
+	/* bind_opts: rx_page_size past sz is not there, so bind-tx does not
+	 * refuse it and goes on to the interface */
+	assert_int_equal(devmemtcp_bind_tx(ctx, 0, NULL, &bio, &b), -ENODEV);
+	devmemtcp_ctx_free(ctx);
+}
+
 static void test_version(void **state)
 {
 	char v[32];
@@ -152,6 +273,8 @@ int main(void)
 		cmocka_unit_test(test_opts_sz_zero),
 		cmocka_unit_test(test_opts_tail),
 		cmocka_unit_test(test_rx_new_checks),
+		cmocka_unit_test(test_opts_reserved_bytes),
+		cmocka_unit_test(test_opts_smaller_sz),
 		cmocka_unit_test(test_version),
 	};
 
