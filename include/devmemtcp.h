@@ -13,7 +13,9 @@
  *    devmemtcp_ctx_errmsg() for constructors, devmemtcp_<object>_errmsg()
  *    for operations on an object;
  *  - options structs start with "size_t sz" and are initialised with
- *    DEVMEMTCP_OPTS(); unknown non-zero tail bytes give -EINVAL.
+ *    DEVMEMTCP_OPTS(); fields past sz are not read (an older caller's
+ *    struct is smaller); non-zero bytes after the last field this version
+ *    knows (reserved fields, or a newer caller's fields) give -EINVAL.
  */
 #ifndef DEVMEMTCP_H
 #define DEVMEMTCP_H
@@ -32,7 +34,9 @@ extern "C" {
 #define DEVMEMTCP_VERSION_MICRO 0
 
 /* Declare and zero an options struct of type "struct devmemtcp_<type>" and
- * set its sz, e.g. DEVMEMTCP_OPTS(rx_opts, o, .max_pending = 64); */
+ * set its sz, e.g. DEVMEMTCP_OPTS(rx_opts, o, .ctrl_size = 8192).  The
+ * structs have no tail padding (reserved fields take its place), so every
+ * byte the library checks is a field the initializer zeroes. */
 #define DEVMEMTCP_OPTS(TYPE, NAME, ...)                                        \
 	struct devmemtcp_##TYPE NAME = { .sz = sizeof(struct devmemtcp_##TYPE), \
 					 __VA_ARGS__ }
@@ -60,6 +64,7 @@ struct devmemtcp_ctx_opts {
 	/* 0: DEVMEMTCP_LOG_ERR, or the DEVMEMTCP_LOG environment variable
 	 * (none, err, warn, info, debug) when set. */
 	int log_level;
+	uint32_t reserved;	/* zero */
 };
 
 struct devmemtcp_ctx;
@@ -188,6 +193,7 @@ struct devmemtcp_bind_opts {
 	uint32_t rx_page_size;
 	/* Skip the queue-get check that every queue shows the binding. */
 	bool no_verify;
+	uint8_t reserved[3];	/* zero */
 };
 
 struct devmemtcp_binding;
@@ -232,6 +238,7 @@ struct devmemtcp_rx_opts {
 	 * most this many fragments (0 and max: 1024, the kernel's limit).
 	 * Pending releases are always flushed before a blocking receive. */
 	uint32_t release_batch;
+	uint32_t reserved;	/* zero */
 };
 
 struct devmemtcp_rx_stats {
@@ -430,6 +437,7 @@ enum devmemtcp_probe_flags {
 struct devmemtcp_probe_opts {
 	size_t sz;
 	uint32_t flags;		/* enum devmemtcp_probe_flags */
+	uint32_t reserved;	/* zero */
 };
 
 /* What devmemtcp_nic_probe() found.  Numbers are -1 when unknown. */

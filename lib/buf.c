@@ -161,11 +161,37 @@ static const struct dmt_buf_provider *const providers[] = {
 	[DEVMEMTCP_PROVIDER_DRM] = &drm_provider,
 };
 
+/*
+ * The caller's options as this version's struct, every field read through
+ * the caller's sz: fields an older caller's struct lacks read as zero (fd
+ * as -1).  Providers get this copy, never the caller's struct.
+ */
+static void buf_opts_read(const struct devmemtcp_buf_opts *u,
+			  struct devmemtcp_buf_opts *o)
+{
+#define GET(field, def) DMT_OPT_GET(u, devmemtcp_buf_opts, field, def)
+	*o = (struct devmemtcp_buf_opts){
+		.sz = sizeof(*o),
+		.provider = GET(provider, 0),
+		.flags = GET(flags, 0),
+		.size = GET(size, 0),
+		.fd = GET(fd, -1),
+		.segments = GET(segments, NULL),
+		.nsegments = GET(nsegments, 0),
+		.cuda_device = GET(cuda_device, 0),
+		.cuda_ptr = GET(cuda_ptr, 0),
+		.cuda_chunk_size = GET(cuda_chunk_size, 0),
+		.drm_path = GET(drm_path, NULL),
+	};
+#undef GET
+}
+
 DEVMEMTCP_EXPORT int devmemtcp_buf_new(struct devmemtcp_ctx *ctx,
-				       const struct devmemtcp_buf_opts *opts,
+				       const struct devmemtcp_buf_opts *uopts,
 				       struct devmemtcp_buf **bufp)
 {
 	DMT_KEEP_ERRNO;
+	struct devmemtcp_buf_opts o, *opts = &o;
 	struct devmemtcp_buf *buf;
 	int ret;
 
@@ -175,12 +201,13 @@ DEVMEMTCP_EXPORT int devmemtcp_buf_new(struct devmemtcp_ctx *ctx,
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "devmemtcp_buf_new: buf pointer is NULL");
 	*bufp = NULL;
-	if (!opts)
+	if (!uopts)
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "devmemtcp_buf_new: opts is NULL: set at least .provider and .size");
-	ret = DMT_OPTS_CHECK(ctx, &ctx->err, opts, devmemtcp_buf_opts);
+	ret = DMT_OPTS_CHECK(ctx, &ctx->err, uopts, devmemtcp_buf_opts);
 	if (ret)
 		return ret;
+	buf_opts_read(uopts, &o);
 	if (opts->provider >= ARRAY_SIZE(providers) || !providers[opts->provider])
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "devmemtcp_buf_new: unknown provider %u: use DEVMEMTCP_PROVIDER_UDMABUF, _IMPORT, _CUDA or _DRM",

@@ -124,7 +124,7 @@ void dmt_log(const struct devmemtcp_ctx *ctx, int level, const char *fmt, ...)
 
 int dmt_opts_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		   const void *opts, size_t user_sz, size_t known_sz,
-		   const char *type_name)
+		   size_t ours_sz, const char *type_name)
 {
 	if (!opts)
 		return 0;
@@ -133,10 +133,15 @@ int dmt_opts_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 			       "struct %s: sz is %zu: initialise it with DEVMEMTCP_OPTS() or set .sz = sizeof(struct %s)",
 			       type_name, user_sz, type_name);
 	for (size_t i = known_sz; i < user_sz; i++) {
-		if (((const unsigned char *)opts)[i])
+		if (!((const unsigned char *)opts)[i])
+			continue;
+		if (i < ours_sz)
 			return dmt_err(ctx, err, -EINVAL,
-				       "struct %s has non-zero bytes at offset %zu, beyond the %zu bytes this library version knows: upgrade libdevmemtcp or leave newer fields zero",
+				       "struct %s has a non-zero reserved byte at offset %zu (its fields end at %zu): declare it with DEVMEMTCP_OPTS() or zero it with memset, and leave reserved fields zero",
 				       type_name, i, known_sz);
+		return dmt_err(ctx, err, -EINVAL,
+			       "struct %s has non-zero bytes at offset %zu, beyond the %zu bytes this library version knows: upgrade libdevmemtcp or leave newer fields zero",
+			       type_name, i, ours_sz);
 	}
 	return 0;
 }

@@ -115,22 +115,45 @@ void dmt_err_clear(struct dmt_err *err);
 void dmt_log(const struct devmemtcp_ctx *ctx, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+#define dmt_offsetofend(T, f) (offsetof(T, f) + sizeof(((T *)0)->f))
+
 /*
- * libbpf-style options check: opts may be NULL; otherwise sz must be set
- * and any bytes of the caller's struct beyond what this library knows must
- * be zero.  Returns 0 or -EINVAL with a message on err.
+ * Where the fields of each options struct end: the bytes after it (the
+ * reserved fields, or fields of a newer caller's struct) must be zero.
+ * A new field moves its struct's end here.
+ */
+#define DMT_OPTS_END_devmemtcp_ctx_opts dmt_offsetofend(struct devmemtcp_ctx_opts, log_level)
+#define DMT_OPTS_END_devmemtcp_buf_opts dmt_offsetofend(struct devmemtcp_buf_opts, drm_path)
+#define DMT_OPTS_END_devmemtcp_bind_opts dmt_offsetofend(struct devmemtcp_bind_opts, no_verify)
+#define DMT_OPTS_END_devmemtcp_rx_opts dmt_offsetofend(struct devmemtcp_rx_opts, release_batch)
+#define DMT_OPTS_END_devmemtcp_nic_opts dmt_offsetofend(struct devmemtcp_nic_opts, run_dir)
+#define DMT_OPTS_END_devmemtcp_probe_opts dmt_offsetofend(struct devmemtcp_probe_opts, flags)
+#define DMT_OPTS_END_devmemtcp_tx_opts dmt_offsetofend(struct devmemtcp_tx_opts, max_call_bytes)
+#define DMT_OPTS_END_devmemtcp_gpu_opts dmt_offsetofend(struct devmemtcp_gpu_opts, slots)
+
+/*
+ * libbpf-style options check (OPTS_VALID): opts may be NULL; otherwise sz
+ * must be set and every byte of the caller's struct after the last field
+ * this library knows (known_sz) must be zero, whether it lies inside our
+ * struct (ours_sz: reserved) or past it (a newer caller's fields).
+ * Returns 0 or -EINVAL with a message on err.
  */
 int dmt_opts_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		   const void *opts, size_t user_sz, size_t known_sz,
-		   const char *type_name);
+		   size_t ours_sz, const char *type_name);
 #define DMT_OPTS_CHECK(ctx, err, opts, type)                                   \
 	dmt_opts_check(ctx, err, opts, (opts) ? (opts)->sz : 0,                \
-		       sizeof(struct type), #type)
-/* Read field of an options struct, or def when opts is NULL, too old to
- * contain the field, or the field is zero. */
+		       DMT_OPTS_END_##type, sizeof(struct type), #type)
+/* The caller's struct (not NULL) is new enough to hold field whole. */
+#define DMT_OPT_HAS(opts, type, field)                                         \
+	((opts)->sz >= dmt_offsetofend(struct type, field))
+/* field of an options struct, or def when opts is NULL or too old to
+ * contain the field. */
+#define DMT_OPT_GET(opts, type, field, def)                                    \
+	(((opts) && DMT_OPT_HAS(opts, type, field)) ? (opts)->field : (def))
+/* The same, and def also when the field is zero. */
 #define DMT_OPT(opts, type, field, def)                                        \
-	(((opts) && (opts)->sz >= offsetof(struct type, field) +               \
-			       sizeof((opts)->field) && (opts)->field)         \
+	(((opts) && DMT_OPT_HAS(opts, type, field) && (opts)->field)           \
 		 ? (opts)->field                                               \
 		 : (def))
 
