@@ -42,6 +42,12 @@ int dmt_buf_set_segments(struct devmemtcp_buf *buf,
 	if (!n || !src)
 		return dmt_err(ctx, err, -EINVAL,
 			       "segment table is empty: give at least one segment");
+	/* bounds the table's size too: n * 24 <= size * 24 fits for any
+	 * buffer a machine can map, and is checked all the same */
+	if (n > size || n > SIZE_MAX / sizeof(*segs))
+		return dmt_err(ctx, err, -EINVAL,
+			       "segment table: %zu segments for a %llu-byte dma-buf: every segment covers at least one byte, so there are at most as many segments as bytes",
+			       n, (unsigned long long)size);
 	segs = dmt_malloc(n * sizeof(*segs));
 	if (!segs)
 		return -ENOMEM;

@@ -69,6 +69,10 @@ static inline char *dmt_strndup(const char *s, size_t n)
 
 #define DMT_ERRMSG_MAX 1024
 
+/* More queues than any NIC has: bind and NIC setup refuse such counts
+ * before allocating for them. */
+#define DMT_MAX_QUEUES 4096
+
 /* The last error of an object: errno (negative) and its message. */
 struct dmt_err {
 	int code;

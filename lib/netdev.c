@@ -498,7 +498,7 @@ static int bind_args_check(struct dmt_err *err, const struct bind_args *a)
 		return dmt_err_set(err, -EINVAL,
 				   "%s: no queues given: pass at least one RX queue index",
 				   a->op);
-	if (a->nqueues > 4096)
+	if (a->nqueues > DMT_MAX_QUEUES)
 		return dmt_err_set(err, -E2BIG,
 				   "%s: %zu queues is more than any NIC has",
 				   a->op, a->nqueues);

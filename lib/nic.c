@@ -1170,6 +1170,12 @@ static int check_open_args(struct devmemtcp_ctx *ctx,
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "devmemtcp_nic_open: nflows is %zu but flows is NULL",
 			       DMT_OPT(opts, devmemtcp_nic_opts, nflows, 0));
+	/* before anything is allocated for them */
+	if (DMT_OPT(opts, devmemtcp_nic_opts, nqueues, 0) > DMT_MAX_QUEUES)
+		return dmt_err(ctx, &ctx->err, -E2BIG,
+			       "devmemtcp_nic_open: nqueues %u is more than any NIC has (at most %u queues)",
+			       DMT_OPT(opts, devmemtcp_nic_opts, nqueues, 0),
+			       DMT_MAX_QUEUES);
 	return 0;
 }
 

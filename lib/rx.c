@@ -11,6 +11,8 @@
 
 #define CMSG_FRAG_SPACE CMSG_SPACE(sizeof(struct dmt_dmabuf_cmsg))
 #define DEFAULT_CTRL_FRAGS 64
+/* Initial control buffer at most: 400000 fragments' worth */
+#define MAX_CTRL_SIZE (16u << 20)
 
 struct rx_buf {
 	uint32_t id;
@@ -78,6 +80,11 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
 		return dmt_err(ctx, &ctx->err, -EPROTOTYPE,
 			       "devmemtcp_rx_new: fd %d is not a stream socket: devmem TCP needs a connected TCP socket",
 			       fd);
+	if (DMT_OPT(opts, devmemtcp_rx_opts, ctrl_size, 0) > MAX_CTRL_SIZE)
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "devmemtcp_rx_new: opts.ctrl_size %zu is more than %u bytes: 0 (the default, room for %u fragments) or what max_frags of devmemtcp_rx_recv needs is enough; the buffer grows when the kernel needs more",
+			       DMT_OPT(opts, devmemtcp_rx_opts, ctrl_size, 0),
+			       MAX_CTRL_SIZE, DEFAULT_CTRL_FRAGS);
 	rx = dmt_calloc(1, sizeof(*rx));
 	if (!rx)
 		return -ENOMEM;
