@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * test-contract IFACE: promises of the man pages that need a devmem NIC
+ * (the simulated one), on whichever kernel the guest runs:
+ *  - a binding keeps its buffer alive: devmemtcp_buf_free() drops only the
+ *    caller's reference, devmemtcp_binding_buf() stays usable, and the
+ *    buffer goes with the binding.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness-nic.h"
+
+static struct devmemtcp_ctx *ctx;
+static const char *ifname;
+
+static int test_binding_keeps_buffer(void)
+{
+	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 1);
+	struct devmemtcp_binding *b;
+	struct devmemtcp_buf *buf, *bb;
+	struct devmemtcp_nic *nic;
+	const uint32_t *q;
+	char back[6];
+	int fd;
+
+	T_CHECK(devmemtcp_nic_open(ctx, ifname, &o, &nic) == 0, "nic_open: %s",
+		devmemtcp_ctx_errmsg(ctx));
+	T_CHECK(devmemtcp_nic_queues(nic, &q) == 1, "one queue");
+	T_CHECK(t_udmabuf(ctx, 4u << 20, &buf) == 0, "udmabuf");
+	fd = devmemtcp_buf_fd(buf);
+	T_CHECK(devmemtcp_bind_rx(ctx, (int)if_nametoindex(ifname), q, 1, buf,
+				  NULL, &b) == 0,
+		"bind_rx: %s", devmemtcp_ctx_errmsg(ctx));
+	devmemtcp_buf_free(buf);
+	/* the binding's reference keeps the buffer, and its dma-buf fd */
+	T_CHECK(fcntl(fd, F_GETFD) >= 0, "the dma-buf fd was closed by buf_free while bound");
+	bb = devmemtcp_binding_buf(b);
+	T_CHECK(bb == buf, "binding_buf %p, not the bound buffer %p", (void *)bb, (void *)buf);
+	T_CHECK(devmemtcp_buf_size(bb) == 4u << 20, "size %llu",
+		(unsigned long long)devmemtcp_buf_size(bb));
+	T_CHECK(devmemtcp_buf_write(bb, 4096, "hello", 6) == 0, "write: %s",
+		devmemtcp_buf_errmsg(bb));
+	T_CHECK(devmemtcp_buf_read(bb, 4096, back, 6) == 0 && !strcmp(back, "hello"),
+		"read back");
+	/* the last reference goes with the binding */
+	devmemtcp_binding_close(b);
+	T_CHECK(fcntl(fd, F_GETFD) < 0 && errno == EBADF,
+		"the dma-buf fd is still open after the binding closed");
+	T_CHECK(devmemtcp_nic_close(nic) == 0, "nic_close: %s", devmemtcp_ctx_errmsg(ctx));
+	t_note("PASS: a binding keeps its buffer until it closes");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	T_TRY(nic_init(argc, argv, &ctx, &ifname));
+	T_TRY(test_binding_keeps_buffer());
+	devmemtcp_ctx_free(ctx);
+	return T_EXIT_PASS;
+}
