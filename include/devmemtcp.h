@@ -163,6 +163,8 @@ struct devmemtcp_buf;
 int devmemtcp_buf_new(struct devmemtcp_ctx *ctx,
 		      const struct devmemtcp_buf_opts *opts,
 		      struct devmemtcp_buf **buf);
+/* Drops the creator's reference: bindings and receive handles that use
+ * the buffer keep their own until they close. */
 void devmemtcp_buf_free(struct devmemtcp_buf *buf);
 const char *devmemtcp_buf_errmsg(const struct devmemtcp_buf *buf);
 

@@ -17,11 +17,39 @@ int dmt_buf_alloc(struct devmemtcp_ctx *ctx, int provider,
 
 	if (!buf)
 		return -ENOMEM;
+	buf->refs = 1;
 	buf->ctx = ctx;
 	buf->provider = provider;
 	buf->fd = -1;
 	*bufp = buf;
 	return 0;
+}
+
+struct devmemtcp_buf *dmt_buf_get(const struct devmemtcp_buf *cbuf)
+{
+	/* the count is not part of the buffer's value: const callers too */
+	struct devmemtcp_buf *buf = (struct devmemtcp_buf *)cbuf;
+
+	__atomic_add_fetch(&buf->refs, 1, __ATOMIC_RELAXED);
+	return buf;
+}
+
+static void buf_destroy(struct devmemtcp_buf *buf)
+{
+	if (buf->ops && buf->ops->release)
+		buf->ops->release(buf);
+	if (buf->cpu_map)
+		munmap(buf->cpu_map, buf->size);
+	if (buf->own_fd && buf->fd >= 0)
+		close(buf->fd);
+	free(buf->segs);
+	free(buf);
+}
+
+void dmt_buf_put(struct devmemtcp_buf *buf)
+{
+	if (buf && !__atomic_sub_fetch(&buf->refs, 1, __ATOMIC_ACQ_REL))
+		buf_destroy(buf);
 }
 
 static int seg_cmp(const void *a, const void *b)
@@ -234,16 +262,7 @@ DEVMEMTCP_EXPORT int devmemtcp_buf_new(struct devmemtcp_ctx *ctx,
 DEVMEMTCP_EXPORT void devmemtcp_buf_free(struct devmemtcp_buf *buf)
 {
 	DMT_KEEP_ERRNO;
-	if (!buf)
-		return;
-	if (buf->ops && buf->ops->release)
-		buf->ops->release(buf);
-	if (buf->cpu_map)
-		munmap(buf->cpu_map, buf->size);
-	if (buf->own_fd && buf->fd >= 0)
-		close(buf->fd);
-	free(buf->segs);
-	free(buf);
+	dmt_buf_put(buf);
 }
 
 DEVMEMTCP_EXPORT const char *devmemtcp_buf_errmsg(const struct devmemtcp_buf *buf)

@@ -182,6 +182,14 @@ void dmt_ctx_nl_put(struct devmemtcp_ctx *ctx);
  */
 void dmt_copy_out(void *user, void *ours, size_t ours_sz);
 
+/*
+ * Buffers are reference counted (lib/buf.c): bindings and receive handles
+ * take a reference for as long as they use one, devmemtcp_buf_free() drops
+ * the creator's.  get returns buf; put ignores NULL, the last one frees.
+ */
+struct devmemtcp_buf *dmt_buf_get(const struct devmemtcp_buf *buf);
+void dmt_buf_put(struct devmemtcp_buf *buf);
+
 /* This process's name from /proc/self/comm into buf ("?" when unknown). */
 const char *dmt_self_comm(char *buf, size_t len);
 

@@ -561,10 +561,11 @@ static struct devmemtcp_binding *binding_new(struct devmemtcp_ctx *ctx,
 	b->ctx = ctx;
 	b->tx = a->tx;
 	b->ifindex = a->ifindex;
-	b->buf = a->buf;
+	b->buf = dmt_buf_get(a->buf);	/* the binding keeps it alive */
 	if (a->nqueues) {
 		b->queues = dmt_malloc(a->nqueues * sizeof(*b->queues));
 		if (!b->queues) {
+			dmt_buf_put(b->buf);
 			free(b);
 			return NULL;
 		}
@@ -752,6 +753,7 @@ DEVMEMTCP_EXPORT void devmemtcp_binding_close(struct devmemtcp_binding *b)
 	if (!b)
 		return;
 	dmt_nl_close(b->nl);
+	dmt_buf_put(b->buf);
 	free(b->queues);
 	free(b);
 }

@@ -16,7 +16,7 @@
 
 struct rx_buf {
 	uint32_t id;
-	const struct devmemtcp_buf *buf;
+	struct devmemtcp_buf *buf;	/* a reference of the handle's */
 };
 
 /*
@@ -116,6 +116,8 @@ DEVMEMTCP_EXPORT void devmemtcp_rx_free(struct devmemtcp_rx *rx)
 	devmemtcp_rx_release_all(rx);
 	dmt_tokens_fini(&rx->tokens);
 	pthread_mutex_destroy(&rx->lock);
+	for (size_t i = 0; i < rx->nbufs; i++)
+		dmt_buf_put(rx->bufs[i].buf);
 	free(rx->bufs);
 	free(rx->ctrl);
 	free(rx);
@@ -151,7 +153,7 @@ static int add_buf_locked(struct devmemtcp_rx *rx, uint32_t binding_id,
 	v = dmt_realloc(rx->bufs, (rx->nbufs + 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	v[rx->nbufs++] = (struct rx_buf){ binding_id, buf };
+	v[rx->nbufs++] = (struct rx_buf){ binding_id, dmt_buf_get(buf) };
 	rx->bufs = v;
 	return 0;
 }
