@@ -39,9 +39,13 @@ static int import(uint64_t size, const struct devmemtcp_segment *segs,
 		       .size = size, .segments = segs, .nsegments = n,
 		       .flags = DEVMEMTCP_BUF_KEEP_FD);
 
+	/* no dma-buf exporter here: test builds let a memfd stand in */
 	o.fd = memfd_create("t", MFD_CLOEXEC);
 	assert_true(o.fd >= 0);
+	assert_int_equal(ftruncate(o.fd, (off_t)size), 0);
+	setenv("DEVMEMTCP_TEST_DMABUF_MEMFD", "1", 1);
 	int ret = devmemtcp_buf_new(ctx, &o, buf);
+	unsetenv("DEVMEMTCP_TEST_DMABUF_MEMFD");
 	if (ret)
 		close(o.fd);
 	return ret;
@@ -150,6 +154,44 @@ static void test_import_bad_fd(void **state)
 			    "import: opts.fd 999 is not an open file descriptor");
 	o.fd = -1;
 	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -EBADF);
+}
+
+/* Import takes dma-bufs only, no larger than they are. */
+static void test_import_not_dmabuf(void **state)
+{
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_IMPORT,
+		       .size = 4096, .flags = DEVMEMTCP_BUF_KEEP_FD);
+	struct devmemtcp_buf *buf = (void *)1;
+	char want[256];
+
+	o.fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -EINVAL);
+	assert_null(buf);
+	snprintf(want, sizeof(want),
+		 "import: opts.fd %d is not a dma-buf: pass the fd your exporter gave you (cuMemGetHandleForAddressRange, drmPrimeHandleToFD, UDMABUF_CREATE)",
+		 o.fd);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	close(o.fd);
+	/* a memfd is not one either, outside the tests' stand-in */
+	o.fd = memfd_create("t", MFD_CLOEXEC);
+	assert_int_equal(ftruncate(o.fd, 4096), 0);
+	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -EINVAL);
+	snprintf(want, sizeof(want),
+		 "import: opts.fd %d is not a dma-buf: pass the fd your exporter gave you (cuMemGetHandleForAddressRange, drmPrimeHandleToFD, UDMABUF_CREATE)",
+		 o.fd);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	/* larger than the dma-buf */
+	setenv("DEVMEMTCP_TEST_DMABUF_MEMFD", "1", 1);
+	o.size = 8192;
+	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "import: opts.size 8192 is larger than the dma-buf (4096 bytes): pass its size (lseek(fd, 0, SEEK_END) gives it)");
+	/* its size or less is fine */
+	o.size = 4096;
+	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), 0);
+	devmemtcp_buf_free(buf);
+	unsetenv("DEVMEMTCP_TEST_DMABUF_MEMFD");
+	close(o.fd);
 }
 
 static void test_udmabuf_missing(void **state)
@@ -270,6 +312,7 @@ int main(void)
 		cmocka_unit_test(test_import_bad_segments),
 		cmocka_unit_test(test_import_default_segment),
 		cmocka_unit_test(test_import_bad_fd),
+		cmocka_unit_test(test_import_not_dmabuf),
 		cmocka_unit_test(test_udmabuf_missing),
 		cmocka_unit_test(test_unknown_provider),
 		cmocka_unit_test(test_rx_keeps_buffer),

@@ -92,7 +92,7 @@ static void test_opts_tail(void **state)
 	int sv[2];
 
 	assert_int_equal(devmemtcp_ctx_new(NULL, &ctx), 0);
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(t_tcp_pair(sv), 0);
 	memset(&big, 0, sizeof(big));
 	big.o.sz = sizeof(big);
 	/* a newer caller's zero tail is accepted */
@@ -120,15 +120,35 @@ static void test_rx_new_checks(void **state)
 {
 	struct devmemtcp_ctx *ctx;
 	struct devmemtcp_rx *rx;
-	int fd;
+	char want[256];
+	int fd, sv[2];
 
 	assert_int_equal(devmemtcp_ctx_new(NULL, &ctx), 0);
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	assert_int_equal(devmemtcp_rx_new(ctx, fd, NULL, &rx), -EPROTOTYPE);
-	char want[160];
 	snprintf(want, sizeof(want),
-		 "devmemtcp_rx_new: fd %d is not a stream socket: devmem TCP needs a connected TCP socket",
+		 "devmemtcp_rx_new: fd %d is not a TCP socket (a datagram socket): devmem TCP needs a connected TCP socket (IPv4 or IPv6)",
 		 fd);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	close(fd);
+	/* a Unix stream socket is a stream, not TCP */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(devmemtcp_rx_new(ctx, sv[0], NULL, &rx), -EPROTOTYPE);
+	snprintf(want, sizeof(want),
+		 "devmemtcp_rx_new: fd %d is not a TCP socket (an AF_UNIX socket): devmem TCP needs a connected TCP socket (IPv4 or IPv6)",
+		 sv[0]);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	close(sv[0]);
+	close(sv[1]);
+	/* TCP, but not connected: a new socket, a listening one */
+	fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(devmemtcp_rx_new(ctx, fd, NULL, &rx), -ENOTCONN);
+	snprintf(want, sizeof(want),
+		 "devmemtcp_rx_new: fd %d is not connected (Transport endpoint is not connected): connect() it first, or pass the socket accept() returns",
+		 fd);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	assert_int_equal(listen(fd, 1), 0);
+	assert_int_equal(devmemtcp_rx_new(ctx, fd, NULL, &rx), -ENOTCONN);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
 	close(fd);
 	fd = memfd_create("x", 0);

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "buf.h"
+#include "harness.h"
 
 static struct devmemtcp_ctx *ctx;
 static struct devmemtcp_rx *rx;
@@ -21,7 +22,7 @@ static int sv[2];
 static int setup(void **state)
 {
 	if (devmemtcp_ctx_new(NULL, &ctx) ||
-	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) ||
+	    t_tcp_pair(sv) ||
 	    devmemtcp_rx_new(ctx, sv[0], NULL, &rx))
 		return -1;
 	return 0;

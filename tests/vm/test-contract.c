@@ -4,7 +4,9 @@
  * (the simulated one), on whichever kernel the guest runs:
  *  - a binding keeps its buffer alive: devmemtcp_buf_free() drops only the
  *    caller's reference, devmemtcp_binding_buf() stays usable, and the
- *    buffer goes with the binding.
+ *    buffer goes with the binding;
+ *  - import takes a real dma-buf (here a udmabuf's) up to its size, and
+ *    refuses a larger size.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -56,10 +58,37 @@ static int test_binding_keeps_buffer(void)
 	return 0;
 }
 
+static int test_import_size(void)
+{
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_IMPORT);
+	struct devmemtcp_buf *src, *imp;
+	char want[256];
+
+	T_CHECK(t_udmabuf(ctx, 1u << 20, &src) == 0, "udmabuf");
+	o.fd = dup(devmemtcp_buf_fd(src));
+	o.size = (1u << 20) + 4096;
+	T_CHECK(devmemtcp_buf_new(ctx, &o, &imp) == -EINVAL, "a size past the dma-buf's end was taken");
+	snprintf(want, sizeof(want),
+		 "import: opts.size %u is larger than the dma-buf (%u bytes): pass its size (lseek(fd, 0, SEEK_END) gives it)",
+		 (1u << 20) + 4096, 1u << 20);
+	T_CHECK(!strcmp(devmemtcp_ctx_errmsg(ctx), want), "message: %s", devmemtcp_ctx_errmsg(ctx));
+	/* refused: the fd is still the caller's */
+	T_CHECK(fcntl(o.fd, F_GETFD) >= 0, "a refused import closed the fd");
+	o.size = 1u << 20;
+	T_CHECK(devmemtcp_buf_new(ctx, &o, &imp) == 0, "import of the udmabuf: %s",
+		devmemtcp_ctx_errmsg(ctx));
+	T_CHECK(devmemtcp_buf_size(imp) == 1u << 20, "size");
+	devmemtcp_buf_free(imp);	/* closes the dup */
+	devmemtcp_buf_free(src);
+	t_note("PASS: import takes a udmabuf's dma-buf up to its size");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	T_TRY(nic_init(argc, argv, &ctx, &ifname));
 	T_TRY(test_binding_keeps_buffer());
+	T_TRY(test_import_size());
 	devmemtcp_ctx_free(ctx);
 	return T_EXIT_PASS;
 }
