@@ -72,7 +72,9 @@ struct devmemtcp_ctx;
 int devmemtcp_ctx_new(const struct devmemtcp_ctx_opts *opts,
 		      struct devmemtcp_ctx **ctx);
 void devmemtcp_ctx_free(struct devmemtcp_ctx *ctx);
-/* Message of the last failed call made with this context ("" if none). */
+/* Message of the last failed call made with this context ("" if none);
+ * ctx NULL: the calling thread's last failure of a call that has no object
+ * to keep it (devmemtcp_ctx_new, devmemtcp_flow_parse). */
 const char *devmemtcp_ctx_errmsg(const struct devmemtcp_ctx *ctx);
 
 /* ------------------------------------------------------------------------ */
@@ -263,7 +265,8 @@ struct devmemtcp_rx_stats {
 
 struct devmemtcp_rx;
 
-/* Wrap the connected TCP socket fd (not closed by devmemtcp_rx_free). */
+/* Wrap the connected TCP socket fd (not closed by devmemtcp_rx_free);
+ * -EPROTOTYPE for other sockets, -ENOTCONN when it is not connected. */
 int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
 		     const struct devmemtcp_rx_opts *opts,
 		     struct devmemtcp_rx **rx);
@@ -343,8 +346,9 @@ struct devmemtcp_flow {
 
 /*
  * Parse "[tcp4|tcp6] [src-ip ADDR[/LEN]] [dst-ip ADDR[/LEN]] [src-port N]
- * [dst-port N] [queue I]" (ethtool -N words; at least one match field).
- * 0 or -EINVAL.
+ * [dst-port N] [queue I]" (ethtool -N words, each once; at least one match
+ * field; LEN >= 1, ports 1..65535).  0, or -EINVAL with the message in
+ * devmemtcp_ctx_errmsg(NULL).
  */
 int devmemtcp_flow_parse(const char *text, struct devmemtcp_flow *flow);
 

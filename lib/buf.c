@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /* Buffer objects: provider dispatch, segment table, CPU access; the import
  * provider and the refusal of the reserved DRM one. */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -135,12 +137,27 @@ long dmt_segments_find(const struct devmemtcp_segment *segs, size_t n,
 	return -1;
 }
 
-static int import_create(struct devmemtcp_ctx *ctx,
-			 const struct devmemtcp_buf_opts *opts,
-			 struct devmemtcp_buf *buf)
+/* fd's file lives on the dma-buf filesystem.  Test builds may let a
+ * memfd stand in, where a test machine has no dma-buf exporter. */
+static bool is_dmabuf(int fd)
 {
-	struct devmemtcp_segment whole;
-	int ret;
+	struct statfs st;
+
+	if (fstatfs(fd, &st) == 0 && st.f_type == DMT_DMA_BUF_MAGIC)
+		return true;
+#if DMT_TEST_HOOKS
+	if (dmt_hook_env("DEVMEMTCP_TEST_DMABUF_MEMFD") &&
+	    fcntl(fd, F_GET_SEALS) >= 0)
+		return true;
+#endif
+	return false;
+}
+
+/* The caller's fd is a dma-buf of at least opts->size bytes. */
+static int import_check(struct devmemtcp_ctx *ctx,
+			const struct devmemtcp_buf_opts *opts)
+{
+	off_t size;
 
 	if (opts->fd < 0)
 		return dmt_err(ctx, &ctx->err, -EBADF,
@@ -149,10 +166,33 @@ static int import_create(struct devmemtcp_ctx *ctx,
 	if (!opts->size)
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "import: opts.size is 0: pass the dma-buf's size in bytes");
-	if (lseek(opts->fd, 0, SEEK_END) < 0 && errno == EBADF)
+	size = lseek(opts->fd, 0, SEEK_END);
+	if (size < 0 && errno == EBADF)
 		return dmt_err(ctx, &ctx->err, -EBADF,
 			       "import: opts.fd %d is not an open file descriptor",
 			       opts->fd);
+	if (!is_dmabuf(opts->fd))
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "import: opts.fd %d is not a dma-buf: pass the fd your exporter gave you (cuMemGetHandleForAddressRange, drmPrimeHandleToFD, UDMABUF_CREATE)",
+			       opts->fd);
+	/* a dma-buf's end is its size */
+	if (size >= 0 && opts->size > (uint64_t)size)
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "import: opts.size %llu is larger than the dma-buf (%lld bytes): pass its size (lseek(fd, 0, SEEK_END) gives it)",
+			       (unsigned long long)opts->size, (long long)size);
+	return 0;
+}
+
+static int import_create(struct devmemtcp_ctx *ctx,
+			 const struct devmemtcp_buf_opts *opts,
+			 struct devmemtcp_buf *buf)
+{
+	struct devmemtcp_segment whole;
+	int ret;
+
+	ret = import_check(ctx, opts);
+	if (ret)
+		return ret;
 	buf->size = opts->size;
 	if (opts->segments) {
 		ret = dmt_buf_set_segments(buf, opts->segments,

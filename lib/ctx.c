@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "config.h"
 #include "internal.h"
@@ -71,13 +73,18 @@ int dmt_err_log(const struct devmemtcp_ctx *ctx, const struct dmt_err *err)
 	return err->code;
 }
 
+struct dmt_err *dmt_err_thread(void)
+{
+	static __thread struct dmt_err err;
+
+	return &err;
+}
+
 int dmt_verr(const struct devmemtcp_ctx *ctx, struct dmt_err *err, int code,
 	     const char *fmt, va_list ap)
 {
-	struct dmt_err tmp;
-
 	if (!err)
-		err = &tmp;
+		err = dmt_err_thread();
 	dmt_verr_set(err, code, fmt, ap);
 	return dmt_err_log(ctx, err);
 }
@@ -142,6 +149,49 @@ int dmt_opts_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		return dmt_err(ctx, err, -EINVAL,
 			       "struct %s has non-zero bytes at offset %zu, beyond the %zu bytes this library version knows: upgrade libdevmemtcp or leave newer fields zero",
 			       type_name, i, ours_sz);
+	}
+	return 0;
+}
+
+int dmt_tcp_check(struct devmemtcp_ctx *ctx, const char *fn, const char *use,
+		  int fd, int *domain)
+{
+	int type = 0, proto = 0, ret;
+	struct sockaddr_storage peer;
+	socklen_t len = sizeof(type);
+	char what[32] = "";
+
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len)) {
+		ret = -errno;
+		return dmt_err(ctx, &ctx->err, ret,
+			       "%s: fd %d is not a socket (%s): pass a connected TCP socket",
+			       fn, fd, strerror(-ret));
+	}
+	*domain = 0;
+	len = sizeof(*domain);
+	getsockopt(fd, SOL_SOCKET, SO_DOMAIN, domain, &len);
+	len = sizeof(proto);
+	getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len);
+	if (type == SOCK_DGRAM)
+		snprintf(what, sizeof(what), "a datagram socket");
+	else if (type != SOCK_STREAM)
+		snprintf(what, sizeof(what), "socket type %d", type);
+	else if (*domain == AF_UNIX)
+		snprintf(what, sizeof(what), "an AF_UNIX socket");
+	else if (*domain != AF_INET && *domain != AF_INET6)
+		snprintf(what, sizeof(what), "address family %d", *domain);
+	else if (proto != IPPROTO_TCP)
+		snprintf(what, sizeof(what), "protocol %d", proto);
+	if (what[0])
+		return dmt_err(ctx, &ctx->err, -EPROTOTYPE,
+			       "%s: fd %d is not a TCP socket (%s): %s needs a connected TCP socket (IPv4 or IPv6)",
+			       fn, fd, what, use);
+	len = sizeof(peer);
+	if (getpeername(fd, (struct sockaddr *)&peer, &len)) {
+		ret = -errno;
+		return dmt_err(ctx, &ctx->err, ret,
+			       "%s: fd %d is not connected (%s): connect() it first, or pass the socket accept() returns",
+			       fn, fd, strerror(-ret));
 	}
 	return 0;
 }
@@ -240,7 +290,7 @@ DEVMEMTCP_EXPORT void devmemtcp_ctx_free(struct devmemtcp_ctx *ctx)
 DEVMEMTCP_EXPORT const char *devmemtcp_ctx_errmsg(const struct devmemtcp_ctx *ctx)
 {
 	DMT_KEEP_ERRNO;
-	return ctx ? ctx->err.msg : "";
+	return ctx ? ctx->err.msg : dmt_err_thread()->msg;
 }
 
 int dmt_ctx_err(struct devmemtcp_ctx *ctx, int code, const char *fmt, ...)

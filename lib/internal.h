@@ -95,7 +95,8 @@ struct devmemtcp_ctx {
 /*
  * Record code (a negative errno) and a message on err, log it through ctx
  * (which may be NULL: stderr at DEVMEMTCP_LOG_ERR), and return code so that
- * callers can write "return dmt_err(ctx, &x->err, -EINVAL, "...")".
+ * callers can write "return dmt_err(ctx, &x->err, -EINVAL, "...")".  err
+ * NULL: the calling thread's (dmt_err_thread()).
  */
 int dmt_err(const struct devmemtcp_ctx *ctx, struct dmt_err *err, int code,
 	    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -115,6 +116,12 @@ int dmt_err_log(const struct devmemtcp_ctx *ctx, const struct dmt_err *err);
 void dmt_err_append(struct dmt_err *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void dmt_err_clear(struct dmt_err *err);
+/*
+ * The calling thread's message of a failed call that has no object to keep
+ * it on (devmemtcp_ctx_new, devmemtcp_flow_parse): devmemtcp_ctx_errmsg(NULL)
+ * reads it.
+ */
+struct dmt_err *dmt_err_thread(void);
 /* Log without recording. */
 void dmt_log(const struct devmemtcp_ctx *ctx, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -189,6 +196,14 @@ void dmt_copy_out(void *user, void *ours, size_t ours_sz);
  */
 struct devmemtcp_buf *dmt_buf_get(const struct devmemtcp_buf *buf);
 void dmt_buf_put(struct devmemtcp_buf *buf);
+
+/*
+ * fd is a connected TCP socket (IPv4 or IPv6), for fn ("devmemtcp_rx_new")
+ * which does use ("devmem TCP"): 0 with *domain set, or -ENOTSOCK/-EBADF,
+ * -EPROTOTYPE, -ENOTCONN with the message on ctx->err.
+ */
+int dmt_tcp_check(struct devmemtcp_ctx *ctx, const char *fn, const char *use,
+		  int fd, int *domain);
 
 /* This process's name from /proc/self/comm into buf ("?" when unknown). */
 const char *dmt_self_comm(char *buf, size_t len);

@@ -58,8 +58,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
 {
 	DMT_KEEP_ERRNO;
 	struct devmemtcp_rx *rx;
-	int type = 0, ret;
-	socklen_t len = sizeof(type);
+	int domain, ret;
 
 	if (!ctx)
 		return -EINVAL;
@@ -70,16 +69,9 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
 	ret = DMT_OPTS_CHECK(ctx, &ctx->err, opts, devmemtcp_rx_opts);
 	if (ret)
 		return ret;
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len)) {
-		ret = -errno;
-		return dmt_err(ctx, &ctx->err, ret == -ENOTSOCK ? -ENOTSOCK : ret,
-			       "devmemtcp_rx_new: fd %d is not a socket (%s): pass a connected TCP socket",
-			       fd, strerror(-ret));
-	}
-	if (type != SOCK_STREAM)
-		return dmt_err(ctx, &ctx->err, -EPROTOTYPE,
-			       "devmemtcp_rx_new: fd %d is not a stream socket: devmem TCP needs a connected TCP socket",
-			       fd);
+	ret = dmt_tcp_check(ctx, "devmemtcp_rx_new", "devmem TCP", fd, &domain);
+	if (ret)
+		return ret;
 	if (DMT_OPT(opts, devmemtcp_rx_opts, ctrl_size, 0) > MAX_CTRL_SIZE)
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "devmemtcp_rx_new: opts.ctrl_size %zu is more than %u bytes: 0 (the default, room for %u fragments) or what max_frags of devmemtcp_rx_recv needs is enough; the buffer grows when the kernel needs more",
