@@ -6,7 +6,10 @@
  *    caller's reference, devmemtcp_binding_buf() stays usable, and the
  *    buffer goes with the binding;
  *  - import takes a real dma-buf (here a udmabuf's) up to its size, and
- *    refuses a larger size.
+ *    refuses a larger size;
+ *  - bind-rx with header split off names header split, on kernels that
+ *    check it first (6.14+) and on those whose driver refuses afterwards
+ *    (6.12); rx_page_size the kernel or driver cannot use is EOPNOTSUPP.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -84,11 +87,63 @@ static int test_import_size(void)
 	return 0;
 }
 
+static int test_bind_messages(void)
+{
+	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 1);
+	DEVMEMTCP_OPTS(bind_opts, bo, .rx_page_size = 8192);
+	int ifindex = (int)if_nametoindex(ifname), ret;
+	struct devmemtcp_binding *b;
+	struct devmemtcp_buf *buf;
+	struct devmemtcp_nic *nic;
+	uint32_t q = 0;
+	char want[512];
+	const uint32_t *qs;
+
+	T_CHECK(t_udmabuf(ctx, 4u << 20, &buf) == 0, "udmabuf");
+	/* header split off (the simulated NIC's default) */
+	T_CHECK(t_run("ethtool -G %s tcp-data-split off", ifname) == 0, "ethtool -G");
+	ret = devmemtcp_bind_rx(ctx, ifindex, &q, 1, buf, NULL, &b);
+	if (t_kernel_version() >= 614) {
+		T_CHECK(ret == -EINVAL, "bind with header split off: %d", ret);
+		snprintf(want, sizeof(want),
+			 "bind-rx on %s failed: enable header split on %s: ethtool -G %s tcp-data-split on (or use devmemtcp_nic_open()) (kernel: \"tcp-data-split is disabled\")",
+			 ifname, ifname, ifname);
+	} else {
+		T_CHECK(ret == -ENODATA, "bind with header split off: %d", ret);
+		snprintf(want, sizeof(want),
+			 "bind-rx on %s failed: the driver restarted the queue but its page pool did not take the dma-buf: turn header split on (ethtool -G %s tcp-data-split on; Linux 6.12 and 6.13 bind without checking it), or the driver lacks unreadable-netmem support",
+			 ifname, ifname);
+	}
+	T_CHECK(!strcmp(devmemtcp_ctx_errmsg(ctx), want), "message: %s",
+		devmemtcp_ctx_errmsg(ctx));
+	/* header split on: rx_page_size this kernel or driver cannot use */
+	T_CHECK(devmemtcp_nic_open(ctx, ifname, &o, &nic) == 0, "nic_open: %s",
+		devmemtcp_ctx_errmsg(ctx));
+	T_CHECK(devmemtcp_nic_queues(nic, &qs) == 1, "one queue");
+	ret = devmemtcp_bind_rx(ctx, ifindex, qs, 1, buf, &bo, &b);
+	T_CHECK(ret == -EOPNOTSUPP, "rx_page_size 8192: %d (%s)", ret,
+		devmemtcp_ctx_errmsg(ctx));
+	T_CHECK(strstr(devmemtcp_ctx_errmsg(ctx), "leave rx_page_size 0"),
+		"message: %s", devmemtcp_ctx_errmsg(ctx));
+	if (t_kernel_version() < 614) {
+		snprintf(want, sizeof(want),
+			 "bind-rx on %s failed: this kernel (%s) has no rx-page-size for bind-rx (NETDEV_A_DMABUF_RX_PAGE_SIZE): leave rx_page_size 0 (kernel: \"Unknown attribute type\")",
+			 ifname, t_kernel_release());
+		T_CHECK(!strcmp(devmemtcp_ctx_errmsg(ctx), want), "message: %s",
+			devmemtcp_ctx_errmsg(ctx));
+	}
+	T_CHECK(devmemtcp_nic_close(nic) == 0, "nic_close: %s", devmemtcp_ctx_errmsg(ctx));
+	devmemtcp_buf_free(buf);
+	t_note("PASS: bind messages name header split and rx_page_size");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	T_TRY(nic_init(argc, argv, &ctx, &ifname));
 	T_TRY(test_binding_keeps_buffer());
 	T_TRY(test_import_size());
+	T_TRY(test_bind_messages());
 	devmemtcp_ctx_free(ctx);
 	return T_EXIT_PASS;
 }
