@@ -224,31 +224,46 @@ const char *dmt_self_comm(char *buf, size_t len)
 
 const char *dmt_errno_name(int err)
 {
+	/* the kernel's own numbers that reach user space, and, without
+	 * strerrorname_np, the ones this library returns most */
 	static const struct {
 		int code;
 		const char *name;
 	} names[] = {
+		{ 512, "ERESTARTSYS" },	    { 515, "ENOIOCTLCMD" },
+		{ 524, "ENOTSUPP" },	    { 525, "ETOOSMALL" },
+#if !HAVE_STRERRORNAME_NP
 		{ EPERM, "EPERM" },	    { ENOENT, "ENOENT" },
 		{ EIO, "EIO" },		    { EBADF, "EBADF" },
 		{ ENOMEM, "ENOMEM" },	    { EACCES, "EACCES" },
 		{ EFAULT, "EFAULT" },	    { EBUSY, "EBUSY" },
 		{ EEXIST, "EEXIST" },	    { ENODEV, "ENODEV" },
 		{ EINVAL, "EINVAL" },	    { E2BIG, "E2BIG" },
-		{ ERANGE, "ERANGE" },	    { ENODATA, "ENODATA" },
-		{ EOPNOTSUPP, "EOPNOTSUPP" }, { ENOSPC, "ENOSPC" },
-		{ EAGAIN, "EAGAIN" },	    { ENOTCONN, "ENOTCONN" },
-		{ ENOTSOCK, "ENOTSOCK" },   { ENOBUFS, "ENOBUFS" },
-		{ EMSGSIZE, "EMSGSIZE" },   { 525, "ETOOSMALL" },
+		{ EFBIG, "EFBIG" },	    { ERANGE, "ERANGE" },
+		{ ENODATA, "ENODATA" },	    { EOPNOTSUPP, "EOPNOTSUPP" },
+		{ ENOSPC, "ENOSPC" },	    { EAGAIN, "EAGAIN" },
+		{ ENOTCONN, "ENOTCONN" },   { ENOTSOCK, "ENOTSOCK" },
+		{ ENOBUFS, "ENOBUFS" },	    { EMSGSIZE, "EMSGSIZE" },
+		{ EPROTOTYPE, "EPROTOTYPE" }, { EPROTO, "EPROTO" },
+		{ ESTALE, "ESTALE" },	    { ETIMEDOUT, "ETIMEDOUT" },
+#endif
 	};
 	static __thread char buf[32];
+	const char *name;
 
 	if (err < 0)
 		err = -err;
+#if HAVE_STRERRORNAME_NP
+	name = strerrorname_np(err);
+	if (name)
+		return name;
+#endif
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
 		if (names[i].code == err)
 			return names[i].name;
 	snprintf(buf, sizeof(buf), "errno %d", err);
-	return buf;
+	name = buf;
+	return name;
 }
 
 DEVMEMTCP_EXPORT int devmemtcp_ctx_new(const struct devmemtcp_ctx_opts *opts,

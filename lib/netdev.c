@@ -408,19 +408,26 @@ static bool extack_fix(const char *extack, const char *name, char *fix,
 	return false;
 }
 
-void dmt_bind_explain(struct dmt_err *err, bool tx, int ifindex, int code,
-		      const char *extack)
+int dmt_bind_explain(struct dmt_err *err, bool tx, int ifindex, int code,
+		     const char *extack)
 {
 	const char *op = tx ? "bind-tx" : "bind-rx";
 	const char *text = extack ? extack : "", *sep = text[0] ? ": " : "";
 	char name[DMT_IFNAME_MAX], fix[512];
+	struct utsname u;
 
 	dmt_ifname(ifindex, name);
-	if (extack_fix(extack, name, fix, sizeof(fix))) {
-		dmt_err_set(err, code, "%s on %s failed: %s (kernel: \"%s\")",
-			    op, name, fix, extack);
-		return;
+	/* the one attribute of ours a kernel may not know */
+	if (!tx && code == -EINVAL && !strcmp(text, "Unknown attribute type")) {
+		if (uname(&u))
+			snprintf(u.release, sizeof(u.release), "?");
+		return dmt_err_set(err, -EOPNOTSUPP,
+				   "%s on %s failed: this kernel (%s) has no rx-page-size for bind-rx (NETDEV_A_DMABUF_RX_PAGE_SIZE): leave rx_page_size 0 (kernel: \"%s\")",
+				   op, name, u.release, text);
 	}
+	if (extack_fix(extack, name, fix, sizeof(fix)))
+		return dmt_err_set(err, code, "%s on %s failed: %s (kernel: \"%s\")",
+				   op, name, fix, extack);
 	switch (code) {
 	case -EPERM:
 		dmt_err_set(err, code,
@@ -440,9 +447,10 @@ void dmt_bind_explain(struct dmt_err *err, bool tx, int ifindex, int code,
 			    tx ? "6.16" : "6.12");
 		break;
 	case -ENODATA:
+		/* the kernel checks header split itself from 6.14 on */
 		dmt_err_set(err, code,
-			    "%s on %s failed: the driver restarted the queue but its page pool did not take the dma-buf (the driver lacks unreadable-netmem support); no devmem on this driver",
-			    op, name);
+			    "%s on %s failed: the driver restarted the queue but its page pool did not take the dma-buf: turn header split on (ethtool -G %s tcp-data-split on; Linux 6.12 and 6.13 bind without checking it), or the driver lacks unreadable-netmem support",
+			    op, name, name);
 		break;
 	case -E2BIG:
 		dmt_err_set(err, code,
@@ -470,6 +478,7 @@ void dmt_bind_explain(struct dmt_err *err, bool tx, int ifindex, int code,
 		dmt_err_set(err, code, "%s on %s failed: %s%s%s", op, name,
 			    strerror(-code), sep, text);
 	}
+	return err->code;
 }
 
 /* What one bind asks for. */
@@ -594,10 +603,9 @@ static int bind_request(struct dmt_err *err, struct devmemtcp_binding *b,
 			   a->nqueues, devmemtcp_buf_fd(a->buf), a->page_size);
 	ret = dmt_nl_talk(b->nl, nlh, bind_reply_cb, &b->id);
 	free(msg);
-	if (ret) {
-		dmt_bind_explain(err, a->tx, a->ifindex, ret, b->nl->extack);
-		return ret;
-	}
+	if (ret)
+		return dmt_bind_explain(err, a->tx, a->ifindex, ret,
+					b->nl->extack);
 	if (!b->id)
 		return dmt_err_set(err, -EPROTO,
 				   "%s: the kernel acknowledged the bind but sent no binding id",
