@@ -70,6 +70,100 @@ static void test_ctx_log_level_none(void **state)
 	unsetenv("DEVMEMTCP_LOG");
 }
 
+/* Run fn with stderr going to a file; what it wrote, in out. */
+static void capture_stderr(void (*fn)(void), char *out, size_t len)
+{
+	int saved = dup(2), fd = memfd_create("stderr", MFD_CLOEXEC);
+	ssize_t n;
+
+	assert_true(saved >= 0 && fd >= 0);
+	fflush(stderr);
+	assert_int_equal(dup2(fd, 2), 2);
+	fn();
+	fflush(stderr);
+	assert_int_equal(dup2(saved, 2), 2);
+	close(saved);
+	n = pread(fd, out, len - 1, 0);
+	out[n > 0 ? n : 0] = '\0';
+	close(fd);
+}
+
+static void fail_rx_new(void)
+{
+	struct devmemtcp_ctx *ctx;
+	struct devmemtcp_rx *rx;
+	struct devmemtcp_flow f;
+
+	assert_int_equal(devmemtcp_ctx_new(NULL, &ctx), 0);
+	assert_int_equal(devmemtcp_rx_new(ctx, 0x7fff, NULL, &rx), -EBADF);
+	assert_non_null(strstr(devmemtcp_ctx_errmsg(ctx), "is not a socket"));
+	devmemtcp_ctx_free(ctx);
+	/* no object either: still silent */
+	assert_int_equal(devmemtcp_flow_parse("dst-port 0", &f), -EINVAL);
+}
+
+/*
+ * The library is silent by default: errors are returned and kept on the
+ * object; DEVMEMTCP_LOG or a log callback turns output on.
+ */
+static void test_silent_by_default(void **state)
+{
+	char out[4096];
+
+	unsetenv("DEVMEMTCP_LOG");
+	capture_stderr(fail_rx_new, out, sizeof(out));
+	assert_string_equal(out, "");
+	setenv("DEVMEMTCP_LOG", "err", 1);
+	capture_stderr(fail_rx_new, out, sizeof(out));
+	assert_string_equal(out,
+			    "devmemtcp: devmemtcp_rx_new: fd 32767 is not a socket (Bad file descriptor): pass a connected TCP socket\n"
+			    "devmemtcp: flow \"dst-port 0\": port \"0\" is not 1..65535\n");
+	unsetenv("DEVMEMTCP_LOG");
+}
+
+/* A callback with the level left 0 gets the errors; DEVMEMTCP_LOG still
+ * sets the level. */
+static void test_callback_turns_logging_on(void **state)
+{
+	struct log_capture cap = { 0 };
+	DEVMEMTCP_OPTS(ctx_opts, o, .log_fn = capture, .log_user = &cap);
+	struct devmemtcp_ctx *ctx;
+	struct devmemtcp_rx *rx;
+
+	unsetenv("DEVMEMTCP_LOG");
+	assert_int_equal(devmemtcp_ctx_new(&o, &ctx), 0);
+	assert_int_equal(devmemtcp_rx_new(ctx, 0x7fff, NULL, &rx), -EBADF);
+	assert_int_equal(cap.calls, 1);
+	assert_int_equal(cap.level, DEVMEMTCP_LOG_ERR);
+	assert_string_equal(cap.last, devmemtcp_ctx_errmsg(ctx));
+	devmemtcp_ctx_free(ctx);
+	setenv("DEVMEMTCP_LOG", "none", 1);
+	cap.calls = 0;
+	assert_int_equal(devmemtcp_ctx_new(&o, &ctx), 0);
+	assert_int_equal(devmemtcp_rx_new(ctx, 0x7fff, NULL, &rx), -EBADF);
+	assert_int_equal(cap.calls, 0);
+	devmemtcp_ctx_free(ctx);
+	unsetenv("DEVMEMTCP_LOG");
+}
+
+/* An explicit "nothing", whatever the environment says. */
+static void test_log_off(void **state)
+{
+	struct log_capture cap = { 0 };
+	DEVMEMTCP_OPTS(ctx_opts, o, .log_fn = capture, .log_user = &cap,
+		       .log_level = -1 /* DEVMEMTCP_LOG_OFF */);
+	struct devmemtcp_ctx *ctx;
+	struct devmemtcp_rx *rx;
+
+	setenv("DEVMEMTCP_LOG", "debug", 1);
+	assert_int_equal(devmemtcp_ctx_new(&o, &ctx), 0);
+	assert_int_equal(devmemtcp_rx_new(ctx, 0x7fff, NULL, &rx), -EBADF);
+	assert_int_equal(cap.calls, 0);
+	assert_non_null(strstr(devmemtcp_ctx_errmsg(ctx), "is not a socket"));
+	devmemtcp_ctx_free(ctx);
+	unsetenv("DEVMEMTCP_LOG");
+}
+
 static void test_opts_sz_zero(void **state)
 {
 	struct devmemtcp_ctx_opts o;
@@ -290,6 +384,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ctx_log_callback),
 		cmocka_unit_test(test_ctx_log_level_none),
+		cmocka_unit_test(test_silent_by_default),
+		cmocka_unit_test(test_callback_turns_logging_on),
+		cmocka_unit_test(test_log_off),
 		cmocka_unit_test(test_opts_sz_zero),
 		cmocka_unit_test(test_opts_tail),
 		cmocka_unit_test(test_rx_new_checks),
