@@ -47,6 +47,9 @@ const char *devmemtcp_version(void);
 /* Library context: logging and the message of the last failed constructor.  */
 
 enum devmemtcp_log_level {
+	/* log_level: nothing at all, whatever DEVMEMTCP_LOG says */
+	DEVMEMTCP_LOG_OFF = -1,
+	/* 0 is the default (see struct devmemtcp_ctx_opts), not "none" */
 	DEVMEMTCP_LOG_NONE = 0,
 	DEVMEMTCP_LOG_ERR = 3,
 	DEVMEMTCP_LOG_WARN = 4,
@@ -61,8 +64,10 @@ struct devmemtcp_ctx_opts {
 	/* Receives every message at or below log_level.  NULL: stderr. */
 	devmemtcp_log_fn log_fn;
 	void *log_user;
-	/* 0: DEVMEMTCP_LOG_ERR, or the DEVMEMTCP_LOG environment variable
-	 * (none, err, warn, info, debug) when set. */
+	/* 0: the DEVMEMTCP_LOG environment variable (none, err, warn, info,
+	 * debug) when set, else DEVMEMTCP_LOG_ERR with a log_fn and nothing
+	 * without one: the library is silent unless asked.
+	 * DEVMEMTCP_LOG_OFF: nothing, whatever the environment says. */
 	int log_level;
 	uint32_t reserved;	/* zero */
 };

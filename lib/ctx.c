@@ -17,7 +17,8 @@ DEVMEMTCP_EXPORT const char *devmemtcp_version(void)
 	return DEVMEMTCP_VERSION;
 }
 
-static int level_from_env(void)
+/* The level DEVMEMTCP_LOG asks for, or def when it is unset or unknown. */
+static int level_from_env(int def)
 {
 	static const struct {
 		const char *name;
@@ -34,13 +35,14 @@ static int level_from_env(void)
 			if (!strcasecmp(env, names[i].name))
 				return names[i].level;
 	}
-	return DEVMEMTCP_LOG_ERR;
+	return def;
 }
 
 static void log_msg(const struct devmemtcp_ctx *ctx, int level,
 		    const char *msg)
 {
-	int max = ctx ? ctx->log_level : level_from_env();
+	/* without a context: silent unless DEVMEMTCP_LOG asks */
+	int max = ctx ? ctx->log_level : level_from_env(DEVMEMTCP_LOG_NONE);
 
 	if (level > max)
 		return;
@@ -285,8 +287,10 @@ DEVMEMTCP_EXPORT int devmemtcp_ctx_new(const struct devmemtcp_ctx_opts *opts,
 		return -ENOMEM;
 	ctx->log_fn = DMT_OPT(opts, devmemtcp_ctx_opts, log_fn, NULL);
 	ctx->log_user = DMT_OPT(opts, devmemtcp_ctx_opts, log_user, NULL);
+	/* silent unless asked: by DEVMEMTCP_LOG, or by a callback */
 	ctx->log_level = DMT_OPT(opts, devmemtcp_ctx_opts, log_level,
-				 level_from_env());
+				 level_from_env(ctx->log_fn ? DEVMEMTCP_LOG_ERR
+							    : DEVMEMTCP_LOG_NONE));
 	pthread_mutex_init(&ctx->lock, NULL);
 	*ctxp = ctx;
 	return 0;

@@ -204,7 +204,7 @@ static int recv_setup_nic(const struct recv_opts *o, struct recv_run *r)
 /* The context, the queues, the buffer and its binding. */
 static int recv_bind(struct recv_opts *o, struct recv_run *r)
 {
-	int ret = tool_ctx_new(CMD, false, &r->ctx);
+	int ret = tool_ctx_new(CMD, &r->ctx);
 
 	if (ret)
 		return ret;

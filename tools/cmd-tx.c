@@ -187,14 +187,17 @@ static int send_bind(const struct send_opts *o, struct send_run *r)
 			return -1;
 		}
 	}
-	ret = tool_ctx_new(CMD, false, &r->ctx);
+	ret = tool_ctx_new(CMD, &r->ctx);
 	if (!ret)
 		ret = tool_udmabuf_new(CMD, r->ctx, (uint64_t)o->bufsize, &r->buf);
-	if (!ret)	/* on failure the library has logged why */
-		ret = devmemtcp_bind_tx(r->ctx, (int)if_nametoindex(o->ifname),
-					r->buf, NULL, &r->binding);
 	if (ret)
 		return ret;
+	ret = devmemtcp_bind_tx(r->ctx, (int)if_nametoindex(o->ifname), r->buf,
+				NULL, &r->binding);
+	if (ret) {
+		fprintf(stderr, CMD ": %s\n", devmemtcp_ctx_errmsg(r->ctx));
+		return ret;
+	}
 	r->fd = connect_via(o->addr, o->port, o->ifname);
 	return r->fd < 0 ? -1 : 0;
 }

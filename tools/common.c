@@ -65,15 +65,19 @@ int tool_sockaddr(const char *cmd, const char *addr, int port,
 	return 0;
 }
 
-/* The library's messages are printed by the commands themselves. */
-static void quiet_log(void *user, int level, const char *msg)
+/* Errors reach the user through the commands, which print the failed
+ * call's message; everything else the user asked for with DEVMEMTCP_LOG
+ * is printed here. */
+static void tool_log(void *user, int level, const char *msg)
 {
+	if (level > DEVMEMTCP_LOG_ERR)
+		fprintf(stderr, "%s: %s\n", (const char *)user, msg);
 }
 
-int tool_ctx_new(const char *cmd, bool quiet, struct devmemtcp_ctx **ctx)
+int tool_ctx_new(const char *cmd, struct devmemtcp_ctx **ctx)
 {
-	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = quiet_log);
-	int ret = devmemtcp_ctx_new(quiet ? &co : NULL, ctx);
+	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = tool_log, .log_user = (void *)cmd);
+	int ret = devmemtcp_ctx_new(&co, ctx);
 
 	if (ret)
 		fprintf(stderr, "%s: %s\n", cmd, strerror(-ret));

@@ -37,11 +37,11 @@ int tool_sockaddr(const char *cmd, const char *addr, int port,
 
 /*
  * devmemtcp_ctx_new(), printing "CMD: <strerror>" on failure; returns its
- * result.  quiet: the library logs nothing, the command prints the message
- * (devmemtcp_ctx_errmsg()) where it wants it; otherwise the library also
- * logs its errors to stderr.
+ * result.  Errors are printed once, by the command, from the objects'
+ * messages; the library's log prints only what DEVMEMTCP_LOG asks for
+ * beyond errors (warn, info, debug).
  */
-int tool_ctx_new(const char *cmd, bool quiet, struct devmemtcp_ctx **ctx);
+int tool_ctx_new(const char *cmd, struct devmemtcp_ctx **ctx);
 
 /* A udmabuf of size bytes, printing "CMD: <the context's message>" on failure. */
 int tool_udmabuf_new(const char *cmd, struct devmemtcp_ctx *ctx, uint64_t size,

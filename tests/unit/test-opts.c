@@ -151,7 +151,7 @@ static void test_log_off(void **state)
 {
 	struct log_capture cap = { 0 };
 	DEVMEMTCP_OPTS(ctx_opts, o, .log_fn = capture, .log_user = &cap,
-		       .log_level = -1 /* DEVMEMTCP_LOG_OFF */);
+		       .log_level = DEVMEMTCP_LOG_OFF);
 	struct devmemtcp_ctx *ctx;
 	struct devmemtcp_rx *rx;
 
