@@ -9,7 +9,9 @@
  *    refuses a larger size;
  *  - bind-rx with header split off names header split, on kernels that
  *    check it first (6.14+) and on those whose driver refuses afterwards
- *    (6.12); rx_page_size the kernel or driver cannot use is EOPNOTSUPP.
+ *    (6.12); rx_page_size the kernel or driver cannot use is EOPNOTSUPP;
+ *  - bind-tx's argument errors are EINVAL on every kernel, also on one
+ *    without bind-tx (6.12), as documented.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -133,6 +135,13 @@ static int test_bind_messages(void)
 			devmemtcp_ctx_errmsg(ctx));
 	}
 	T_CHECK(devmemtcp_nic_close(nic) == 0, "nic_close: %s", devmemtcp_ctx_errmsg(ctx));
+	/* bind-tx: a NULL buffer is an argument error whatever the kernel */
+	ret = devmemtcp_bind_tx(ctx, ifindex, NULL, NULL, &b);
+	T_CHECK(ret == -EINVAL, "bind_tx without a buffer: %d (%s)", ret,
+		devmemtcp_ctx_errmsg(ctx));
+	T_CHECK(!strcmp(devmemtcp_ctx_errmsg(ctx),
+			"devmemtcp_bind_tx: buf is NULL: create one with devmemtcp_buf_new()"),
+		"message: %s", devmemtcp_ctx_errmsg(ctx));
 	devmemtcp_buf_free(buf);
 	t_note("PASS: bind messages name header split and rx_page_size");
 	return 0;
