@@ -491,6 +491,7 @@ struct bind_args {
 	struct devmemtcp_buf *buf;
 	uint32_t page_size;	/* 0: the kernel's default */
 	bool verify;		/* check with queue-get that the queues took it */
+	bool sent;		/* out: the request reached the kernel */
 };
 
 static int bind_args_check(struct dmt_err *err, const struct bind_args *a)
@@ -586,7 +587,7 @@ static struct devmemtcp_binding *binding_new(struct devmemtcp_ctx *ctx,
 
 /* Send the bind over the binding's socket; its reply gives b->id. */
 static int bind_request(struct dmt_err *err, struct devmemtcp_binding *b,
-			const struct bind_args *a)
+			struct bind_args *a)
 {
 	struct nlmsghdr *nlh;
 	uint16_t family;
@@ -601,6 +602,7 @@ static int bind_request(struct dmt_err *err, struct devmemtcp_binding *b,
 		return -ENOMEM;
 	nlh = dmt_bind_msg(msg, family, a->tx, a->ifindex, a->queues,
 			   a->nqueues, devmemtcp_buf_fd(a->buf), a->page_size);
+	a->sent = true;
 	ret = dmt_nl_talk(b->nl, nlh, bind_reply_cb, &b->id);
 	free(msg);
 	if (ret)
@@ -619,7 +621,7 @@ static int bind_request(struct dmt_err *err, struct devmemtcp_binding *b,
  * (err->code stays 0 when there is none, as for -ENOMEM).
  */
 static int bind_dmabuf(struct devmemtcp_ctx *ctx, struct dmt_err *err,
-		       const struct bind_args *a,
+		       struct bind_args *a,
 		       struct devmemtcp_binding **bindingp)
 {
 	struct devmemtcp_binding *b;
@@ -744,8 +746,10 @@ DEVMEMTCP_EXPORT int devmemtcp_bind_tx(struct devmemtcp_ctx *ctx, int ifindex,
 	if (!ret)
 		return 0;
 	/* An unknown genl command is EOPNOTSUPP without text, like a driver
-	 * without netmem TX on some kernels: ask the op list which it is. */
-	if ((ret == -EOPNOTSUPP || ret == -EINVAL) && kernel_has_bind_tx() == 0) {
+	 * without netmem TX on some kernels: ask the op list which it is.
+	 * Only the kernel's answers: argument errors stay EINVAL. */
+	if (a.sent && (ret == -EOPNOTSUPP || ret == -EINVAL) &&
+	    kernel_has_bind_tx() == 0) {
 		if (uname(&u))
 			snprintf(u.release, sizeof(u.release), "?");
 		ret = dmt_err_set(&err, -EOPNOTSUPP,
