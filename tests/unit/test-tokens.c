@@ -384,6 +384,39 @@ static void test_dontneed_keeps_failing(void **state)
 	assert_int_equal(T.released, 1600);
 }
 
+static int done_fails(void *arg, bool wait)
+{
+	(*(int *)arg)++;
+	return -EIO;
+}
+
+/*
+ * A deferred release whose done fails keeps its own tokens (whether their
+ * bytes were consumed is unknown), but does not hold back the others:
+ * release_all reports the failure after queueing every other token.
+ */
+static void test_failing_done_holds_only_its_tokens(void **state)
+{
+	struct devmemtcp_frag f[7];
+	size_t bad;
+	int calls = 0;
+
+	for (uint32_t i = 0; i < 7; i++)
+		receive(&f[i], 40 + i);
+	assert_int_equal(dmt_tokens_take(&T, f, 2, &bad), 0);
+	assert_int_equal(dmt_tokens_defer(&T, f, 2, done_fails, &calls), 0);
+	assert_int_equal(dmt_tokens_release_all(&T), -EIO);
+	assert_int_equal(calls, 1);
+	assert_int_equal(dmt_tokens_flush(&T), 5);
+	assert_int_equal(live_count(), 2);
+	assert_true(k->live[40] && k->live[41]);
+	assert_int_equal(T.deferred_pending, 2);
+	assert_int_equal(T.outstanding, 0);
+	/* polled again later, it still holds them */
+	assert_int_equal(dmt_tokens_poll(&T, false), -EIO);
+	assert_int_equal(T.deferred_pending, 2);
+}
+
 static void test_high_water(void **state)
 {
 	struct devmemtcp_frag f[10];
@@ -414,6 +447,7 @@ int main(void)
 		T_(test_failed_dontneed_keeps_tokens),
 		T_(test_failed_dontneed_in_release_all),
 		T_(test_dontneed_keeps_failing),
+		T_(test_failing_done_holds_only_its_tokens),
 	};
 
 	return cmocka_run_group_tests_name("tokens", tests, NULL, NULL);
