@@ -526,19 +526,19 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_flush(struct devmemtcp_rx *rx)
 
 static int release_all_locked(struct devmemtcp_rx *rx)
 {
-	int ret, total;
+	int polled, ret, total = 0;
 
-	ret = dmt_tokens_poll(&rx->tokens, true);
-	if (ret < 0)
-		return dmt_err(rx->ctx, &rx->err, ret,
-			       "releasing every token failed: a deferred-release completion failed: %s",
-			       strerror(-ret));
-	total = ret;
-	ret = dmt_tokens_release_all(&rx->tokens);
+	/* a failed done keeps its own tokens: release the others anyway */
+	polled = dmt_tokens_poll(&rx->tokens, true);
+	ret = dmt_tokens_queue_all(&rx->tokens);
 	if (ret >= 0) {
-		total += ret;
+		total = ret + (polled > 0 ? polled : 0);
 		ret = dmt_tokens_flush(&rx->tokens);
 	}
+	if (polled < 0)
+		return dmt_err(rx->ctx, &rx->err, polled,
+			       "releasing every token: a deferred-release completion failed: %s: its tokens stay held, the others were released",
+			       strerror(-polled));
 	if (ret < 0)
 		return dontneed_failed(rx, ret);
 	return total;

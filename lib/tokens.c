@@ -369,14 +369,10 @@ int dmt_tokens_poll(struct dmt_tokens *t, bool wait)
 	return queued;
 }
 
-int dmt_tokens_release_all(struct dmt_tokens *t)
+int dmt_tokens_queue_all(struct dmt_tokens *t)
 {
-	int ret, queued, err = 0;
+	int ret, queued = 0, err = 0;
 
-	ret = dmt_tokens_poll(t, true);
-	if (ret < 0)
-		return ret;
-	queued = ret;
 	for (size_t w = 0; w < t->nwords; w++) {
 		/* a copy: a token that cannot be kept queued comes back here */
 		uint64_t word = t->bits[w];
@@ -399,4 +395,15 @@ int dmt_tokens_release_all(struct dmt_tokens *t)
 		}
 	}
 	return err ? err : queued;
+}
+
+int dmt_tokens_release_all(struct dmt_tokens *t)
+{
+	int polled = dmt_tokens_poll(t, true), queued;
+
+	/* a failed done keeps its own tokens, not the others */
+	queued = dmt_tokens_queue_all(t);
+	if (polled < 0)
+		return polled;
+	return queued < 0 ? queued : polled + queued;
 }

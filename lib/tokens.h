@@ -127,8 +127,12 @@ int dmt_tokens_defer(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
  * of finished ones.  Returns the number of tokens queued, or the errno of
  * a done() (a failed flush on the way is left for the next flush). */
 int dmt_tokens_poll(struct dmt_tokens *t, bool wait);
-/* Queue every outstanding token (after waiting for deferred ones); a
- * flush's errno after queueing them all. */
+/* Queue every outstanding token (not the deferred ones): the number
+ * queued, or a flush's errno after queueing them all. */
+int dmt_tokens_queue_all(struct dmt_tokens *t);
+/* Wait for the deferred releases and queue their tokens, then queue every
+ * outstanding token.  A done that fails keeps its entry's tokens and its
+ * errno is returned, after the others were queued all the same. */
 int dmt_tokens_release_all(struct dmt_tokens *t);
 
 #endif
