@@ -64,5 +64,29 @@ for f in "$src"/examples/*.c; do
 		END { exit bad }' "$f" || fail=1
 done
 
+# the environment: what the library reads in every build is documented in
+# devmemtcp(7); what only test builds read (lib/testhooks.h) is never
+# presented as working in an installed library
+vars() { grep -ho "$1(\"DEVMEMTCP_[A-Z_]*\"" "$src"/lib/*.c | grep -o 'DEVMEMTCP_[A-Z_]*' | sort -u; }
+for v in $(vars secure_getenv); do
+	sed -n '/^\.SH ENVIRONMENT/,/^\.SH /p' "$src/man/devmemtcp.7" | grep -q "$v" ||
+		{ echo "check-docs: devmemtcp(7) ENVIRONMENT does not document $v"; fail=1; }
+done
+hooks=$(vars 'dmt_hook_env\(_int\)\{0,1\}'; vars dmt_hook_delay)
+for p in $pages; do
+	awk -v hooks="$hooks" -v f="${p#"$src"/}" '
+		function check() {
+			for (h in hv)
+				if (para ~ hv[h] && para !~ /[Tt]est builds/) {
+					print "check-docs: " f ":" start ": " hv[h] " is read only by test builds (-Dtest_hooks=true): say so where it is mentioned"
+					bad = 1
+				}
+		}
+		BEGIN { n = split(hooks, hv, "\n") }
+		/^\.(TP|PP|SH|SS|P|LP)/ { check(); para = ""; start = NR }
+		{ para = para " " $0 }
+		END { check(); exit bad }' "$p" || fail=1
+done
+
 [ $fail = 0 ] && echo "check-docs: man pages, header and examples say what the library does"
 exit $fail
