@@ -186,7 +186,8 @@ static int flush_batch(struct dmt_tokens *t)
 	return freed_total;
 }
 
-int dmt_tokens_flush(struct dmt_tokens *t)
+/* The batch, then the backlog, batch by batch. */
+static int flush_backlog(struct dmt_tokens *t)
 {
 	int total = 0, ret;
 
@@ -199,6 +200,17 @@ int dmt_tokens_flush(struct dmt_tokens *t)
 			return ret;
 		total += ret;
 	}
+}
+
+int dmt_tokens_flush(struct dmt_tokens *t)
+{
+	/* a backlog only exists after a failed flush: keep it off the
+	 * common path */
+	if (__builtin_expect(t->bl_len != 0, 0))
+		return flush_backlog(t);
+	if (!t->npending)
+		return 0;
+	return flush_batch(t);
 }
 
 int dmt_tokens_queue(struct dmt_tokens *t, uint32_t token)
