@@ -4,9 +4,11 @@
 # CUDA memory reaches the real CUDA provider: the message is the CUDA
 # loader's (here for a libcuda path that does not exist, through the test
 # builds' DEVMEMTCP_LIBCUDA), never "built without the CUDA provider".
-# usage: check-static.sh SRCDIR BUILDDIR
+# With "gpu" (on a machine with an NVIDIA GPU and driver) the real
+# libcuda.so.1 is loaded instead and the 1 MiB CUDA buffer must be made.
+# usage: check-static.sh SRCDIR BUILDDIR [gpu]
 set -eu
-src=$1 build=$2
+src=$1 build=$2 mode=${3:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cat >"$tmp/prog.c" <<'PROG'
@@ -37,6 +39,12 @@ ${CC:-cc} $san -I"$src/include" -o "$tmp/prog" "$tmp/prog.c" \
 if ldd "$tmp/prog" | grep -q libdevmemtcp; then
 	echo "check-static: the program links the shared library, not libdevmemtcp.a"
 	exit 1
+fi
+if [ "$mode" = gpu ]; then
+	out=$("$tmp/prog")
+	echo "static program, real libcuda: $out"
+	[ "${out%% *}" = 0 ] || { echo "check-static: no CUDA buffer from a static link"; exit 1; }
+	exit 0
 fi
 out=$(DEVMEMTCP_LIBCUDA=/nonexistent/libcuda.so.1 "$tmp/prog")
 echo "static program: $out"
