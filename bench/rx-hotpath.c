@@ -75,6 +75,26 @@ static void fill_ctrl(struct msghdr *msg, char *ctrl, uint32_t batch,
 	}
 }
 
+/* A connected TCP socket over loopback (the receive handle wants one); the
+ * other end stays open, never written to. */
+static int tcp_connected(int *peer)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), fd;
+
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, len) || listen(lfd, 1) ||
+	    getsockname(lfd, (struct sockaddr *)&sa, &len))
+		return -1;
+	*peer = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (*peer < 0 || connect(*peer, (struct sockaddr *)&sa, len))
+		return -1;
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	close(lfd);
+	return fd;
+}
+
 static double now(void)
 {
 	struct timespec ts;
@@ -98,9 +118,6 @@ static double run(enum mode mode, uint64_t frags, uint32_t batch,
 	struct devmemtcp_segment seg = { 0, 64ull << 20, 0x7f0000000000 };
 	struct devmemtcp_frag *f = calloc(batch, sizeof(*f));
 	char *ctrl = aligned_alloc(64, batch * CMSG_FRAG);
-	DEVMEMTCP_OPTS(buf_opts, bo, .provider = DEVMEMTCP_PROVIDER_IMPORT,
-		       .size = 64ull << 20, .segments = &seg, .nsegments = 1,
-		       .flags = DEVMEMTCP_BUF_KEEP_FD);
 	struct devmemtcp_ctx *ctx;
 	struct devmemtcp_buf *buf;
 	struct devmemtcp_rx *rx;
@@ -108,8 +125,12 @@ static double run(enum mode mode, uint64_t frags, uint32_t batch,
 	struct msghdr msg = { 0 };
 	double t0, t1;
 
-	bo.fd = tcp_fd;
-	if (devmemtcp_ctx_new(NULL, &ctx) || devmemtcp_buf_new(ctx, &bo, &buf) ||
+	/* a buffer object with the segment table only: no dma-buf needed */
+	if (devmemtcp_ctx_new(NULL, &ctx) ||
+	    dmt_buf_alloc(ctx, DEVMEMTCP_PROVIDER_IMPORT, &buf))
+		abort();
+	buf->size = seg.len;
+	if (dmt_buf_set_segments(buf, &seg, 1) ||
 	    devmemtcp_rx_new(ctx, tcp_fd, NULL, &rx) ||
 	    devmemtcp_rx_add_buf(rx, 1, buf))
 		abort();
@@ -192,7 +213,13 @@ int main(int argc, char **argv)
 	if (!batch || batch > 4096)
 		batch = 256;
 	frags = (frags + batch - 1) / batch * batch;
-	tcp_fd = socket(AF_INET, SOCK_STREAM, 0);
+	int peer = -1;
+
+	tcp_fd = tcp_connected(&peer);
+	if (tcp_fd < 0) {
+		fprintf(stderr, "rx-hotpath: a loopback TCP connection: %s\n", strerror(errno));
+		return 1;
+	}
 	if (use_syscall) {
 		struct dmt_dmabuf_token probe = { 1, 1 };
 		if (setsockopt(tcp_fd, SOL_SOCKET, SO_DEVMEM_DONTNEED, &probe,
@@ -236,5 +263,6 @@ int main(int argc, char **argv)
 		       ns[2] / ns[0], (double)calls[2] / (double)calls[0]);
 	}
 	close(tcp_fd);
+	close(peer);
 	return 0;
 }

@@ -512,9 +512,14 @@ static int receive(struct loader *L, struct devmemtcp_ctx *ctx, int port,
 		goto out;
 	}
 	ret = devmemtcp_rx_new(ctx, data, NULL, &rx);
-	if (!ret)
+	if (ret)
+		fprintf(stderr, "receiver: %s\n", devmemtcp_ctx_errmsg(ctx));
+	if (!ret) {
 		ret = devmemtcp_rx_add_buf(rx, devmemtcp_binding_id(binding),
 					   L->buf);
+		if (ret)
+			fprintf(stderr, "receiver: %s\n", devmemtcp_rx_errmsg(rx));
+	}
 	if (!ret)
 		ret = receive_all(L, rx);
 	if (rx) {

@@ -53,9 +53,13 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	close(lfd);
-	if (devmemtcp_rx_new(ctx, fd, NULL, &rx) ||
-	    devmemtcp_rx_add_buf(rx, devmemtcp_binding_id(binding), buf)) {
+	if (devmemtcp_rx_new(ctx, fd, NULL, &rx)) {
 		fprintf(stderr, "%s\n", devmemtcp_ctx_errmsg(ctx));
+		goto out;
+	}
+	/* a handle's failures are explained on the handle */
+	if (devmemtcp_rx_add_buf(rx, devmemtcp_binding_id(binding), buf)) {
+		fprintf(stderr, "%s\n", devmemtcp_rx_errmsg(rx));
 		goto out;
 	}
 	while ((n = devmemtcp_rx_recv(rx, frags, 1024, linear, sizeof(linear))) > 0) {

@@ -61,17 +61,26 @@ int main(int argc, char **argv)
 			argv[0]);
 		return 2;
 	}
-	if (devmemtcp_ctx_new(NULL, &ctx) ||
-	    devmemtcp_buf_new(ctx, &bo, &buf) ||
+	if (devmemtcp_ctx_new(NULL, &ctx))
+		return 1;
+	if (devmemtcp_buf_new(ctx, &bo, &buf) ||
 	    devmemtcp_bind_tx(ctx, (int)if_nametoindex(argv[1]), buf, NULL,
-			      &binding))
-		goto out;	/* the library printed why */
+			      &binding)) {
+		fprintf(stderr, "%s\n", devmemtcp_ctx_errmsg(ctx));
+		goto out;
+	}
 	/* CPU-write the payload (udmabuf is host memory) at offset 4096 */
-	if (devmemtcp_buf_write(buf, 4096, line, sizeof(line) - 1))
+	if (devmemtcp_buf_write(buf, 4096, line, sizeof(line) - 1)) {
+		fprintf(stderr, "%s\n", devmemtcp_buf_errmsg(buf));
 		goto out;
+	}
 	fd = connect_via(argv[1], argv[2], atoi(argv[3]));
-	if (fd < 0 || devmemtcp_tx_new(ctx, fd, binding, NULL, &tx))
+	if (fd < 0)
 		goto out;
+	if (devmemtcp_tx_new(ctx, fd, binding, NULL, &tx)) {
+		fprintf(stderr, "%s\n", devmemtcp_ctx_errmsg(ctx));
+		goto out;
+	}
 
 	/* the same dma-buf range COUNT times: one sendmsg, COUNT iovecs */
 	for (int i = 0; i < count; i++) {

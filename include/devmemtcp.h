@@ -13,7 +13,9 @@
  *    devmemtcp_ctx_errmsg() for constructors, devmemtcp_<object>_errmsg()
  *    for operations on an object;
  *  - options structs start with "size_t sz" and are initialised with
- *    DEVMEMTCP_OPTS(); unknown non-zero tail bytes give -EINVAL.
+ *    DEVMEMTCP_OPTS(); fields past sz are not read (an older caller's
+ *    struct is smaller); non-zero bytes after the last field this version
+ *    knows (reserved fields, or a newer caller's fields) give -EINVAL.
  */
 #ifndef DEVMEMTCP_H
 #define DEVMEMTCP_H
@@ -32,7 +34,9 @@ extern "C" {
 #define DEVMEMTCP_VERSION_MICRO 0
 
 /* Declare and zero an options struct of type "struct devmemtcp_<type>" and
- * set its sz, e.g. DEVMEMTCP_OPTS(rx_opts, o, .max_pending = 64); */
+ * set its sz, e.g. DEVMEMTCP_OPTS(rx_opts, o, .ctrl_size = 8192).  The
+ * structs have no tail padding (reserved fields take its place), so every
+ * byte the library checks is a field the initializer zeroes. */
 #define DEVMEMTCP_OPTS(TYPE, NAME, ...)                                        \
 	struct devmemtcp_##TYPE NAME = { .sz = sizeof(struct devmemtcp_##TYPE), \
 					 __VA_ARGS__ }
@@ -43,6 +47,9 @@ const char *devmemtcp_version(void);
 /* Library context: logging and the message of the last failed constructor.  */
 
 enum devmemtcp_log_level {
+	/* log_level: nothing at all, whatever DEVMEMTCP_LOG says */
+	DEVMEMTCP_LOG_OFF = -1,
+	/* 0 is the default (see struct devmemtcp_ctx_opts), not "none" */
 	DEVMEMTCP_LOG_NONE = 0,
 	DEVMEMTCP_LOG_ERR = 3,
 	DEVMEMTCP_LOG_WARN = 4,
@@ -57,9 +64,12 @@ struct devmemtcp_ctx_opts {
 	/* Receives every message at or below log_level.  NULL: stderr. */
 	devmemtcp_log_fn log_fn;
 	void *log_user;
-	/* 0: DEVMEMTCP_LOG_ERR, or the DEVMEMTCP_LOG environment variable
-	 * (none, err, warn, info, debug) when set. */
+	/* 0: the DEVMEMTCP_LOG environment variable (none, err, warn, info,
+	 * debug) when set, else DEVMEMTCP_LOG_ERR with a log_fn and nothing
+	 * without one: the library is silent unless asked.
+	 * DEVMEMTCP_LOG_OFF: nothing, whatever the environment says. */
 	int log_level;
+	uint32_t reserved;	/* zero */
 };
 
 struct devmemtcp_ctx;
@@ -67,7 +77,9 @@ struct devmemtcp_ctx;
 int devmemtcp_ctx_new(const struct devmemtcp_ctx_opts *opts,
 		      struct devmemtcp_ctx **ctx);
 void devmemtcp_ctx_free(struct devmemtcp_ctx *ctx);
-/* Message of the last failed call made with this context ("" if none). */
+/* Message of the last failed call made with this context ("" if none);
+ * ctx NULL: the calling thread's last failure of a call that has no object
+ * to keep it (devmemtcp_ctx_new, devmemtcp_flow_parse). */
 const char *devmemtcp_ctx_errmsg(const struct devmemtcp_ctx *ctx);
 
 /* ------------------------------------------------------------------------ */
@@ -158,6 +170,8 @@ struct devmemtcp_buf;
 int devmemtcp_buf_new(struct devmemtcp_ctx *ctx,
 		      const struct devmemtcp_buf_opts *opts,
 		      struct devmemtcp_buf **buf);
+/* Drops the creator's reference: bindings and receive handles that use
+ * the buffer keep their own until they close. */
 void devmemtcp_buf_free(struct devmemtcp_buf *buf);
 const char *devmemtcp_buf_errmsg(const struct devmemtcp_buf *buf);
 
@@ -188,6 +202,7 @@ struct devmemtcp_bind_opts {
 	uint32_t rx_page_size;
 	/* Skip the queue-get check that every queue shows the binding. */
 	bool no_verify;
+	uint8_t reserved[3];	/* zero */
 };
 
 struct devmemtcp_binding;
@@ -232,6 +247,7 @@ struct devmemtcp_rx_opts {
 	 * most this many fragments (0 and max: 1024, the kernel's limit).
 	 * Pending releases are always flushed before a blocking receive. */
 	uint32_t release_batch;
+	uint32_t reserved;	/* zero */
 };
 
 struct devmemtcp_rx_stats {
@@ -254,7 +270,8 @@ struct devmemtcp_rx_stats {
 
 struct devmemtcp_rx;
 
-/* Wrap the connected TCP socket fd (not closed by devmemtcp_rx_free). */
+/* Wrap the connected TCP socket fd (not closed by devmemtcp_rx_free);
+ * -EPROTOTYPE for other sockets, -ENOTCONN when it is not connected. */
 int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
 		     const struct devmemtcp_rx_opts *opts,
 		     struct devmemtcp_rx **rx);
@@ -278,7 +295,10 @@ int devmemtcp_rx_recv(struct devmemtcp_rx *rx, struct devmemtcp_frag *frags,
 		      size_t max_frags, void *linear, size_t len);
 
 /* Queue the tokens of n fragments for release (linear entries are
- * skipped).  -EINVAL if a token is not outstanding: nothing is queued. */
+ * skipped).  -EINVAL if a token is not outstanding: nothing is queued.  A
+ * failed SO_DEVMEM_DONTNEED returns its errno, but the tokens stay queued
+ * for the next flush.  Any thread may release (and flush) while another
+ * thread receives on the handle: see devmemtcp_rx_release(3). */
 int devmemtcp_rx_release(struct devmemtcp_rx *rx,
 			 const struct devmemtcp_frag *frags, size_t n);
 
@@ -331,8 +351,9 @@ struct devmemtcp_flow {
 
 /*
  * Parse "[tcp4|tcp6] [src-ip ADDR[/LEN]] [dst-ip ADDR[/LEN]] [src-port N]
- * [dst-port N] [queue I]" (ethtool -N words; at least one match field).
- * 0 or -EINVAL.
+ * [dst-port N] [queue I]" (ethtool -N words, each once; at least one match
+ * field; LEN >= 1, ports 1..65535).  0, or -EINVAL with the message in
+ * devmemtcp_ctx_errmsg(NULL).
  */
 int devmemtcp_flow_parse(const char *text, struct devmemtcp_flow *flow);
 
@@ -427,6 +448,7 @@ enum devmemtcp_probe_flags {
 struct devmemtcp_probe_opts {
 	size_t sz;
 	uint32_t flags;		/* enum devmemtcp_probe_flags */
+	uint32_t reserved;	/* zero */
 };
 
 /* What devmemtcp_nic_probe() found.  Numbers are -1 when unknown. */

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /* Buffer objects: provider dispatch, segment table, CPU access; the import
  * provider and the refusal of the reserved DRM one. */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -17,11 +19,39 @@ int dmt_buf_alloc(struct devmemtcp_ctx *ctx, int provider,
 
 	if (!buf)
 		return -ENOMEM;
+	buf->refs = 1;
 	buf->ctx = ctx;
 	buf->provider = provider;
 	buf->fd = -1;
 	*bufp = buf;
 	return 0;
+}
+
+struct devmemtcp_buf *dmt_buf_get(const struct devmemtcp_buf *cbuf)
+{
+	/* the count is not part of the buffer's value: const callers too */
+	struct devmemtcp_buf *buf = (struct devmemtcp_buf *)cbuf;
+
+	__atomic_add_fetch(&buf->refs, 1, __ATOMIC_RELAXED);
+	return buf;
+}
+
+static void buf_destroy(struct devmemtcp_buf *buf)
+{
+	if (buf->ops && buf->ops->release)
+		buf->ops->release(buf);
+	if (buf->cpu_map)
+		munmap(buf->cpu_map, buf->size);
+	if (buf->own_fd && buf->fd >= 0)
+		close(buf->fd);
+	free(buf->segs);
+	free(buf);
+}
+
+void dmt_buf_put(struct devmemtcp_buf *buf)
+{
+	if (buf && !__atomic_sub_fetch(&buf->refs, 1, __ATOMIC_ACQ_REL))
+		buf_destroy(buf);
 }
 
 static int seg_cmp(const void *a, const void *b)
@@ -42,6 +72,12 @@ int dmt_buf_set_segments(struct devmemtcp_buf *buf,
 	if (!n || !src)
 		return dmt_err(ctx, err, -EINVAL,
 			       "segment table is empty: give at least one segment");
+	/* bounds the table's size too: n * 24 <= size * 24 fits for any
+	 * buffer a machine can map, and is checked all the same */
+	if (n > size || n > SIZE_MAX / sizeof(*segs))
+		return dmt_err(ctx, err, -EINVAL,
+			       "segment table: %zu segments for a %llu-byte dma-buf: every segment covers at least one byte, so there are at most as many segments as bytes",
+			       n, (unsigned long long)size);
 	segs = dmt_malloc(n * sizeof(*segs));
 	if (!segs)
 		return -ENOMEM;
@@ -101,12 +137,27 @@ long dmt_segments_find(const struct devmemtcp_segment *segs, size_t n,
 	return -1;
 }
 
-static int import_create(struct devmemtcp_ctx *ctx,
-			 const struct devmemtcp_buf_opts *opts,
-			 struct devmemtcp_buf *buf)
+/* fd's file lives on the dma-buf filesystem.  Test builds may let a
+ * memfd stand in, where a test machine has no dma-buf exporter. */
+static bool is_dmabuf(int fd)
 {
-	struct devmemtcp_segment whole;
-	int ret;
+	struct statfs st;
+
+	if (fstatfs(fd, &st) == 0 && st.f_type == DMT_DMA_BUF_MAGIC)
+		return true;
+#if DMT_TEST_HOOKS
+	if (dmt_hook_env("DEVMEMTCP_TEST_DMABUF_MEMFD") &&
+	    fcntl(fd, F_GET_SEALS) >= 0)
+		return true;
+#endif
+	return false;
+}
+
+/* The caller's fd is a dma-buf of at least opts->size bytes. */
+static int import_check(struct devmemtcp_ctx *ctx,
+			const struct devmemtcp_buf_opts *opts)
+{
+	off_t size;
 
 	if (opts->fd < 0)
 		return dmt_err(ctx, &ctx->err, -EBADF,
@@ -115,10 +166,33 @@ static int import_create(struct devmemtcp_ctx *ctx,
 	if (!opts->size)
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "import: opts.size is 0: pass the dma-buf's size in bytes");
-	if (lseek(opts->fd, 0, SEEK_END) < 0 && errno == EBADF)
+	size = lseek(opts->fd, 0, SEEK_END);
+	if (size < 0 && errno == EBADF)
 		return dmt_err(ctx, &ctx->err, -EBADF,
 			       "import: opts.fd %d is not an open file descriptor",
 			       opts->fd);
+	if (!is_dmabuf(opts->fd))
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "import: opts.fd %d is not a dma-buf: pass the fd your exporter gave you (cuMemGetHandleForAddressRange, drmPrimeHandleToFD, UDMABUF_CREATE)",
+			       opts->fd);
+	/* a dma-buf's end is its size */
+	if (size >= 0 && opts->size > (uint64_t)size)
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "import: opts.size %llu is larger than the dma-buf (%lld bytes): pass its size (lseek(fd, 0, SEEK_END) gives it)",
+			       (unsigned long long)opts->size, (long long)size);
+	return 0;
+}
+
+static int import_create(struct devmemtcp_ctx *ctx,
+			 const struct devmemtcp_buf_opts *opts,
+			 struct devmemtcp_buf *buf)
+{
+	struct devmemtcp_segment whole;
+	int ret;
+
+	ret = import_check(ctx, opts);
+	if (ret)
+		return ret;
 	buf->size = opts->size;
 	if (opts->segments) {
 		ret = dmt_buf_set_segments(buf, opts->segments,
@@ -161,11 +235,37 @@ static const struct dmt_buf_provider *const providers[] = {
 	[DEVMEMTCP_PROVIDER_DRM] = &drm_provider,
 };
 
+/*
+ * The caller's options as this version's struct, every field read through
+ * the caller's sz: fields an older caller's struct lacks read as zero (fd
+ * as -1).  Providers get this copy, never the caller's struct.
+ */
+static void buf_opts_read(const struct devmemtcp_buf_opts *u,
+			  struct devmemtcp_buf_opts *o)
+{
+#define GET(field, def) DMT_OPT_GET(u, devmemtcp_buf_opts, field, def)
+	*o = (struct devmemtcp_buf_opts){
+		.sz = sizeof(*o),
+		.provider = GET(provider, 0),
+		.flags = GET(flags, 0),
+		.size = GET(size, 0),
+		.fd = GET(fd, -1),
+		.segments = GET(segments, NULL),
+		.nsegments = GET(nsegments, 0),
+		.cuda_device = GET(cuda_device, 0),
+		.cuda_ptr = GET(cuda_ptr, 0),
+		.cuda_chunk_size = GET(cuda_chunk_size, 0),
+		.drm_path = GET(drm_path, NULL),
+	};
+#undef GET
+}
+
 DEVMEMTCP_EXPORT int devmemtcp_buf_new(struct devmemtcp_ctx *ctx,
-				       const struct devmemtcp_buf_opts *opts,
+				       const struct devmemtcp_buf_opts *uopts,
 				       struct devmemtcp_buf **bufp)
 {
 	DMT_KEEP_ERRNO;
+	struct devmemtcp_buf_opts o, *opts = &o;
 	struct devmemtcp_buf *buf;
 	int ret;
 
@@ -175,12 +275,13 @@ DEVMEMTCP_EXPORT int devmemtcp_buf_new(struct devmemtcp_ctx *ctx,
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "devmemtcp_buf_new: buf pointer is NULL");
 	*bufp = NULL;
-	if (!opts)
+	if (!uopts)
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "devmemtcp_buf_new: opts is NULL: set at least .provider and .size");
-	ret = DMT_OPTS_CHECK(ctx, &ctx->err, opts, devmemtcp_buf_opts);
+	ret = DMT_OPTS_CHECK(ctx, &ctx->err, uopts, devmemtcp_buf_opts);
 	if (ret)
 		return ret;
+	buf_opts_read(uopts, &o);
 	if (opts->provider >= ARRAY_SIZE(providers) || !providers[opts->provider])
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "devmemtcp_buf_new: unknown provider %u: use DEVMEMTCP_PROVIDER_UDMABUF, _IMPORT, _CUDA or _DRM",
@@ -201,16 +302,7 @@ DEVMEMTCP_EXPORT int devmemtcp_buf_new(struct devmemtcp_ctx *ctx,
 DEVMEMTCP_EXPORT void devmemtcp_buf_free(struct devmemtcp_buf *buf)
 {
 	DMT_KEEP_ERRNO;
-	if (!buf)
-		return;
-	if (buf->ops && buf->ops->release)
-		buf->ops->release(buf);
-	if (buf->cpu_map)
-		munmap(buf->cpu_map, buf->size);
-	if (buf->own_fd && buf->fd >= 0)
-		close(buf->fd);
-	free(buf->segs);
-	free(buf);
+	dmt_buf_put(buf);
 }
 
 DEVMEMTCP_EXPORT const char *devmemtcp_buf_errmsg(const struct devmemtcp_buf *buf)

@@ -20,7 +20,13 @@
 
 struct dmt_buf_provider;
 
+/*
+ * Lifetime: a reference count.  The creator holds one (devmemtcp_buf_free
+ * drops it), and so does every binding and receive handle that uses the
+ * buffer; the last one frees it.
+ */
 struct devmemtcp_buf {
+	unsigned int refs;	/* atomic */
 	struct devmemtcp_ctx *ctx;
 	struct dmt_err err;
 	int provider;		/* enum devmemtcp_provider */

@@ -69,6 +69,10 @@ static inline char *dmt_strndup(const char *s, size_t n)
 
 #define DMT_ERRMSG_MAX 1024
 
+/* More queues than any NIC has: bind and NIC setup refuse such counts
+ * before allocating for them. */
+#define DMT_MAX_QUEUES 4096
+
 /* The last error of an object: errno (negative) and its message. */
 struct dmt_err {
 	int code;
@@ -91,7 +95,8 @@ struct devmemtcp_ctx {
 /*
  * Record code (a negative errno) and a message on err, log it through ctx
  * (which may be NULL: stderr at DEVMEMTCP_LOG_ERR), and return code so that
- * callers can write "return dmt_err(ctx, &x->err, -EINVAL, "...")".
+ * callers can write "return dmt_err(ctx, &x->err, -EINVAL, "...")".  err
+ * NULL: the calling thread's (dmt_err_thread()).
  */
 int dmt_err(const struct devmemtcp_ctx *ctx, struct dmt_err *err, int code,
 	    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -111,28 +116,65 @@ int dmt_err_log(const struct devmemtcp_ctx *ctx, const struct dmt_err *err);
 void dmt_err_append(struct dmt_err *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void dmt_err_clear(struct dmt_err *err);
+/*
+ * The calling thread's message of a failed call that has no object to keep
+ * it on (devmemtcp_ctx_new, devmemtcp_flow_parse): devmemtcp_ctx_errmsg(NULL)
+ * reads it.
+ */
+struct dmt_err *dmt_err_thread(void);
 /* Log without recording. */
 void dmt_log(const struct devmemtcp_ctx *ctx, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+#define dmt_offsetofend(T, f) (offsetof(T, f) + sizeof(((T *)0)->f))
+
 /*
- * libbpf-style options check: opts may be NULL; otherwise sz must be set
- * and any bytes of the caller's struct beyond what this library knows must
- * be zero.  Returns 0 or -EINVAL with a message on err.
+ * Where the fields of each options struct end: the bytes after it (the
+ * reserved fields, or fields of a newer caller's struct) must be zero.
+ * A new field moves its struct's end here.
+ */
+#define DMT_OPTS_END_devmemtcp_ctx_opts dmt_offsetofend(struct devmemtcp_ctx_opts, log_level)
+#define DMT_OPTS_END_devmemtcp_buf_opts dmt_offsetofend(struct devmemtcp_buf_opts, drm_path)
+#define DMT_OPTS_END_devmemtcp_bind_opts dmt_offsetofend(struct devmemtcp_bind_opts, no_verify)
+#define DMT_OPTS_END_devmemtcp_rx_opts dmt_offsetofend(struct devmemtcp_rx_opts, release_batch)
+#define DMT_OPTS_END_devmemtcp_nic_opts dmt_offsetofend(struct devmemtcp_nic_opts, run_dir)
+#define DMT_OPTS_END_devmemtcp_probe_opts dmt_offsetofend(struct devmemtcp_probe_opts, flags)
+#define DMT_OPTS_END_devmemtcp_tx_opts dmt_offsetofend(struct devmemtcp_tx_opts, max_call_bytes)
+#define DMT_OPTS_END_devmemtcp_gpu_opts dmt_offsetofend(struct devmemtcp_gpu_opts, slots)
+
+/*
+ * libbpf-style options check (OPTS_VALID): opts may be NULL; otherwise sz
+ * must be set and every byte of the caller's struct after the last field
+ * this library knows (known_sz) must be zero, whether it lies inside our
+ * struct (ours_sz: reserved) or past it (a newer caller's fields).
+ * Returns 0 or -EINVAL with a message on err.
  */
 int dmt_opts_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		   const void *opts, size_t user_sz, size_t known_sz,
-		   const char *type_name);
+		   size_t ours_sz, const char *type_name);
 #define DMT_OPTS_CHECK(ctx, err, opts, type)                                   \
 	dmt_opts_check(ctx, err, opts, (opts) ? (opts)->sz : 0,                \
-		       sizeof(struct type), #type)
-/* Read field of an options struct, or def when opts is NULL, too old to
- * contain the field, or the field is zero. */
+		       DMT_OPTS_END_##type, sizeof(struct type), #type)
+/* The caller's struct (not NULL) is new enough to hold field whole. */
+#define DMT_OPT_HAS(opts, type, field)                                         \
+	((opts)->sz >= dmt_offsetofend(struct type, field))
+/* field of an options struct, or def when opts is NULL or too old to
+ * contain the field. */
+#define DMT_OPT_GET(opts, type, field, def)                                    \
+	(((opts) && DMT_OPT_HAS(opts, type, field)) ? (opts)->field : (def))
+/* The same, and def also when the field is zero. */
 #define DMT_OPT(opts, type, field, def)                                        \
-	(((opts) && (opts)->sz >= offsetof(struct type, field) +               \
-			       sizeof((opts)->field) && (opts)->field)         \
+	(((opts) && DMT_OPT_HAS(opts, type, field) && (opts)->field)           \
 		 ? (opts)->field                                               \
 		 : (def))
+
+/*
+ * dmt_err() on ctx->err under ctx->lock, for calls that other threads may
+ * make on the same context at once (the queries) when they fail outside
+ * the lock.
+ */
+int dmt_ctx_err(struct devmemtcp_ctx *ctx, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* Query socket of ctx (opened lazily), locked for the caller until
  * dmt_ctx_nl_put(); NULL (and unlocked) with ctx->err set on failure. */
@@ -146,6 +188,22 @@ void dmt_ctx_nl_put(struct devmemtcp_ctx *ctx);
  * whose first member is size_t sz.
  */
 void dmt_copy_out(void *user, void *ours, size_t ours_sz);
+
+/*
+ * Buffers are reference counted (lib/buf.c): bindings and receive handles
+ * take a reference for as long as they use one, devmemtcp_buf_free() drops
+ * the creator's.  get returns buf; put ignores NULL, the last one frees.
+ */
+struct devmemtcp_buf *dmt_buf_get(const struct devmemtcp_buf *buf);
+void dmt_buf_put(struct devmemtcp_buf *buf);
+
+/*
+ * fd is a connected TCP socket (IPv4 or IPv6), for fn ("devmemtcp_rx_new")
+ * which does use ("devmem TCP"): 0 with *domain set, or -ENOTSOCK/-EBADF,
+ * -EPROTOTYPE, -ENOTCONN with the message on ctx->err.
+ */
+int dmt_tcp_check(struct devmemtcp_ctx *ctx, const char *fn, const char *use,
+		  int fd, int *domain);
 
 /* This process's name from /proc/self/comm into buf ("?" when unknown). */
 const char *dmt_self_comm(char *buf, size_t len);

@@ -158,9 +158,9 @@ DEVMEMTCP_EXPORT int devmemtcp_queue_list(struct devmemtcp_ctx *ctx,
 	if (!ctx)
 		return -EINVAL;
 	if (ifindex <= 0 || (max && !queues))
-		return dmt_err(ctx, &ctx->err, -EINVAL,
-			       "devmemtcp_queue_list: ifindex %d and %zu entries at %p: pass an ifindex from if_nametoindex() and an array for max entries",
-			       ifindex, max, (void *)queues);
+		return dmt_ctx_err(ctx, -EINVAL,
+				   "devmemtcp_queue_list: ifindex %d and %zu entries at %p: pass an ifindex from if_nametoindex() and an array for max entries",
+				   ifindex, max, (void *)queues);
 	nl = dmt_ctx_nl(ctx, &ret);
 	if (!nl)
 		return ret;
@@ -281,13 +281,13 @@ DEVMEMTCP_EXPORT int devmemtcp_qstats_get(struct devmemtcp_ctx *ctx,
 	if (!ctx)
 		return -EINVAL;
 	if (!stats || stats->sz < sizeof(size_t))
-		return dmt_err(ctx, &ctx->err, -EINVAL,
-			       "devmemtcp_qstats_get: stats is NULL or its sz is not set: set .sz = sizeof(struct devmemtcp_qstats)");
+		return dmt_ctx_err(ctx, -EINVAL,
+				   "devmemtcp_qstats_get: stats is NULL or its sz is not set: set .sz = sizeof(struct devmemtcp_qstats)");
 	if (ifindex <= 0 || (type != DEVMEMTCP_QUEUE_RX &&
 			     type != DEVMEMTCP_QUEUE_TX))
-		return dmt_err(ctx, &ctx->err, -EINVAL,
-			       "devmemtcp_qstats_get: ifindex %d, type %d: pass an ifindex and DEVMEMTCP_QUEUE_RX or _TX",
-			       ifindex, type);
+		return dmt_ctx_err(ctx, -EINVAL,
+				   "devmemtcp_qstats_get: ifindex %d, type %d: pass an ifindex and DEVMEMTCP_QUEUE_RX or _TX",
+				   ifindex, type);
 	sz = stats->sz;
 	memset(stats, 0, sz < sizeof(*stats) ? sz : sizeof(*stats));
 	stats->sz = sz;
@@ -408,19 +408,26 @@ static bool extack_fix(const char *extack, const char *name, char *fix,
 	return false;
 }
 
-void dmt_bind_explain(struct dmt_err *err, bool tx, int ifindex, int code,
-		      const char *extack)
+int dmt_bind_explain(struct dmt_err *err, bool tx, int ifindex, int code,
+		     const char *extack)
 {
 	const char *op = tx ? "bind-tx" : "bind-rx";
 	const char *text = extack ? extack : "", *sep = text[0] ? ": " : "";
 	char name[DMT_IFNAME_MAX], fix[512];
+	struct utsname u;
 
 	dmt_ifname(ifindex, name);
-	if (extack_fix(extack, name, fix, sizeof(fix))) {
-		dmt_err_set(err, code, "%s on %s failed: %s (kernel: \"%s\")",
-			    op, name, fix, extack);
-		return;
+	/* the one attribute of ours a kernel may not know */
+	if (!tx && code == -EINVAL && !strcmp(text, "Unknown attribute type")) {
+		if (uname(&u))
+			snprintf(u.release, sizeof(u.release), "?");
+		return dmt_err_set(err, -EOPNOTSUPP,
+				   "%s on %s failed: this kernel (%s) has no rx-page-size for bind-rx (NETDEV_A_DMABUF_RX_PAGE_SIZE): leave rx_page_size 0 (kernel: \"%s\")",
+				   op, name, u.release, text);
 	}
+	if (extack_fix(extack, name, fix, sizeof(fix)))
+		return dmt_err_set(err, code, "%s on %s failed: %s (kernel: \"%s\")",
+				   op, name, fix, extack);
 	switch (code) {
 	case -EPERM:
 		dmt_err_set(err, code,
@@ -440,9 +447,10 @@ void dmt_bind_explain(struct dmt_err *err, bool tx, int ifindex, int code,
 			    tx ? "6.16" : "6.12");
 		break;
 	case -ENODATA:
+		/* the kernel checks header split itself from 6.14 on */
 		dmt_err_set(err, code,
-			    "%s on %s failed: the driver restarted the queue but its page pool did not take the dma-buf (the driver lacks unreadable-netmem support); no devmem on this driver",
-			    op, name);
+			    "%s on %s failed: the driver restarted the queue but its page pool did not take the dma-buf: turn header split on (ethtool -G %s tcp-data-split on; Linux 6.12 and 6.13 bind without checking it), or the driver lacks unreadable-netmem support",
+			    op, name, name);
 		break;
 	case -E2BIG:
 		dmt_err_set(err, code,
@@ -470,6 +478,7 @@ void dmt_bind_explain(struct dmt_err *err, bool tx, int ifindex, int code,
 		dmt_err_set(err, code, "%s on %s failed: %s%s%s", op, name,
 			    strerror(-code), sep, text);
 	}
+	return err->code;
 }
 
 /* What one bind asks for. */
@@ -482,6 +491,7 @@ struct bind_args {
 	struct devmemtcp_buf *buf;
 	uint32_t page_size;	/* 0: the kernel's default */
 	bool verify;		/* check with queue-get that the queues took it */
+	bool sent;		/* out: the request reached the kernel */
 };
 
 static int bind_args_check(struct dmt_err *err, const struct bind_args *a)
@@ -498,7 +508,7 @@ static int bind_args_check(struct dmt_err *err, const struct bind_args *a)
 		return dmt_err_set(err, -EINVAL,
 				   "%s: no queues given: pass at least one RX queue index",
 				   a->op);
-	if (a->nqueues > 4096)
+	if (a->nqueues > DMT_MAX_QUEUES)
 		return dmt_err_set(err, -E2BIG,
 				   "%s: %zu queues is more than any NIC has",
 				   a->op, a->nqueues);
@@ -561,10 +571,11 @@ static struct devmemtcp_binding *binding_new(struct devmemtcp_ctx *ctx,
 	b->ctx = ctx;
 	b->tx = a->tx;
 	b->ifindex = a->ifindex;
-	b->buf = a->buf;
+	b->buf = dmt_buf_get(a->buf);	/* the binding keeps it alive */
 	if (a->nqueues) {
 		b->queues = dmt_malloc(a->nqueues * sizeof(*b->queues));
 		if (!b->queues) {
+			dmt_buf_put(b->buf);
 			free(b);
 			return NULL;
 		}
@@ -576,7 +587,7 @@ static struct devmemtcp_binding *binding_new(struct devmemtcp_ctx *ctx,
 
 /* Send the bind over the binding's socket; its reply gives b->id. */
 static int bind_request(struct dmt_err *err, struct devmemtcp_binding *b,
-			const struct bind_args *a)
+			struct bind_args *a)
 {
 	struct nlmsghdr *nlh;
 	uint16_t family;
@@ -591,12 +602,12 @@ static int bind_request(struct dmt_err *err, struct devmemtcp_binding *b,
 		return -ENOMEM;
 	nlh = dmt_bind_msg(msg, family, a->tx, a->ifindex, a->queues,
 			   a->nqueues, devmemtcp_buf_fd(a->buf), a->page_size);
+	a->sent = true;
 	ret = dmt_nl_talk(b->nl, nlh, bind_reply_cb, &b->id);
 	free(msg);
-	if (ret) {
-		dmt_bind_explain(err, a->tx, a->ifindex, ret, b->nl->extack);
-		return ret;
-	}
+	if (ret)
+		return dmt_bind_explain(err, a->tx, a->ifindex, ret,
+					b->nl->extack);
 	if (!b->id)
 		return dmt_err_set(err, -EPROTO,
 				   "%s: the kernel acknowledged the bind but sent no binding id",
@@ -610,7 +621,7 @@ static int bind_request(struct dmt_err *err, struct devmemtcp_binding *b,
  * (err->code stays 0 when there is none, as for -ENOMEM).
  */
 static int bind_dmabuf(struct devmemtcp_ctx *ctx, struct dmt_err *err,
-		       const struct bind_args *a,
+		       struct bind_args *a,
 		       struct devmemtcp_binding **bindingp)
 {
 	struct devmemtcp_binding *b;
@@ -735,8 +746,10 @@ DEVMEMTCP_EXPORT int devmemtcp_bind_tx(struct devmemtcp_ctx *ctx, int ifindex,
 	if (!ret)
 		return 0;
 	/* An unknown genl command is EOPNOTSUPP without text, like a driver
-	 * without netmem TX on some kernels: ask the op list which it is. */
-	if ((ret == -EOPNOTSUPP || ret == -EINVAL) && kernel_has_bind_tx() == 0) {
+	 * without netmem TX on some kernels: ask the op list which it is.
+	 * Only the kernel's answers: argument errors stay EINVAL. */
+	if (a.sent && (ret == -EOPNOTSUPP || ret == -EINVAL) &&
+	    kernel_has_bind_tx() == 0) {
 		if (uname(&u))
 			snprintf(u.release, sizeof(u.release), "?");
 		ret = dmt_err_set(&err, -EOPNOTSUPP,
@@ -752,6 +765,7 @@ DEVMEMTCP_EXPORT void devmemtcp_binding_close(struct devmemtcp_binding *b)
 	if (!b)
 		return;
 	dmt_nl_close(b->nl);
+	dmt_buf_put(b->buf);
 	free(b->queues);
 	free(b);
 }

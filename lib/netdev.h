@@ -42,9 +42,11 @@ struct nlmsghdr *dmt_bind_msg(void *buf, uint16_t family, bool tx,
 			      size_t nqueues, int fd, uint32_t rx_page_size);
 
 /* Explain a failed bind: errno + the kernel's extack text → a sentence that
- * names the fix, recorded on err (not logged). */
-void dmt_bind_explain(struct dmt_err *err, bool tx, int ifindex, int code,
-		      const char *extack);
+ * names the fix, recorded on err (not logged).  Returns the errno recorded,
+ * which is the kernel's except where the documented one differs (an
+ * rx-page-size the kernel does not know: -EOPNOTSUPP). */
+int dmt_bind_explain(struct dmt_err *err, bool tx, int ifindex, int code,
+		     const char *extack);
 
 /* Parse one queue-get reply into q; exposed for unit tests. */
 int dmt_queue_parse(const struct nlmsghdr *nlh, struct devmemtcp_queue *q);

@@ -155,119 +155,7 @@ void dmt_plan_ctx(uint32_t n, const uint32_t *queues, uint32_t k, uint32_t *out)
 /* ---------------------------------------------------------------------- */
 /* flows                                                                   */
 
-static int parse_addr(const char *s, struct devmemtcp_flow *f, uint8_t *addr,
-		      uint8_t *mask)
-{
-	char buf[INET6_ADDRSTRLEN + 8], *slash;
-	int fam, plen, alen;
-
-	if (strlen(s) >= sizeof(buf))
-		return -EINVAL;
-	strcpy(buf, s);
-	slash = strchr(buf, '/');
-	if (slash)
-		*slash++ = '\0';
-	if (inet_pton(AF_INET, buf, addr) == 1)
-		fam = AF_INET;
-	else if (inet_pton(AF_INET6, buf, addr) == 1)
-		fam = AF_INET6;
-	else
-		return -EINVAL;
-	if (f->family && f->family != fam)
-		return -EINVAL;
-	f->family = fam;
-	alen = fam == AF_INET ? 32 : 128;
-	plen = alen;
-	if (slash) {
-		char *end;
-		long v = strtol(slash, &end, 10);
-
-		if (end == slash || *end || v < 0 || v > alen)
-			return -EINVAL;
-		plen = (int)v;
-	}
-	memset(mask, 0, 16);
-	for (int i = 0; i < plen; i++)
-		mask[i / 8] |= (uint8_t)(0x80u >> (i % 8));
-	for (int i = 0; i < 16; i++)
-		addr[i] &= mask[i];
-	return 0;
-}
-
-static int parse_port(const char *s, uint16_t *port, uint16_t *mask)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-
-	if (end == s || *end || v < 0 || v > 65535)
-		return -EINVAL;
-	*port = (uint16_t)v;
-	*mask = 0xffff;
-	return 0;
-}
-
-DEVMEMTCP_EXPORT int devmemtcp_flow_parse(const char *text,
-					  struct devmemtcp_flow *flow)
-{
-	DMT_KEEP_ERRNO;
-	char *copy, *save = NULL, *t;
-	struct devmemtcp_flow f;
-	int err = 0, fields = 0;
-
-	if (!text || !flow)
-		return -EINVAL;
-	memset(&f, 0, sizeof(f));
-	copy = dmt_strdup(text);
-	if (!copy)
-		return -ENOMEM;
-	for (t = strtok_r(copy, " \t", &save); t && !err;
-	     t = strtok_r(NULL, " \t", &save)) {
-		char *arg;
-
-		if (strcmp(t, "tcp4") == 0 || strcmp(t, "tcp6") == 0) {
-			int fam = t[3] == '4' ? AF_INET : AF_INET6;
-
-			if (f.family && f.family != fam)
-				err = -EINVAL;
-			f.family = fam;
-			continue;
-		}
-		arg = strtok_r(NULL, " \t", &save);
-		if (!arg) {
-			err = -EINVAL;
-			break;
-		}
-		fields++;
-		if (strcmp(t, "src-ip") == 0)
-			err = parse_addr(arg, &f, f.src_addr, f.src_mask);
-		else if (strcmp(t, "dst-ip") == 0)
-			err = parse_addr(arg, &f, f.dst_addr, f.dst_mask);
-		else if (strcmp(t, "src-port") == 0)
-			err = parse_port(arg, &f.src_port, &f.src_port_mask);
-		else if (strcmp(t, "dst-port") == 0)
-			err = parse_port(arg, &f.dst_port, &f.dst_port_mask);
-		else if (strcmp(t, "queue") == 0) {
-			char *end;
-			unsigned long v = strtoul(arg, &end, 10);
-
-			fields--;
-			if (end == arg || *end || v > 4095)
-				err = -EINVAL;
-			f.queue = (uint32_t)v;
-			f.flags |= DEVMEMTCP_FLOW_QUEUE;
-		} else
-			err = -EINVAL;
-	}
-	free(copy);
-	if (!err && !fields)
-		err = -EINVAL;
-	if (!f.family)
-		f.family = AF_INET;	/* ports only: IPv4, as ethtool's tcp4 */
-	if (err)
-		return err;
-	*flow = f;
-	return 0;
-}
+/* devmemtcp_flow_parse() is in flow.c. */
 
 /* ---------------------------------------------------------------------- */
 /* steps, journal                                                          */
@@ -1170,6 +1058,12 @@ static int check_open_args(struct devmemtcp_ctx *ctx,
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "devmemtcp_nic_open: nflows is %zu but flows is NULL",
 			       DMT_OPT(opts, devmemtcp_nic_opts, nflows, 0));
+	/* before anything is allocated for them */
+	if (DMT_OPT(opts, devmemtcp_nic_opts, nqueues, 0) > DMT_MAX_QUEUES)
+		return dmt_err(ctx, &ctx->err, -E2BIG,
+			       "devmemtcp_nic_open: nqueues %u is more than any NIC has (at most %u queues)",
+			       DMT_OPT(opts, devmemtcp_nic_opts, nqueues, 0),
+			       DMT_MAX_QUEUES);
 	return 0;
 }
 

@@ -11,14 +11,25 @@
 
 #define CMSG_FRAG_SPACE CMSG_SPACE(sizeof(struct dmt_dmabuf_cmsg))
 #define DEFAULT_CTRL_FRAGS 64
+/* Initial control buffer at most: 400000 fragments' worth */
+#define MAX_CTRL_SIZE (16u << 20)
 
 struct rx_buf {
 	uint32_t id;
-	const struct devmemtcp_buf *buf;
+	struct devmemtcp_buf *buf;	/* a reference of the handle's */
 };
 
+/*
+ * Threads: one thread receives (devmemtcp_rx_recv) while any thread may
+ * release (rx_release, rx_release_after, rx_flush, rx_release_all) and
+ * read the statistics.  lock covers the token manager, the registered
+ * buffers, the statistics and err; the receiving thread drops it while
+ * blocked in recvmsg, so a release never waits for data to arrive.  ctrl,
+ * ctrl_cap and ctrl_extra belong to the receiving thread alone.
+ */
 struct devmemtcp_rx {
 	struct devmemtcp_ctx *ctx;
+	pthread_mutex_t lock;
 	struct dmt_err err;
 	int fd;
 	char *ctrl;
@@ -47,8 +58,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
 {
 	DMT_KEEP_ERRNO;
 	struct devmemtcp_rx *rx;
-	int type = 0, ret;
-	socklen_t len = sizeof(type);
+	int domain, ret;
 
 	if (!ctx)
 		return -EINVAL;
@@ -59,16 +69,14 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
 	ret = DMT_OPTS_CHECK(ctx, &ctx->err, opts, devmemtcp_rx_opts);
 	if (ret)
 		return ret;
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len)) {
-		ret = -errno;
-		return dmt_err(ctx, &ctx->err, ret == -ENOTSOCK ? -ENOTSOCK : ret,
-			       "devmemtcp_rx_new: fd %d is not a socket (%s): pass a connected TCP socket",
-			       fd, strerror(-ret));
-	}
-	if (type != SOCK_STREAM)
-		return dmt_err(ctx, &ctx->err, -EPROTOTYPE,
-			       "devmemtcp_rx_new: fd %d is not a stream socket: devmem TCP needs a connected TCP socket",
-			       fd);
+	ret = dmt_tcp_check(ctx, "devmemtcp_rx_new", "devmem TCP", fd, &domain);
+	if (ret)
+		return ret;
+	if (DMT_OPT(opts, devmemtcp_rx_opts, ctrl_size, 0) > MAX_CTRL_SIZE)
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "devmemtcp_rx_new: opts.ctrl_size %zu is more than %u bytes: 0 (the default, room for %u fragments) or what max_frags of devmemtcp_rx_recv needs is enough; the buffer grows when the kernel needs more",
+			       DMT_OPT(opts, devmemtcp_rx_opts, ctrl_size, 0),
+			       MAX_CTRL_SIZE, DEFAULT_CTRL_FRAGS);
 	rx = dmt_calloc(1, sizeof(*rx));
 	if (!rx)
 		return -ENOMEM;
@@ -86,6 +94,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
 	dmt_tokens_init(&rx->tokens,
 			DMT_OPT(opts, devmemtcp_rx_opts, release_batch, 0),
 			sock_dontneed, &rx->fd);
+	pthread_mutex_init(&rx->lock, NULL);
 	rx->st.sz = sizeof(rx->st);
 	*rxp = rx;
 	return 0;
@@ -98,6 +107,9 @@ DEVMEMTCP_EXPORT void devmemtcp_rx_free(struct devmemtcp_rx *rx)
 		return;
 	devmemtcp_rx_release_all(rx);
 	dmt_tokens_fini(&rx->tokens);
+	pthread_mutex_destroy(&rx->lock);
+	for (size_t i = 0; i < rx->nbufs; i++)
+		dmt_buf_put(rx->bufs[i].buf);
 	free(rx->bufs);
 	free(rx->ctrl);
 	free(rx);
@@ -115,15 +127,11 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_fd(const struct devmemtcp_rx *rx)
 	return rx ? rx->fd : -EINVAL;
 }
 
-DEVMEMTCP_EXPORT int devmemtcp_rx_add_buf(struct devmemtcp_rx *rx,
-					  uint32_t binding_id,
-					  const struct devmemtcp_buf *buf)
+static int add_buf_locked(struct devmemtcp_rx *rx, uint32_t binding_id,
+			  const struct devmemtcp_buf *buf)
 {
-	DMT_KEEP_ERRNO;
 	struct rx_buf *v;
 
-	if (!rx)
-		return -EINVAL;
 	if (!binding_id || !buf)
 		return dmt_err(rx->ctx, &rx->err, -EINVAL,
 			       "devmemtcp_rx_add_buf: binding id %u, buf %p: pass devmemtcp_binding_id() and the bound buffer",
@@ -137,9 +145,24 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_add_buf(struct devmemtcp_rx *rx,
 	v = dmt_realloc(rx->bufs, (rx->nbufs + 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	v[rx->nbufs++] = (struct rx_buf){ binding_id, buf };
+	v[rx->nbufs++] = (struct rx_buf){ binding_id, dmt_buf_get(buf) };
 	rx->bufs = v;
 	return 0;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_rx_add_buf(struct devmemtcp_rx *rx,
+					  uint32_t binding_id,
+					  const struct devmemtcp_buf *buf)
+{
+	DMT_KEEP_ERRNO;
+	int ret;
+
+	if (!rx)
+		return -EINVAL;
+	pthread_mutex_lock(&rx->lock);
+	ret = add_buf_locked(rx, binding_id, buf);
+	pthread_mutex_unlock(&rx->lock);
+	return ret;
 }
 
 static const struct devmemtcp_buf *lookup_buf(struct devmemtcp_rx *rx,
@@ -197,8 +220,9 @@ struct dmt_tokens *dmt_rx_tokens(struct devmemtcp_rx *rx)
 	return &rx->tokens;
 }
 
-int dmt_rx_process(struct devmemtcp_rx *rx, const struct msghdr *msg,
-		   size_t got, struct devmemtcp_frag *frags, size_t max)
+/* The receive processing, with rx->lock held. */
+static int process_locked(struct devmemtcp_rx *rx, const struct msghdr *msg,
+			  size_t got, struct devmemtcp_frag *frags, size_t max)
 {
 	struct dmt_parse p = { 0 };
 	int n;
@@ -232,14 +256,40 @@ int dmt_rx_process(struct devmemtcp_rx *rx, const struct msghdr *msg,
 	return n;
 }
 
+int dmt_rx_process(struct devmemtcp_rx *rx, const struct msghdr *msg,
+		   size_t got, struct devmemtcp_frag *frags, size_t max)
+{
+	int n;
+
+	pthread_mutex_lock(&rx->lock);
+	n = process_locked(rx, msg, got, frags, max);
+	pthread_mutex_unlock(&rx->lock);
+	return n;
+}
+
+/* Record (and log) a message on rx from outside its lock. */
+static int __attribute__((format(printf, 3, 4)))
+rx_err(struct devmemtcp_rx *rx, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	pthread_mutex_lock(&rx->lock);
+	code = dmt_verr(rx->ctx, &rx->err, code, fmt, ap);
+	pthread_mutex_unlock(&rx->lock);
+	va_end(ap);
+	return code;
+}
+
 static int dontneed_failed(struct devmemtcp_rx *rx, int ret)
 {
-	return dmt_err(rx->ctx, &rx->err, ret, "SO_DEVMEM_DONTNEED failed: %s",
+	return dmt_err(rx->ctx, &rx->err, ret,
+		       "SO_DEVMEM_DONTNEED failed: %s: the tokens stay queued on the handle and go to the kernel at the next flush",
 		       strerror(-ret));
 }
 
 /* Queue the tokens of finished deferred releases and hand every queued
- * release to the kernel; the number freed by the last batch, or errno. */
+ * release to the kernel (rx->lock held); the number freed, or errno. */
 static int flush_due(struct devmemtcp_rx *rx)
 {
 	int ret = dmt_tokens_poll(&rx->tokens, false);
@@ -256,10 +306,10 @@ static int flush_due(struct devmemtcp_rx *rx)
 
 /* Other control messages took the room of devmem ones (ETOOSMALL or
  * MSG_CTRUNC): leave more room for them from now on. */
-static void ctrl_grow(struct devmemtcp_rx *rx)
+static void ctrl_grow(struct devmemtcp_rx *rx, uint64_t *grows)
 {
 	rx->ctrl_extra = rx->ctrl_extra ? rx->ctrl_extra * 2 : 256;
-	rx->st.ctrl_grows++;
+	(*grows)++;
 }
 
 /* The control buffer for max_frags devmem cmsgs plus the extra room;
@@ -286,18 +336,25 @@ static int recv_failed(struct devmemtcp_rx *rx, int ret, const void *linear,
 	if (ret == -EAGAIN || ret == -EINTR)
 		return ret;
 	if (ret == -EFAULT)
-		return dmt_err(rx->ctx, &rx->err, ret,
-			       "recvmsg(MSG_SOCK_DEVMEM) failed with EFAULT: the linear buffer (%p, %zu bytes) is not writable, or devmem data reached a socket read without MSG_SOCK_DEVMEM",
-			       linear, len);
-	return dmt_err(rx->ctx, &rx->err, ret,
-		       "recvmsg(MSG_SOCK_DEVMEM) failed: %s", strerror(-ret));
+		return rx_err(rx, ret,
+			      "recvmsg(MSG_SOCK_DEVMEM) failed with EFAULT: the linear buffer (%p, %zu bytes) is not writable, or devmem data reached a socket read without MSG_SOCK_DEVMEM",
+			      linear, len);
+	return rx_err(rx, ret, "recvmsg(MSG_SOCK_DEVMEM) failed: %s",
+		      strerror(-ret));
 }
+
+/* What the receiving thread counted outside the lock. */
+struct recv_counts {
+	uint64_t calls;
+	uint64_t grows;
+};
 
 /* recvmsg with room for max_frags devmem cmsgs, growing the room for
  * other cmsgs while the kernel says the first one did not fit.  The bytes
- * received, or a negative errno (with a message unless EAGAIN/EINTR). */
+ * received, or a negative errno (with a message unless EAGAIN/EINTR).
+ * Runs without rx->lock: it may block. */
 static ssize_t recv_devmem(struct devmemtcp_rx *rx, struct msghdr *msg,
-			   size_t max_frags)
+			   size_t max_frags, struct recv_counts *c)
 {
 	ssize_t got;
 	size_t len;
@@ -311,18 +368,18 @@ static ssize_t recv_devmem(struct devmemtcp_rx *rx, struct msghdr *msg,
 		/* no more devmem cmsgs than fragment slots */
 		msg->msg_controllen = len;
 		got = recvmsg(rx->fd, msg, MSG_SOCK_DEVMEM);
-		rx->st.recv_calls++;
+		c->calls++;
 		if (got >= 0)
 			return got;
 		if (errno != ETOOSMALL)
 			return recv_failed(rx, -errno, msg->msg_iov->iov_base,
 					   msg->msg_iov->iov_len);
 		/* the first cmsg did not fit: other cmsgs take room */
-		ctrl_grow(rx);
+		ctrl_grow(rx, &c->grows);
 		if (rx->ctrl_extra > (1u << 20))
-			return dmt_err(rx->ctx, &rx->err, -ENOBUFS,
-				       "recvmsg: the kernel reports ETOOSMALL even with %zu bytes of control buffer",
-				       max_frags * CMSG_FRAG_SPACE + rx->ctrl_extra);
+			return rx_err(rx, -ENOBUFS,
+				      "recvmsg: the kernel reports ETOOSMALL even with %zu bytes of control buffer",
+				      max_frags * CMSG_FRAG_SPACE + rx->ctrl_extra);
 	}
 }
 
@@ -332,6 +389,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_recv(struct devmemtcp_rx *rx,
 				       size_t len)
 {
 	DMT_KEEP_ERRNO;
+	struct recv_counts c = { 0 };
 	struct iovec iov;
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
 	ssize_t got;
@@ -340,12 +398,14 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_recv(struct devmemtcp_rx *rx,
 	if (!rx)
 		return -EINVAL;
 	if (!frags || !max_frags || !linear || !len)
-		return dmt_err(rx->ctx, &rx->err, -EINVAL,
-			       "devmemtcp_rx_recv: need a fragment array (max_frags > 0) and a linear buffer of len > 0 bytes");
+		return rx_err(rx, -EINVAL,
+			      "devmemtcp_rx_recv: need a fragment array (max_frags > 0) and a linear buffer of len > 0 bytes");
 	if (len > INT_MAX)
 		len = INT_MAX;
 	/* hand back what is due before we may block */
+	pthread_mutex_lock(&rx->lock);
 	ret = flush_due(rx);
+	pthread_mutex_unlock(&rx->lock);
 	if (ret < 0)
 		return ret;
 
@@ -353,12 +413,16 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_recv(struct devmemtcp_rx *rx,
 		max_frags = INT_MAX / CMSG_FRAG_SPACE;
 	iov.iov_base = linear;
 	iov.iov_len = len;
-	got = recv_devmem(rx, &msg, max_frags);
-	if (got <= 0)
-		return (int)got;
-	if (msg.msg_flags & MSG_CTRUNC)
-		ctrl_grow(rx);
-	return dmt_rx_process(rx, &msg, (size_t)got, frags, max_frags);
+	got = recv_devmem(rx, &msg, max_frags, &c);
+	if (got > 0 && (msg.msg_flags & MSG_CTRUNC))
+		ctrl_grow(rx, &c.grows);
+	pthread_mutex_lock(&rx->lock);
+	rx->st.recv_calls += c.calls;
+	rx->st.ctrl_grows += c.grows;
+	ret = got > 0 ? process_locked(rx, &msg, (size_t)got, frags, max_frags)
+		      : (int)got;
+	pthread_mutex_unlock(&rx->lock);
+	return ret;
 }
 
 static int frags_null(struct devmemtcp_rx *rx, const char *fn)
@@ -374,44 +438,52 @@ static int not_outstanding(struct devmemtcp_rx *rx, const char *fn,
 		       fn, frags[bad].token, bad);
 }
 
-DEVMEMTCP_EXPORT int devmemtcp_rx_release(struct devmemtcp_rx *rx,
-					  const struct devmemtcp_frag *frags,
-					  size_t n)
+static int release_locked(struct devmemtcp_rx *rx,
+			  const struct devmemtcp_frag *frags, size_t n)
 {
-	DMT_KEEP_ERRNO;
 	size_t bad = 0;
 	int ret;
 
-	if (!rx)
-		return -EINVAL;
 	if (n && !frags)
-		return frags_null(rx, __func__);
+		return frags_null(rx, "devmemtcp_rx_release");
 	ret = dmt_tokens_release(&rx->tokens, frags, n, &bad);
 	if (ret == -EINVAL)
-		return not_outstanding(rx, __func__, frags, bad);
+		return not_outstanding(rx, "devmemtcp_rx_release", frags, bad);
 	if (ret < 0)
 		return dontneed_failed(rx, ret);
 	return 0;
 }
 
-DEVMEMTCP_EXPORT int devmemtcp_rx_release_after(struct devmemtcp_rx *rx,
-						const struct devmemtcp_frag *frags,
-						size_t n, devmemtcp_done_fn done,
-						void *arg)
+DEVMEMTCP_EXPORT int devmemtcp_rx_release(struct devmemtcp_rx *rx,
+					  const struct devmemtcp_frag *frags,
+					  size_t n)
 {
 	DMT_KEEP_ERRNO;
-	size_t bad = 0;
 	int ret;
 
 	if (!rx)
 		return -EINVAL;
+	pthread_mutex_lock(&rx->lock);
+	ret = release_locked(rx, frags, n);
+	pthread_mutex_unlock(&rx->lock);
+	return ret;
+}
+
+static int release_after_locked(struct devmemtcp_rx *rx,
+				const struct devmemtcp_frag *frags, size_t n,
+				devmemtcp_done_fn done, void *arg)
+{
+	size_t bad = 0;
+	int ret;
+
 	if (!done)
 		return dmt_err(rx->ctx, &rx->err, -EINVAL,
 			       "devmemtcp_rx_release_after: done is NULL: use devmemtcp_rx_release() for immediate release");
 	if (n && !frags)
-		return frags_null(rx, __func__);
+		return frags_null(rx, "devmemtcp_rx_release_after");
 	if (dmt_tokens_take(&rx->tokens, frags, n, &bad))
-		return not_outstanding(rx, __func__, frags, bad);
+		return not_outstanding(rx, "devmemtcp_rx_release_after", frags,
+				       bad);
 	ret = dmt_tokens_defer(&rx->tokens, frags, n, done, arg);
 	if (ret) {
 		/* put them back: nothing was deferred */
@@ -423,50 +495,88 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_release_after(struct devmemtcp_rx *rx,
 	return 0;
 }
 
+DEVMEMTCP_EXPORT int devmemtcp_rx_release_after(struct devmemtcp_rx *rx,
+						const struct devmemtcp_frag *frags,
+						size_t n, devmemtcp_done_fn done,
+						void *arg)
+{
+	DMT_KEEP_ERRNO;
+	int ret;
+
+	if (!rx)
+		return -EINVAL;
+	pthread_mutex_lock(&rx->lock);
+	ret = release_after_locked(rx, frags, n, done, arg);
+	pthread_mutex_unlock(&rx->lock);
+	return ret;
+}
+
 DEVMEMTCP_EXPORT int devmemtcp_rx_flush(struct devmemtcp_rx *rx)
 {
 	DMT_KEEP_ERRNO;
+	int ret;
+
 	if (!rx)
 		return -EINVAL;
-	return flush_due(rx);
+	pthread_mutex_lock(&rx->lock);
+	ret = flush_due(rx);
+	pthread_mutex_unlock(&rx->lock);
+	return ret;
+}
+
+static int release_all_locked(struct devmemtcp_rx *rx)
+{
+	int polled, ret, total = 0;
+
+	/* a failed done keeps its own tokens: release the others anyway */
+	polled = dmt_tokens_poll(&rx->tokens, true);
+	ret = dmt_tokens_queue_all(&rx->tokens);
+	if (ret >= 0) {
+		total = ret + (polled > 0 ? polled : 0);
+		ret = dmt_tokens_flush(&rx->tokens);
+	}
+	if (polled < 0)
+		return dmt_err(rx->ctx, &rx->err, polled,
+			       "releasing every token: a deferred-release completion failed: %s: its tokens stay held, the others were released",
+			       strerror(-polled));
+	if (ret < 0)
+		return dontneed_failed(rx, ret);
+	return total;
 }
 
 DEVMEMTCP_EXPORT int devmemtcp_rx_release_all(struct devmemtcp_rx *rx)
 {
 	DMT_KEEP_ERRNO;
-	int ret, total;
+	int ret;
 
 	if (!rx)
 		return -EINVAL;
-	ret = dmt_tokens_release_all(&rx->tokens);
-	if (ret < 0)
-		return dmt_err(rx->ctx, &rx->err, ret,
-			       "releasing every token failed: %s",
-			       strerror(-ret));
-	total = ret;
-	ret = dmt_tokens_flush(&rx->tokens);
-	if (ret < 0)
-		return dontneed_failed(rx, ret);
-	return total;
+	pthread_mutex_lock(&rx->lock);
+	ret = release_all_locked(rx);
+	pthread_mutex_unlock(&rx->lock);
+	return ret;
 }
 
 DEVMEMTCP_EXPORT int devmemtcp_rx_stats(const struct devmemtcp_rx *rx,
 					struct devmemtcp_rx_stats *stats)
 {
 	DMT_KEEP_ERRNO;
+	pthread_mutex_t *lock;
 	struct devmemtcp_rx_stats s;
 
 	if (!rx || !stats || stats->sz < sizeof(size_t))
 		return -EINVAL;
+	/* the lock guards what other threads change, not the handle */
+	lock = (pthread_mutex_t *)&rx->lock;
+	pthread_mutex_lock(lock);
 	s = rx->st;
-	s.tokens_outstanding = rx->tokens.outstanding +
-			       rx->tokens.deferred_pending +
-			       rx->tokens.pending_frags;
+	s.tokens_outstanding = dmt_tokens_held(&rx->tokens);
 	s.tokens_outstanding_max = rx->tokens.outstanding_max;
 	s.tokens_released = rx->tokens.released;
 	s.dontneed_calls = rx->tokens.dontneed_calls;
 	s.partial_returns = rx->tokens.partial_returns;
 	s.deferred_pending = rx->tokens.deferred_pending;
+	pthread_mutex_unlock(lock);
 	dmt_copy_out(stats, &s, sizeof(s));
 	return 0;
 }

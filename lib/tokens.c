@@ -26,6 +26,7 @@ void dmt_tokens_fini(struct dmt_tokens *t)
 	free(t->bits);
 	free(t->dq);
 	free(t->dtoks);
+	free(t->backlog);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -97,13 +98,66 @@ undo:
 	return -EINVAL;
 }
 
-int dmt_tokens_flush(struct dmt_tokens *t)
+/*
+ * Keep a queued token that a failed DONTNEED kept from the kernel for the
+ * next flush.  Without memory for it, it goes back to the outstanding set
+ * (it was received, so its word exists), where dmt_tokens_release_all()
+ * finds it: either way it is never dropped.
+ */
+static void backlog_add(struct dmt_tokens *t, uint32_t token)
+{
+	if (t->bl_head && t->bl_len == t->bl_cap) {
+		memmove(t->backlog, t->backlog + t->bl_head,
+			(t->bl_len - t->bl_head) * sizeof(*t->backlog));
+		t->bl_len -= t->bl_head;
+		t->bl_head = 0;
+	}
+	if (t->bl_len == t->bl_cap) {
+		size_t cap = t->bl_cap ? t->bl_cap * 2 : 1024;
+		uint32_t *v = dmt_realloc(t->backlog, cap * sizeof(*v));
+
+		if (!v) {
+			t->bits[token / 64] |= 1ull << (token % 64);
+			t->outstanding++;
+			return;
+		}
+		t->backlog = v;
+		t->bl_cap = cap;
+	}
+	t->backlog[t->bl_len++] = token;
+}
+
+/* Move backlog tokens into the batch while it has room. */
+static void backlog_refill(struct dmt_tokens *t)
+{
+	while (t->bl_head < t->bl_len && t->pending_frags < t->batch) {
+		uint32_t tok = t->backlog[t->bl_head];
+		struct dmt_dmabuf_token *last =
+			t->npending ? &t->pending[t->npending - 1] : NULL;
+
+		if (last && last->token_start + last->token_count == tok) {
+			last->token_count++;
+		} else if (t->npending < DMT_MAX_DONTNEED_TOKENS) {
+			t->pending[t->npending].token_start = tok;
+			t->pending[t->npending].token_count = 1;
+			t->npending++;
+		} else {
+			break;
+		}
+		t->pending_frags++;
+		t->bl_head++;
+	}
+	if (t->bl_head == t->bl_len)
+		t->bl_head = t->bl_len = 0;
+}
+
+/* Send the batch, retrying partial returns: the number freed, or a
+ * negative errno with the batch kept. */
+static int flush_batch(struct dmt_tokens *t)
 {
 	uint32_t want = t->pending_frags;
 	int freed_total = 0, ret;
 
-	if (!t->npending)
-		return 0;
 	/*
 	 * The kernel frees what it knows and skips unknown tokens (counted as
 	 * inspected).  Our batches stay within its 1024-frag budget, so a
@@ -132,34 +186,68 @@ int dmt_tokens_flush(struct dmt_tokens *t)
 	return freed_total;
 }
 
+/* The batch, then the backlog, batch by batch. */
+static int flush_backlog(struct dmt_tokens *t)
+{
+	int total = 0, ret;
+
+	for (;;) {
+		backlog_refill(t);
+		if (!t->npending)
+			return total;
+		ret = flush_batch(t);
+		if (ret < 0)
+			return ret;
+		total += ret;
+	}
+}
+
+int dmt_tokens_flush(struct dmt_tokens *t)
+{
+	/* a backlog only exists after a failed flush: keep it off the
+	 * common path */
+	if (__builtin_expect(t->bl_len != 0, 0))
+		return flush_backlog(t);
+	if (!t->npending)
+		return 0;
+	return flush_batch(t);
+}
+
 int dmt_tokens_queue(struct dmt_tokens *t, uint32_t token)
 {
-	struct dmt_dmabuf_token *last;
+	struct dmt_dmabuf_token *last =
+		t->npending ? &t->pending[t->npending - 1] : NULL;
+	bool merge = last && last->token_start + last->token_count == token;
 	int ret;
 
-	if (t->pending_frags >= t->batch) {
+	if (t->pending_frags >= t->batch ||
+	    (!merge && t->npending == DMT_MAX_DONTNEED_TOKENS)) {
 		ret = dmt_tokens_flush(t);
-		if (ret < 0)
+		if (ret < 0) {
+			backlog_add(t, token);
 			return ret;
-	}
-	if (t->npending) {
-		last = &t->pending[t->npending - 1];
-		if (last->token_start + last->token_count == token) {
-			last->token_count++;
-			t->pending_frags++;
-			return 0;
 		}
+		merge = false;	/* the batch is empty now */
 	}
-	if (t->npending == DMT_MAX_DONTNEED_TOKENS) {
-		ret = dmt_tokens_flush(t);
-		if (ret < 0)
-			return ret;
+	if (merge) {
+		last->token_count++;
+	} else {
+		t->pending[t->npending].token_start = token;
+		t->pending[t->npending].token_count = 1;
+		t->npending++;
 	}
-	t->pending[t->npending].token_start = token;
-	t->pending[t->npending].token_count = 1;
-	t->npending++;
 	t->pending_frags++;
 	return 0;
+}
+
+/* After a failed flush: the rest of frags, taken already, to the backlog
+ * without trying the kernel again. */
+static void backlog_rest(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
+			 size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
+			backlog_add(t, frags[i].token);
 }
 
 int dmt_tokens_release(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
@@ -191,8 +279,10 @@ int dmt_tokens_release(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 			t->pending[t->npending - 1].token_count = count;
 		t->pending_frags = t->batch - room;
 		ret = dmt_tokens_queue(t, tok);
-		if (ret < 0)
+		if (ret < 0) {
+			backlog_rest(t, frags + i + 1, n - i - 1);
 			return ret;
+		}
 		start = tok;
 		count = 1;
 		room = t->batch - t->pending_frags;
@@ -200,6 +290,12 @@ int dmt_tokens_release(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 	if (count)
 		t->pending[t->npending - 1].token_count = count;
 	t->pending_frags = t->batch - room;
+	/* due: hand the batch over now rather than at the next call */
+	if (__builtin_expect(!room, 0)) {
+		ret = dmt_tokens_flush(t);
+		if (ret < 0)
+			return ret;
+	}
 	return 0;
 }
 
@@ -246,7 +342,7 @@ int dmt_tokens_defer(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 		if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
 			t->dtoks[t->dt_len++] = frags[i].token;
 	t->dq[(t->dq_head + t->dq_len) % t->dq_cap] =
-		(struct dmt_deferred){ done, arg, ntok, false };
+		(struct dmt_deferred){ done, arg, ntok };
 	t->dq_len++;
 	t->deferred_pending += ntok;
 	return 0;
@@ -254,26 +350,25 @@ int dmt_tokens_defer(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 
 int dmt_tokens_poll(struct dmt_tokens *t, bool wait)
 {
+	bool failed = false;	/* a flush failed: queue without flushing */
 	int queued = 0, ret;
 
 	while (t->dq_len) {
 		struct dmt_deferred *d = &t->dq[t->dq_head];
 
-		ret = d->finished ? 1 : d->done(d->arg, wait);
+		ret = d->done(d->arg, wait);
 		if (ret < 0)
 			return ret;
 		if (ret == 0)
 			break;	/* in order: later entries wait behind it */
-		d->finished = true;
+		/* a failed flush is the next flush's to report */
 		for (size_t i = 0; i < d->ntokens; i++) {
-			ret = dmt_tokens_queue(t, t->dtoks[t->dt_head + i]);
-			if (ret < 0) {
-				/* keep the rest of this entry for next time */
-				t->dt_head += i;
-				t->deferred_pending -= i;
-				d->ntokens -= i;
-				return ret;
-			}
+			uint32_t tok = t->dtoks[t->dt_head + i];
+
+			if (failed)
+				backlog_add(t, tok);
+			else if (dmt_tokens_queue(t, tok) < 0)
+				failed = true;
 		}
 		t->dt_head += d->ntokens;
 		t->deferred_pending -= d->ntokens;
@@ -286,26 +381,41 @@ int dmt_tokens_poll(struct dmt_tokens *t, bool wait)
 	return queued;
 }
 
-int dmt_tokens_release_all(struct dmt_tokens *t)
+int dmt_tokens_queue_all(struct dmt_tokens *t)
 {
-	int ret, queued;
+	int ret, queued = 0, err = 0;
 
-	ret = dmt_tokens_poll(t, true);
-	if (ret < 0)
-		return ret;
-	queued = ret;
 	for (size_t w = 0; w < t->nwords; w++) {
-		while (t->bits[w]) {
-			uint32_t tok = (uint32_t)(w * 64) +
-				       (uint32_t)__builtin_ctzll(t->bits[w]);
+		/* a copy: a token that cannot be kept queued comes back here */
+		uint64_t word = t->bits[w];
 
-			t->bits[w] &= t->bits[w] - 1;
-			t->outstanding--;
+		t->bits[w] = 0;
+		t->outstanding -= (uint64_t)__builtin_popcountll(word);
+		while (word) {
+			uint32_t tok = (uint32_t)(w * 64) +
+				       (uint32_t)__builtin_ctzll(word);
+
+			word &= word - 1;
+			queued++;
+			if (err) {
+				backlog_add(t, tok);
+				continue;
+			}
 			ret = dmt_tokens_queue(t, tok);
 			if (ret < 0)
-				return ret;
-			queued++;
+				err = ret;
 		}
 	}
-	return queued;
+	return err ? err : queued;
+}
+
+int dmt_tokens_release_all(struct dmt_tokens *t)
+{
+	int polled = dmt_tokens_poll(t, true), queued;
+
+	/* a failed done keeps its own tokens, not the others */
+	queued = dmt_tokens_queue_all(t);
+	if (polled < 0)
+		return polled;
+	return queued < 0 ? queued : polled + queued;
 }

@@ -29,7 +29,6 @@ struct dmt_deferred {
 	devmemtcp_done_fn done;
 	void *arg;
 	size_t ntokens;		/* tokens of this entry in dtoks[] */
-	bool finished;		/* done() said 1; tokens not all queued yet */
 };
 
 struct dmt_tokens {
@@ -48,6 +47,10 @@ struct dmt_tokens {
 	uint32_t *dtoks;
 	size_t dt_head, dt_len, dt_cap;
 	uint64_t deferred_pending;
+	/* tokens the caller released that a failed DONTNEED kept from the
+	 * kernel, beyond what pending holds: sent by the next flush */
+	uint32_t *backlog;
+	size_t bl_head, bl_len, bl_cap;
 	/* counters */
 	uint64_t released;
 	uint64_t dontneed_calls;
@@ -76,11 +79,18 @@ static inline int dmt_tokens_received(struct dmt_tokens *t, uint32_t token)
 	return 0;
 }
 
-/* After a batch of dmt_tokens_received(): update the high-water mark of
- * tokens held (outstanding, queued for release, or deferred). */
+/* Tokens held: outstanding, queued for release (pending or in the
+ * backlog), or deferred.  After a batch of dmt_tokens_received(),
+ * dmt_tokens_update_max() updates their high-water mark. */
+static inline uint64_t dmt_tokens_held(const struct dmt_tokens *t)
+{
+	return t->outstanding + t->pending_frags + t->deferred_pending +
+	       (t->bl_len - t->bl_head);
+}
+
 static inline void dmt_tokens_update_max(struct dmt_tokens *t)
 {
-	uint64_t held = t->outstanding + t->pending_frags + t->deferred_pending;
+	uint64_t held = dmt_tokens_held(t);
 
 	if (held > t->outstanding_max)
 		t->outstanding_max = held;
@@ -93,21 +103,36 @@ bool dmt_tokens_is_outstanding(const struct dmt_tokens *t, uint32_t token);
  */
 int dmt_tokens_take(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 		    size_t n, size_t *bad);
-/* Queue one taken token for release (may flush).  0 or negative errno. */
+/*
+ * Queue one taken token for release (may flush).  0, or the negative errno
+ * of a failed flush: the token is queued all the same.  A queued token is
+ * never dropped: when DONTNEED fails it waits, with the batch, for the next
+ * flush (or, with no memory to keep it queued, goes back to the
+ * outstanding set, where dmt_tokens_release_all() finds it).
+ */
 int dmt_tokens_queue(struct dmt_tokens *t, uint32_t token);
-/* take + queue in one pass over frags (all or nothing like take). */
+/* take + queue in one pass over frags (-EINVAL from take: nothing taken),
+ * then a flush if the batch is due.  A flush's errno means every token
+ * was taken and queued all the same. */
 int dmt_tokens_release(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 		       size_t n, size_t *bad);
-/* Give pending tokens to the kernel, retrying partial returns.  Returns
- * the number freed or a negative errno. */
+/* Give queued tokens to the kernel, retrying partial returns, until none
+ * is queued.  Returns the number freed or a negative errno (the tokens not
+ * given stay queued). */
 int dmt_tokens_flush(struct dmt_tokens *t);
 /* Defer already-taken tokens until done(arg) says so. */
 int dmt_tokens_defer(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 		     size_t n, devmemtcp_done_fn done, void *arg);
 /* Poll deferred entries in order (blocking when wait) and queue the tokens
- * of finished ones.  Returns the number of tokens queued or an errno. */
+ * of finished ones.  Returns the number of tokens queued, or the errno of
+ * a done() (a failed flush on the way is left for the next flush). */
 int dmt_tokens_poll(struct dmt_tokens *t, bool wait);
-/* Queue every outstanding token (after waiting for deferred ones). */
+/* Queue every outstanding token (not the deferred ones): the number
+ * queued, or a flush's errno after queueing them all. */
+int dmt_tokens_queue_all(struct dmt_tokens *t);
+/* Wait for the deferred releases and queue their tokens, then queue every
+ * outstanding token.  A done that fails keeps its entry's tokens and its
+ * errno is returned, after the others were queued all the same. */
 int dmt_tokens_release_all(struct dmt_tokens *t);
 
 #endif

@@ -440,10 +440,8 @@ DEVMEMTCP_EXPORT int devmemtcp_tx_new(struct devmemtcp_ctx *ctx, int fd,
 				      struct devmemtcp_tx **txp)
 {
 	DMT_KEEP_ERRNO;
-	struct sockaddr_storage peer;
-	socklen_t len;
 	struct devmemtcp_tx *tx;
-	int v = 0, domain = 0, one = 1, ret;
+	int domain = 0, one = 1, ret;
 
 	if (!ctx)
 		return -EINVAL;
@@ -461,26 +459,9 @@ DEVMEMTCP_EXPORT int devmemtcp_tx_new(struct devmemtcp_ctx *ctx, int fd,
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "devmemtcp_tx_new: binding %u is an RX binding: sending needs one made by devmemtcp_bind_tx()",
 			       binding->id);
-	len = sizeof(v);
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len)) {
-		ret = -errno;
-		return dmt_err(ctx, &ctx->err, ret,
-			       "devmemtcp_tx_new: fd %d is not a socket (%s): pass a connected TCP socket",
-			       fd, strerror(-ret));
-	}
-	len = sizeof(domain);
-	getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len);
-	if (v != SOCK_STREAM || (domain != AF_INET && domain != AF_INET6))
-		return dmt_err(ctx, &ctx->err, -EPROTOTYPE,
-			       "devmemtcp_tx_new: fd %d is not a TCP socket: devmem TX needs a connected TCP socket (IPv4 or IPv6)",
-			       fd);
-	len = sizeof(peer);
-	if (getpeername(fd, (struct sockaddr *)&peer, &len)) {
-		ret = -errno;
-		return dmt_err(ctx, &ctx->err, ret,
-			       "devmemtcp_tx_new: fd %d is not connected (%s): connect() it first",
-			       fd, strerror(-ret));
-	}
+	ret = dmt_tcp_check(ctx, "devmemtcp_tx_new", "devmem TX", fd, &domain);
+	if (ret)
+		return ret;
 	if (setsockopt(fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof(one))) {
 		ret = -errno;
 		return dmt_err(ctx, &ctx->err, ret,

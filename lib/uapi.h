@@ -170,6 +170,9 @@ struct dmt_dma_buf_sync {
 #define DMT_DMA_BUF_SYNC_END (1 << 2)
 #define DMT_DMA_BUF_IOCTL_SYNC _IOW('b', 0, struct dmt_dma_buf_sync)
 
+/* include/uapi/linux/magic.h: f_type of a dma-buf's file (fstatfs) */
+#define DMT_DMA_BUF_MAGIC 0x444d4142
+
 /* ---- include/uapi/linux/ethtool_netlink{,_generated}.h (lib/ethtool.c) ----
  * The ethtool netlink ids are enum members, so #ifndef cannot tell whether
  * the system header has them; the library uses these DMT_ names, whose

@@ -59,6 +59,11 @@ static int udmabuf_size(struct devmemtcp_ctx *ctx,
 	if (!opts->size)
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "udmabuf: size is 0: give the buffer size in bytes");
+	/* a memfd is sized with an off_t: round up without wrapping */
+	if (opts->size > (uint64_t)INT64_MAX - (align - 1))
+		return dmt_err(ctx, &ctx->err, -E2BIG,
+			       "udmabuf: %llu bytes is more than a memfd can hold (at most %lld bytes): give a smaller size",
+			       (unsigned long long)opts->size, (long long)INT64_MAX);
 	*size = (opts->size + align - 1) & ~(align - 1);
 	if (limit > 0 && *size > (uint64_t)limit << 20)
 		return dmt_err(ctx, &ctx->err, -E2BIG,

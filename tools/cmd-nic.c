@@ -202,7 +202,7 @@ int cmd_probe(int argc, char **argv)
 		probe_usage(stderr);
 		return 2;
 	}
-	if (tool_ctx_new("devmemtcp probe", true, &ctx))
+	if (tool_ctx_new("devmemtcp probe", &ctx))
 		return 2;
 	ret = devmemtcp_nic_probe(ctx, argv[optind], &po, &p);
 	if (ret < 0) {
@@ -253,7 +253,7 @@ int cmd_restore(int argc, char **argv)
 		restore_usage(stderr);
 		return 2;
 	}
-	if (tool_ctx_new("devmemtcp restore", true, &ctx))
+	if (tool_ctx_new("devmemtcp restore", &ctx))
 		return 2;
 	ret = devmemtcp_nic_recover(ctx, argv[optind], &no);
 	if (ret < 0)

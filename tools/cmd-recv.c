@@ -33,6 +33,7 @@ struct recv_opts {
 	uint32_t queues[MAX_QUEUES];
 	size_t nqueues;			/* 0: the last RX queue */
 	int port, setup, ifindex;
+	const char *after_bare_v;	/* the word after a -v without value */
 };
 
 /* What one run holds; recv_close() gives it all back. */
@@ -69,57 +70,82 @@ static void recv_usage(FILE *f)
 		"Exit status: 0 on success, 1 on a failed transfer or validation, 2 on bad usage.\n");
 }
 
+/* "3" or "2,3": queue numbers 0..4095, comma-separated, nothing else. */
 static int parse_queues(const char *s, uint32_t *q, size_t max, size_t *n)
 {
-	char *end;
+	char word[16];
 
 	*n = 0;
 	while (*s) {
-		unsigned long v = strtoul(s, &end, 10);
+		size_t len = strcspn(s, ",");
+		unsigned long long v;
 
-		if (end == s || *n == max)
+		if (len >= sizeof(word) || *n == max)
+			return -1;
+		memcpy(word, s, len);
+		word[len] = '\0';
+		if (parse_uint(word, 0, 4095, &v))
 			return -1;
 		q[(*n)++] = (uint32_t)v;
-		s = end;
-		if (*s == ',')
-			s++;
-		else if (*s)
-			return -1;
+		s += len;
+		if (*s == ',' && !*++s)
+			return -1;	/* a trailing comma */
 	}
 	return *n ? 0 : -1;
+}
+
+/* --buf-size: at least one byte. */
+static int parse_buf_size(const char *arg, long long *size)
+{
+	*size = parse_size(arg);
+	if (*size == -2)
+		return bad_value(CMD, "--buf-size", arg,
+				 "a size (bytes with K, M or G, at most 8E)");
+	if (*size == 0)
+		return bad_value(CMD, "--buf-size", arg,
+				 "a size (bytes with K, M or G, at least 1)");
+	if (*size < 0)
+		return bad_value(CMD, "--buf-size", arg,
+				 "a size (bytes with K, M or G)");
+	return -1;
 }
 
 /* One option; returns -1 to go on, else the exit status. */
 static int recv_option(int c, const char *arg, struct recv_opts *o)
 {
+	unsigned long long v;
+
 	switch (c) {
 	case 'i': o->ifname = arg; break;
 	case 'q':
-		if (parse_queues(arg, o->queues, MAX_QUEUES, &o->nqueues)) {
-			fprintf(stderr, CMD ": bad queue list '%s'\n", arg);
-			return 2;
-		}
+		if (parse_queues(arg, o->queues, MAX_QUEUES, &o->nqueues))
+			return bad_value(CMD, "--queues", arg,
+					 "a list of queue numbers (0-4095, e.g. 3 or 2,3)");
 		break;
-	case 'p': o->port = atoi(arg); break;
+	case 'p':
+		if (parse_uint(arg, 1, 65535, &v))
+			return bad_value(CMD, "--port", arg, "a port number (1-65535)");
+		o->port = (int)v;
+		break;
 	case 'l': o->listen_addr = arg; break;
-	case 'b':
-		o->buf_size = parse_size(arg);
-		if (o->buf_size <= 0) {
-			fprintf(stderr, CMD ": bad size '%s'\n", arg);
-			return 2;
-		}
-		break;
+	case 'b': return parse_buf_size(arg, &o->buf_size);
 	case 'v':
-		o->period = arg ? (unsigned int)atoi(arg) : PATTERN_PERIOD_DEFAULT;
-		if (o->period < 2 || o->period > 256) {
-			fprintf(stderr, CMD ": pattern period must be 2..256\n");
-			return 2;
+		if (!arg) {
+			o->period = PATTERN_PERIOD_DEFAULT;
+			break;
 		}
+		if (parse_uint(arg, 2, 256, &v))
+			return bad_value(CMD, "--validate", arg, "a pattern period (2-256)");
+		o->period = (unsigned int)v;
 		break;
-	case 'e': o->expect = parse_size(arg); break;
+	case 'e':
+		o->expect = parse_size(arg);
+		if (o->expect < 0)
+			return bad_value(CMD, "--expect", arg,
+					 "a byte count (bytes with K, M or G)");
+		break;
 	case 's': o->setup = 1; break;
 	case 'h': recv_usage(stdout); return 0;
-	default: recv_usage(stderr); return 2;
 	}
 	return -1;
 }
@@ -142,15 +168,24 @@ static int recv_parse(int argc, char **argv, struct recv_opts *o)
 	int c, status;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "i:q:p:l:b:v::e:sh", opts, NULL)) != -1) {
+	opterr = 0;	/* we name the bad option ourselves */
+	while ((c = getopt_long(argc, argv, ":i:q:p:l:b:v::e:sh", opts, NULL)) != -1) {
+		if (c == '?' || c == ':')
+			return getopt_error(CMD, c, opts, argv);
+		/* "-v 7": 7 is not -v's value, which goes with the option */
+		if (c == 'v' && !optarg && optind < argc && argv[optind][0] != '-')
+			o->after_bare_v = argv[optind];
 		status = recv_option(c, optarg, o);
 		if (status >= 0)
 			return status;
 	}
-	if (!o->ifname) {
-		recv_usage(stderr);
-		return 2;
-	}
+	if (optind < argc && argv[optind] == o->after_bare_v)
+		return usage_error(CMD, "unexpected argument \"%s\": an optional value goes with the option (--validate=%s or -v%s)",
+				   argv[optind], argv[optind], argv[optind]);
+	if (optind < argc)
+		return usage_error(CMD, "unexpected argument \"%s\"", argv[optind]);
+	if (!o->ifname)
+		return usage_error(CMD, "--iface is required");
 	o->ifindex = (int)if_nametoindex(o->ifname);
 	if (!o->ifindex) {
 		fprintf(stderr, CMD ": no interface '%s' (see 'ip link')\n", o->ifname);
@@ -184,10 +219,14 @@ static int recv_setup_nic(const struct recv_opts *o, struct recv_run *r)
 	char text[64];
 	int ret;
 
-	snprintf(text, sizeof(text), "tcp4 dst-port %d", o->port);
-	devmemtcp_flow_parse(text, &flows[0]);
-	snprintf(text, sizeof(text), "tcp6 dst-port %d", o->port);
-	devmemtcp_flow_parse(text, &flows[1]);
+	for (int i = 0; i < 2; i++) {
+		snprintf(text, sizeof(text), "tcp%d dst-port %d", i ? 6 : 4, o->port);
+		ret = devmemtcp_flow_parse(text, &flows[i]);
+		if (ret) {
+			fprintf(stderr, CMD ": %s\n", devmemtcp_ctx_errmsg(NULL));
+			return ret;
+		}
+	}
 	DEVMEMTCP_OPTS(nic_opts, no, .queues = o->queues,
 		       .nqueues = (uint32_t)o->nqueues, .flows = flows,
 		       .nflows = 2, .buf = r->buf);
@@ -204,7 +243,7 @@ static int recv_setup_nic(const struct recv_opts *o, struct recv_run *r)
 /* The context, the queues, the buffer and its binding. */
 static int recv_bind(struct recv_opts *o, struct recv_run *r)
 {
-	int ret = tool_ctx_new(CMD, false, &r->ctx);
+	int ret = tool_ctx_new(CMD, &r->ctx);
 
 	if (ret)
 		return ret;

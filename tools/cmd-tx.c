@@ -25,6 +25,7 @@
 
 struct send_opts {
 	const char *ifname, *addr, *file;
+	const char *bufsize_arg, *chunk_arg;	/* as given, for messages */
 	long long total, bufsize, chunk, piece;	/* piece 0: one per slot */
 	unsigned int period;
 	int port, quiet;
@@ -75,6 +76,49 @@ static void send_usage(FILE *f)
 		"Exit status: 0 on success, 1 on a failed transfer, 2 on bad usage.\n");
 }
 
+/* A size option: *v from arg, at least min bytes; -1 to go on, else 2. */
+static int size_option(const char *opt, const char *arg, long long min,
+		       long long *v)
+{
+	*v = parse_size(arg);
+	if (*v < min)
+		return bad_value(CMD, opt, arg, "a size (bytes with K, M or G)");
+	return -1;
+}
+
+/* One option; returns -1 to go on, else the exit status. */
+static int send_option(int c, const char *arg, struct send_opts *o)
+{
+	unsigned long long v;
+
+	switch (c) {
+	case 'i': o->ifname = arg; break;
+	case 'c': o->addr = arg; break;
+	case 'p':
+		if (parse_uint(arg, 1, 65535, &v))
+			return bad_value(CMD, "--port", arg, "a port number (1-65535)");
+		o->port = (int)v;
+		break;
+	case 'n': return size_option("--bytes", arg, 0, &o->total);
+	case 'P':
+		if (parse_uint(arg, 2, 256, &v))
+			return bad_value(CMD, "--pattern", arg, "a pattern period (2-256)");
+		o->period = (unsigned int)v;
+		break;
+	case 'f': o->file = arg; break;
+	case 'b':
+		o->bufsize_arg = arg;
+		return size_option("--buf-size", arg, 1, &o->bufsize);
+	case 'C':
+		o->chunk_arg = arg;
+		return size_option("--chunk", arg, 1, &o->chunk);
+	case 'z': return size_option("--piece", arg, 0, &o->piece);
+	case 'q': o->quiet = 1; break;
+	case 'h': send_usage(stdout); return 0;
+	}
+	return -1;
+}
+
 /* Returns -1 to go on, else the exit status. */
 static int send_parse(int argc, char **argv, struct send_opts *o)
 {
@@ -92,35 +136,27 @@ static int send_parse(int argc, char **argv, struct send_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	int c;
+	int c, status;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "i:c:p:n:P:f:b:C:z:qh", lopts,
+	opterr = 0;	/* we name the bad option ourselves */
+	while ((c = getopt_long(argc, argv, ":i:c:p:n:P:f:b:C:z:qh", lopts,
 				NULL)) != -1) {
-		switch (c) {
-		case 'i': o->ifname = optarg; break;
-		case 'c': o->addr = optarg; break;
-		case 'p': o->port = atoi(optarg); break;
-		case 'n': o->total = parse_size(optarg); break;
-		case 'P': o->period = (unsigned int)atoi(optarg); break;
-		case 'f': o->file = optarg; break;
-		case 'b': o->bufsize = parse_size(optarg); break;
-		case 'C': o->chunk = parse_size(optarg); break;
-		case 'z': o->piece = parse_size(optarg); break;
-		case 'q': o->quiet = 1; break;
-		case 'h': send_usage(stdout); return 0;
-		default: send_usage(stderr); return 2;
-		}
+		if (c == '?' || c == ':')
+			return getopt_error(CMD, c, lopts, argv);
+		status = send_option(c, optarg, o);
+		if (status >= 0)
+			return status;
 	}
-	if (!o->ifname || !o->addr || optind != argc || o->total < 0 ||
-	    o->bufsize <= 0 || o->chunk <= 0 || o->piece < 0 || o->period < 2 ||
-	    o->period > 256 || o->port <= 0 || o->port > 65535) {
-		send_usage(stderr);
-		return 2;
-	}
+	if (optind < argc)
+		return usage_error(CMD, "unexpected argument \"%s\"", argv[optind]);
+	if (!o->ifname)
+		return usage_error(CMD, "--iface is required");
+	if (!o->addr)
+		return usage_error(CMD, "--connect is required");
 	if (o->chunk > o->bufsize / 2) {
-		fprintf(stderr, CMD ": --chunk %lld must be at most half of --buf-size %lld (the ring needs two slots)\n",
-			o->chunk, o->bufsize);
+		fprintf(stderr, CMD ": --chunk: \"%s\" must be at most half of --buf-size (%s): the ring needs two slots\n",
+			o->chunk_arg, o->bufsize_arg);
 		return 2;
 	}
 	return -1;
@@ -187,14 +223,17 @@ static int send_bind(const struct send_opts *o, struct send_run *r)
 			return -1;
 		}
 	}
-	ret = tool_ctx_new(CMD, false, &r->ctx);
+	ret = tool_ctx_new(CMD, &r->ctx);
 	if (!ret)
 		ret = tool_udmabuf_new(CMD, r->ctx, (uint64_t)o->bufsize, &r->buf);
-	if (!ret)	/* on failure the library has logged why */
-		ret = devmemtcp_bind_tx(r->ctx, (int)if_nametoindex(o->ifname),
-					r->buf, NULL, &r->binding);
 	if (ret)
 		return ret;
+	ret = devmemtcp_bind_tx(r->ctx, (int)if_nametoindex(o->ifname), r->buf,
+				NULL, &r->binding);
+	if (ret) {
+		fprintf(stderr, CMD ": %s\n", devmemtcp_ctx_errmsg(r->ctx));
+		return ret;
+	}
 	r->fd = connect_via(o->addr, o->port, o->ifname);
 	return r->fd < 0 ? -1 : 0;
 }
@@ -363,6 +402,7 @@ int cmd_send(int argc, char **argv)
 {
 	struct send_opts o = {
 		.total = 64ll << 20, .bufsize = 16ll << 20, .chunk = 1ll << 20,
+		.bufsize_arg = "16M", .chunk_arg = "1M",
 		.period = PATTERN_PERIOD_DEFAULT, .port = 5201,
 	};
 	struct send_run r = { .fd = -1, .file_fd = -1 };

@@ -6,7 +6,10 @@
  * here knows about a particular command.
  */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,23 +25,78 @@ double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-long long parse_size(const char *s)
+int parse_uint(const char *s, unsigned long long min, unsigned long long max,
+	       unsigned long long *v)
 {
 	char *end;
-	long long v = strtoll(s, &end, 0);
 
-	if (end == s || v < 0)
+	if (*s < '0' || *s > '9')
 		return -1;
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return errno || *end || *v < min || *v > max ? -1 : 0;
+}
+
+long long parse_size(const char *s)
+{
+	unsigned long long v;
+	unsigned int shift = 0;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -2;
 	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
 	}
-	if (*end == 'i' || *end == 'B')
+	if (shift && *end == 'i')
 		end++;
 	if (*end == 'B')
 		end++;
-	return *end ? -1 : v;
+	if (*end)
+		return -1;
+	if (v > (unsigned long long)LLONG_MAX >> shift)
+		return -2;
+	return (long long)(v << shift);
+}
+
+int bad_value(const char *cmd, const char *opt, const char *arg,
+	      const char *what)
+{
+	fprintf(stderr, "%s: %s: \"%s\" is not %s\n", cmd, opt, arg, what);
+	return 2;
+}
+
+int usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see '%s --help')\n", cmd);
+	return 2;
+}
+
+int getopt_error(const char *cmd, int c, const struct option *opts,
+		 char **argv)
+{
+	if (c == ':') {
+		for (; opts->name; opts++)
+			if (opts->val == optopt)
+				return usage_error(cmd, "--%s needs a value",
+						   opts->name);
+		return usage_error(cmd, "-%c needs a value", optopt);
+	}
+	if (optopt)
+		return usage_error(cmd, "unknown option \"-%c\"", optopt);
+	return usage_error(cmd, "unknown option \"%s\"", argv[optind - 1]);
 }
 
 int tool_sockaddr(const char *cmd, const char *addr, int port,
@@ -65,15 +123,19 @@ int tool_sockaddr(const char *cmd, const char *addr, int port,
 	return 0;
 }
 
-/* The library's messages are printed by the commands themselves. */
-static void quiet_log(void *user, int level, const char *msg)
+/* Errors reach the user through the commands, which print the failed
+ * call's message; everything else the user asked for with DEVMEMTCP_LOG
+ * is printed here. */
+static void tool_log(void *user, int level, const char *msg)
 {
+	if (level > DEVMEMTCP_LOG_ERR)
+		fprintf(stderr, "%s: %s\n", (const char *)user, msg);
 }
 
-int tool_ctx_new(const char *cmd, bool quiet, struct devmemtcp_ctx **ctx)
+int tool_ctx_new(const char *cmd, struct devmemtcp_ctx **ctx)
 {
-	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = quiet_log);
-	int ret = devmemtcp_ctx_new(quiet ? &co : NULL, ctx);
+	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = tool_log, .log_user = (void *)cmd);
+	int ret = devmemtcp_ctx_new(&co, ctx);
 
 	if (ret)
 		fprintf(stderr, "%s: %s\n", cmd, strerror(-ret));

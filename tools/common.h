@@ -9,6 +9,7 @@
 #ifndef DEVMEMTCP_TOOL_COMMON_H
 #define DEVMEMTCP_TOOL_COMMON_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,8 +25,27 @@ int cmd_restore(int argc, char **argv);	/* cmd-nic.c */
 /* CLOCK_MONOTONIC in seconds, for rates. */
 double now_s(void);
 
-/* Parse "123", "64K", "16M", "1G" into bytes; -1 on error. */
+/* Parse "123", "64K", "16M", "1G" (K, M, G may be followed by "i", "B" or
+ * "iB") into bytes: >= 0, -1 on junk, -2 when it does not fit 2^63 - 1. */
 long long parse_size(const char *s);
+/* A decimal number in [min, max], nothing else (no sign, no junk): 0 with
+ * *v set, or -1. */
+int parse_uint(const char *s, unsigned long long min, unsigned long long max,
+	       unsigned long long *v);
+
+/*
+ * Usage errors, printed as one line on stderr; all return 2, the exit
+ * status of a usage error.  bad_value: "CMD: OPT: "ARG" is not WHAT".
+ * usage_error: "CMD: <message> (see 'CMD --help')".  getopt_error: the
+ * unknown option or the missing value getopt_long() (with opterr 0 and
+ * optstring starting with ':') returned as c.
+ */
+int bad_value(const char *cmd, const char *opt, const char *arg,
+	      const char *what);
+int usage_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int getopt_error(const char *cmd, int c, const struct option *opts,
+		 char **argv);
 
 /*
  * An IPv4 or IPv6 address and a port into *sa; addr NULL: the IPv6 wildcard
@@ -37,11 +57,11 @@ int tool_sockaddr(const char *cmd, const char *addr, int port,
 
 /*
  * devmemtcp_ctx_new(), printing "CMD: <strerror>" on failure; returns its
- * result.  quiet: the library logs nothing, the command prints the message
- * (devmemtcp_ctx_errmsg()) where it wants it; otherwise the library also
- * logs its errors to stderr.
+ * result.  Errors are printed once, by the command, from the objects'
+ * messages; the library's log prints only what DEVMEMTCP_LOG asks for
+ * beyond errors (warn, info, debug).
  */
-int tool_ctx_new(const char *cmd, bool quiet, struct devmemtcp_ctx **ctx);
+int tool_ctx_new(const char *cmd, struct devmemtcp_ctx **ctx);
 
 /* A udmabuf of size bytes, printing "CMD: <the context's message>" on failure. */
 int tool_udmabuf_new(const char *cmd, struct devmemtcp_ctx *ctx, uint64_t size,

@@ -96,9 +96,15 @@ copy_file() { # root path
 	cp -L --preserve=mode "$p" "$dst"
 }
 copy_elf_deps() { # root file
-	local lib
+	local lib deps missing
 	[ "$(head -c4 "$2" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ] || return 0
-	for lib in $(ldd "$2" 2>/dev/null | awk '/=> \// { print $3 } /^[[:space:]]*\// { print $1 }'); do
+	deps=$(ldd "$2" 2>&1) || true
+	# "libx.so.1 => not found", "version `GLIBC_2.38' not found": no library
+	# to copy, and the guest could not run it
+	missing=$(printf '%s\n' "$deps" | { grep 'not found' || true; } | sed 's/^[[:space:]]*//' | paste -sd ';' -)
+	[ -z "$missing" ] ||
+		vm_die "payload $2 cannot run in the guest: $missing: build it against this machine's libraries, or give the missing ones as payloads"
+	for lib in $(printf '%s\n' "$deps" | awk '/=> \// { print $3 } /^[[:space:]]*\// { print $1 }'); do
 		copy_file "$1" "$lib"
 	done
 }

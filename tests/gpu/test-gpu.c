@@ -679,7 +679,7 @@ static void test_release_after_refuses_unknown_tokens(void **state)
 	struct devmemtcp_rx *rx;
 	int sv[2];
 
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(t_tcp_pair(sv), 0);
 	assert_int_equal(devmemtcp_rx_new(ctx, sv[0], NULL, &rx), 0);
 	assert_int_equal(devmemtcp_gpu_release_after(gpu, rx, &f, 1, stream),
 			 -EINVAL);

@@ -136,6 +136,9 @@ int t_listen(const char *addr, int port);
  * retried for 10 s while the peer is not listening yet.  The fd, or -1
  * (printed). */
 int t_connect(const char *addr, int port, const char *bind_dev);
+/* A connected TCP pair over 127.0.0.1 in the current namespace (sv[0] the
+ * connecting side, sv[1] the accepted one): 0, or -1 (printed). */
+int t_tcp_pair(int sv[2]);
 /* Write bytes of the stream pattern (period) to fd; 0, or -1 (printed). */
 int t_send_pattern(int fd, uint64_t bytes, unsigned int period);
 

@@ -133,6 +133,35 @@ int t_listen(const char *addr, int port)
 	return fd;
 }
 
+int t_tcp_pair(int sv[2])
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	sv[0] = sv[1] = -1;
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, len) || listen(lfd, 1) ||
+	    getsockname(lfd, (struct sockaddr *)&sa, &len))
+		goto err;
+	sv[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (sv[0] < 0 || connect(sv[0], (struct sockaddr *)&sa, len))
+		goto err;
+	sv[1] = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (sv[1] < 0)
+		goto err;
+	close(lfd);
+	return 0;
+err:
+	fprintf(stderr, "TCP pair on 127.0.0.1: %s\n", strerror(errno));
+	if (sv[0] >= 0)
+		close(sv[0]);
+	if (lfd >= 0)
+		close(lfd);
+	sv[0] = -1;
+	return -1;
+}
+
 static int socket_on(int family, const char *bind_dev)
 {
 	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -8,11 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "buf.h"
+#include "harness.h"
+#include "rx.h"
 
 static struct devmemtcp_ctx *ctx;
 
@@ -36,9 +39,13 @@ static int import(uint64_t size, const struct devmemtcp_segment *segs,
 		       .size = size, .segments = segs, .nsegments = n,
 		       .flags = DEVMEMTCP_BUF_KEEP_FD);
 
+	/* no dma-buf exporter here: test builds let a memfd stand in */
 	o.fd = memfd_create("t", MFD_CLOEXEC);
 	assert_true(o.fd >= 0);
+	assert_int_equal(ftruncate(o.fd, (off_t)size), 0);
+	setenv("DEVMEMTCP_TEST_DMABUF_MEMFD", "1", 1);
 	int ret = devmemtcp_buf_new(ctx, &o, buf);
+	unsetenv("DEVMEMTCP_TEST_DMABUF_MEMFD");
 	if (ret)
 		close(o.fd);
 	return ret;
@@ -149,6 +156,44 @@ static void test_import_bad_fd(void **state)
 	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -EBADF);
 }
 
+/* Import takes dma-bufs only, no larger than they are. */
+static void test_import_not_dmabuf(void **state)
+{
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_IMPORT,
+		       .size = 4096, .flags = DEVMEMTCP_BUF_KEEP_FD);
+	struct devmemtcp_buf *buf = (void *)1;
+	char want[256];
+
+	o.fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -EINVAL);
+	assert_null(buf);
+	snprintf(want, sizeof(want),
+		 "import: opts.fd %d is not a dma-buf: pass the fd your exporter gave you (cuMemGetHandleForAddressRange, drmPrimeHandleToFD, UDMABUF_CREATE)",
+		 o.fd);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	close(o.fd);
+	/* a memfd is not one either, outside the tests' stand-in */
+	o.fd = memfd_create("t", MFD_CLOEXEC);
+	assert_int_equal(ftruncate(o.fd, 4096), 0);
+	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -EINVAL);
+	snprintf(want, sizeof(want),
+		 "import: opts.fd %d is not a dma-buf: pass the fd your exporter gave you (cuMemGetHandleForAddressRange, drmPrimeHandleToFD, UDMABUF_CREATE)",
+		 o.fd);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	/* larger than the dma-buf */
+	setenv("DEVMEMTCP_TEST_DMABUF_MEMFD", "1", 1);
+	o.size = 8192;
+	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "import: opts.size 8192 is larger than the dma-buf (4096 bytes): pass its size (lseek(fd, 0, SEEK_END) gives it)");
+	/* its size or less is fine */
+	o.size = 4096;
+	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), 0);
+	devmemtcp_buf_free(buf);
+	unsetenv("DEVMEMTCP_TEST_DMABUF_MEMFD");
+	close(o.fd);
+}
+
 static void test_udmabuf_missing(void **state)
 {
 	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
@@ -183,6 +228,50 @@ static void test_unknown_provider(void **state)
 		 "DEVMEMTCP_PROVIDER_DRM is not available in libdevmemtcp %s: export the GEM buffer with drmPrimeHandleToFD() and pass the fd with DEVMEMTCP_PROVIDER_IMPORT",
 		 devmemtcp_version());
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+}
+
+/*
+ * A receive handle keeps the buffers registered with it: freeing one drops
+ * only the caller's reference, and fragments still find their addresses.
+ */
+static void test_rx_keeps_buffer(void **state)
+{
+	struct devmemtcp_segment seg = { 0, 8192, 0x40000 };
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_IMPORT,
+		       .size = 8192, .segments = &seg, .nsegments = 1);
+	char ctrl[CMSG_SPACE(sizeof(struct dmt_dmabuf_cmsg))] __attribute__((aligned(8)));
+	struct msghdr msg = { .msg_control = ctrl, .msg_controllen = sizeof(ctrl) };
+	struct dmt_dmabuf_cmsg d = { .frag_offset = 4096, .frag_size = 100,
+				     .frag_token = 3, .dmabuf_id = 9 };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	struct devmemtcp_frag f;
+	struct devmemtcp_buf *buf;
+	struct devmemtcp_rx *rx;
+	int sv[2], fd;
+
+	fd = o.fd = memfd_create("t", MFD_CLOEXEC);
+	assert_int_equal(ftruncate(fd, 8192), 0);
+	setenv("DEVMEMTCP_TEST_DMABUF_MEMFD", "1", 1);
+	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), 0);
+	unsetenv("DEVMEMTCP_TEST_DMABUF_MEMFD");
+	assert_int_equal(t_tcp_pair(sv), 0);
+	assert_int_equal(devmemtcp_rx_new(ctx, sv[1], NULL, &rx), 0);
+	assert_int_equal(devmemtcp_rx_add_buf(rx, 9, buf), 0);
+	devmemtcp_buf_free(buf);
+	assert_true(fcntl(fd, F_GETFD) >= 0);	/* still the handle's */
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_DEVMEM_DMABUF;
+	cm->cmsg_len = CMSG_LEN(sizeof(d));
+	memcpy(CMSG_DATA(cm), &d, sizeof(d));
+	assert_int_equal(dmt_rx_process(rx, &msg, 100, &f, 1), 1);
+	assert_int_equal(f.addr, 0x40000 + 4096);
+	assert_int_equal(devmemtcp_rx_release(rx, &f, 1), 0);
+	devmemtcp_rx_free(rx);
+	/* the last reference went with the handle, and the fd with it */
+	assert_int_equal(fcntl(fd, F_GETFD), -1);
+	assert_int_equal(errno, EBADF);
+	close(sv[0]);
+	close(sv[1]);
 }
 
 static void test_null_safe(void **state)
@@ -223,8 +312,10 @@ int main(void)
 		cmocka_unit_test(test_import_bad_segments),
 		cmocka_unit_test(test_import_default_segment),
 		cmocka_unit_test(test_import_bad_fd),
+		cmocka_unit_test(test_import_not_dmabuf),
 		cmocka_unit_test(test_udmabuf_missing),
 		cmocka_unit_test(test_unknown_provider),
+		cmocka_unit_test(test_rx_keeps_buffer),
 		cmocka_unit_test(test_null_safe),
 	};
 

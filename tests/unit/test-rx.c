@@ -12,7 +12,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "devmemtcp.h"
+#include "buf.h"
+#include "harness.h"
 
 static struct devmemtcp_ctx *ctx;
 static struct devmemtcp_rx *rx;
@@ -21,7 +22,7 @@ static int sv[2];
 static int setup(void **state)
 {
 	if (devmemtcp_ctx_new(NULL, &ctx) ||
-	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) ||
+	    t_tcp_pair(sv) ||
 	    devmemtcp_rx_new(ctx, sv[0], NULL, &rx))
 		return -1;
 	return 0;
@@ -91,14 +92,17 @@ static void test_release_after_checks(void **state)
 
 static void test_add_buf_checks(void **state)
 {
-	struct devmemtcp_buf *fake = (struct devmemtcp_buf *)&fake;
+	struct devmemtcp_buf *buf;
 
-	assert_int_equal(devmemtcp_rx_add_buf(rx, 0, fake), -EINVAL);
+	/* a bare buffer object: the handle takes a reference to it */
+	assert_int_equal(dmt_buf_alloc(ctx, DEVMEMTCP_PROVIDER_IMPORT, &buf), 0);
+	assert_int_equal(devmemtcp_rx_add_buf(rx, 0, buf), -EINVAL);
 	assert_int_equal(devmemtcp_rx_add_buf(rx, 4, NULL), -EINVAL);
-	assert_int_equal(devmemtcp_rx_add_buf(rx, 4, fake), 0);
-	assert_int_equal(devmemtcp_rx_add_buf(rx, 4, fake), -EEXIST);
+	assert_int_equal(devmemtcp_rx_add_buf(rx, 4, buf), 0);
+	assert_int_equal(devmemtcp_rx_add_buf(rx, 4, buf), -EEXIST);
 	assert_string_equal(devmemtcp_rx_errmsg(rx),
 			    "devmemtcp_rx_add_buf: binding 4 is already registered");
+	devmemtcp_buf_free(buf);
 }
 
 static void test_recv_args(void **state)

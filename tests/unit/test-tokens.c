@@ -20,6 +20,8 @@ struct fake_kernel {
 	size_t max_ranges_seen;
 	uint32_t max_frags_seen;
 	int fail;		/* return this errno once */
+	int fail_at;		/* return fail_err from this call (1: the first) */
+	int fail_err;
 };
 
 static int fake_dontneed(void *arg, const struct dmt_dmabuf_token *t, size_t n)
@@ -29,6 +31,8 @@ static int fake_dontneed(void *arg, const struct dmt_dmabuf_token *t, size_t n)
 	int freed = 0;
 
 	k->calls++;
+	if (k->fail_at && k->calls == k->fail_at)
+		return k->fail_err;
 	if (k->fail) {
 		int e = k->fail;
 
@@ -312,6 +316,107 @@ static void test_flush_error_keeps_batch(void **state)
 	assert_int_equal(live_count(), 0);
 }
 
+/*
+ * A SO_DEVMEM_DONTNEED that fails in the middle of a release: the release
+ * reports it, but every token the caller handed over stays with the
+ * manager and reaches the kernel at the next flush.  (Once, 3000 released
+ * with the third call failing left 2744 pinned until the socket closed.)
+ */
+static void test_failed_dontneed_keeps_tokens(void **state)
+{
+	static struct devmemtcp_frag f[3000];
+	size_t bad = 0;
+
+	/* even tokens: nothing merges, a batch of 128 ranges per call */
+	for (uint32_t i = 0; i < 3000; i++)
+		receive(&f[i], 2 * i);
+	k->fail_at = 3;
+	k->fail_err = -ENOMEM;
+	assert_int_equal(dmt_tokens_release(&T, f, 3000, &bad), -ENOMEM);
+	assert_int_equal(T.outstanding, 0);	/* all handed over */
+	assert_true(dmt_tokens_flush(&T) > 0);
+	assert_int_equal(live_count(), 0);
+	assert_int_equal(T.released, 3000);
+	assert_int_equal(T.lost, 0);
+	/* a second release of the same fragments is refused: they are gone */
+	assert_int_equal(dmt_tokens_release(&T, f, 1, &bad), -EINVAL);
+}
+
+/* The same failure inside release_all: nothing is dropped either. */
+static void test_failed_dontneed_in_release_all(void **state)
+{
+	static struct devmemtcp_frag f[3000];
+
+	for (uint32_t i = 0; i < 3000; i++)
+		receive(&f[i], 2 * i);
+	k->fail_at = 2;
+	k->fail_err = -EFAULT;
+	assert_int_equal(dmt_tokens_release_all(&T), -EFAULT);
+	assert_true(dmt_tokens_release_all(&T) >= 0);
+	assert_true(dmt_tokens_flush(&T) >= 0);
+	assert_int_equal(live_count(), 0);
+	assert_int_equal(T.released, 3000);
+	assert_int_equal(T.outstanding, 0);
+}
+
+/* Every later call keeps failing: the tokens wait, counted as held. */
+static void test_dontneed_keeps_failing(void **state)
+{
+	static struct devmemtcp_frag f[1600];
+	size_t bad = 0;
+
+	for (uint32_t i = 0; i < 1600; i++)
+		receive(&f[i], 2 * i);
+	k->fail = -EIO;
+	release(f, 100);
+	assert_int_equal(dmt_tokens_flush(&T), -EIO);
+	for (int i = 0; i < 5; i++) {
+		k->fail_at = k->calls + 1;
+		k->fail_err = -EIO;
+		assert_int_equal(dmt_tokens_release(&T, f + 100 + 300 * i, 300, &bad),
+				 -EIO);
+	}
+	assert_int_equal(live_count(), 1600);
+	assert_int_equal(T.released, 0);
+	k->fail_at = 0;
+	assert_int_equal(dmt_tokens_flush(&T), 1600);
+	assert_int_equal(live_count(), 0);
+	assert_int_equal(T.released, 1600);
+}
+
+static int done_fails(void *arg, bool wait)
+{
+	(*(int *)arg)++;
+	return -EIO;
+}
+
+/*
+ * A deferred release whose done fails keeps its own tokens (whether their
+ * bytes were consumed is unknown), but does not hold back the others:
+ * release_all reports the failure after queueing every other token.
+ */
+static void test_failing_done_holds_only_its_tokens(void **state)
+{
+	struct devmemtcp_frag f[7];
+	size_t bad;
+	int calls = 0;
+
+	for (uint32_t i = 0; i < 7; i++)
+		receive(&f[i], 40 + i);
+	assert_int_equal(dmt_tokens_take(&T, f, 2, &bad), 0);
+	assert_int_equal(dmt_tokens_defer(&T, f, 2, done_fails, &calls), 0);
+	assert_int_equal(dmt_tokens_release_all(&T), -EIO);
+	assert_int_equal(calls, 1);
+	assert_int_equal(dmt_tokens_flush(&T), 5);
+	assert_int_equal(live_count(), 2);
+	assert_true(k->live[40] && k->live[41]);
+	assert_int_equal(T.deferred_pending, 2);
+	assert_int_equal(T.outstanding, 0);
+	/* polled again later, it still holds them */
+	assert_int_equal(dmt_tokens_poll(&T, false), -EIO);
+	assert_int_equal(T.deferred_pending, 2);
+}
+
 static void test_high_water(void **state)
 {
 	struct devmemtcp_frag f[10];
@@ -339,6 +444,10 @@ int main(void)
 		T_(test_release_all_waits),
 		T_(test_flush_error_keeps_batch),
 		T_(test_high_water),
+		T_(test_failed_dontneed_keeps_tokens),
+		T_(test_failed_dontneed_in_release_all),
+		T_(test_dontneed_keeps_failing),
+		T_(test_failing_done_holds_only_its_tokens),
 	};
 
 	return cmocka_run_group_tests_name("tokens", tests, NULL, NULL);

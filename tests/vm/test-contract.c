@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * test-contract IFACE: promises of the man pages that need a devmem NIC
+ * (the simulated one), on whichever kernel the guest runs:
+ *  - a binding keeps its buffer alive: devmemtcp_buf_free() drops only the
+ *    caller's reference, devmemtcp_binding_buf() stays usable, and the
+ *    buffer goes with the binding;
+ *  - import takes a real dma-buf (here a udmabuf's) up to its size, and
+ *    refuses a larger size;
+ *  - bind-rx with header split off names header split, on kernels that
+ *    check it first (6.14+) and on those whose driver refuses afterwards
+ *    (6.12); rx_page_size on a kernel without it is EOPNOTSUPP (on one
+ *    with it, the kernel's refusal names rx_page_size);
+ *  - bind-tx's argument errors are EINVAL on every kernel, also on one
+ *    without bind-tx (6.12), as documented.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness-nic.h"
+
+static struct devmemtcp_ctx *ctx;
+static const char *ifname;
+
+static int test_binding_keeps_buffer(void)
+{
+	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 1);
+	struct devmemtcp_binding *b;
+	struct devmemtcp_buf *buf, *bb;
+	struct devmemtcp_nic *nic;
+	const uint32_t *q;
+	char back[6];
+	int fd;
+
+	T_CHECK(devmemtcp_nic_open(ctx, ifname, &o, &nic) == 0, "nic_open: %s",
+		devmemtcp_ctx_errmsg(ctx));
+	T_CHECK(devmemtcp_nic_queues(nic, &q) == 1, "one queue");
+	T_CHECK(t_udmabuf(ctx, 4u << 20, &buf) == 0, "udmabuf");
+	fd = devmemtcp_buf_fd(buf);
+	T_CHECK(devmemtcp_bind_rx(ctx, (int)if_nametoindex(ifname), q, 1, buf,
+				  NULL, &b) == 0,
+		"bind_rx: %s", devmemtcp_ctx_errmsg(ctx));
+	devmemtcp_buf_free(buf);
+	/* the binding's reference keeps the buffer, and its dma-buf fd */
+	T_CHECK(fcntl(fd, F_GETFD) >= 0, "the dma-buf fd was closed by buf_free while bound");
+	bb = devmemtcp_binding_buf(b);
+	T_CHECK(bb == buf, "binding_buf %p, not the bound buffer %p", (void *)bb, (void *)buf);
+	T_CHECK(devmemtcp_buf_size(bb) == 4u << 20, "size %llu",
+		(unsigned long long)devmemtcp_buf_size(bb));
+	T_CHECK(devmemtcp_buf_write(bb, 4096, "hello", 6) == 0, "write: %s",
+		devmemtcp_buf_errmsg(bb));
+	T_CHECK(devmemtcp_buf_read(bb, 4096, back, 6) == 0 && !strcmp(back, "hello"),
+		"read back");
+	/* the last reference goes with the binding */
+	devmemtcp_binding_close(b);
+	T_CHECK(fcntl(fd, F_GETFD) < 0 && errno == EBADF,
+		"the dma-buf fd is still open after the binding closed");
+	T_CHECK(devmemtcp_nic_close(nic) == 0, "nic_close: %s", devmemtcp_ctx_errmsg(ctx));
+	t_note("PASS: a binding keeps its buffer until it closes");
+	return 0;
+}
+
+static int test_import_size(void)
+{
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_IMPORT);
+	struct devmemtcp_buf *src, *imp;
+	char want[256];
+
+	T_CHECK(t_udmabuf(ctx, 1u << 20, &src) == 0, "udmabuf");
+	o.fd = dup(devmemtcp_buf_fd(src));
+	o.size = (1u << 20) + 4096;
+	T_CHECK(devmemtcp_buf_new(ctx, &o, &imp) == -EINVAL, "a size past the dma-buf's end was taken");
+	snprintf(want, sizeof(want),
+		 "import: opts.size %u is larger than the dma-buf (%u bytes): pass its size (lseek(fd, 0, SEEK_END) gives it)",
+		 (1u << 20) + 4096, 1u << 20);
+	T_CHECK(!strcmp(devmemtcp_ctx_errmsg(ctx), want), "message: %s", devmemtcp_ctx_errmsg(ctx));
+	/* refused: the fd is still the caller's */
+	T_CHECK(fcntl(o.fd, F_GETFD) >= 0, "a refused import closed the fd");
+	o.size = 1u << 20;
+	T_CHECK(devmemtcp_buf_new(ctx, &o, &imp) == 0, "import of the udmabuf: %s",
+		devmemtcp_ctx_errmsg(ctx));
+	T_CHECK(devmemtcp_buf_size(imp) == 1u << 20, "size");
+	devmemtcp_buf_free(imp);	/* closes the dup */
+	devmemtcp_buf_free(src);
+	t_note("PASS: import takes a udmabuf's dma-buf up to its size");
+	return 0;
+}
+
+static int test_bind_messages(void)
+{
+	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 1);
+	DEVMEMTCP_OPTS(bind_opts, bo, .rx_page_size = 8192);
+	int ifindex = (int)if_nametoindex(ifname), ret;
+	struct devmemtcp_binding *b;
+	struct devmemtcp_buf *buf;
+	struct devmemtcp_nic *nic;
+	uint32_t q = 0;
+	char want[512];
+	const uint32_t *qs;
+
+	T_CHECK(t_udmabuf(ctx, 4u << 20, &buf) == 0, "udmabuf");
+	/* header split off (the simulated NIC's default) */
+	T_CHECK(t_run("ethtool -G %s tcp-data-split off", ifname) == 0, "ethtool -G");
+	ret = devmemtcp_bind_rx(ctx, ifindex, &q, 1, buf, NULL, &b);
+	if (t_kernel_version() >= 614) {
+		T_CHECK(ret == -EINVAL, "bind with header split off: %d", ret);
+		snprintf(want, sizeof(want),
+			 "bind-rx on %s failed: enable header split on %s: ethtool -G %s tcp-data-split on (or use devmemtcp_nic_open()) (kernel: \"tcp-data-split is disabled\")",
+			 ifname, ifname, ifname);
+	} else {
+		T_CHECK(ret == -ENODATA, "bind with header split off: %d", ret);
+		snprintf(want, sizeof(want),
+			 "bind-rx on %s failed: the driver restarted the queue but its page pool did not take the dma-buf: turn header split on (ethtool -G %s tcp-data-split on; Linux 6.12 and 6.13 bind without checking it), or the driver lacks unreadable-netmem support",
+			 ifname, ifname);
+	}
+	T_CHECK(!strcmp(devmemtcp_ctx_errmsg(ctx), want), "message: %s",
+		devmemtcp_ctx_errmsg(ctx));
+	/* header split on: rx_page_size this kernel or driver cannot use */
+	T_CHECK(devmemtcp_nic_open(ctx, ifname, &o, &nic) == 0, "nic_open: %s",
+		devmemtcp_ctx_errmsg(ctx));
+	T_CHECK(devmemtcp_nic_queues(nic, &qs) == 1, "one queue");
+	ret = devmemtcp_bind_rx(ctx, ifindex, qs, 1, buf, &bo, &b);
+	if (t_kernel_version() >= 614) {
+		/* a kernel with the attribute checks the buffer's pages
+		 * (4 KiB here) or the driver's support, and says which */
+		T_CHECK(ret == -EINVAL || ret == -EOPNOTSUPP, "rx_page_size 8192: %d (%s)",
+			ret, devmemtcp_ctx_errmsg(ctx));
+		T_CHECK(strstr(devmemtcp_ctx_errmsg(ctx), "rx_page_size"),
+			"message: %s", devmemtcp_ctx_errmsg(ctx));
+	} else {
+		T_CHECK(ret == -EOPNOTSUPP, "rx_page_size 8192: %d (%s)", ret,
+			devmemtcp_ctx_errmsg(ctx));
+		snprintf(want, sizeof(want),
+			 "bind-rx on %s failed: this kernel (%s) has no rx-page-size for bind-rx (NETDEV_A_DMABUF_RX_PAGE_SIZE): leave rx_page_size 0 (kernel: \"Unknown attribute type\")",
+			 ifname, t_kernel_release());
+		T_CHECK(!strcmp(devmemtcp_ctx_errmsg(ctx), want), "message: %s",
+			devmemtcp_ctx_errmsg(ctx));
+	}
+	T_CHECK(devmemtcp_nic_close(nic) == 0, "nic_close: %s", devmemtcp_ctx_errmsg(ctx));
+	/* bind-tx: a NULL buffer is an argument error whatever the kernel */
+	ret = devmemtcp_bind_tx(ctx, ifindex, NULL, NULL, &b);
+	T_CHECK(ret == -EINVAL, "bind_tx without a buffer: %d (%s)", ret,
+		devmemtcp_ctx_errmsg(ctx));
+	T_CHECK(!strcmp(devmemtcp_ctx_errmsg(ctx),
+			"devmemtcp_bind_tx: buf is NULL: create one with devmemtcp_buf_new()"),
+		"message: %s", devmemtcp_ctx_errmsg(ctx));
+	devmemtcp_buf_free(buf);
+	t_note("PASS: bind messages name header split and rx_page_size");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	T_TRY(nic_init(argc, argv, &ctx, &ifname));
+	T_TRY(test_binding_keeps_buffer());
+	T_TRY(test_import_size());
+	T_TRY(test_bind_messages());
+	devmemtcp_ctx_free(ctx);
+	return T_EXIT_PASS;
+}
