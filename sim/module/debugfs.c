@@ -171,23 +171,13 @@ static int dsim_payload_get(void *data, u64 *val)
 }
 DEFINE_DEBUGFS_ATTRIBUTE(dsim_payload_fops, dsim_payload_get, NULL, "%llu\n");
 
-static int dsim_dma_faults_get(void *data, u64 *val)
+/* dma_faults, dma_remapped: an atomic64_t counter, read-only */
+static int dsim_counter_get(void *data, u64 *val)
 {
-	struct dsim_priv *priv = data;
-
-	*val = atomic64_read(&priv->dma_faults);
+	*val = atomic64_read(data);
 	return 0;
 }
-DEFINE_DEBUGFS_ATTRIBUTE(dsim_dma_faults_fops, dsim_dma_faults_get, NULL, "%llu\n");
-
-static int dsim_dma_remapped_get(void *data, u64 *val)
-{
-	struct dsim_priv *priv = data;
-
-	*val = atomic64_read(&priv->dma_remapped);
-	return 0;
-}
-DEFINE_DEBUGFS_ATTRIBUTE(dsim_dma_remapped_fops, dsim_dma_remapped_get, NULL, "%llu\n");
+DEFINE_DEBUGFS_ATTRIBUTE(dsim_counter_fops, dsim_counter_get, NULL, "%llu\n");
 
 /* "state": queue internals, to diagnose stalls */
 static void dsim_state_queue(struct seq_file *m, struct dsim_priv *priv,
@@ -250,10 +240,10 @@ void dsim_debugfs_add(struct dsim_priv *priv)
 				   &dsim_drop_fops);
 	debugfs_create_file_unsafe("payload_bytes", 0400, priv->dbg, priv,
 				   &dsim_payload_fops);
-	debugfs_create_file_unsafe("dma_faults", 0400, priv->dbg, priv,
-				   &dsim_dma_faults_fops);
-	debugfs_create_file_unsafe("dma_remapped", 0400, priv->dbg, priv,
-				   &dsim_dma_remapped_fops);
+	debugfs_create_file_unsafe("dma_faults", 0400, priv->dbg,
+				   &priv->dma_faults, &dsim_counter_fops);
+	debugfs_create_file_unsafe("dma_remapped", 0400, priv->dbg,
+				   &priv->dma_remapped, &dsim_counter_fops);
 	debugfs_create_atomic_t("fail_restart", 0600, priv->dbg,
 				&priv->fail_restart);
 	debugfs_create_atomic_t("fail_alloc", 0600, priv->dbg, &priv->fail_alloc);
