@@ -38,7 +38,7 @@ struct tx_args {
 struct tx_test {
 	struct tx_args a;
 	struct devmemtcp_ctx *ctx;	/* in the sender's namespace */
-	struct devmemtcp_buf *buf;	/* a udmabuf of buf_size */
+	struct devmemtcp_buf *buf;	/* buf_size bytes of the tx_desc's provider */
 	struct devmemtcp_binding *b;	/* bind-tx of buf on a.tx_if */
 };
 
@@ -47,11 +47,13 @@ struct tx_desc {
 	int port;			/* default --port */
 	uint64_t buf_size;
 	int (*run)(struct tx_test *t);
+	uint32_t provider;		/* 0: udmabuf; DEVMEMTCP_PROVIDER_DRM */
 };
 
 /*
  * The main() of every TX test: arguments, --setup, the sender's namespace,
- * a context, a udmabuf and bind-tx on it, then d->run().  On a kernel
+ * a context, a buffer (a udmabuf, or d->provider's) and bind-tx on it, then
+ * d->run().  On a kernel
  * without devmem TX the test is that the library says so clearly
  * (-EOPNOTSUPP and "needs Linux 6.16"): then run() is not called.
  */

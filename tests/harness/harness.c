@@ -149,16 +149,44 @@ int t_capture(char *out, size_t len, const char *cmd)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-int t_udmabuf(struct devmemtcp_ctx *ctx, uint64_t size, struct devmemtcp_buf **buf)
+int t_buf(struct devmemtcp_ctx *ctx, uint32_t provider, uint64_t size,
+	  struct devmemtcp_buf **buf)
 {
-	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
-		       .size = size);
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = provider, .size = size);
 	int r = devmemtcp_buf_new(ctx, &o, buf);
 
 	if (r)
-		fprintf(stderr, "udmabuf of %llu bytes: %s\n",
+		fprintf(stderr, "%s buffer of %llu bytes: %s\n",
+			provider == DEVMEMTCP_PROVIDER_DRM ? "DRM" : "udmabuf",
 			(unsigned long long)size, devmemtcp_ctx_errmsg(ctx));
 	return r;
+}
+
+int t_udmabuf(struct devmemtcp_ctx *ctx, uint64_t size, struct devmemtcp_buf **buf)
+{
+	return t_buf(ctx, DEVMEMTCP_PROVIDER_UDMABUF, size, buf);
+}
+
+int t_fdinfo(int fd, const char *key, char *value, size_t len)
+{
+	char path[64], line[256];
+	size_t kl = strlen(key);
+	FILE *f;
+	int ret = -1;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (ret && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, key, kl) || line[kl] != ':')
+			continue;
+		snprintf(value, len, "%s", line + kl + 1 + strspn(line + kl + 1, " \t"));
+		value[strcspn(value, "\n")] = '\0';
+		ret = 0;
+	}
+	fclose(f);
+	return ret;
 }
 
 const struct devmemtcp_probe_problem *t_probe_problem(const struct devmemtcp_probe *p,

@@ -85,6 +85,14 @@ int t_capture(char *out, size_t len, const char *cmd);
 /* A udmabuf of size bytes in *buf: 0, or the library's negative errno
  * after printing "udmabuf of N bytes: <the library's message>". */
 int t_udmabuf(struct devmemtcp_ctx *ctx, uint64_t size, struct devmemtcp_buf **buf);
+/* The same from provider (DEVMEMTCP_PROVIDER_UDMABUF or _DRM: a dumb
+ * buffer of the first DRM device that can), printing "<provider> buffer of
+ * N bytes: <message>" on failure. */
+int t_buf(struct devmemtcp_ctx *ctx, uint32_t provider, uint64_t size,
+	  struct devmemtcp_buf **buf);
+/* The value of "key:" in /proc/self/fdinfo/<fd> (a dma-buf's exp_name,
+ * name, size) into value: 0, or -1 when fd has no such line. */
+int t_fdinfo(int fd, const char *key, char *value, size_t len);
 
 /* The problem of a probe result whose text is what, or NULL. */
 const struct devmemtcp_probe_problem *t_probe_problem(const struct devmemtcp_probe *p,
