@@ -147,6 +147,16 @@ void sender_close(struct sender *s);
 typedef void tx_fill_fn(struct slot *sl, size_t k, uint8_t *stage, uint64_t *pos,
 			uint64_t total, void *arg);
 
+/* tx_fill_fn with arg a struct tx_spaced: pieces of len bytes (the last
+ * one shorter) with gap bytes between them, from offset first of the slot,
+ * at most max per slot; the slot's other bytes are 0xee. */
+struct tx_spaced {
+	uint64_t slot, first, len, gap;
+	size_t max;
+};
+void tx_fill_spaced(struct slot *sl, size_t k, uint8_t *stage, uint64_t *pos,
+		    uint64_t total, void *arg);
+
 /* One connection to a receiver for spec: t->a.bytes sent slot by slot
  * through a ring of nslots slots of slot_size bytes, each slot filled by
  * fill() and written whole to the dma-buf; the receiver's result in *r

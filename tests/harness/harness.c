@@ -197,3 +197,27 @@ const struct devmemtcp_probe_problem *t_probe_problem(const struct devmemtcp_pro
 			return &p->problems[i];
 	return NULL;
 }
+
+int t_run_named(const char *prog, const struct t_named *tests, size_t n,
+		const char *which)
+{
+	int failed = 0, ran = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int r;
+
+		if (strcmp(which, "all") && strcmp(which, tests[i].name))
+			continue;
+		printf("--- %s\n", tests[i].name);
+		r = tests[i].fn();
+		printf("%s %s\n", r ? "FAIL" : "PASS", tests[i].name);
+		failed += r != 0;
+		ran++;
+	}
+	if (!ran) {
+		fprintf(stderr, "%s: no test named %s\n", prog, which);
+		return 2;
+	}
+	printf("%s: %d passed, %d failed\n", prog, ran - failed, failed);
+	return failed ? T_EXIT_FAIL : T_EXIT_PASS;
+}

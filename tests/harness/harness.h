@@ -155,4 +155,24 @@ struct vm_sender *vm_send_start(const char *addr, int port, uint64_t bytes,
 				unsigned int period);
 int vm_send_wait(struct vm_sender *s);
 
+/* One flow through the vm topology: listen on addr:port in this namespace,
+ * run rx(listening fd, arg) in a thread, send bytes of the pattern (period)
+ * from VM_TX_NS, wait for both.  0, or T_EXIT_FAIL (printed) when listening
+ * or sending failed; what the receiver found is rx's to report in arg. */
+int vm_transfer(const char *addr, int port, uint64_t bytes, unsigned int period,
+		void (*rx)(int lfd, void *arg), void *arg);
+
+/* ---- programs made of named tests --------------------------------------- */
+
+struct t_named {
+	const char *name;
+	int (*fn)(void);
+};
+
+/* Run the test named which ("all": every one) with "--- name" and
+ * "PASS|FAIL name" lines, then "prog: N passed, N failed".  T_EXIT_PASS,
+ * T_EXIT_FAIL, or 2 when no test has that name. */
+int t_run_named(const char *prog, const struct t_named *tests, size_t n,
+		const char *which);
+
 #endif

@@ -12,30 +12,9 @@
 #include <string.h>
 
 #include "harness-tx.h"
-#include "pattern.h"
 
-#define PERIOD PATTERN_PERIOD_DEFAULT
 #define SLOT (1u << 20)
 #define NSLOTS 8
-
-/* tx_fill_fn: pieces of 65521 bytes (prime) with 7-byte gaps, from
- * offset 11 of the slot */
-static void make_pieces(struct slot *sl, size_t k, uint8_t *stage, uint64_t *pos,
-			uint64_t total, void *arg)
-{
-	uint64_t base = (uint64_t)k * SLOT, cur = base + 11;
-
-	memset(stage, 0xdd, SLOT);
-	sl->npieces = 0;
-	while (sl->npieces < 15 && *pos < total) {
-		uint64_t len = total - *pos < 65521 ? total - *pos : 65521;
-
-		pattern_fill(stage + (cur - base), len, *pos, PERIOD);
-		sl->pieces[sl->npieces++] = (struct slot_piece){ cur, len, *pos };
-		*pos += len;
-		cur += len + 7;
-	}
-}
 
 /* The buffer is vgem's: a DRM PRIME export the library named. */
 static int check_exporter(struct devmemtcp_buf *buf)
@@ -55,10 +34,12 @@ static int check_exporter(struct devmemtcp_buf *buf)
 static int run(struct tx_test *t)
 {
 	const struct rx_spec spec = { RX_PLAIN, true, t->a.port };
+	/* 15 pieces of 65521 bytes (prime) with 7-byte gaps, from offset 11 */
+	struct tx_spaced sp = { SLOT, 11, 65521, 7, 15 };
 	struct rx_result r;
 
 	T_TRY(check_exporter(t->buf));
-	T_TRY(tx_ring_transfer(t, &spec, SLOT, NSLOTS, 16, make_pieces, NULL, &r));
+	T_TRY(tx_ring_transfer(t, &spec, SLOT, NSLOTS, 16, tx_fill_spaced, &sp, &r));
 	t_note("plain receiver: %" PRIu64 " bytes, %s", r.bytes,
 	       r.ok ? "every byte valid" : r.msg);
 	T_CHECK(r.ok, "validation: %s", r.msg);

@@ -21,7 +21,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <net/if.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,7 +267,6 @@ static int test_import(void)
 /* ---- devmem RX into a vgem buffer --------------------------------------- */
 
 struct rx_args {
-	int lfd;
 	struct devmemtcp_buf *buf;
 	uint32_t binding;
 	uint64_t bytes, linear_frags, bad_addr;
@@ -300,13 +298,14 @@ static void rx_frag(struct rx_args *a, const struct devmemtcp_frag *f, uint8_t *
 		a->bad_at = (int64_t)(a->bytes + (uint64_t)at);
 }
 
-static void *receive_main(void *arg)
+/* vm_transfer's receiver: one connection into a->buf, tokens released. */
+static void receive(int lfd, void *arg)
 {
 	struct rx_args *a = arg;
 	struct devmemtcp_frag *frags = calloc(MAX_FRAGS, sizeof(*frags));
 	uint8_t *linear = malloc(LINEAR), *tmp = malloc(65536);
 	struct devmemtcp_rx *rx = NULL;
-	int fd = accept4(a->lfd, NULL, NULL, SOCK_CLOEXEC), n;
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC), n;
 
 	a->ret = 1;
 	a->bad_at = -1;
@@ -333,7 +332,6 @@ out:
 	free(frags);
 	free(linear);
 	free(tmp);
-	return NULL;
 }
 
 static int test_rx(void)
@@ -345,9 +343,7 @@ static int test_rx(void)
 	struct devmemtcp_nic *nic;
 	struct devmemtcp_buf *buf;
 	struct rx_args a = { 0 };
-	struct vm_sender *snd;
 	char text[128], *before, *after;
-	pthread_t t;
 
 	before = nic_dump();
 	T_CHECK(drm_buf(NULL, 32u << 20, &buf) == 0, "buffer: %s", devmemtcp_ctx_errmsg(ctx));
@@ -360,13 +356,7 @@ static int test_rx(void)
 		devmemtcp_ctx_errmsg(ctx));
 	a.buf = buf;
 	a.binding = devmemtcp_binding_id(devmemtcp_nic_binding(nic));
-	a.lfd = t_listen(VM_RX_ADDR4, port);
-	T_CHECK(a.lfd >= 0, "listen");
-	pthread_create(&t, NULL, receive_main, &a);
-	snd = vm_send_start(VM_RX_ADDR4, port, bytes, PERIOD);
-	T_CHECK(vm_send_wait(snd) == 0, "sender failed");
-	pthread_join(t, NULL);
-	close(a.lfd);
+	T_TRY(vm_transfer(VM_RX_ADDR4, port, bytes, PERIOD, receive, &a));
 	T_CHECK(devmemtcp_nic_close(nic) == 0, "nic_close: %s", devmemtcp_ctx_errmsg(ctx));
 	after = nic_dump();
 	T_TRY(nic_same(before, after, "after nic_close"));
@@ -395,10 +385,7 @@ static int test_rx(void)
 	return 0;
 }
 
-static const struct {
-	const char *name;
-	int (*fn)(void);
-} tests[] = {
+static const struct t_named tests[] = {
 	{ "probe", test_probe },
 	{ "nodes", test_nodes },
 	{ "import", test_import },
@@ -407,26 +394,10 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	const char *which = argc > 2 ? argv[2] : "all";
-	int failed = 0, ran = 0;
-
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	T_CHECK(vm_topology(VM_TX_IF, VM_RX_IF) >= 0,
 		"cannot set up the namespaces (is devmemsim loaded?)");
 	T_TRY(nic_init(argc, argv, &ctx, &ifname));
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		if (strcmp(which, "all") && strcmp(which, tests[i].name))
-			continue;
-		printf("--- %s\n", tests[i].name);
-		int r = tests[i].fn();
-		printf("%s %s\n", r ? "FAIL" : "PASS", tests[i].name);
-		failed += r != 0;
-		ran++;
-	}
-	if (!ran) {
-		fprintf(stderr, "no test named %s\n", which);
-		return 2;
-	}
-	printf("test-drm: %d passed, %d failed\n", ran - failed, failed);
-	return failed ? T_EXIT_FAIL : T_EXIT_PASS;
+	return t_run_named("test-drm", tests, sizeof(tests) / sizeof(tests[0]),
+			   argc > 2 ? argv[2] : "all");
 }
