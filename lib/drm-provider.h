@@ -19,7 +19,8 @@
 
 #include "buf.h"
 
-#define DMT_DRM_PATH_MAX 256
+/* Paths of found nodes (/dev/dri/renderD128); opts.drm_path may be longer. */
+#define DMT_DRM_PATH_MAX 128
 #define DMT_DRM_NAME_MAX 32
 
 struct dmt_drm_ops {

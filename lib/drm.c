@@ -8,6 +8,7 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,7 +265,7 @@ int dmt_drm_probe(struct devmemtcp_probe_drm *nodes, int max)
 /* ---- allocating on a node ---------------------------------------------- */
 
 struct drm_node {
-	char path[DMT_DRM_PATH_MAX];
+	char path[PATH_MAX];		/* opts.drm_path, or a found node */
 	char driver[DMT_DRM_NAME_MAX];
 	int fd;
 	uint32_t handle;
@@ -322,7 +323,7 @@ static int node_to_primary(const struct dmt_drm_ops *ops, struct drm_node *node,
 				   "drm: %s is a render node, where the kernel allows no dumb buffers, and the primary node of its device (%s) was not found: name the device's card node in opts.drm_path",
 				   node->path, node->driver);
 	node_close(node);
-	memcpy(node->path, primary, sizeof(primary));
+	memcpy(node->path, primary, sizeof(primary));	/* NUL-terminated */
 	return 0;
 }
 
@@ -383,7 +384,7 @@ static int drm_find(struct devmemtcp_ctx *ctx, const struct dmt_drm_ops *ops,
 			       "drm: no DRM device in %s: load a DRM driver, e.g. 'modprobe vgem' (kernel option CONFIG_DRM_VGEM), or name the node in opts.drm_path",
 			       drm_dir());
 	for (int i = 0; i < n; i++) {
-		memcpy(node->path, paths[i], sizeof(node->path));
+		memcpy(node->path, paths[i], DMT_DRM_PATH_MAX);
 		if (!node_alloc(ops, node, size, &err))
 			return 0;
 		dmt_log(ctx, DEVMEMTCP_LOG_DEBUG, "%s", err.msg);
