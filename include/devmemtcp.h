@@ -482,7 +482,8 @@ struct devmemtcp_probe {
 	struct devmemtcp_probe_problem problems[DEVMEMTCP_PROBE_MAX_PROBLEMS];
 	/* DRM device nodes (for DEVMEMTCP_PROVIDER_DRM): how many there are,
 	 * -1 when the library was built without libdrm; the first
-	 * DEVMEMTCP_PROBE_MAX_DRM of them, sorted by name. */
+	 * DEVMEMTCP_PROBE_MAX_DRM of them: card nodes, then render nodes, each
+	 * by number. */
 	int drm_nodes;
 	struct devmemtcp_probe_drm drm[DEVMEMTCP_PROBE_MAX_DRM];
 };

@@ -48,9 +48,9 @@ struct dmt_drm_ops {
 extern const struct dmt_drm_ops *dmt_drm_ops_override;
 
 /*
- * The DRM nodes of the system (card* and renderD* under /dev/dri, sorted
- * by name) with their drivers, the first max into nodes: how many there
- * are, or -1 without libdrm.
+ * The DRM nodes of the system (card* and then renderD* under /dev/dri,
+ * each by number) with their drivers, the first max into nodes: how many
+ * there are, or -1 without libdrm.
  */
 int dmt_drm_probe(struct devmemtcp_probe_drm *nodes, int max);
 
