@@ -161,8 +161,15 @@ struct devmemtcp_buf_opts {
 	int cuda_device;
 	uint64_t cuda_ptr;
 	uint64_t cuda_chunk_size;
-	/* DRM: device node (NULL: first render node). */
+	/* DRM: the node to allocate on (NULL: the first DRM device that can
+	 * allocate dumb buffers; a render node stands for its device's
+	 * primary node, where the kernel allows dumb buffers). */
 	const char *drm_path;
+	/* DRM: drm_handle != 0 exports that GEM handle of the caller's DRM fd
+	 * drm_fd instead of allocating (the caller keeps both).  A PRIME fd
+	 * goes through DEVMEMTCP_PROVIDER_IMPORT. */
+	int drm_fd;
+	uint32_t drm_handle;
 };
 
 struct devmemtcp_buf;
@@ -184,7 +191,7 @@ size_t devmemtcp_buf_segments(const struct devmemtcp_buf *buf,
 /* Device address of dma-buf offset off: 0 and *addr set, or -ERANGE. */
 int devmemtcp_buf_addr(const struct devmemtcp_buf *buf, uint64_t off,
 		       uint64_t *addr);
-/* CPU access to host-backed buffers (udmabuf), bracketed with
+/* CPU access to host-backed buffers (udmabuf, DRM), bracketed with
  * DMA_BUF_IOCTL_SYNC; -EOPNOTSUPP for device memory. */
 int devmemtcp_buf_read(struct devmemtcp_buf *buf, uint64_t off, void *dst,
 		       size_t len);
@@ -440,6 +447,15 @@ struct devmemtcp_probe_problem {
 	char fix[320];		/* "ethtool -G eth0 tcp-data-split on" */
 };
 
+#define DEVMEMTCP_PROBE_MAX_DRM 8
+
+struct devmemtcp_probe_drm {
+	char node[64];		/* "/dev/dri/card0" */
+	char driver[32];	/* "vgem"; "" when error is set */
+	int error;		/* 0, or why the node could not be queried
+				 * (negative errno: -EACCES, -ENOTTY, ...) */
+};
+
 enum devmemtcp_probe_flags {
 	/* Bind a small udmabuf to the last RX queue and release it. */
 	DEVMEMTCP_PROBE_TRY_BIND = 1u << 0,
@@ -486,6 +502,12 @@ struct devmemtcp_probe {
 	char try_bind_msg[256];
 	uint32_t nproblems;
 	struct devmemtcp_probe_problem problems[DEVMEMTCP_PROBE_MAX_PROBLEMS];
+	/* DRM device nodes (for DEVMEMTCP_PROVIDER_DRM): how many there are,
+	 * -1 when the library was built without libdrm; the first
+	 * DEVMEMTCP_PROBE_MAX_DRM of them: card nodes, then render nodes, each
+	 * by number. */
+	int drm_nodes;
+	struct devmemtcp_probe_drm drm[DEVMEMTCP_PROBE_MAX_DRM];
 };
 
 /* Collect the report of ifname.  Returns the number of problems (>= 0), or

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /* Buffer objects: provider dispatch, segment table, CPU access; the import
- * provider and the refusal of the reserved DRM one. */
+ * provider. */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +119,26 @@ int dmt_buf_set_segments(struct devmemtcp_buf *buf,
 	return 0;
 }
 
+int dmt_buf_map_cpu(struct devmemtcp_buf *buf, const char *who,
+		    const char *hint)
+{
+	struct devmemtcp_segment seg;
+	int ret;
+
+	buf->cpu_map = mmap(NULL, buf->size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			    buf->fd, 0);
+	if (buf->cpu_map == MAP_FAILED) {
+		ret = -errno;
+		buf->cpu_map = NULL;
+		return dmt_err(buf->ctx, &buf->ctx->err, ret,
+			       "%s: mmap of the dma-buf failed: %s%s", who,
+			       strerror(-ret), hint);
+	}
+	seg = (struct devmemtcp_segment){ 0, buf->size,
+					  (uint64_t)(uintptr_t)buf->cpu_map };
+	return dmt_buf_set_segments(buf, &seg, 1);
+}
+
 long dmt_segments_find(const struct devmemtcp_segment *segs, size_t n,
 		       uint64_t off)
 {
@@ -213,26 +233,11 @@ static const struct dmt_buf_provider import_provider = {
 	.create = import_create,
 };
 
-/* The DRM provider (GEM + PRIME) is reserved: say how to get the same
- * buffer through import. */
-static int drm_create(struct devmemtcp_ctx *ctx,
-		      const struct devmemtcp_buf_opts *opts,
-		      struct devmemtcp_buf *buf)
-{
-	return dmt_err(ctx, &ctx->err, -EOPNOTSUPP,
-		       "DEVMEMTCP_PROVIDER_DRM is not available in libdevmemtcp %s: export the GEM buffer with drmPrimeHandleToFD() and pass the fd with DEVMEMTCP_PROVIDER_IMPORT",
-		       devmemtcp_version());
-}
-
-static const struct dmt_buf_provider drm_provider = {
-	.create = drm_create,
-};
-
 static const struct dmt_buf_provider *const providers[] = {
 	[DEVMEMTCP_PROVIDER_UDMABUF] = &dmt_udmabuf_provider,
 	[DEVMEMTCP_PROVIDER_IMPORT] = &import_provider,
 	[DEVMEMTCP_PROVIDER_CUDA] = &dmt_cuda_provider,
-	[DEVMEMTCP_PROVIDER_DRM] = &drm_provider,
+	[DEVMEMTCP_PROVIDER_DRM] = &dmt_drm_provider,
 };
 
 /*
@@ -256,6 +261,8 @@ static void buf_opts_read(const struct devmemtcp_buf_opts *u,
 		.cuda_ptr = GET(cuda_ptr, 0),
 		.cuda_chunk_size = GET(cuda_chunk_size, 0),
 		.drm_path = GET(drm_path, NULL),
+		.drm_fd = GET(drm_fd, -1),
+		.drm_handle = GET(drm_handle, 0),
 	};
 #undef GET
 }

@@ -5,9 +5,9 @@
  * dma-buf offsets to device addresses, and CPU access to host-backed
  * buffers.  It makes buffers through providers, each a struct
  * dmt_buf_provider that buf.c calls: udmabuf (udmabuf.c), CUDA (cuda.c),
- * and in buf.c itself the import of a caller's fd and the refusal of the
- * reserved DRM provider.  A provider may call only the provider API below
- * (dmt_buf_set_segments) and the layers under it (cuda.h); nothing in this
+ * DRM (drm.c, libdrm), and in buf.c itself the import of a caller's fd.
+ * A provider may call only the provider API below (dmt_buf_set_segments,
+ * dmt_buf_map_cpu) and the layers under it (cuda.h); nothing in this
  * layer calls netdev, rx or tx, which read a buffer's fields.
  */
 #ifndef DEVMEMTCP_BUF_H
@@ -67,6 +67,7 @@ struct dmt_buf_provider {
 
 extern const struct dmt_buf_provider dmt_udmabuf_provider;
 extern const struct dmt_buf_provider dmt_cuda_provider;
+extern const struct dmt_buf_provider dmt_drm_provider;	/* drm.c */
 
 /*
  * Validate and copy buf's segment table (buf->size set first): every
@@ -76,5 +77,16 @@ extern const struct dmt_buf_provider dmt_cuda_provider;
  */
 int dmt_buf_set_segments(struct devmemtcp_buf *buf,
 			 const struct devmemtcp_segment *segs, size_t n);
+
+/*
+ * Map the whole dma-buf (buf->fd, buf->size) for the CPU, shared and
+ * writable, and make that mapping the device address of every offset: one
+ * segment.  For memory the CPU and the device see at the same address
+ * (host memory; DRM drivers without a GPU address space, such as vgem).
+ * 0, or a negative errno with the message on buf->ctx->err: "<who>: mmap
+ * of the dma-buf failed: <strerror><hint>" when mmap fails.
+ */
+int dmt_buf_map_cpu(struct devmemtcp_buf *buf, const char *who,
+		    const char *hint);
 
 #endif

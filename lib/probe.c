@@ -16,6 +16,7 @@
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
 
+#include "drm-provider.h"
 #include "ethtool.h"
 #include "netdev.h"
 #include "nic.h"
@@ -477,6 +478,13 @@ static void probe_host(struct probe *pr)
 			(long long)p->optmem_max);
 }
 
+/* The DRM nodes, for the DRM buffer provider: reported, never a problem
+ * (devmem needs no DRM device). */
+static void probe_drm(struct probe *pr)
+{
+	pr->r.drm_nodes = dmt_drm_probe(pr->r.drm, DEVMEMTCP_PROBE_MAX_DRM);
+}
+
 /* DEVMEMTCP_PROBE_TRY_BIND: the one sure test, unless the link is down. */
 static void probe_try_bind(struct devmemtcp_ctx *ctx, struct probe *pr)
 {
@@ -523,6 +531,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_probe(struct devmemtcp_ctx *ctx,
 	probe_rss(&pr);
 	probe_exclusive(&pr);
 	probe_host(&pr);
+	probe_drm(&pr);
 	if (DMT_OPT(opts, devmemtcp_probe_opts, flags, 0) & DEVMEMTCP_PROBE_TRY_BIND)
 		probe_try_bind(ctx, &pr);
 	probe_close(&pr);

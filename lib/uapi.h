@@ -169,6 +169,10 @@ struct dmt_dma_buf_sync {
 #define DMT_DMA_BUF_SYNC_START (0 << 2)
 #define DMT_DMA_BUF_SYNC_END (1 << 2)
 #define DMT_DMA_BUF_IOCTL_SYNC _IOW('b', 0, struct dmt_dma_buf_sync)
+/* DMA_BUF_SET_NAME_B: the argument is a pointer to the name; the size in
+ * the number is that of a 64-bit pointer on every architecture. */
+#define DMT_DMA_BUF_SET_NAME _IOW('b', 1, __u64)
+#define DMT_DMA_BUF_NAME_LEN 32
 
 /* include/uapi/linux/magic.h: f_type of a dma-buf's file (fstatfs) */
 #define DMT_DMA_BUF_MAGIC 0x444d4142

@@ -149,16 +149,44 @@ int t_capture(char *out, size_t len, const char *cmd)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-int t_udmabuf(struct devmemtcp_ctx *ctx, uint64_t size, struct devmemtcp_buf **buf)
+int t_buf(struct devmemtcp_ctx *ctx, uint32_t provider, uint64_t size,
+	  struct devmemtcp_buf **buf)
 {
-	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
-		       .size = size);
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = provider, .size = size);
 	int r = devmemtcp_buf_new(ctx, &o, buf);
 
 	if (r)
-		fprintf(stderr, "udmabuf of %llu bytes: %s\n",
+		fprintf(stderr, "%s buffer of %llu bytes: %s\n",
+			provider == DEVMEMTCP_PROVIDER_DRM ? "DRM" : "udmabuf",
 			(unsigned long long)size, devmemtcp_ctx_errmsg(ctx));
 	return r;
+}
+
+int t_udmabuf(struct devmemtcp_ctx *ctx, uint64_t size, struct devmemtcp_buf **buf)
+{
+	return t_buf(ctx, DEVMEMTCP_PROVIDER_UDMABUF, size, buf);
+}
+
+int t_fdinfo(int fd, const char *key, char *value, size_t len)
+{
+	char path[64], line[256];
+	size_t kl = strlen(key);
+	FILE *f;
+	int ret = -1;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (ret && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, key, kl) || line[kl] != ':')
+			continue;
+		snprintf(value, len, "%s", line + kl + 1 + strspn(line + kl + 1, " \t"));
+		value[strcspn(value, "\n")] = '\0';
+		ret = 0;
+	}
+	fclose(f);
+	return ret;
 }
 
 const struct devmemtcp_probe_problem *t_probe_problem(const struct devmemtcp_probe *p,
@@ -168,4 +196,28 @@ const struct devmemtcp_probe_problem *t_probe_problem(const struct devmemtcp_pro
 		if (strcmp(p->problems[i].what, what) == 0)
 			return &p->problems[i];
 	return NULL;
+}
+
+int t_run_named(const char *prog, const struct t_named *tests, size_t n,
+		const char *which)
+{
+	int failed = 0, ran = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int r;
+
+		if (strcmp(which, "all") && strcmp(which, tests[i].name))
+			continue;
+		printf("--- %s\n", tests[i].name);
+		r = tests[i].fn();
+		printf("%s %s\n", r ? "FAIL" : "PASS", tests[i].name);
+		failed += r != 0;
+		ran++;
+	}
+	if (!ran) {
+		fprintf(stderr, "%s: no test named %s\n", prog, which);
+		return 2;
+	}
+	printf("%s: %d passed, %d failed\n", prog, ran - failed, failed);
+	return failed ? T_EXIT_FAIL : T_EXIT_PASS;
 }

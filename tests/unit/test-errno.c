@@ -68,10 +68,19 @@ static void c_buf_new(void)
 		       .fd = 0, .size = 4096, .flags = DEVMEMTCP_BUF_KEEP_FD);
 	DEVMEMTCP_OPTS(buf_opts, u, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
 		       .size = 1 << 20);
+	/* libdrm on a file that is not a DRM node, and node discovery */
+	DEVMEMTCP_OPTS(buf_opts, d, .provider = DEVMEMTCP_PROVIDER_DRM,
+		       .size = 1 << 20, .drm_path = "/dev/null");
+	DEVMEMTCP_OPTS(buf_opts, dd, .provider = DEVMEMTCP_PROVIDER_DRM,
+		       .size = 1 << 20);
 
 	if (devmemtcp_buf_new(ctx, &o, &b) == 0)
 		devmemtcp_buf_free(b);
 	if (devmemtcp_buf_new(ctx, &u, &b) == 0)
+		devmemtcp_buf_free(b);
+	if (devmemtcp_buf_new(ctx, &d, &b) == 0)
+		devmemtcp_buf_free(b);
+	if (devmemtcp_buf_new(ctx, &dd, &b) == 0)
 		devmemtcp_buf_free(b);
 	(void)devmemtcp_buf_new(NULL, &u, &b);
 }
