@@ -8,6 +8,7 @@
 
 #include "buf.h"
 #include "rx.h"
+#include "zcrx.h"
 
 #define CMSG_FRAG_SPACE CMSG_SPACE(sizeof(struct dmt_dmabuf_cmsg))
 #define DEFAULT_CTRL_FRAGS 64
@@ -30,6 +31,7 @@ struct devmemtcp_rx {
 	struct dmt_tokens tokens;
 	struct devmemtcp_rx_stats st;
 	bool warned_miss;
+	struct dmt_zcrx_sock *zc;	/* io_uring zcrx socket, NULL: devmem */
 };
 
 static int sock_dontneed(void *arg, const struct dmt_dmabuf_token *t, size_t n)
@@ -74,18 +76,28 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
 		return -ENOMEM;
 	rx->ctx = ctx;
 	rx->fd = fd;
+	if (DMT_OPT(opts, devmemtcp_rx_opts, zcrx, NULL)) {
+		ret = dmt_zcrx_sock_new(opts->zcrx, fd, &ctx->err, &rx->zc);
+		if (ret) {
+			free(rx);
+			return ret;
+		}
+	}
 	rx->ctrl_cap = DMT_OPT(opts, devmemtcp_rx_opts, ctrl_size,
 			       DEFAULT_CTRL_FRAGS * CMSG_FRAG_SPACE);
 	if (rx->ctrl_cap < CMSG_FRAG_SPACE)
 		rx->ctrl_cap = CMSG_FRAG_SPACE;
 	rx->ctrl = dmt_malloc(rx->ctrl_cap);
 	if (!rx->ctrl) {
+		dmt_zcrx_sock_free(rx->zc);
 		free(rx);
 		return -ENOMEM;
 	}
+	/* zcrx: tokens are fragment ids, returned through the refill ring */
 	dmt_tokens_init(&rx->tokens,
 			DMT_OPT(opts, devmemtcp_rx_opts, release_batch, 0),
-			sock_dontneed, &rx->fd);
+			rx->zc ? dmt_zcrx_refill : sock_dontneed,
+			rx->zc ? (void *)rx->zc : &rx->fd);
 	rx->st.sz = sizeof(rx->st);
 	*rxp = rx;
 	return 0;
@@ -97,6 +109,7 @@ DEVMEMTCP_EXPORT void devmemtcp_rx_free(struct devmemtcp_rx *rx)
 	if (!rx)
 		return;
 	devmemtcp_rx_release_all(rx);
+	dmt_zcrx_sock_free(rx->zc);
 	dmt_tokens_fini(&rx->tokens);
 	free(rx->bufs);
 	free(rx->ctrl);
@@ -326,6 +339,38 @@ static ssize_t recv_devmem(struct devmemtcp_rx *rx, struct msghdr *msg,
 	}
 }
 
+/* The receive of a zcrx socket: fragments from the ring instead of
+ * recvmsg, accounted like devmem ones (no linear bytes: the kernel copies
+ * those into the area). */
+static int zcrx_recv(struct devmemtcp_rx *rx, struct devmemtcp_frag *frags,
+		     size_t max, size_t len)
+{
+	bool miss = false;
+	int n = dmt_zcrx_recv(rx->zc, frags, max, len, &rx->err, &miss);
+
+	rx->st.recv_calls++;
+	for (int i = 0; i < n; i++) {
+		if (dmt_tokens_received(&rx->tokens, frags[i].token) == -ENOMEM) {
+			/* untracked tokens could never be released: the rest
+			 * waits for the next receive */
+			dmt_zcrx_unget(rx->zc, frags + i, (size_t)(n - i));
+			if (!i)
+				return dmt_err(rx->ctx, &rx->err, -ENOMEM,
+					       "devmemtcp_rx_recv: out of memory for the token table");
+			n = i;
+			break;
+		}
+		rx->st.bytes += frags[i].len;
+		rx->st.dmabuf_bytes += frags[i].len;
+	}
+	dmt_tokens_update_max(&rx->tokens);
+	if (n > 0) {
+		rx->st.frags += (unsigned)n;
+		rx->st.steering_misses += miss;
+	}
+	return n;
+}
+
 DEVMEMTCP_EXPORT int devmemtcp_rx_recv(struct devmemtcp_rx *rx,
 				       struct devmemtcp_frag *frags,
 				       size_t max_frags, void *linear,
@@ -348,6 +393,8 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_recv(struct devmemtcp_rx *rx,
 	ret = flush_due(rx);
 	if (ret < 0)
 		return ret;
+	if (rx->zc)
+		return zcrx_recv(rx, frags, max_frags > INT_MAX ? INT_MAX : max_frags, len);
 
 	if (max_frags > INT_MAX / CMSG_FRAG_SPACE)
 		max_frags = INT_MAX / CMSG_FRAG_SPACE;
