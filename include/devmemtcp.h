@@ -546,6 +546,10 @@ struct devmemtcp_probe {
 	char try_bind_msg[256];
 	uint32_t nproblems;
 	struct devmemtcp_probe_problem problems[DEVMEMTCP_PROBE_MAX_PROBLEMS];
+	/* io_uring zero-copy receive on this kernel: 1 yes, 0 no, -1 unknown */
+	int zcrx;
+	int zcrx_dmabuf;		/* dma-buf areas (6.16) */
+	char zcrx_msg[160];		/* why not, or "" */
 };
 
 /* Collect the report of ifname.  Returns the number of problems (>= 0), or
