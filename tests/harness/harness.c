@@ -108,6 +108,17 @@ double t_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+uint64_t t_rand(uint64_t *state)
+{
+	uint64_t x = *state ? *state : 0x9e3779b97f4a7c15ull;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	*state = x;
+	return x;
+}
+
 uint64_t t_parse_bytes(const char *s)
 {
 	char *end;

@@ -71,6 +71,9 @@ const char *t_own_comm(void);
 int t_count_fds(void);
 /* Seconds on the monotonic clock. */
 double t_now(void);
+/* The next number of a xorshift64 sequence (*state 0: a fixed seed):
+ * reproducible random orders; print the seed. */
+uint64_t t_rand(uint64_t *state);
 /* "64M" -> 67108864 (K, M, G suffixes, either case). */
 uint64_t t_parse_bytes(const char *s);
 
