@@ -416,6 +416,9 @@ static int test_multi(void)
 	pthread_cond_broadcast(&job.cond);
 	pthread_mutex_unlock(&job.lock);
 	pthread_join(releaser, NULL);
+	/* releases of this thread wait for a receive or a flush */
+	for (int i = 0; i < SOCKS; i++)
+		T_CHECK(devmemtcp_rx_flush(zs[i].rx) >= 0, "flush");
 	st = zstats(s.z);
 	print_zstats("multi", &st, t_now() - t0);
 	printf("multi: %llu fragments released from another thread, in %u random rounds\n",
