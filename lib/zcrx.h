@@ -97,6 +97,35 @@ void dmt_zcrx_unget(struct dmt_zcrx_sock *s, const struct devmemtcp_frag *frags,
  */
 int dmt_zcrx_refill(void *arg, const struct dmt_dmabuf_token *t, size_t n);
 
+/* ---- unit tests: a handle whose kernel is the test ---------------------- */
+
+/*
+ * The rings of a fake handle, in plain memory: the test reads the SQEs
+ * between *sq_head and *sq_tail and advances *sq_head, writes CQE32s and
+ * advances *cq_tail, and takes refill entries between *rq_head and *rq_tail
+ * (advancing *rq_head), as the kernel does.
+ */
+struct dmt_zcrx_fake_rings {
+	struct dmt_io_uring_sqe *sqes;
+	uint32_t *sq_head, *sq_tail;
+	uint32_t sq_entries;
+	uint8_t *cqes;
+	uint32_t *cq_head, *cq_tail;
+	uint32_t cq_entries;
+	struct dmt_zcrx_rqe *rqes;
+	uint32_t *rq_head, *rq_tail;
+	uint32_t rq_entries;
+	uint64_t area_token;
+};
+
+/* A handle over buf without io_uring or NIC (rq_entries a power of two):
+ * the calling thread is the ring's, and where the handle would wait in
+ * io_uring_enter it reads what the test put in the rings and goes on.
+ * Free it with devmemtcp_zcrx_free(). */
+int dmt_zcrx_fake_new(struct devmemtcp_ctx *ctx, struct devmemtcp_buf *buf,
+		      uint32_t rq_entries, struct devmemtcp_zcrx **z,
+		      struct dmt_zcrx_fake_rings *rings);
+
 /* ---- for probe --------------------------------------------------------- */
 
 struct dmt_zcrx_support {

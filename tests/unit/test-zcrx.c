@@ -5,6 +5,7 @@
  * argument and option checks of devmemtcp_zcrx_new.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,11 +13,14 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
+#include <netinet/in.h>
 #include <cmocka.h>
 
 #include "zcrx.h"
 #include "harness.h"
+#include "testhooks.h"
 
 #define MB (1ull << 20)
 #define AREA (32 * MB)
@@ -291,6 +295,478 @@ static void test_null(void **state)
 	assert_int_equal(devmemtcp_zcrx_stats(NULL, &st), -EINVAL);
 }
 
+/* ---- the handle against a fake kernel ---------------------------------------- */
+
+/* The kernel's side of a fake handle's rings. */
+struct kern {
+	struct dmt_zcrx_fake_rings r;
+	struct {
+		int fd;
+		uint64_t tag;
+	} armed[8];
+	int narmed, cancels;
+};
+
+static uint32_t acquire(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+/* Take the SQEs: remember each socket's receive (the latest per fd). */
+static void k_sqes(struct kern *k)
+{
+	uint32_t tail = acquire(k->r.sq_tail);
+
+	while (*k->r.sq_head != tail) {
+		const struct dmt_io_uring_sqe *sqe =
+			&k->r.sqes[*k->r.sq_head & (k->r.sq_entries - 1)];
+		int i;
+
+		if (sqe->opcode == DMT_IORING_OP_ASYNC_CANCEL) {
+			k->cancels++;
+		} else {
+			assert_int_equal(sqe->opcode, DMT_IORING_OP_RECV_ZC);
+			assert_int_equal(sqe->ioprio, DMT_IORING_RECV_MULTISHOT);
+			assert_int_equal(sqe->len, 0);
+			for (i = 0; i < k->narmed && k->armed[i].fd != sqe->fd; i++)
+				;
+			if (i == k->narmed)
+				k->narmed++;
+			k->armed[i].fd = sqe->fd;
+			k->armed[i].tag = sqe->user_data;
+		}
+		__atomic_store_n(k->r.sq_head, *k->r.sq_head + 1, __ATOMIC_RELEASE);
+	}
+}
+
+static uint64_t k_tag(struct kern *k, int fd)
+{
+	k_sqes(k);
+	for (int i = 0; i < k->narmed; i++)
+		if (k->armed[i].fd == fd)
+			return k->armed[i].tag;
+	fail_msg("no receive armed for fd %d", fd);
+	return 0;
+}
+
+static void k_post(struct kern *k, uint64_t tag, int32_t res, uint32_t flags,
+		   uint64_t off)
+{
+	uint32_t tail = *k->r.cq_tail;
+
+	put_cqe(k->r.cqes + (size_t)(tail & (k->r.cq_entries - 1)) * 32, tag, res, flags,
+		off | k->r.area_token);
+	__atomic_store_n(k->r.cq_tail, tail + 1, __ATOMIC_RELEASE);
+}
+
+static void k_data(struct kern *k, int fd, uint64_t off, int32_t len)
+{
+	k_post(k, k_tag(k, fd), len, DMT_IORING_CQE_F_MORE, off);
+}
+
+/* Take up to max refill entries. */
+static uint32_t k_refills(struct kern *k, struct dmt_zcrx_rqe *out, uint32_t max)
+{
+	uint32_t head = *k->r.rq_head, tail = acquire(k->r.rq_tail), n = 0;
+
+	for (; head != tail && n < max; head++)
+		out[n++] = k->r.rqes[head & (k->r.rq_entries - 1)];
+	__atomic_store_n(k->r.rq_head, head, __ATOMIC_RELEASE);
+	return n;
+}
+
+struct fake {
+	struct devmemtcp_zcrx *z;
+	struct kern k;
+	int fd[2];
+	struct devmemtcp_rx *rx[2];
+};
+
+static void fake_open(struct fake *f, uint32_t rq_entries, int nsocks)
+{
+	memset(f, 0, sizeof(*f));
+	assert_int_equal(dmt_zcrx_fake_new(ctx, buf, rq_entries, &f->z, &f->k.r), 0);
+	for (int i = 0; i < nsocks; i++) {
+		DEVMEMTCP_OPTS(rx_opts, ro, .zcrx = f->z);
+
+		f->fd[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		assert_true(f->fd[i] >= 0);
+		assert_int_equal(devmemtcp_rx_new(ctx, f->fd[i], &ro, &f->rx[i]), 0);
+	}
+}
+
+static void fake_close(struct fake *f)
+{
+	for (int i = 0; i < 2; i++) {
+		if (!f->rx[i])
+			continue;
+		devmemtcp_rx_free(f->rx[i]);
+		close(f->fd[i]);
+	}
+	devmemtcp_zcrx_free(f->z);
+}
+
+static struct devmemtcp_zcrx_stats fstats(const struct fake *f)
+{
+	struct devmemtcp_zcrx_stats st = { .sz = sizeof(st) };
+
+	assert_int_equal(devmemtcp_zcrx_stats(f->z, &st), 0);
+	return st;
+}
+
+static int recv_n(struct devmemtcp_rx *rx, struct devmemtcp_frag *frags, size_t max)
+{
+	static char lin[64];
+
+	return devmemtcp_rx_recv(rx, frags, max, lin, 1 << 30);
+}
+
+static void test_fake_receive(void **state)
+{
+	struct devmemtcp_frag fr[8];
+	struct dmt_zcrx_rqe rqe[8];
+	struct devmemtcp_rx_stats rs = { .sz = sizeof(rs) };
+	struct devmemtcp_zcrx_stats st;
+	struct fake f;
+	char want[256];
+
+	(void)state;
+	fake_open(&f, 64, 1);
+	/* nothing yet: the first receive arms the socket's multishot receive */
+	assert_int_equal(recv_n(f.rx[0], fr, 8), -EAGAIN);
+	k_data(&f.k, f.fd[0], 0, 1448);
+	k_data(&f.k, f.fd[0], 4096, 1448);
+	k_data(&f.k, f.fd[0], 2 * 4096 + 100, 500);
+	assert_int_equal(recv_n(f.rx[0], fr, 8), 3);
+	assert_int_equal(fr[0].offset, 0);
+	assert_int_equal(fr[0].len, 1448);
+	assert_int_equal(fr[1].offset, 4096);
+	assert_int_equal(fr[2].offset, 2 * 4096 + 100);
+	assert_int_equal(fr[2].len, 500);
+	for (int i = 0; i < 3; i++) {
+		/* the import buffer maps offset o to address o */
+		assert_int_equal(fr[i].addr, fr[i].offset);
+		assert_int_equal(fr[i].flags, 0);
+		assert_int_equal(fr[i].binding_id, 0);
+	}
+	assert_true(fr[0].token != fr[1].token && fr[1].token != fr[2].token);
+	/* released out of order: the kernel gets exactly those buffers */
+	assert_int_equal(devmemtcp_rx_release(f.rx[0], &fr[2], 1), 0);
+	assert_int_equal(devmemtcp_rx_release(f.rx[0], &fr[0], 1), 0);
+	assert_true(devmemtcp_rx_flush(f.rx[0]) >= 0);
+	assert_int_equal(k_refills(&f.k, rqe, 8), 2);
+	assert_true((rqe[0].off == 2 * 4096 + 100 && rqe[1].off == 0) ||
+		    (rqe[1].off == 2 * 4096 + 100 && rqe[0].off == 0));
+	assert_int_equal(rqe[0].len + rqe[1].len, 1948);
+	/* a release twice is refused, nothing goes to the kernel */
+	snprintf(want, sizeof(want),
+		 "devmemtcp_rx_release: token %u of fragment 0 is not outstanding (released already, listed twice, or never received): nothing was released",
+		 fr[0].token);
+	assert_int_equal(devmemtcp_rx_release(f.rx[0], &fr[0], 1), -EINVAL);
+	assert_string_equal(devmemtcp_rx_errmsg(f.rx[0]), want);
+	assert_int_equal(devmemtcp_rx_release(f.rx[0], &fr[1], 1), 0);
+	assert_true(devmemtcp_rx_flush(f.rx[0]) >= 0);
+	assert_int_equal(k_refills(&f.k, rqe, 8), 1);
+	assert_int_equal(rqe[0].off, 4096);
+	st = fstats(&f);
+	assert_int_equal(st.frags, 3);
+	assert_int_equal(st.completions, 3);
+	assert_int_equal(st.held, 0);
+	assert_int_equal(st.held_max, 3);
+	assert_int_equal(st.refills, 3);
+	assert_int_equal(st.sockets, 1);
+	assert_int_equal(st.copy_count, -1);
+	devmemtcp_rx_stats(f.rx[0], &rs);
+	assert_int_equal(rs.frags, 3);
+	assert_int_equal(rs.dmabuf_bytes, 3396);
+	assert_int_equal(rs.tokens_outstanding, 0);
+	assert_int_equal(rs.tokens_released, 3);
+	/* end of stream, and it stays so */
+	k_post(&f.k, k_tag(&f.k, f.fd[0]), 0, 0, 0);
+	assert_int_equal(recv_n(f.rx[0], fr, 8), 0);
+	assert_int_equal(recv_n(f.rx[0], fr, 8), 0);
+	fake_close(&f);
+}
+
+static void test_fake_demux(void **state)
+{
+	struct devmemtcp_frag fr[8];
+	struct fake f;
+
+	(void)state;
+	fake_open(&f, 64, 2);
+	assert_int_equal(devmemtcp_zcrx_wait(f.z, 0), 0);	/* arms both */
+	k_data(&f.k, f.fd[0], 0, 100);
+	k_data(&f.k, f.fd[1], 4096, 200);
+	k_data(&f.k, f.fd[0], 8192, 300);
+	assert_int_equal(devmemtcp_zcrx_wait(f.z, 0), 2);
+	/* each socket gets its own completions, in order */
+	assert_int_equal(recv_n(f.rx[1], fr, 8), 1);
+	assert_int_equal(fr[0].offset, 4096);
+	assert_int_equal(recv_n(f.rx[0], fr, 8), 2);
+	assert_int_equal(fr[0].offset, 0);
+	assert_int_equal(fr[1].offset, 8192);
+	assert_int_equal(devmemtcp_rx_release(f.rx[0], fr, 2), 0);
+	/* len bounds the bytes handed out (the first whatever its length) */
+	k_data(&f.k, f.fd[1], 3 * 4096, 1000);
+	k_data(&f.k, f.fd[1], 4 * 4096, 1000);
+	k_data(&f.k, f.fd[1], 5 * 4096, 1000);
+	assert_int_equal(devmemtcp_rx_recv(f.rx[1], fr + 1, 7, fr, 1500), 1);
+	assert_int_equal(devmemtcp_rx_recv(f.rx[1], fr + 2, 7, fr, 2000), 2);
+	/* a socket freed with fragments waiting: they go back, its receive is
+	 * cancelled */
+	k_data(&f.k, f.fd[0], 6 * 4096, 10);
+	assert_int_equal(devmemtcp_zcrx_wait(f.z, 0), 1);
+	devmemtcp_rx_free(f.rx[0]);
+	f.rx[0] = NULL;
+	close(f.fd[0]);
+	k_sqes(&f.k);
+	assert_int_equal(f.k.cancels, 1);
+	assert_int_equal(fstats(&f).sockets, 1);
+	fake_close(&f);
+}
+
+static void test_fake_refill_full(void **state)
+{
+	struct devmemtcp_frag *fr = calloc(128, sizeof(*fr));
+	struct dmt_zcrx_rqe rqe[128];
+	struct devmemtcp_zcrx_stats st;
+	struct fake f;
+	int n = 0;
+
+	(void)state;
+	fake_open(&f, 64, 1);
+	assert_int_equal(recv_n(f.rx[0], fr, 128), -EAGAIN);
+	for (int i = 0; i < 100; i++)
+		k_data(&f.k, f.fd[0], (uint64_t)i * 4096, 1448);
+	while (n < 100) {
+		int got = recv_n(f.rx[0], fr + n, (size_t)(128 - n));
+
+		assert_true(got > 0);
+		n += got;
+	}
+	/* 100 releases, a ring of 64: 36 wait for the ring's thread */
+	assert_int_equal(devmemtcp_rx_release(f.rx[0], fr, 100), 0);
+	assert_true(devmemtcp_rx_flush(f.rx[0]) >= 0);
+	st = fstats(&f);
+	assert_int_equal(st.refills, 64);
+	assert_int_equal(st.refill_queued, 36);
+	assert_int_equal(st.refill_waiting, 36);
+	assert_int_equal(st.refill_ring_max, 64);
+	assert_int_equal(st.held, 0);
+	assert_int_equal(k_refills(&f.k, rqe, 128), 64);
+	/* the ring's thread moves them once the kernel made room */
+	assert_int_equal(devmemtcp_zcrx_wait(f.z, 0), 0);
+	assert_int_equal(k_refills(&f.k, rqe, 128), 36);
+	st = fstats(&f);
+	assert_int_equal(st.refills, 100);
+	assert_int_equal(st.refill_waiting, 0);
+	assert_int_equal(st.refill_queue_max, 36);
+	fake_close(&f);
+	free(fr);
+}
+
+static void test_fake_ends(void **state)
+{
+	struct devmemtcp_frag fr[8];
+	struct fake f;
+	char want[512];
+
+	(void)state;
+	fake_open(&f, 64, 1);
+	assert_int_equal(recv_n(f.rx[0], fr, 8), -EAGAIN);
+	/* a full CQ ends the receive: armed again */
+	k_post(&f.k, k_tag(&f.k, f.fd[0]), -ENOSPC, 0, 0);
+	f.k.narmed = 0;
+	assert_int_equal(recv_n(f.rx[0], fr, 8), -EAGAIN);
+	assert_int_equal(fstats(&f).rearms, 1);
+	k_data(&f.k, f.fd[0], 4096, 10);
+	assert_int_equal(recv_n(f.rx[0], fr, 8), 1);
+	/* bytes from another provider's queue: a steering miss */
+	k_post(&f.k, k_tag(&f.k, f.fd[0]), -EFAULT, 0, 0);
+	snprintf(want, sizeof(want),
+		 "fd %d: the flow arrives on another queue than fake queue 0 (one with another memory provider): the kernel cannot place its bytes in this zcrx area (steering miss); steer it to queue 0 with an ntuple rule (devmemtcp_nic_open() flows)",
+		 f.fd[0]);
+	assert_int_equal(recv_n(f.rx[0], fr, 8), -EREMOTEIO);
+	assert_string_equal(devmemtcp_rx_errmsg(f.rx[0]), want);
+	/* the error stays */
+	assert_int_equal(recv_n(f.rx[0], fr, 8), -EREMOTEIO);
+	fake_close(&f);
+
+	/* the copy fallback into a dma-buf area (this buffer has no CPU
+	 * mapping), no steering information: header split is suspect */
+	fake_open(&f, 64, 1);
+	assert_int_equal(recv_n(f.rx[0], fr, 8), -EAGAIN);
+	k_post(&f.k, k_tag(&f.k, f.fd[0]), -ENOMEM, 0, 0);
+	snprintf(want, sizeof(want),
+		 "fd %d: the NIC did not split some payload from its headers and the kernel cannot copy it into a dma-buf area: check header split (tcp-data-split on, hds-thresh 0) or use a user-memory area",
+		 f.fd[0]);
+	assert_int_equal(recv_n(f.rx[0], fr, 8), -EREMOTEIO);
+	assert_string_equal(devmemtcp_rx_errmsg(f.rx[0]), want);
+	fake_close(&f);
+
+	/* a completion outside the area ends the socket's stream */
+	fake_open(&f, 64, 1);
+	assert_int_equal(recv_n(f.rx[0], fr, 8), -EAGAIN);
+	k_data(&f.k, f.fd[0], 2 * MB, 100);
+	snprintf(want, sizeof(want),
+		 "fd %d: the kernel wrote a completion outside the zcrx area: unexpected kernel behaviour",
+		 f.fd[0]);
+	assert_int_equal(recv_n(f.rx[0], fr, 8), -EPROTO);
+	assert_string_equal(devmemtcp_rx_errmsg(f.rx[0]), want);
+	fake_close(&f);
+}
+
+/* The token table cannot grow: the fragments wait for the next receive. */
+static void test_fake_no_memory(void **state)
+{
+	struct devmemtcp_frag fr[8];
+	struct fake f;
+
+	(void)state;
+	fake_open(&f, 64, 1);
+	assert_int_equal(recv_n(f.rx[0], fr, 8), -EAGAIN);
+	k_data(&f.k, f.fd[0], 0, 100);
+	k_data(&f.k, f.fd[0], 4096, 200);
+	assert_int_equal(devmemtcp_zcrx_wait(f.z, 0), 1);
+	dmt_test_alloc_fail(1, false);
+	assert_int_equal(recv_n(f.rx[0], fr, 8), -ENOMEM);
+	assert_string_equal(devmemtcp_rx_errmsg(f.rx[0]),
+			    "devmemtcp_rx_recv: out of memory for the token table");
+	dmt_test_alloc_fail(0, false);
+	assert_int_equal(recv_n(f.rx[0], fr, 8), 2);
+	assert_int_equal(fr[0].offset, 0);
+	assert_int_equal(fr[1].offset, 4096);
+	assert_int_equal(devmemtcp_rx_release(f.rx[0], fr, 2), 0);
+	fake_close(&f);
+}
+
+/*
+ * Releases from other threads while the ring's thread reaps, hands out
+ * and drains (a ThreadSanitizer target): two sockets, each released by its
+ * own thread, a 64-entry ring.  Every buffer comes back exactly once.
+ */
+#define T_BUFS 512
+#define T_FRAGS 20000
+
+struct releaser {
+	pthread_t t;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct devmemtcp_rx *rx;
+	struct devmemtcp_frag fr[256];
+	int n;			/* > 0: a batch to release; -1: stop */
+	int failed;
+};
+
+static void *release_main(void *arg)
+{
+	struct releaser *r = arg;
+
+	pthread_mutex_lock(&r->lock);
+	for (;;) {
+		while (!r->n)
+			pthread_cond_wait(&r->cond, &r->lock);
+		if (r->n < 0)
+			break;
+		pthread_mutex_unlock(&r->lock);
+		if (devmemtcp_rx_release(r->rx, r->fr, (size_t)r->n) ||
+		    devmemtcp_rx_flush(r->rx) < 0)
+			r->failed++;
+		pthread_mutex_lock(&r->lock);
+		r->n = 0;
+		pthread_cond_broadcast(&r->cond);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+static bool releaser_idle(struct releaser *r)
+{
+	bool idle;
+
+	pthread_mutex_lock(&r->lock);
+	idle = r->n == 0;
+	pthread_mutex_unlock(&r->lock);
+	return idle;
+}
+
+static void releaser_give(struct releaser *r, int n)
+{
+	pthread_mutex_lock(&r->lock);
+	r->n = n;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void test_fake_threads(void **state)
+{
+	static struct releaser rel[2];
+	static bool out[T_BUFS];
+	struct dmt_zcrx_rqe rqe[T_BUFS];
+	uint32_t free_list[T_BUFS], nfree = T_BUFS, posted = 0, back = 0;
+	uint64_t seed = 1;
+	struct fake f;
+
+	(void)state;
+	fake_open(&f, 64, 2);
+	for (uint32_t i = 0; i < T_BUFS; i++)
+		free_list[i] = i;
+	for (int i = 0; i < 2; i++) {
+		rel[i] = (struct releaser){ .rx = f.rx[i] };
+		pthread_mutex_init(&rel[i].lock, NULL);
+		pthread_cond_init(&rel[i].cond, NULL);
+		pthread_create(&rel[i].t, NULL, release_main, &rel[i]);
+	}
+	assert_int_equal(devmemtcp_zcrx_wait(f.z, 0), 0);
+	while (posted < T_FRAGS || back < posted) {
+		uint32_t n = k_refills(&f.k, rqe, T_BUFS);
+
+		/* buffers back from the application: each was out, once */
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t b = (uint32_t)(rqe[i].off / 4096);
+
+			assert_true(b < T_BUFS && out[b]);
+			out[b] = false;
+			free_list[nfree++] = b;
+		}
+		back += n;
+		/* the NIC fills a few buffers, for either socket */
+		for (int i = 0; i < 16 && nfree && posted < T_FRAGS; i++, posted++) {
+			uint32_t pick = (uint32_t)(t_rand(&seed) % nfree), b = free_list[pick];
+
+			free_list[pick] = free_list[--nfree];
+			out[b] = true;
+			k_data(&f.k, f.fd[posted % 2], (uint64_t)b * 4096, 1 + (int32_t)(b % 4000));
+		}
+		/* hand out on the ring's thread, release on the others */
+		devmemtcp_zcrx_wait(f.z, 0);
+		for (int s = 0; s < 2; s++) {
+			int got;
+
+			if (!releaser_idle(&rel[s]))
+				continue;
+			got = recv_n(f.rx[s], rel[s].fr, 256);
+			if (got > 0)
+				releaser_give(&rel[s], got);
+			else
+				assert_int_equal(got, -EAGAIN);
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		while (!releaser_idle(&rel[i]))
+			;
+		releaser_give(&rel[i], -1);
+		pthread_join(rel[i].t, NULL);
+		assert_int_equal(rel[i].failed, 0);
+	}
+	assert_int_equal(back, T_FRAGS);
+	assert_int_equal(nfree, T_BUFS);
+	assert_int_equal(fstats(&f).held, 0);
+	assert_int_equal(fstats(&f).frags, T_FRAGS);
+	fake_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -304,6 +780,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_new_opts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_new_buf_size, setup, teardown),
 		cmocka_unit_test(test_null),
+		cmocka_unit_test_setup_teardown(test_fake_receive, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fake_demux, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fake_refill_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fake_ends, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fake_no_memory, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fake_threads, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
