@@ -1055,7 +1055,8 @@ static void on_data(struct devmemtcp_zcrx *z, struct dmt_zcrx_sock *s,
 
 	z->st.frags++;
 	z->st.bytes += c->len;
-	if (!s || s->detached) {
+	/* nobody to take it, or bytes after a hole in the stream */
+	if (!s || s->detached || s->state == SOCK_ENDED) {
 		give_back(z, c->off, c->len);
 		return;
 	}
@@ -1123,6 +1124,7 @@ static void sweep(struct devmemtcp_zcrx *z)
 static uint32_t reap(struct devmemtcp_zcrx *z)
 {
 	uint32_t head = *z->cq_head, tail = load_acquire(z->cq_tail), n = 0;
+	uint32_t rq = z->rq_local;
 
 	for (; head != tail; head++, n++) {
 		const uint8_t *cqe = z->cqes + (size_t)(head & z->cq_mask) * CQE_SIZE;
@@ -1149,6 +1151,8 @@ static uint32_t reap(struct devmemtcp_zcrx *z)
 	}
 	store_release(z->cq_head, head);
 	z->st.completions += n;
+	if (z->rq_local != rq)	/* buffers nobody takes went back */
+		publish(z);
 	if (n)
 		sweep(z);
 	return n;

@@ -614,6 +614,17 @@ static void test_fake_ends(void **state)
 		 f.fd[0]);
 	assert_int_equal(recv_n(f.rx[0], fr, 8), -EPROTO);
 	assert_string_equal(devmemtcp_rx_errmsg(f.rx[0]), want);
+	/* bytes after the hole are not handed out: their buffer goes back */
+	k_data(&f.k, f.fd[0], 4096, 100);
+	assert_int_equal(devmemtcp_zcrx_wait(f.z, 0), 1);	/* ended counts */
+	assert_int_equal(recv_n(f.rx[0], fr, 8), -EPROTO);
+	{
+		struct dmt_zcrx_rqe rqe[4];
+
+		assert_int_equal(k_refills(&f.k, rqe, 4), 1);
+		assert_int_equal(rqe[0].off, 4096);
+		assert_int_equal(rqe[0].len, 100);
+	}
 	fake_close(&f);
 }
 
