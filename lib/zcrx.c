@@ -1502,7 +1502,7 @@ DEVMEMTCP_EXPORT int devmemtcp_zcrx_stats(const struct devmemtcp_zcrx *zc,
 }
 
 /* ---- unit tests: a handle whose kernel is the test ---------------------------- */
-
+#if DMT_TEST_HOOKS
 struct fake_mem {
 	uint32_t sq_head, sq_tail, cq_head, cq_tail;
 	struct dmt_io_uring_sqe sqes[SQ_ENTRIES];
@@ -1567,3 +1567,4 @@ int dmt_zcrx_fake_new(struct devmemtcp_ctx *ctx, struct devmemtcp_buf *buf,
 	*zp = z;
 	return 0;
 }
+#endif

@@ -121,7 +121,7 @@ struct dmt_zcrx_fake_rings {
 /* A handle over buf without io_uring or NIC (rq_entries a power of two):
  * the calling thread is the ring's, and where the handle would wait in
  * io_uring_enter it reads what the test put in the rings and goes on.
- * Free it with devmemtcp_zcrx_free(). */
+ * Free it with devmemtcp_zcrx_free().  Test builds only. */
 int dmt_zcrx_fake_new(struct devmemtcp_ctx *ctx, struct devmemtcp_buf *buf,
 		      uint32_t rq_entries, struct devmemtcp_zcrx **z,
 		      struct dmt_zcrx_fake_rings *rings);
