@@ -628,6 +628,39 @@ static void test_fake_ends(void **state)
 	fake_close(&f);
 }
 
+/* Deferred release (what devmemtcp_gpu_release_after uses): the buffers
+ * reach the refill ring only once the completion says so. */
+static int done_calls;
+
+static int done_after_two(void *arg, bool wait)
+{
+	(void)arg;
+	return wait || ++done_calls >= 2;
+}
+
+static void test_fake_release_after(void **state)
+{
+	struct devmemtcp_frag fr[8];
+	struct dmt_zcrx_rqe rqe[8];
+	struct fake f;
+
+	(void)state;
+	done_calls = 0;
+	fake_open(&f, 64, 1);
+	assert_int_equal(recv_n(f.rx[0], fr, 8), -EAGAIN);
+	k_data(&f.k, f.fd[0], 0, 100);
+	k_data(&f.k, f.fd[0], 4096, 200);
+	assert_int_equal(recv_n(f.rx[0], fr, 8), 2);
+	assert_int_equal(devmemtcp_rx_release_after(f.rx[0], fr, 2, done_after_two, NULL), 0);
+	assert_int_equal(devmemtcp_rx_flush(f.rx[0]), 0);	/* not done yet */
+	assert_int_equal(k_refills(&f.k, rqe, 8), 0);
+	assert_int_equal(fstats(&f).held, 2);
+	assert_int_equal(devmemtcp_rx_flush(f.rx[0]), 2);	/* done */
+	assert_int_equal(k_refills(&f.k, rqe, 8), 2);
+	assert_int_equal(fstats(&f).held, 0);
+	fake_close(&f);
+}
+
 /* The token table cannot grow: the fragments wait for the next receive. */
 static void test_fake_no_memory(void **state)
 {
@@ -795,6 +828,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fake_demux, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fake_refill_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fake_ends, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fake_release_after, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fake_no_memory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fake_threads, setup, teardown),
 	};
