@@ -306,6 +306,7 @@ struct dmt_dma_buf_sync {
 #define DMT_IORING_SETUP_CLAMP (1U << 4)
 #define DMT_IORING_SETUP_R_DISABLED (1U << 6)
 #define DMT_IORING_SETUP_SUBMIT_ALL (1U << 7)
+#define DMT_IORING_SETUP_TASKRUN_FLAG (1U << 9)
 #define DMT_IORING_SETUP_CQE32 (1U << 11)
 #define DMT_IORING_SETUP_SINGLE_ISSUER (1U << 12)
 #define DMT_IORING_SETUP_DEFER_TASKRUN (1U << 13)
@@ -321,6 +322,7 @@ struct dmt_dma_buf_sync {
 
 /* sq_ring->flags */
 #define DMT_IORING_SQ_CQ_OVERFLOW (1U << 1)
+#define DMT_IORING_SQ_TASKRUN (1U << 2)	/* with IORING_SETUP_TASKRUN_FLAG */
 
 /* io_uring_enter(2) flags */
 #define DMT_IORING_ENTER_GETEVENTS (1U << 0)

@@ -219,11 +219,13 @@ static int kernel_version(char *release, size_t len)
 #define KV_DMABUF 0x061000	/* 6.16 */
 
 /* The flags of the handle's ring; R_DISABLED so that the thread that drives
- * it later becomes its single issuer. */
+ * it later becomes its single issuer; TASKRUN_FLAG so that a look without
+ * waiting needs no system call when no completion is pending. */
 #define RING_FLAGS                                                             \
 	(DMT_IORING_SETUP_SINGLE_ISSUER | DMT_IORING_SETUP_DEFER_TASKRUN |    \
 	 DMT_IORING_SETUP_CQE32 | DMT_IORING_SETUP_R_DISABLED |               \
-	 DMT_IORING_SETUP_NO_SQARRAY | DMT_IORING_SETUP_SUBMIT_ALL)
+	 DMT_IORING_SETUP_NO_SQARRAY | DMT_IORING_SETUP_SUBMIT_ALL |          \
+	 DMT_IORING_SETUP_TASKRUN_FLAG)
 
 static const char *const need_msg =
 	"io_uring zero-copy receive needs Linux 6.15 (6.16 for dma-buf areas)";
@@ -1242,6 +1244,12 @@ static int drive(struct devmemtcp_zcrx *z, struct dmt_zcrx_sock *want,
 			reap(z);
 			return count_ready(z, want);
 		}
+		/* a look without waiting: only completions the kernel has
+		 * queued for this thread (deferred task work) need a call */
+		if (!timeout_ms && !submit &&
+		    !(__atomic_load_n(z->sq_flags, __ATOMIC_ACQUIRE) &
+		      (DMT_IORING_SQ_TASKRUN | DMT_IORING_SQ_CQ_OVERFLOW)))
+			return n;
 		pthread_mutex_unlock(&z->lock);
 		ret = sys_enter(z->ring_fd, submit, n || !timeout_ms ? 0 : 1,
 				flags, timeout_ms > 0 ? &arg : NULL,
