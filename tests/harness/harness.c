@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -168,6 +169,25 @@ int t_udmabuf(struct devmemtcp_ctx *ctx, uint64_t size, struct devmemtcp_buf **b
 
 	if (r)
 		fprintf(stderr, "udmabuf of %llu bytes: %s\n",
+			(unsigned long long)size, devmemtcp_ctx_errmsg(ctx));
+	return r;
+}
+
+int t_memfd_buf(struct devmemtcp_ctx *ctx, uint64_t size, int *memfd,
+		struct devmemtcp_buf **buf)
+{
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_IMPORT,
+		       .size = size, .flags = DEVMEMTCP_BUF_KEEP_FD);
+	int r;
+
+	*buf = NULL;
+	*memfd = memfd_create("devmemtcp-test", MFD_CLOEXEC);
+	if (*memfd < 0 || ftruncate(*memfd, (off_t)size))
+		return -errno;
+	o.fd = *memfd;
+	r = devmemtcp_buf_new(ctx, &o, buf);
+	if (r)
+		fprintf(stderr, "import of a %llu-byte memfd: %s\n",
 			(unsigned long long)size, devmemtcp_ctx_errmsg(ctx));
 	return r;
 }

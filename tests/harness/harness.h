@@ -89,6 +89,13 @@ int t_capture(char *out, size_t len, const char *cmd);
  * after printing "udmabuf of N bytes: <the library's message>". */
 int t_udmabuf(struct devmemtcp_ctx *ctx, uint64_t size, struct devmemtcp_buf **buf);
 
+/* A buffer of size bytes over a new memfd through the import provider:
+ * no CPU mapping, so device memory as far as the library can tell.  The
+ * memfd (in *memfd, -1 on failure) stays the caller's: close it after
+ * freeing the buffer.  0 or a negative errno. */
+int t_memfd_buf(struct devmemtcp_ctx *ctx, uint64_t size, int *memfd,
+		struct devmemtcp_buf **buf);
+
 /* The problem of a probe result whose text is what, or NULL. */
 const struct devmemtcp_probe_problem *t_probe_problem(const struct devmemtcp_probe *p,
 						      const char *what);

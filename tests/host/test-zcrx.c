@@ -37,12 +37,7 @@ static int setup(void **state)
 	(void)state;
 	if (devmemtcp_ctx_new(&co, &ctx))
 		return -1;
-	memfd = memfd_create("zcrx-host", MFD_CLOEXEC);
-	if (memfd < 0 || ftruncate(memfd, 1 << 20))
-		return -1;
-	DEVMEMTCP_OPTS(buf_opts, bo, .provider = DEVMEMTCP_PROVIDER_IMPORT,
-		       .fd = memfd, .size = 1 << 20, .flags = DEVMEMTCP_BUF_KEEP_FD);
-	return devmemtcp_buf_new(ctx, &bo, &buf) ? -1 : 0;
+	return t_memfd_buf(ctx, 1 << 20, &memfd, &buf) ? -1 : 0;
 }
 
 static int teardown(void **state)

@@ -15,11 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "devmemtcp.h"
+#include "harness.h"
 
 #define SENTINEL 4242
 
@@ -280,14 +280,11 @@ static void c_zcrx_new(void)
 {
 	struct devmemtcp_zcrx *z = NULL;
 	struct devmemtcp_buf *b = NULL;
-	int fd = memfd_create("errno-zcrx", MFD_CLOEXEC);
-	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_IMPORT,
-		       .fd = fd, .size = 1 << 20, .flags = DEVMEMTCP_BUF_KEEP_FD);
+	int fd;
 
 	/* lo: io_uring setup, probe and a registration the kernel refuses
 	 * (no CAP_NET_ADMIN, no queue API, or no zcrx at all) */
-	if (fd >= 0 && ftruncate(fd, 1 << 20) == 0 &&
-	    devmemtcp_buf_new(ctx, &o, &b) == 0) {
+	if (t_memfd_buf(ctx, 1 << 20, &fd, &b) == 0) {
 		if (devmemtcp_zcrx_new(ctx, 1, 0, b, NULL, &z) == 0)
 			devmemtcp_zcrx_free(z);
 		devmemtcp_buf_free(b);

@@ -201,12 +201,7 @@ static int setup(void **state)
 	(void)state;
 	if (devmemtcp_ctx_new(&co, &ctx))
 		return -1;
-	memfd = memfd_create("zcrx-test", MFD_CLOEXEC);
-	if (memfd < 0 || ftruncate(memfd, 2 * MB))
-		return -1;
-	DEVMEMTCP_OPTS(buf_opts, bo, .provider = DEVMEMTCP_PROVIDER_IMPORT,
-		       .fd = memfd, .size = 2 * MB, .flags = DEVMEMTCP_BUF_KEEP_FD);
-	return devmemtcp_buf_new(ctx, &bo, &buf) ? -1 : 0;
+	return t_memfd_buf(ctx, 2 * MB, &memfd, &buf) ? -1 : 0;
 }
 
 static int teardown(void **state)
