@@ -255,6 +255,9 @@ struct devmemtcp_rx_opts {
 	 * Pending releases are always flushed before a blocking receive. */
 	uint32_t release_batch;
 	uint32_t reserved;	/* zero */
+	/* Receive through this io_uring zero-copy receive handle instead of
+	 * recvmsg(MSG_SOCK_DEVMEM) (devmemtcp_zcrx_new(3)); NULL: devmem. */
+	struct devmemtcp_zcrx *zcrx;
 };
 
 struct devmemtcp_rx_stats {
@@ -326,6 +329,86 @@ int devmemtcp_rx_release_all(struct devmemtcp_rx *rx);
 
 int devmemtcp_rx_stats(const struct devmemtcp_rx *rx,
 		       struct devmemtcp_rx_stats *stats);
+
+/* ------------------------------------------------------------------------ */
+/* io_uring zero-copy receive (zcrx): the second receive backend.           */
+
+/*
+ * A zcrx handle owns one RX queue of an interface and the io_uring that
+ * receives on it (Linux 6.15; dma-buf areas 6.16).  Sockets join it through
+ * devmemtcp_rx_new() with opts.zcrx; their fragments and releases are those
+ * of devmem.  One thread drives the ring: the first that receives on one of
+ * its sockets or waits on it.
+ */
+enum devmemtcp_zcrx_flags {
+	/* Register a host-memory buffer (udmabuf) as a dma-buf area instead of
+	 * a user-memory area; device memory always is a dma-buf area.  The
+	 * kernel cannot copy into a dma-buf area: bytes it did not place
+	 * zero-copy (a steering miss) fail the receive. */
+	DEVMEMTCP_ZCRX_DMABUF_AREA = 1u << 0,
+};
+
+struct devmemtcp_zcrx_opts {
+	size_t sz;
+	uint32_t flags;		/* enum devmemtcp_zcrx_flags */
+	/* Refill ring entries, a power of two (0: one per buffer of the area,
+	 * at most 32768). */
+	uint32_t rq_entries;
+	/* Completion queue entries, a power of two (0: twice the area's
+	 * buffers, from 256 to 65536). */
+	uint32_t cq_entries;
+	uint32_t reserved;	/* zero */
+};
+
+struct devmemtcp_zcrx_stats {
+	size_t sz;
+	uint64_t sockets;		/* registered now */
+	uint64_t syscalls;		/* system calls since setup */
+	uint64_t enter_calls;		/* ... of which io_uring_enter */
+	uint64_t completions;		/* CQEs read */
+	uint64_t frags;			/* data completions */
+	uint64_t bytes;
+	uint64_t held;			/* buffers handed out, not yet released */
+	uint64_t held_max;
+	uint64_t refills;		/* entries written to the refill ring */
+	uint64_t refill_queued;		/* releases that waited in the queue */
+	uint64_t refill_waiting;	/* ... that wait there now */
+	uint64_t refill_queue_max;	/* most releases waiting at once */
+	uint64_t refill_ring_max;	/* most entries seen in the refill ring */
+	uint64_t rearms;		/* receives armed again after they ended */
+	uint64_t steering_misses;	/* receives of flows on another queue */
+	int64_t copy_count;		/* kernel copy fallbacks, -1: not reported */
+	int64_t copy_bytes;
+	uint32_t area_buffers;		/* buffers of the area */
+	uint32_t buffer_size;		/* bytes per buffer */
+	uint32_t rq_entries;
+	uint32_t dmabuf_area;		/* 1: dma-buf area, 0: user memory */
+};
+
+struct devmemtcp_zcrx;
+
+/*
+ * Register RX queue `queue` of ifindex (in the calling thread's network
+ * namespace) for zero-copy receive into buf.  Set the NIC up first with
+ * devmemtcp_nic_open() without a buffer (header split, RSS, the flows'
+ * rules).  Needs CAP_NET_ADMIN; -EOPNOTSUPP before Linux 6.15.
+ */
+int devmemtcp_zcrx_new(struct devmemtcp_ctx *ctx, int ifindex, uint32_t queue,
+		       struct devmemtcp_buf *buf,
+		       const struct devmemtcp_zcrx_opts *opts,
+		       struct devmemtcp_zcrx **zcrx);
+/* Close the ring and wait until the queue is released.  Free the sockets'
+ * receive handles first. */
+void devmemtcp_zcrx_free(struct devmemtcp_zcrx *zcrx);
+const char *devmemtcp_zcrx_errmsg(const struct devmemtcp_zcrx *zcrx);
+/*
+ * Drive the ring (from the ring's thread) until one of its sockets has
+ * fragments or its end to receive, or timeout_ms passed (< 0: no limit).
+ * Returns the number of such sockets, 0 on timeout.
+ */
+int devmemtcp_zcrx_wait(struct devmemtcp_zcrx *zcrx, int timeout_ms);
+int devmemtcp_zcrx_stats(const struct devmemtcp_zcrx *zcrx,
+			 struct devmemtcp_zcrx_stats *stats);
 
 /* ------------------------------------------------------------------------ */
 /* NIC setup and probe: header split, RSS, ntuple rules, put back on close. */
@@ -508,6 +591,10 @@ struct devmemtcp_probe {
 	 * by number. */
 	int drm_nodes;
 	struct devmemtcp_probe_drm drm[DEVMEMTCP_PROBE_MAX_DRM];
+	/* io_uring zero-copy receive on this kernel: 1 yes, 0 no, -1 unknown */
+	int zcrx;
+	int zcrx_dmabuf;		/* dma-buf areas (6.16) */
+	char zcrx_msg[160];		/* why not, or "" */
 };
 
 /* Collect the report of ifname.  Returns the number of problems (>= 0), or

@@ -155,6 +155,18 @@ int dmt_opts_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 	return 0;
 }
 
+int dmt_opts_reserved(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		      const void *opts, size_t user_sz, size_t off, size_t len,
+		      const char *type_name)
+{
+	for (size_t i = off; opts && i < off + len && i < user_sz; i++)
+		if (((const unsigned char *)opts)[i])
+			return dmt_err(ctx, err, -EINVAL,
+				       "struct %s has a non-zero reserved byte at offset %zu: declare it with DEVMEMTCP_OPTS() or zero it with memset, and leave reserved fields zero",
+				       type_name, i);
+	return 0;
+}
+
 int dmt_tcp_check(struct devmemtcp_ctx *ctx, const char *fn, const char *use,
 		  int fd, int *domain)
 {

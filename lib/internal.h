@@ -136,10 +136,11 @@ void dmt_log(const struct devmemtcp_ctx *ctx, int level, const char *fmt, ...)
 #define DMT_OPTS_END_devmemtcp_ctx_opts dmt_offsetofend(struct devmemtcp_ctx_opts, log_level)
 #define DMT_OPTS_END_devmemtcp_buf_opts dmt_offsetofend(struct devmemtcp_buf_opts, drm_handle)
 #define DMT_OPTS_END_devmemtcp_bind_opts dmt_offsetofend(struct devmemtcp_bind_opts, no_verify)
-#define DMT_OPTS_END_devmemtcp_rx_opts dmt_offsetofend(struct devmemtcp_rx_opts, release_batch)
+#define DMT_OPTS_END_devmemtcp_rx_opts dmt_offsetofend(struct devmemtcp_rx_opts, zcrx)
 #define DMT_OPTS_END_devmemtcp_nic_opts dmt_offsetofend(struct devmemtcp_nic_opts, run_dir)
 #define DMT_OPTS_END_devmemtcp_probe_opts dmt_offsetofend(struct devmemtcp_probe_opts, flags)
 #define DMT_OPTS_END_devmemtcp_tx_opts dmt_offsetofend(struct devmemtcp_tx_opts, max_call_bytes)
+#define DMT_OPTS_END_devmemtcp_zcrx_opts dmt_offsetofend(struct devmemtcp_zcrx_opts, cq_entries)
 #define DMT_OPTS_END_devmemtcp_gpu_opts dmt_offsetofend(struct devmemtcp_gpu_opts, slots)
 
 /*
@@ -152,6 +153,15 @@ void dmt_log(const struct devmemtcp_ctx *ctx, int level, const char *fmt, ...)
 int dmt_opts_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		   const void *opts, size_t user_sz, size_t known_sz,
 		   size_t ours_sz, const char *type_name);
+/* A reserved field in the middle of a struct (fields were appended after
+ * it) must be zero too, when the caller's struct holds it. */
+int dmt_opts_reserved(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		      const void *opts, size_t user_sz, size_t off, size_t len,
+		      const char *type_name);
+#define DMT_OPTS_RESERVED(ctx, err, opts, type, field)                         \
+	dmt_opts_reserved(ctx, err, opts, (opts) ? (opts)->sz : 0,             \
+			  offsetof(struct type, field),                         \
+			  sizeof(((struct type *)0)->field), #type)
 #define DMT_OPTS_CHECK(ctx, err, opts, type)                                   \
 	dmt_opts_check(ctx, err, opts, (opts) ? (opts)->sz : 0,                \
 		       DMT_OPTS_END_##type, sizeof(struct type), #type)

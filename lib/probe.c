@@ -21,6 +21,7 @@
 #include "netdev.h"
 #include "nic.h"
 #include "uapi.h"
+#include "zcrx.h"
 
 static void problem(struct devmemtcp_probe *p, const char *fix,
 		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -485,6 +486,19 @@ static void probe_drm(struct probe *pr)
 	pr->r.drm_nodes = dmt_drm_probe(pr->r.drm, DEVMEMTCP_PROBE_MAX_DRM);
 }
 
+/* io_uring zero-copy receive, the other backend: what the kernel offers.
+ * Informational: it is no problem for devmem. */
+static void probe_zcrx(struct probe *pr)
+{
+	struct devmemtcp_probe *p = &pr->r;
+	struct dmt_zcrx_support z;
+
+	dmt_zcrx_support(&z);
+	p->zcrx = z.zcrx;
+	p->zcrx_dmabuf = z.dmabuf;
+	snprintf(p->zcrx_msg, sizeof(p->zcrx_msg), "%s", z.msg);
+}
+
 /* DEVMEMTCP_PROBE_TRY_BIND: the one sure test, unless the link is down. */
 static void probe_try_bind(struct devmemtcp_ctx *ctx, struct probe *pr)
 {
@@ -532,6 +546,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_probe(struct devmemtcp_ctx *ctx,
 	probe_exclusive(&pr);
 	probe_host(&pr);
 	probe_drm(&pr);
+	probe_zcrx(&pr);
 	if (DMT_OPT(opts, devmemtcp_probe_opts, flags, 0) & DEVMEMTCP_PROBE_TRY_BIND)
 		probe_try_bind(ctx, &pr);
 	probe_close(&pr);

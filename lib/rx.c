@@ -8,6 +8,7 @@
 
 #include "buf.h"
 #include "rx.h"
+#include "zcrx.h"
 
 #define CMSG_FRAG_SPACE CMSG_SPACE(sizeof(struct dmt_dmabuf_cmsg))
 #define DEFAULT_CTRL_FRAGS 64
@@ -41,6 +42,7 @@ struct devmemtcp_rx {
 	struct dmt_tokens tokens;
 	struct devmemtcp_rx_stats st;
 	bool warned_miss;
+	struct dmt_zcrx_sock *zc;	/* io_uring zcrx socket, NULL: devmem */
 };
 
 static int sock_dontneed(void *arg, const struct dmt_dmabuf_token *t, size_t n)
@@ -67,6 +69,9 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
 			       "devmemtcp_rx_new: rx pointer is NULL");
 	*rxp = NULL;
 	ret = DMT_OPTS_CHECK(ctx, &ctx->err, opts, devmemtcp_rx_opts);
+	if (!ret)
+		ret = DMT_OPTS_RESERVED(ctx, &ctx->err, opts, devmemtcp_rx_opts,
+					reserved);
 	if (ret)
 		return ret;
 	ret = dmt_tcp_check(ctx, "devmemtcp_rx_new", "devmem TCP", fd, &domain);
@@ -82,18 +87,28 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
 		return -ENOMEM;
 	rx->ctx = ctx;
 	rx->fd = fd;
+	if (DMT_OPT(opts, devmemtcp_rx_opts, zcrx, NULL)) {
+		ret = dmt_zcrx_sock_new(opts->zcrx, fd, &ctx->err, &rx->zc);
+		if (ret) {
+			free(rx);
+			return ret;
+		}
+	}
 	rx->ctrl_cap = DMT_OPT(opts, devmemtcp_rx_opts, ctrl_size,
 			       DEFAULT_CTRL_FRAGS * CMSG_FRAG_SPACE);
 	if (rx->ctrl_cap < CMSG_FRAG_SPACE)
 		rx->ctrl_cap = CMSG_FRAG_SPACE;
 	rx->ctrl = dmt_malloc(rx->ctrl_cap);
 	if (!rx->ctrl) {
+		dmt_zcrx_sock_free(rx->zc);
 		free(rx);
 		return -ENOMEM;
 	}
+	/* zcrx: tokens are fragment ids, returned through the refill ring */
 	dmt_tokens_init(&rx->tokens,
 			DMT_OPT(opts, devmemtcp_rx_opts, release_batch, 0),
-			sock_dontneed, &rx->fd);
+			rx->zc ? dmt_zcrx_refill : sock_dontneed,
+			rx->zc ? (void *)rx->zc : &rx->fd);
 	pthread_mutex_init(&rx->lock, NULL);
 	rx->st.sz = sizeof(rx->st);
 	*rxp = rx;
@@ -106,6 +121,7 @@ DEVMEMTCP_EXPORT void devmemtcp_rx_free(struct devmemtcp_rx *rx)
 	if (!rx)
 		return;
 	devmemtcp_rx_release_all(rx);
+	dmt_zcrx_sock_free(rx->zc);
 	dmt_tokens_fini(&rx->tokens);
 	pthread_mutex_destroy(&rx->lock);
 	for (size_t i = 0; i < rx->nbufs; i++)
@@ -383,6 +399,50 @@ static ssize_t recv_devmem(struct devmemtcp_rx *rx, struct msghdr *msg,
 	}
 }
 
+/* The receive of a zcrx socket: fragments from the ring instead of
+ * recvmsg, accounted like devmem ones (no linear bytes: the kernel copies
+ * those into the area). */
+/*
+ * zcrx: wait for completions outside the handle's lock (other threads may
+ * release meanwhile), then account the tokens under it.  The lock order is
+ * the receiver's, then the zcrx handle's.
+ */
+static int zcrx_recv(struct devmemtcp_rx *rx, struct devmemtcp_frag *frags,
+		     size_t max, size_t len)
+{
+	struct dmt_err err = { 0 };
+	bool miss = false;
+	int n = dmt_zcrx_recv(rx->zc, frags, max, len, &err, &miss);
+
+	pthread_mutex_lock(&rx->lock);
+	rx->st.recv_calls++;
+	if (n < 0 && err.code)
+		rx->err = err;
+	for (int i = 0; i < n; i++) {
+		if (dmt_tokens_received(&rx->tokens, frags[i].token) == -ENOMEM) {
+			/* untracked tokens could never be released: the rest
+			 * waits for the next receive */
+			dmt_zcrx_unget(rx->zc, frags + i, (size_t)(n - i));
+			if (!i) {
+				n = dmt_err(rx->ctx, &rx->err, -ENOMEM,
+					    "devmemtcp_rx_recv: out of memory for the token table");
+				break;
+			}
+			n = i;
+			break;
+		}
+		rx->st.bytes += frags[i].len;
+		rx->st.dmabuf_bytes += frags[i].len;
+	}
+	dmt_tokens_update_max(&rx->tokens);
+	if (n > 0) {
+		rx->st.frags += (unsigned)n;
+		rx->st.steering_misses += miss;
+	}
+	pthread_mutex_unlock(&rx->lock);
+	return n;
+}
+
 DEVMEMTCP_EXPORT int devmemtcp_rx_recv(struct devmemtcp_rx *rx,
 				       struct devmemtcp_frag *frags,
 				       size_t max_frags, void *linear,
@@ -408,6 +468,8 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_recv(struct devmemtcp_rx *rx,
 	pthread_mutex_unlock(&rx->lock);
 	if (ret < 0)
 		return ret;
+	if (rx->zc)
+		return zcrx_recv(rx, frags, max_frags > INT_MAX ? INT_MAX : max_frags, len);
 
 	if (max_frags > INT_MAX / CMSG_FRAG_SPACE)
 		max_frags = INT_MAX / CMSG_FRAG_SPACE;

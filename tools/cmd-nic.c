@@ -128,6 +128,12 @@ static void print_text(const struct devmemtcp_probe *p,
 	printf("optmem_max     ");
 	num_or_unknown(stdout, p->optmem_max);
 	printf("\n");
+	if (p->zcrx > 0)
+		printf("io_uring zcrx  yes, dma-buf areas %s\n",
+		       p->zcrx_dmabuf > 0 ? "yes" : p->zcrx_dmabuf ? "unknown" : "no");
+	else
+		printf("io_uring zcrx  %s%s%s\n", p->zcrx ? "unknown" : "no",
+		       p->zcrx_msg[0] ? ": " : "", p->zcrx_msg);
 	if (p->try_bind)
 		printf("try-bind       %s: %s\n", p->try_bind > 0 ? "ok" : "failed",
 		       p->try_bind_msg);
@@ -189,6 +195,9 @@ static void print_json(const struct devmemtcp_probe *p,
 	fprintf(f, "]");
 	fprintf(f, ",\"try_bind\":%d,\"try_bind_msg\":", p->try_bind);
 	json_str(f, p->try_bind_msg);
+	fprintf(f, ",\"zcrx\":%d,\"zcrx_dmabuf\":%d,\"zcrx_msg\":", p->zcrx,
+		p->zcrx_dmabuf);
+	json_str(f, p->zcrx_msg);
 	fprintf(f, ",\"problems\":[");
 	for (uint32_t i = 0; i < p->nproblems; i++) {
 		fprintf(f, "%s{\"what\":", i ? "," : "");

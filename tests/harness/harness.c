@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -108,6 +109,17 @@ double t_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+uint64_t t_rand(uint64_t *state)
+{
+	uint64_t x = *state ? *state : 0x9e3779b97f4a7c15ull;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	*state = x;
+	return x;
+}
+
 uint64_t t_parse_bytes(const char *s)
 {
 	char *end;
@@ -187,6 +199,27 @@ int t_fdinfo(int fd, const char *key, char *value, size_t len)
 	}
 	fclose(f);
 	return ret;
+}
+
+int t_memfd_buf(struct devmemtcp_ctx *ctx, uint64_t size, int *memfd,
+		struct devmemtcp_buf **buf)
+{
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_IMPORT,
+		       .size = size, .flags = DEVMEMTCP_BUF_KEEP_FD);
+	int r;
+
+	*buf = NULL;
+	/* test builds let a memfd stand in for a dma-buf at import */
+	setenv("DEVMEMTCP_TEST_DMABUF_MEMFD", "1", 1);
+	*memfd = memfd_create("devmemtcp-test", MFD_CLOEXEC);
+	if (*memfd < 0 || ftruncate(*memfd, (off_t)size))
+		return -errno;
+	o.fd = *memfd;
+	r = devmemtcp_buf_new(ctx, &o, buf);
+	if (r)
+		fprintf(stderr, "import of a %llu-byte memfd: %s\n",
+			(unsigned long long)size, devmemtcp_ctx_errmsg(ctx));
+	return r;
 }
 
 const struct devmemtcp_probe_problem *t_probe_problem(const struct devmemtcp_probe *p,

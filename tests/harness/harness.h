@@ -71,6 +71,9 @@ const char *t_own_comm(void);
 int t_count_fds(void);
 /* Seconds on the monotonic clock. */
 double t_now(void);
+/* The next number of a xorshift64 sequence (*state 0: a fixed seed):
+ * reproducible random orders; print the seed. */
+uint64_t t_rand(uint64_t *state);
 /* "64M" -> 67108864 (K, M, G suffixes, either case). */
 uint64_t t_parse_bytes(const char *s);
 
@@ -93,6 +96,13 @@ int t_buf(struct devmemtcp_ctx *ctx, uint32_t provider, uint64_t size,
 /* The value of "key:" in /proc/self/fdinfo/<fd> (a dma-buf's exp_name,
  * name, size) into value: 0, or -1 when fd has no such line. */
 int t_fdinfo(int fd, const char *key, char *value, size_t len);
+
+/* A buffer of size bytes over a new memfd through the import provider:
+ * no CPU mapping, so device memory as far as the library can tell.  The
+ * memfd (in *memfd, -1 on failure) stays the caller's: close it after
+ * freeing the buffer.  0 or a negative errno. */
+int t_memfd_buf(struct devmemtcp_ctx *ctx, uint64_t size, int *memfd,
+		struct devmemtcp_buf **buf);
 
 /* The problem of a probe result whose text is what, or NULL. */
 const struct devmemtcp_probe_problem *t_probe_problem(const struct devmemtcp_probe *p,
