@@ -26,8 +26,6 @@
  * (bench/results/gather-h200.md); one fragment per warp was 4x slower. */
 #define GPU_BYTES_PER_WARP (8u << 10)
 #define GPU_PER_WARP_MIN 2u
-/* Output positions are 32-bit: a launch covers less than 4 GiB. */
-#define GPU_POS_MAX 0xffffffffull
 
 struct gpu_slot {
 	struct dmt_gather_desc *desc;	/* pinned host */
@@ -387,134 +385,39 @@ static int slot_launch(struct devmemtcp_gpu *gpu, struct gpu_slot *s,
 	return 0;
 }
 
-/* Validate: every non-linear fragment has an address; the bytes fit. */
-static int gather_check(struct devmemtcp_gpu *gpu,
-			const struct devmemtcp_frag *frags, size_t n,
-			const struct devmemtcp_gpu_iov *dsts, size_t ndst)
-{
-	uint64_t need = 0, room = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		const struct devmemtcp_frag *f = &frags[i];
-
-		if (!f->addr && f->len && !(f->flags & DEVMEMTCP_FRAG_LINEAR))
-			return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
-				       "fragment %zu (binding %u, offset %#llx) has no device address: register its binding's buffer with devmemtcp_rx_add_buf",
-				       i, f->binding_id,
-				       (unsigned long long)f->offset);
-		need += f->len;
-	}
-	for (size_t i = 0; i < ndst; i++)
-		room += dsts[i].len;
-	if (need > room)
-		return dmt_err(gpu->ctx, &gpu->err, -ENOSPC,
-			       "the fragments hold %llu bytes but the destinations only %llu: give more room",
-			       (unsigned long long)need,
-			       (unsigned long long)room);
-	return 0;
-}
-
-/* One destination: no fragment is split, output is bias + pos. */
-static int gather_one(struct devmemtcp_gpu *gpu,
+/*
+ * Build and launch batch after batch.  Every fragment is checked before the
+ * first launch: all of them while building the first batch, or by
+ * dmt_gather_check when there are more.
+ */
+static int gather_run(struct devmemtcp_gpu *gpu,
 		      const struct devmemtcp_frag *frags, size_t n,
-		      uint64_t addr, CUstream stream)
+		      const struct devmemtcp_gpu_iov *dsts, size_t ndst,
+		      CUstream stream)
 {
-	size_t i = 0;
+	struct dmt_gather_cursor cur = { 0 };
+	bool first = true;
 	int ret;
 
-	while (i < n) {
+	while (cur.i < n) {
 		struct gpu_slot *s = NULL;
-		struct dmt_gather_desc *d;
-		uint32_t nd = 0, max = gpu->max_frags;
-		uint64_t pos = 0;
+		struct dmt_gather_batch b;
 
 		ret = slot_acquire(gpu, &s);
 		if (ret)
 			return ret;
-		d = s->desc;
-		for (; i < n && nd < max; i++) {
-			const struct devmemtcp_frag *f = &frags[i];
-
-			if (pos + f->len > GPU_POS_MAX)
-				break;
-			if (!(f->flags & DEVMEMTCP_FRAG_LINEAR) && f->len) {
-				d[nd].src = f->addr;
-				d[nd].len = f->len;
-				d[nd].pos = (uint32_t)pos;
-				nd++;
-			}
-			pos += f->len;
-		}
-		s->dst[0] = (struct dmt_gather_dst){ 0, addr };
-		ret = slot_launch(gpu, s, nd, 1, pos, stream);
+		b = (struct dmt_gather_batch){ .desc = s->desc, .dst = s->dst,
+					       .max_desc = gpu->max_frags,
+					       .max_dst = DMT_GATHER_DST_MAX };
+		ret = dmt_gather_build(gpu->ctx, &gpu->err, frags, n, dsts,
+				       ndst, &cur, &b);
+		if (!ret && first && cur.i < n)
+			ret = dmt_gather_check(gpu->ctx, &gpu->err, frags, n,
+					       dsts, ndst, &cur);
 		if (ret)
 			return ret;
-		addr += pos;
-	}
-	return 0;
-}
-
-/* Several destinations: fragments are cut where a destination ends. */
-static int gather_many(struct devmemtcp_gpu *gpu,
-		       const struct devmemtcp_frag *frags, size_t n,
-		       const struct devmemtcp_gpu_iov *dsts, size_t ndst,
-		       CUstream stream)
-{
-	size_t i = 0, di = 0;
-	uint64_t foff = 0, doff = 0;
-	int ret;
-
-	while (di < ndst && dsts[di].len == 0)
-		di++;
-	while (i < n) {
-		struct gpu_slot *s = NULL;
-		struct dmt_gather_desc *d;
-		uint32_t nd = 0, nt = 0, max = gpu->max_frags;
-		uint64_t pos = 0;
-
-		ret = slot_acquire(gpu, &s);
-		if (ret)
-			return ret;
-		d = s->desc;
-		s->dst[nt++] = (struct dmt_gather_dst){
-			0, di < ndst ? dsts[di].addr + doff : 0 };
-		while (i < n) {
-			const struct devmemtcp_frag *f = &frags[i];
-			uint64_t take, rem = f->len - foff, room;
-
-			if (!rem) {
-				i++;
-				foff = 0;
-				continue;
-			}
-			room = dsts[di].len - doff;
-			if (!room) {
-				if (nt == DMT_GATHER_DST_MAX)
-					break;
-				di++;
-				doff = 0;
-				s->dst[nt++] = (struct dmt_gather_dst){
-					pos, dsts[di].addr - pos };
-				continue;
-			}
-			take = rem < room ? rem : room;
-			if (pos + take > GPU_POS_MAX)
-				take = GPU_POS_MAX - pos;
-			if (!take)
-				break;
-			if (!(f->flags & DEVMEMTCP_FRAG_LINEAR)) {
-				if (nd == max)
-					break;
-				d[nd].src = f->addr + foff;
-				d[nd].len = (uint32_t)take;
-				d[nd].pos = (uint32_t)pos;
-				nd++;
-			}
-			pos += take;
-			doff += take;
-			foff += take;
-		}
-		ret = slot_launch(gpu, s, nd, nt, pos, stream);
+		first = false;
+		ret = slot_launch(gpu, s, b.nd, b.ndst, b.bytes, stream);
 		if (ret)
 			return ret;
 	}
@@ -537,16 +440,12 @@ static int gpu_gather_impl(struct devmemtcp_gpu *gpu,
 	if (!gpu->fn_gather)
 		return dmt_err(gpu->ctx, &gpu->err, -EOPNOTSUPP,
 			       "this libdevmemtcp was built without the gather kernels: install the CUDA toolkit (nvcc) and rebuild with -Dcuda=enabled");
-	ret = gather_check(gpu, frags, n, dsts, ndst);
-	if (ret || !n)
-		return ret;
+	if (!n)
+		return 0;
 	ret = ctx_push(gpu);
 	if (ret)
 		return ret;
-	if (ndst == 1)
-		ret = gather_one(gpu, frags, n, dsts[0].addr, (CUstream)stream);
-	else
-		ret = gather_many(gpu, frags, n, dsts, ndst, (CUstream)stream);
+	ret = gather_run(gpu, frags, n, dsts, ndst, (CUstream)stream);
 	ctx_pop(gpu);
 	return ret;
 }

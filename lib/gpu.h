@@ -33,6 +33,52 @@ struct dmt_gather_dst {
 /* Destinations per launch (staged in 16 KiB of shared memory). */
 #define DMT_GATHER_DST_MAX 1024u
 
+/* ---- the CPU side of a gather (gpu_desc.c): no CUDA needed ---------------- */
+
+/* Where a gather stands between launches. */
+struct dmt_gather_cursor {
+	size_t i;		/* next fragment */
+	uint64_t foff;		/* bytes of it already placed */
+	size_t di;		/* current destination */
+	uint64_t doff;		/* bytes of it already filled */
+};
+
+/* One launch: room for descriptors and destinations, and what was put
+ * there. */
+struct dmt_gather_batch {
+	struct dmt_gather_desc *desc;
+	struct dmt_gather_dst *dst;
+	uint32_t max_desc;
+	uint32_t max_dst;
+	uint32_t nd;		/* descriptors filled */
+	uint32_t ndst;		/* destinations filled (>= 1) */
+	uint64_t bytes;		/* output positions covered, holes included */
+};
+
+/* Output positions are 32-bit: a launch covers less than 4 GiB. */
+#define DMT_GATHER_POS_MAX 0xffffffffull
+
+/*
+ * Fill b with the next launch of the gather of frags into dsts, starting
+ * at *cur (zeroed for the first), and advance *cur; the gather is complete
+ * when cur->i == n.  Fragments are cut where a destination ends and where
+ * b is full; a linear fragment leaves a hole.  Returns 0, or a negative
+ * errno with the message on err (logged through ctx): -EINVAL for a
+ * fragment without a device address, -ENOSPC when the destinations are
+ * too small for the fragments.  Only the fragments that b covers are
+ * checked: see dmt_gather_check for the rest.
+ */
+int dmt_gather_build(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		     const struct devmemtcp_frag *frags, size_t n,
+		     const struct devmemtcp_gpu_iov *dsts, size_t ndst,
+		     struct dmt_gather_cursor *cur, struct dmt_gather_batch *b);
+/* Check the fragments from *cur on as dmt_gather_build would, without
+ * building anything (before queueing the first of several launches). */
+int dmt_gather_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		     const struct devmemtcp_frag *frags, size_t n,
+		     const struct devmemtcp_gpu_iov *dsts, size_t ndst,
+		     const struct dmt_gather_cursor *cur);
+
 /* The embedded fatbin (generated from lib/gather.cu); absent without nvcc. */
 extern const unsigned char dmt_gather_fatbin[];
 extern const size_t dmt_gather_fatbin_size;

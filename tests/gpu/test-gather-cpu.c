@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * The CPU side of a gather (suite unit, no GPU): the descriptors and
+ * destination tables that dmt_gather_build writes, executed here on host
+ * memory exactly as the kernel reads them, must put every byte where the
+ * reference copy does, for random fragment sets, holes, destination cuts
+ * and batch limits.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "gpu.h"
+
+/* Fake device address spaces backed by host memory. */
+#define SRC_BASE 0x100000000ull
+#define SRC_SIZE (1u << 20)
+#define DST_BASE 0x900000000ull
+#define DST_SIZE (8u << 20)
+#define POISON 0xa5
+
+static uint8_t *src_mem, *dst_mem, *want;
+static struct devmemtcp_ctx *ctx;
+static struct dmt_err err;
+static uint64_t rng = 0x243f6a8885a308d3ull;
+
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static uint64_t rnd_range(uint64_t lo, uint64_t hi)	/* [lo, hi] */
+{
+	return lo + rnd() % (hi - lo + 1);
+}
+
+static void quiet(void *user, int level, const char *msg)
+{
+}
+
+static int setup(void **state)
+{
+	DEVMEMTCP_OPTS(ctx_opts, o, .log_fn = quiet);
+
+	src_mem = malloc(SRC_SIZE);
+	dst_mem = malloc(DST_SIZE);
+	want = malloc(DST_SIZE);
+	if (!src_mem || !dst_mem || !want)
+		return -1;
+	for (size_t i = 0; i < SRC_SIZE; i++)
+		src_mem[i] = (uint8_t)rnd();
+	return devmemtcp_ctx_new(&o, &ctx);
+}
+
+static int teardown(void **state)
+{
+	free(src_mem);
+	free(dst_mem);
+	free(want);
+	devmemtcp_ctx_free(ctx);
+	return 0;
+}
+
+/* What the kernel does with one launch, on host memory. */
+static void execute(const struct dmt_gather_batch *b)
+{
+	for (uint32_t k = 0; k < b->nd; k++) {
+		const struct dmt_gather_desc *d = &b->desc[k];
+		uint64_t bias = b->dst[0].bias, to;
+		uint32_t lo = 0;
+
+		if (b->ndst > 1) {
+			for (uint32_t j = 1; j < b->ndst; j++)
+				if (b->dst[j].start <= d->pos)
+					lo = j;
+			bias = b->dst[lo].bias;
+		}
+		assert_true(d->len > 0);
+		assert_true(d->pos + (uint64_t)d->len <= b->bytes);
+		to = bias + d->pos;
+		assert_true(d->src >= SRC_BASE &&
+			    d->src + d->len <= SRC_BASE + SRC_SIZE);
+		assert_true(to >= DST_BASE && to + d->len <= DST_BASE + DST_SIZE);
+		memcpy(dst_mem + (to - DST_BASE), src_mem + (d->src - SRC_BASE),
+		       d->len);
+	}
+}
+
+/* Gather batch after batch; returns the number of batches. */
+static int gather_cpu(const struct devmemtcp_frag *f, size_t n,
+		      const struct devmemtcp_gpu_iov *dsts, size_t ndst,
+		      uint32_t max_desc, uint32_t max_dst)
+{
+	struct dmt_gather_desc *desc = calloc(max_desc, sizeof(*desc));
+	struct dmt_gather_dst *dst = calloc(max_dst, sizeof(*dst));
+	struct dmt_gather_cursor cur = { 0 };
+	int batches = 0;
+
+	assert_non_null(desc);
+	assert_non_null(dst);
+	while (cur.i < n) {
+		struct dmt_gather_batch b = { .desc = desc, .dst = dst,
+					      .max_desc = max_desc,
+					      .max_dst = max_dst };
+		struct dmt_gather_cursor before = cur;
+
+		assert_int_equal(dmt_gather_build(ctx, &err, f, n, dsts, ndst,
+						  &cur, &b), 0);
+		if (!batches)
+			assert_int_equal(dmt_gather_check(ctx, &err, f, n, dsts,
+							  ndst, &cur), 0);
+		assert_true(b.nd <= max_desc);
+		assert_true(b.ndst >= 1 && b.ndst <= max_dst);
+		assert_true(b.bytes <= DMT_GATHER_POS_MAX);
+		/* progress every time */
+		assert_true(cur.i > before.i || cur.foff > before.foff);
+		execute(&b);
+		batches++;
+	}
+	free(desc);
+	free(dst);
+	return batches;
+}
+
+/* Random fragments of the source, every 7th linear when holes. */
+static uint64_t make_frags(struct devmemtcp_frag *f, size_t n, bool holes)
+{
+	uint64_t total = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		uint32_t len;
+		uint64_t off;
+
+		switch (rnd() % 4) {
+		case 0:
+			len = 4096;
+			break;
+		case 1:
+			len = 1448;
+			break;
+		case 2:
+			len = (uint32_t)rnd_range(0, 64);
+			break;
+		default:
+			len = (uint32_t)rnd_range(1, 20000);
+		}
+		off = rnd_range(0, SRC_SIZE - len);
+		f[i] = (struct devmemtcp_frag){ .offset = off,
+						.addr = SRC_BASE + off,
+						.len = len, .token = (uint32_t)i };
+		if (holes && i % 7 == 3)
+			f[i] = (struct devmemtcp_frag){ .len = len,
+							.flags = DEVMEMTCP_FRAG_LINEAR };
+		total += len;
+	}
+	return total;
+}
+
+/* Destinations: total cut at random points, placed with random gaps. */
+static size_t make_dsts(struct devmemtcp_gpu_iov *d, size_t max,
+			uint64_t total, uint64_t spare)
+{
+	uint64_t at = 0, left = total + spare;
+	size_t k = 0;
+
+	for (; k + 1 < max && left; k++) {
+		uint64_t len = rnd() % 3 ? rnd_range(0, left) : 0;
+
+		at += rnd_range(0, 64);
+		d[k] = (struct devmemtcp_gpu_iov){ DST_BASE + at, len };
+		at += len;
+		left -= len;
+	}
+	at += rnd_range(0, 64);
+	d[k++] = (struct devmemtcp_gpu_iov){ DST_BASE + at, left };
+	assert_true(at + left <= DST_SIZE);
+	return k;
+}
+
+/* The reference: concatenate, cut into the destinations; holes keep the
+ * poison. */
+static void reference(const struct devmemtcp_frag *f, size_t n,
+		      const struct devmemtcp_gpu_iov *d, size_t ndst)
+{
+	size_t di = 0;
+	uint64_t doff = 0;
+
+	memset(want, POISON, DST_SIZE);
+	for (size_t i = 0; i < n; i++) {
+		for (uint32_t k = 0; k < f[i].len;) {
+			uint64_t room, take;
+
+			while (d[di].len == doff) {
+				di++;
+				doff = 0;
+			}
+			room = d[di].len - doff;
+			take = f[i].len - k < room ? f[i].len - k : room;
+			if (!(f[i].flags & DEVMEMTCP_FRAG_LINEAR))
+				memcpy(want + (d[di].addr - DST_BASE) + doff,
+				       src_mem + f[i].offset + k, take);
+			k += (uint32_t)take;
+			doff += take;
+		}
+	}
+}
+
+static void run_case(size_t n, size_t maxdst, bool holes, uint32_t max_desc,
+		     uint32_t max_dst)
+{
+	struct devmemtcp_frag *f = calloc(n, sizeof(*f));
+	struct devmemtcp_gpu_iov d[64];
+	uint64_t total;
+	size_t ndst;
+
+	assert_non_null(f);
+	assert_true(maxdst <= 64);
+	total = make_frags(f, n, holes);
+	ndst = make_dsts(d, maxdst, total, rnd() % 2 ? rnd_range(0, 5000) : 0);
+	reference(f, n, d, ndst);
+	memset(dst_mem, POISON, DST_SIZE);
+	gather_cpu(f, n, d, ndst, max_desc, max_dst);
+	if (memcmp(dst_mem, want, DST_SIZE)) {
+		size_t bad = 0;
+
+		while (dst_mem[bad] == want[bad])
+			bad++;
+		fail_msg("byte %zu differs (%zu frags, %zu dsts, max_desc %u, max_dst %u)",
+			 bad, n, ndst, max_desc, max_dst);
+	}
+	free(f);
+}
+
+static void test_random_gathers(void **state)
+{
+	for (int r = 0; r < 300; r++) {
+		size_t n = (size_t)rnd_range(1, 300);
+
+		run_case(n, 1, r % 2, 1u << 18, DMT_GATHER_DST_MAX);
+		run_case(n, (size_t)rnd_range(1, 64), r % 3 == 0, 1u << 18,
+			 DMT_GATHER_DST_MAX);
+		/* small batches: cuts at batch ends too */
+		run_case(n, (size_t)rnd_range(1, 64), r % 2,
+			 (uint32_t)rnd_range(1, 40), (uint32_t)rnd_range(1, 6));
+	}
+}
+
+/* One destination, whole fragments: one descriptor each, packed. */
+static void test_descriptors_one_dst(void **state)
+{
+	const struct devmemtcp_frag f[] = {
+		{ .addr = SRC_BASE + 0x1000, .len = 4096 },
+		{ .len = 66, .flags = DEVMEMTCP_FRAG_LINEAR },
+		{ .addr = SRC_BASE + 0x9000, .len = 0 },
+		{ .addr = SRC_BASE + 0x5000, .len = 1448 },
+	};
+	const struct devmemtcp_gpu_iov dst = { DST_BASE + 100, 10000 };
+	struct dmt_gather_desc desc[8];
+	struct dmt_gather_dst dsts[2];
+	struct dmt_gather_batch b = { desc, dsts, 8, 2 };
+	struct dmt_gather_cursor cur = { 0 };
+
+	assert_int_equal(dmt_gather_build(ctx, &err, f, 4, &dst, 1, &cur, &b), 0);
+	assert_int_equal(cur.i, 4);
+	assert_int_equal(b.nd, 2);
+	assert_int_equal(b.ndst, 1);
+	assert_int_equal(b.bytes, 4096 + 66 + 1448);
+	assert_int_equal(dsts[0].start, 0);
+	assert_int_equal(dsts[0].bias, DST_BASE + 100);
+	assert_int_equal(desc[0].src, SRC_BASE + 0x1000);
+	assert_int_equal(desc[0].len, 4096);
+	assert_int_equal(desc[0].pos, 0);
+	assert_int_equal(desc[1].src, SRC_BASE + 0x5000);
+	assert_int_equal(desc[1].len, 1448);
+	assert_int_equal(desc[1].pos, 4096 + 66);
+}
+
+/* A fragment straddling two destinations becomes two descriptors. */
+static void test_descriptors_cut_at_destination(void **state)
+{
+	const struct devmemtcp_frag f[] = {
+		{ .addr = SRC_BASE + 0x1000, .len = 4096 },
+	};
+	const struct devmemtcp_gpu_iov dst[] = {
+		{ DST_BASE + 0x10000, 1000 },
+		{ DST_BASE + 0x20000, 0 },
+		{ DST_BASE + 0x30000, 5000 },
+	};
+	struct dmt_gather_desc desc[8];
+	struct dmt_gather_dst dsts[4];
+	struct dmt_gather_batch b = { desc, dsts, 8, 4 };
+	struct dmt_gather_cursor cur = { 0 };
+
+	assert_int_equal(dmt_gather_build(ctx, &err, f, 1, dst, 3, &cur, &b), 0);
+	assert_int_equal(b.nd, 2);
+	assert_int_equal(b.ndst, 2);
+	assert_int_equal(desc[0].src, SRC_BASE + 0x1000);
+	assert_int_equal(desc[0].len, 1000);
+	assert_int_equal(desc[0].pos, 0);
+	assert_int_equal(desc[1].src, SRC_BASE + 0x1000 + 1000);
+	assert_int_equal(desc[1].len, 3096);
+	assert_int_equal(desc[1].pos, 1000);
+	assert_int_equal(dsts[0].bias, DST_BASE + 0x10000);
+	assert_int_equal(dsts[1].start, 1000);
+	assert_int_equal(dsts[1].bias + 1000, DST_BASE + 0x30000);
+}
+
+static void test_errors(void **state)
+{
+	struct devmemtcp_frag f[] = {
+		{ .addr = SRC_BASE, .len = 10 },
+		{ .addr = 0, .offset = 0x3000, .len = 10, .binding_id = 4 },
+	};
+	const struct devmemtcp_gpu_iov dst = { DST_BASE, 19 };
+	const struct devmemtcp_gpu_iov big = { DST_BASE, 100 };
+	struct dmt_gather_desc desc[1];
+	struct dmt_gather_dst dsts[1];
+	struct dmt_gather_batch b = { desc, dsts, 1, 1 };
+	struct dmt_gather_cursor cur = { 0 };
+
+	assert_int_equal(dmt_gather_build(ctx, &err, f, 2, &big, 1, &cur, &b),
+			 0);	/* batch full after the first: not reached */
+	assert_int_equal(cur.i, 1);
+	assert_int_equal(dmt_gather_check(ctx, &err, f, 2, &big, 1, &cur),
+			 -EINVAL);
+	assert_string_equal(err.msg,
+			    "fragment 1 (binding 4, offset 0x3000) has no device address: register its binding's buffer with devmemtcp_rx_add_buf");
+	f[1].addr = SRC_BASE + 0x3000;
+	assert_int_equal(dmt_gather_check(ctx, &err, f, 2, &dst, 1, &cur),
+			 -ENOSPC);
+	assert_string_equal(err.msg,
+			    "the fragments hold 20 bytes but the destinations only 19: give more room");
+	cur = (struct dmt_gather_cursor){ 0 };
+	b.max_desc = 1;
+	assert_int_equal(dmt_gather_build(ctx, &err, f, 2, &dst, 1, &cur, &b), 0);
+	assert_int_equal(dmt_gather_build(ctx, &err, f, 2, &dst, 1, &cur, &b),
+			 -ENOSPC);
+	cur = (struct dmt_gather_cursor){ 0 };
+	assert_int_equal(dmt_gather_build(ctx, &err, f, 2, NULL, 0, &cur, &b),
+			 -ENOSPC);
+	assert_string_equal(err.msg,
+			    "the fragments hold 20 bytes but the destinations only 0: give more room");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_descriptors_one_dst),
+		cmocka_unit_test(test_descriptors_cut_at_destination),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_random_gathers),
+	};
+	const char *seed = getenv("DEVMEMTCP_TEST_SEED");
+
+	if (seed)
+		rng = strtoull(seed, NULL, 0) | 1;
+	printf("seed %#llx\n", (unsigned long long)rng);
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
