@@ -4,7 +4,9 @@
  * destination tables that dmt_gather_build writes, executed here on host
  * memory exactly as the kernel reads them, must put every byte where the
  * reference copy does, for random fragment sets, holes, destination cuts
- * and batch limits.
+ * and batch limits, and for buffers whose segment table maps neighbouring
+ * dma-buf offsets to distant device addresses (a fragment crossing such a
+ * boundary is two runs of device memory, never one).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -16,6 +18,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "buf.h"
 #include "gpu.h"
 
 /* Fake device address spaces backed by host memory. */
@@ -351,6 +354,189 @@ static void test_errors(void **state)
 			    "the fragments hold 20 bytes but the destinations only 0: give more room");
 }
 
+/* ---- segment tables: fragments crossing into a distant segment ----------- */
+
+/*
+ * A 64 KiB buffer whose 4 KiB pages are permuted over the source, plus one
+ * boundary off the page grid (at 0x6800) and, for the gap test, a hole.
+ */
+#define PERM_SIZE 0x10000u
+
+static struct devmemtcp_buf *perm_buf(bool gap)
+{
+	struct devmemtcp_segment segs[17];
+	struct devmemtcp_buf *buf;
+	size_t n = 0;
+
+	for (uint64_t p = 0; p < 16; p++) {
+		uint64_t off = p * 0x1000, len = 0x1000;
+
+		if (p == 6)
+			len = 0x800;	/* 0x6000..0x6800, then 0x6800..0x7000 */
+		if (gap && p == 9)
+			continue;	/* 0x9000..0xa000 has no address */
+		segs[n++] = (struct devmemtcp_segment){
+			off, len, SRC_BASE + 0x40000 + (p * 7 % 16) * 0x1000 };
+		if (p == 6)
+			segs[n++] = (struct devmemtcp_segment){
+				0x6800, 0x800, SRC_BASE + 0x80000 + 0x100 };
+	}
+	assert_int_equal(dmt_buf_alloc(ctx, DEVMEMTCP_PROVIDER_IMPORT, &buf), 0);
+	buf->size = PERM_SIZE;
+	assert_int_equal(dmt_buf_set_segments(buf, segs, n), 0);
+	return buf;
+}
+
+/* Source byte at dma-buf offset off of buf (through its table). */
+static uint8_t perm_byte(const struct devmemtcp_buf *buf, uint64_t off)
+{
+	uint64_t a;
+
+	assert_int_equal(devmemtcp_buf_addr(buf, off, &a), 0);
+	return src_mem[a - SRC_BASE];
+}
+
+static struct devmemtcp_frag perm_frag(const struct devmemtcp_buf *buf,
+				       uint64_t off, uint32_t len)
+{
+	struct devmemtcp_frag f = { .offset = off, .len = len, .token = 1,
+				    .binding_id = 1 };
+
+	assert_int_equal(devmemtcp_buf_addr(buf, off, &f.addr), 0);
+	return f;
+}
+
+/* Offset 0x800, 4 KiB: 2 KiB in page 0, 2 KiB in page 1. */
+static void test_fragment_across_segments_is_two_descriptors(void **state)
+{
+	struct devmemtcp_buf *buf = perm_buf(false);
+	const struct devmemtcp_frag f[] = {
+		perm_frag(buf, 0x800, 0x1000),
+		perm_frag(buf, 0x6400, 0x800),	/* across 0x6800 */
+	};
+	const struct devmemtcp_gpu_iov dst = { DST_BASE, 0x2000 };
+	struct dmt_gather_desc desc[8];
+	struct dmt_gather_dst dsts[1];
+	struct dmt_gather_batch b = { desc, dsts, 8, 1 };
+	struct dmt_gather_cursor cur = { 0 };
+
+	assert_int_equal(dmt_gather_build(ctx, &err, f, 2, &dst, 1, &cur, &b), 0);
+	assert_int_equal(b.nd, 4);
+	assert_int_equal(desc[0].src, SRC_BASE + 0x40000 + 0x800);
+	assert_int_equal(desc[0].len, 0x800);
+	assert_int_equal(desc[0].pos, 0);
+	assert_int_equal(desc[1].src, SRC_BASE + 0x40000 + 7 * 0x1000);
+	assert_int_equal(desc[1].len, 0x800);
+	assert_int_equal(desc[1].pos, 0x800);
+	assert_int_equal(desc[2].src, SRC_BASE + 0x40000 + 10 * 0x1000 + 0x400);
+	assert_int_equal(desc[2].len, 0x400);
+	assert_int_equal(desc[2].pos, 0x1000);
+	assert_int_equal(desc[3].src, SRC_BASE + 0x80000 + 0x100);
+	assert_int_equal(desc[3].len, 0x400);
+	assert_int_equal(desc[3].pos, 0x1400);
+	devmemtcp_buf_free(buf);
+}
+
+static void test_view_splits_fragment_across_segments(void **state)
+{
+	struct devmemtcp_buf *buf = perm_buf(false);
+	const struct devmemtcp_frag f[] = {
+		perm_frag(buf, 0x800, 0x1000),
+		perm_frag(buf, 0x6400, 0x800),
+	};
+	struct devmemtcp_gpu_iov iov[5];
+
+	memset(iov, 0, sizeof(iov));
+	assert_int_equal(devmemtcp_gpu_view(NULL, f, 2, iov, 5), 4);
+	assert_int_equal(iov[0].addr, SRC_BASE + 0x40000 + 0x800);
+	assert_int_equal(iov[0].len, 0x800);
+	assert_int_equal(iov[1].addr, SRC_BASE + 0x40000 + 7 * 0x1000);
+	assert_int_equal(iov[1].len, 0x800);
+	assert_int_equal(iov[2].addr, SRC_BASE + 0x40000 + 10 * 0x1000 + 0x400);
+	assert_int_equal(iov[2].len, 0x400);
+	assert_int_equal(iov[3].addr, SRC_BASE + 0x80000 + 0x100);
+	assert_int_equal(iov[3].len, 0x400);
+	assert_int_equal(iov[4].len, 0);
+	/* room for one: the count is still that of the pieces */
+	assert_int_equal(devmemtcp_gpu_view(NULL, f, 1, iov, 1), 2);
+	devmemtcp_buf_free(buf);
+}
+
+/* Bytes past the end of a segment that have no address: refused. */
+static void test_fragment_into_a_gap_is_refused(void **state)
+{
+	struct devmemtcp_buf *buf = perm_buf(true);
+	const struct devmemtcp_frag f[] = {
+		perm_frag(buf, 0x100, 0x100),
+		perm_frag(buf, 0x8800, 0x1000),	/* 0x9000.. is a gap */
+	};
+	const struct devmemtcp_gpu_iov dst = { DST_BASE, 0x2000 };
+	struct devmemtcp_gpu_iov iov[4];
+	struct dmt_gather_desc desc[8];
+	struct dmt_gather_dst dsts[1];
+	struct dmt_gather_batch b = { desc, dsts, 8, 1 };
+	struct dmt_gather_cursor cur = { 0 };
+	const char *want_msg =
+		"fragment 1 (binding 1, offset 0x8800, 4096 bytes) runs into dma-buf offset 0x9000, which has no device address in its buffer's segment table: only the NIC's own fragments (which never cross a segment boundary) or fragments inside the table can be gathered";
+
+	assert_int_equal(dmt_gather_build(ctx, &err, f, 2, &dst, 1, &cur, &b),
+			 -EINVAL);
+	assert_string_equal(err.msg, want_msg);
+	cur = (struct dmt_gather_cursor){ 0 };
+	assert_int_equal(dmt_gather_check(ctx, &err, f, 2, &dst, 1, &cur),
+			 -EINVAL);
+	assert_string_equal(err.msg, want_msg);
+	assert_int_equal(devmemtcp_gpu_view(NULL, f, 2, iov, 4), -EINVAL);
+	devmemtcp_buf_free(buf);
+}
+
+/* Random fragments anywhere in the permuted buffer, batches of any size. */
+static void test_random_fragments_across_segments(void **state)
+{
+	struct devmemtcp_buf *buf = perm_buf(false);
+	struct devmemtcp_frag f[64];
+
+	for (int r = 0; r < 300; r++) {
+		size_t n = (size_t)rnd_range(1, 64), ndst;
+		struct devmemtcp_gpu_iov d[16];
+		uint64_t total = 0, pos = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			uint32_t len = (uint32_t)rnd_range(1, 3 * 0x1000);
+			uint64_t off = rnd_range(0, PERM_SIZE - len);
+
+			f[i] = perm_frag(buf, off, len);
+			total += len;
+		}
+		ndst = make_dsts(d, (size_t)rnd_range(1, 16), total, 0);
+		/* the reference through the table, byte by byte */
+		memset(want, POISON, DST_SIZE);
+		{
+			size_t di = 0;
+			uint64_t doff = 0;
+
+			for (size_t i = 0; i < n; i++) {
+				for (uint32_t k = 0; k < f[i].len; k++) {
+					while (d[di].len == doff) {
+						di++;
+						doff = 0;
+					}
+					want[d[di].addr - DST_BASE + doff++] =
+						perm_byte(buf, f[i].offset + k);
+					pos++;
+				}
+			}
+		}
+		assert_int_equal(pos, total);
+		memset(dst_mem, POISON, DST_SIZE);
+		gather_cpu(f, n, d, ndst, r % 2 ? 1u << 18 : (uint32_t)rnd_range(1, 9),
+			   r % 2 ? DMT_GATHER_DST_MAX : (uint32_t)rnd_range(1, 4));
+		if (memcmp(dst_mem, want, DST_SIZE))
+			fail_msg("round %d: gathered bytes differ from the dma-buf's", r);
+	}
+	devmemtcp_buf_free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -358,6 +544,10 @@ int main(void)
 		cmocka_unit_test(test_descriptors_cut_at_destination),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_random_gathers),
+		cmocka_unit_test(test_fragment_across_segments_is_two_descriptors),
+		cmocka_unit_test(test_view_splits_fragment_across_segments),
+		cmocka_unit_test(test_fragment_into_a_gap_is_refused),
+		cmocka_unit_test(test_random_fragments_across_segments),
 	};
 	const char *seed = getenv("DEVMEMTCP_TEST_SEED");
 
