@@ -101,6 +101,30 @@ long dmt_segments_find(const struct devmemtcp_segment *segs, size_t n,
 	return -1;
 }
 
+int dmt_buf_check_pages(const struct devmemtcp_buf *buf, uint64_t page,
+			bool nic_page, const char *op, struct dmt_err *err)
+{
+	for (size_t i = 0; i < buf->nsegs; i++) {
+		const struct devmemtcp_segment *s = &buf->segs[i];
+		uint64_t end = s->offset + s->len;
+		bool start_off = s->offset % page;
+
+		if (!start_off && (!(end % page) || end == buf->size))
+			continue;
+		return dmt_err_set(err, -EINVAL,
+				   "%s: segment [0x%llx, +0x%llx) of the buffer %s at 0x%llx, not a multiple of the %llu-byte page%s: a fragment of the NIC could span two device ranges; make every segment boundary a multiple of %llu%s",
+				   op, (unsigned long long)s->offset,
+				   (unsigned long long)s->len,
+				   start_off ? "starts" : "ends",
+				   (unsigned long long)(start_off ? s->offset : end),
+				   (unsigned long long)page,
+				   nic_page ? " (rx_page_size)" : "",
+				   (unsigned long long)page,
+				   nic_page ? ", or lower rx_page_size" : "");
+	}
+	return 0;
+}
+
 static int import_create(struct devmemtcp_ctx *ctx,
 			 const struct devmemtcp_buf_opts *opts,
 			 struct devmemtcp_buf *buf)

@@ -43,6 +43,17 @@ int dmt_buf_alloc(struct devmemtcp_ctx *ctx, int provider,
 long dmt_segments_find(const struct devmemtcp_segment *segs, size_t n,
 		       uint64_t off);
 
+/*
+ * 0 when every segment of buf starts and ends on a multiple of page (an end
+ * at the end of the buffer excepted): the NIC writes no fragment across a
+ * page, so no fragment can then cross into another segment.  Else -EINVAL
+ * with a message on err naming the first segment that does not; op is the
+ * exported function for the message, nic_page whether page is the
+ * binding's rx_page_size.
+ */
+int dmt_buf_check_pages(const struct devmemtcp_buf *buf, uint64_t page,
+			bool nic_page, const char *op, struct dmt_err *err);
+
 /* ---- the provider API ---------------------------------------------------- */
 
 /*
