@@ -77,6 +77,10 @@ int dmt_buf_set_segments(struct devmemtcp_buf *buf,
 			return -EINVAL;
 		}
 	}
+	if (dmt_segmap_set(buf, segs, n)) {
+		free(segs);
+		return -ENOMEM;
+	}
 	free(buf->segs);
 	buf->segs = segs;
 	buf->nsegs = n;
@@ -233,6 +237,7 @@ DEVMEMTCP_EXPORT void devmemtcp_buf_free(struct devmemtcp_buf *buf)
 		munmap(buf->cpu_map, buf->size);
 	if (buf->own_fd && buf->fd >= 0)
 		close(buf->fd);
+	dmt_segmap_drop(buf);
 	free(buf->segs);
 	free(buf);
 }

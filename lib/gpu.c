@@ -456,42 +456,8 @@ DEVMEMTCP_EXPORT int devmemtcp_gpu_view(struct devmemtcp_gpu *gpu,
 					size_t max)
 {
 	DMT_KEEP_ERRNO;
-	size_t cnt = 0;
-	uint64_t end = 0;	/* end of the last range, stored or not */
-	struct dmt_err *err = gpu ? &gpu->err : NULL;
-	const struct devmemtcp_ctx *ctx = gpu ? gpu->ctx : NULL;
-
-	if ((n && !frags) || (max && !iov))
-		return gpu ? dmt_err(ctx, err, -EINVAL,
-				     "devmemtcp_gpu_view: frags or iov is NULL with a non-zero count")
-			   : -EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		const struct devmemtcp_frag *f = &frags[i];
-
-		if (!f->len || (f->flags & DEVMEMTCP_FRAG_LINEAR))
-			continue;
-		if (!f->addr)
-			return gpu ? dmt_err(ctx, err, -EINVAL,
-					     "fragment %zu (binding %u, offset %#llx) has no device address: register its binding's buffer with devmemtcp_rx_add_buf",
-					     i, f->binding_id,
-					     (unsigned long long)f->offset)
-				   : -EINVAL;
-		if (cnt && end == f->addr) {
-			if (cnt <= max)
-				iov[cnt - 1].len += f->len;
-			end += f->len;
-			continue;
-		}
-		end = f->addr + f->len;
-		if (cnt < max)
-			iov[cnt] = (struct devmemtcp_gpu_iov){ f->addr, f->len };
-		cnt++;
-		if (cnt > (size_t)INT32_MAX)
-			return gpu ? dmt_err(ctx, err, -EOVERFLOW,
-					     "devmemtcp_gpu_view: more than 2^31 ranges: view fewer fragments at once")
-				   : -EOVERFLOW;
-	}
-	return (int)cnt;
+	return dmt_gpu_view(gpu ? gpu->ctx : NULL, gpu ? &gpu->err : NULL,
+			    frags, n, iov, max);
 }
 
 /* ------------------------------------------------------------------------ */

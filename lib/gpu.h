@@ -79,6 +79,11 @@ int dmt_gather_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		     const struct devmemtcp_gpu_iov *dsts, size_t ndst,
 		     const struct dmt_gather_cursor *cur);
 
+/* devmemtcp_gpu_view; with err NULL no message is kept. */
+int dmt_gpu_view(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		 const struct devmemtcp_frag *frags, size_t n,
+		 struct devmemtcp_gpu_iov *iov, size_t max);
+
 /* The embedded fatbin (generated from lib/gather.cu); absent without nvcc. */
 extern const unsigned char dmt_gather_fatbin[];
 extern const size_t dmt_gather_fatbin_size;

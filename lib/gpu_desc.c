@@ -1,9 +1,18 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
  * GPU layer (8), the CPU side of a gather: the descriptors and destination
- * table of each launch.  Nothing here calls CUDA, so the unit suite tests
- * it on any machine.
+ * table of each launch, and the no-copy view.  Nothing here calls CUDA, so
+ * the unit suite tests it on any machine.
+ *
+ * A fragment's bytes are one device range from its addr, unless its
+ * buffer's segment table maps the offsets it covers to distant addresses
+ * (a table the caller gave an import): then it is cut into the runs that
+ * the buffer layer's segment index names (buf.h, dmt_segmap_run), one
+ * descriptor or view entry per run.  The NIC's own fragments never cross
+ * a segment boundary (bind and registration refuse tables off the page
+ * grid); fragments a caller builds may.
  */
+#include "buf.h"
 #include "gpu.h"
 
 static int no_address(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
@@ -35,13 +44,45 @@ static bool is_hole(const struct devmemtcp_frag *f)
 	return f->flags & DEVMEMTCP_FRAG_LINEAR;
 }
 
+static int into_gap(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		    const struct devmemtcp_frag *f, size_t i, uint64_t foff)
+{
+	return dmt_err(ctx, err, -EINVAL,
+		       "fragment %zu (binding %u, offset %#llx, %u bytes) runs into dma-buf offset %#llx, which has no device address in its buffer's segment table: only the NIC's own fragments (which never cross a segment boundary) or fragments inside the table can be gathered",
+		       i, f->binding_id, (unsigned long long)f->offset, f->len,
+		       (unsigned long long)(f->offset + foff));
+}
+
+/* Whether f's bytes may cross into another segment (grain g, buf.h). */
+static bool may_cross(const struct devmemtcp_frag *f, uint64_t g)
+{
+	return g && (f->addr & (g - 1)) + f->len > g;
+}
+
+/* The segment index, read-locked while a gather or view uses it; the
+ * grain (0: nothing to consult, no lock taken). */
+static uint64_t segs_get(void)
+{
+	if (!dmt_segmap_grain())
+		return 0;
+	dmt_segmap_read_lock();
+	return dmt_segmap_grain() ?: 1;
+}
+
+static void segs_put(uint64_t g)
+{
+	if (g)
+		dmt_segmap_read_unlock();
+}
+
 /*
  * The common case, whole fragments into the room left in the current
  * destination: one descriptor per fragment, one pass.  Stops at the first
- * fragment that does not fit whole (the general loop cuts it).
+ * fragment that does not fit whole or may cross a segment boundary (the
+ * general loop cuts it).
  */
 static int build_one(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
-		     const struct devmemtcp_frag *frags, size_t n,
+		     const struct devmemtcp_frag *frags, size_t n, uint64_t g,
 		     uint64_t room, struct dmt_gather_cursor *cur,
 		     struct dmt_gather_batch *b, uint64_t *posp)
 {
@@ -59,7 +100,7 @@ static int build_one(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		if (pos + f->len > limit)
 			break;
 		if (!is_hole(f) && f->len) {
-			if (nd == max)
+			if (nd == max || may_cross(f, g))
 				break;
 			if (!f->addr)
 				return no_address(ctx, err, f, i);
@@ -75,10 +116,10 @@ static int build_one(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 	return 0;
 }
 
-int dmt_gather_build(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
-		     const struct devmemtcp_frag *frags, size_t n,
-		     const struct devmemtcp_gpu_iov *dsts, size_t ndst,
-		     struct dmt_gather_cursor *cur, struct dmt_gather_batch *b)
+static int build(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		 const struct devmemtcp_frag *frags, size_t n,
+		 const struct devmemtcp_gpu_iov *dsts, size_t ndst, uint64_t g,
+		 struct dmt_gather_cursor *cur, struct dmt_gather_batch *b)
 {
 	uint64_t pos = 0;
 	int ret;
@@ -119,7 +160,8 @@ int dmt_gather_build(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 			continue;
 		}
 		if (!cur->foff) {
-			ret = build_one(ctx, err, frags, n, room, cur, b, &pos);
+			ret = build_one(ctx, err, frags, n, g, room, cur, b,
+					&pos);
 			if (ret)
 				return ret;
 			if (cur->i == n)
@@ -136,13 +178,18 @@ int dmt_gather_build(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		if (!take)
 			break;
 		if (!is_hole(f)) {
+			uint64_t src = f->addr + cur->foff;
+
 			if (b->nd == b->max_desc)
 				break;
 			if (!f->addr)
 				return no_address(ctx, err, f, cur->i);
+			if (may_cross(f, g) &&
+			    dmt_segmap_run(f->offset, f->addr, cur->foff, take,
+					   &src, &take))
+				return into_gap(ctx, err, f, cur->i, cur->foff);
 			b->desc[b->nd++] = (struct dmt_gather_desc){
-				f->addr + cur->foff, (uint32_t)take,
-				(uint32_t)pos };
+				src, (uint32_t)take, (uint32_t)pos };
 		}
 		pos += take;
 		cur->doff += take;
@@ -152,10 +199,37 @@ int dmt_gather_build(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 	return 0;
 }
 
-int dmt_gather_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+int dmt_gather_build(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		     const struct devmemtcp_frag *frags, size_t n,
 		     const struct devmemtcp_gpu_iov *dsts, size_t ndst,
-		     const struct dmt_gather_cursor *cur)
+		     struct dmt_gather_cursor *cur, struct dmt_gather_batch *b)
+{
+	uint64_t g = segs_get();
+	int ret = build(ctx, err, frags, n, dsts, ndst, g, cur, b);
+
+	segs_put(g);
+	return ret;
+}
+
+/* Every byte of f from foff on has a device address. */
+static int check_runs(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		      const struct devmemtcp_frag *f, size_t i, uint64_t foff)
+{
+	while (foff < f->len) {
+		uint64_t src, run;
+
+		if (dmt_segmap_run(f->offset, f->addr, foff, f->len - foff, &src,
+				   &run))
+			return into_gap(ctx, err, f, i, foff);
+		foff += run;
+	}
+	return 0;
+}
+
+static int check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		 const struct devmemtcp_frag *frags, size_t n,
+		 const struct devmemtcp_gpu_iov *dsts, size_t ndst, uint64_t g,
+		 const struct dmt_gather_cursor *cur)
 {
 	uint64_t need = 0, room = 0;
 
@@ -164,6 +238,13 @@ int dmt_gather_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 
 		if (!f->addr && f->len && !is_hole(f))
 			return no_address(ctx, err, f, i);
+		if (!is_hole(f) && may_cross(f, g)) {
+			int ret = check_runs(ctx, err, f, i,
+					     i == cur->i ? cur->foff : 0);
+
+			if (ret)
+				return ret;
+		}
 		need += f->len;
 	}
 	need -= cur->foff;
@@ -173,4 +254,93 @@ int dmt_gather_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 	if (need > room)
 		return no_room(ctx, err, frags, n, dsts, ndst);
 	return 0;
+}
+
+int dmt_gather_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		     const struct devmemtcp_frag *frags, size_t n,
+		     const struct devmemtcp_gpu_iov *dsts, size_t ndst,
+		     const struct dmt_gather_cursor *cur)
+{
+	uint64_t g = segs_get();
+	int ret = check(ctx, err, frags, n, dsts, ndst, g, cur);
+
+	segs_put(g);
+	return ret;
+}
+
+/* ---- the no-copy view ---------------------------------------------------- */
+
+struct view {
+	struct devmemtcp_gpu_iov *iov;
+	size_t max;
+	size_t cnt;
+	uint64_t end;		/* end of the last range, stored or not */
+};
+
+/* Append [addr, addr + len), merged with the last range when adjacent. */
+static bool view_add(struct view *v, uint64_t addr, uint64_t len)
+{
+	if (v->cnt && v->end == addr) {
+		if (v->cnt <= v->max)
+			v->iov[v->cnt - 1].len += len;
+		v->end += len;
+		return true;
+	}
+	v->end = addr + len;
+	if (v->cnt < v->max)
+		v->iov[v->cnt] = (struct devmemtcp_gpu_iov){ addr, len };
+	return ++v->cnt <= (size_t)INT32_MAX;
+}
+
+/* With err NULL (no handle), no message is kept. */
+static int view_fail(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		     int code, const char *msg)
+{
+	return err ? dmt_err(ctx, err, code, "%s", msg) : code;
+}
+
+static int view(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		const struct devmemtcp_frag *frags, size_t n, uint64_t g,
+		struct view *v)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct devmemtcp_frag *f = &frags[i];
+		uint64_t foff = 0;
+
+		if (!f->len || is_hole(f))
+			continue;
+		if (!f->addr)
+			return err ? no_address(ctx, err, f, i) : -EINVAL;
+		while (foff < f->len) {
+			uint64_t src = f->addr + foff, run = f->len - foff;
+
+			if (may_cross(f, g) &&
+			    dmt_segmap_run(f->offset, f->addr, foff, run, &src,
+					   &run))
+				return err ? into_gap(ctx, err, f, i, foff)
+					   : -EINVAL;
+			if (!view_add(v, src, run))
+				return view_fail(ctx, err, -EOVERFLOW,
+						 "devmemtcp_gpu_view: more than 2^31 ranges: view fewer fragments at once");
+			foff += run;
+		}
+	}
+	return (int)v->cnt;
+}
+
+int dmt_gpu_view(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		 const struct devmemtcp_frag *frags, size_t n,
+		 struct devmemtcp_gpu_iov *iov, size_t max)
+{
+	struct view v = { iov, max, 0, 0 };
+	uint64_t g;
+	int ret;
+
+	if ((n && !frags) || (max && !iov))
+		return view_fail(ctx, err, -EINVAL,
+				 "devmemtcp_gpu_view: frags or iov is NULL with a non-zero count");
+	g = segs_get();
+	ret = view(ctx, err, frags, n, g, &v);
+	segs_put(g);
+	return ret;
 }

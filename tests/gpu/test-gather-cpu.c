@@ -537,6 +537,59 @@ static void test_random_fragments_across_segments(void **state)
 	devmemtcp_buf_free(buf);
 }
 
+/* Only tables that are not one contiguous range are consulted, and only
+ * while their buffer lives; a fragment of another mapping of the same
+ * memory (its offset does not match the table's) is taken as it is. */
+static void test_segment_index_lifetime(void **state)
+{
+	const struct devmemtcp_segment flat[] = {
+		{ 0, 0x1000, SRC_BASE + 0x10000 },
+		{ 0x1000, 0x1000, SRC_BASE + 0x11000 },
+	};
+	const struct devmemtcp_gpu_iov dst = { DST_BASE, 0x1000 };
+	struct devmemtcp_buf *buf, *flat_buf;
+	struct devmemtcp_frag f, other;
+	struct devmemtcp_gpu_iov iov[3];
+
+	assert_int_equal(dmt_segmap_grain(), 0);
+	assert_int_equal(dmt_buf_alloc(ctx, DEVMEMTCP_PROVIDER_IMPORT,
+				       &flat_buf), 0);
+	flat_buf->size = 0x2000;
+	assert_int_equal(dmt_buf_set_segments(flat_buf, flat, 2), 0);
+	assert_int_equal(dmt_segmap_grain(), 0);
+
+	buf = perm_buf(false);
+	assert_int_equal(dmt_segmap_grain(), 0x100);
+	f = perm_frag(buf, 0x800, 0x1000);
+	/* the same device bytes named from another buffer's offset 0x5800 */
+	other = (struct devmemtcp_frag){ .offset = 0x5800, .addr = f.addr,
+					 .len = 0x1000 };
+	assert_int_equal(devmemtcp_gpu_view(NULL, &f, 1, iov, 3), 2);
+	assert_int_equal(devmemtcp_gpu_view(NULL, &other, 1, iov, 3), 1);
+	assert_int_equal(iov[0].addr, f.addr);
+	assert_int_equal(iov[0].len, 0x1000);
+	{
+		struct dmt_gather_desc desc[4];
+		struct dmt_gather_dst dsts[1];
+		struct dmt_gather_batch b = { desc, dsts, 4, 1 };
+		struct dmt_gather_cursor cur = { 0 };
+
+		assert_int_equal(dmt_gather_build(ctx, &err, &other, 1, &dst, 1,
+						  &cur, &b), 0);
+		assert_int_equal(b.nd, 1);
+	}
+	/* a new table for the same buffer replaces the old one */
+	assert_int_equal(dmt_buf_set_segments(buf, flat, 2), 0);
+	assert_int_equal(dmt_segmap_grain(), 0);
+	devmemtcp_buf_free(buf);
+	buf = perm_buf(false);
+	assert_int_equal(dmt_segmap_grain(), 0x100);
+	devmemtcp_buf_free(buf);
+	assert_int_equal(dmt_segmap_grain(), 0);
+	assert_int_equal(devmemtcp_gpu_view(NULL, &f, 1, iov, 3), 1);
+	devmemtcp_buf_free(flat_buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -548,6 +601,7 @@ int main(void)
 		cmocka_unit_test(test_view_splits_fragment_across_segments),
 		cmocka_unit_test(test_fragment_into_a_gap_is_refused),
 		cmocka_unit_test(test_random_fragments_across_segments),
+		cmocka_unit_test(test_segment_index_lifetime),
 	};
 	const char *seed = getenv("DEVMEMTCP_TEST_SEED");
 

@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "devmemtcp.h"
+#include "buf.h"
 
 static struct devmemtcp_ctx *ctx;
 static struct devmemtcp_rx *rx;
@@ -91,14 +91,20 @@ static void test_release_after_checks(void **state)
 
 static void test_add_buf_checks(void **state)
 {
-	struct devmemtcp_buf *fake = (struct devmemtcp_buf *)&fake;
+	const struct devmemtcp_segment seg = { 0, 1 << 20, 0x100000 };
+	struct devmemtcp_buf *fake;
 
+	/* add_buf reads the buffer's segment table (unit/segments) */
+	assert_int_equal(dmt_buf_alloc(ctx, DEVMEMTCP_PROVIDER_IMPORT, &fake), 0);
+	fake->size = 1 << 20;
+	assert_int_equal(dmt_buf_set_segments(fake, &seg, 1), 0);
 	assert_int_equal(devmemtcp_rx_add_buf(rx, 0, fake), -EINVAL);
 	assert_int_equal(devmemtcp_rx_add_buf(rx, 4, NULL), -EINVAL);
 	assert_int_equal(devmemtcp_rx_add_buf(rx, 4, fake), 0);
 	assert_int_equal(devmemtcp_rx_add_buf(rx, 4, fake), -EEXIST);
 	assert_string_equal(devmemtcp_rx_errmsg(rx),
 			    "devmemtcp_rx_add_buf: binding 4 is already registered");
+	devmemtcp_buf_free(fake);	/* rx only reads it while receiving */
 }
 
 static void test_recv_args(void **state)
