@@ -268,6 +268,64 @@ int dmt_gather_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 	return ret;
 }
 
+/* ---- launch geometry ------------------------------------------------------ */
+
+/* Warps an SM keeps resident with 64 registers a thread (4 blocks of 8). */
+#define GEOM_WARPS_PER_SM 32u
+/* Large batches: bytes a warp copies, in 2 to 32 fragments.  Few: the last
+ * wave of blocks ends soon after the others; not too few: fetching its
+ * descriptors over PCIe stays a small part of a warp's life.  On an H200,
+ * 2 fragments of 4 KiB, 4-8 of 1448 B and 2 of a mixed set (10 KiB on
+ * average) were best (bench/results/gather-h200.md); one fragment per warp
+ * was 4x slower. */
+#define GEOM_BYTES_PER_WARP (8u << 10)
+#define GEOM_PER_MIN 2u
+/* Small batches: a warp's slice of a split fragment, at least (one row of
+ * 32 lanes x 16 bytes). */
+#define GEOM_SLICE_MIN 512u
+
+static uint32_t clamp32(uint64_t v, uint32_t lo, uint32_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : (uint32_t)v;
+}
+
+void dmt_gather_geometry(uint32_t nd, uint64_t bytes, uint32_t sms,
+			 uint32_t per, uint32_t split, uint32_t wpb,
+			 struct dmt_gather_geom *g)
+{
+	uint64_t avg = (bytes + nd - 1) / nd ?: 1, warps;
+	/* bytes per warp when the batch fills every SM once */
+	uint64_t fill = bytes / ((uint64_t)(sms ? sms : 1) * GEOM_WARPS_PER_SM);
+
+	if (per || split) {
+		g->split = clamp32(split, 1, DMT_SPLIT_MAX);
+		g->per = g->split > 1 ? 1 : clamp32(per, 1, 32);
+	} else if (fill >= GEOM_BYTES_PER_WARP) {
+		g->split = 1;
+		g->per = clamp32((GEOM_BYTES_PER_WARP + avg - 1) / avg,
+				 GEOM_PER_MIN, 32);
+	} else if (fill >= avg) {
+		g->split = 1;
+		g->per = clamp32(fill / avg, 1, 32);
+	} else {
+		uint64_t slice = fill > GEOM_SLICE_MIN ? fill : GEOM_SLICE_MIN;
+
+		g->per = 1;
+		g->split = clamp32((avg + slice - 1) / slice, 1, DMT_SPLIT_MAX);
+	}
+	warps = ((uint64_t)nd + g->per - 1) / g->per * g->split;
+	g->warps = (uint32_t)warps;
+	if (wpb) {
+		g->wpb = clamp32(wpb, 1, 8);
+	} else {
+		/* halve the blocks until there are enough to reach every SM */
+		g->wpb = 8;
+		while (g->wpb > 1 && warps / g->wpb < sms)
+			g->wpb /= 2;
+	}
+	g->blocks = (uint32_t)((warps + g->wpb - 1) / g->wpb);
+}
+
 /* ---- the no-copy view ---------------------------------------------------- */
 
 struct view {

@@ -29,6 +29,8 @@
 #define POISON 0xa5
 
 static uint8_t *src_mem, *dst_mem, *want;
+static uint8_t *hits;	/* times each destination byte was written */
+static uint64_t hits_lo, hits_hi;	/* the part of it touched */
 static struct devmemtcp_ctx *ctx;
 static struct dmt_err err;
 static uint64_t rng = 0x243f6a8885a308d3ull;
@@ -57,7 +59,8 @@ static int setup(void **state)
 	src_mem = malloc(SRC_SIZE);
 	dst_mem = malloc(DST_SIZE);
 	want = malloc(DST_SIZE);
-	if (!src_mem || !dst_mem || !want)
+	hits = calloc(1, DST_SIZE);
+	if (!src_mem || !dst_mem || !want || !hits)
 		return -1;
 	for (size_t i = 0; i < SRC_SIZE; i++)
 		src_mem[i] = (uint8_t)rnd();
@@ -69,32 +72,88 @@ static int teardown(void **state)
 	free(src_mem);
 	free(dst_mem);
 	free(want);
+	free(hits);
 	devmemtcp_ctx_free(ctx);
 	return 0;
 }
 
-/* What the kernel does with one launch, on host memory. */
+static uint64_t out_addr(const struct dmt_gather_batch *b, uint32_t pos)
+{
+	uint32_t lo = 0;
+
+	if (b->ndst <= 1)
+		return b->dst[0].bias + pos;
+	for (uint32_t j = 1; j < b->ndst; j++)	/* sorted by start */
+		if (b->dst[j].start <= pos)
+			lo = j;
+	return b->dst[lo].bias + pos;
+}
+
+static void copy(uint64_t from, uint64_t to, uint64_t len)
+{
+	assert_true(from >= SRC_BASE && from + len <= SRC_BASE + SRC_SIZE);
+	assert_true(to >= DST_BASE && to + len <= DST_BASE + DST_SIZE);
+	memcpy(dst_mem + (to - DST_BASE), src_mem + (from - SRC_BASE), len);
+	for (uint64_t k = 0; k < len; k++)
+		hits[to - DST_BASE + k]++;
+	if (to - DST_BASE < hits_lo)
+		hits_lo = to - DST_BASE;
+	if (to - DST_BASE + len > hits_hi)
+		hits_hi = to - DST_BASE + len;
+}
+
+/*
+ * What the kernel does with one launch, warp by warp as gather.cu's
+ * gather_warp cuts it (per descriptors a warp, or split warps a
+ * descriptor in 16-byte multiples), on host memory.
+ */
 static void execute(const struct dmt_gather_batch *b)
 {
-	for (uint32_t k = 0; k < b->nd; k++) {
-		const struct dmt_gather_desc *d = &b->desc[k];
-		uint64_t bias = b->dst[0].bias, to;
-		uint32_t lo = 0;
+	static const uint32_t sms[] = { 1, 8, 132 };
+	struct dmt_gather_geom g;
+	uint32_t per = 0, split = 0;
 
-		if (b->ndst > 1) {
-			for (uint32_t j = 1; j < b->ndst; j++)
-				if (b->dst[j].start <= d->pos)
-					lo = j;
-			bias = b->dst[lo].bias;
+	if (!b->nd)
+		return;
+	switch (rnd() % 4) {	/* the knobs of test builds, sometimes */
+	case 0:
+		split = (uint32_t)rnd_range(1, DMT_SPLIT_MAX);
+		break;
+	case 1:
+		per = (uint32_t)rnd_range(1, 32);
+		break;
+	}
+	dmt_gather_geometry(b->nd, b->bytes, sms[rnd() % 3], per, split, 0, &g);
+	assert_true(g.per >= 1 && g.per <= 32);
+	assert_true(g.split >= 1 && g.split <= DMT_SPLIT_MAX);
+	assert_true(g.split == 1 || g.per == 1);
+	assert_true(g.wpb >= 1 && g.wpb <= 8);
+	assert_true((uint64_t)g.blocks * g.wpb >= g.warps);
+	assert_int_equal(g.warps, (b->nd + g.per - 1) / g.per * g.split);
+	for (uint32_t k = 0; k < b->nd; k++) {
+		assert_true(b->desc[k].len > 0);
+		assert_true(b->desc[k].pos + (uint64_t)b->desc[k].len <= b->bytes);
+	}
+	for (uint64_t vw = 0; vw < (uint64_t)g.blocks * g.wpb; vw++) {
+		if (g.split > 1) {
+			uint64_t d = vw / g.split, part = vw % g.split, slice, off;
+			const struct dmt_gather_desc *e;
+
+			if (d >= b->nd)
+				continue;
+			e = &b->desc[d];
+			slice = (((uint64_t)e->len + g.split - 1) / g.split + 15) &
+				~15ull;
+			off = part * slice;
+			if (off >= e->len)
+				continue;
+			copy(e->src + off, out_addr(b, e->pos) + off,
+			     slice < e->len - off ? slice : e->len - off);
+			continue;
 		}
-		assert_true(d->len > 0);
-		assert_true(d->pos + (uint64_t)d->len <= b->bytes);
-		to = bias + d->pos;
-		assert_true(d->src >= SRC_BASE &&
-			    d->src + d->len <= SRC_BASE + SRC_SIZE);
-		assert_true(to >= DST_BASE && to + d->len <= DST_BASE + DST_SIZE);
-		memcpy(dst_mem + (to - DST_BASE), src_mem + (d->src - SRC_BASE),
-		       d->len);
+		for (uint64_t k = vw * g.per; k < vw * g.per + g.per && k < b->nd; k++)
+			copy(b->desc[k].src, out_addr(b, b->desc[k].pos),
+			     b->desc[k].len);
 	}
 }
 
@@ -110,6 +169,8 @@ static int gather_cpu(const struct devmemtcp_frag *f, size_t n,
 
 	assert_non_null(desc);
 	assert_non_null(dst);
+	hits_lo = DST_SIZE;
+	hits_hi = 0;
 	while (cur.i < n) {
 		struct dmt_gather_batch b = { .desc = desc, .dst = dst,
 					      .max_desc = max_desc,
@@ -128,6 +189,12 @@ static int gather_cpu(const struct devmemtcp_frag *f, size_t n,
 		assert_true(cur.i > before.i || cur.foff > before.foff);
 		execute(&b);
 		batches++;
+	}
+	for (uint64_t k = hits_lo; k < hits_hi; k++) {
+		if (hits[k] > 1)
+			fail_msg("destination byte %llu written %u times",
+				 (unsigned long long)k, hits[k]);
+		hits[k] = 0;
 	}
 	free(desc);
 	free(dst);
@@ -590,9 +657,53 @@ static void test_segment_index_lifetime(void **state)
 	devmemtcp_buf_free(flat_buf);
 }
 
+/* Small batches are spread over many warps, large ones a few fragments
+ * per warp; blocks shrink until there are enough for every SM. */
+static void test_geometry(void **state)
+{
+	struct dmt_gather_geom g;
+
+	/* 16 x 4 KiB on 132 SMs: 512-byte slices, one warp per block */
+	dmt_gather_geometry(16, 16 * 4096, 132, 0, 0, 0, &g);
+	assert_int_equal(g.per, 1);
+	assert_int_equal(g.split, 8);
+	assert_int_equal(g.warps, 128);
+	assert_int_equal(g.wpb, 1);
+	assert_int_equal(g.blocks, 128);
+	/* 1024 x 4 KiB: about 1 KiB a warp */
+	dmt_gather_geometry(1024, 1024 * 4096, 132, 0, 0, 0, &g);
+	assert_int_equal(g.per, 1);
+	assert_int_equal(g.split, 5);
+	assert_int_equal(g.wpb, 8);
+	/* 256 MiB of 4 KiB: two fragments a warp, as tuned at 1 GiB */
+	dmt_gather_geometry(65536, 65536ull * 4096, 132, 0, 0, 0, &g);
+	assert_int_equal(g.per, 2);
+	assert_int_equal(g.split, 1);
+	assert_int_equal(g.warps, 32768);
+	assert_int_equal(g.wpb, 8);
+	/* in between: one fragment a warp */
+	dmt_gather_geometry(8192, 8192ull * 4096, 132, 0, 0, 0, &g);
+	assert_int_equal(g.per, 1);
+	assert_int_equal(g.split, 1);
+	/* the knobs win; split > 1 means one descriptor a warp */
+	dmt_gather_geometry(100, 100 * 4096, 132, 7, 3, 2, &g);
+	assert_int_equal(g.per, 1);
+	assert_int_equal(g.split, 3);
+	assert_int_equal(g.wpb, 2);
+	assert_int_equal(g.blocks, 150);
+	dmt_gather_geometry(100, 100 * 4096, 132, 7, 0, 0, &g);
+	assert_int_equal(g.per, 7);
+	assert_int_equal(g.warps, 15);
+	/* one tiny fragment */
+	dmt_gather_geometry(1, 1, 132, 0, 0, 0, &g);
+	assert_int_equal(g.warps, 1);
+	assert_int_equal(g.blocks, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_geometry),
 		cmocka_unit_test(test_descriptors_one_dst),
 		cmocka_unit_test(test_descriptors_cut_at_destination),
 		cmocka_unit_test(test_errors),
