@@ -994,28 +994,48 @@ static void test_release_after_refuses_unknown_tokens(void **state)
 	close(sv[1]);
 }
 
+/* A test that waits for the GPU for good (a lost gather of the persistent
+ * kernel) ends the run (SIGALRM) instead of taking all the time a GPU
+ * machine is lent for: after DEVMEMTCP_TEST_WATCHDOG seconds (default 150,
+ * 0: never, for slow tools). */
+static int watchdog_on(void **state)
+{
+	const char *v = getenv("DEVMEMTCP_TEST_WATCHDOG");
+
+	alarm(v ? (unsigned int)strtoul(v, NULL, 0) : 150);
+	return 0;
+}
+
+static int watchdog_off(void **state)
+{
+	alarm(0);
+	return 0;
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, watchdog_on, watchdog_off)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_alloc_exports_dmabuf),
-		cmocka_unit_test(test_alloc_errors),
-		cmocka_unit_test(test_import_keeps_pointer_offset),
-		cmocka_unit_test(test_gather_one_dst),
-		cmocka_unit_test(test_gather_many_dsts),
-		cmocka_unit_test(test_gather_linear_holes),
-		cmocka_unit_test(test_gather_split_launches),
-		cmocka_unit_test(test_gather_receive_sizes),
-		cmocka_unit_test(test_gather_variants_large),
-		cmocka_unit_test(test_gather_ordered_on_stream),
-		cmocka_unit_test(test_persistent_stops_when_idle),
-		cmocka_unit_test(test_persistent_streams_and_free),
-		cmocka_unit_test(test_gather_disjoint_segments),
-		cmocka_unit_test(test_gather_errors),
-		cmocka_unit_test(test_view_of_received),
-		cmocka_unit_test(test_tokens_held_until_fence),
-		cmocka_unit_test(test_fence_done_polls),
-		cmocka_unit_test(test_fence_outlives_gpu),
-		cmocka_unit_test(test_release_after_refuses_unknown_tokens),
+		T(test_alloc_exports_dmabuf),
+		T(test_alloc_errors),
+		T(test_import_keeps_pointer_offset),
+		T(test_gather_one_dst),
+		T(test_gather_many_dsts),
+		T(test_gather_linear_holes),
+		T(test_gather_split_launches),
+		T(test_gather_receive_sizes),
+		T(test_gather_variants_large),
+		T(test_gather_ordered_on_stream),
+		T(test_persistent_stops_when_idle),
+		T(test_persistent_streams_and_free),
+		T(test_gather_disjoint_segments),
+		T(test_gather_errors),
+		T(test_view_of_received),
+		T(test_tokens_held_until_fence),
+		T(test_fence_done_polls),
+		T(test_fence_outlives_gpu),
+		T(test_release_after_refuses_unknown_tokens),
 	};
 	const char *seed = getenv("DEVMEMTCP_TEST_SEED");
 	const char *only = getenv("DEVMEMTCP_TEST_ONLY");	/* a glob */
