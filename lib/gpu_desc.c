@@ -116,14 +116,10 @@ static int build_one(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 	return 0;
 }
 
-static int build(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
-		 const struct devmemtcp_frag *frags, size_t n,
-		 const struct devmemtcp_gpu_iov *dsts, size_t ndst, uint64_t g,
-		 struct dmt_gather_cursor *cur, struct dmt_gather_batch *b)
+/* The first destination entry of a batch: where the gather stands. */
+static void start_batch(const struct devmemtcp_gpu_iov *dsts, size_t ndst,
+			struct dmt_gather_cursor *cur, struct dmt_gather_batch *b)
 {
-	uint64_t pos = 0;
-	int ret;
-
 	b->nd = 0;
 	b->ndst = 0;
 	while (cur->di < ndst && cur->doff == dsts[cur->di].len) {
@@ -132,11 +128,73 @@ static int build(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 	}
 	b->dst[b->ndst++] = (struct dmt_gather_dst){
 		0, cur->di < ndst ? dsts[cur->di].addr + cur->doff : 0 };
-	while (cur->i < n) {
-		const struct devmemtcp_frag *f = &frags[cur->i];
-		uint64_t take, rem = f->len - cur->foff, room;
+}
 
-		if (!rem) {
+/* The current destination is full: open the next non-empty one in b at
+ * output position pos.  1: done, 0: b has no room for another entry. */
+static int next_dst(const struct devmemtcp_gpu_iov *dsts, size_t ndst,
+		    size_t next, struct dmt_gather_cursor *cur,
+		    struct dmt_gather_batch *b, uint64_t pos)
+{
+	if (b->ndst == b->max_dst)
+		return 0;
+	cur->di = next;
+	cur->doff = 0;
+	b->dst[b->ndst++] = (struct dmt_gather_dst){ pos, dsts[next].addr - pos };
+	return 1;
+}
+
+/*
+ * Place the bytes of f from cur->foff into the room left in the current
+ * destination: a descriptor (cut where f's segment ends) or a hole.  1:
+ * placed, 0: b is full, or a negative errno.
+ */
+static int put_piece(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		     const struct devmemtcp_frag *f, uint64_t g, uint64_t room,
+		     struct dmt_gather_cursor *cur, struct dmt_gather_batch *b,
+		     uint64_t *posp)
+{
+	uint64_t take = f->len - cur->foff, src = f->addr + cur->foff;
+
+	if (take > room)
+		take = room;
+	if (take > DMT_GATHER_POS_MAX - *posp)
+		take = DMT_GATHER_POS_MAX - *posp;
+	if (!take)
+		return 0;
+	if (!is_hole(f)) {
+		if (b->nd == b->max_desc)
+			return 0;
+		if (!f->addr)
+			return no_address(ctx, err, f, cur->i);
+		if (may_cross(f, g) &&
+		    dmt_segmap_run(f->offset, f->addr, cur->foff, take, &src,
+				   &take))
+			return into_gap(ctx, err, f, cur->i, cur->foff);
+		b->desc[b->nd++] = (struct dmt_gather_desc){ src, (uint32_t)take,
+							     (uint32_t)*posp };
+	}
+	*posp += take;
+	cur->doff += take;
+	cur->foff += take;
+	return 1;
+}
+
+static int build(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		 const struct devmemtcp_frag *frags, size_t n,
+		 const struct devmemtcp_gpu_iov *dsts, size_t ndst, uint64_t g,
+		 struct dmt_gather_cursor *cur, struct dmt_gather_batch *b)
+{
+	uint64_t pos = 0;
+	int ret = 1;
+
+	start_batch(dsts, ndst, cur, b);
+	while (cur->i < n && ret > 0) {
+		const struct devmemtcp_frag *f = &frags[cur->i];
+		size_t next = cur->di + 1, i0 = cur->i;
+		uint64_t room;
+
+		if (cur->foff == f->len) {
 			cur->i++;
 			cur->foff = 0;
 			continue;
@@ -145,18 +203,11 @@ static int build(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 			return no_room(ctx, err, frags, n, dsts, ndst);
 		room = dsts[cur->di].len - cur->doff;
 		if (!room) {
-			size_t next = cur->di + 1;
-
 			while (next < ndst && !dsts[next].len)
 				next++;
 			if (next == ndst)
 				return no_room(ctx, err, frags, n, dsts, ndst);
-			if (b->ndst == b->max_dst)
-				break;
-			cur->di = next;
-			cur->doff = 0;
-			b->dst[b->ndst++] = (struct dmt_gather_dst){
-				pos, dsts[next].addr - pos };
+			ret = next_dst(dsts, ndst, next, cur, b, pos);
 			continue;
 		}
 		if (!cur->foff) {
@@ -164,37 +215,14 @@ static int build(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 					&pos);
 			if (ret)
 				return ret;
-			if (cur->i == n)
-				break;
-			f = &frags[cur->i];
-			rem = f->len;
-			room = dsts[cur->di].len - cur->doff;
-			if (!room)
-				continue;
+			ret = 1;
+			if (cur->i != i0)
+				continue;	/* whole fragments went in */
 		}
-		take = rem < room ? rem : room;
-		if (take > DMT_GATHER_POS_MAX - pos)
-			take = DMT_GATHER_POS_MAX - pos;
-		if (!take)
-			break;
-		if (!is_hole(f)) {
-			uint64_t src = f->addr + cur->foff;
-
-			if (b->nd == b->max_desc)
-				break;
-			if (!f->addr)
-				return no_address(ctx, err, f, cur->i);
-			if (may_cross(f, g) &&
-			    dmt_segmap_run(f->offset, f->addr, cur->foff, take,
-					   &src, &take))
-				return into_gap(ctx, err, f, cur->i, cur->foff);
-			b->desc[b->nd++] = (struct dmt_gather_desc){
-				src, (uint32_t)take, (uint32_t)pos };
-		}
-		pos += take;
-		cur->doff += take;
-		cur->foff += take;
+		ret = put_piece(ctx, err, f, g, room, cur, b, &pos);
 	}
+	if (ret < 0)
+		return ret;
 	b->bytes = pos;
 	return 0;
 }

@@ -115,6 +115,45 @@ struct row {
 	bool ok;
 };
 
+/* Receive i: process its control messages, gather (or copy), release;
+ * the wall time of the three steps into *t[0..2] unless t is NULL. */
+static void one_receive(struct devmemtcp_gpu *g, enum kind kind, uint32_t n,
+			struct devmemtcp_rx *rx, const char *ctrls, uint64_t i,
+			struct devmemtcp_frag *frags, double *const *t)
+{
+	const uint64_t size = (uint64_t)n * 4096;
+	struct msghdr msg = {
+		.msg_control = (void *)(ctrls + (i % CTRLS) * n * CMSG_FRAG),
+		.msg_controllen = n * CMSG_FRAG,
+	};
+	CUdeviceptr to = B.dst + (i % RING) * size;
+	double a, b, c;
+	int ret;
+
+	a = now_s();
+	if (dmt_rx_process(rx, &msg, size, frags, n) != (int)n)
+		abort();
+	b = now_s();
+	if (kind == K_GATHER)
+		gather(&B, g, frags, n, to, size, B.st);
+	else if (kind == K_D2D)
+		CK(B.cu->cuMemcpyDtoDAsync(to, B.src + (i % 64) * size, size,
+					   B.st));
+	c = now_s();
+	ret = kind == K_NONE ? devmemtcp_rx_release(rx, frags, n)
+			     : devmemtcp_gpu_release_after(g, rx, frags, n, B.st);
+	if (ret < 0 || devmemtcp_rx_flush(rx) < 0) {
+		fprintf(stderr, "release: %s / %s\n", devmemtcp_rx_errmsg(rx),
+			g ? devmemtcp_gpu_errmsg(g) : "");
+		exit(1);
+	}
+	if (t) {
+		*t[0] = b - a;
+		*t[1] = c - b;
+		*t[2] = now_s() - c;
+	}
+}
+
 /* Run receives of n fragments for `seconds`. */
 static void run(struct devmemtcp_gpu *g, enum kind kind, uint32_t n,
 		struct devmemtcp_rx *rx, const char *ctrls, struct row *row)
@@ -134,14 +173,6 @@ static void run(struct devmemtcp_gpu *g, enum kind kind, uint32_t n,
 	c0 = thread_cpu_s();
 	t_end = w0 + seconds;
 	for (;; i++) {
-		struct msghdr msg = {
-			.msg_control = (void *)(ctrls + (i % CTRLS) * n * CMSG_FRAG),
-			.msg_controllen = n * CMSG_FRAG,
-		};
-		CUdeviceptr to = B.dst + (i % RING) * size;
-		double a, b, c, d;
-		int got;
-
 		if (!(i % 256) && now_s() > t_end)
 			break;
 		/* at most IN_FLIGHT receives queued: tokens come back in
@@ -153,36 +184,11 @@ static void run(struct devmemtcp_gpu *g, enum kind kind, uint32_t n,
 				CK(B.cu->cuEventSynchronize(*e));
 			CK(B.cu->cuEventRecord(*e, B.st));
 		}
-		a = now_s();
-		got = dmt_rx_process(rx, &msg, size, frags, n);
-		if (got != (int)n)
-			abort();
-		b = now_s();
-		if (kind == K_GATHER)
-			gather(&B, g, frags, n, to, size, B.st);
-		else if (kind == K_D2D)
-			CK(B.cu->cuMemcpyDtoDAsync(to, B.src + (i % 64) * size,
-						   size, B.st));
-		c = now_s();
-		if (kind == K_NONE ? devmemtcp_rx_release(rx, frags, n)
-				   : devmemtcp_gpu_release_after(g, rx, frags, n,
-								 B.st) < 0) {
-			fprintf(stderr, "release: %s / %s\n",
-				devmemtcp_rx_errmsg(rx),
-				g ? devmemtcp_gpu_errmsg(g) : "");
-			exit(1);
-		}
-		if (devmemtcp_rx_flush(rx) < 0) {
-			fprintf(stderr, "flush: %s\n", devmemtcp_rx_errmsg(rx));
-			exit(1);
-		}
-		d = now_s();
-		if (ns < (1 << 16)) {
-			st[0][ns] = b - a;
-			st[1][ns] = c - b;
-			st[2][ns] = d - c;
-			ns++;
-		}
+		one_receive(g, kind, n, rx, ctrls, i, frags,
+			    ns < (1 << 16) ? (double *[]){ &st[0][ns], &st[1][ns],
+							   &st[2][ns] }
+					   : NULL);
+		ns += ns < (1 << 16);
 	}
 	CK(B.cu->cuStreamSynchronize(B.st));
 	row->wall = now_s() - w0;
@@ -224,6 +230,29 @@ static void print_row(uint32_t n, const char *what, const struct row *r)
 	fflush(stdout);
 }
 
+/* A receiver on a connected socket (fds: its three sockets) with the NIC's
+ * buffer, one segment over the GPU source memory, as binding 1; its token
+ * returns go to the counting hook. */
+static struct devmemtcp_rx *receiver(struct devmemtcp_buf **bufp, int *fds)
+{
+	struct devmemtcp_segment seg = { 0, NIC_BUF, B.src };
+	struct devmemtcp_rx *rx;
+
+	if (dmt_buf_alloc(B.ctx, DEVMEMTCP_PROVIDER_IMPORT, bufp))
+		abort();
+	(*bufp)->size = NIC_BUF;
+	if (dmt_buf_set_segments(*bufp, &seg, 1))
+		abort();
+	fds[0] = tcp_pair(&fds[1], &fds[2]);
+	if (devmemtcp_rx_new(B.ctx, fds[0], NULL, &rx) ||
+	    devmemtcp_rx_add_buf(rx, 1, *bufp)) {
+		fprintf(stderr, "rx: %s\n", devmemtcp_ctx_errmsg(B.ctx));
+		return NULL;
+	}
+	dmt_rx_tokens(rx)->dontneed = dontneed;
+	return rx;
+}
+
 int main(int argc, char **argv)
 {
 	static const uint32_t sizes[] = { 16, 64, 256, 1024 };
@@ -234,10 +263,9 @@ int main(int argc, char **argv)
 		{ "gather, persistent kernel", .flags = DEVMEMTCP_GPU_PERSISTENT },
 	};
 	struct devmemtcp_gpu *g[3];
-	struct devmemtcp_segment seg;
 	struct devmemtcp_buf *buf;
 	struct devmemtcp_rx *rx;
-	int opt, status, fd, peer, lst, bad = 0;
+	int opt, status, fds[3], bad = 0;
 
 	while ((opt = getopt(argc, argv, "d:T:h")) != -1) {
 		switch (opt) {
@@ -265,20 +293,9 @@ int main(int argc, char **argv)
 	printf("- GB/s per CPU core = bytes / CPU time of the thread; CPU µs per receive likewise; the steps' µs are medians of wall time per receive\n");
 	printf("- not counted: the recvmsg system call (no devmem NIC here)\n\n");
 
-	/* the NIC's buffer: one segment over GPU memory, bound as binding 1 */
-	if (dmt_buf_alloc(B.ctx, DEVMEMTCP_PROVIDER_IMPORT, &buf))
-		abort();
-	buf->size = NIC_BUF;
-	seg = (struct devmemtcp_segment){ 0, NIC_BUF, B.src };
-	if (dmt_buf_set_segments(buf, &seg, 1))
-		abort();
-	fd = tcp_pair(&peer, &lst);
-	if (devmemtcp_rx_new(B.ctx, fd, NULL, &rx) ||
-	    devmemtcp_rx_add_buf(rx, 1, buf)) {
-		fprintf(stderr, "rx: %s\n", devmemtcp_ctx_errmsg(B.ctx));
+	rx = receiver(&buf, fds);
+	if (!rx)
 		return 1;
-	}
-	dmt_rx_tokens(rx)->dontneed = dontneed;
 	for (int v = 0; v < 3; v++)
 		g[v] = variant_open(&B, &vs[v]);
 
@@ -306,9 +323,8 @@ int main(int argc, char **argv)
 	for (int v = 0; v < 3; v++)
 		devmemtcp_gpu_free(g[v]);
 	devmemtcp_rx_free(rx);
-	close(fd);
-	close(peer);
-	close(lst);
+	for (int i = 0; i < 3; i++)
+		close(fds[i]);
 	devmemtcp_buf_free(buf);
 	bench_close(&B);
 	return bad;
