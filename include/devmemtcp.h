@@ -738,6 +738,12 @@ enum devmemtcp_gpu_flags {
 	 * (cuMemcpyHtoDAsync) instead of letting the kernel read them from
 	 * pinned host memory. */
 	DEVMEMTCP_GPU_DESC_COPY = 1u << 0,
+	/* Gathers go to a kernel that stays resident (one block per SM) and
+	 * takes them through pinned memory, ordered on the caller's stream
+	 * by stream memory operations: no launch per gather.  It stops after
+	 * 1 ms without work and restarts on the next gather.  See
+	 * devmemtcp_gpu_new(3) for what it holds and costs. */
+	DEVMEMTCP_GPU_PERSISTENT = 1u << 1,
 };
 
 struct devmemtcp_gpu_opts {

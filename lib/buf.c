@@ -44,6 +44,7 @@ static void buf_destroy(struct devmemtcp_buf *buf)
 		munmap(buf->cpu_map, buf->size);
 	if (buf->own_fd && buf->fd >= 0)
 		close(buf->fd);
+	dmt_segmap_drop(buf);
 	free(buf->segs);
 	free(buf);
 }
@@ -113,6 +114,10 @@ int dmt_buf_set_segments(struct devmemtcp_buf *buf,
 			return -EINVAL;
 		}
 	}
+	if (dmt_segmap_set(buf, segs, n)) {
+		free(segs);
+		return -ENOMEM;
+	}
 	free(buf->segs);
 	buf->segs = segs;
 	buf->nsegs = n;
@@ -155,6 +160,30 @@ long dmt_segments_find(const struct devmemtcp_segment *segs, size_t n,
 			return (long)mid;
 	}
 	return -1;
+}
+
+int dmt_buf_check_pages(const struct devmemtcp_buf *buf, uint64_t page,
+			bool nic_page, const char *op, struct dmt_err *err)
+{
+	for (size_t i = 0; i < buf->nsegs; i++) {
+		const struct devmemtcp_segment *s = &buf->segs[i];
+		uint64_t end = s->offset + s->len;
+		bool start_off = s->offset % page;
+
+		if (!start_off && (!(end % page) || end == buf->size))
+			continue;
+		return dmt_err_set(err, -EINVAL,
+				   "%s: segment [0x%llx, +0x%llx) of the buffer %s at 0x%llx, not a multiple of the %llu-byte page%s: a fragment of the NIC could span two device ranges; make every segment boundary a multiple of %llu%s",
+				   op, (unsigned long long)s->offset,
+				   (unsigned long long)s->len,
+				   start_off ? "starts" : "ends",
+				   (unsigned long long)(start_off ? s->offset : end),
+				   (unsigned long long)page,
+				   nic_page ? " (rx_page_size)" : "",
+				   (unsigned long long)page,
+				   nic_page ? ", or lower rx_page_size" : "");
+	}
+	return 0;
 }
 
 /* fd's file lives on the dma-buf filesystem.  Test builds may let a

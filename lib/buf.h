@@ -49,6 +49,53 @@ int dmt_buf_alloc(struct devmemtcp_ctx *ctx, int provider,
 long dmt_segments_find(const struct devmemtcp_segment *segs, size_t n,
 		       uint64_t off);
 
+/*
+ * 0 when every segment of buf starts and ends on a multiple of page (an end
+ * at the end of the buffer excepted): the NIC writes no fragment across a
+ * page, so no fragment can then cross into another segment.  Else -EINVAL
+ * with a message on err naming the first segment that does not; op is the
+ * exported function for the message, nic_page whether page is the
+ * binding's rx_page_size.
+ */
+int dmt_buf_check_pages(const struct devmemtcp_buf *buf, uint64_t page,
+			bool nic_page, const char *op, struct dmt_err *err);
+
+/*
+ * The segment tables of the process that map neighbouring dma-buf offsets
+ * to distant device addresses (segmap.c), for the GPU layer to find where
+ * a fragment's bytes are.  dmt_buf_set_segments registers buf's table,
+ * devmemtcp_buf_free drops it; tables that are one contiguous device range
+ * are not kept.  dmt_segmap_set returns 0 or -ENOMEM (nothing changed).
+ */
+int dmt_segmap_set(const void *owner, const struct devmemtcp_segment *segs,
+		   size_t n);
+void dmt_segmap_drop(const void *owner);
+
+/*
+ * 0 when no such table exists; else a power of two g such that a device
+ * range [addr, addr + len) with addr % g + len <= g lies inside one segment
+ * of every table (every segment's addr and len are multiples of g).
+ */
+extern uint64_t dmt_segmap_grain_;
+static inline uint64_t dmt_segmap_grain(void)
+{
+	return __atomic_load_n(&dmt_segmap_grain_, __ATOMIC_ACQUIRE);
+}
+
+/* Tables may change under a reader only between these. */
+void dmt_segmap_read_lock(void);
+void dmt_segmap_read_unlock(void);
+
+/*
+ * Under the read lock: where bytes [foff, foff + len) of a fragment at
+ * dma-buf offset off and device address addr start (*src), and how many
+ * of them are contiguous from there (*run, at least 1).  A fragment of no
+ * registered table is taken as it is (addr + foff, len).  -ERANGE when
+ * byte foff falls in a gap of its table (it has no device address).
+ */
+int dmt_segmap_run(uint64_t off, uint64_t addr, uint64_t foff, uint64_t len,
+		   uint64_t *src, uint64_t *run);
+
 /* ---- the provider API ---------------------------------------------------- */
 
 /*

@@ -53,6 +53,10 @@ static void cuda_load_once(void)
 		cuda.handle = NULL;
 		return;
 	}
+#define DMT_CUDA_OPT_SYM(name, sym, args)                                      \
+	cuda.name = (CUresult (*) args)dlsym(cuda.handle, sym);
+	DMT_CUDA_OPTIONAL(DMT_CUDA_OPT_SYM)
+#undef DMT_CUDA_OPT_SYM
 	cuda.cuMemcpyBatchAsync = dlsym(cuda.handle, "cuMemcpyBatchAsync_v2");
 	if (!cuda.cuMemcpyBatchAsync) {
 		cuda.cuMemcpyBatchAsync = dlsym(cuda.handle, "cuMemcpyBatchAsync");

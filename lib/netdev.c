@@ -6,6 +6,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "netdev.h"
 #include "uapi.h"
 
@@ -522,6 +523,11 @@ static int bind_args_check(struct dmt_err *err, const struct bind_args *a)
 		return dmt_err_set(err, -EINVAL,
 				   "%s: rx_page_size %u is not a power of two: use 0 (page size) or a power of two such as 65536",
 				   a->op, a->page_size);
+	if (!a->tx)
+		return dmt_buf_check_pages(a->buf,
+					   a->page_size ? a->page_size
+							: (uint64_t)sysconf(_SC_PAGESIZE),
+					   a->page_size, a->op, err);
 	return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "rx.h"
@@ -158,6 +159,10 @@ static int add_buf_locked(struct devmemtcp_rx *rx, uint32_t binding_id,
 				       "devmemtcp_rx_add_buf: binding %u is already registered",
 				       binding_id);
 	}
+	/* the binding's page is not known here: the host page is the least */
+	if (dmt_buf_check_pages(buf, (uint64_t)sysconf(_SC_PAGESIZE), false,
+				"devmemtcp_rx_add_buf", &rx->err))
+		return dmt_err_log(rx->ctx, &rx->err);
 	v = dmt_realloc(rx->bufs, (rx->nbufs + 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
