@@ -11,6 +11,14 @@
 #include "fuzz.h"
 #include "rx.h"
 
+/* Every dma-buf fragment the parse produces, errors included. */
+static int count_frag(void *arg, struct devmemtcp_frag *f)
+{
+	(void)f;
+	(*(size_t *)arg)++;
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fz f = fz_init(data, size);
@@ -21,11 +29,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t ret = fz_u32(&f), len;
 	uint8_t *ctrl = fz_rest(&f, &len);
 	uint64_t linear = 0, dmabuf = 0;
+	size_t seen = 0;
 	int n;
 
 	msg.msg_control = ctrl;
 	msg.msg_controllen = len;
-	n = dmt_cmsg_parse(&msg, ret, frags, max, &p);
+	n = dmt_cmsg_parse_cb(&msg, ret, frags, max, &p, count_frag, &seen);
+	/* each fragment has its own cmsg in the buffer: none is read twice */
+	FZ_CHECK(seen <= len / CMSG_SPACE(sizeof(struct dmt_dmabuf_cmsg)));
 	FZ_CHECK(n == -ENOBUFS || n == -EPROTO || (n >= 0 && (size_t)n <= max));
 	if (n >= 0) {
 		for (int i = 0; i < n; i++) {
