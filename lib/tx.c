@@ -357,11 +357,14 @@ size_t dmt_tx_track_pop(struct dmt_tx_track *t, struct devmemtcp_tx_done *out,
 
 int dmt_tx_parse_errqueue(const struct msghdr *msg, struct dmt_tx_notif *n)
 {
+	const char *end = (const char *)msg->msg_control + msg->msg_controllen;
 	struct sock_extended_err ee;
 	struct cmsghdr *cm;
 
 	memset(n, 0, sizeof(*n));
-	for (cm = CMSG_FIRSTHDR(msg); cm; cm = CMSG_NXTHDR((struct msghdr *)msg, cm)) {
+	/* only cmsgs that lie wholly inside msg_controllen (CMSG_FIRSTHDR
+	 * checks the header, not the length) */
+	for (cm = dmt_cmsg_first(msg); cm; cm = dmt_cmsg_next(cm, end)) {
 		if (!((cm->cmsg_level == SOL_IP && cm->cmsg_type == IP_RECVERR) ||
 		      (cm->cmsg_level == SOL_IPV6 &&
 		       cm->cmsg_type == IPV6_RECVERR)))
