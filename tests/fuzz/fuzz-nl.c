@@ -19,6 +19,7 @@
 struct cb_state {
 	uint8_t mode;
 	unsigned int calls;
+	const uint8_t *end;	/* of the reply buffer */
 };
 
 /* Every reply parser on one message; what they find is not checked
@@ -35,7 +36,11 @@ static int every_parser(const struct nlmsghdr *nlh, void *data)
 	int ret;
 
 	s->calls++;
+	/* the message and its padding lie inside the buffer: the parsers
+	 * walk attributes up to MNL_ALIGN(nlmsg_len) */
 	FZ_CHECK(nlh->nlmsg_len >= sizeof(*nlh));
+	FZ_CHECK(MNL_ALIGN(nlh->nlmsg_len) <=
+		 (size_t)(s->end - (const uint8_t *)nlh));
 	ret = dmt_nl_family_parse(nlh, &fam);
 	FZ_CHECK(ret == 0 || ret == -EBADMSG);
 	FZ_CHECK(fam.nops <= ARRAY_SIZE(fam.ops));
@@ -73,6 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t *buf = fz_rest(&f, &len);
 	int ret, err = 1;
 
+	s.end = buf + len;
 	memset(&nl, 0, sizeof(nl));
 	if (len >= sizeof(first))
 		memcpy(&first, buf, sizeof(first));
