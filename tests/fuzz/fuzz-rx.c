@@ -252,6 +252,8 @@ static void recv_one(struct prog *p)
 			 frags[0].len == got);
 	if (ret >= 0)
 		p->frags_seen += ndmabuf;
+	/* a token's value costs at most 1 MiB of bitmap */
+	FZ_CHECK(dmt_rx_tokens(p->rx)->nwords * sizeof(uint64_t) <= (1u << 20));
 }
 
 /* Pick up to 32 live fragments (by index, maybe repeated) into out. */

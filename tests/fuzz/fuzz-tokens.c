@@ -202,6 +202,8 @@ static void step(struct prog *p)
 		break;
 	}
 	FZ_CHECK(p->t.outstanding == p->nlive);
+	/* a token's value costs at most 1 MiB of bitmap */
+	FZ_CHECK(p->t.nwords * sizeof(*p->t.bits) <= (1u << 20));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
