@@ -297,6 +297,11 @@ static void release(struct prog *p, bool defer)
 	if (defer && p->nd == MAX_DEFER)
 		return;
 	n = pick(p, fr, idx, &valid);
+	/* the user gives them up before the call: it may flush them */
+	for (size_t i = 0; i < n && valid; i++)
+		if (!(fr[i].flags & DEVMEMTCP_FRAG_LINEAR))
+			model_set(&p->m, fr[i].token,
+				  defer ? TOK_DEFERRED : TOK_RELEASED);
 	if (defer)
 		ret = devmemtcp_rx_release_after(p->rx, fr, n, done_fn,
 						 (void *)(uintptr_t)p->nd);
@@ -308,13 +313,9 @@ static void release(struct prog *p, bool defer)
 		return;
 	}
 	FZ_CHECK(ret == 0);
-	for (size_t i = 0; i < n; i++) {
-		if (fr[i].flags & DEVMEMTCP_FRAG_LINEAR)
-			continue;
-		model_set(&p->m, fr[i].token, defer ? TOK_DEFERRED : TOK_RELEASED);
-		if (defer)
+	for (size_t i = 0; i < n && defer; i++)
+		if (!(fr[i].flags & DEVMEMTCP_FRAG_LINEAR))
 			p->d[p->nd].toks[p->d[p->nd].n++] = fr[i].token;
-	}
 	if (defer)
 		p->nd++;
 	forget(p, idx, n);

@@ -91,6 +91,10 @@ static size_t pick(struct prog *p, struct devmemtcp_frag *fr, size_t n,
 		}
 		if (how < 12 || !p->nlive) {
 			fr[i].token = fz_u32(&p->f) % (MODEL_LOW * 2);
+			/* by chance one the user holds: that entry goes */
+			for (size_t k = 0; k < p->nlive; k++)
+				if (p->live[k] == fr[i].token)
+					idx[i] = k;
 		} else {
 			fr[i].token = p->live[li];
 			idx[i] = li;
@@ -130,6 +134,11 @@ static void release(struct prog *p, bool defer)
 	if (defer && p->nd == MAX_DEFER)
 		return;
 	want = pick(p, fr, n, idx);
+	/* the user gives them up before the call: it may flush them */
+	for (size_t i = 0; i < n && want == n; i++)
+		if (!(fr[i].flags & DEVMEMTCP_FRAG_LINEAR))
+			model_set(&p->m, fr[i].token,
+				  defer ? TOK_DEFERRED : TOK_RELEASED);
 	if (!defer) {
 		ret = dmt_tokens_release(&p->t, fr, n, &bad);
 	} else {
@@ -154,17 +163,11 @@ static void release(struct prog *p, bool defer)
 		d->toks = malloc((n ? n : 1) * sizeof(*d->toks));
 		d->n = 0;
 		for (size_t i = 0; i < n; i++)
-			if (!(fr[i].flags & DEVMEMTCP_FRAG_LINEAR)) {
+			if (!(fr[i].flags & DEVMEMTCP_FRAG_LINEAR))
 				d->toks[d->n++] = fr[i].token;
-				model_set(&p->m, fr[i].token, TOK_DEFERRED);
-			}
 		FZ_CHECK(dmt_tokens_defer(&p->t, fr, n, done_fn,
 					  (void *)(uintptr_t)p->nd) == 0);
 		p->nd++;
-	} else {
-		for (size_t i = 0; i < n; i++)
-			if (!(fr[i].flags & DEVMEMTCP_FRAG_LINEAR))
-				model_set(&p->m, fr[i].token, TOK_RELEASED);
 	}
 	forget(p, idx, n);
 }
