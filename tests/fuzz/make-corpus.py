@@ -115,8 +115,29 @@ def recorded_replies():
 
 
 def nl_seeds():
-    for name, data in recorded_replies().items():
+    rec = recorded_replies()
+    for name, data in rec.items():
         write("nl", name, bytes([0]) + data)
+
+    # nl-replies: (request, flags: 1 = answer this request) then chunks
+    def replies(name, op, flags, *chunks):
+        write("nl-replies", name, bytes([op, flags]) + b"".join(
+            struct.pack("<H", len(c)) + c for c in chunks))
+
+    replies("queue-dump", 0, 1, rec["rec_queue_dump_va"])
+    replies("queue-list", 1, 1, rec["rec_queue_dump_va"])
+    replies("qstats", 2, 0x05, rec["rec_queue_dump_va"])
+    replies("bind-veth", 3, 1, rec["rec_bind_rx_veth"])
+    replies("bind-noqueues", 3, 1, rec["rec_bind_rx_noqueues"])
+    replies("rings", 4, 0x01, rec["rec_rings_get_va"])
+    replies("channels", 4, 0x11, rec["rec_channels_get_va"])
+    replies("features", 4, 0x21, rec["rec_features_get_va"])
+    replies("rss", 4, 0x31, rec["rec_rss_get_va"])
+    replies("rss-dump", 5, 0x51, rec["rec_rss_get_va"])
+    replies("route", 6, 1, rec["rec_bind_rx_nodev"])
+    replies("probe", 7, 1, rec["rec_queue_dump_va"], rec["rec_rings_get_va"],
+            rec["rec_features_get_va"], rec["rec_rss_get_va"],
+            rec["rec_channels_get_va"])
 
 
 JOURNAL_FULL = """devmemtcp-journal 1
