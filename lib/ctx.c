@@ -175,7 +175,7 @@ const char *dmt_errno_name(int err)
 	} names[] = {
 		{ EPERM, "EPERM" },	    { ENOENT, "ENOENT" },
 		{ EIO, "EIO" },		    { EBADF, "EBADF" },
-		{ ENOMEM, "ENOMEM" },	    { EACCES, "EACCES" },
+		{ ENOMEM, "ENOMEM (out of memory)" }, { EACCES, "EACCES" },
 		{ EFAULT, "EFAULT" },	    { EBUSY, "EBUSY" },
 		{ EEXIST, "EEXIST" },	    { ENODEV, "ENODEV" },
 		{ EINVAL, "EINVAL" },	    { E2BIG, "E2BIG" },

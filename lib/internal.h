@@ -153,6 +153,12 @@ void dmt_err_clear(struct dmt_err *err);
 /* Log without recording. */
 void dmt_log(const struct devmemtcp_ctx *ctx, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* -ENOMEM, recorded and logged as "<what>: out of memory". */
+static inline int dmt_err_nomem(const struct devmemtcp_ctx *ctx,
+				struct dmt_err *err, const char *what)
+{
+	return dmt_err(ctx, err, -ENOMEM, "%s: out of memory", what);
+}
 
 /*
  * libbpf-style options check: opts may be NULL; otherwise sz must be set

@@ -71,7 +71,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
 			       fd);
 	rx = dmt_calloc(1, sizeof(*rx));
 	if (!rx)
-		return -ENOMEM;
+		return dmt_err_nomem(ctx, &ctx->err, "devmemtcp_rx_new");
 	rx->ctx = ctx;
 	rx->fd = fd;
 	rx->ctrl_cap = DMT_OPT(opts, devmemtcp_rx_opts, ctrl_size,
@@ -81,7 +81,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
 	rx->ctrl = dmt_malloc(rx->ctrl_cap);
 	if (!rx->ctrl) {
 		free(rx);
-		return -ENOMEM;
+		return dmt_err_nomem(ctx, &ctx->err, "devmemtcp_rx_new");
 	}
 	dmt_tokens_init(&rx->tokens,
 			DMT_OPT(opts, devmemtcp_rx_opts, release_batch, 0),
@@ -136,7 +136,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_add_buf(struct devmemtcp_rx *rx,
 	}
 	v = dmt_realloc(rx->bufs, (rx->nbufs + 1) * sizeof(*v));
 	if (!v)
-		return -ENOMEM;
+		return dmt_err_nomem(rx->ctx, &rx->err, "devmemtcp_rx_add_buf");
 	v[rx->nbufs++] = (struct rx_buf){ binding_id, buf };
 	rx->bufs = v;
 	return 0;
@@ -206,7 +206,8 @@ int dmt_rx_process(struct devmemtcp_rx *rx, const struct msghdr *msg,
 	n = dmt_cmsg_parse_cb(msg, got, frags, max, &p, annotate, rx);
 	dmt_tokens_update_max(&rx->tokens);
 	if (n == -ENOMEM)
-		return n;
+		return dmt_err_nomem(rx->ctx, &rx->err,
+				     "recording the tokens received");
 	if (n < 0) {
 		if (msg->msg_flags & MSG_CTRUNC)
 			return dmt_err(rx->ctx, &rx->err, -ENOBUFS,
@@ -306,7 +307,8 @@ static ssize_t recv_devmem(struct devmemtcp_rx *rx, struct msghdr *msg,
 	for (;;) {
 		ret = ctrl_reserve(rx, max_frags, &len);
 		if (ret)
-			return ret;
+			return dmt_err_nomem(rx->ctx, &rx->err,
+					     "growing the control buffer of devmemtcp_rx_recv");
 		msg->msg_control = rx->ctrl;
 		/* no more devmem cmsgs than fragment slots */
 		msg->msg_controllen = len;
@@ -418,7 +420,8 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_release_after(struct devmemtcp_rx *rx,
 		for (size_t i = 0; i < n; i++)
 			if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
 				dmt_tokens_received(&rx->tokens, frags[i].token);
-		return ret;
+		return dmt_err(rx->ctx, &rx->err, -ENOMEM,
+			       "devmemtcp_rx_release_after: out of memory: nothing was deferred, the fragments are still the caller's");
 	}
 	return 0;
 }

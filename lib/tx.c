@@ -492,14 +492,14 @@ DEVMEMTCP_EXPORT int devmemtcp_tx_new(struct devmemtcp_ctx *ctx, int fd,
 	}
 	tx = dmt_malloc(sizeof(*tx));
 	if (!tx)
-		return -ENOMEM;
+		return dmt_err_nomem(ctx, &ctx->err, "devmemtcp_tx_new");
 	ret = dmt_tx_init(tx, ctx, fd, domain, binding->id, binding->ifindex,
 			  binding->buf ? devmemtcp_buf_size(binding->buf) : 0,
 			  opts);
 	if (ret) {
 		dmt_tx_fini(tx);
 		free(tx);
-		return ret;
+		return dmt_err_nomem(ctx, &ctx->err, "devmemtcp_tx_new");
 	}
 	*txp = tx;
 	return 0;
@@ -988,8 +988,12 @@ DEVMEMTCP_EXPORT ssize_t devmemtcp_tx_send(struct devmemtcp_tx *tx,
 				       tx->max_call_bytes, &bytes);
 		if (!niov)
 			break;
-		if (dmt_tx_track_reserve(&tx->track, niov))
-			return sent ? (ssize_t)sent : -ENOMEM;
+		if (dmt_tx_track_reserve(&tx->track, niov)) {
+			if (sent)
+				return (ssize_t)sent;
+			return dmt_err_nomem(tx->ctx, &tx->err,
+					     "devmemtcp_tx_send: tracking the completions");
+		}
 		msg.msg_iov = tx->iov;
 		msg.msg_iovlen = niov;
 		dmt_tx_put_cmsg(&msg, ctrl, sizeof(ctrl), tx->binding_id);
