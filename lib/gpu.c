@@ -183,7 +183,8 @@ static int gpu_alloc_slots(struct devmemtcp_gpu *gpu)
 
 	gpu->slots = dmt_calloc(gpu->nslots, sizeof(*gpu->slots));
 	if (!gpu->slots)
-		return -ENOMEM;
+		return dmt_err_nomem(gpu->ctx, &gpu->ctx->err,
+				     "devmemtcp_gpu_new");
 	/* Write-combined: the CPU only writes descriptors, the GPU reads
 	 * them once, across PCIe. */
 	r = cu->cuMemHostAlloc(&gpu->host, total,
@@ -259,7 +260,7 @@ static int gpu_new_impl(struct devmemtcp_ctx *ctx,
 			       opts->slots);
 	gpu = dmt_calloc(1, sizeof(*gpu));
 	if (!gpu)
-		return -ENOMEM;
+		return dmt_err_nomem(ctx, &ctx->err, "devmemtcp_gpu_new");
 	gpu->ctx = ctx;
 	gpu->refs = 1;
 	pthread_mutex_init(&gpu->lock, NULL);
@@ -624,7 +625,8 @@ static int gpu_fence_new_impl(struct devmemtcp_gpu *gpu,
 	if (!f) {
 		f = dmt_calloc(1, sizeof(*f));
 		if (!f) {
-			ret = -ENOMEM;
+			ret = dmt_err_nomem(gpu->ctx, &gpu->err,
+					    "devmemtcp_gpu_fence_new");
 			goto err_pop;
 		}
 		f->gpu = gpu;
