@@ -15,8 +15,6 @@
  * they are.
  */
 #include <errno.h>
-#include <netinet/in.h>
-#include <unistd.h>
 #include <libmnl/libmnl.h>
 #include <linux/genetlink.h>
 
@@ -191,30 +189,6 @@ ssize_t __wrap_mnl_socket_recvfrom(const struct mnl_socket *nl, void *buf,
 
 /* ---- the requests -------------------------------------------------------- */
 
-static int tcp_fd = -1, tcp_peer = -1;
-
-/* A connected TCP socket over loopback (the route lookup asks for its
- * peer); the harness never sends on it. */
-static int connected_socket(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t alen = sizeof(a);
-	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), c;
-
-	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) ||
-	    listen(l, 1) || getsockname(l, (struct sockaddr *)&a, &alen))
-		abort();
-	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof(a)))
-		abort();
-	tcp_peer = accept(l, NULL, NULL);	/* kept: the connection stays up */
-	if (tcp_peer < 0)
-		abort();
-	close(l);
-	return c;
-}
-
 static void check_ret(int ret)
 {
 	/* a negative errno the caller can print, or a count */
@@ -320,9 +294,7 @@ static void route(struct devmemtcp_ctx *ctx)
 {
 	struct devmemtcp_tx tx;
 
-	if (tcp_fd < 0)
-		tcp_fd = connected_socket();
-	FZ_CHECK(dmt_tx_init(&tx, ctx, tcp_fd, AF_INET, 4, 1, 1 << 20, NULL) == 0);
+	FZ_CHECK(dmt_tx_init(&tx, ctx, fz_tcp_socket(), AF_INET, 4, 1, 1 << 20, NULL) == 0);
 	FZ_CHECK(dmt_tx_explain_enodev(&tx) == -ENODEV);
 	FZ_CHECK(strstr(tx.err.msg, "ENODEV"));
 	dmt_tx_fini(&tx);

@@ -9,10 +9,6 @@
  * address a linear scan of the segment table gives, and every token must
  * reach the kernel (model.h) exactly when the user gave it back.
  */
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include "buf.h"
 #include "fuzz.h"
 #include "model.h"
@@ -43,32 +39,6 @@ struct prog {
 };
 
 static struct prog *P;
-static int sock_fd = -1;
-
-/* A connected TCP socket over loopback, for devmemtcp_rx_new only: the
- * harness never sends or receives on it. */
-static int connected_socket(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), c, s;
-
-	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) ||
-	    listen(l, 1) || getsockname(l, (struct sockaddr *)&a, &len))
-		goto fail;
-	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof(a)))
-		goto fail;
-	s = accept(l, NULL, NULL);
-	if (s < 0)
-		goto fail;
-	close(l);
-	return s;	/* c stays open: the connection stays up */
-fail:
-	perror("fuzz-rx: a loopback TCP connection");
-	abort();
-}
 
 static int done_fn(void *arg, bool wait)
 {
@@ -352,13 +322,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!p)
 		abort();
 	P = p;
-	if (sock_fd < 0)
-		sock_fd = connected_socket();
 	p->f = fz_init(data, size);
 	{
 		DEVMEMTCP_OPTS(rx_opts, o, .release_batch = fz_u16(&p->f) % 1100);
 
-		FZ_CHECK(devmemtcp_rx_new(fz_ctx(), sock_fd, &o, &p->rx) == 0);
+		FZ_CHECK(devmemtcp_rx_new(fz_ctx(), fz_tcp_socket(), &o, &p->rx) == 0);
 	}
 	dmt_rx_tokens(p->rx)->dontneed = model_dontneed;
 	dmt_rx_tokens(p->rx)->dontneed_arg = &p->m;

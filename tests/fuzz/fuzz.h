@@ -15,6 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "devmemtcp.h"
 
@@ -119,6 +122,36 @@ static inline struct devmemtcp_ctx *fz_ctx(void)
 			abort();
 	}
 	return ctx;
+}
+
+/* One end of a TCP connection over loopback, made once per run, for the
+ * calls that want a connected socket (the harnesses never send on it);
+ * the other end stays open so the connection stays up. */
+static inline int fz_tcp_socket(void)
+{
+	static int fd = -1, peer = -1;
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int l;
+
+	if (fd >= 0)
+		return fd;
+	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) ||
+	    listen(l, 1) || getsockname(l, (struct sockaddr *)&a, &len))
+		goto fail;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)))
+		goto fail;
+	peer = accept(l, NULL, NULL);
+	if (peer < 0)
+		goto fail;
+	close(l);
+	return fd;
+fail:
+	perror("a loopback TCP connection");
+	abort();
 }
 
 #define FZ_CHECK(cond)                                                         \

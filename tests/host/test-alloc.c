@@ -27,6 +27,7 @@
 #include "buf.h"
 #include "devmemtcp.h"
 #include "harness.h"
+#include "../unit/allocfixture.h"
 
 static struct devmemtcp_ctx *ctx;
 static int va;
@@ -42,20 +43,6 @@ struct outcome {
 /* A path: set up, arm the n-th allocation (arm()), make the call, clean
  * up; true when the armed allocation was reached. */
 typedef bool (*path_fn)(long n, struct outcome *o);
-
-/* Arm the failure of the n-th allocation from now (0: none); the
- * context's last message is cleared, so that none is taken for the new
- * one. */
-static void arm(long n)
-{
-	dmt_err_clear(&ctx->err);
-	dmt_test_alloc_fail(n, false);
-}
-
-static bool injected(long n)
-{
-	return dmt_test_alloc_fail(0, false) >= n;
-}
 
 static void record(struct outcome *o, int ret, const char *msg)
 {
@@ -84,10 +71,7 @@ static void walk(const char *path, path_fn run)
 		if (!run(n, got))
 			break;
 		if (got->ret == -ENOMEM) {
-			if (!strstr(got->msg, "out of memory") &&
-			    !strstr(got->msg, strerror(ENOMEM)))
-				fail_msg("%s, allocation %ld failed: the message does not say out of memory: \"%s\"",
-					 path, n, got->msg);
+			alloc_expect_oom(path, n, got->msg);
 		} else if (!memcmp(got, want, sizeof(*got))) {
 			same++;
 		} else {
@@ -128,10 +112,10 @@ static bool bind_path(long n, struct outcome *o, bool tx)
 	bool hit;
 	int ret;
 
-	arm(n);
+	alloc_arm(ctx, n);
 	ret = tx ? devmemtcp_bind_tx(ctx, va, buf, NULL, &b)
 		 : devmemtcp_bind_rx(ctx, va, &q, 1, buf, NULL, &b);
-	hit = injected(n);
+	hit = alloc_injected(n);
 	record(o, ret, devmemtcp_ctx_errmsg(ctx));
 	/* veth has no devmem: nothing is ever bound */
 	assert_null(b);
@@ -170,10 +154,10 @@ static bool query_path(long n, struct outcome *o, bool stats)
 	int ret;
 
 	assert_int_equal(devmemtcp_ctx_new(&co, &c), 0);
-	arm(n);
+	alloc_arm(ctx, n);
 	ret = stats ? devmemtcp_qstats_get(c, va, DEVMEMTCP_QUEUE_RX, -1, &st)
 		    : devmemtcp_queue_list(c, va, q, 16);
-	hit = injected(n);
+	hit = alloc_injected(n);
 	record(o, ret, devmemtcp_ctx_errmsg(c));
 	devmemtcp_ctx_free(c);
 	return hit;
@@ -201,9 +185,9 @@ static bool probe_path(long n, struct outcome *o)
 	int ret;
 
 	o->report.sz = sizeof(o->report);
-	arm(n);
+	alloc_arm(ctx, n);
 	ret = devmemtcp_nic_probe(ctx, "va", NULL, &o->report);
-	hit = injected(n);
+	hit = alloc_injected(n);
 	record(o, ret, ret < 0 ? devmemtcp_ctx_errmsg(ctx) : "");
 	return hit;
 }
@@ -223,9 +207,9 @@ static bool nic_open_path(long n, struct outcome *o)
 	bool hit;
 	int ret;
 
-	arm(n);
+	alloc_arm(ctx, n);
 	ret = devmemtcp_nic_open(ctx, "va", NULL, &nic);
-	hit = injected(n);
+	hit = alloc_injected(n);
 	record(o, ret, devmemtcp_ctx_errmsg(ctx));
 	assert_null(nic);
 	snprintf(path, sizeof(path), "%s/va.journal", dir);

@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "allocfixture.h"
 #include "buf.h"
 #include "fake-nic.h"
 #include "netdev.h"
@@ -36,63 +37,6 @@
 
 static struct devmemtcp_ctx *ctx;
 static char dir[64];
-
-/* ---- the walk ------------------------------------------------------------ */
-
-/* Arm the failure of the n-th allocation from now (0: none); the
- * context's last message is cleared, so that none is taken for the new
- * one. */
-static void arm(long n)
-{
-	dmt_err_clear(&ctx->err);
-	dmt_test_alloc_fail(n, false);
-}
-
-/* Disarm; true when the armed allocation was reached (and failed). */
-static bool injected(long n)
-{
-	return dmt_test_alloc_fail(0, false) >= n;
-}
-
-/* The message of a call that ran out of memory: ours say so, or give
- * strerror's words for ENOMEM. */
-static void expect_oom(const char *path, long n, const char *msg)
-{
-	if (!strstr(msg, "out of memory") && !strstr(msg, strerror(ENOMEM)))
-		fail_msg("%s, allocation %ld failed: the message does not say out of memory: \"%s\"",
-			 path, n, msg);
-	if (strstr(msg, "unreadable") || strstr(msg, "malformed"))
-		fail_msg("%s, allocation %ld failed: the message blames something else: \"%s\"",
-			 path, n, msg);
-}
-
-static void walked(const char *path, long n)
-{
-	print_message("%s: %ld allocation%s, each failure -ENOMEM\n", path,
-		      n - 1, n == 2 ? "" : "s");
-}
-
-/* ---- sockets ------------------------------------------------------------- */
-
-/* A connected TCP pair over loopback: *peer gets the other end. */
-static int tcp_pair(int *peer)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), c;
-
-	assert_true(l >= 0);
-	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(l, 1), 0);
-	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &len), 0);
-	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_int_equal(connect(c, (struct sockaddr *)&a, sizeof(a)), 0);
-	*peer = accept4(l, NULL, NULL, SOCK_CLOEXEC);
-	assert_true(*peer >= 0);
-	close(l);
-	return c;
-}
 
 /* ---- context, buffers ---------------------------------------------------- */
 
@@ -104,9 +48,9 @@ static void test_ctx_new(void **state)
 
 	for (n = 1;; n++) {
 		c = (void *)1;
-		arm(n);
+		alloc_arm(ctx, n);
 		ret = devmemtcp_ctx_new(NULL, &c);
-		if (!injected(n))
+		if (!alloc_injected(n))
 			break;
 		/* no context: no message, only the errno */
 		assert_int_equal(ret, -ENOMEM);
@@ -114,7 +58,7 @@ static void test_ctx_new(void **state)
 	}
 	assert_int_equal(ret, 0);
 	devmemtcp_ctx_free(c);
-	walked("devmemtcp_ctx_new", n);
+	alloc_walked("devmemtcp_ctx_new", n);
 }
 
 static void test_buf_import(void **state)
@@ -131,19 +75,19 @@ static void test_buf_import(void **state)
 	assert_true(o.fd >= 0);
 	assert_int_equal(ftruncate(o.fd, 1 << 20), 0);
 	for (n = 1;; n++) {
-		arm(n);
+		alloc_arm(ctx, n);
 		ret = devmemtcp_buf_new(ctx, &o, &buf);
-		if (!injected(n))
+		if (!alloc_injected(n))
 			break;
 		assert_int_equal(ret, -ENOMEM);
-		expect_oom("devmemtcp_buf_new(import)", n, devmemtcp_ctx_errmsg(ctx));
+		alloc_expect_oom("devmemtcp_buf_new(import)", n, devmemtcp_ctx_errmsg(ctx));
 		assert_true(fcntl(o.fd, F_GETFD) >= 0);	/* the caller's fd */
 	}
 	assert_int_not_equal(ret, -ENOMEM);
 	if (!ret)
 		devmemtcp_buf_free(buf);
 	close(o.fd);
-	walked("devmemtcp_buf_new(import)", n);
+	alloc_walked("devmemtcp_buf_new(import)", n);
 }
 
 static void test_buf_udmabuf(void **state)
@@ -160,18 +104,18 @@ static void test_buf_udmabuf(void **state)
 		skip();
 	}
 	for (n = 1;; n++) {
-		arm(n);
+		alloc_arm(ctx, n);
 		ret = devmemtcp_buf_new(ctx, &o, &buf);
-		if (!injected(n))
+		if (!alloc_injected(n))
 			break;
 		assert_int_equal(ret, -ENOMEM);
-		expect_oom("devmemtcp_buf_new(udmabuf)", n, devmemtcp_ctx_errmsg(ctx));
+		alloc_expect_oom("devmemtcp_buf_new(udmabuf)", n, devmemtcp_ctx_errmsg(ctx));
 		assert_int_equal(t_count_fds(), fds);
 	}
 	assert_int_equal(ret, 0);
 	devmemtcp_buf_free(buf);
 	assert_int_equal(t_count_fds(), fds);
-	walked("devmemtcp_buf_new(udmabuf)", n);
+	alloc_walked("devmemtcp_buf_new(udmabuf)", n);
 }
 
 /* ---- receive ------------------------------------------------------------- */
@@ -179,23 +123,23 @@ static void test_buf_udmabuf(void **state)
 static void test_rx_new(void **state)
 {
 	struct devmemtcp_rx *rx;
-	int peer, fd = tcp_pair(&peer);
+	int peer, fd = alloc_tcp_pair(&peer);
 	long n;
 	int ret;
 
 	for (n = 1;; n++) {
-		arm(n);
+		alloc_arm(ctx, n);
 		ret = devmemtcp_rx_new(ctx, fd, NULL, &rx);
-		if (!injected(n))
+		if (!alloc_injected(n))
 			break;
 		assert_int_equal(ret, -ENOMEM);
-		expect_oom("devmemtcp_rx_new", n, devmemtcp_ctx_errmsg(ctx));
+		alloc_expect_oom("devmemtcp_rx_new", n, devmemtcp_ctx_errmsg(ctx));
 	}
 	assert_int_equal(ret, 0);
 	devmemtcp_rx_free(rx);
 	close(fd);
 	close(peer);
-	walked("devmemtcp_rx_new", n);
+	alloc_walked("devmemtcp_rx_new", n);
 }
 
 static struct devmemtcp_buf *host_buf(uint64_t size)
@@ -213,18 +157,18 @@ static void test_rx_add_buf(void **state)
 {
 	struct devmemtcp_buf *buf = host_buf(1 << 20);
 	struct devmemtcp_rx *rx;
-	int peer, fd = tcp_pair(&peer);
+	int peer, fd = alloc_tcp_pair(&peer);
 	long n;
 	int ret;
 
 	assert_int_equal(devmemtcp_rx_new(ctx, fd, NULL, &rx), 0);
 	for (n = 1;; n++) {
-		arm(n);
+		alloc_arm(ctx, n);
 		ret = devmemtcp_rx_add_buf(rx, 9, buf);
-		if (!injected(n))
+		if (!alloc_injected(n))
 			break;
 		assert_int_equal(ret, -ENOMEM);
-		expect_oom("devmemtcp_rx_add_buf", n, devmemtcp_rx_errmsg(rx));
+		alloc_expect_oom("devmemtcp_rx_add_buf", n, devmemtcp_rx_errmsg(rx));
 	}
 	assert_int_equal(ret, 0);
 	/* registered once, as if nothing had failed */
@@ -233,7 +177,7 @@ static void test_rx_add_buf(void **state)
 	devmemtcp_buf_free(buf);
 	close(fd);
 	close(peer);
-	walked("devmemtcp_rx_add_buf", n);
+	alloc_walked("devmemtcp_rx_add_buf", n);
 }
 
 /* A receive that needs a larger control buffer than the handle has: the
@@ -243,7 +187,7 @@ static void test_rx_recv_growth(void **state)
 	static char data[1000], lin[4096];
 	struct devmemtcp_frag *frags = calloc(4096, sizeof(*frags));
 	struct devmemtcp_rx *rx;
-	int peer, fd = tcp_pair(&peer);
+	int peer, fd = alloc_tcp_pair(&peer);
 	long n;
 	int ret;
 
@@ -252,12 +196,12 @@ static void test_rx_recv_growth(void **state)
 	assert_int_equal(send(peer, data, sizeof(data), 0), sizeof(data));
 	for (n = 1;; n++) {
 		assert_int_equal(devmemtcp_rx_new(ctx, fd, NULL, &rx), 0);
-		arm(n);
+		alloc_arm(ctx, n);
 		ret = devmemtcp_rx_recv(rx, frags, 4096, lin, sizeof(lin));
-		if (!injected(n))
+		if (!alloc_injected(n))
 			break;
 		assert_int_equal(ret, -ENOMEM);
-		expect_oom("devmemtcp_rx_recv", n, devmemtcp_rx_errmsg(rx));
+		alloc_expect_oom("devmemtcp_rx_recv", n, devmemtcp_rx_errmsg(rx));
 		devmemtcp_rx_free(rx);
 	}
 	/* plain data (not on a devmem queue): one linear fragment, intact */
@@ -268,43 +212,7 @@ static void test_rx_recv_growth(void **state)
 	free(frags);
 	close(fd);
 	close(peer);
-	walked("devmemtcp_rx_recv (control buffer growth)", n);
-}
-
-/* ntok dma-buf fragments with tokens 0..ntok-1 through the receive path,
- * as a control buffer laid out by the kernel. */
-static void receive_tokens(struct devmemtcp_rx *rx, struct devmemtcp_frag *f,
-			   size_t ntok)
-{
-	size_t space = CMSG_SPACE(sizeof(struct dmt_dmabuf_cmsg));
-	char *ctrl = calloc(ntok, space);
-	struct msghdr msg = { .msg_control = ctrl,
-			      .msg_controllen = ntok * space };
-
-	for (size_t i = 0; i < ntok; i++) {
-		struct cmsghdr *cm = (struct cmsghdr *)(ctrl + i * space);
-		struct dmt_dmabuf_cmsg c = { i * 4096, 4096, (uint32_t)i, 9, 0 };
-
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_DEVMEM_DMABUF;
-		cm->cmsg_len = CMSG_LEN(sizeof(c));
-		memcpy(CMSG_DATA(cm), &c, sizeof(c));
-	}
-	assert_int_equal(dmt_rx_process(rx, &msg, ntok * 4096, f, ntok),
-			 (int)ntok);
-	free(ctrl);
-}
-
-static int returned;
-
-static int count_dontneed(void *arg, const struct dmt_dmabuf_token *t, size_t n)
-{
-	int freed = 0;
-
-	for (size_t i = 0; i < n; i++)
-		freed += (int)t[i].token_count;
-	returned += freed;
-	return freed;
+	alloc_walked("devmemtcp_rx_recv (control buffer growth)", n);
 }
 
 static int done_now(void *arg, bool wait)
@@ -320,37 +228,35 @@ static void test_rx_release_after(void **state)
 	struct devmemtcp_frag *f = calloc(NTOK, sizeof(*f));
 	struct devmemtcp_buf *buf = host_buf(NTOK * 4096ull);
 	struct devmemtcp_rx *rx;
-	int peer, fd = tcp_pair(&peer);
+	int peer, fd = alloc_tcp_pair(&peer);
 	long n;
 	int ret;
 
 	for (n = 1;; n++) {
 		assert_int_equal(devmemtcp_rx_new(ctx, fd, NULL, &rx), 0);
 		assert_int_equal(devmemtcp_rx_add_buf(rx, 9, buf), 0);
-		dmt_rx_tokens(rx)->dontneed = count_dontneed;
-		returned = 0;
-		receive_tokens(rx, f, NTOK);
-		arm(n);
+		alloc_receive_tokens(rx, f, NTOK);
+		alloc_arm(ctx, n);
 		ret = devmemtcp_rx_release_after(rx, f, NTOK, done_now, NULL);
-		if (!injected(n))
+		if (!alloc_injected(n))
 			break;
 		assert_int_equal(ret, -ENOMEM);
-		expect_oom("devmemtcp_rx_release_after", n, devmemtcp_rx_errmsg(rx));
+		alloc_expect_oom("devmemtcp_rx_release_after", n, devmemtcp_rx_errmsg(rx));
 		/* nothing was deferred: the same release works now */
 		assert_int_equal(devmemtcp_rx_release(rx, f, NTOK), 0);
 		assert_int_equal(devmemtcp_rx_flush(rx) >= 0, 1);
 		devmemtcp_rx_free(rx);
-		assert_int_equal(returned, NTOK);
+		assert_int_equal(alloc_returned, NTOK);
 	}
 	assert_int_equal(ret, 0);
 	assert_true(devmemtcp_rx_flush(rx) >= 0);
 	devmemtcp_rx_free(rx);
-	assert_int_equal(returned, NTOK);
+	assert_int_equal(alloc_returned, NTOK);
 	devmemtcp_buf_free(buf);
 	free(f);
 	close(fd);
 	close(peer);
-	walked("devmemtcp_rx_release_after", n);
+	alloc_walked("devmemtcp_rx_release_after", n);
 }
 
 /* ---- transmit ------------------------------------------------------------ */
@@ -371,22 +277,22 @@ static void test_tx_new_send(void **state)
 				       .buf = buf };
 	struct devmemtcp_tx_piece p[300];
 	struct devmemtcp_tx *tx;
-	int peer, fd = tcp_pair(&peer);
+	int peer, fd = alloc_tcp_pair(&peer);
 	long n;
 	ssize_t sent;
 	int ret;
 
 	for (n = 1;; n++) {
-		arm(n);
+		alloc_arm(ctx, n);
 		ret = devmemtcp_tx_new(ctx, fd, &b, NULL, &tx);
-		if (!injected(n))
+		if (!alloc_injected(n))
 			break;
 		assert_int_equal(ret, -ENOMEM);
-		expect_oom("devmemtcp_tx_new", n, devmemtcp_ctx_errmsg(ctx));
+		alloc_expect_oom("devmemtcp_tx_new", n, devmemtcp_ctx_errmsg(ctx));
 	}
 	assert_int_equal(ret, 0);
 	devmemtcp_tx_free(tx);
-	walked("devmemtcp_tx_new", n);
+	alloc_walked("devmemtcp_tx_new", n);
 
 	/* 300 pieces that do not touch: one range each to track */
 	for (int i = 0; i < 300; i++)
@@ -394,12 +300,12 @@ static void test_tx_new_send(void **state)
 	for (n = 1;; n++) {
 		assert_int_equal(devmemtcp_tx_new(ctx, fd, &b, NULL, &tx), 0);
 		tx->sys_sendmsg = send_all;
-		arm(n);
+		alloc_arm(ctx, n);
 		sent = devmemtcp_tx_send(tx, p, 300, 0);
-		if (!injected(n))
+		if (!alloc_injected(n))
 			break;
 		assert_int_equal(sent, -ENOMEM);
-		expect_oom("devmemtcp_tx_send", n, devmemtcp_tx_errmsg(tx));
+		alloc_expect_oom("devmemtcp_tx_send", n, devmemtcp_tx_errmsg(tx));
 		devmemtcp_tx_free(tx);
 	}
 	assert_int_equal(sent, 300 * 4096);
@@ -407,7 +313,7 @@ static void test_tx_new_send(void **state)
 	devmemtcp_buf_free(buf);
 	close(fd);
 	close(peer);
-	walked("devmemtcp_tx_send", n);
+	alloc_walked("devmemtcp_tx_send", n);
 }
 
 /* ---- the NIC, against the fake one --------------------------------------- */
@@ -460,34 +366,34 @@ static void test_nic_open_close(void **state)
 
 	nic_reset();
 	for (n = 1;; n++) {
-		arm(n);
+		alloc_arm(ctx, n);
 		ret = devmemtcp_nic_open(ctx, "eth0", &o, &nic);
-		if (!injected(n))
+		if (!alloc_injected(n))
 			break;
 		assert_int_equal(ret, -ENOMEM);
-		expect_oom("devmemtcp_nic_open", n, devmemtcp_ctx_errmsg(ctx));
+		alloc_expect_oom("devmemtcp_nic_open", n, devmemtcp_ctx_errmsg(ctx));
 		assert_nic_unchanged("devmemtcp_nic_open", n);
 	}
 	assert_int_equal(ret, 0);
 	assert_int_equal(devmemtcp_nic_close(nic), 0);
 	assert_nic_unchanged("devmemtcp_nic_open", 0);
-	walked("devmemtcp_nic_open", n);
+	alloc_walked("devmemtcp_nic_open", n);
 
 	/* close: whatever it could not undo, recover finishes */
 	for (n = 1;; n++) {
 		assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), 0);
-		arm(n);
+		alloc_arm(ctx, n);
 		ret = devmemtcp_nic_close(nic);
-		if (!injected(n))
+		if (!alloc_injected(n))
 			break;
 		assert_int_equal(ret, -ENOMEM);
-		expect_oom("devmemtcp_nic_close", n, devmemtcp_ctx_errmsg(ctx));
+		alloc_expect_oom("devmemtcp_nic_close", n, devmemtcp_ctx_errmsg(ctx));
 		assert_true(devmemtcp_nic_recover(ctx, "eth0", NULL) >= 0);
 		assert_nic_unchanged("devmemtcp_nic_close", n);
 	}
 	assert_int_equal(ret, 0);
 	assert_nic_unchanged("devmemtcp_nic_close", 0);
-	walked("devmemtcp_nic_close", n);
+	alloc_walked("devmemtcp_nic_close", n);
 }
 
 /* A process set the NIC up and died: its journal is left. */
@@ -519,12 +425,12 @@ static void test_nic_recover(void **state)
 	for (n = 1;; n++) {
 		nic_reset();
 		crashed_owner();
-		arm(n);
+		alloc_arm(ctx, n);
 		ret = devmemtcp_nic_recover(ctx, "eth0", NULL);
-		if (!injected(n))
+		if (!alloc_injected(n))
 			break;
 		assert_int_equal(ret, -ENOMEM);
-		expect_oom("devmemtcp_nic_recover", n, devmemtcp_ctx_errmsg(ctx));
+		alloc_expect_oom("devmemtcp_nic_recover", n, devmemtcp_ctx_errmsg(ctx));
 		/* the journal is kept until the undo is done: again, whole */
 		assert_true(journal_exists());
 		assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 1);
@@ -532,7 +438,7 @@ static void test_nic_recover(void **state)
 	}
 	assert_int_equal(ret, 1);
 	assert_nic_unchanged("devmemtcp_nic_recover", 0);
-	walked("devmemtcp_nic_recover", n);
+	alloc_walked("devmemtcp_nic_recover", n);
 }
 
 static void test_flow_parse(void **state)
@@ -542,14 +448,14 @@ static void test_flow_parse(void **state)
 	int ret;
 
 	for (n = 1;; n++) {
-		arm(n);
+		alloc_arm(ctx, n);
 		ret = devmemtcp_flow_parse("dst-ip 10.0.0.1 dst-port 5201", &f);
-		if (!injected(n))
+		if (!alloc_injected(n))
 			break;
 		assert_int_equal(ret, -ENOMEM);	/* no object: no message */
 	}
 	assert_int_equal(ret, 0);
-	walked("devmemtcp_flow_parse", n);
+	alloc_walked("devmemtcp_flow_parse", n);
 }
 
 static int setup(void **state)
