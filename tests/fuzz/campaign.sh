@@ -19,7 +19,7 @@ out=$build/fuzz-campaign
 mkdir -p "$out"
 : >"$out/summary.txt.new"
 start=$(date +%s)
-ls "$build"/tests/fuzz/fuzz-* | grep -v '\.p$' |
+find "$build/tests/fuzz" -maxdepth 1 -type f -perm -u+x -name 'fuzz-*' | sort |
 	xargs -P "$jobs" -I{} sh -c '
 		name=$(basename "$1" | sed "s/^fuzz-//")
 		nice -n 10 "$2/tests/fuzz/run.sh" "$1" "$2/tests/fuzz/corpus/$name" \
