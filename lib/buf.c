@@ -81,7 +81,7 @@ int dmt_buf_set_segments(struct devmemtcp_buf *buf,
 			       n, (unsigned long long)size);
 	segs = dmt_malloc(n * sizeof(*segs));
 	if (!segs)
-		return -ENOMEM;
+		return dmt_err_nomem(ctx, err, "copying the segment table");
 	memcpy(segs, src, n * sizeof(*segs));
 	qsort(segs, n, sizeof(*segs), seg_cmp);
 	for (size_t i = 0; i < n; i++) {
@@ -324,7 +324,7 @@ DEVMEMTCP_EXPORT int devmemtcp_buf_new(struct devmemtcp_ctx *ctx,
 			       opts->provider);
 	ret = dmt_buf_alloc(ctx, (int)opts->provider, &buf);
 	if (ret)
-		return ret;
+		return dmt_err_nomem(ctx, &ctx->err, "devmemtcp_buf_new");
 	buf->ops = providers[opts->provider];
 	ret = buf->ops->create(ctx, opts, buf);
 	if (ret) {

@@ -246,10 +246,12 @@ const char *dmt_errno_name(int err)
 	} names[] = {
 		{ 512, "ERESTARTSYS" },	    { 515, "ENOIOCTLCMD" },
 		{ 524, "ENOTSUPP" },	    { 525, "ETOOSMALL" },
+		/* a message with ENOMEM must say so in words */
+		{ ENOMEM, "ENOMEM (out of memory)" },
 #if !HAVE_STRERRORNAME_NP
 		{ EPERM, "EPERM" },	    { ENOENT, "ENOENT" },
 		{ EIO, "EIO" },		    { EBADF, "EBADF" },
-		{ ENOMEM, "ENOMEM" },	    { EACCES, "EACCES" },
+		{ EACCES, "EACCES" },
 		{ EFAULT, "EFAULT" },	    { EBUSY, "EBUSY" },
 		{ EEXIST, "EEXIST" },	    { ENODEV, "ENODEV" },
 		{ EINVAL, "EINVAL" },	    { E2BIG, "E2BIG" },
@@ -267,14 +269,14 @@ const char *dmt_errno_name(int err)
 
 	if (err < 0)
 		err = -err;
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (names[i].code == err)
+			return names[i].name;
 #if HAVE_STRERRORNAME_NP
 	name = strerrorname_np(err);
 	if (name)
 		return name;
 #endif
-	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
-		if (names[i].code == err)
-			return names[i].name;
 	snprintf(buf, sizeof(buf), "errno %d", err);
 	name = buf;
 	return name;

@@ -193,7 +193,8 @@ static int gpu_alloc_slots(struct devmemtcp_gpu *gpu)
 	gpu->inl = dmt_malloc(sizeof(*gpu->inl) + DMT_GATHER_DST_MAX *
 			      sizeof(struct dmt_gather_desc));
 	if (!gpu->slots || !gpu->inl)
-		return -ENOMEM;
+		return dmt_err_nomem(gpu->ctx, &gpu->ctx->err,
+				     "devmemtcp_gpu_new");
 	gpu->slot_stride = per;
 	/* Write-combined: the CPU only writes descriptors, the GPU reads
 	 * them once, across PCIe. */
@@ -311,7 +312,7 @@ static int gpu_new_impl(struct devmemtcp_ctx *ctx,
 		return ret;
 	gpu = dmt_calloc(1, sizeof(*gpu));
 	if (!gpu)
-		return -ENOMEM;
+		return dmt_err_nomem(ctx, &ctx->err, "devmemtcp_gpu_new");
 	gpu->ctx = ctx;
 	gpu->refs = 1;
 	pthread_mutex_init(&gpu->lock, NULL);
@@ -432,7 +433,8 @@ static int gpu_fence_new_impl(struct devmemtcp_gpu *gpu,
 	if (!f) {
 		f = dmt_calloc(1, sizeof(*f));
 		if (!f) {
-			ret = -ENOMEM;
+			ret = dmt_err_nomem(gpu->ctx, &gpu->err,
+					    "devmemtcp_gpu_fence_new");
 			goto err_pop;
 		}
 		f->gpu = gpu;

@@ -605,7 +605,7 @@ static int bind_request(struct dmt_err *err, struct devmemtcp_binding *b,
 		return ret;
 	msg = dmt_calloc(1, MNL_SOCKET_BUFFER_SIZE + a->nqueues * 32);
 	if (!msg)
-		return -ENOMEM;
+		return dmt_err_set(err, -ENOMEM, "%s: out of memory", a->op);
 	nlh = dmt_bind_msg(msg, family, a->tx, a->ifindex, a->queues,
 			   a->nqueues, devmemtcp_buf_fd(a->buf), a->page_size);
 	a->sent = true;
@@ -623,8 +623,7 @@ static int bind_request(struct dmt_err *err, struct devmemtcp_binding *b,
 
 /*
  * bind-rx or bind-tx of a->buf over a new netlink socket that the returned
- * binding owns.  On failure the message is recorded on err, not logged
- * (err->code stays 0 when there is none, as for -ENOMEM).
+ * binding owns.  On failure the message is recorded on err, not logged.
  */
 static int bind_dmabuf(struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		       struct bind_args *a,
@@ -642,7 +641,7 @@ static int bind_dmabuf(struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		return ret;
 	b = binding_new(ctx, a);
 	if (!b)
-		return -ENOMEM;
+		return dmt_err_set(err, -ENOMEM, "%s: out of memory", a->op);
 	ret = dmt_nl_open(&b->nl, NETLINK_GENERIC);
 	if (ret) {
 		dmt_err_set(err, ret,

@@ -165,6 +165,7 @@ struct probe {
 	struct dmt_err eerr;	/* the ethtool layer's last message */
 	struct dmt_nl *nl;
 	int kv;			/* kernel version, dmt_kernel_version() */
+	bool nomem;		/* a step ran out of memory: the report would lie */
 };
 
 static int probe_args_check(struct devmemtcp_ctx *ctx,
@@ -493,7 +494,10 @@ static void probe_zcrx(struct probe *pr)
 	struct devmemtcp_probe *p = &pr->r;
 	struct dmt_zcrx_support z;
 
-	dmt_zcrx_support(&z);
+	if (dmt_zcrx_support(&z) == -ENOMEM) {
+		pr->nomem = true;
+		return;
+	}
 	p->zcrx = z.zcrx;
 	p->zcrx_dmabuf = z.dmabuf;
 	snprintf(p->zcrx_msg, sizeof(p->zcrx_msg), "%s", z.msg);
@@ -550,6 +554,8 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_probe(struct devmemtcp_ctx *ctx,
 	if (DMT_OPT(opts, devmemtcp_probe_opts, flags, 0) & DEVMEMTCP_PROBE_TRY_BIND)
 		probe_try_bind(ctx, &pr);
 	probe_close(&pr);
+	if (pr.nomem)
+		return dmt_err_nomem(ctx, &ctx->err, "devmemtcp_nic_probe");
 	dmt_copy_out(report, &pr.r, sizeof(pr.r));
 	return (int)pr.r.nproblems;
 }

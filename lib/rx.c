@@ -85,7 +85,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
 			       MAX_CTRL_SIZE, DEFAULT_CTRL_FRAGS);
 	rx = dmt_calloc(1, sizeof(*rx));
 	if (!rx)
-		return -ENOMEM;
+		return dmt_err_nomem(ctx, &ctx->err, "devmemtcp_rx_new");
 	rx->ctx = ctx;
 	rx->fd = fd;
 	if (DMT_OPT(opts, devmemtcp_rx_opts, zcrx, NULL)) {
@@ -103,7 +103,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
 	if (!rx->ctrl) {
 		dmt_zcrx_sock_free(rx->zc);
 		free(rx);
-		return -ENOMEM;
+		return dmt_err_nomem(ctx, &ctx->err, "devmemtcp_rx_new");
 	}
 	/* zcrx: tokens are fragment ids, returned through the refill ring */
 	dmt_tokens_init(&rx->tokens,
@@ -165,7 +165,7 @@ static int add_buf_locked(struct devmemtcp_rx *rx, uint32_t binding_id,
 		return dmt_err_log(rx->ctx, &rx->err);
 	v = dmt_realloc(rx->bufs, (rx->nbufs + 1) * sizeof(*v));
 	if (!v)
-		return -ENOMEM;
+		return dmt_err_nomem(rx->ctx, &rx->err, "devmemtcp_rx_add_buf");
 	v[rx->nbufs++] = (struct rx_buf){ binding_id, dmt_buf_get(buf) };
 	rx->bufs = v;
 	return 0;
@@ -251,7 +251,8 @@ static int process_locked(struct devmemtcp_rx *rx, const struct msghdr *msg,
 	n = dmt_cmsg_parse_cb(msg, got, frags, max, &p, annotate, rx);
 	dmt_tokens_update_max(&rx->tokens);
 	if (n == -ENOMEM)
-		return n;
+		return dmt_err_nomem(rx->ctx, &rx->err,
+				     "recording the tokens received");
 	if (n < 0) {
 		if (msg->msg_flags & MSG_CTRUNC)
 			return dmt_err(rx->ctx, &rx->err, -ENOBUFS,
@@ -384,7 +385,8 @@ static ssize_t recv_devmem(struct devmemtcp_rx *rx, struct msghdr *msg,
 	for (;;) {
 		ret = ctrl_reserve(rx, max_frags, &len);
 		if (ret)
-			return ret;
+			return dmt_err_nomem(rx->ctx, &rx->err,
+					     "growing the control buffer of devmemtcp_rx_recv");
 		msg->msg_control = rx->ctrl;
 		/* no more devmem cmsgs than fragment slots */
 		msg->msg_controllen = len;
@@ -557,7 +559,8 @@ static int release_after_locked(struct devmemtcp_rx *rx,
 		for (size_t i = 0; i < n; i++)
 			if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
 				dmt_tokens_received(&rx->tokens, frags[i].token);
-		return ret;
+		return dmt_err(rx->ctx, &rx->err, -ENOMEM,
+			       "devmemtcp_rx_release_after: out of memory: nothing was deferred, the fragments are still the caller's");
 	}
 	return 0;
 }

@@ -294,7 +294,7 @@ static int query_zcrx(struct dmt_io_uring_query_zcrx *q)
 	return h.result < 0 ? h.result : 0;
 }
 
-void dmt_zcrx_support(struct dmt_zcrx_support *s)
+int dmt_zcrx_support(struct dmt_zcrx_support *s)
 {
 	struct dmt_io_uring_params p = { .flags = RING_FLAGS };
 	struct dmt_io_uring_query_zcrx q;
@@ -310,23 +310,24 @@ void dmt_zcrx_support(struct dmt_zcrx_support *s)
 		if (ret == -EOPNOTSUPP)
 			s->zcrx = s->dmabuf = 0;
 		snprintf(s->msg, sizeof(s->msg), "%.*s", (int)sizeof(s->msg) - 1, err.msg);
-		return;
+		return 0;
 	}
 	ret = probe_recv_zc(fd, &err, release, kv);
 	close(fd);
 	if (ret == -ENOMEM)
-		return;
+		return ret;
 	s->zcrx = ret == 0;
 	snprintf(s->msg, sizeof(s->msg), "%.*s", (int)sizeof(s->msg) - 1, err.msg);
 	if (!s->zcrx) {
 		s->dmabuf = 0;
-		return;
+		return 0;
 	}
 	/* the query (6.18) says it; before it, the release does */
 	if (query_zcrx(&q) == 0)
 		s->dmabuf = !!(q.area_flags & DMT_IORING_ZCRX_AREA_DMABUF);
 	else
 		s->dmabuf = kv >= KV_DMABUF;
+	return 0;
 }
 
 /* ---- setup ------------------------------------------------------------------- */

@@ -134,7 +134,8 @@ struct dmt_zcrx_support {
 	char msg[160];		/* why not, or "" */
 };
 
-/* What this kernel offers (a small ring, no registration). */
-void dmt_zcrx_support(struct dmt_zcrx_support *s);
+/* What this kernel offers (a small ring, no registration): 0, or -ENOMEM
+ * when the answer is unknown for lack of memory. */
+int dmt_zcrx_support(struct dmt_zcrx_support *s);
 
 #endif
