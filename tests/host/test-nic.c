@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -467,6 +469,87 @@ static void test_stale_journal_and_restore(void **state)
 	assert_int_equal(dmt_journal_remove(dir, "gone0"), 0);
 }
 
+/* A run directory of our own making under a directory others can enter. */
+static void fresh_run_dir(char *top, size_t toplen, char *run, size_t runlen)
+{
+	assert_int_equal(nicfix_mkdir(top, toplen, "dmt-host-run"), 0);
+	assert_int_equal(chmod(top, 0755), 0);
+	snprintf(run, runlen, "%s/run", top);
+}
+
+/* Another user cannot open the lock file, so cannot hold its flock and
+ * stall root's setup and restore. */
+static void test_lock_not_openable_by_others(void **state)
+{
+	char top[64], run[128], path[160], c = '?';
+	DEVMEMTCP_OPTS(nic_opts, o, .run_dir = run);
+	struct devmemtcp_nic *nic;
+	int p[2], err;
+	pid_t child;
+
+	fresh_run_dir(top, sizeof(top), run, sizeof(run));
+	/* creates the directory and the lock, then fails: no header split */
+	assert_int_equal(devmemtcp_nic_open(ctx, "va", &o, &nic), -EOPNOTSUPP);
+	snprintf(path, sizeof(path), "%s/va.lock", run);
+	assert_int_equal(pipe(p), 0);
+	child = fork();
+	if (child == 0) {
+		int fd;
+
+		if (setgid(65534) || setuid(65534))
+			_exit(9);
+		fd = open(path, O_RDONLY);
+		if (fd < 0) {
+			(void)!write(p[1], errno == EACCES ? "a" : "e", 1);
+			_exit(0);
+		}
+		if (flock(fd, LOCK_EX) == 0)
+			(void)!write(p[1], "h", 1);	/* holds it */
+		alarm(30);
+		pause();
+		_exit(0);
+	}
+	assert_int_equal(read(p[0], &c, 1), 1);
+	err = devmemtcp_nic_open(ctx, "va", &o, &nic);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	close(p[0]);
+	close(p[1]);
+	assert_int_equal(c, 'a');
+	assert_int_equal(err, -EOPNOTSUPP);
+	nicfix_rmdir(top);
+}
+
+/* A run directory or file of another user is not trusted. */
+static void test_foreign_owned(void **state)
+{
+	char top[64], run[128], path[160];
+	DEVMEMTCP_OPTS(nic_opts, o, .run_dir = run);
+	struct devmemtcp_nic *nic;
+	FILE *f;
+
+	fresh_run_dir(top, sizeof(top), run, sizeof(run));
+	assert_int_equal(mkdir(run, 0700), 0);
+	assert_int_equal(chown(run, 65534, 65534), 0);
+	assert_int_equal(devmemtcp_nic_open(ctx, "va", &o, &nic), -EACCES);
+	expect_errmsg("the run directory %s is owned by uid 65534, not by root or this user (uid 0): "
+		      "use a directory owned by root (or by uid 0), not writable by others", run);
+	assert_int_equal(devmemtcp_nic_recover(ctx, "va", &o), -EACCES);
+	assert_int_equal(chown(run, 0, 0), 0);
+
+	snprintf(path, sizeof(path), "%s/va.journal", run);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("devmemtcp-journal 1\nend\n", f);
+	fclose(f);
+	assert_int_equal(chmod(path, 0600), 0);
+	assert_int_equal(chown(path, 65534, 65534), 0);
+	assert_int_equal(devmemtcp_nic_recover(ctx, "va", &o), -EACCES);
+	expect_errmsg("%s is owned by uid 65534, not by the run directory's owner (uid 0): remove it",
+		      path);
+	nicfix_rmdir(top);
+}
+
 static void test_probe_tool(void **state)
 {
 	char out[8192];
@@ -506,8 +589,12 @@ int main(void)
 		cmocka_unit_test(test_lock_busy),
 		cmocka_unit_test(test_stale_journal_and_restore),
 		cmocka_unit_test(test_probe_tool),
+		cmocka_unit_test(test_lock_not_openable_by_others),
+		cmocka_unit_test(test_foreign_owned),
 	};
 
+	/* a held lock gives -EBUSY at once, not after the 10 s wait */
+	setenv("DEVMEMTCP_TEST_LOCK_WAIT_MS", "200", 1);
 	T_TRY(host_netns(NULL));
 	return cmocka_run_group_tests_name("host-nic", tests, setup, teardown);
 }

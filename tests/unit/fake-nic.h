@@ -335,7 +335,7 @@ static void fake_init(struct fake_nic *n)
 }
 
 /* Everything ethtool would show, as text, for "identical" comparisons. */
-static void fake_dump(const struct fake_nic *n, char *buf, size_t len)
+static inline void fake_dump(const struct fake_nic *n, char *buf, size_t len)
 {
 	size_t o = 0;
 
