@@ -9,16 +9,23 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nic.h"
 
 #define MAX_LIST 65536
+
+#if DMT_TEST_HOOKS
+int dmt_test_lock_wait_ms;
+#endif
 
 void dmt_journal_free(struct dmt_journal *j)
 {
@@ -352,152 +359,259 @@ int dmt_journal_parse(const char *text, size_t len, struct dmt_journal *j,
 	return err;
 }
 
-static int path_of(char *buf, size_t len, const char *dir, const char *ifname,
-		   const char *suffix)
-{
-	int n = snprintf(buf, len, "%s/%s%s", dir, ifname, suffix);
+/* ---------------------------------------------------------------------- */
+/* the run directory and its files                                         */
 
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+static const char *file_type(mode_t m)
+{
+	switch (m & S_IFMT) {
+	case S_IFDIR: return "a directory";
+	case S_IFIFO: return "a FIFO";
+	case S_IFSOCK: return "a socket";
+	case S_IFCHR: return "a character device";
+	case S_IFBLK: return "a block device";
+	case S_IFLNK: return "a symbolic link";
+	default: return "not a regular file";
+	}
 }
 
-/* mkdir -p: /run/devmemtcp, or a test's nested directory. */
-static int make_dir(const char *dir)
+static int dir_checks(struct dmt_rundir *rd, const struct stat *st,
+		      struct dmt_err *err)
 {
-	char path[PATH_MAX];
-	size_t len = strlen(dir);
+	uid_t me = geteuid();
 
-	if (len >= sizeof(path))
-		return -ENAMETOOLONG;
-	memcpy(path, dir, len + 1);
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
+	if (st->st_uid != 0 && st->st_uid != me)
+		return dmt_err_set(err, -EACCES,
+				   "the run directory %s is owned by uid %u, not by root or this user (uid %u): "
+				   "use a directory owned by root (or by uid %u), not writable by others",
+				   rd->path, (unsigned)st->st_uid, (unsigned)me,
+				   (unsigned)me);
+	if (st->st_mode & (S_IWGRP | S_IWOTH))
+		return dmt_err_set(err, -EACCES,
+				   "the run directory %s is writable by group or others (mode %04o): "
+				   "make it writable by its owner only (chmod 0700 %s) or use another one",
+				   rd->path, (unsigned)(st->st_mode & 07777),
+				   rd->path);
+	rd->uid = st->st_uid;
+	return 0;
+}
+
+int dmt_rundir_open(struct dmt_rundir *rd, const char *path, bool create,
+		    struct dmt_err *err)
+{
+	const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+	struct stat st;
+	int e;
+
+	rd->fd = -1;
+	if (strlen(path) >= sizeof(rd->path))
+		return dmt_err_set(err, -ENAMETOOLONG,
+				   "the run directory name is too long (%zu bytes)",
+				   strlen(path));
+	snprintf(rd->path, sizeof(rd->path), "%s", path);
+	rd->fd = open(path, flags);
+	if (rd->fd < 0 && errno == ENOENT && create) {
+		/* Only the last component: parents that are missing are
+		 * a mistake to report, not to paper over. */
+		if (mkdir(path, 0700) < 0 && errno != EEXIST)
+			goto fail;
+		rd->fd = open(path, flags);
+	}
+	if (rd->fd < 0)
+		goto fail;
+	if (fstat(rd->fd, &st) < 0)
+		goto fail;
+	e = dir_checks(rd, &st, err);
+	if (e < 0)
+		dmt_rundir_close(rd);
+	return e;
+fail:
+	e = -errno;
+	dmt_rundir_close(rd);
+	if (e == -ELOOP || e == -ENOTDIR)
+		return dmt_err_set(err, -EACCES,
+				   "the run directory %s is a symbolic link or not a directory: "
+				   "use a real directory owned by root, not writable by others",
+				   path);
+	return dmt_err_set(err, e,
+			   "cannot open the run directory %s: %s (run as root, or set "
+			   "DEVMEMTCP_RUN_DIR to a directory of yours that only you can write)",
+			   path, e == -ENOENT ? "it or a parent is missing" : strerror(-e));
+}
+
+void dmt_rundir_close(struct dmt_rundir *rd)
+{
+	if (rd->fd >= 0)
+		close(rd->fd);
+	rd->fd = -1;
+}
+
+/* A file of the run directory that we may read or write: a regular file
+ * of the directory's owner that others cannot write (the lock file: that
+ * others cannot open at all, or they could hold its flock). */
+static int file_checks(const struct dmt_rundir *rd, const char *name, int fd,
+		       mode_t others, struct dmt_err *err)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return dmt_err_set(err, -errno, "%s/%s: fstat: %s", rd->path,
+				   name, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return dmt_err_set(err, -EACCES,
+				   "%s/%s is %s, not a file devmemtcp made: remove it",
+				   rd->path, name, file_type(st.st_mode));
+	if (st.st_uid != rd->uid)
+		return dmt_err_set(err, -EACCES,
+				   "%s/%s is owned by uid %u, not by the run directory's owner (uid %u): remove it",
+				   rd->path, name, (unsigned)st.st_uid,
+				   (unsigned)rd->uid);
+	if (st.st_mode & others)
+		return dmt_err_set(err, -EACCES,
+				   "%s/%s can be %s by others (mode %04o): remove it while no process uses devmemtcp on this interface",
+				   rd->path, name,
+				   others & (S_IRGRP | S_IROTH) ? "opened" : "written",
+				   (unsigned)(st.st_mode & 07777));
+	if (st.st_size > DMT_FILE_MAX)
+		return dmt_err_set(err, -EFBIG,
+				   "%s/%s has %lld bytes, more than the %d a devmemtcp file has: remove it",
+				   rd->path, name, (long long)st.st_size,
+				   DMT_FILE_MAX);
+	return 0;
+}
+
+static int open_fail(const struct dmt_rundir *rd, const char *name,
+		     struct dmt_err *err)
+{
+	int e = -errno;
+
+	if (e == -ELOOP)
+		return dmt_err_set(err, -EACCES,
+				   "%s/%s is a symbolic link, not a file devmemtcp made: remove it",
+				   rd->path, name);
+	if (e == -ENXIO)
+		return dmt_err_set(err, -EACCES,
+				   "%s/%s is not a regular file (a FIFO or socket): remove it",
+				   rd->path, name);
+	return dmt_err_set(err, e, "cannot open %s/%s: %s", rd->path, name,
+			   strerror(-e));
+}
+
+int dmt_file_read(const struct dmt_rundir *rd, const char *name, char **text,
+		  size_t *len, struct dmt_err *err)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	int fd, e;
+
+	*text = NULL;
+	*len = 0;
+	/* O_NONBLOCK: a FIFO put in our place must not hang us. */
+	fd = openat(rd->fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 && errno == ENOENT)
+		return -ENOENT;
+	if (fd < 0)
+		return open_fail(rd, name, err);
+	e = file_checks(rd, name, fd, S_IWGRP | S_IWOTH, err);
+	if (e < 0)
+		goto out;
+	buf = dmt_malloc(DMT_FILE_MAX + 1);
+	if (!buf) {
+		e = dmt_err_set(err, -ENOMEM, "reading %s/%s: out of memory",
+				rd->path, name);
+		goto out;
+	}
+	for (;;) {
+		ssize_t r = read(fd, buf + n, DMT_FILE_MAX + 1 - n);
+
+		if (r < 0 && errno == EINTR)
 			continue;
-		*p = '\0';
-		if (mkdir(path, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
+		if (r < 0) {
+			e = dmt_err_set(err, -errno, "reading %s/%s: %s",
+					rd->path, name, strerror(errno));
+			goto out;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		if (n > DMT_FILE_MAX) {
+			e = dmt_err_set(err, -EFBIG,
+					"%s/%s has more than the %d bytes a devmemtcp file has: remove it",
+					rd->path, name, DMT_FILE_MAX);
+			goto out;
+		}
 	}
-	if (mkdir(path, 0755) == 0 || errno == EEXIST)
-		return 0;
-	return -errno;
+	buf[n] = '\0';
+	*text = buf;
+	*len = n;
+	buf = NULL;
+out:
+	free(buf);
+	close(fd);
+	return e;
 }
 
-int dmt_journal_write(const char *dir, const char *ifname,
-		      const struct dmt_journal *j)
+/* A name no one else uses: ".NAME.XXXXXXXX" with random hex. */
+static void temp_name(char *tmp, size_t len, const char *name)
 {
-	char path[PATH_MAX], tmp[PATH_MAX];
-	char *text;
-	size_t len, off = 0;
-	int fd, dfd, err;
+	static atomic_uint seq;
+	uint64_t r = 0;
 
-	err = path_of(path, sizeof(path), dir, ifname, ".journal");
-	if (!err)
-		err = path_of(tmp, sizeof(tmp), dir, ifname, ".journal.tmp");
-	if (!err)
-		err = make_dir(dir);
-	if (err < 0)
-		return err;
-	err = dmt_journal_format(j, &text, &len);
-	if (err < 0)
-		return err;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		err = -errno;
-		free(text);
-		return err;
-	}
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+		r = (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL) ^
+		    atomic_fetch_add(&seq, 1);
+	snprintf(tmp, len, ".%s.%016llx", name, (unsigned long long)r);
+}
+
+static int write_all(int fd, const char *text, size_t len)
+{
+	size_t off = 0;
+
 	while (off < len) {
 		ssize_t w = write(fd, text + off, len - off);
 
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0) {
-			err = w < 0 ? -errno : -EIO;
-			goto err_close;
-		}
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
 		off += (size_t)w;
 	}
-	if (fsync(fd) < 0) {
-		err = -errno;
-		goto err_close;
-	}
-	close(fd);
-	free(text);
-	if (rename(tmp, path) < 0) {
-		err = -errno;
-		unlink(tmp);
-		return err;
-	}
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
 	return 0;
-err_close:
-	close(fd);
-	unlink(tmp);
-	free(text);
-	return err;
 }
 
-int dmt_journal_read(const char *dir, const char *ifname,
-		     struct dmt_journal *j)
+int dmt_file_write(const struct dmt_rundir *rd, const char *name,
+		   const char *text, size_t len, struct dmt_err *err)
 {
-	char path[PATH_MAX], *buf = NULL;
-	size_t len = 0, cap = 0;
-	int fd, err = path_of(path, sizeof(path), dir, ifname, ".journal");
+	char tmp[NAME_MAX + 1];
+	int fd, e;
 
-	memset(j, 0, sizeof(*j));
-	if (err < 0)
-		return err;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	temp_name(tmp, sizeof(tmp), name);
+	fd = openat(rd->fd, tmp,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return -errno;
-	for (;;) {
-		ssize_t r;
-
-		if (len == cap) {
-			char *nb;
-
-			cap = cap ? cap * 2 : 4096;
-			if (cap > (64u << 20)) {
-				err = -EFBIG;
-				break;
-			}
-			nb = dmt_realloc(buf, cap);
-			if (!nb) {
-				err = -ENOMEM;
-				break;
-			}
-			buf = nb;
-		}
-		r = read(fd, buf + len, cap - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			err = -errno;
-			break;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
+		return dmt_err_set(err, -errno,
+				   "cannot create %s/%s: %s (run as root, or set DEVMEMTCP_RUN_DIR "
+				   "to a directory of yours that only you can write)",
+				   rd->path, tmp, strerror(errno));
+	e = write_all(fd, text, len);
+	if (!e && fsync(fd) < 0)
+		e = -errno;
 	close(fd);
-	if (!err)
-		err = dmt_journal_parse(buf, len, j, NULL);
-	free(buf);
-	return err;
+	if (!e && renameat(rd->fd, tmp, rd->fd, name) < 0)
+		e = -errno;
+	if (e < 0) {
+		unlinkat(rd->fd, tmp, 0);
+		return dmt_err_set(err, e, "cannot write %s/%s: %s", rd->path,
+				   name, strerror(-e));
+	}
+	/* The rename itself must survive a crash of the machine too. */
+	fsync(rd->fd);
+	return 0;
 }
 
-int dmt_journal_remove(const char *dir, const char *ifname)
+int dmt_file_remove(const struct dmt_rundir *rd, const char *name)
 {
-	char path[PATH_MAX];
-	int err = path_of(path, sizeof(path), dir, ifname, ".journal");
-
-	if (err < 0)
-		return err;
-	if (unlink(path) < 0 && errno != ENOENT)
+	if (unlinkat(rd->fd, name, 0) < 0 && errno != ENOENT)
 		return -errno;
 	return 0;
 }
@@ -527,54 +641,155 @@ static void self_comm(char *comm, size_t len)
 {
 	dmt_self_comm(comm, len);
 	for (char *p = comm; *p; p++)
-		if (isspace((unsigned char)*p))
+		if (isspace((unsigned char)*p) || !isprint((unsigned char)*p))
 			*p = '_';
 }
 
-int dmt_lock_take(const char *dir, const char *ifname, int *fdp,
-		  pid_t *holder, char *holder_comm, size_t comm_len)
+/* flock with a bounded wait: a few ms between tries, growing. */
+static int flock_wait(int fd, int wait_ms)
 {
-	char path[PATH_MAX], line[128], comm[64];
-	int fd, n, err = path_of(path, sizeof(path), dir, ifname, ".lock");
+	struct timespec start, now;
+	long slept_ms, pause_us = 200;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		struct timespec ts;
+
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		slept_ms = (now.tv_sec - start.tv_sec) * 1000 +
+			   (now.tv_nsec - start.tv_nsec) / 1000000;
+		if (slept_ms >= wait_ms)
+			return -EBUSY;
+		ts.tv_sec = 0;
+		ts.tv_nsec = pause_us * 1000;
+		nanosleep(&ts, NULL);
+		if (pause_us < 16000)
+			pause_us *= 2;
+	}
+}
+
+int dmt_lock_wait_ms(void)
+{
+#if DMT_TEST_HOOKS
+	int ms = dmt_hook_env_int("DEVMEMTCP_TEST_LOCK_WAIT_MS");
+
+	if (dmt_test_lock_wait_ms)
+		return dmt_test_lock_wait_ms;
+	if (ms)
+		return ms;
+#endif
+	return DMT_LOCK_WAIT_MS;
+}
+
+int dmt_lock_take(const struct dmt_rundir *rd, const char *ifname, int *fdp,
+		  pid_t *holder, char *holder_comm, size_t comm_len,
+		  struct dmt_err *err)
+{
+	char name[IF_NAMESIZE + 8], line[128], comm[64];
+	int fd, n, e;
 
 	*fdp = -1;
 	*holder = 0;
 	if (comm_len)
 		holder_comm[0] = '\0';
-	if (!err)
-		err = make_dir(dir);
-	if (err < 0)
-		return err;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	snprintf(name, sizeof(name), "%s.lock", ifname);
+	/* O_RDWR on a file only the owner may open: nobody else can hold
+	 * its flock (flock works on read-only descriptors too). */
+	fd = openat(rd->fd, name,
+		    O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
 	if (fd < 0)
-		return -errno;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		return open_fail(rd, name, err);
+	e = file_checks(rd, name, fd, 077, err);
+	if (e < 0)
+		goto err_close;
+	e = flock_wait(fd, dmt_lock_wait_ms());
+	if (e == -EBUSY) {
 		read_holder(fd, holder, holder_comm, comm_len);
-		close(fd);
-		return err;
+		dmt_err_set(err, -EBUSY, "%s/%s is held", rd->path, name);
+		goto err_close;
+	}
+	if (e < 0) {
+		dmt_err_set(err, e, "flock %s/%s: %s", rd->path, name,
+			    strerror(-e));
+		goto err_close;
 	}
 	self_comm(comm, sizeof(comm));
 	n = snprintf(line, sizeof(line), "%ld %s\n", (long)getpid(), comm);
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, line, (size_t)n, 0) != n) {
-		err = -errno;
-		close(fd);
-		return err;
+		e = dmt_err_set(err, -errno, "writing %s/%s: %s", rd->path,
+				name, strerror(errno));
+		goto err_close;
 	}
 	*fdp = fd;
 	return 0;
+err_close:
+	close(fd);
+	return e;
 }
 
-void dmt_lock_release(int fd, const char *dir, const char *ifname)
+void dmt_lock_release(int fd)
 {
-	if (fd < 0)
-		return;
 	/* Leave the lock file itself: unlinking it while another process
 	 * waits on the old inode would let two holders exist. */
-	if (ftruncate(fd, 0) < 0) {
-		/* nothing to do: the flock is what counts */
-	}
-	close(fd);
+	if (fd >= 0)
+		close(fd);
+}
+
+static void journal_name(char *name, size_t len, const char *ifname)
+{
+	snprintf(name, len, "%s.journal", ifname);
+}
+
+int dmt_journal_write(const struct dmt_rundir *rd, const char *ifname,
+		      const struct dmt_journal *j, struct dmt_err *err)
+{
+	char name[IF_NAMESIZE + 16], *text;
+	size_t len;
+	int e = dmt_journal_format(j, &text, &len);
+
+	if (e < 0)
+		return dmt_err_set(err, e, "writing the journal of %s: out of memory",
+				   ifname);
+	journal_name(name, sizeof(name), ifname);
+	e = dmt_file_write(rd, name, text, len, err);
+	free(text);
+	return e;
+}
+
+int dmt_journal_read(const struct dmt_rundir *rd, const char *ifname,
+		     struct dmt_journal *j, struct dmt_err *err)
+{
+	char name[IF_NAMESIZE + 16], *text;
+	size_t len;
+	int e;
+
+	memset(j, 0, sizeof(*j));
+	journal_name(name, sizeof(name), ifname);
+	e = dmt_file_read(rd, name, &text, &len, err);
+	if (e < 0)
+		return e;
+	e = dmt_journal_parse(text, len, j, NULL);
+	free(text);
+	if (e == -EBADMSG)
+		dmt_err_set(err, e,
+			    "the journal %s/%s is unreadable (malformed): restore the NIC by hand, then delete it",
+			    rd->path, name);
+	else if (e < 0)
+		dmt_err_set(err, e, "reading the journal %s/%s: out of memory",
+			    rd->path, name);
+	return e;
+}
+
+int dmt_journal_remove(const struct dmt_rundir *rd, const char *ifname)
+{
+	char name[IF_NAMESIZE + 16];
+
+	journal_name(name, sizeof(name), ifname);
+	return dmt_file_remove(rd, name);
 }
 
 uint64_t dmt_netns_id(void)

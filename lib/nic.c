@@ -34,6 +34,7 @@ struct devmemtcp_nic {
 	struct dmt_nl *nl;
 	struct dmt_eth eth;
 	char run_dir[PATH_MAX];
+	struct dmt_rundir rd;
 	int lock_fd;
 	struct dmt_journal j;
 	uint32_t nrx;
@@ -272,11 +273,6 @@ DEVMEMTCP_EXPORT int devmemtcp_flow_parse(const char *text,
 /* ---------------------------------------------------------------------- */
 /* steps, journal                                                          */
 
-static const char *journal_errname(int err)
-{
-	return err == -EBADMSG ? "malformed" : dmt_errno_name(err);
-}
-
 static uint64_t nl_rt(const struct devmemtcp_nic *nic)
 {
 	return nic->nl ? nic->nl->round_trips : 0;
@@ -284,13 +280,11 @@ static uint64_t nl_rt(const struct devmemtcp_nic *nic)
 
 static int jsave(struct devmemtcp_nic *nic)
 {
-	int err = dmt_journal_write(nic->run_dir, nic->eth.ifname, &nic->j);
+	int err = dmt_journal_write(&nic->rd, nic->eth.ifname, &nic->j,
+				    &nic->eerr);
 
 	if (err < 0)
-		return dmt_err_set(&nic->eerr, err,
-				   "cannot write the journal %s/%s.journal: %s "
-				   "(run as root, or set DEVMEMTCP_RUN_DIR to a writable directory)",
-				   nic->run_dir, nic->eth.ifname, dmt_errno_name(err));
+		return err;
 	nic->journal_dirty = true;
 	return 0;
 }
@@ -809,7 +803,8 @@ static void nic_free(struct devmemtcp_nic *nic)
 	if (!nic)
 		return;
 	devmemtcp_binding_close(nic->binding);
-	dmt_lock_release(nic->lock_fd, nic->run_dir, nic->eth.ifname);
+	dmt_lock_release(nic->lock_fd);
+	dmt_rundir_close(&nic->rd);
 	dmt_eth_fini(&nic->eth);
 	dmt_nl_close(nic->nl);
 	dmt_journal_free(&nic->j);
@@ -818,7 +813,7 @@ static void nic_free(struct devmemtcp_nic *nic)
 
 /* Undo a stale journal of a dead process while holding the lock. */
 static int recover_locked(const struct devmemtcp_ctx *ctx, struct dmt_eth *e,
-			  const char *dir, struct dmt_journal *j,
+			  const struct dmt_rundir *rd, struct dmt_journal *j,
 			  struct dmt_err *err)
 {
 	uint64_t ns = dmt_netns_id();
@@ -840,10 +835,10 @@ static int recover_locked(const struct devmemtcp_ctx *ctx, struct dmt_eth *e,
 	ret = dmt_nic_undo(e, j, true);
 	if (ret < 0) {
 		/* keep what is left for the next attempt */
-		dmt_journal_write(dir, e->ifname, j);
+		dmt_journal_write(rd, e->ifname, j, err);
 		return ret;
 	}
-	dmt_journal_remove(dir, e->ifname);
+	dmt_journal_remove(rd, e->ifname);
 	dmt_log(ctx, DEVMEMTCP_LOG_INFO,
 		"%s: undid the changes of pid %ld (%s)", e->ifname,
 		(long)j->pid, j->comm);
@@ -851,21 +846,20 @@ static int recover_locked(const struct devmemtcp_ctx *ctx, struct dmt_eth *e,
 }
 
 static int take_lock(struct devmemtcp_ctx *ctx, struct dmt_err *err,
-		     const char *dir, const char *ifname, int *fd)
+		     const struct dmt_rundir *rd, const char *ifname, int *fd)
 {
+	struct dmt_err why = { 0 };
 	char comm[64];
 	pid_t holder;
-	int ret = dmt_lock_take(dir, ifname, fd, &holder, comm, sizeof(comm));
+	int ret = dmt_lock_take(rd, ifname, fd, &holder, comm, sizeof(comm),
+				&why);
 
 	if (ret == -EBUSY)
 		return dmt_err(ctx, err, -EBUSY,
 			       "%s is in use for devmem by pid %ld (%s): stop that process or wait for it to close its handle",
 			       ifname, (long)holder, comm[0] ? comm : "unknown");
 	if (ret < 0)
-		return dmt_err(ctx, err, ret,
-			       "cannot take the lock %s/%s.lock: %s "
-			       "(run as root, or set DEVMEMTCP_RUN_DIR to a writable directory)",
-			       dir, ifname, dmt_errno_name(ret));
+		return dmt_err(ctx, err, ret, "%s", why.msg);
 	return 0;
 }
 
@@ -1120,12 +1114,12 @@ static int apply(struct devmemtcp_nic *nic, const struct devmemtcp_nic_opts *opt
 	return err;
 }
 
-static int journal_unreadable(struct devmemtcp_ctx *ctx, const char *dir,
-			      const char *ifname, int err)
+/* The journal could not be read: the file layer's message says why
+ * (malformed, unsafe, out of memory). */
+static int journal_unreadable(struct devmemtcp_ctx *ctx,
+			      const struct dmt_err *why)
 {
-	return dmt_err(ctx, &ctx->err, err,
-		       "the journal %s/%s.journal is unreadable (%s): restore the NIC by hand, then delete it",
-		       dir, ifname, journal_errname(err));
+	return dmt_err(ctx, &ctx->err, why->code, "%s", why->msg);
 }
 
 /* The real ethtool layer needs a netlink socket (the unit tests' fake NIC
@@ -1185,6 +1179,7 @@ static int nic_new(struct devmemtcp_ctx *ctx, const char *ifname,
 		return -ENOMEM;
 	nic->ctx = ctx;
 	nic->lock_fd = -1;
+	nic->rd.fd = -1;
 	nic->flags = DMT_OPT(opts, devmemtcp_nic_opts, flags, 0);
 #if DMT_TEST_HOOKS
 	nic->fail_step = dmt_nic_fail_step
@@ -1219,14 +1214,17 @@ static int open_recover(struct devmemtcp_nic *nic)
 	struct dmt_journal old;
 	int err;
 
-	err = take_lock(ctx, &ctx->err, nic->run_dir, ifname, &nic->lock_fd);
+	err = dmt_rundir_open(&nic->rd, nic->run_dir, true, &nic->eerr);
+	if (err < 0)
+		return dmt_err(ctx, &ctx->err, err, "%s", nic->eerr.msg);
+	err = take_lock(ctx, &ctx->err, &nic->rd, ifname, &nic->lock_fd);
 	if (err < 0)
 		return err;
-	err = dmt_journal_read(nic->run_dir, ifname, &old);
+	err = dmt_journal_read(&nic->rd, ifname, &old, &nic->eerr);
 	if (err == -ENOENT)
 		return 0;
 	if (err < 0)
-		return journal_unreadable(ctx, nic->run_dir, ifname, err);
+		return journal_unreadable(ctx, &nic->eerr);
 	if (!(nic->flags & DEVMEMTCP_NIC_RECOVER)) {
 		err = dmt_err(ctx, &ctx->err, -ESTALE,
 			      "%s has changes left by pid %ld (%s), which ended without undoing them "
@@ -1234,7 +1232,7 @@ static int open_recover(struct devmemtcp_nic *nic)
 			      ifname, (long)old.pid, old.comm, nic->run_dir,
 			      ifname, ifname);
 	} else {
-		err = recover_locked(ctx, &nic->eth, nic->run_dir, &old,
+		err = recover_locked(ctx, &nic->eth, &nic->rd, &old,
 				     &nic->eerr);
 		if (err < 0)
 			dmt_err(ctx, &ctx->err, err,
@@ -1310,14 +1308,14 @@ static int rollback(struct devmemtcp_nic *nic, int err)
 	devmemtcp_binding_close(nic->binding);
 	nic->binding = NULL;
 	if (dmt_nic_undo(&nic->eth, &nic->j, false) < 0) {
-		dmt_journal_write(nic->run_dir, ifname, &nic->j);
+		dmt_journal_write(&nic->rd, ifname, &nic->j, &nic->eerr);
 		return dmt_err(ctx, &ctx->err, err,
 			       "setting up %s for devmem failed at %s: %s; "
 			       "undoing the finished steps failed too (%s): run 'devmemtcp restore %s'",
 			       ifname, nic->doing, cause.msg, nic->eerr.msg,
 			       ifname);
 	}
-	dmt_journal_remove(nic->run_dir, ifname);
+	dmt_journal_remove(&nic->rd, ifname);
 	return dmt_err(ctx, &ctx->err, err,
 		       "setting up %s for devmem failed at %s: %s; "
 		       "the %u finished steps were undone",
@@ -1390,12 +1388,13 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_close(struct devmemtcp_nic *nic)
 	nic->binding = NULL;
 	err = dmt_nic_undo(&nic->eth, &nic->j, false);
 	if (err < 0) {
-		dmt_journal_write(nic->run_dir, nic->eth.ifname, &nic->j);
+		dmt_journal_write(&nic->rd, nic->eth.ifname, &nic->j,
+				  &nic->eerr);
 		dmt_err(nic->ctx, &nic->ctx->err, err,
 			"restoring %s failed: %s; the journal is kept: run 'devmemtcp restore %s'",
 			nic->eth.ifname, nic->eerr.msg, nic->eth.ifname);
 	} else {
-		dmt_journal_remove(nic->run_dir, nic->eth.ifname);
+		dmt_journal_remove(&nic->rd, nic->eth.ifname);
 	}
 	nic_free(nic);
 	return err;
@@ -1506,36 +1505,38 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_stats(const struct devmemtcp_nic *nic,
 
 /* eth_init failed: with a journal for a device this namespace does not
  * have, say so rather than guess. */
-static int recover_no_device(struct devmemtcp_ctx *ctx, const char *dir,
-			     const char *ifname, int err,
-			     const struct dmt_err *eerr)
+static int recover_no_device(struct devmemtcp_ctx *ctx,
+			     const struct dmt_rundir *rd, const char *ifname,
+			     int err, const struct dmt_err *eerr)
 {
+	struct dmt_err why = { 0 };
 	struct dmt_journal j;
 
-	if (err != -ENODEV || dmt_journal_read(dir, ifname, &j) != 0)
+	if (err != -ENODEV || rd->fd < 0 ||
+	    dmt_journal_read(rd, ifname, &j, &why) != 0)
 		return dmt_err(ctx, &ctx->err, err, "%s", eerr->msg);
 	/* The device and its settings are gone (or in another namespace):
 	 * nothing to undo here, and guessing is wrong. */
 	dmt_err(ctx, &ctx->err, err,
 		"%s: the journal %s/%s.journal of pid %ld (%s) names no interface in this network namespace: "
 		"restore where the interface is, or delete the journal if it is gone for good",
-		eerr->msg, dir, ifname, (long)j.pid, j.comm);
+		eerr->msg, rd->path, ifname, (long)j.pid, j.comm);
 	dmt_journal_free(&j);
 	return err;
 }
 
 /* Under the lock: undo what the journal of e's interface records. */
 static int recover_journal(struct devmemtcp_ctx *ctx, struct dmt_eth *e,
-			   const char *dir, struct dmt_err *eerr)
+			   const struct dmt_rundir *rd, struct dmt_err *eerr)
 {
 	struct dmt_journal j;
-	int err = dmt_journal_read(dir, e->ifname, &j);
+	int err = dmt_journal_read(rd, e->ifname, &j, eerr);
 
 	if (err == -ENOENT)
 		return 0;
 	if (err < 0)
-		return journal_unreadable(ctx, dir, e->ifname, err);
-	err = recover_locked(ctx, e, dir, &j, eerr);
+		return journal_unreadable(ctx, eerr);
+	err = recover_locked(ctx, e, rd, &j, eerr);
 	if (err < 0)
 		dmt_err(ctx, &ctx->err, err,
 			"undoing the changes pid %ld (%s) left on %s failed: %s; the journal is kept",
@@ -1550,9 +1551,9 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_recover(struct devmemtcp_ctx *ctx,
 {
 	DMT_KEEP_ERRNO;
 	struct dmt_nl *nl = NULL;
+	struct dmt_rundir rd = { .fd = -1 };
 	struct dmt_eth e;
 	struct dmt_err eerr = { 0 };
-	const char *dir;
 	int fd = -1, err;
 
 	if (!ctx)
@@ -1560,19 +1561,31 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_recover(struct devmemtcp_ctx *ctx,
 	err = DMT_OPTS_CHECK(ctx, &ctx->err, opts, devmemtcp_nic_opts);
 	if (err)
 		return err;
-	dir = dmt_run_dir(DMT_OPT(opts, devmemtcp_nic_opts, run_dir, NULL));
 	err = dmt_eth_init(&e, &eerr, NULL, ifname);
 	if (err < 0) {
-		err = recover_no_device(ctx, dir, ifname, err, &eerr);
+		struct dmt_err why = { 0 };
+
+		dmt_rundir_open(&rd, dmt_run_dir(DMT_OPT(opts, devmemtcp_nic_opts,
+							 run_dir, NULL)),
+				false, &why);
+		err = recover_no_device(ctx, &rd, ifname, err, &eerr);
+		goto out;
+	}
+	err = dmt_rundir_open(&rd, dmt_run_dir(DMT_OPT(opts, devmemtcp_nic_opts,
+						       run_dir, NULL)),
+			      true, &eerr);
+	if (err < 0) {
+		dmt_err(ctx, &ctx->err, err, "%s", eerr.msg);
 		goto out;
 	}
 	err = eth_nl_open(ctx, &e, &nl);
 	if (!err)
-		err = take_lock(ctx, &ctx->err, dir, ifname, &fd);
+		err = take_lock(ctx, &ctx->err, &rd, ifname, &fd);
 	if (!err)
-		err = recover_journal(ctx, &e, dir, &eerr);
+		err = recover_journal(ctx, &e, &rd, &eerr);
 out:
-	dmt_lock_release(fd, dir, ifname);
+	dmt_lock_release(fd);
+	dmt_rundir_close(&rd);
 	dmt_eth_fini(&e);
 	dmt_nl_close(nl);
 	return err;

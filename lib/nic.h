@@ -17,6 +17,7 @@
 #define DEVMEMTCP_NIC_H
 
 #include <stdbool.h>
+#include <limits.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -86,19 +87,59 @@ int dmt_journal_format(const struct dmt_journal *j, char **out, size_t *len);
 int dmt_journal_parse(const char *text, size_t len, struct dmt_journal *j,
 		      int *bad_line);
 
-/* <dir>/<ifname>.journal: write (tmp + fsync + rename + fsync dir), read
- * (-ENOENT when absent), remove. */
-int dmt_journal_write(const char *dir, const char *ifname,
-		      const struct dmt_journal *j);
-int dmt_journal_read(const char *dir, const char *ifname,
-		     struct dmt_journal *j);
-int dmt_journal_remove(const char *dir, const char *ifname);
+/*
+ * The run directory (default /run/devmemtcp), opened once per operation
+ * with O_DIRECTORY|O_NOFOLLOW: owned by root or by us and writable by its
+ * owner only, or refused with -EACCES and a message naming it and the fix.
+ * Every file in it is opened with openat(O_NOFOLLOW|O_CLOEXEC|O_NONBLOCK),
+ * must be a regular file of the directory's owner that others cannot
+ * write, of at most DMT_FILE_MAX bytes; files are replaced through an
+ * O_EXCL temporary file of mode 0600 (fsync, renameat, fsync of the
+ * directory).  Messages go to err.
+ */
+#define DMT_FILE_MAX (1 << 20)
+#define DMT_LOCK_WAIT_MS 10000
 
-/* Take <dir>/<ifname>.lock (flock, non-blocking) and record our pid and
- * comm in it.  -EBUSY with the holder's pid and comm filled in. */
-int dmt_lock_take(const char *dir, const char *ifname, int *fd,
-		  pid_t *holder, char *holder_comm, size_t comm_len);
-void dmt_lock_release(int fd, const char *dir, const char *ifname);
+struct dmt_rundir {
+	int fd;
+	uid_t uid;		/* the directory's owner */
+	char path[PATH_MAX];
+};
+
+/* create: make the last component (0700) when it is missing. */
+int dmt_rundir_open(struct dmt_rundir *rd, const char *path, bool create,
+		    struct dmt_err *err);
+void dmt_rundir_close(struct dmt_rundir *rd);
+/* *text malloc'd and NUL-terminated; -ENOENT (no message) when absent. */
+int dmt_file_read(const struct dmt_rundir *rd, const char *name, char **text,
+		  size_t *len, struct dmt_err *err);
+int dmt_file_write(const struct dmt_rundir *rd, const char *name,
+		   const char *text, size_t len, struct dmt_err *err);
+/* 0 also when absent. */
+int dmt_file_remove(const struct dmt_rundir *rd, const char *name);
+
+/* <ifname>.journal in the run directory: write, read (-ENOENT when
+ * absent), remove. */
+int dmt_journal_write(const struct dmt_rundir *rd, const char *ifname,
+		      const struct dmt_journal *j, struct dmt_err *err);
+int dmt_journal_read(const struct dmt_rundir *rd, const char *ifname,
+		     struct dmt_journal *j, struct dmt_err *err);
+int dmt_journal_remove(const struct dmt_rundir *rd, const char *ifname);
+
+/*
+ * Take <ifname>.lock (flock on an O_RDWR descriptor of a file of mode
+ * 0600), waiting at most dmt_lock_wait_ms(); record our pid and comm in
+ * it.  -EBUSY with the holder's pid and comm filled in.
+ */
+int dmt_lock_take(const struct dmt_rundir *rd, const char *ifname, int *fd,
+		  pid_t *holder, char *holder_comm, size_t comm_len,
+		  struct dmt_err *err);
+void dmt_lock_release(int fd);
+/* DMT_LOCK_WAIT_MS, or what a test asks for. */
+int dmt_lock_wait_ms(void);
+#if DMT_TEST_HOOKS
+extern int dmt_test_lock_wait_ms;
+#endif
 
 /* Inode of this thread's network namespace (/proc/thread-self/ns/net), 0
  * when unknown. */

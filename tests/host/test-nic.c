@@ -44,6 +44,8 @@
 #define TEST_BUILDDIR "."
 #endif
 
+static struct dmt_err jerr;	/* messages of the file layer */
+
 static struct devmemtcp_ctx *ctx;
 static char dir[64];
 
@@ -412,7 +414,7 @@ static void test_stale_journal_and_restore(void **state)
 	snprintf(j.comm, sizeof(j.comm), "loader");
 	snprintf(j.ifname, sizeof(j.ifname), "va");
 	j.ifindex = (int)if_nametoindex("va");
-	assert_int_equal(dmt_journal_write(dir, "va", &j), 0);
+	assert_int_equal(dmt_journal_write(nicfix_rd(dir), "va", &j, &jerr), 0);
 
 	assert_int_equal(devmemtcp_nic_open(ctx, "va", NULL, &nic), -ESTALE);
 	expect_errmsg("va has changes left by pid %d (loader), which ended without undoing them (journal %s/va.journal): "
@@ -444,29 +446,29 @@ static void test_stale_journal_and_restore(void **state)
 	assert_non_null(strstr(out, "devmemtcp restore: the journal "));
 	assert_int_equal(tool(out, sizeof(out), "restore"), 2);
 	assert_non_null(strstr(out, "usage: devmemtcp restore IFACE"));
-	assert_int_equal(dmt_journal_remove(dir, "va"), 0);
+	assert_int_equal(dmt_journal_remove(nicfix_rd(dir), "va"), 0);
 
 	/* a journal written in another network namespace is not applied to
 	 * this namespace's device of the same name */
 	j.netns = 12345;
-	assert_int_equal(dmt_journal_write(dir, "va", &j), 0);
+	assert_int_equal(dmt_journal_write(nicfix_rd(dir), "va", &j, &jerr), 0);
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -EXDEV);
 	expect_errmsg("undoing the changes pid %d (loader) left on va failed: the journal was written by pid %d (loader) in network namespace net:[12345], "
 		      "this is net:[%llu]: run devmemtcp restore va in that namespace (ip netns exec NAME ...); the journal is kept",
 		      dead, dead, (unsigned long long)dmt_netns_id());
 	assert_true(exists("va.journal"));
-	assert_int_equal(dmt_journal_remove(dir, "va"), 0);
+	assert_int_equal(dmt_journal_remove(nicfix_rd(dir), "va"), 0);
 	j.netns = 0;
 
 	/* the journal of an interface that is gone */
 	snprintf(j.ifname, sizeof(j.ifname), "gone0");
-	assert_int_equal(dmt_journal_write(dir, "gone0", &j), 0);
+	assert_int_equal(dmt_journal_write(nicfix_rd(dir), "gone0", &j, &jerr), 0);
 	assert_int_equal(devmemtcp_nic_recover(ctx, "gone0", NULL), -ENODEV);
 	expect_errmsg("no interface \"gone0\" in this network namespace (see ip link show): the journal %s/gone0.journal of pid %d (loader) "
 		      "names no interface in this network namespace: restore where the interface is, or delete the journal if it is gone for good",
 		      dir, dead);
 	assert_true(exists("gone0.journal"));
-	assert_int_equal(dmt_journal_remove(dir, "gone0"), 0);
+	assert_int_equal(dmt_journal_remove(nicfix_rd(dir), "gone0"), 0);
 }
 
 /* A run directory of our own making under a directory others can enter. */

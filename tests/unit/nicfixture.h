@@ -52,6 +52,21 @@ static inline int nicfix_teardown(const char *dir, struct devmemtcp_ctx *ctx)
 	return nicfix_rmdir(dir);
 }
 
+/* dir as the library opens its run directory, for the tests' own reads
+ * and writes of its files (reopened on each call; aborts on failure). */
+static inline struct dmt_rundir *nicfix_rd(const char *dir)
+{
+	static struct dmt_rundir rd = { .fd = -1 };
+	struct dmt_err e;
+
+	dmt_rundir_close(&rd);
+	if (dmt_rundir_open(&rd, dir, true, &e) < 0) {
+		fprintf(stderr, "%s\n", e.msg);
+		abort();
+	}
+	return &rd;
+}
+
 /* A child that holds <dir>/<ifname>.lock until nicfix_kill(): its pid
  * once it holds the lock, or -1. */
 static inline pid_t nicfix_lock_child(const char *dir, const char *ifname)
@@ -64,10 +79,11 @@ static inline pid_t nicfix_lock_child(const char *dir, const char *ifname)
 		return -1;
 	child = fork();
 	if (child == 0) {
+		struct dmt_err e;
 		int fd;
 		pid_t h;
 
-		if (dmt_lock_take(dir, ifname, &fd, &h, NULL, 0) < 0)
+		if (dmt_lock_take(nicfix_rd(dir), ifname, &fd, &h, NULL, 0, &e) < 0)
 			_exit(1);
 		(void)!write(p[1], "x", 1);
 		alarm(60);	/* never outlive a failed test for long */

@@ -16,6 +16,8 @@
 #include "nicfixture.h"
 #include "uapi.h"
 
+static struct dmt_err jerr;	/* messages of the file layer */
+
 static uint32_t *dup32(const uint32_t *v, uint32_t n)
 {
 	uint32_t *p = malloc(n * sizeof(*p) + 4);
@@ -231,6 +233,7 @@ static char dir[64];
 
 static int setup_dir(void **state)
 {
+	dmt_test_lock_wait_ms = 50;	/* -EBUSY at once, not after 10 s */
 	return nicfix_mkdir(dir, sizeof(dir), "dmt-journal");
 }
 
@@ -246,27 +249,27 @@ static void test_files(void **state)
 	struct stat st;
 
 	sample(&j);
-	assert_int_equal(dmt_journal_read(dir, "dsim0", &k), -ENOENT);
-	assert_int_equal(dmt_journal_write(dir, "dsim0", &j), 0);
+	assert_int_equal(dmt_journal_read(nicfix_rd(dir), "dsim0", &k, &jerr), -ENOENT);
+	assert_int_equal(dmt_journal_write(nicfix_rd(dir), "dsim0", &j, &jerr), 0);
 	snprintf(path, sizeof(path), "%s/dsim0.journal", dir);
 	assert_int_equal(stat(path, &st), 0);
 	snprintf(path, sizeof(path), "%s/dsim0.journal.tmp", dir);
 	assert_int_equal(stat(path, &st), -1);		/* renamed away */
-	assert_int_equal(dmt_journal_read(dir, "dsim0", &k), 0);
+	assert_int_equal(dmt_journal_read(nicfix_rd(dir), "dsim0", &k, &jerr), 0);
 	assert_int_equal(k.nrules, 2);
 	dmt_journal_free(&k);
 	/* rewrite replaces */
 	j.nrules = 1;
-	assert_int_equal(dmt_journal_write(dir, "dsim0", &j), 0);
-	assert_int_equal(dmt_journal_read(dir, "dsim0", &k), 0);
+	assert_int_equal(dmt_journal_write(nicfix_rd(dir), "dsim0", &j, &jerr), 0);
+	assert_int_equal(dmt_journal_read(nicfix_rd(dir), "dsim0", &k, &jerr), 0);
 	assert_int_equal(k.nrules, 1);
 	dmt_journal_free(&k);
 	j.nrules = 2;
-	assert_int_equal(dmt_journal_remove(dir, "dsim0"), 0);
-	assert_int_equal(dmt_journal_remove(dir, "dsim0"), 0);
-	assert_int_equal(dmt_journal_read(dir, "dsim0", &k), -ENOENT);
+	assert_int_equal(dmt_journal_remove(nicfix_rd(dir), "dsim0"), 0);
+	assert_int_equal(dmt_journal_remove(nicfix_rd(dir), "dsim0"), 0);
+	assert_int_equal(dmt_journal_read(nicfix_rd(dir), "dsim0", &k, &jerr), -ENOENT);
 	/* a directory that cannot be created */
-	assert_int_equal(dmt_journal_write("/proc/nope/dir", "dsim0", &j), -ENOENT);
+	assert_int_equal(({ struct dmt_rundir nope; dmt_rundir_open(&nope, "/proc/nope/dir", true, &jerr); }), -ENOENT);
 	dmt_journal_free(&j);
 }
 
@@ -287,28 +290,28 @@ static void test_lock(void **state)
 	pid_t holder, child;
 	char comm[64];
 
-	assert_int_equal(dmt_lock_take(dir, "dsim1", &fd, &holder, comm, sizeof(comm)), 0);
+	assert_int_equal(dmt_lock_take(nicfix_rd(dir), "dsim1", &fd, &holder, comm, sizeof(comm), &jerr), 0);
 	assert_true(fd >= 0);
 	/* a second open file description in this process conflicts too */
-	assert_int_equal(dmt_lock_take(dir, "dsim1", &fd2, &holder, comm, sizeof(comm)), -EBUSY);
+	assert_int_equal(dmt_lock_take(nicfix_rd(dir), "dsim1", &fd2, &holder, comm, sizeof(comm), &jerr), -EBUSY);
 	assert_int_equal(fd2, -1);
 	assert_int_equal(holder, getpid());
 	assert_string_equal(comm, t_own_comm());
 	/* another interface is independent */
-	assert_int_equal(dmt_lock_take(dir, "dsim0", &fd2, &holder, comm, sizeof(comm)), 0);
-	dmt_lock_release(fd2, dir, "dsim0");
-	dmt_lock_release(fd, dir, "dsim1");
+	assert_int_equal(dmt_lock_take(nicfix_rd(dir), "dsim0", &fd2, &holder, comm, sizeof(comm), &jerr), 0);
+	dmt_lock_release(fd2);
+	dmt_lock_release(fd);
 
 	/* a child holds it; the parent is told the child's pid */
 	child = nicfix_lock_child(dir, "dsim1");
 	assert_true(child > 0);
-	assert_int_equal(dmt_lock_take(dir, "dsim1", &fd, &holder, comm, sizeof(comm)), -EBUSY);
+	assert_int_equal(dmt_lock_take(nicfix_rd(dir), "dsim1", &fd, &holder, comm, sizeof(comm), &jerr), -EBUSY);
 	assert_int_equal(holder, child);
 	assert_string_equal(comm, t_own_comm());
 	/* it dies: the lock is free again (the kernel drops flocks) */
 	nicfix_kill(child);
-	assert_int_equal(dmt_lock_take(dir, "dsim1", &fd, &holder, comm, sizeof(comm)), 0);
-	dmt_lock_release(fd, dir, "dsim1");
+	assert_int_equal(dmt_lock_take(nicfix_rd(dir), "dsim1", &fd, &holder, comm, sizeof(comm), &jerr), 0);
+	dmt_lock_release(fd);
 }
 
 int main(void)

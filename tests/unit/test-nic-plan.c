@@ -23,6 +23,8 @@
 #include "fake-nic.h"
 #include "nicfixture.h"
 
+static struct dmt_err jerr;	/* messages of the file layer */
+
 static struct fake_nic *nic_state;	/* shared with forked children */
 static struct devmemtcp_ctx *ctx;
 static char dir[64];
@@ -34,6 +36,7 @@ static int setup(void **state)
 			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (nic_state == MAP_FAILED)
 		return -1;
+	dmt_test_lock_wait_ms = 50;	/* -EBUSY at once, not after 10 s */
 	return nicfix_setup(dir, sizeof(dir), "dmt-nic", &ctx);
 }
 
@@ -47,7 +50,7 @@ static int each(void **state)
 	fake_init(nic_state);
 	dmt_nic_fail_step = 0;
 	dmt_nic_crash_step = 0;
-	dmt_journal_remove(dir, "eth0");
+	dmt_journal_remove(nicfix_rd(dir), "eth0");
 	fake_dump(nic_state, before, sizeof(before));
 	return 0;
 }
@@ -173,7 +176,7 @@ static void test_setup_close_identical(void **state)
 	assert_int_equal(st.rss_context, 1);
 	assert_int_equal(st.setup_round_trips, 0);	/* no netlink here */
 	/* the journal describes it all while the handle lives */
-	assert_int_equal(dmt_journal_read(dir, "eth0", &j), 0);
+	assert_int_equal(dmt_journal_read(nicfix_rd(dir), "eth0", &j, &jerr), 0);
 	assert_int_equal(j.pid, getpid());
 	assert_int_equal(j.changed, DMT_J_RINGS | DMT_J_RSS | DMT_J_CTX | DMT_J_NTUPLE);
 	assert_int_equal(j.nrules, 2);
