@@ -87,6 +87,101 @@ int dmt_journal_format(const struct dmt_journal *j, char **out, size_t *len);
 int dmt_journal_parse(const char *text, size_t len, struct dmt_journal *j,
 		      int *bad_line);
 
+/* ---- the many-owners journals (HACKING.md, "The NIC layer") ---- */
+
+#define DMT_FORMAT_VERSION 2
+#define DMT_LIST_MAX 4096	/* entries of any list, rules of an owner */
+#define DMT_PID_MAX 4194304
+
+/* The shared settings: tcp-data-split, hds-thresh, rx-ntuple-filter, the
+ * default RSS table. */
+struct dmt_shared {
+	int tds;		/* DMT_ETHTOOL_TCP_DATA_SPLIT_*, -1 unreported */
+	int64_t hds;		/* -1 unreported */
+	int ntuple;		/* 0 or 1 */
+	uint32_t rss_size;	/* 0: no table */
+	uint32_t *rss;
+};
+
+/* Bits of dmt_base.theirs: settings an administrator took over. */
+enum {
+	DMT_S_TDS = 1u << 0,
+	DMT_S_HDS = 1u << 1,
+	DMT_S_NTUPLE = 1u << 2,
+	DMT_S_RSS = 1u << 3,
+};
+
+/* <ifname>.base */
+struct dmt_base {
+	char ifname[IF_NAMESIZE];
+	int ifindex;
+	uint64_t netns;
+	struct dmt_shared baseline;	/* before the first owner */
+	bool rss_default;		/* the baseline table was the driver's spread */
+	struct dmt_shared applied;	/* what the owners last wrote */
+	bool has_applying;
+	struct dmt_shared applying;	/* being written: also ours */
+	uint32_t theirs;		/* DMT_S_* */
+};
+
+/* An ntuple rule of an owner. */
+struct dmt_orule {
+	uint32_t id;		/* flow id given to the caller */
+	bool placed;		/* location known (the insert returned) */
+	uint32_t location;
+	uint32_t rss_context;	/* the context the rule steers to, 0 none */
+	struct ethtool_rx_flow_spec fs;
+	uint32_t nbefore;	/* pending: the locations used before */
+	uint32_t *before;
+};
+
+enum dmt_ctx_state { DMT_CTX_NONE, DMT_CTX_PENDING, DMT_CTX_PLACED };
+
+/* <ifname>.owner.<pid>.<start>.<handle> */
+struct dmt_owner {
+	pid_t pid;
+	uint64_t start;		/* field 22 of /proc/PID/stat */
+	uint32_t handle;
+	char comm[64];
+	char ifname[IF_NAMESIZE];
+	int ifindex;
+	uint64_t netns;
+	bool closed;		/* a failed open or close left it: dead */
+	bool keep_rss;		/* its queues stay in the default table */
+	uint32_t nqueues;
+	uint32_t *queues;
+	enum dmt_ctx_state ctx;
+	uint32_t ctx_id;	/* placed */
+	uint32_t nctx_before;	/* pending: the contexts that existed */
+	uint32_t *ctx_before;
+	uint32_t ctx_size;
+	uint32_t *ctx_indir;	/* the table we gave it */
+	uint32_t nrules;
+	struct dmt_orule *rules;
+};
+
+void dmt_shared_free(struct dmt_shared *s);
+void dmt_base_free(struct dmt_base *b);
+void dmt_owner_free(struct dmt_owner *o);
+/*
+ * Text forms: *out malloc'd and NUL-terminated.  The parsers accept only
+ * what the formatters write (one canonical text per value), so
+ * format(parse(x)) == x for every accepted x; anything else is -EBADMSG
+ * (line number in *bad_line when not NULL), or -ENOMEM.  Pure functions:
+ * no file, no device, no global state.
+ */
+int dmt_base_format(const struct dmt_base *b, char **out, size_t *len);
+int dmt_base_parse(const char *text, size_t len, struct dmt_base *b,
+		   int *bad_line);
+int dmt_owner_format(const struct dmt_owner *o, char **out, size_t *len);
+int dmt_owner_parse(const char *text, size_t len, struct dmt_owner *o,
+		    int *bad_line);
+/* "eth1.owner.1234.987654.1" */
+void dmt_owner_name(const struct dmt_owner *o, char *name, size_t len);
+/* A valid interface name: 1..15 bytes, printable, no '/', ':' or blank,
+ * not "." or "..". */
+bool dmt_ifname_valid(const char *s, size_t n);
+
 /*
  * The run directory (default /run/devmemtcp), opened once per operation
  * with O_DIRECTORY|O_NOFOLLOW: owned by root or by us and writable by its
