@@ -345,6 +345,12 @@ enum devmemtcp_nic_flags {
 	/* Leave the default RSS table alone (the caller keeps other traffic
 	 * off the devmem queues some other way). */
 	DEVMEMTCP_NIC_KEEP_RSS = 1u << 2,
+	/* Accept ntuple rules of others that match some of a flow's packets
+	 * before its rule does (by default refused with EEXIST). */
+	DEVMEMTCP_NIC_ALLOW_SHADOW = 1u << 3,
+	/* devmemtcp_nic_recover(): undo the setups of live owners too (their
+	 * bindings stay until they exit). */
+	DEVMEMTCP_NIC_RECOVER_ALL = 1u << 4,
 };
 
 struct devmemtcp_nic_opts {

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * The NIC setup journal and lock under /run/devmemtcp (lib/nic.h).  The
- * journal is a small text file so that an operator can read what a dead
- * process left behind; it is replaced atomically (tmp, fsync, rename,
- * fsync of the directory) before every change the handle makes.
+ * The files of the NIC layer under the run directory (lib/nic.h): their
+ * text formats (IF.base, IF.owner.PID.START.N: small text files, so that
+ * an operator can read what a dead process left behind; pure functions,
+ * fuzzed), the run directory and its files opened as hostile input, files
+ * replaced atomically (O_EXCL temporary, fsync, rename, fsync of the
+ * directory), and the interface lock.
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -21,343 +24,9 @@
 
 #include "nic.h"
 
-#define MAX_LIST 65536
-
 #if DMT_TEST_HOOKS
 int dmt_test_lock_wait_ms;
 #endif
-
-void dmt_journal_free(struct dmt_journal *j)
-{
-	free(j->queues);
-	free(j->rss_indir);
-	free(j->prior_ctx);
-	free(j->prior_rules);
-	free(j->ctx_indir);
-	free(j->rss_set);
-	free(j->rules);
-	memset(j, 0, sizeof(*j));
-}
-
-static void put_list(FILE *f, const char *key, const uint32_t *v, uint32_t n)
-{
-	fprintf(f, "%s %u", key, n);
-	for (uint32_t i = 0; i < n; i++)
-		fprintf(f, " %u", v[i]);
-	fputc('\n', f);
-}
-
-int dmt_journal_format(const struct dmt_journal *j, char **out, size_t *len)
-{
-	char comm[sizeof(j->comm)];
-	FILE *f;
-
-	*out = NULL;
-	*len = 0;
-	f = dmt_hook_alloc_fail() ? NULL : open_memstream(out, len);
-	if (!f)
-		return -ENOMEM;
-	snprintf(comm, sizeof(comm), "%s", j->comm[0] ? j->comm : "?");
-	for (char *p = comm; *p; p++)
-		if (isspace((unsigned char)*p) || !isprint((unsigned char)*p))
-			*p = '_';
-	fprintf(f, "devmemtcp-journal %d\n", DMT_JOURNAL_VERSION);
-	fprintf(f, "pid %ld\ncomm %s\nifname %s\nifindex %d\n", (long)j->pid,
-		comm, j->ifname, j->ifindex);
-	if (j->netns)
-		fprintf(f, "netns %llu\n", (unsigned long long)j->netns);
-	put_list(f, "queues", j->queues, j->nqueues);
-	if (j->have_prior) {
-		fprintf(f, "prior tds=%d hds=%lld ntuple=%d rss-default=%d\n",
-			j->has_tds ? j->tds : -1,
-			j->has_hds ? (long long)j->hds : -1LL, j->ntuple_on,
-			j->rss_default);
-		put_list(f, "prior-rss", j->rss_indir, j->rss_size);
-		put_list(f, "prior-contexts", j->prior_ctx, j->nprior_ctx);
-		put_list(f, "prior-rules", j->prior_rules, j->nprior_rules);
-	}
-	fprintf(f, "changed%s%s%s%s%s\n", j->changed ? "" : " -",
-		j->changed & DMT_J_RINGS ? " rings" : "",
-		j->changed & DMT_J_RSS ? " rss" : "",
-		j->changed & DMT_J_NTUPLE ? " ntuple" : "",
-		j->changed & DMT_J_CTX ? " context" : "");
-	if (j->rss_set_size)
-		put_list(f, "rss-set", j->rss_set, j->rss_set_size);
-	if (j->changed & DMT_J_CTX) {
-		fprintf(f, "context %u ", j->ctx_id);
-		put_list(f, "table", j->ctx_indir, j->ctx_size);
-	}
-	for (uint32_t i = 0; i < j->nrules; i++) {
-		const struct dmt_jrule *r = &j->rules[i];
-		const uint8_t *b = (const uint8_t *)&r->fs;
-
-		fprintf(f, "rule %u %s %u %u ", r->id,
-			r->placed ? "placed" : "pending", r->location,
-			r->rss_context);
-		for (size_t k = 0; k < sizeof(r->fs); k++)
-			fprintf(f, "%02x", b[k]);
-		fputc('\n', f);
-	}
-	fprintf(f, "end\n");
-	if (fclose(f) != 0) {
-		free(*out);
-		*out = NULL;
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/* "N v1 .. vN" after the key; *v malloc'd. */
-static int get_list(char *s, uint32_t **v, uint32_t *n)
-{
-	char *end;
-	unsigned long cnt = strtoul(s, &end, 10);
-	uint32_t *a;
-
-	if (end == s || cnt > MAX_LIST)
-		return -EBADMSG;
-	a = dmt_calloc(cnt ? cnt : 1, sizeof(*a));
-	if (!a)
-		return -ENOMEM;
-	s = end;
-	for (unsigned long i = 0; i < cnt; i++) {
-		unsigned long x = strtoul(s, &end, 10);
-
-		if (end == s || x > UINT32_MAX) {
-			free(a);
-			return -EBADMSG;
-		}
-		a[i] = (uint32_t)x;
-		s = end;
-	}
-	while (*s == ' ')
-		s++;
-	if (*s) {
-		free(a);
-		return -EBADMSG;
-	}
-	free(*v);
-	*v = a;
-	*n = (uint32_t)cnt;
-	return 0;
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
-static int parse_rule(char *s, struct dmt_journal *j)
-{
-	struct dmt_jrule r = { 0 }, *v;
-	char state[16], hex[2 * sizeof(r.fs) + 2];
-	uint8_t *b = (uint8_t *)&r.fs;
-
-	if (sscanf(s, "%u %15s %u %u %337s", &r.id, state, &r.location,
-		   &r.rss_context, hex) != 5)
-		return -EBADMSG;
-	if (strcmp(state, "placed") == 0)
-		r.placed = true;
-	else if (strcmp(state, "pending") != 0)
-		return -EBADMSG;
-	if (strlen(hex) != 2 * sizeof(r.fs))
-		return -EBADMSG;
-	for (size_t k = 0; k < sizeof(r.fs); k++) {
-		int hi = hexval(hex[2 * k]), lo = hexval(hex[2 * k + 1]);
-
-		if (hi < 0 || lo < 0)
-			return -EBADMSG;
-		b[k] = (uint8_t)(hi << 4 | lo);
-	}
-	if (j->nrules >= MAX_LIST)
-		return -EBADMSG;
-	v = dmt_realloc(j->rules, (j->nrules + 1) * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	j->rules = v;
-	j->rules[j->nrules++] = r;
-	return 0;
-}
-
-static int parse_pid(const char *arg, struct dmt_journal *j)
-{
-	long long v;
-
-	if (sscanf(arg, "%lld", &v) != 1 || v <= 0)
-		return -EBADMSG;
-	j->pid = (pid_t)v;
-	return 0;
-}
-
-static int parse_ifname(const char *arg, struct dmt_journal *j)
-{
-	if (!*arg || strlen(arg) >= sizeof(j->ifname))
-		return -EBADMSG;
-	memcpy(j->ifname, arg, strlen(arg) + 1);
-	return 0;
-}
-
-static int parse_netns(const char *arg, struct dmt_journal *j)
-{
-	unsigned long long ns;
-
-	if (sscanf(arg, "%llu", &ns) != 1)
-		return -EBADMSG;
-	j->netns = ns;
-	return 0;
-}
-
-/* "tds=T hds=H ntuple=N rss-default=D" (T, H: -1 when not reported) */
-static int parse_prior(const char *arg, struct dmt_journal *j)
-{
-	long long v;
-	int tds, ntuple, def;
-
-	if (sscanf(arg, "tds=%d hds=%lld ntuple=%d rss-default=%d", &tds, &v,
-		   &ntuple, &def) != 4 || tds > 255 || v > UINT32_MAX)
-		return -EBADMSG;
-	j->have_prior = true;
-	j->has_tds = tds >= 0;
-	j->tds = tds >= 0 ? (uint8_t)tds : 0;
-	j->has_hds = v >= 0;
-	j->hds = v >= 0 ? (uint32_t)v : 0;
-	j->ntuple_on = ntuple;
-	j->rss_default = def;
-	return 0;
-}
-
-/* "-" or any of "rings rss ntuple context" */
-static int parse_changed(char *arg, struct dmt_journal *j)
-{
-	static const struct {
-		const char *name;
-		uint32_t bit;
-	} bits[] = {
-		{ "-", 0 }, { "rings", DMT_J_RINGS }, { "rss", DMT_J_RSS },
-		{ "ntuple", DMT_J_NTUPLE }, { "context", DMT_J_CTX },
-	};
-	char *save = NULL;
-
-	j->changed = 0;
-	for (char *t = strtok_r(arg, " ", &save); t;
-	     t = strtok_r(NULL, " ", &save)) {
-		size_t i;
-
-		for (i = 0; i < ARRAY_SIZE(bits); i++)
-			if (strcmp(t, bits[i].name) == 0)
-				break;
-		if (i == ARRAY_SIZE(bits))
-			return -EBADMSG;
-		j->changed |= bits[i].bit;
-	}
-	return 0;
-}
-
-/* "ID table N v1 .. vN" */
-static int parse_context(char *arg, struct dmt_journal *j)
-{
-	char *rest;
-	unsigned long id = strtoul(arg, &rest, 10);
-
-	if (rest == arg || id > UINT32_MAX || strncmp(rest, " table ", 7))
-		return -EBADMSG;
-	j->ctx_id = (uint32_t)id;
-	return get_list(rest + 7, &j->ctx_indir, &j->ctx_size);
-}
-
-static int parse_line(char *line, struct dmt_journal *j, bool *end)
-{
-	char *arg = strchr(line, ' ');
-
-	if (arg)
-		*arg++ = '\0';
-	else
-		arg = line + strlen(line);
-	if (strcmp(line, "end") == 0) {
-		*end = true;
-		return 0;
-	}
-	if (strcmp(line, "pid") == 0)
-		return parse_pid(arg, j);
-	if (strcmp(line, "comm") == 0) {
-		snprintf(j->comm, sizeof(j->comm), "%s", arg);
-		return 0;
-	}
-	if (strcmp(line, "ifname") == 0)
-		return parse_ifname(arg, j);
-	if (strcmp(line, "ifindex") == 0)
-		return sscanf(arg, "%d", &j->ifindex) == 1 ? 0 : -EBADMSG;
-	if (strcmp(line, "netns") == 0)
-		return parse_netns(arg, j);
-	if (strcmp(line, "queues") == 0)
-		return get_list(arg, &j->queues, &j->nqueues);
-	if (strcmp(line, "prior") == 0)
-		return parse_prior(arg, j);
-	if (strcmp(line, "prior-rss") == 0)
-		return get_list(arg, &j->rss_indir, &j->rss_size);
-	if (strcmp(line, "prior-contexts") == 0)
-		return get_list(arg, &j->prior_ctx, &j->nprior_ctx);
-	if (strcmp(line, "prior-rules") == 0)
-		return get_list(arg, &j->prior_rules, &j->nprior_rules);
-	if (strcmp(line, "changed") == 0)
-		return parse_changed(arg, j);
-	if (strcmp(line, "rss-set") == 0)
-		return get_list(arg, &j->rss_set, &j->rss_set_size);
-	if (strcmp(line, "context") == 0)
-		return parse_context(arg, j);
-	if (strcmp(line, "rule") == 0)
-		return parse_rule(arg, j);
-	return -EBADMSG;
-}
-
-int dmt_journal_parse(const char *text, size_t len, struct dmt_journal *j,
-		      int *bad_line)
-{
-	char *copy, *line, *save = NULL;
-	bool end = false;
-	int err = 0, n = 0;
-
-	memset(j, 0, sizeof(*j));
-	if (bad_line)
-		*bad_line = 0;
-	copy = dmt_strndup(text, len);
-	if (!copy)
-		return -ENOMEM;
-	for (line = strtok_r(copy, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		n++;
-		if (n == 1) {
-			int ver;
-
-			if (sscanf(line, "devmemtcp-journal %d", &ver) != 1 ||
-			    ver != DMT_JOURNAL_VERSION) {
-				err = -EBADMSG;
-				break;
-			}
-			continue;
-		}
-		if (end) {
-			err = -EBADMSG;
-			break;
-		}
-		err = parse_line(line, j, &end);
-		if (err < 0)
-			break;
-	}
-	free(copy);
-	if (!err && (!end || !j->ifname[0]))
-		err = -EBADMSG;
-	if (err < 0) {
-		if (bad_line)
-			*bad_line = n;
-		dmt_journal_free(j);
-	}
-	return err;
-}
 
 /* ---------------------------------------------------------------------- */
 /* the many-owners formats: strict, canonical, pure                        */
@@ -1321,6 +990,63 @@ int dmt_file_remove(const struct dmt_rundir *rd, const char *name)
 	return 0;
 }
 
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int dmt_rundir_list(const struct dmt_rundir *rd, const char *prefix,
+		    char ***names, size_t *n, struct dmt_err *err)
+{
+	size_t plen = strlen(prefix), cap = 0;
+	struct dirent *d;
+	char **v = NULL;
+	int fd, e = 0;
+	DIR *dp;
+
+	*names = NULL;
+	*n = 0;
+	fd = openat(rd->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dp = fd < 0 ? NULL : fdopendir(fd);
+	if (!dp) {
+		e = -errno;
+		if (fd >= 0)
+			close(fd);
+		return dmt_err_set(err, e, "cannot list %s: %s", rd->path, strerror(-e));
+	}
+	while ((d = readdir(dp))) {
+		if (strncmp(d->d_name, prefix, plen))
+			continue;
+		if (*n == cap) {
+			char **nv = dmt_realloc(v, (cap = cap ? 2 * cap : 8) * sizeof(*v));
+
+			if (!nv) {
+				e = -ENOMEM;
+				break;
+			}
+			v = nv;
+		}
+		v[*n] = dmt_strdup(d->d_name);
+		if (!v[*n]) {
+			e = -ENOMEM;
+			break;
+		}
+		(*n)++;
+	}
+	closedir(dp);
+	if (e < 0) {
+		for (size_t i = 0; i < *n; i++)
+			free(v[i]);
+		free(v);
+		*n = 0;
+		return dmt_err_set(err, e, "listing %s: out of memory", rd->path);
+	}
+	if (*n)
+		qsort(v, *n, sizeof(*v), cmp_names);
+	*names = v;
+	return 0;
+}
+
 static void read_holder(int fd, pid_t *holder, char *comm, size_t comm_len)
 {
 	char buf[128];
@@ -1372,7 +1098,7 @@ static int flock_wait(int fd, int wait_ms)
 		ts.tv_sec = 0;
 		ts.tv_nsec = pause_us * 1000;
 		nanosleep(&ts, NULL);
-		if (pause_us < 16000)
+		if (pause_us < 4000)	/* short: polling is not fair */
 			pause_us *= 2;
 	}
 }
@@ -1442,59 +1168,6 @@ void dmt_lock_release(int fd)
 	 * waits on the old inode would let two holders exist. */
 	if (fd >= 0)
 		close(fd);
-}
-
-static void journal_name(char *name, size_t len, const char *ifname)
-{
-	snprintf(name, len, "%s.journal", ifname);
-}
-
-int dmt_journal_write(const struct dmt_rundir *rd, const char *ifname,
-		      const struct dmt_journal *j, struct dmt_err *err)
-{
-	char name[IF_NAMESIZE + 16], *text;
-	size_t len;
-	int e = dmt_journal_format(j, &text, &len);
-
-	if (e < 0)
-		return dmt_err_set(err, e, "writing the journal of %s: out of memory",
-				   ifname);
-	journal_name(name, sizeof(name), ifname);
-	e = dmt_file_write(rd, name, text, len, err);
-	free(text);
-	return e;
-}
-
-int dmt_journal_read(const struct dmt_rundir *rd, const char *ifname,
-		     struct dmt_journal *j, struct dmt_err *err)
-{
-	char name[IF_NAMESIZE + 16], *text;
-	size_t len;
-	int e;
-
-	memset(j, 0, sizeof(*j));
-	journal_name(name, sizeof(name), ifname);
-	e = dmt_file_read(rd, name, &text, &len, err);
-	if (e < 0)
-		return e;
-	e = dmt_journal_parse(text, len, j, NULL);
-	free(text);
-	if (e == -EBADMSG)
-		dmt_err_set(err, e,
-			    "the journal %s/%s is unreadable (malformed): restore the NIC by hand, then delete it",
-			    rd->path, name);
-	else if (e < 0)
-		dmt_err_set(err, e, "reading the journal %s/%s: out of memory",
-			    rd->path, name);
-	return e;
-}
-
-int dmt_journal_remove(const struct dmt_rundir *rd, const char *ifname)
-{
-	char name[IF_NAMESIZE + 16];
-
-	journal_name(name, sizeof(name), ifname);
-	return dmt_file_remove(rd, name);
 }
 
 uint64_t dmt_netns_id(void)

@@ -1,17 +1,20 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
- * Private: transactional NIC setup (layer 4) and its journal.  This layer
- * owns what a devmemtcp_nic handle changes on an interface (header split,
- * hds-thresh, the default RSS table, an RSS context, ntuple rules, the
- * bind-rx binding), the journal and lock under the run directory
- * (journal.c), and the undo of all of it.  It may call the ethtool layer
- * (ethtool.h) for every NIC setting and the netdev layer (netdev.h) for
- * bind-rx and queue listing; it is called only through the public API.
+ * Private: transactional NIC setup (layer 4) for the owners of an
+ * interface.  This layer owns what devmemtcp_nic handles change on an
+ * interface (header split, hds-thresh, the default RSS table, RSS
+ * contexts, ntuple rules, the bind-rx binding), the files and the lock
+ * under the run directory (journal.c), the owners' model (owners.c) and
+ * the undo of all of it.  It may call the ethtool layer (ethtool.h) for
+ * every NIC setting and the netdev layer (netdev.h) for bind-rx and queue
+ * listing; it is called only through the public API (and, for the broker,
+ * dmt_nic_open_as()).
  *
- * The journal is the source of truth for undo: the handle fills it before
- * each change (prior state, then the change it is about to make), writes it
- * to <run_dir>/<ifname>.journal atomically, and undoes from it on close, on
- * a failed open and in devmemtcp_nic_recover() after a crash.
+ * The files are the source of truth for undo: each owner writes what it is
+ * about to change before changing it (IF.owner.PID.START.N), the first
+ * owner records the baseline of the shared settings (IF.base), and any
+ * later operation undoes what a dead owner left, where the device still
+ * shows it (HACKING.md, "The NIC layer").
  */
 #ifndef DEVMEMTCP_NIC_H
 #define DEVMEMTCP_NIC_H
@@ -24,68 +27,8 @@
 #include "ethtool.h"
 #include "internal.h"
 
-#define DMT_JOURNAL_VERSION 1
 #define DMT_RUN_DIR "/run/devmemtcp"
 #define DMT_NTUPLE_FEATURE "rx-ntuple-filter"
-
-/* Changes a handle made (bits of dmt_journal.changed). */
-enum {
-	DMT_J_RINGS = 1u << 0,	/* tcp-data-split / hds-thresh */
-	DMT_J_RSS = 1u << 1,	/* default RSS table */
-	DMT_J_NTUPLE = 1u << 2,	/* rx-ntuple-filter turned on */
-	DMT_J_CTX = 1u << 3,	/* RSS context created (ctx_id 0: pending) */
-};
-
-struct dmt_jrule {
-	uint32_t id;		/* flow id given to the caller */
-	bool placed;		/* location known (insert returned) */
-	uint32_t location;
-	uint32_t rss_context;
-	struct ethtool_rx_flow_spec fs;
-};
-
-struct dmt_journal {
-	pid_t pid;
-	char comm[64];
-	char ifname[IF_NAMESIZE];
-	int ifindex;
-	uint64_t netns;		/* inode of the writer's network namespace, 0 unknown */
-	uint32_t nqueues;
-	uint32_t *queues;
-
-	/* Prior state (valid when have_prior). */
-	bool have_prior;
-	bool has_tds;
-	uint8_t tds;
-	bool has_hds;
-	uint32_t hds;
-	bool ntuple_on;
-	bool rss_default;	/* the table was the driver's default spread */
-	uint32_t rss_size;	/* 0: no RSS table */
-	uint32_t *rss_indir;
-	uint32_t nprior_ctx;
-	uint32_t *prior_ctx;	/* RSS contexts that existed before */
-	uint32_t nprior_rules;
-	uint32_t *prior_rules;	/* rule locations that existed before */
-
-	/* Own changes. */
-	uint32_t changed;	/* DMT_J_* */
-	uint32_t rss_set_size;
-	uint32_t *rss_set;	/* the default table this handle set */
-	uint32_t ctx_id;
-	uint32_t ctx_size;
-	uint32_t *ctx_indir;
-	uint32_t nrules;
-	struct dmt_jrule *rules;
-};
-
-void dmt_journal_free(struct dmt_journal *j);
-/* Text form; *out malloc'd, NUL-terminated. */
-int dmt_journal_format(const struct dmt_journal *j, char **out, size_t *len);
-/* 0, or -EBADMSG on anything it does not understand (line number in
- * *bad_line when not NULL). */
-int dmt_journal_parse(const char *text, size_t len, struct dmt_journal *j,
-		      int *bad_line);
 
 /* ---- the many-owners journals (HACKING.md, "The NIC layer") ---- */
 
@@ -212,14 +155,10 @@ int dmt_file_write(const struct dmt_rundir *rd, const char *name,
 		   const char *text, size_t len, struct dmt_err *err);
 /* 0 also when absent. */
 int dmt_file_remove(const struct dmt_rundir *rd, const char *name);
-
-/* <ifname>.journal in the run directory: write, read (-ENOENT when
- * absent), remove. */
-int dmt_journal_write(const struct dmt_rundir *rd, const char *ifname,
-		      const struct dmt_journal *j, struct dmt_err *err);
-int dmt_journal_read(const struct dmt_rundir *rd, const char *ifname,
-		     struct dmt_journal *j, struct dmt_err *err);
-int dmt_journal_remove(const struct dmt_rundir *rd, const char *ifname);
+/* The names in the run directory that start with prefix (*names and each
+ * name malloc'd), sorted. */
+int dmt_rundir_list(const struct dmt_rundir *rd, const char *prefix,
+		    char ***names, size_t *n, struct dmt_err *err);
 
 /*
  * Take <ifname>.lock (flock on an O_RDWR descriptor of a file of mode
@@ -235,6 +174,103 @@ int dmt_lock_wait_ms(void);
 #if DMT_TEST_HOOKS
 extern int dmt_test_lock_wait_ms;
 #endif
+
+/* ---- the owners of an interface (owners.c) ---- */
+
+/* Field 22 of /proc/PID/stat and whether the process is a zombie; 0,
+ * -ENOENT when there is no such process, or another negative errno. */
+int dmt_proc_start(pid_t pid, uint64_t *start, bool *zombie);
+
+/* Do a and b match some packet in common?  (TCP/IPv4 and TCP/IPv6 rules
+ * and IP rules of the same family; other flow types never match TCP.) */
+bool dmt_spec_overlap(const struct ethtool_rx_flow_spec *a,
+		      const struct ethtool_rx_flow_spec *b);
+
+/*
+ * The shared settings the owners need, from the baseline and the owners
+ * (dmt_base.baseline, nrx RX queues): header split on and hds-thresh 0
+ * while any owner exists, the default table kept off the queues of
+ * owners without keep_rss, ntuple on while an owner has (or, more_rules,
+ * is about to have) a rule or the baseline had it on; the baseline when
+ * there is no owner.  t->rss malloc'd.  0 or -ENOMEM.
+ */
+int dmt_derive_shared(const struct dmt_base *b, uint32_t nrx,
+		      const struct dmt_owner *const *owners, size_t n,
+		      bool more_rules, struct dmt_shared *t);
+
+/* One operation on an interface under its lock: what it found in the run
+ * directory and on the device, and what it reports. */
+struct dmt_op {
+	struct devmemtcp_ctx *ctx;
+	struct dmt_eth *e;
+	struct dmt_nl *nl;		/* queue-get; NULL with a fake NIC */
+	struct dmt_err *err;		/* the message of a failure */
+	struct dmt_rundir rd;
+	int lock_fd;
+	bool locked;
+	/* found by dmt_op_load */
+	bool have_base;
+	struct dmt_base base;
+	size_t nowners;			/* the other owners' files */
+	struct dmt_owner *owners;
+	bool *alive;
+	uint32_t nrx;
+	/* the device's rules, read once per operation (nrules < 0: not yet) */
+	struct dmt_rule *rules;
+	long nrules;
+	/* the test hooks and what was done */
+	int step, fail_step, crash_step;
+	const char *hook_name;		/* of fail_step, for its message */
+	char doing[96];
+	uint32_t changes;		/* device changes made */
+	bool undid;			/* something of a dead owner or a baseline */
+	char report[DMT_ERRMSG_MAX];	/* items left alone, logged at the end */
+};
+
+/* Open the run directory and take the lock (the test delay sleeps after
+ * it).  Messages on op->err. */
+int dmt_op_begin(struct dmt_op *op, struct devmemtcp_ctx *ctx,
+		 struct dmt_eth *e, struct dmt_nl *nl, const char *run_dir,
+		 struct dmt_err *err);
+/* Log what was left alone, unlock, free. */
+void dmt_op_end(struct dmt_op *op);
+/* Read IF.base and the owner files but me_name; check each against the
+ * device (ifname, ifindex, netns: ESTALE, EXDEV); which are alive. */
+int dmt_op_load(struct dmt_op *op, const char *me_name);
+/* Undo what dead owners (all: every other owner) left and remove their
+ * files; a file whose undo failed stays with what is left. */
+int dmt_op_clean(struct dmt_op *op, bool all);
+/* Bring the shared settings to what the remaining owners (and me, when
+ * not NULL; more_rules: me about to add rules) need; with nobody left,
+ * restore the baseline and remove IF.base. */
+int dmt_op_reconcile(struct dmt_op *op, const struct dmt_owner *me,
+		     bool more_rules);
+/* Undo o's rules and context where the device shows they are ours;
+ * *gone when nothing of o is left on the device. */
+int dmt_op_undo_owner(struct dmt_op *op, struct dmt_owner *o, bool *gone);
+/* Before each change: the test hooks (fail: -EIO, crash: SIGKILL), and
+ * what is being done for messages. */
+int dmt_op_step(struct dmt_op *op, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* The device's rules (read once; NULL list allowed when none). */
+int dmt_op_rules(struct dmt_op *op);
+/* "; "-joined report of an item left alone. */
+void dmt_op_report(struct dmt_op *op, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Write o's file (name from its identity). */
+int dmt_op_save_owner(struct dmt_op *op, const struct dmt_owner *o);
+/* The RX queue count (channels, else queue-get, else sysfs). */
+int dmt_op_count_rx(struct dmt_op *op);
+/*
+ * Plan the queues of a new owner: req[0..nreq) (checked: range,
+ * duplicates, not owned by a live owner: -EBUSY naming it, not in use
+ * outside the library where queue-get says so), else the k highest free
+ * ones.  One queue stays for other traffic unless allow_all.  Returns the
+ * count, or -ERANGE/-EINVAL/-EBUSY/-ENOSPC with the message in why.
+ */
+int dmt_op_plan_queues(struct dmt_op *op, const uint32_t *req, uint32_t nreq,
+		       uint32_t k, bool allow_all, uint32_t *out, char *why,
+		       size_t whylen);
 
 /* Inode of this thread's network namespace (/proc/thread-self/ns/net), 0
  * when unknown. */
@@ -268,21 +304,21 @@ bool dmt_rss_is_default(const uint32_t *cur, uint32_t n, uint32_t nrx);
 void dmt_plan_ctx(uint32_t n, const uint32_t *queues, uint32_t k,
 		  uint32_t *out);
 
-/*
- * Undo the changes recorded in j (rules, context, RSS, ntuple, rings; in
- * that order).  recovering: the process that made them is gone, so pending
- * entries (location or context id unknown) are looked up by content.
- * Returns 0 or the first error (message on e->err); always tries every
- * step.
- */
-int dmt_nic_undo(struct dmt_eth *e, struct dmt_journal *j, bool recovering);
+/* devmemtcp_nic_open() with another process as the owner (pid, and its
+ * start time: field 22 of /proc/PID/stat): for the broker, which sets up
+ * on behalf of a client.  Not exported. */
+int dmt_nic_open_as(struct devmemtcp_ctx *ctx, const char *ifname,
+		    const struct devmemtcp_nic_opts *opts, pid_t pid,
+		    uint64_t start, struct devmemtcp_nic **nic);
 
 /* Test hooks: fail (or SIGKILL the process at) the n-th change of the
- * next opens; 0 off.  Also read from DEVMEMTCP_NIC_FAIL_STEP and
- * DEVMEMTCP_NIC_CRASH_STEP. */
+ * next opens (also DEVMEMTCP_NIC_FAIL_STEP, DEVMEMTCP_NIC_CRASH_STEP) or
+ * closes (DEVMEMTCP_TEST_NIC_CLOSE_FAIL_STEP, _CRASH_STEP); 0 off. */
 #if DMT_TEST_HOOKS
 extern int dmt_nic_fail_step;
 extern int dmt_nic_crash_step;
+extern int dmt_test_nic_close_fail_step;
+extern int dmt_test_nic_close_crash_step;
 #endif
 
 #endif

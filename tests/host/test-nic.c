@@ -44,18 +44,17 @@
 #define TEST_BUILDDIR "."
 #endif
 
-static struct dmt_err jerr;	/* messages of the file layer */
 
 static struct devmemtcp_ctx *ctx;
 static char dir[64];
 
 static bool exists(const char *name)
 {
-	char path[128];
+	char path[256];
 	struct stat st;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	return stat(path, &st) == 0;
+	return snprintf(path, sizeof(path), "%s/%s", dir, name) < (int)sizeof(path) &&
+	       stat(path, &st) == 0;
 }
 
 /* The context's message is exactly the formatted text. */
@@ -384,7 +383,7 @@ static void test_open_bad_input(void **state)
 static void test_lock_busy(void **state)
 {
 	static const char busy[] =
-		"va is in use for devmem by pid %d (%s): stop that process or wait for it to close its handle";
+		"va: pid %d (%s) holds %s/va.lock and has not let go for 200 ms: if that process hangs, stop it";
 	struct devmemtcp_nic *nic;
 	pid_t child = nicfix_lock_child(dir, "va");
 
@@ -392,9 +391,9 @@ static void test_lock_busy(void **state)
 	assert_int_equal(devmemtcp_nic_open(ctx, "va", NULL, &nic), -EBUSY);
 	/* the holder's program name as the kernel has it (under valgrind
 	 * that is valgrind's tool, not test-host-nic) */
-	expect_errmsg(busy, child, t_own_comm());
+	expect_errmsg(busy, child, t_own_comm(), dir);
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -EBUSY);
-	expect_errmsg(busy, child, t_own_comm());
+	expect_errmsg(busy, child, t_own_comm(), dir);
 	nicfix_kill(child);
 	/* free again: now the device itself is the problem */
 	assert_int_equal(devmemtcp_nic_open(ctx, "va", NULL, &nic), -EOPNOTSUPP);
@@ -402,73 +401,76 @@ static void test_lock_busy(void **state)
 
 static void test_stale_journal_and_restore(void **state)
 {
-	struct dmt_journal j = { 0 };
-	struct devmemtcp_nic *nic;
-	char out[1024];
-	pid_t dead = fork();
+	int ifindex = (int)if_nametoindex("va");
+	char out[1024], name[128], path[192];
+	pid_t dead;
+	FILE *f;
 
-	if (dead == 0)
-		_exit(0);
-	waitpid(dead, NULL, 0);
-	j.pid = dead;
-	snprintf(j.comm, sizeof(j.comm), "loader");
-	snprintf(j.ifname, sizeof(j.ifname), "va");
-	j.ifindex = (int)if_nametoindex("va");
-	assert_int_equal(dmt_journal_write(nicfix_rd(dir), "va", &j, &jerr), 0);
-
-	assert_int_equal(devmemtcp_nic_open(ctx, "va", NULL, &nic), -ESTALE);
-	expect_errmsg("va has changes left by pid %d (loader), which ended without undoing them (journal %s/va.journal): "
-		      "run 'devmemtcp restore va' or open with DEVMEMTCP_NIC_RECOVER",
-		      dead, dir);
-	assert_true(exists("va.journal"));
-
+	/* a dead owner's file: restore undoes it (nothing on the device) */
+	dead = nicfix_dead_owner(dir, "va", ifindex, dmt_netns_id(), name, sizeof(name));
+	assert_true(dead > 0);
+	assert_true(exists(name));
 	assert_int_equal(tool(out, sizeof(out), "restore va"), 0);
 	assert_string_equal(out, "va: restored\n");
-	assert_false(exists("va.journal"));
+	assert_false(exists(name));
 	assert_int_equal(tool(out, sizeof(out), "restore va"), 0);
 	assert_string_equal(out, "va: nothing to restore\n");
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), 0);
 
-	/* a journal nobody can read is reported, not guessed at */
+	/* the next open undoes it too, before it finds out veth cannot */
+	dead = nicfix_dead_owner(dir, "va", ifindex, dmt_netns_id(), name, sizeof(name));
 	{
-		char path[128];
-		FILE *f;
+		struct devmemtcp_nic *nic;
 
-		snprintf(path, sizeof(path), "%s/va.journal", dir);
-		f = fopen(path, "w");
-		fputs("garbage\n", f);
-		fclose(f);
+		assert_int_equal(devmemtcp_nic_open(ctx, "va", NULL, &nic), -EOPNOTSUPP);
 	}
+	assert_false(exists(name));
+
+	/* a file nobody can read is reported, not guessed at */
+	snprintf(path, sizeof(path), "%s/va.owner.1.1.1", dir);
+	f = fopen(path, "w");
+	fputs("garbage\n", f);
+	fclose(f);
+	chmod(path, 0600);
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -EBADMSG);
-	expect_errmsg("the journal %s/va.journal is unreadable (malformed): restore the NIC by hand, then delete it",
-		      dir);
+	expect_errmsg("%s is malformed (line 1): undo what it records by hand, then delete it", path);
 	assert_int_equal(tool(out, sizeof(out), "restore va"), 1);
-	assert_non_null(strstr(out, "devmemtcp restore: the journal "));
+	assert_non_null(strstr(out, "devmemtcp restore: "));
+	assert_non_null(strstr(out, "va.owner.1.1.1 is malformed (line 1)"));
 	assert_int_equal(tool(out, sizeof(out), "restore"), 2);
 	assert_non_null(strstr(out, "usage: devmemtcp restore IFACE"));
-	assert_int_equal(dmt_journal_remove(nicfix_rd(dir), "va"), 0);
+	assert_int_equal(unlink(path), 0);
 
-	/* a journal written in another network namespace is not applied to
+	/* a file written in another network namespace is not applied to
 	 * this namespace's device of the same name */
-	j.netns = 12345;
-	assert_int_equal(dmt_journal_write(nicfix_rd(dir), "va", &j, &jerr), 0);
+	dead = nicfix_dead_owner(dir, "va", ifindex, 12345, name, sizeof(name));
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -EXDEV);
-	expect_errmsg("undoing the changes pid %d (loader) left on va failed: the journal was written by pid %d (loader) in network namespace net:[12345], "
-		      "this is net:[%llu]: run devmemtcp restore va in that namespace (ip netns exec NAME ...); the journal is kept",
-		      dead, dead, (unsigned long long)dmt_netns_id());
-	assert_true(exists("va.journal"));
-	assert_int_equal(dmt_journal_remove(nicfix_rd(dir), "va"), 0);
-	j.netns = 0;
+	expect_errmsg("%s/%s was written in network namespace net:[12345], this is net:[%llu]: "
+		      "run devmemtcp restore va in that namespace (ip netns exec NAME ...)",
+		      dir, name, (unsigned long long)dmt_netns_id());
+	assert_true(exists(name));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_int_equal(unlink(path), 0);
 
-	/* the journal of an interface that is gone */
-	snprintf(j.ifname, sizeof(j.ifname), "gone0");
-	assert_int_equal(dmt_journal_write(nicfix_rd(dir), "gone0", &j, &jerr), 0);
+	/* the files of an interface that is gone */
+	dead = nicfix_dead_owner(dir, "gone0", 77, dmt_netns_id(), name, sizeof(name));
 	assert_int_equal(devmemtcp_nic_recover(ctx, "gone0", NULL), -ENODEV);
-	expect_errmsg("no interface \"gone0\" in this network namespace (see ip link show): the journal %s/gone0.journal of pid %d (loader) "
-		      "names no interface in this network namespace: restore where the interface is, or delete the journal if it is gone for good",
-		      dir, dead);
-	assert_true(exists("gone0.journal"));
-	assert_int_equal(dmt_journal_remove(nicfix_rd(dir), "gone0"), 0);
+	expect_errmsg("no interface \"gone0\" in this network namespace (see ip link show): %s has devmemtcp files of gone0 (gone0.*) "
+		      "but this network namespace has no such interface: restore where the interface is, or delete the files if it is gone for good",
+		      dir);
+	assert_true(exists(name));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_int_equal(unlink(path), 0);
+
+	/* the single-owner journal of an older version */
+	snprintf(path, sizeof(path), "%s/va.journal", dir);
+	f = fopen(path, "w");
+	fputs("devmemtcp-journal 1\nend\n", f);
+	fclose(f);
+	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -ESTALE);
+	expect_errmsg("%s was written by an older libdevmemtcp (journal version 1): "
+		      "undo its changes with that version's 'devmemtcp restore va' or by hand, then delete it", path);
+	assert_int_equal(unlink(path), 0);
 }
 
 /* A run directory of our own making under a directory others can enter. */
@@ -539,10 +541,10 @@ static void test_foreign_owned(void **state)
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", &o), -EACCES);
 	assert_int_equal(chown(run, 0, 0), 0);
 
-	snprintf(path, sizeof(path), "%s/va.journal", run);
+	snprintf(path, sizeof(path), "%s/va.base", run);
 	f = fopen(path, "w");
 	assert_non_null(f);
-	fputs("devmemtcp-journal 1\nend\n", f);
+	fputs("devmemtcp-base 2\nend\n", f);
 	fclose(f);
 	assert_int_equal(chmod(path, 0600), 0);
 	assert_int_equal(chown(path, 65534, 65534), 0);

@@ -46,6 +46,32 @@ static inline int nicfix_setup(char *dir, size_t len, const char *prefix,
 	return devmemtcp_ctx_new(&co, ctx);
 }
 
+/* What the library logged at warning level and above (nicfix_capture as
+ * log_fn); emptied by the tests. */
+static char nicfix_logged[8192];
+
+static inline void nicfix_capture(void *user, int level, const char *msg)
+{
+	size_t n = strlen(nicfix_logged);
+
+	if (level <= DEVMEMTCP_LOG_WARN)
+		snprintf(nicfix_logged + n, sizeof(nicfix_logged) - n, "%s\n", msg);
+}
+
+/* A fresh run directory (DEVMEMTCP_RUN_DIR) with a context that keeps
+ * warnings in nicfix_logged; 0 or -1. */
+static inline int nicfix_setup_logged(char *dir, size_t len, const char *prefix,
+				      struct devmemtcp_ctx **ctx)
+{
+	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = nicfix_capture,
+		       .log_level = DEVMEMTCP_LOG_WARN);
+
+	if (nicfix_mkdir(dir, len, prefix))
+		return -1;
+	setenv("DEVMEMTCP_RUN_DIR", dir, 1);
+	return devmemtcp_ctx_new(&co, ctx);
+}
+
 static inline int nicfix_teardown(const char *dir, struct devmemtcp_ctx *ctx)
 {
 	devmemtcp_ctx_free(ctx);
@@ -65,6 +91,54 @@ static inline struct dmt_rundir *nicfix_rd(const char *dir)
 		abort();
 	}
 	return &rd;
+}
+
+/* The file of an owner that is gone (a pid that exited), holding no
+ * queue, rule or context; its name in name.  The dead pid, or -1. */
+static inline pid_t nicfix_dead_owner(const char *dir, const char *ifname,
+				      int ifindex, uint64_t netns, char *name,
+				      size_t len)
+{
+	struct dmt_owner o = { .start = 1, .handle = 1, .ifindex = ifindex,
+			       .netns = netns };
+	struct dmt_err e;
+	pid_t dead = fork();
+	char *text;
+	size_t n;
+	int err;
+
+	if (dead == 0)
+		_exit(0);
+	waitpid(dead, NULL, 0);
+	o.pid = dead;
+	snprintf(o.comm, sizeof(o.comm), "loader");
+	snprintf(o.ifname, sizeof(o.ifname), "%s", ifname);
+	dmt_owner_name(&o, name, len);
+	if (dmt_owner_format(&o, &text, &n) < 0)
+		return -1;
+	err = dmt_file_write(nicfix_rd(dir), name, text, n, &e);
+	free(text);
+	return err < 0 ? -1 : dead;
+}
+
+/* Any file of ifname in dir but its lock: a baseline or an owner's. */
+static inline bool nicfix_files_left(const char *dir, const char *ifname)
+{
+	char prefix[IF_NAMESIZE + 2], lock[IF_NAMESIZE + 8], **names;
+	struct dmt_err e;
+	bool any = false;
+	size_t n;
+
+	snprintf(prefix, sizeof(prefix), "%s.", ifname);
+	snprintf(lock, sizeof(lock), "%s.lock", ifname);
+	if (dmt_rundir_list(nicfix_rd(dir), prefix, &names, &n, &e) < 0)
+		abort();
+	for (size_t i = 0; i < n; i++) {
+		any |= strcmp(names[i], lock) != 0;
+		free(names[i]);
+	}
+	free(names);
+	return any;
 }
 
 /* A child that holds <dir>/<ifname>.lock until nicfix_kill(): its pid

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
-/* The NIC journal (text round trip, malformed input, atomic files) and the
- * per-interface lock (holder pid and program named on -EBUSY). */
+/* The NIC layer's files: the formats of IF.base and the owner files (exact
+ * text, strict parsing, canonical round trips), atomic files in the run
+ * directory, process start times, and the per-interface lock (holder pid
+ * and program named on -EBUSY). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,209 +26,6 @@ static uint32_t *dup32(const uint32_t *v, uint32_t n)
 
 	memcpy(p, v, n * sizeof(*p));
 	return p;
-}
-
-static void sample(struct dmt_journal *j)
-{
-	static const uint32_t q[] = { 6, 7 };
-	static const uint32_t rss[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
-	static const uint32_t ctxs[] = { 1 };
-	static const uint32_t rules[] = { 4, 9 };
-	static const uint32_t ct[] = { 6, 7, 6, 7, 6, 7, 6, 7 };
-	struct devmemtcp_flow f;
-
-	memset(j, 0, sizeof(*j));
-	j->pid = 4242;
-	snprintf(j->comm, sizeof(j->comm), "my loader");	/* space */
-	snprintf(j->ifname, sizeof(j->ifname), "dsim0");
-	j->ifindex = 5;
-	j->netns = 4026531992ull;
-	j->queues = dup32(q, 2);
-	j->nqueues = 2;
-	j->have_prior = true;
-	j->has_tds = true;
-	j->tds = DMT_ETHTOOL_TCP_DATA_SPLIT_DISABLED;
-	j->has_hds = true;
-	j->hds = 256;
-	j->ntuple_on = false;
-	j->rss_default = true;
-	j->rss_indir = dup32(rss, 8);
-	j->rss_size = 8;
-	j->prior_ctx = dup32(ctxs, 1);
-	j->nprior_ctx = 1;
-	j->prior_rules = dup32(rules, 2);
-	j->nprior_rules = 2;
-	j->changed = DMT_J_RINGS | DMT_J_RSS | DMT_J_NTUPLE | DMT_J_CTX;
-	j->rss_set = dup32(ct, 8);
-	j->rss_set_size = 8;
-	for (int i = 0; i < 8; i++)
-		j->rss_set[i] = (uint32_t)i % 6;
-	j->ctx_id = 2;
-	j->ctx_indir = dup32(ct, 8);
-	j->ctx_size = 8;
-	j->rules = calloc(2, sizeof(*j->rules));
-	j->nrules = 2;
-	devmemtcp_flow_parse("dst-ip 10.0.0.1 dst-port 5201", &f);
-	dmt_flow_to_spec(&f, 0, true, &j->rules[0].fs);
-	j->rules[0].id = 0;
-	j->rules[0].placed = true;
-	j->rules[0].location = 1023;
-	j->rules[0].rss_context = 2;
-	devmemtcp_flow_parse("tcp6 dst-ip 2001:db8::1 dst-port 5201", &f);
-	dmt_flow_to_spec(&f, 7, false, &j->rules[1].fs);
-	j->rules[1].id = 1;
-	j->rules[1].placed = false;
-	j->rules[1].location = RX_CLS_LOC_ANY;
-}
-
-static void test_round_trip(void **state)
-{
-	struct dmt_journal j, k;
-	char *text, *text2;
-	size_t len, len2;
-	int bad;
-
-	sample(&j);
-	assert_int_equal(dmt_journal_format(&j, &text, &len), 0);
-	assert_int_equal(strlen(text), len);
-	/* human readable: an operator can see what a dead process left */
-	assert_non_null(strstr(text, "devmemtcp-journal 1\npid 4242\ncomm my_loader\nifname dsim0\nifindex 5\nnetns 4026531992\nqueues 2 6 7\n"));
-	assert_non_null(strstr(text, "\nprior tds=1 hds=256 ntuple=0 rss-default=1\nprior-rss 8 0 1 2 3 4 5 6 7\nprior-contexts 1 1\nprior-rules 2 4 9\n"));
-	assert_non_null(strstr(text, "\nchanged rings rss ntuple context\nrss-set 8 0 1 2 3 4 5 0 1\ncontext 2 table 8 6 7 6 7 6 7 6 7\nrule 0 placed 1023 2 "));
-	assert_non_null(strstr(text, "\nrule 1 pending 4294967295 0 05000000"));
-	assert_int_equal(strcmp(text + len - 4, "end\n"), 0);
-
-	assert_int_equal(dmt_journal_parse(text, len, &k, &bad), 0);
-	assert_int_equal(k.pid, 4242);
-	assert_string_equal(k.comm, "my_loader");
-	assert_string_equal(k.ifname, "dsim0");
-	assert_int_equal(k.ifindex, 5);
-	assert_int_equal(k.netns, 4026531992ull);
-	assert_int_equal(k.nqueues, 2);
-	assert_int_equal(k.queues[1], 7);
-	assert_true(k.have_prior);
-	assert_true(k.has_tds);
-	assert_int_equal(k.tds, 1);
-	assert_int_equal(k.hds, 256);
-	assert_true(k.rss_default);
-	assert_int_equal(k.rss_size, 8);
-	assert_memory_equal(k.rss_indir, j.rss_indir, 32);
-	assert_int_equal(k.nprior_ctx, 1);
-	assert_int_equal(k.nprior_rules, 2);
-	assert_int_equal(k.prior_rules[1], 9);
-	assert_int_equal(k.changed, j.changed);
-	assert_int_equal(k.ctx_id, 2);
-	assert_int_equal(k.rss_set_size, 8);
-	assert_memory_equal(k.rss_set, j.rss_set, 32);
-	assert_memory_equal(k.ctx_indir, j.ctx_indir, 32);
-	assert_int_equal(k.nrules, 2);
-	assert_true(k.rules[0].placed);
-	assert_int_equal(k.rules[0].location, 1023);
-	assert_int_equal(k.rules[0].rss_context, 2);
-	assert_memory_equal(&k.rules[0].fs, &j.rules[0].fs, sizeof(j.rules[0].fs));
-	assert_false(k.rules[1].placed);
-	assert_memory_equal(&k.rules[1].fs, &j.rules[1].fs, sizeof(j.rules[1].fs));
-	/* and formats to the same text */
-	assert_int_equal(dmt_journal_format(&k, &text2, &len2), 0);
-	assert_int_equal(len, len2);
-	assert_string_equal(text, text2);
-	free(text);
-	free(text2);
-	dmt_journal_free(&j);
-	dmt_journal_free(&k);
-}
-
-static void test_minimal(void **state)
-{
-	struct dmt_journal j = { .pid = 1 }, k;
-	char *text;
-	size_t len;
-
-	snprintf(j.ifname, sizeof(j.ifname), "eth0");
-	assert_int_equal(dmt_journal_format(&j, &text, &len), 0);
-	assert_string_equal(text, "devmemtcp-journal 1\npid 1\ncomm ?\nifname eth0\nifindex 0\nqueues 0\nchanged -\nend\n");
-	assert_int_equal(dmt_journal_parse(text, len, &k, NULL), 0);
-	assert_false(k.have_prior);
-	assert_int_equal(k.changed, 0);
-	assert_int_equal(k.nrules, 0);
-	free(text);
-	dmt_journal_free(&k);
-}
-
-static void test_malformed(void **state)
-{
-	static const struct {
-		const char *text;
-		int line;
-	} bad[] = {
-		{ "", 0 },
-		{ "devmemtcp-journal 2\nifname a\nend\n", 1 },
-		{ "devmemtcp-journal 1\nifname a\n", 2 },		/* no end: torn */
-		{ "devmemtcp-journal 1\nend\n", 2 },			/* no ifname */
-		{ "devmemtcp-journal 1\nifname a\nbogus 1\nend\n", 3 },
-		{ "devmemtcp-journal 1\nifname a\nqueues 3 1 2\nend\n", 3 },
-		{ "devmemtcp-journal 1\nifname a\nqueues 1 1 2\nend\n", 3 },
-		{ "devmemtcp-journal 1\nifname a\nchanged rings teapot\nend\n", 3 },
-		{ "devmemtcp-journal 1\nifname a\nrule 0 placed 1 0 00ff\nend\n", 3 },
-		{ "devmemtcp-journal 1\nifname a\nrule 0 maybe 1 0 00\nend\n", 3 },
-		{ "devmemtcp-journal 1\nifname a\nprior tds=1 hds=x\nend\n", 3 },
-		{ "devmemtcp-journal 1\nifname a\npid -3\nend\n", 3 },
-		{ "devmemtcp-journal 1\nifname a\nend\nifname b\n", 4 },
-		{ "devmemtcp-journal 1\nifname abcdefghijklmnopq\nend\n", 2 },
-		{ "devmemtcp-journal 1\nifname a\ncontext 1 tab 0\nend\n", 3 },
-		{ "devmemtcp-journal 1\nifname a\nnetns x\nend\n", 3 },
-	};
-
-	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-		struct dmt_journal j;
-		int line = -1;
-
-		assert_int_equal(dmt_journal_parse(bad[i].text, strlen(bad[i].text),
-						   &j, &line), -EBADMSG);
-		if (bad[i].line)
-			assert_int_equal(line, bad[i].line);
-		assert_null(j.queues);
-		assert_null(j.rules);
-	}
-}
-
-/* Mutated and truncated journals: parse fails or succeeds, never
- * crashes or leaks (run under ASan in the developer build). */
-static void test_parse_fuzz(void **state)
-{
-	struct dmt_journal j, k;
-	char *text, *m;
-	size_t len;
-	unsigned int seed = 12345;
-	int ok = 0;
-
-	sample(&j);
-	assert_int_equal(dmt_journal_format(&j, &text, &len), 0);
-	m = malloc(len + 1);
-	for (int round = 0; round < 20000; round++) {
-		size_t n = len;
-
-		memcpy(m, text, len);
-		for (int e = 0; e < 1 + round % 4; e++) {
-			size_t at = (size_t)rand_r(&seed) % len;
-
-			switch (rand_r(&seed) % 4) {
-			case 0: m[at] = (char)rand_r(&seed); break;
-			case 1: m[at] = "0123456789 \n-x"[rand_r(&seed) % 15]; break;
-			case 2: n = at; break;			/* torn */
-			case 3: m[at] = '\n'; break;
-			}
-		}
-		if (dmt_journal_parse(m, n, &k, NULL) == 0) {
-			ok++;
-			dmt_journal_free(&k);
-		}
-	}
-	/* mutations that keep a valid journal exist (a digit in a value) */
-	assert_true(ok > 0);
-	free(m);
-	free(text);
-	dmt_journal_free(&j);
 }
 
 /* ---- the many-owners formats ---- */
@@ -662,33 +461,91 @@ static int remove_dir(void **state)
 
 static void test_files(void **state)
 {
-	struct dmt_journal j, k;
-	char path[128];
+	struct dmt_rundir *rd = nicfix_rd(dir);
+	char *text, **names, path[128];
 	struct stat st;
+	size_t len, n;
 
-	sample(&j);
-	assert_int_equal(dmt_journal_read(nicfix_rd(dir), "dsim0", &k, &jerr), -ENOENT);
-	assert_int_equal(dmt_journal_write(nicfix_rd(dir), "dsim0", &j, &jerr), 0);
-	snprintf(path, sizeof(path), "%s/dsim0.journal", dir);
+	assert_int_equal(dmt_file_read(rd, "dsim0.base", &text, &len, &jerr), -ENOENT);
+	assert_null(text);
+	assert_int_equal(dmt_file_write(rd, "dsim0.base", "one\n", 4, &jerr), 0);
+	snprintf(path, sizeof(path), "%s/dsim0.base", dir);
 	assert_int_equal(stat(path, &st), 0);
-	snprintf(path, sizeof(path), "%s/dsim0.journal.tmp", dir);
-	assert_int_equal(stat(path, &st), -1);		/* renamed away */
-	assert_int_equal(dmt_journal_read(nicfix_rd(dir), "dsim0", &k, &jerr), 0);
-	assert_int_equal(k.nrules, 2);
-	dmt_journal_free(&k);
-	/* rewrite replaces */
-	j.nrules = 1;
-	assert_int_equal(dmt_journal_write(nicfix_rd(dir), "dsim0", &j, &jerr), 0);
-	assert_int_equal(dmt_journal_read(nicfix_rd(dir), "dsim0", &k, &jerr), 0);
-	assert_int_equal(k.nrules, 1);
-	dmt_journal_free(&k);
-	j.nrules = 2;
-	assert_int_equal(dmt_journal_remove(nicfix_rd(dir), "dsim0"), 0);
-	assert_int_equal(dmt_journal_remove(nicfix_rd(dir), "dsim0"), 0);
-	assert_int_equal(dmt_journal_read(nicfix_rd(dir), "dsim0", &k, &jerr), -ENOENT);
-	/* a directory that cannot be created */
-	assert_int_equal(({ struct dmt_rundir nope; dmt_rundir_open(&nope, "/proc/nope/dir", true, &jerr); }), -ENOENT);
-	dmt_journal_free(&j);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(dmt_file_read(rd, "dsim0.base", &text, &len, &jerr), 0);
+	assert_int_equal(len, 4);
+	assert_string_equal(text, "one\n");
+	free(text);
+	/* replaced, not appended; no temporary left */
+	assert_int_equal(dmt_file_write(rd, "dsim0.base", "two\n", 4, &jerr), 0);
+	assert_int_equal(dmt_file_read(rd, "dsim0.base", &text, &len, &jerr), 0);
+	assert_string_equal(text, "two\n");
+	free(text);
+	assert_int_equal(dmt_file_write(rd, "dsim0.owner.1.2.3", "x", 1, &jerr), 0);
+	assert_int_equal(dmt_file_write(rd, "dsim0.owner.1.2.1", "x", 1, &jerr), 0);
+	assert_int_equal(dmt_file_write(rd, "dsim00.owner.1.2.1", "x", 1, &jerr), 0);
+	assert_int_equal(dmt_rundir_list(rd, "dsim0.owner.", &names, &n, &jerr), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(names[0], "dsim0.owner.1.2.1");
+	assert_string_equal(names[1], "dsim0.owner.1.2.3");
+	free(names[0]);
+	free(names[1]);
+	free(names);
+	assert_int_equal(dmt_rundir_list(rd, "dsim0.", &names, &n, &jerr), 0);
+	assert_int_equal(n, 3);		/* no ".dsim0.base.XXXX" temporaries */
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	assert_int_equal(dmt_file_remove(rd, "dsim0.base"), 0);
+	assert_int_equal(dmt_file_remove(rd, "dsim0.base"), 0);
+	assert_int_equal(dmt_file_read(rd, "dsim0.base", &text, &len, &jerr), -ENOENT);
+	dmt_file_remove(rd, "dsim0.owner.1.2.3");
+	dmt_file_remove(rd, "dsim0.owner.1.2.1");
+	dmt_file_remove(rd, "dsim00.owner.1.2.1");
+	/* a directory that cannot be created: its parent is missing */
+	{
+		struct dmt_rundir nope;
+
+		assert_int_equal(dmt_rundir_open(&nope, "/proc/nope/dir", true, &jerr), -ENOENT);
+		assert_string_equal(jerr.msg,
+				    "cannot open the run directory /proc/nope/dir: it or a parent is missing "
+				    "(run as root, or set DEVMEMTCP_RUN_DIR to a directory of yours that only you can write)");
+	}
+}
+
+/* /proc/PID/stat: the start time of a process, a zombie told apart. */
+static void test_proc_start(void **state)
+{
+	uint64_t a, b;
+	bool z;
+	pid_t child;
+	int p[2];
+	char c;
+
+	assert_int_equal(dmt_proc_start(getpid(), &a, &z), 0);
+	assert_false(z);
+	assert_int_equal(dmt_proc_start(getpid(), &b, &z), 0);
+	assert_int_equal(a, b);
+	assert_int_equal(pipe(p), 0);
+	child = fork();
+	if (child == 0) {
+		(void)!read(p[0], &c, 1);
+		_exit(0);
+	}
+	assert_int_equal(dmt_proc_start(child, &b, &z), 0);
+	assert_false(z);
+	assert_true(b >= a);
+	(void)!write(p[1], "x", 1);
+	/* exited, not reaped: a zombie */
+	for (int i = 0; i < 1000 && !z; i++) {
+		usleep(1000);
+		assert_int_equal(dmt_proc_start(child, &b, &z), 0);
+	}
+	assert_true(z);
+	waitpid(child, NULL, 0);
+	assert_int_equal(dmt_proc_start(child, &b, &z), -ENOENT);
+	close(p[0]);
+	close(p[1]);
 }
 
 static void test_run_dir(void **state)
@@ -735,10 +592,6 @@ static void test_lock(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_minimal),
-		cmocka_unit_test(test_malformed),
-		cmocka_unit_test(test_parse_fuzz),
 		cmocka_unit_test(test_base_format),
 		cmocka_unit_test(test_owner_format),
 		cmocka_unit_test(test_base_strict),
@@ -746,6 +599,7 @@ int main(void)
 		cmocka_unit_test(test_formats_canonical),
 		cmocka_unit_test(test_formats_enomem),
 		cmocka_unit_test(test_files),
+		cmocka_unit_test(test_proc_start),
 		cmocka_unit_test(test_run_dir),
 		cmocka_unit_test(test_lock),
 	};

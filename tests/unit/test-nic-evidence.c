@@ -27,29 +27,17 @@
 static struct fake_nic *nic_state;
 static struct devmemtcp_ctx *ctx;
 static char dir[64];
-static char logged[8192];
 static char before[16384], after[16384];
 
 /* Keep what the library logs at warning level and above. */
-static void capture(void *user, int level, const char *msg)
-{
-	size_t n = strlen(logged);
-
-	if (level <= DEVMEMTCP_LOG_WARN)
-		snprintf(logged + n, sizeof(logged) - n, "%s\n", msg);
-}
-
 static int setup(void **state)
 {
-	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = capture, .log_level = DEVMEMTCP_LOG_WARN);
-
 	nic_state = mmap(NULL, sizeof(*nic_state), PROT_READ | PROT_WRITE,
 			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (nic_state == MAP_FAILED || nicfix_mkdir(dir, sizeof(dir), "dmt-evidence"))
+	if (nic_state == MAP_FAILED)
 		return -1;
-	setenv("DEVMEMTCP_RUN_DIR", dir, 1);
 	setenv("DEVMEMTCP_TEST_LOCK_WAIT_MS", "50", 1);
-	return devmemtcp_ctx_new(&co, &ctx);
+	return nicfix_setup_logged(dir, sizeof(dir), "dmt-evidence", &ctx);
 }
 
 static int teardown(void **state)
@@ -63,7 +51,7 @@ static int each(void **state)
 
 	fake_init(nic_state);
 	snprintf(cmd, sizeof(cmd), "rm -f %s/*", dir);
-	logged[0] = '\0';
+	nicfix_logged[0] = '\0';
 	return system(cmd);
 }
 
@@ -115,7 +103,7 @@ static void tamper(const char *from, const char *to, const char *from_name,
 		char path[PATH_MAX], tmp[PATH_MAX], line[4096];
 		FILE *in, *out;
 
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		assert_true(snprintf(path, sizeof(path), "%s/%s", dir, names[i]) < (int)sizeof(path));
 		snprintf(tmp, sizeof(tmp), "%s/tampered", dir);
 		in = fopen(path, "r");
 		out = fopen(tmp, "w");
@@ -134,8 +122,8 @@ static void tamper(const char *from, const char *to, const char *from_name,
 		assert_int_equal(chmod(tmp, 0600), 0);
 		assert_int_equal(unlink(path), 0);
 		if (from_name && strncmp(names[i], from_name, strlen(from_name)) == 0)
-			snprintf(path, sizeof(path), "%s/%s%s", dir, to_name,
-				 names[i] + strlen(from_name));
+			assert_true(snprintf(path, sizeof(path), "%s/%s%s", dir, to_name,
+					     names[i] + strlen(from_name)) < (int)sizeof(path));
 		assert_int_equal(rename(tmp, path), 0);
 	}
 }
@@ -160,8 +148,8 @@ static void test_context_id_reused(void **state)
 	assert_true(nic_state->ctx[1].used);
 	for (int i = 0; i < FAKE_INDIR; i++)
 		assert_int_equal(nic_state->ctx[1].indir[i], 2);
-	assert_non_null(strstr(logged, "RSS context 1 on eth0 differs from what pid "));
-	assert_non_null(strstr(logged, ": left alone"));
+	assert_non_null(strstr(nicfix_logged, "RSS context 1 on eth0 differs from what pid "));
+	assert_non_null(strstr(nicfix_logged, ": left alone"));
 }
 
 /* Someone deleted the dead owner's rule and put theirs at its location,
@@ -179,7 +167,7 @@ static void test_rule_replaced(void **state)
 	assert_true(devmemtcp_nic_recover(ctx, "eth0", NULL) >= 0);
 	fake_dump(nic_state, after, sizeof(after));
 	assert_non_null(strstr(after, "rule 31: tcp4 *:* -> *:9999 queue 7"));
-	assert_non_null(strstr(logged, "rule at location 31 on eth0 differs from what pid "));
+	assert_non_null(strstr(nicfix_logged, "rule at location 31 on eth0 differs from what pid "));
 }
 
 /* A rule inserted just before the crash (location unknown) is found by
@@ -197,7 +185,7 @@ static void test_pending_rule_ambiguous(void **state)
 	assert_true(devmemtcp_nic_recover(ctx, "eth0", NULL) >= 0);
 	assert_true(nic_state->rule[31].used);
 	assert_true(nic_state->rule[3].used);
-	assert_non_null(strstr(logged, "2 rules on eth0 match the rule pid "));
+	assert_non_null(strstr(nicfix_logged, "2 rules on eth0 match the rule pid "));
 }
 
 /* A journal names the interface it was written for. */

@@ -182,7 +182,7 @@ static void plant_link(const char *name)
 {
 	char path[PATH_MAX];
 
-	snprintf(path, sizeof(path), "%s/%s", run, name);
+	assert_true(snprintf(path, sizeof(path), "%s/%s", run, name) < (int)sizeof(path));
 	assert_int_equal(symlink(victim, path), 0);
 }
 
@@ -201,10 +201,30 @@ static void test_symlinked_files(void **state)
 	snprintf(path, sizeof(path), "%s/eth0.lock", run);
 	assert_int_equal(unlink(path), 0);
 
-	/* names a write may use: replaced, never written through */
-	plant_link("eth0.journal.tmp");
+	/* in place of the baseline, read before anything is written */
 	plant_link("eth0.base");
-	assert_int_equal(open_close(run), 0);
+	assert_int_equal(open_close(run), -EACCES);
+	expect_errmsg("%s/eth0.base is a symbolic link, not a file devmemtcp made: remove it", run);
+	assert_victim_intact();
+	snprintf(path, sizeof(path), "%s/eth0.base", run);
+	assert_int_equal(unlink(path), 0);
+
+	/* names an owner's file would have: listed and refused, never
+	 * written through */
+	{
+		uint64_t start;
+		bool zombie;
+
+		assert_int_equal(dmt_proc_start(getpid(), &start, &zombie), 0);
+		for (int h = 1; h <= 64; h++) {
+			snprintf(path, sizeof(path), "eth0.owner.%d.%llu.%d", getpid(),
+				 (unsigned long long)start, h);
+			plant_link(path);
+		}
+	}
+	plant_link("eth0.journal.tmp");
+	assert_int_equal(open_close(run), -EACCES);
+	assert_non_null(strstr(devmemtcp_ctx_errmsg(ctx), " is a symbolic link, not a file devmemtcp made: remove it"));
 	assert_victim_intact();
 	assert_int_equal(mode_of(victim) & 07777, 0644);
 }
@@ -244,7 +264,7 @@ static void test_big_file(void **state)
 	FILE *f;
 
 	assert_int_equal(mkdir(run, 0700), 0);
-	snprintf(path, sizeof(path), "%s/eth0.journal", run);
+	snprintf(path, sizeof(path), "%s/eth0.base", run);
 	f = fopen(path, "w");
 	assert_non_null(f);
 	for (int i = 0; i < 2 << 20; i += 8)
@@ -252,7 +272,7 @@ static void test_big_file(void **state)
 	fclose(f);
 	assert_int_equal(chmod(path, 0600), 0);
 	assert_int_equal(recover(run), -EFBIG);
-	expect_errmsg("%s/eth0.journal has 2097152 bytes, more than the 1048576 a devmemtcp file has: remove it",
+	expect_errmsg("%s/eth0.base has 2097152 bytes, more than the 1048576 a devmemtcp file has: remove it",
 		      run);
 }
 
