@@ -433,6 +433,23 @@ enum devmemtcp_probe_flags {
 struct devmemtcp_probe_opts {
 	size_t sz;
 	uint32_t flags;		/* enum devmemtcp_probe_flags */
+	/* Where the owners' files are (as devmemtcp_nic_opts.run_dir). */
+	const char *run_dir;
+};
+
+#define DEVMEMTCP_PROBE_MAX_OWNERS 16
+
+/* One owner of the interface (a devmemtcp_nic handle), from its file. */
+struct devmemtcp_probe_owner {
+	int32_t pid;
+	char comm[16];
+	uint8_t alive;		/* 0: it died; its setup is undone by the next open or close */
+	uint8_t reserved[3];
+	uint32_t nqueues;
+	uint32_t queues[16];	/* the first 16 */
+	uint32_t nflows;
+	uint32_t rss_context;	/* 0: none */
+	uint32_t binding;	/* dma-buf binding on its queues (queue-get), 0: none */
 };
 
 /* What devmemtcp_nic_probe() found.  Numbers are -1 when unknown. */
@@ -470,6 +487,14 @@ struct devmemtcp_probe {
 	char try_bind_msg[256];
 	uint32_t nproblems;
 	struct devmemtcp_probe_problem problems[DEVMEMTCP_PROBE_MAX_PROBLEMS];
+	/* 1: queue-get reports AF_XDP and io_uring use of a queue; 0: this
+	 * kernel's does not (before 6.15 neither, before 6.17 not AF_XDP):
+	 * such queues are found only when bind-rx refuses them. */
+	int queue_use_reported;
+	/* The owners (devmemtcp(7), "Sharing a NIC"); -1 when the run
+	 * directory cannot be read (not root, say). */
+	int nowners;
+	struct devmemtcp_probe_owner owners[DEVMEMTCP_PROBE_MAX_OWNERS];
 };
 
 /* Collect the report of ifname.  Returns the number of problems (>= 0), or

@@ -473,6 +473,88 @@ static void test_stale_journal_and_restore(void **state)
 	assert_int_equal(unlink(path), 0);
 }
 
+/* probe lists the owners from their files: alive or dead, queues,
+ * flows, context; a dead one is a problem with its fix. */
+static void test_probe_owners(void **state)
+{
+	DEVMEMTCP_OPTS(probe_opts, po, .run_dir = dir);
+	struct devmemtcp_probe p = { .sz = sizeof(p) };
+	const struct devmemtcp_probe_owner *mine = NULL, *gone = NULL;
+	const struct devmemtcp_probe_problem *pr;
+	struct dmt_owner me = { .handle = 7, .ifindex = (int)if_nametoindex("va"),
+				.netns = dmt_netns_id(), .ctx = DMT_CTX_PLACED, .ctx_id = 4 };
+	struct dmt_orule rule = { .placed = true, .location = 5 };
+	uint32_t q[] = { 2, 3 };
+	char name[128], dead_name[128], out[16384], want[256], *text, path[192];
+	struct dmt_err e;
+	bool zombie;
+	size_t len;
+	pid_t dead;
+
+	me.pid = getpid();
+	assert_int_equal(dmt_proc_start(me.pid, &me.start, &zombie), 0);
+	snprintf(me.comm, sizeof(me.comm), "trainer");
+	snprintf(me.ifname, sizeof(me.ifname), "va");
+	me.queues = q;
+	me.nqueues = 2;
+	me.rules = &rule;
+	me.nrules = 1;
+	dmt_owner_name(&me, name, sizeof(name));
+	assert_int_equal(dmt_owner_format(&me, &text, &len), 0);
+	assert_int_equal(dmt_file_write(nicfix_rd(dir), name, text, len, &e), 0);
+	free(text);
+	dead = nicfix_dead_owner(dir, "va", me.ifindex, me.netns, dead_name, sizeof(dead_name));
+	assert_true(dead > 0);
+
+	assert_true(devmemtcp_nic_probe(ctx, "va", &po, &p) >= 0);
+	assert_int_equal(p.queue_use_reported, t_kernel_version() >= 617);
+	assert_int_equal(p.nowners, 2);
+	for (int i = 0; i < 2; i++) {
+		if (p.owners[i].pid == getpid())
+			mine = &p.owners[i];
+		if (p.owners[i].pid == dead)
+			gone = &p.owners[i];
+	}
+	assert_non_null(mine);
+	assert_non_null(gone);
+	assert_string_equal(mine->comm, "trainer");
+	assert_true(mine->alive);
+	assert_int_equal(mine->nqueues, 2);
+	assert_int_equal(mine->queues[1], 3);
+	assert_int_equal(mine->nflows, 1);
+	assert_int_equal(mine->rss_context, 4);
+	assert_int_equal(mine->binding, 0);
+	assert_false(gone->alive);
+	assert_string_equal(gone->comm, "loader");
+	snprintf(want, sizeof(want), "pid %d (loader) ended without closing its devmem setup of va", dead);
+	pr = t_probe_problem(&p, want);
+	assert_non_null(pr);
+	assert_string_equal(pr->fix, "nothing: the next open or close on va undoes it (or now: devmemtcp restore va)");
+
+	snprintf(want, sizeof(want), "probe va --run-dir %s", dir);
+	assert_int_equal(tool(out, sizeof(out), want), 1);
+	assert_non_null(strstr(out, "owners         2\n"));
+	snprintf(want, sizeof(want), "  pid %d (trainer) alive, queues 2-3, 1 flow, RSS context 4\n", getpid());
+	assert_non_null(strstr(out, want));
+	snprintf(want, sizeof(want), "  pid %d (loader) dead, no queues, 0 flows\n", dead);
+	assert_non_null(strstr(out, want));
+	snprintf(want, sizeof(want), "probe va --json --run-dir %s", dir);
+	assert_int_equal(tool(out, sizeof(out), want), 1);
+	snprintf(want, sizeof(want),
+		 "{\"pid\":%d,\"comm\":\"trainer\",\"alive\":true,\"queues\":[2,3],\"flows\":1,\"rss_context\":4,\"binding\":0}",
+		 getpid());
+	assert_non_null(strstr(out, want));
+	assert_non_null(strstr(out, "\"nowners\":2,\"owners\":[{"));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_int_equal(unlink(path), 0);
+	snprintf(path, sizeof(path), "%s/%s", dir, dead_name);
+	assert_int_equal(unlink(path), 0);
+	/* a directory nobody made: no owners */
+	po.run_dir = "/nonexistent-devmemtcp";
+	assert_true(devmemtcp_nic_probe(ctx, "va", &po, &p) >= 0);
+	assert_int_equal(p.nowners, 0);
+}
+
 /* A run directory of our own making under a directory others can enter. */
 static void fresh_run_dir(char *top, size_t toplen, char *run, size_t runlen)
 {
@@ -593,6 +675,7 @@ int main(void)
 		cmocka_unit_test(test_lock_busy),
 		cmocka_unit_test(test_stale_journal_and_restore),
 		cmocka_unit_test(test_probe_tool),
+		cmocka_unit_test(test_probe_owners),
 		cmocka_unit_test(test_lock_not_openable_by_others),
 		cmocka_unit_test(test_foreign_owned),
 	};
