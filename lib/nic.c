@@ -760,18 +760,17 @@ static int check_support(struct devmemtcp_nic *nic, struct dmt_op *op)
 		tds = op->base.baseline.tds >= 0;
 		rss = op->base.baseline.rss_size > 0;
 	} else {
-		err = e->ops->rings_get(e, &r);
+		err = dmt_op_dev_rings(op, &r);
 		tds = err == 0 && r.has_tds;
 		if (err == -EOPNOTSUPP)
 			err = 0;
 		if (!err && tds && !(nic->flags & DEVMEMTCP_NIC_KEEP_RSS)) {
-			struct dmt_rss cur = { 0 };
+			const struct dmt_rss *cur;
 
-			err = e->ops->rss_get(e, 0, &cur);
-			rss = err == 0 && cur.indir_size;
+			err = dmt_op_dev_rss(op, &cur);
+			rss = err == 0 && cur->indir_size;
 			if (err == -EOPNOTSUPP)
 				err = 0;
-			dmt_rss_free(&cur);
 		}
 	}
 	if (err < 0)
@@ -1087,9 +1086,11 @@ int dmt_nic_open_as(struct devmemtcp_ctx *ctx, const char *ifname,
 		nic_free(nic);
 		return err;
 	}
+#if DMT_TEST_HOOKS
 	op.fail_step = nic->fail_step;
 	op.crash_step = nic->crash_step;
 	op.hook_name = "DEVMEMTCP_NIC_FAIL_STEP";
+#endif
 	err = open_locked(nic, &op, opts);
 	dmt_op_end(&op);
 	if (!err) {

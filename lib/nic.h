@@ -218,6 +218,14 @@ struct dmt_op {
 	/* the device's rules, read once per operation (nrules < 0: not yet) */
 	struct dmt_rule *rules;
 	long nrules;
+	/* the shared settings as the device showed them in this operation,
+	 * read once until a change: nothing else changes them while we hold
+	 * the lock but an administrator, whose change we may see late */
+	bool have_rings, have_feat, have_rss;
+	int rss_err;
+	struct dmt_rings rings;
+	struct dmt_feature feat;
+	struct dmt_rss rss;
 	/* the test hooks and what was done */
 	int step, fail_step, crash_step;
 	const char *hook_name;		/* of fail_step, for its message */
@@ -254,6 +262,11 @@ int dmt_op_step(struct dmt_op *op, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* The device's rules (read once; NULL list allowed when none). */
 int dmt_op_rules(struct dmt_op *op);
+/* The device's rings, rx-ntuple-filter and default RSS table, read once
+ * per operation until a change (*rss valid until the next change). */
+int dmt_op_dev_rings(struct dmt_op *op, struct dmt_rings *r);
+int dmt_op_dev_ntuple(struct dmt_op *op, struct dmt_feature *f);
+int dmt_op_dev_rss(struct dmt_op *op, const struct dmt_rss **rss);
 /* "; "-joined report of an item left alone. */
 void dmt_op_report(struct dmt_op *op, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -332,8 +332,10 @@ int dmt_op_begin(struct dmt_op *op, struct devmemtcp_ctx *ctx,
 	if (ret < 0)
 		return dmt_err_set(err, ret, "%s", why.msg);
 	op->locked = true;
-	/* test builds: let two processes really interleave in here */
+#if DMT_TEST_HOOKS
+	/* let two processes really interleave in here */
 	dmt_hook_delay("DEVMEMTCP_TEST_LOCK_DELAY_MS");
+#endif
 	return 0;
 }
 
@@ -351,6 +353,8 @@ static void free_loaded(struct dmt_op *op)
 	free(op->rules);
 	op->rules = NULL;
 	op->nrules = -1;
+	dmt_rss_free(&op->rss);
+	op->have_rings = op->have_feat = op->have_rss = false;
 }
 
 void dmt_op_end(struct dmt_op *op)
@@ -550,6 +554,45 @@ int dmt_op_rules(struct dmt_op *op)
 		return err;
 	op->nrules = (long)n;
 	return 0;
+}
+
+int dmt_op_dev_rings(struct dmt_op *op, struct dmt_rings *r)
+{
+	int err;
+
+	if (!op->have_rings) {
+		err = op->e->ops->rings_get(op->e, &op->rings);
+		if (err < 0)
+			return err;
+		op->have_rings = true;
+	}
+	*r = op->rings;
+	return 0;
+}
+
+int dmt_op_dev_ntuple(struct dmt_op *op, struct dmt_feature *f)
+{
+	int err;
+
+	if (!op->have_feat) {
+		err = op->e->ops->feature_get(op->e, DMT_NTUPLE_FEATURE, &op->feat);
+		if (err < 0)
+			return err;
+		op->have_feat = true;
+	}
+	*f = op->feat;
+	return 0;
+}
+
+int dmt_op_dev_rss(struct dmt_op *op, const struct dmt_rss **rss)
+{
+	if (!op->have_rss) {
+		dmt_rss_free(&op->rss);
+		op->rss_err = op->e->ops->rss_get(op->e, 0, &op->rss);
+		op->have_rss = true;
+	}
+	*rss = &op->rss;
+	return op->rss_err;
 }
 
 static long find_rule(const struct dmt_op *op, uint32_t loc)
@@ -795,34 +838,34 @@ static int snapshot_base(struct dmt_op *op)
 	struct dmt_eth *e = op->e;
 	struct dmt_base *b = &op->base;
 	struct dmt_shared *bl = &b->baseline;
+	const struct dmt_rss *rss;
 	struct dmt_rings r;
 	struct dmt_feature f;
-	struct dmt_rss rss = { 0 };
 	int err;
 
 	memset(b, 0, sizeof(*b));
 	snprintf(b->ifname, sizeof(b->ifname), "%s", e->ifname);
 	b->ifindex = e->ifindex;
 	b->netns = dmt_netns_id();
-	err = e->ops->rings_get(e, &r);
+	err = dmt_op_dev_rings(op, &r);
 	if (err < 0)
 		return err;
 	bl->tds = r.has_tds ? r.tds : -1;
 	bl->hds = r.has_hds ? (int64_t)r.hds_thresh : -1;
-	err = e->ops->feature_get(e, DMT_NTUPLE_FEATURE, &f);
+	err = dmt_op_dev_ntuple(op, &f);
 	if (err < 0)
 		return err;
 	bl->ntuple = f.active;
-	err = e->ops->rss_get(e, 0, &rss);
-	if (err == 0) {
-		bl->rss = rss.indir;
-		bl->rss_size = rss.indir_size;
-		rss.indir = NULL;
-	} else if (err != -EOPNOTSUPP) {
-		dmt_rss_free(&rss);
-		return err;
+	err = dmt_op_dev_rss(op, &rss);
+	if (err == 0 && rss->indir_size) {
+		struct dmt_shared now = { .rss = rss->indir, .rss_size = rss->indir_size };
+
+		err = copy_table(bl, &now);
+	} else if (err == -EOPNOTSUPP) {
+		err = 0;
 	}
-	dmt_rss_free(&rss);
+	if (err < 0)
+		return err;
 	b->rss_default = bl->rss_size && dmt_rss_is_default(bl->rss, bl->rss_size, op->nrx);
 	err = copy_shared(&b->applied, bl);
 	if (!err)
@@ -855,15 +898,14 @@ static int settle(struct dmt_op *op)
 {
 	struct dmt_base *b = &op->base;
 	struct dmt_shared *a = &b->applied, *g = &b->applying;
-	struct dmt_eth *e = op->e;
+	const struct dmt_rss *cur;
 	struct dmt_rings r;
 	struct dmt_feature f;
-	struct dmt_rss cur = { 0 };
 	int err;
 
 	if (!b->has_applying)
 		return 0;
-	err = e->ops->rings_get(e, &r);
+	err = dmt_op_dev_rings(op, &r);
 	if (err < 0)
 		return err;
 	if (r.has_tds && !(b->theirs & DMT_S_TDS) && r.tds != a->tds) {
@@ -878,7 +920,7 @@ static int settle(struct dmt_op *op)
 		else
 			theirs(op, DMT_S_HDS);
 	}
-	err = e->ops->feature_get(e, DMT_NTUPLE_FEATURE, &f);
+	err = dmt_op_dev_ntuple(op, &f);
 	if (err < 0)
 		return err;
 	if (!(b->theirs & DMT_S_NTUPLE) && f.active != a->ntuple) {
@@ -890,18 +932,17 @@ static int settle(struct dmt_op *op)
 	if (a->rss_size && !(b->theirs & DMT_S_RSS)) {
 		struct dmt_shared now = { 0 };
 
-		err = e->ops->rss_get(e, 0, &cur);
+		err = dmt_op_dev_rss(op, &cur);
 		if (err < 0)
 			return err;
-		now.rss = cur.indir;
-		now.rss_size = cur.indir_size;
+		now.rss = cur->indir;
+		now.rss_size = cur->indir_size;
 		if (!same_table(&now, a)) {
 			if (same_table(&now, g))
 				err = copy_table(a, g);
 			else
 				theirs(op, DMT_S_RSS);
 		}
-		dmt_rss_free(&cur);
 		if (err < 0)
 			return err;
 	}
@@ -922,7 +963,7 @@ static int change_rings(struct dmt_op *op, const struct dmt_shared *t,
 	int err;
 
 	snprintf(op->doing, sizeof(op->doing), "header split");
-	err = e->ops->rings_get(e, &r);
+	err = dmt_op_dev_rings(op, &r);
 	if (err < 0)
 		return err;
 	if (tds && r.tds != a->tds) {
@@ -940,6 +981,7 @@ static int change_rings(struct dmt_op *op, const struct dmt_shared *t,
 	err = dmt_op_step(op, "header split");
 	if (err < 0)
 		return err;
+	op->have_rings = false;
 	if (restoring && tds) {
 		/* "auto" first, as ethtool does: a driver whose default
 		 * matched the old state is left in its default mode. */
@@ -963,20 +1005,19 @@ static int change_rss(struct dmt_op *op, const struct dmt_shared *t)
 {
 	struct dmt_base *b = &op->base;
 	struct dmt_eth *e = op->e;
-	struct dmt_rss cur = { 0 };
+	const struct dmt_rss *cur;
 	struct dmt_shared now = { 0 };
 	bool ours, done;
 	int err;
 
 	snprintf(op->doing, sizeof(op->doing), "RSS table");
-	err = e->ops->rss_get(e, 0, &cur);
+	err = dmt_op_dev_rss(op, &cur);
 	if (err < 0)
 		return err;
-	now.rss = cur.indir;
-	now.rss_size = cur.indir_size;
+	now.rss = cur->indir;
+	now.rss_size = cur->indir_size;
 	ours = same_table(&now, &b->applied);
 	done = same_table(&now, t);
-	dmt_rss_free(&cur);
 	if (!ours) {
 		if (!done)
 			theirs(op, DMT_S_RSS);
@@ -985,6 +1026,7 @@ static int change_rss(struct dmt_op *op, const struct dmt_shared *t)
 	err = dmt_op_step(op, "RSS table");
 	if (err < 0)
 		return err;
+	op->have_rss = false;
 	if (b->rss_default && same_table(t, &b->baseline))
 		err = e->ops->rss_set(e, 0, NULL, 0);	/* the driver's own */
 	else
@@ -1004,7 +1046,7 @@ static int change_ntuple(struct dmt_op *op, struct dmt_shared *t)
 	int err;
 
 	snprintf(op->doing, sizeof(op->doing), "ntuple feature");
-	err = e->ops->feature_get(e, DMT_NTUPLE_FEATURE, &f);
+	err = dmt_op_dev_ntuple(op, &f);
 	if (err < 0)
 		return err;
 	if (f.active != b->applied.ntuple) {
@@ -1029,6 +1071,7 @@ static int change_ntuple(struct dmt_op *op, struct dmt_shared *t)
 		}
 	}
 	err = dmt_op_step(op, "ntuple feature");
+	op->have_feat = false;
 	if (!err)
 		err = e->ops->feature_set(e, DMT_NTUPLE_FEATURE, t->ntuple);
 	if (!err)
