@@ -541,29 +541,25 @@ static int note_rule(struct dmt_op *op, const struct dmt_orule *r)
 	return 0;
 }
 
-/* Our rule at the end of the list is taken out again. */
+/* Our rule at the end of the list is taken out again (where it is). */
 static void unplace_rule(struct devmemtcp_nic *nic, struct dmt_op *op)
 {
 	struct dmt_orule *r = &nic->me.rules[nic->me.nrules - 1];
+	struct dmt_owner one = nic->me;
+	char doing[sizeof(op->doing)];
+	uint32_t changes = op->changes;
 	bool gone;
 
-	if (r->placed && nic->eth.ops->rule_delete(&nic->eth, r->location) == 0) {
-		free(r->before);
+	/* the step that failed is what the message names */
+	memcpy(doing, op->doing, sizeof(doing));
+	one.rules = r;
+	one.nrules = 1;
+	one.ctx = DMT_CTX_NONE;
+	if (dmt_op_undo_owner(op, &one, &gone) == 0 && gone)
 		nic->me.nrules--;
-		op->nrules--;
-	} else {
-		/* undo it the careful way, as for any rule */
-		struct dmt_owner one = nic->me;
-
-		one.rules = r;
-		one.nrules = 1;
-		one.ctx = DMT_CTX_NONE;
-		if (dmt_op_undo_owner(op, &one, &gone) == 0 && gone) {
-			free(r->before);
-			nic->me.nrules--;
-		}
-	}
 	save_me(nic, op);
+	memcpy(op->doing, doing, sizeof(doing));
+	op->changes = changes;
 }
 
 /* One ntuple rule for flow: the flow id, or a negative errno (message on
@@ -898,7 +894,7 @@ static int apply(struct devmemtcp_nic *nic, struct dmt_op *op,
 static int leave(struct devmemtcp_nic *nic, struct dmt_op *op)
 {
 	bool gone = false;
-	int err = dmt_op_undo_owner(op, &nic->me, &gone);
+	int err = dmt_op_undo_owner(op, &nic->me, &gone), e2;
 
 	if (!err && gone) {
 		err = dmt_file_remove(&op->rd, nic->name);
@@ -909,18 +905,14 @@ static int leave(struct devmemtcp_nic *nic, struct dmt_op *op)
 			nic->saved = false;
 	}
 	if (err < 0 || !gone) {
-		int e2;
-
 		nic->me.closed = true;
 		e2 = nic->saved ? save_me(nic, op) : 0;
 		if (!err)
 			err = e2;
 	}
-	if (!err)
-		err = dmt_op_reconcile(op, nic->saved ? &nic->me : NULL, false);
-	else
-		dmt_op_reconcile(op, nic->saved ? &nic->me : NULL, false);
-	return err;
+	/* the shared settings follow the others even when this failed */
+	e2 = dmt_op_reconcile(op, nic->saved ? &nic->me : NULL, false);
+	return err < 0 ? err : e2;
 }
 
 /* Apply failed at op->doing: undo this owner's steps and say both. */

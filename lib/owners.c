@@ -678,6 +678,7 @@ static int undo_rules(struct dmt_op *op, struct dmt_owner *o)
 		if (err < 0)
 			break;
 		free(r->before);
+		r->before = NULL;
 		o->nrules--;
 	}
 	return err;

@@ -700,6 +700,7 @@ static void test_live_flows(void **state)
 	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 2, .flags = DEVMEMTCP_NIC_NO_RSS_CONTEXT);
 	struct devmemtcp_flow a = flow("dst-ip 10.0.0.1 dst-port 5201");
 	struct devmemtcp_flow b = flow("tcp6 src-ip 2001:db8::9/64 dst-port 5201 queue 1");
+	static char with[16384];
 	struct devmemtcp_nic *nic;
 	int ia, ib;
 
@@ -723,6 +724,16 @@ static void test_live_flows(void **state)
 	assert_string_equal(devmemtcp_nic_errmsg(nic),
 			    "flow 0 is not a flow of this handle: use the id devmemtcp_nic_add_flow() returned");
 	assert_int_equal(devmemtcp_nic_add_flow(nic, NULL), -EINVAL);
+	/* an insert the driver refuses leaves nothing behind */
+	fake_dump(nic_state, with, sizeof(with));
+	nic_state->changes = 0;
+	nic_state->fail_op_at = 1;
+	assert_int_equal(devmemtcp_nic_add_flow(nic, &a), -EIO);
+	nic_state->fail_op_at = 0;
+	assert_string_equal(devmemtcp_nic_errmsg(nic),
+			    "adding a flow on eth0: ETHTOOL_SRXCLSRLINS on eth0 failed: EIO");
+	fake_dump(nic_state, after, sizeof(after));
+	assert_string_equal(with, after);
 	/* re-adding works and gets a new id */
 	assert_int_equal(devmemtcp_nic_add_flow(nic, &a), 2);
 	assert_int_equal(devmemtcp_nic_close(nic), 0);

@@ -471,7 +471,7 @@ static int test_race(void)
 	int rounds = getenv("ROUNDS") ? atoi(getenv("ROUNDS")) : 100;
 
 	char *before = nic_dump(), *after;
-	double t0 = t_now(), worst = 0;
+	double t0 = t_now(), worst = 0, worst_at = 0;
 	struct owner bg;
 	struct report r;
 	pthread_t snd;
@@ -496,8 +496,10 @@ static int test_race(void)
 		if (r.kind != 'R')
 			continue;
 		T_TRY(rx_ok(&bg, &r, 16ull << 20, 1.0));
-		if (r.rx.max_gap > worst)
+		if (r.rx.max_gap > worst) {
 			worst = r.rx.max_gap;
+			worst_at = r.rx.max_gap_at;
+		}
 		conns++;
 	}
 	T_CHECK(r.kind == 'C' && r.err == 0, "background owner: close: %s", r.msg);
@@ -506,8 +508,8 @@ static int test_race(void)
 		conns, atomic_load(&sent));
 	after = nic_dump();
 	T_TRY(nic_same(before, after, "after 100 racing rounds"));
-	printf("race: %d rounds (%d conflicts), no lost update; meanwhile %d x 16 MiB validated, longest wait %.3f s (%.1f s)\n",
-	       rounds, rounds / 10, conns, worst, t_now() - t0);
+	printf("race: %d rounds (%d conflicts), no lost update; meanwhile %d x 16 MiB validated, longest wait %.3f s at %.3f (%.1f s)\n",
+	       rounds, rounds / 10, conns, worst, worst_at, t_now() - t0);
 	free(before);
 	free(after);
 	return 0;
