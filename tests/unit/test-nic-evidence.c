@@ -255,6 +255,15 @@ static void test_shadowed_by_more_specific(void **state)
 			       "or pass DEVMEMTCP_NIC_ALLOW_SHADOW"));
 	fake_dump(nic_state, after, sizeof(after));
 	assert_string_equal(before, after);
+	/* the caller who knows better says so */
+	o.flags = DEVMEMTCP_NIC_ALLOW_SHADOW;
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), 0);
+	fake_dump(nic_state, after, sizeof(after));
+	assert_non_null(strstr(after, "rule 0: tcp4 10.0.0.9:* -> 10.0.0.1:5201 queue 0"));
+	assert_non_null(strstr(after, "rule 31: tcp4 *:* -> 10.0.0.1:5201 queue 7"));
+	assert_int_equal(devmemtcp_nic_close(nic), 0);
+	fake_dump(nic_state, after, sizeof(after));
+	assert_string_equal(before, after);
 }
 
 /* The same on a live handle: the flow is refused and no rule stays. */

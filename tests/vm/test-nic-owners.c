@@ -605,6 +605,7 @@ int main(int argc, char **argv)
 	const char *what = argc > 2 ? argv[2] : "";
 
 	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOLBF, 0);	/* children must not inherit a buffer */
 	alarm(700);	/* a hang fails here, with the output so far */
 	T_CHECK(vm_topology(VM_TX_IF, VM_RX_IF) >= 0, "topology");
 	T_TRY(nic_init(argc, argv, &ctx, &ifname));
