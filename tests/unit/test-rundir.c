@@ -92,17 +92,6 @@ static void assert_victim_intact(void)
 	assert_string_equal(buf, "precious\n");
 }
 
-__attribute__((format(printf, 1, 2)))
-static void expect_errmsg(const char *fmt, ...)
-{
-	char want[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(want, sizeof(want), fmt, ap);
-	va_end(ap);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
-}
 
 static mode_t mode_of(const char *path)
 {
@@ -151,11 +140,11 @@ static void test_dir_writable_by_others(void **state)
 	for (size_t i = 0; i < ARRAY_SIZE(modes); i++) {
 		assert_int_equal(chmod(run, modes[i]), 0);
 		assert_int_equal(open_close(run), -EACCES);
-		expect_errmsg("the run directory %s is writable by group or others (mode %04o): "
+		nicfix_expect_errmsg(ctx, "the run directory %s is writable by group or others (mode %04o): "
 			      "make it writable by its owner only (chmod 0700 %s) or use another one",
 			      run, (unsigned)modes[i], run);
 		assert_int_equal(recover(run), -EACCES);
-		expect_errmsg("the run directory %s is writable by group or others (mode %04o): "
+		nicfix_expect_errmsg(ctx, "the run directory %s is writable by group or others (mode %04o): "
 			      "make it writable by its owner only (chmod 0700 %s) or use another one",
 			      run, (unsigned)modes[i], run);
 	}
@@ -171,7 +160,7 @@ static void test_dir_symlink(void **state)
 	assert_int_equal(mkdir(real, 0700), 0);
 	assert_int_equal(symlink(real, run), 0);
 	assert_int_equal(open_close(run), -EACCES);
-	expect_errmsg("the run directory %s is a symbolic link or not a directory: "
+	nicfix_expect_errmsg(ctx, "the run directory %s is a symbolic link or not a directory: "
 		      "use a real directory owned by root, not writable by others", run);
 	assert_int_equal(recover(run), -EACCES);
 	/* nothing was made through the link */
@@ -195,7 +184,7 @@ static void test_symlinked_files(void **state)
 	assert_int_equal(mkdir(run, 0700), 0);
 	plant_link("eth0.lock");
 	assert_int_equal(open_close(run), -EACCES);
-	expect_errmsg("%s/eth0.lock is a symbolic link, not a file devmemtcp made: remove it", run);
+	nicfix_expect_errmsg(ctx, "%s/eth0.lock is a symbolic link, not a file devmemtcp made: remove it", run);
 	assert_int_equal(recover(run), -EACCES);
 	assert_victim_intact();
 	snprintf(path, sizeof(path), "%s/eth0.lock", run);
@@ -204,7 +193,7 @@ static void test_symlinked_files(void **state)
 	/* in place of the baseline, read before anything is written */
 	plant_link("eth0.base");
 	assert_int_equal(open_close(run), -EACCES);
-	expect_errmsg("%s/eth0.base is a symbolic link, not a file devmemtcp made: remove it", run);
+	nicfix_expect_errmsg(ctx, "%s/eth0.base is a symbolic link, not a file devmemtcp made: remove it", run);
 	assert_victim_intact();
 	snprintf(path, sizeof(path), "%s/eth0.base", run);
 	assert_int_equal(unlink(path), 0);
@@ -272,7 +261,7 @@ static void test_big_file(void **state)
 	fclose(f);
 	assert_int_equal(chmod(path, 0600), 0);
 	assert_int_equal(recover(run), -EFBIG);
-	expect_errmsg("%s/eth0.base has 2097152 bytes, more than the 1048576 a devmemtcp file has: remove it",
+	nicfix_expect_errmsg(ctx, "%s/eth0.base has 2097152 bytes, more than the 1048576 a devmemtcp file has: remove it",
 		      run);
 }
 
