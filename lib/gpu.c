@@ -129,6 +129,7 @@ static void gpu_knobs(struct devmemtcp_gpu *gpu)
 		gpu->warps_per_block = (uint32_t)v;
 	if (mode && !strcmp(mode, "ring") && gpu->mode == DMT_GATHER_AUTO)
 		gpu->mode = DMT_GATHER_RING;
+	gpu->inline_1d = dmt_hook_env_int("DEVMEMTCP_GATHER_INLINE_1D") > 0;
 	if (dmt_hook_env("DEVMEMTCP_GATHER_INLINE_MAX")) {
 		v = dmt_hook_env_int("DEVMEMTCP_GATHER_INLINE_MAX");
 		gpu->inline_max = v < (int)gpu->inline_max ? (uint32_t)v
@@ -150,7 +151,6 @@ static int get_function(struct devmemtcp_gpu *gpu, CUfunction *fn,
 static int gpu_load_kernels(struct devmemtcp_gpu *gpu)
 {
 	const struct dmt_cuda *cu = gpu->cu;
-	const char *name;
 	char iname[32];
 	CUresult r;
 	int ret, sms = 0;
@@ -167,9 +167,7 @@ static int gpu_load_kernels(struct devmemtcp_gpu *gpu)
 	cu->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
 				 gpu->dev);
 	gpu->sms = sms > 0 ? (uint32_t)sms : 1;
-	name = dmt_hook_env("DEVMEMTCP_GATHER_KERNEL");	/* test builds */
-	ret = get_function(gpu, &gpu->fn_gather,
-			   name && *name ? name : "dmt_gather");
+	ret = get_function(gpu, &gpu->fn_gather, "dmt_gather");
 	for (int k = 0; !ret && k < DMT_INLINE_NSIZES; k++) {
 		snprintf(iname, sizeof(iname), "dmt_gather_inline%u",
 			 inline_sizes[k]);

@@ -77,6 +77,7 @@ struct devmemtcp_gpu {
 	uint32_t warps_per_block;
 	int mode;			/* enum dmt_gather_mode */
 	uint32_t inline_max;		/* descriptors of an inline launch */
+	bool inline_1d;			/* test knob: no two-dimensional grids */
 	uint32_t flags;
 	uint32_t max_frags;
 	uint32_t nslots;
@@ -187,7 +188,8 @@ struct dmt_gather_geom {
 	uint32_t split;		/* warps per descriptor */
 	uint32_t warps;		/* warps of the launch */
 	uint32_t wpb;		/* warps per block */
-	uint32_t blocks;
+	uint32_t blocks;	/* gx * gy */
+	uint32_t gx, gy;	/* the grid (gy > 1: split, inline launches) */
 };
 
 /*
@@ -200,6 +202,10 @@ struct dmt_gather_geom {
 void dmt_gather_geometry(uint32_t nd, uint64_t bytes, uint32_t sms,
 			 uint32_t per, uint32_t split, uint32_t wpb,
 			 struct dmt_gather_geom *g);
+/* The same cut as a two-dimensional grid (gather_abi.h) when g splits
+ * descriptors: an inline launch of nd descriptors loads its warps'
+ * descriptors without waiting for its arguments. */
+void dmt_gather_geometry_2d(uint32_t nd, struct dmt_gather_geom *g);
 
 /* devmemtcp_gpu_view; with err NULL no message is kept. */
 int dmt_gpu_view(const struct devmemtcp_ctx *ctx, struct dmt_err *err,

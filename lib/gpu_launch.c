@@ -15,7 +15,10 @@
  *
  * Every launch is cut by dmt_gather_geometry: a batch of a few fragments
  * is spread over many warps (several per fragment) so that it keeps the
- * SMs busy rather than a handful of them.
+ * SMs busy rather than a handful of them.  Inline launches that split
+ * fragments do so on a two-dimensional grid (the warp's descriptor follows
+ * from its block), launches from slots stage each block's descriptors in
+ * shared memory (gather.cu).
  */
 #include "gpu.h"
 
@@ -60,7 +63,7 @@ static int launch(struct devmemtcp_gpu *gpu, CUfunction fn,
 {
 	CUresult r;
 
-	r = gpu->cu->cuLaunchKernel(fn, g->blocks, 1, 1, 32 * g->wpb, 1, 1,
+	r = gpu->cu->cuLaunchKernel(fn, g->gx, g->gy, 1, 32 * g->wpb, 1, 1,
 				    ndst > 1 ? ndst * sizeof(struct dmt_gather_dst)
 					     : 0,
 				    stream, params, NULL);
@@ -187,6 +190,8 @@ static int gather_inline(struct devmemtcp_gpu *gpu,
 	while (inline_sizes[k] < b.nd)
 		k++;
 	geometry(gpu, &b, &g);
+	if (!gpu->inline_1d)
+		dmt_gather_geometry_2d(b.nd, &g);
 	p->a = launch_args(&b, &g);
 	ret = launch(gpu, gpu->fn_inline[k], &g, b.ndst, params, stream);
 	return ret ? ret : 1;
