@@ -202,6 +202,10 @@ struct dmt_gather_geom {
 void dmt_gather_geometry(uint32_t nd, uint64_t bytes, uint32_t sms,
 			 uint32_t per, uint32_t split, uint32_t wpb,
 			 struct dmt_gather_geom *g);
+/* For launches that stage their descriptors (from memory): blocks of at
+ * least min(split, 8) warps, so that the warps splitting a fragment share
+ * one block and its one read of the descriptor. */
+void dmt_gather_geometry_staged(struct dmt_gather_geom *g);
 /* The same cut as a two-dimensional grid (gather_abi.h) when g splits
  * descriptors: an inline launch of nd descriptors loads its warps'
  * descriptors without waiting for its arguments. */

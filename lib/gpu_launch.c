@@ -42,11 +42,15 @@ static int slot_acquire(struct devmemtcp_gpu *gpu, struct gpu_slot **sp)
 	return 0;
 }
 
+/* staged: the kernel reads the descriptors from memory (a slot). */
 static void geometry(const struct devmemtcp_gpu *gpu,
-		     const struct dmt_gather_batch *b, struct dmt_gather_geom *g)
+		     const struct dmt_gather_batch *b, bool staged,
+		     struct dmt_gather_geom *g)
 {
 	dmt_gather_geometry(b->nd, b->bytes, gpu->sms, gpu->per_warp,
 			    gpu->split, gpu->warps_per_block, g);
+	if (staged && !gpu->warps_per_block)
+		dmt_gather_geometry_staged(g);
 }
 
 static struct dmt_gather_args launch_args(const struct dmt_gather_batch *b,
@@ -151,7 +155,7 @@ static int gather_slots(struct devmemtcp_gpu *gpu,
 		first = false;
 		if (!b.nd)
 			continue;	/* only holes */
-		geometry(gpu, &b, &g);
+		geometry(gpu, &b, true, &g);
 		ret = persist ? dmt_persist_queue(gpu, s, &b, &g, stream)
 			      : slot_launch(gpu, s, &b, &g, stream);
 		if (ret)
@@ -189,7 +193,7 @@ static int gather_inline(struct devmemtcp_gpu *gpu,
 		return 1;
 	while (inline_sizes[k] < b.nd)
 		k++;
-	geometry(gpu, &b, &g);
+	geometry(gpu, &b, false, &g);
 	if (!gpu->inline_1d)
 		dmt_gather_geometry_2d(b.nd, &g);
 	p->a = launch_args(&b, &g);

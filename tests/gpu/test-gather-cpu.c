@@ -180,7 +180,11 @@ static void execute(const struct dmt_gather_batch *b)
 		assert_true(b->desc[k].len > 0);
 		assert_true(b->desc[k].pos + (uint64_t)b->desc[k].len <= b->bytes);
 	}
-	if (rnd() % 2) {	/* as an inline launch */
+	if (rnd() % 3 == 0) {	/* from a slot */
+		dmt_gather_geometry_staged(&g);
+		assert_true(g.wpb >= (g.split < 8 ? g.split : 8));
+		assert_true((uint64_t)g.blocks * g.wpb >= g.warps);
+	} else if (rnd() % 2) {	/* as an inline launch */
 		dmt_gather_geometry_2d(b->nd, &g);
 		assert_int_equal(g.blocks, g.gx * g.gy);
 		if (g.gy > 1) {
@@ -754,6 +758,21 @@ static void test_geometry(void **state)
 	assert_int_equal(g.gx, 50);
 	assert_int_equal(g.gy, 3);
 	assert_int_equal(g.blocks, 150);
+	/* from a slot: the warps of a split share a block (one read) */
+	dmt_gather_geometry(16, 16 * 4096, 132, 0, 0, 0, &g);
+	dmt_gather_geometry_staged(&g);
+	assert_int_equal(g.wpb, 8);
+	assert_int_equal(g.blocks, 16);
+	assert_int_equal(g.gx, 16);
+	dmt_gather_geometry(100, 100 * 4096, 132, 0, 3, 0, &g);
+	assert_int_equal(g.wpb, 2);
+	dmt_gather_geometry_staged(&g);
+	assert_int_equal(g.wpb, 3);
+	assert_int_equal(g.blocks, 100);
+	dmt_gather_geometry(65536, 65536ull * 4096, 132, 0, 0, 0, &g);
+	dmt_gather_geometry_staged(&g);
+	assert_int_equal(g.wpb, 8);
+	assert_int_equal(g.blocks, 4096);
 	/* one descriptor a warp or more: nothing to turn */
 	dmt_gather_geometry(100, 100 * 4096, 132, 7, 0, 0, &g);
 	dmt_gather_geometry_2d(100, &g);
