@@ -6,7 +6,7 @@
  * (gpu_desc.c: descriptors, launch geometry, views), the launches
  * (gpu_launch.c: inline or from pinned slots), the persistent kernel
  * (gpu_persist.c), and fences that hold token releases back until the GPU
- * is done with the bytes (gpu.c).  It may call the CUDA driver table
+ * is done with the bytes (gpu_fence.c).  It may call the CUDA driver table
  * (cuda.h), the buffer layer's segment index (buf.h) and the public
  * receive API (to defer releases on a fence); it knows nothing of sockets,
  * buffers' providers or the NIC.
@@ -56,6 +56,7 @@ struct dmt_persist {
 	uint32_t blocks;
 	uint64_t idle_ns;
 	uint64_t launches;		/* kernel (re)starts, for the benchmark */
+	bool single_ops;		/* test knob: no cuStreamBatchMemOp */
 };
 
 struct devmemtcp_gpu {
@@ -88,10 +89,14 @@ struct devmemtcp_gpu {
 	CUdeviceptr dev_copy;		/* DEVMEMTCP_GPU_DESC_COPY buffers */
 	struct dmt_gather_inline *inl;	/* an inline launch's parameter */
 	struct dmt_persist *ps;		/* DEVMEMTCP_GPU_PERSISTENT */
+	CUstream aux;			/* idle: tells whether the context failed */
 	/* Fences outlive devmemtcp_gpu_free: the last reference frees. */
 	pthread_mutex_t lock;
 	unsigned long refs;
+	bool fence_events;		/* events, not words (gpu_fence.c) */
 	struct devmemtcp_gpu_fence *free_fences;
+	struct devmemtcp_gpu_fence *retired_fences;
+	struct dmt_fence_page *fence_pages;
 };
 
 /* The parameter of dmt_gather_inline<N>: header, then N descriptors
@@ -111,6 +116,20 @@ _Static_assert(sizeof(struct dmt_gather_args) == 24, "dmt_gather_args");
 _Static_assert(sizeof(struct dmt_persist_dev) == 128, "dmt_persist_dev");
 _Static_assert(sizeof(struct dmt_persist_host) == 128, "dmt_persist_host");
 _Static_assert(sizeof(struct dmt_persist_job) == 64, "dmt_persist_job");
+
+/* Drop a reference; the last one destroys the handle (gpu.c). */
+void dmt_gpu_unref(struct devmemtcp_gpu *gpu);
+
+/* gpu_fence.c: fences and releases held back by them.  init after the
+ * driver table is known; fini once no fence is out (last reference). */
+void dmt_gpu_fences_init(struct devmemtcp_gpu *gpu);
+void dmt_gpu_fences_fini(struct devmemtcp_gpu *gpu);
+int dmt_gpu_fence_new(struct devmemtcp_gpu *gpu, void *stream,
+		      struct devmemtcp_gpu_fence **fencep);
+int dmt_gpu_fence_done(struct devmemtcp_gpu_fence *f, bool wait);
+int dmt_gpu_release_after(struct devmemtcp_gpu *gpu, struct devmemtcp_rx *rx,
+			  const struct devmemtcp_frag *frags, size_t n,
+			  void *stream);
 
 /* Make gpu's context current if it is not; *pushed says whether
  * gpu_ctx_leave must pop it. */

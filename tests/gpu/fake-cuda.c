@@ -1170,6 +1170,43 @@ EXPORT CUresult cuStreamWaitValue32_v2(CUstream s, CUdeviceptr addr,
 	return CUDA_SUCCESS;
 }
 
+/* The operations in order, as their single calls would queue them. */
+EXPORT CUresult cuStreamBatchMemOp_v2(CUstream s, unsigned int count,
+				      CUstreamBatchMemOpParams *ops,
+				      unsigned int flags)
+{
+	if (!count || count > 256 || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (unsigned int i = 0; i < count; i++) {
+		const struct dmt_memop_value *v = &ops[i].writeValue;
+
+		switch (ops[i].operation) {
+		case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+		case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+			if (v->address % 4)
+				return CUDA_ERROR_INVALID_VALUE;
+			break;
+		case CU_STREAM_MEM_OP_WRITE_VALUE_64:
+			if (v->address % 8)
+				return CUDA_ERROR_INVALID_VALUE;
+			break;
+		default:
+			die("a batch of stream memory operations of a kind the library never uses");
+		}
+	}
+	for (unsigned int i = 0; i < count; i++) {
+		const struct dmt_memop_value *v = &ops[i].writeValue;
+
+		if (ops[i].operation == CU_STREAM_MEM_OP_WAIT_VALUE_32)
+			cuStreamWaitValue32_v2(s, v->address, v->value, v->flags);
+		else if (ops[i].operation == CU_STREAM_MEM_OP_WRITE_VALUE_32)
+			cuStreamWriteValue32_v2(s, v->address, v->value, v->flags);
+		else
+			cuStreamWriteValue64_v2(s, v->address, v->value64, v->flags);
+	}
+	return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuStreamIsCapturing(CUstream s, int *status)
 {
 	(void)s;
