@@ -595,3 +595,20 @@ extern "C" __global__ void dmt_spin(unsigned long long ns)
 extern "C" __global__ void dmt_nop(void)
 {
 }
+
+// Spin for ns nanoseconds, then write value into the 32-bit word at addr
+// (device or mapped host memory) as the persistent kernel publishes a job:
+// the benchmark's measure of how soon a stream waiting on such a word (or
+// the CPU) sees it.
+extern "C" __global__ void dmt_spin_write(unsigned long long ns,
+					  unsigned long long addr,
+					  unsigned int value)
+{
+	unsigned long long t0 = globaltimer();
+
+	while (globaltimer() - t0 < ns)
+		__nanosleep(500);
+	__threadfence_system();
+	*(volatile unsigned int *)addr = value;
+	__threadfence_system();
+}

@@ -111,7 +111,7 @@ static const struct alloc *alloc_find(uintptr_t p)
 
 /* ---- kernels ------------------------------------------------------------------ */
 
-enum fn_id { F_GATHER, F_INLINE, F_PERSIST, F_SPIN, F_NOP };
+enum fn_id { F_GATHER, F_INLINE, F_PERSIST, F_SPIN, F_SPIN_WRITE, F_NOP };
 
 struct CUfunc_st {
 	const char *name;
@@ -127,6 +127,7 @@ static struct CUfunc_st fns[] = {
 	{ "dmt_gather_inline1024", F_INLINE, DMT_INLINE_HDR + 1024 * 16 },
 	{ "dmt_gather_persist", F_PERSIST, sizeof(struct dmt_persist_params) },
 	{ "dmt_spin", F_SPIN, 0 },
+	{ "dmt_spin_write", F_SPIN_WRITE, 0 },
 	{ "dmt_nop", F_NOP, 0 },
 };
 
@@ -135,7 +136,9 @@ struct launch {
 	unsigned int grid, gridy, block, smem;
 	CUdeviceptr descs, dsts;	/* F_GATHER */
 	struct dmt_gather_args a;	/* F_GATHER */
-	unsigned long long ns;		/* F_SPIN */
+	unsigned long long ns;		/* F_SPIN, F_SPIN_WRITE */
+	uint64_t addr;			/* F_SPIN_WRITE */
+	uint32_t value;
 	unsigned char param[DMT_INLINE_HDR + 1024 * 16];
 };
 
@@ -444,6 +447,11 @@ static void run_kernel(const struct launch *l)
 		break;
 	case F_SPIN:
 		pause_us(l->ns / 1000);
+		break;
+	case F_SPIN_WRITE:
+		pause_us(l->ns / 1000);
+		__atomic_store_n((uint32_t *)(uintptr_t)l->addr, l->value,
+				 __ATOMIC_SEQ_CST);
 		break;
 	case F_NOP:
 		break;
@@ -1019,6 +1027,11 @@ static struct launch *launch_new(CUfunction f, unsigned int gx,
 		break;
 	case F_SPIN:
 		l->ns = *(unsigned long long *)params[0];
+		break;
+	case F_SPIN_WRITE:
+		l->ns = *(unsigned long long *)params[0];
+		l->addr = *(unsigned long long *)params[1];
+		l->value = *(unsigned int *)params[2];
 		break;
 	case F_NOP:
 		break;
