@@ -409,19 +409,28 @@ static int journal_rule(struct devmemtcp_nic *nic, struct dmt_op *op,
 	return 0;
 }
 
-/* Remember our new rule among the device's. */
-static int note_rule(struct dmt_op *op, const struct dmt_orule *r)
+/* Room for one more rule in the operation's copy of the device's rules,
+ * made before the insert: once the rule is on the device, recording it
+ * there must not fail, or undo, which trusts that copy, would take the
+ * rule for gone and leave it (and the context it uses). */
+static int reserve_rule(struct devmemtcp_nic *nic, struct dmt_op *op)
 {
 	struct dmt_rule *v = dmt_realloc(op->rules, ((size_t)op->nrules + 1) * sizeof(*v));
 
 	if (!v)
-		return -ENOMEM;
+		return dmt_err_set(&nic->eerr, -ENOMEM, "out of memory");
 	op->rules = v;
-	v[op->nrules].location = r->location;
-	v[op->nrules].rss_context = r->rss_context;
-	v[op->nrules].fs = r->fs;
-	op->nrules++;
 	return 0;
+}
+
+/* Remember our new rule among the device's (in the reserved room). */
+static void note_rule(struct dmt_op *op, const struct dmt_orule *r)
+{
+	struct dmt_rule *d = &op->rules[op->nrules++];
+
+	d->location = r->location;
+	d->rss_context = r->rss_context;
+	d->fs = r->fs;
 }
 
 /* Our rule at the end of the list is taken out again (where it is). */
@@ -465,6 +474,8 @@ static int add_rule(struct devmemtcp_nic *nic, struct dmt_op *op,
 	if (!err)
 		err = dmt_op_rules(op);
 	if (!err)
+		err = reserve_rule(nic, op);
+	if (!err)
 		err = journal_rule(nic, op, &fs, to_ctx, &r);
 	if (!err)
 		err = dmt_op_step(op, "ntuple rule for flow %zu", index);
@@ -472,6 +483,7 @@ static int add_rule(struct devmemtcp_nic *nic, struct dmt_op *op,
 		err = nic->eth.ops->rule_insert(&nic->eth, &fs, r->rss_context, &loc);
 	if (err < 0)
 		return err;
+	/* on the device: recorded in memory first, where nothing can fail */
 	op->changes++;
 	r->placed = true;
 	r->location = loc;
@@ -479,9 +491,8 @@ static int add_rule(struct devmemtcp_nic *nic, struct dmt_op *op,
 	free(r->before);
 	r->before = NULL;
 	r->nbefore = 0;
+	note_rule(op, r);
 	err = save_me(nic, op);
-	if (!err)
-		err = note_rule(op, r);
 	if (!err)
 		err = check_shadow(nic, op, &r->fs, loc, index);
 	if (err == -EEXIST) {
