@@ -717,6 +717,11 @@ static int undo_placed_ctx(struct dmt_op *op, const struct dmt_owner *o)
 	dmt_rss_free(&cur);
 	if (err == -ENOENT)
 		return 0;
+	if (err == -ENOMEM || err == -ENOBUFS || err == -EAGAIN || err == -EINTR)
+		/* cannot tell yet: the record stays for the next attempt */
+		return dmt_err_set(op->err, err,
+				   "reading RSS context %u on %s: %s", o->ctx_id,
+				   op->e->ifname, dmt_errno_name(err));
 	if (err < 0) {
 		/* cannot tell: leave it rather than delete what may not be ours */
 		dmt_op_report(op, "RSS context %u on %s that pid %ld (%s) created cannot be read (%s): left alone",
