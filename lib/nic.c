@@ -41,6 +41,9 @@ struct devmemtcp_nic {
 	struct dmt_owner me;		/* this owner's journal */
 	char name[NAME_MAX + 1];	/* its file */
 	bool saved;			/* the file exists */
+	bool marked;			/* it says closed */
+	char *text;			/* what it says */
+	size_t text_len;
 	uint32_t nrx;
 	uint32_t flags;
 	bool use_ctx;
@@ -163,11 +166,57 @@ static uint64_t nl_rt(const struct devmemtcp_nic *nic)
 
 static int save_me(struct devmemtcp_nic *nic, struct dmt_op *op)
 {
-	int err = dmt_op_save_owner(op, &nic->me);
+	char *text;
+	size_t len;
+	int err = dmt_op_save_owner(op, &nic->me, &text, &len);
 
-	if (!err)
-		nic->saved = true;
-	return err;
+	if (err < 0)
+		return err;
+	free(nic->text);
+	nic->text = text;
+	nic->text_len = len;
+	nic->saved = true;
+	nic->marked = nic->me.closed;
+	return 0;
+}
+
+/* This owner is gone although its process lives: its file says closed,
+ * so that the next operation of anyone undoes what is left.  Without
+ * the memory to write what is left, the text written last is marked: it
+ * has everything on the device (each change is written before it is
+ * made), and what is gone since is found gone. */
+static int mark_closed(struct devmemtcp_nic *nic, struct dmt_op *op)
+{
+	struct dmt_err why = nic->eerr;
+	int err;
+
+	nic->me.closed = true;
+	if (!nic->saved)
+		return 0;
+	err = save_me(nic, op);
+	if (err == -ENOMEM)
+		err = dmt_owner_write_closed(&op->rd, nic->name, nic->text,
+					     nic->text_len, &nic->eerr);
+	if (err < 0)
+		return err;
+	nic->marked = true;
+	nic->eerr = why;	/* the failure that made this necessary */
+	return 0;
+}
+
+/* Who finishes what a failed open or close left. */
+static void finish_hint(const struct devmemtcp_nic *nic, char *buf, size_t len)
+{
+	const char *ifname = nic->eth.ifname;
+
+	if (nic->saved && !nic->marked)	/* an owner whose process lives */
+		snprintf(buf, len,
+			 "the next open or close on %s after this process ends, or 'devmemtcp restore --all %s', finishes it",
+			 ifname, ifname);
+	else
+		snprintf(buf, len,
+			 "the next open or close on %s, or 'devmemtcp restore %s', finishes it",
+			 ifname, ifname);
 }
 
 /* Compose "what failed" on ctx from nic->eerr. */
@@ -520,6 +569,7 @@ static void nic_free(struct devmemtcp_nic *nic)
 	dmt_eth_fini(&nic->eth);
 	dmt_nl_close(nic->nl);
 	dmt_owner_free(&nic->me);
+	free(nic->text);
 	free(nic);
 }
 
@@ -790,11 +840,18 @@ static int apply(struct devmemtcp_nic *nic, struct dmt_op *op,
 
 /* Undo this owner's rules and context, remove its file and bring the
  * shared settings to what the others need.  What cannot be undone stays
- * in its file, marked closed, for the next operation of anyone. */
-static int leave(struct devmemtcp_nic *nic, struct dmt_op *op)
+ * in its file, marked closed, for the next operation of anyone.  Without
+ * the others' files (unread: why not) only this owner's own changes are
+ * undone, which the device shows; the shared settings need everyone's
+ * files and wait for the next operation. */
+static int leave(struct devmemtcp_nic *nic, struct dmt_op *op,
+		 const struct dmt_err *unread)
 {
 	bool gone = false;
-	int err = dmt_op_undo_owner(op, &nic->me, &gone), e2;
+	int err, e2;
+
+	dmt_err_clear(&nic->eerr);	/* the callers keep the cause */
+	err = dmt_op_undo_owner(op, &nic->me, &gone);
 
 	if (!err && gone) {
 		err = dmt_file_remove(&op->rd, nic->name);
@@ -804,24 +861,46 @@ static int leave(struct devmemtcp_nic *nic, struct dmt_op *op)
 		else
 			nic->saved = false;
 	}
+	if (err < 0 && !nic->eerr.msg[0])
+		dmt_err_set(&nic->eerr, err, "%s", dmt_errno_name(err));
 	if (err < 0 || !gone) {
-		nic->me.closed = true;
-		e2 = nic->saved ? save_me(nic, op) : 0;
+		e2 = mark_closed(nic, op);
 		if (!err)
 			err = e2;
 	}
-	/* the shared settings follow the others even when this failed */
-	e2 = dmt_op_reconcile(op, nic->saved ? &nic->me : NULL, false);
-	return err < 0 ? err : e2;
+	if (unread) {
+		if (err < 0)
+			return err;
+		nic->eerr = *unread;
+		if (!nic->eerr.msg[0])
+			dmt_err_set(&nic->eerr, unread->code, "%s",
+				    dmt_errno_name(unread->code));
+		return unread->code;
+	}
+	/* the shared settings follow the others even when this failed (whose
+	 * message stays the one given) */
+	if (err < 0) {
+		struct dmt_err first = nic->eerr;
+		char doing[sizeof(op->doing)];
+
+		memcpy(doing, op->doing, sizeof(doing));
+		dmt_op_reconcile(op, nic->saved ? &nic->me : NULL, false);
+		nic->eerr = first;
+		memcpy(op->doing, doing, sizeof(doing));
+		return err;
+	}
+	return dmt_op_reconcile(op, nic->saved ? &nic->me : NULL, false);
 }
 
-/* Apply failed at op->doing: undo this owner's steps and say both. */
-static int rollback(struct devmemtcp_nic *nic, struct dmt_op *op, int err)
+/* Apply failed at op->doing: undo this owner's steps and say both
+ * (unread: the owners' files could not be read again, see leave()). */
+static int rollback(struct devmemtcp_nic *nic, struct dmt_op *op, int err,
+		    const struct dmt_err *unread)
 {
 	struct devmemtcp_ctx *ctx = nic->ctx;
 	struct dmt_err cause = nic->eerr;
 	const char *ifname = nic->eth.ifname;
-	char doing[sizeof(op->doing)];
+	char doing[sizeof(op->doing)], hint[256];
 	uint32_t done = op->changes;
 
 	memcpy(doing, op->doing, sizeof(doing));
@@ -830,12 +909,13 @@ static int rollback(struct devmemtcp_nic *nic, struct dmt_op *op, int err)
 	devmemtcp_binding_close(nic->binding);
 	nic->binding = NULL;
 	op->fail_step = op->crash_step = 0;
-	if (leave(nic, op) < 0)
+	if (leave(nic, op, unread) < 0) {
+		finish_hint(nic, hint, sizeof(hint));
 		return dmt_err(ctx, &ctx->err, err,
 			       "setting up %s for devmem failed at %s: %s; "
-			       "undoing the finished steps failed too (%s): the next open or close on %s, "
-			       "or 'devmemtcp restore %s', finishes it",
-			       ifname, doing, cause.msg, nic->eerr.msg, ifname, ifname);
+			       "undoing the finished steps failed too (%s): %s",
+			       ifname, doing, cause.msg, nic->eerr.msg, hint);
+	}
 	return dmt_err(ctx, &ctx->err, err,
 		       "setting up %s for devmem failed at %s: %s; "
 		       "the %u finished steps were undone",
@@ -878,8 +958,8 @@ static int bind_queues(struct devmemtcp_nic *nic, struct dmt_op *op,
 /* The lock again, to undo a failed bind. */
 static int rollback_bind(struct devmemtcp_nic *nic, struct dmt_op *op, int err)
 {
-	struct dmt_err cause = nic->eerr;
-	char doing[sizeof(op->doing)];
+	struct dmt_err cause = nic->eerr, unread;
+	char doing[sizeof(op->doing)], hint[256];
 	uint32_t done = op->changes;
 	int ret;
 
@@ -887,18 +967,19 @@ static int rollback_bind(struct devmemtcp_nic *nic, struct dmt_op *op, int err)
 	ret = dmt_op_begin(op, nic->ctx, &nic->eth, nic->nl, nic->run_dir, &nic->eerr);
 	if (!ret)
 		ret = dmt_op_load(op, nic->name);
-	if (ret < 0) {
+	if (ret < 0 && !op->locked) {
 		dmt_op_end(op);
+		finish_hint(nic, hint, sizeof(hint));
 		return dmt_err(nic->ctx, &nic->ctx->err, err,
-			       "setting up %s for devmem failed at %s: %s; undoing the finished steps failed too (%s): "
-			       "the next open or close on %s after this process ends, or 'devmemtcp restore --all %s', finishes it",
-			       nic->eth.ifname, doing, cause.msg, nic->eerr.msg,
-			       nic->eth.ifname, nic->eth.ifname);
+			       "setting up %s for devmem failed at %s: %s; undoing the finished steps failed too (%s): %s",
+			       nic->eth.ifname, doing, cause.msg, nic->eerr.msg, hint);
 	}
+	unread = nic->eerr;
+	unread.code = ret;
 	nic->eerr = cause;
 	memcpy(op->doing, doing, sizeof(doing));
 	op->changes = done;
-	ret = rollback(nic, op, err);
+	ret = rollback(nic, op, err, ret < 0 ? &unread : NULL);
 	dmt_op_end(op);
 	return ret;
 }
@@ -949,7 +1030,7 @@ static int open_locked(struct devmemtcp_nic *nic, struct dmt_op *op,
 		return report(nic, err, "cannot set up devmem");
 	err = apply(nic, op, opts);
 	if (err < 0)
-		return rollback(nic, op, err);
+		return rollback(nic, op, err, NULL);
 	return 0;
 }
 
@@ -1033,7 +1114,9 @@ static int handle_op(struct devmemtcp_nic *nic, struct dmt_op *op)
 DEVMEMTCP_EXPORT int devmemtcp_nic_close(struct devmemtcp_nic *nic)
 {
 	DMT_KEEP_ERRNO;
+	struct dmt_err unread;
 	struct dmt_op op;
+	char hint[256];
 	int err;
 
 	if (!nic)
@@ -1051,15 +1134,30 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_close(struct devmemtcp_nic *nic)
 				: dmt_hook_env_int("DEVMEMTCP_TEST_NIC_CLOSE_CRASH_STEP");
 	op.hook_name = "DEVMEMTCP_TEST_NIC_CLOSE_FAIL_STEP";
 #endif
-	if (!err)
-		err = leave(nic, &op);
-	if (err < 0)
+	/* without the others' files, still this owner's own changes */
+	unread = nic->eerr;
+	unread.code = err;
+	if (op.locked) {
+		char doing[sizeof(op.doing)];
+		int e2;
+
+		memcpy(doing, op.doing, sizeof(doing));
+		e2 = leave(nic, &op, err < 0 ? &unread : NULL);
+		if (err < 0) {	/* the first failure is the one named */
+			nic->eerr = unread;
+			memcpy(op.doing, doing, sizeof(doing));
+		} else {
+			err = e2;
+		}
+	}
+	if (err < 0) {
+		finish_hint(nic, hint, sizeof(hint));
 		dmt_err(nic->ctx, &nic->ctx->err, err,
-			"closing the devmem setup of %s failed%s%s: %s; what is left is recorded in %s: "
-			"the next open or close on %s, or 'devmemtcp restore %s', finishes it",
+			"closing the devmem setup of %s failed%s%s: %s; what is left is recorded in %s: %s",
 			nic->eth.ifname, op.doing[0] ? " at " : "", op.doing,
 			nic->eerr.msg[0] ? nic->eerr.msg : dmt_errno_name(err),
-			nic->run_dir, nic->eth.ifname, nic->eth.ifname);
+			nic->run_dir, hint);
+	}
 	dmt_op_end(&op);
 	nic_free(nic);
 	return err;
