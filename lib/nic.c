@@ -838,21 +838,16 @@ static int apply(struct devmemtcp_nic *nic, struct dmt_op *op,
 	return err;
 }
 
-/* Undo this owner's rules and context, remove its file and bring the
- * shared settings to what the others need.  What cannot be undone stays
- * in its file, marked closed, for the next operation of anyone.  Without
- * the others' files (unread: why not) only this owner's own changes are
- * undone, which the device shows; the shared settings need everyone's
- * files and wait for the next operation. */
-static int leave(struct devmemtcp_nic *nic, struct dmt_op *op,
-		 const struct dmt_err *unread)
+/* Undo this owner's rules and context and remove its file; what cannot
+ * be undone stays in the file, marked closed, for the next operation of
+ * anyone.  A failure's message on nic->eerr. */
+static int undo_own(struct devmemtcp_nic *nic, struct dmt_op *op)
 {
 	bool gone = false;
 	int err, e2;
 
 	dmt_err_clear(&nic->eerr);	/* the callers keep the cause */
 	err = dmt_op_undo_owner(op, &nic->me, &gone);
-
 	if (!err && gone) {
 		err = dmt_file_remove(&op->rd, nic->name);
 		if (err < 0)
@@ -868,28 +863,37 @@ static int leave(struct devmemtcp_nic *nic, struct dmt_op *op,
 		if (!err)
 			err = e2;
 	}
+	return err;
+}
+
+/* undo_own(), then the shared settings to what the others need, also
+ * when that failed (whose message stays the one given).  Without the
+ * others' files (unread: why not) the shared settings, which need every
+ * owner's file, wait for the next operation. */
+static int leave(struct devmemtcp_nic *nic, struct dmt_op *op,
+		 const struct dmt_err *unread)
+{
+	char doing[sizeof(op->doing)];
+	struct dmt_err first;
+	int err = undo_own(nic, op);
+
+	if (unread && err < 0)
+		return err;
 	if (unread) {
-		if (err < 0)
-			return err;
 		nic->eerr = *unread;
 		if (!nic->eerr.msg[0])
 			dmt_err_set(&nic->eerr, unread->code, "%s",
 				    dmt_errno_name(unread->code));
 		return unread->code;
 	}
-	/* the shared settings follow the others even when this failed (whose
-	 * message stays the one given) */
-	if (err < 0) {
-		struct dmt_err first = nic->eerr;
-		char doing[sizeof(op->doing)];
-
-		memcpy(doing, op->doing, sizeof(doing));
-		dmt_op_reconcile(op, nic->saved ? &nic->me : NULL, false);
-		nic->eerr = first;
-		memcpy(op->doing, doing, sizeof(doing));
-		return err;
-	}
-	return dmt_op_reconcile(op, nic->saved ? &nic->me : NULL, false);
+	if (!err)
+		return dmt_op_reconcile(op, nic->saved ? &nic->me : NULL, false);
+	first = nic->eerr;
+	memcpy(doing, op->doing, sizeof(doing));
+	dmt_op_reconcile(op, nic->saved ? &nic->me : NULL, false);
+	nic->eerr = first;
+	memcpy(op->doing, doing, sizeof(doing));
+	return err;
 }
 
 /* Apply failed at op->doing: undo this owner's steps and say both
