@@ -43,8 +43,24 @@ def test_rx_on_a_pipe(ctx):
 
 def test_rx_on_udp(ctx):
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
-        raises(errno.EPROTOTYPE, r"devmemtcp_rx_new: fd \d+ is not a stream socket: devmem TCP needs a connected TCP socket",
+        raises(errno.EPROTOTYPE, r"devmemtcp_rx_new: fd \d+ is not a TCP socket \(a datagram socket\): devmem TCP needs a connected TCP socket \(IPv4 or IPv6\)",
                dm.Rx, ctx, u)
+
+
+def test_rx_on_a_unix_stream(ctx):
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with a, b:
+        raises(errno.EPROTOTYPE, r"devmemtcp_rx_new: fd \d+ is not a TCP socket \(an AF_UNIX socket\): devmem TCP needs a connected TCP socket \(IPv4 or IPv6\)",
+               dm.Rx, ctx, a)
+
+
+def test_rx_on_unconnected_tcp(ctx):
+    """A new socket and a listening one: the receiver takes the socket
+    accept() returns."""
+    with socket.socket() as s, socket.create_server(("127.0.0.1", 0)) as ls:
+        for sock in (s, ls):
+            raises(errno.ENOTCONN, r"devmemtcp_rx_new: fd \d+ is not connected \(Transport endpoint is not connected\): connect\(\) it first, or pass the socket accept\(\) returns",
+                   dm.Rx, ctx, sock)
 
 
 def test_nic_unknown_interface(ctx):
@@ -78,6 +94,27 @@ def test_interface_index_and_name(ctx, hostmem):
 def test_import_without_fd(ctx):
     raises(errno.EBADF, "import: opts.fd -1 is not a dma-buf fd: pass the fd your exporter gave you",
            dm.Buffer, ctx, 4096, "import")
+
+
+def test_import_needs_a_dmabuf(ctx, monkeypatch):
+    """Without the test build's stand-in a memfd is refused, and a size
+    beyond the dma-buf's end is refused with it (the pipe is not seekable:
+    only the kind of file is checked)."""
+    from devmemtcp import _testing
+    fd = _testing.dmabuf_stand_in(8192)
+    r, w = os.pipe()
+    try:
+        raises(errno.EINVAL, r"import: opts.size 12288 is larger than the dma-buf \(8192 bytes\): pass its size \(lseek\(fd, 0, SEEK_END\) gives it\)",
+               dm.Buffer, ctx, 12288, "import", fd=fd, keep_fd=True)
+        with dm.Buffer(ctx, 8192, "import", fd=fd, keep_fd=True) as b:
+            assert b.size == 8192
+        monkeypatch.delenv("DEVMEMTCP_TEST_DMABUF_MEMFD")
+        for f in (fd, r):
+            raises(errno.EINVAL, re.escape("import: opts.fd %d is not a dma-buf: pass the fd your exporter gave you (cuMemGetHandleForAddressRange, drmPrimeHandleToFD, UDMABUF_CREATE)" % f),
+                   dm.Buffer, ctx, 4096, "import", fd=f, keep_fd=True)
+    finally:
+        for f in (fd, r, w):
+            os.close(f)
 
 
 def test_import_segment_outside(ctx, hostmem):
