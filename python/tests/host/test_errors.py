@@ -63,14 +63,40 @@ def test_rx_on_unconnected_tcp(ctx):
                    dm.Rx, ctx, sock)
 
 
+@pytest.mark.parametrize("env,level,printed", [
+    (None, None, False),                # silent unless asked
+    ("err", None, True),                # $DEVMEMTCP_LOG asks
+    (None, "err", True),
+    (None, dm.LOG_ERR, True),
+    ("err", "none", False),             # 'none' whatever the environment says
+    ("err", dm.LOG_NONE, False),
+    ("err", dm.LOG_OFF, False),
+])
+def test_logging(monkeypatch, capfd, env, level, printed):
+    if env:
+        monkeypatch.setenv("DEVMEMTCP_LOG", env)
+    else:
+        monkeypatch.delenv("DEVMEMTCP_LOG", raising=False)
+    with dm.Context(log_level=level) as c, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+        e = raises(errno.EPROTOTYPE, r"devmemtcp_rx_new: fd \d+ is not a TCP socket .*", dm.Rx, c, u)
+    assert capfd.readouterr() == ("", "devmemtcp: %s\n" % e.strerror if printed else "")
+
+
 def test_nic_unknown_interface(ctx):
     raises(errno.ENODEV, r'no interface "nosuch0" in this network namespace \(see ip link show\)',
            dm.Nic, ctx, "nosuch0")
 
 
 def test_nic_bad_flow(ctx):
-    raises(errno.EINVAL, re.escape("flow 'dst-port many' does not parse: use '[tcp4|tcp6] [src-ip A[/L]] [dst-ip A[/L]] [src-port N] [dst-port N] [queue I]'"),
-           dm.Nic, ctx, "lo", flows=["dst-port many"])
+    """The library's explanation of each refused flow (the message of the
+    calling thread's last failed call without an object)."""
+    for flow, why in (
+            ("dst-port many", 'port "many" is not 1..65535'),
+            ("tcp4 tcp4 dst-port 1", "tcp4 is given twice: give each word once"),
+            ("dst-ip 10.0.0.0/0", "dst-ip 10.0.0.0/0 matches every address: "
+             "leave dst-ip out, or give a prefix length of 1 or more")):
+        raises(errno.EINVAL, re.escape('flow "%s": %s' % (flow, why)),
+               dm.Nic, ctx, "lo", flows=["tcp4 dst-port 5201", flow])
     with pytest.raises(TypeError, match="^flows is a list of strings"):
         dm.Nic(ctx, "lo", flows="tcp4 dst-port 1")
 
@@ -151,8 +177,9 @@ def test_timeout_and_nonblocking(rx, conn):
 
 
 def test_argument_errors(ctx, rx, hostmem):
-    with pytest.raises(ValueError, match="^log_level is one of 'none', 'err', 'warn', 'info', 'debug' or a LOG_\\* number$"):
-        dm.Context(log_level="loud")
+    for bad in ("loud", -2, 8):
+        with pytest.raises(ValueError, match="^log_level is one of 'none', 'err', 'warn', 'info', 'debug' or a LOG_\\* number$"):
+            dm.Context(log_level=bad)
     with pytest.raises(ValueError, match="^provider is 'udmabuf', 'import', 'cuda', 'drm' or a PROVIDER_\\* number$"):
         dm.Buffer(ctx, 4096, "gpu")
     with pytest.raises(ValueError, match="^max_bytes must be between 1 and 2\\*\\*31 - 1$"):
