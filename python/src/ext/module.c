@@ -276,7 +276,7 @@ static int add_constants(PyObject *m)
 				       PyLong_FromLongLong(constants[i].value)))
 			return -1;
 	if (PyModule_AddObject(m, "RELEASE_ANY_THREAD",
-			       PyBool_FromLong(DMT_LIB_THREAD_SAFE)))
+			       PyBool_FromLong(DEVMEMTCP_RELEASE_ANY_THREAD)))
 		return -1;
 	return 0;
 }

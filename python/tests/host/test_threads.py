@@ -105,4 +105,55 @@ def test_concurrent_receivers(rx, fake):
     rx.flush()
     st = fake.stats(rx)
     assert (st["outstanding"], st["bad"], st["freed"]) == (0, 0, 8000)
-    assert dm.RELEASE_ANY_THREAD in (True, False)
+    assert dm.RELEASE_ANY_THREAD is True
+
+
+def test_add_buf_and_stats_during_recv(ctx, rx, conn, fake):
+    """While a receive waits on the socket, another thread registers a
+    buffer and reads the statistics without waiting for data; the next
+    receive maps the new binding's fragments through that buffer."""
+    from conftest import HostMem
+    other = HostMem(ctx, 1 << 20)
+    got = []
+    receiver = threading.Thread(target=lambda: got.append(rx.recv()))
+    receiver.start()
+    time.sleep(0.2)
+    assert receiver.is_alive()             # waiting on the socket
+    t0 = time.monotonic()
+    done = []
+    helper = threading.Thread(target=lambda: done.extend([rx.add_buf(9, other.buf), rx.stats()]))
+    helper.start()
+    helper.join(5)
+    assert not helper.is_alive() and time.monotonic() - t0 < 1.0
+    assert done[1]["recv_calls"] == 0 and receiver.is_alive()
+    conn.client.sendall(b"wake")
+    receiver.join(5)
+    assert got and got[0].linear == b"wake"
+    got[0].release()
+    fake.attach(rx, 9)
+    fake.push(rx, [(8192, 4096)])
+    with rx.recv() as f:
+        assert [(x.offset, x.addr, x.binding_id) for x in f] == [(8192, other.base + 8192, 9)]
+        assert bytes(f.read()) == other.mem[8192:12288]
+    rx.flush()
+    assert (fake.stats(rx)["outstanding"], fake.stats(rx)["bad"]) == (0, 0)
+    other.close()
+
+
+def test_add_buf_from_many_threads(rx, hostmem):
+    """A receiver takes 16 buffers, however many threads register them."""
+    errors = []
+
+    def add(ids):
+        for i in ids:
+            try:
+                rx.add_buf(i, hostmem.buf)
+            except ValueError as e:
+                errors.append(str(e))
+
+    ts = [threading.Thread(target=add, args=(range(100 + k * 6, 106 + k * 6),)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert errors == ["a receiver takes at most 16 buffers"] * 9
