@@ -6,6 +6,7 @@
  * at once with several requests in flight, as NCCL's proxy thread does.
  *
  *   test-nccl-net PLUGIN [--version 8|9|10|11] [--bytes N] [--quiet]
+ *                        [--corrupt K]
  *       two threads of this process over loopback (NCCL_DEVMEMTCP_IFNAME=lo
  *       unless set), every version: properties, N bytes (64 MiB) each way
  *       in messages of mixed sizes (0 bytes, sizes not a multiple of 4) with
@@ -15,7 +16,9 @@
  *       is not one); the plugin must log the path of every connection.
  *
  *       With NCCL_DEVMEMTCP_FAMILY=AF_INET6 the same over ::1 (exit 77
- *       when lo has no IPv6 address).
+ *       when lo has no IPv6 address).  --corrupt K changes a byte of rank
+ *       0's message K after it is written (a test of the checks: rank 1
+ *       must report the mismatch and both ranks stop).
  *
  *   test-nccl-net PLUGIN --fork --ns0 NS --if0 IF --ns1 NS --if1 IF
  *       [--devmem] [--dmabuf-tx] ...
@@ -63,6 +66,7 @@
 static const char *plugin_path;
 static uint64_t total = 64ull << 20;
 static int only_version;
+static long corrupt_msg = -1;
 static bool quiet, fork_mode, want_devmem, dmabuf_tx;
 static const char *rank_ns[2], *rank_if[2];
 
@@ -527,6 +531,8 @@ static int post_send(struct rank *r, struct dir *d, unsigned int seed)
 		return 0;
 	if (put(r, p, size, d->pos, seed))
 		return -1;
+	if (r->id == 0 && corrupt_msg == (long)d->next && size)
+		p[size / 2] ^= 0x5a;
 	ret = net_isend(&r->net, r->sc, p, size, r->id, r->smh, &d->req[slot]);
 	CHECK(r, ret == NCCL_OK, "isend of message %u (%zu bytes): %d", d->next,
 	      size, ret);
@@ -1084,7 +1090,7 @@ static uint64_t parse_bytes(const char *s)
 
 static void usage(int code)
 {
-	printf("usage: test-nccl-net PLUGIN.so [--version 8|9|10|11] [--bytes N] [--quiet]\n"
+	printf("usage: test-nccl-net PLUGIN.so [--version 8|9|10|11] [--bytes N] [--quiet] [--corrupt K]\n"
 	       "       test-nccl-net PLUGIN.so --fork [--ns0 NS --if0 IF --ns1 NS --if1 IF]\n"
 	       "                     [--devmem] [--dmabuf-tx] [--version V] [--bytes N]\n");
 	exit(code);
@@ -1103,6 +1109,7 @@ static void parse_args(int argc, char **argv)
 		{ "if1", required_argument, NULL, 4 },
 		{ "devmem", no_argument, NULL, 5 },
 		{ "dmabuf-tx", no_argument, NULL, 6 },
+		{ "corrupt", required_argument, NULL, 7 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -1120,6 +1127,7 @@ static void parse_args(int argc, char **argv)
 		case 4: rank_if[1] = optarg; break;
 		case 5: want_devmem = true; break;
 		case 6: dmabuf_tx = true; break;
+		case 7: corrupt_msg = atol(optarg); break;
 		case 'h': usage(0); break;
 		default: usage(2);
 		}
