@@ -436,15 +436,20 @@ static uint8_t pat(uint64_t pos, unsigned int seed)
 }
 
 /* The pattern repeats every 251 bytes: copy it from a table of a few
- * periods instead of computing every byte. */
+ * periods instead of computing every byte.  main() fills it before the
+ * ranks start: both read it, and a rank that found it half filled by the
+ * other would send (or expect) zeros. */
 #define PAT_CHUNK (251 * 64)
 static uint8_t pat_table[PAT_CHUNK + 251];
 
+static void pat_init(void)
+{
+	for (size_t i = 0; i < sizeof(pat_table); i++)
+		pat_table[i] = (uint8_t)(i % 251);
+}
+
 static const uint8_t *pat_at(uint64_t pos, unsigned int seed)
 {
-	if (!pat_table[1])
-		for (size_t i = 0; i < sizeof(pat_table); i++)
-			pat_table[i] = (uint8_t)(i % 251);
 	return pat_table + (pos + seed) % 251;
 }
 
@@ -1167,6 +1172,7 @@ int main(int argc, char **argv)
 
 	parse_args(argc, argv);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	pat_init();
 	ipv6_or_skip();
 	if (!fork_mode && !rank_if[0])
 		setenv("NCCL_DEVMEMTCP_IFNAME", "=lo", 0);
