@@ -291,6 +291,26 @@ static int sync_recv(struct rank *r, void *buf, size_t len)
 	return 0;
 }
 
+/* The peer gave up: it shut down (a thread) or closed (a process) its end
+ * of the side channel.  Loops that wait on the plugin check it, so that
+ * one rank's failure ends the run at once instead of leaving the other
+ * waiting for bytes that will never come. */
+static bool peer_gone(struct rank *r)
+{
+	struct pollfd p = { .fd = r->sync_fd, .events = POLLRDHUP };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP));
+}
+
+/* A loop waiting on the plugin may go on: the peer is there, and end (a
+ * TIMEOUT_S deadline) has not passed. */
+static int still_waiting(struct rank *r, double end, const char *what)
+{
+	CHECK(r, !peer_gone(r), "the peer stopped while %s (see its message)", what);
+	CHECK(r, now_s() < end, "%s: nothing for %d s", what, TIMEOUT_S);
+	return 0;
+}
+
 /* Both ranks reach the same point. */
 static int barrier(struct rank *r)
 {
@@ -325,7 +345,8 @@ static int connect_pair(struct rank *r, void **sc, void **rc)
 			ret = net_accept(&r->net, lc, rc);
 			CHECK(r, ret == NCCL_OK, "accept: %d", ret);
 		}
-		CHECK(r, now_s() < end, "no connection after %d s", TIMEOUT_S);
+		if (still_waiting(r, end, "connecting"))
+			return -1;
 	}
 	CHECK(r, CALL(&r->net, close_listen, lc) == NCCL_OK, "closeListen");
 	return 0;
@@ -635,7 +656,8 @@ static int transfer(struct rank *r)
 	unsigned int seed_out = r->id ? 101 : 0, seed_in = r->id ? 0 : 101;
 	unsigned int n = messages();
 	struct dir s = { 0 }, v = { 0 };
-	double t0 = now_s(), end = t0 + TIMEOUT_S * 3;
+	double t0 = now_s(), end = t0 + TIMEOUT_S;
+	unsigned int seen = 0;
 
 	while (s.done < n || v.done < n) {
 		while (s.next < n && !s.req[s.next % WINDOW] && s.next - s.done < WINDOW) {
@@ -656,8 +678,14 @@ static int transfer(struct rank *r)
 		}
 		if (poll_dir(r, &s, false, seed_out) || poll_dir(r, &v, true, seed_in))
 			return -1;
-		CHECK(r, now_s() < end, "stuck: %u/%u sent, %u/%u received", s.done,
-		      n, v.done, n);
+		if (s.done + v.done != seen) {
+			seen = s.done + v.done;
+			end = now_s() + TIMEOUT_S;
+		}
+		CHECK(r, !peer_gone(r), "the peer stopped (see its message) with %u/%u sent, %u/%u received",
+		      s.done, n, v.done, n);
+		CHECK(r, now_s() < end, "stuck: nothing completed for %d s, %u/%u sent, %u/%u received",
+		      TIMEOUT_S, s.done, n, v.done, n);
 	}
 	printf("rank %d v%d: %" PRIu64 " bytes each way in %u messages, %.0f MB/s per direction with the pattern fill and check\n",
 	       r->id, r->net.v, total, n, (double)total / (now_s() - t0) / 1e6);
@@ -714,7 +742,9 @@ static int grouped(struct rank *r)
 		for (int i = 0; i < 4; i++) {
 			for (done = 0; !done;) {
 				ret = CALL(&r->net, test, reqs[i], &done, NULL);
-				CHECK(r, ret == NCCL_OK && now_s() < end, "test: %d", ret);
+				CHECK(r, ret == NCCL_OK, "test: %d", ret);
+				if (still_waiting(r, end, "sending tagged messages"))
+					return -1;
 			}
 		}
 		return barrier(r);
@@ -732,7 +762,9 @@ static int grouped(struct rank *r)
 	}
 	while (!done) {
 		ret = CALL(&r->net, test, req, &done, sizes_out);
-		CHECK(r, ret == NCCL_OK && now_s() < end, "test: %d", ret);
+		CHECK(r, ret == NCCL_OK, "test: %d", ret);
+		if (still_waiting(r, end, "receiving tagged messages"))
+			return -1;
 	}
 	for (int i = 0; i < 4; i++) {
 		const uint8_t *p = data[i];
@@ -759,8 +791,11 @@ static int wait_error(struct rank *r, void *req, int want, const char *what)
 	double end = now_s() + TIMEOUT_S;
 	int done = 0, ret = NCCL_OK;
 
-	while (ret == NCCL_OK && !done && now_s() < end)
+	while (ret == NCCL_OK && !done) {
+		if (still_waiting(r, end, what))
+			return -1;
 		ret = CALL(&r->net, test, req, &done, NULL);
+	}
 	CHECK(r, ret == want, "%s: test returned %d (done %d), expected %d", what,
 	      ret, done, want);
 	return 0;
