@@ -708,7 +708,8 @@ PyDoc_STRVAR(Buffer_doc,
 "provider 'udmabuf': host memory (hugetlb: 2 MiB pages); 'cuda': GPU memory\n"
 "of CUDA device `device` (ptr: export that existing allocation instead;\n"
 "chunk_size: build it from physical chunks); 'import': the dma-buf `fd`\n"
-"with `segments` [(offset, len, addr)] (keep_fd: do not take ownership;\n"
+"(size: at most its size) with `segments` [(offset, len, addr)] (keep_fd:\n"
+"do not take ownership; when Buffer() raises, fd stays the caller's;\n"
 "dl_device: where its addresses point, for DLPack); 'drm': a GEM buffer.\n"
 "view_cap: see Buffer.view_cap.  Errors raise devmemtcp.Error.");
 
