@@ -27,10 +27,32 @@ def test_gil_released_during_blocking_recv(rx, conn):
     f.release()
 
 
+def while_recv_waits(rx, conn, fn):
+    """Run fn on another thread while a third waits in rx.recv(): fn must
+    return within a second, the receive still waiting.  Then wake the
+    receive with plain bytes.  Returns what fn returned."""
+    got, out = [], []
+    receiver = threading.Thread(target=lambda: got.append(rx.recv()))
+    receiver.start()
+    time.sleep(0.2)
+    assert receiver.is_alive()             # waiting on the socket
+    t0 = time.monotonic()
+    helper = threading.Thread(target=lambda: out.append(fn()))
+    helper.start()
+    helper.join(5)
+    assert not helper.is_alive() and time.monotonic() - t0 < 1.0
+    assert out and receiver.is_alive()
+    conn.client.sendall(b"wake")
+    receiver.join(5)
+    assert got and got[0].linear == b"wake"
+    got[0].release()
+    return out[0]
+
+
 def test_release_from_another_thread_during_recv(rx, conn, fake):
     """The receiving thread waits in recv(); another thread drops the last
-    view of earlier fragments (the deleter runs there, without the GIL),
-    and a third flushes: the tokens reach the kernel while recv waits."""
+    view of earlier fragments (the deleter runs there, without the GIL)
+    and flushes: the tokens reach the kernel while recv waits."""
     fake.push(rx, [(0, 4096), (4096, 4096)])
     f = rx.recv()
     cap = f.__dlpack__()
@@ -43,23 +65,13 @@ def test_release_from_another_thread_during_recv(rx, conn, fake):
     ctypes.pythonapi.PyCapsule_SetName(cap, b"used_dltensor")
     del cap
     f.release()
-    got = []
-    receiver = threading.Thread(target=lambda: got.append(rx.recv()))
-    receiver.start()
-    time.sleep(0.2)
-    assert receiver.is_alive()             # waiting on the socket
-    t0 = time.monotonic()
-    deleter = threading.Thread(target=m.deleter, args=(ctypes.pointer(m),))
-    deleter.start()
-    deleter.join(5)
-    assert not deleter.is_alive() and time.monotonic() - t0 < 1.0
-    rx.flush()
-    assert fake.stats(rx)["outstanding"] == 0
-    assert receiver.is_alive()
-    conn.client.sendall(b"wake")
-    receiver.join(5)
-    assert got and got[0].linear == b"wake"
-    got[0].release()
+
+    def drop_and_flush():
+        m.deleter(ctypes.pointer(m))
+        rx.flush()
+        return fake.stats(rx)["outstanding"]
+
+    assert while_recv_waits(rx, conn, drop_and_flush) == 0
     assert fake.stats(rx)["bad"] == 0
 
 
@@ -114,22 +126,12 @@ def test_add_buf_and_stats_during_recv(ctx, rx, conn, fake):
     receive maps the new binding's fragments through that buffer."""
     from conftest import HostMem
     other = HostMem(ctx, 1 << 20)
-    got = []
-    receiver = threading.Thread(target=lambda: got.append(rx.recv()))
-    receiver.start()
-    time.sleep(0.2)
-    assert receiver.is_alive()             # waiting on the socket
-    t0 = time.monotonic()
-    done = []
-    helper = threading.Thread(target=lambda: done.extend([rx.add_buf(9, other.buf), rx.stats()]))
-    helper.start()
-    helper.join(5)
-    assert not helper.is_alive() and time.monotonic() - t0 < 1.0
-    assert done[1]["recv_calls"] == 0 and receiver.is_alive()
-    conn.client.sendall(b"wake")
-    receiver.join(5)
-    assert got and got[0].linear == b"wake"
-    got[0].release()
+
+    def add_and_count():
+        rx.add_buf(9, other.buf)
+        return rx.stats()["recv_calls"]
+
+    assert while_recv_waits(rx, conn, add_and_count) == 0
     fake.attach(rx, 9)
     fake.push(rx, [(8192, 4096)])
     with rx.recv() as f:
