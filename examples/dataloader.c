@@ -10,7 +10,7 @@
  * devmemtcp_gpu_gather(), and the fragments' tokens go back to the kernel
  * only once the gather has finished (devmemtcp_gpu_release_after()).
  *
- *   receiver: dataloader -l PORT -i IFNAME [-q QUEUE] [--cpu]
+ *   receiver: dataloader -l PORT -i IFNAME [-q QUEUE] [--cpu] [--rx-page-size N]
  *   sender:   dataloader -s HOST -p PORT [-n SAMPLES]
  *   no NIC:   dataloader --synthetic [--cpu] [-n SAMPLES]
  *
@@ -19,6 +19,8 @@
  * buffer bound there) and undoes it at the end; the control connection
  * uses PORT + 1 and goes wherever RSS puts it.  --cpu uses a udmabuf and CPU copies instead of a GPU
  * (for machines without one, e.g. the simulated NIC in a VM).
+ * --rx-page-size binds with NIC pages of N bytes (the udmabuf of --cpu is
+ * then backed by huge pages, so its segments are aligned to them).
  * --synthetic plays the NIC itself: it writes the payload into free pages
  * of the buffer and hands out fragments as a receive would.  Every sample
  * carries a known pattern and is checked after it is delivered.
@@ -101,6 +103,7 @@ static int cuda_open(void)
 
 struct loader {
 	bool cpu;
+	uint32_t rx_page_size;		/* 0: the kernel's default */
 	struct devmemtcp_buf *buf;	/* where payload lands */
 	uint8_t *host_pool;		/* synthetic --cpu without udmabuf */
 	struct devmemtcp_gpu *gpu;
@@ -483,9 +486,10 @@ static int receive(struct loader *L, struct devmemtcp_ctx *ctx, int port,
 	snprintf(rule, sizeof(rule), "tcp4 dst-port %d", port);
 	devmemtcp_flow_parse(rule, &flow);
 	{
+		DEVMEMTCP_OPTS(bind_opts, bo, .rx_page_size = L->rx_page_size);
 		DEVMEMTCP_OPTS(nic_opts, no, .queues = queue >= 0 ? &q : NULL,
 			       .nqueues = 1, .flows = &flow, .nflows = 1,
-			       .buf = L->buf);
+			       .buf = L->buf, .bind_opts = &bo);
 
 		ret = devmemtcp_nic_open(ctx, ifname, &no, &nic);
 	}
@@ -568,7 +572,8 @@ static int loader_open_cpu(struct loader *L, struct devmemtcp_ctx *ctx,
 			   bool synth)
 {
 	DEVMEMTCP_OPTS(buf_opts, bo, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
-		       .size = BUF_SIZE);
+		       .size = BUF_SIZE,
+		       .flags = L->rx_page_size > PAGE ? DEVMEMTCP_BUF_HUGETLB : 0);
 
 	if (devmemtcp_buf_new(ctx, &bo, &L->buf)) {
 		if (!synth) {
@@ -599,7 +604,7 @@ static void loader_close(struct loader *L)
 static void usage(const char *me)
 {
 	fprintf(stderr,
-		"usage: %s -l PORT -i IFNAME [-q QUEUE] [--cpu] receive\n"
+		"usage: %s -l PORT -i IFNAME [-q QUEUE] [--cpu] [--rx-page-size N] receive\n"
 		"       %s -s HOST -p PORT [-n SAMPLES]          send\n"
 		"       %s --synthetic [--cpu] [-n SAMPLES]     no NIC\n",
 		me, me, me);
@@ -610,6 +615,7 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "synthetic", no_argument, NULL, 'S' },
 		{ "cpu", no_argument, NULL, 'C' },
+		{ "rx-page-size", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -630,6 +636,7 @@ int main(int argc, char **argv)
 		case 'n': nsamples = (uint32_t)atoi(optarg); break;
 		case 'S': synth = true; break;
 		case 'C': L.cpu = true; break;
+		case 'P': L.rx_page_size = (uint32_t)atoi(optarg); break;
 		default:
 			usage(argv[0]);
 			return opt == 'h' ? 0 : 2;

@@ -161,8 +161,15 @@ struct devmemtcp_buf_opts {
 	int cuda_device;
 	uint64_t cuda_ptr;
 	uint64_t cuda_chunk_size;
-	/* DRM: device node (NULL: first render node). */
+	/* DRM: the node to allocate on (NULL: the first DRM device that can
+	 * allocate dumb buffers; a render node stands for its device's
+	 * primary node, where the kernel allows dumb buffers). */
 	const char *drm_path;
+	/* DRM: drm_handle != 0 exports that GEM handle of the caller's DRM fd
+	 * drm_fd instead of allocating (the caller keeps both).  A PRIME fd
+	 * goes through DEVMEMTCP_PROVIDER_IMPORT. */
+	int drm_fd;
+	uint32_t drm_handle;
 };
 
 struct devmemtcp_buf;
@@ -184,7 +191,7 @@ size_t devmemtcp_buf_segments(const struct devmemtcp_buf *buf,
 /* Device address of dma-buf offset off: 0 and *addr set, or -ERANGE. */
 int devmemtcp_buf_addr(const struct devmemtcp_buf *buf, uint64_t off,
 		       uint64_t *addr);
-/* CPU access to host-backed buffers (udmabuf), bracketed with
+/* CPU access to host-backed buffers (udmabuf, DRM), bracketed with
  * DMA_BUF_IOCTL_SYNC; -EOPNOTSUPP for device memory. */
 int devmemtcp_buf_read(struct devmemtcp_buf *buf, uint64_t off, void *dst,
 		       size_t len);
@@ -248,6 +255,9 @@ struct devmemtcp_rx_opts {
 	 * Pending releases are always flushed before a blocking receive. */
 	uint32_t release_batch;
 	uint32_t reserved;	/* zero */
+	/* Receive through this io_uring zero-copy receive handle instead of
+	 * recvmsg(MSG_SOCK_DEVMEM) (devmemtcp_zcrx_new(3)); NULL: devmem. */
+	struct devmemtcp_zcrx *zcrx;
 };
 
 struct devmemtcp_rx_stats {
@@ -325,6 +335,86 @@ int devmemtcp_rx_release_all(struct devmemtcp_rx *rx);
 
 int devmemtcp_rx_stats(const struct devmemtcp_rx *rx,
 		       struct devmemtcp_rx_stats *stats);
+
+/* ------------------------------------------------------------------------ */
+/* io_uring zero-copy receive (zcrx): the second receive backend.           */
+
+/*
+ * A zcrx handle owns one RX queue of an interface and the io_uring that
+ * receives on it (Linux 6.15; dma-buf areas 6.16).  Sockets join it through
+ * devmemtcp_rx_new() with opts.zcrx; their fragments and releases are those
+ * of devmem.  One thread drives the ring: the first that receives on one of
+ * its sockets or waits on it.
+ */
+enum devmemtcp_zcrx_flags {
+	/* Register a host-memory buffer (udmabuf) as a dma-buf area instead of
+	 * a user-memory area; device memory always is a dma-buf area.  The
+	 * kernel cannot copy into a dma-buf area: bytes it did not place
+	 * zero-copy (a steering miss) fail the receive. */
+	DEVMEMTCP_ZCRX_DMABUF_AREA = 1u << 0,
+};
+
+struct devmemtcp_zcrx_opts {
+	size_t sz;
+	uint32_t flags;		/* enum devmemtcp_zcrx_flags */
+	/* Refill ring entries, a power of two (0: one per buffer of the area,
+	 * at most 32768). */
+	uint32_t rq_entries;
+	/* Completion queue entries, a power of two (0: twice the area's
+	 * buffers, from 256 to 65536). */
+	uint32_t cq_entries;
+	uint32_t reserved;	/* zero */
+};
+
+struct devmemtcp_zcrx_stats {
+	size_t sz;
+	uint64_t sockets;		/* registered now */
+	uint64_t syscalls;		/* system calls since setup */
+	uint64_t enter_calls;		/* ... of which io_uring_enter */
+	uint64_t completions;		/* CQEs read */
+	uint64_t frags;			/* data completions */
+	uint64_t bytes;
+	uint64_t held;			/* buffers handed out, not yet released */
+	uint64_t held_max;
+	uint64_t refills;		/* entries written to the refill ring */
+	uint64_t refill_queued;		/* releases that waited in the queue */
+	uint64_t refill_waiting;	/* ... that wait there now */
+	uint64_t refill_queue_max;	/* most releases waiting at once */
+	uint64_t refill_ring_max;	/* most entries seen in the refill ring */
+	uint64_t rearms;		/* receives armed again after they ended */
+	uint64_t steering_misses;	/* receives of flows on another queue */
+	int64_t copy_count;		/* kernel copy fallbacks, -1: not reported */
+	int64_t copy_bytes;
+	uint32_t area_buffers;		/* buffers of the area */
+	uint32_t buffer_size;		/* bytes per buffer */
+	uint32_t rq_entries;
+	uint32_t dmabuf_area;		/* 1: dma-buf area, 0: user memory */
+};
+
+struct devmemtcp_zcrx;
+
+/*
+ * Register RX queue `queue` of ifindex (in the calling thread's network
+ * namespace) for zero-copy receive into buf.  Set the NIC up first with
+ * devmemtcp_nic_open() without a buffer (header split, RSS, the flows'
+ * rules).  Needs CAP_NET_ADMIN; -EOPNOTSUPP before Linux 6.15.
+ */
+int devmemtcp_zcrx_new(struct devmemtcp_ctx *ctx, int ifindex, uint32_t queue,
+		       struct devmemtcp_buf *buf,
+		       const struct devmemtcp_zcrx_opts *opts,
+		       struct devmemtcp_zcrx **zcrx);
+/* Close the ring and wait until the queue is released.  Free the sockets'
+ * receive handles first. */
+void devmemtcp_zcrx_free(struct devmemtcp_zcrx *zcrx);
+const char *devmemtcp_zcrx_errmsg(const struct devmemtcp_zcrx *zcrx);
+/*
+ * Drive the ring (from the ring's thread) until one of its sockets has
+ * fragments or its end to receive, or timeout_ms passed (< 0: no limit).
+ * Returns the number of such sockets, 0 on timeout.
+ */
+int devmemtcp_zcrx_wait(struct devmemtcp_zcrx *zcrx, int timeout_ms);
+int devmemtcp_zcrx_stats(const struct devmemtcp_zcrx *zcrx,
+			 struct devmemtcp_zcrx_stats *stats);
 
 /* ------------------------------------------------------------------------ */
 /* NIC setup and probe: header split, RSS, ntuple rules, put back on close. */
@@ -446,6 +536,15 @@ struct devmemtcp_probe_problem {
 	char fix[320];		/* "ethtool -G eth0 tcp-data-split on" */
 };
 
+#define DEVMEMTCP_PROBE_MAX_DRM 8
+
+struct devmemtcp_probe_drm {
+	char node[64];		/* "/dev/dri/card0" */
+	char driver[32];	/* "vgem"; "" when error is set */
+	int error;		/* 0, or why the node could not be queried
+				 * (negative errno: -EACCES, -ENOTTY, ...) */
+};
+
 enum devmemtcp_probe_flags {
 	/* Bind a small udmabuf to the last RX queue and release it. */
 	DEVMEMTCP_PROBE_TRY_BIND = 1u << 0,
@@ -492,6 +591,16 @@ struct devmemtcp_probe {
 	char try_bind_msg[256];
 	uint32_t nproblems;
 	struct devmemtcp_probe_problem problems[DEVMEMTCP_PROBE_MAX_PROBLEMS];
+	/* DRM device nodes (for DEVMEMTCP_PROVIDER_DRM): how many there are,
+	 * -1 when the library was built without libdrm; the first
+	 * DEVMEMTCP_PROBE_MAX_DRM of them: card nodes, then render nodes, each
+	 * by number. */
+	int drm_nodes;
+	struct devmemtcp_probe_drm drm[DEVMEMTCP_PROBE_MAX_DRM];
+	/* io_uring zero-copy receive on this kernel: 1 yes, 0 no, -1 unknown */
+	int zcrx;
+	int zcrx_dmabuf;		/* dma-buf areas (6.16) */
+	char zcrx_msg[160];		/* why not, or "" */
 };
 
 /* Collect the report of ifname.  Returns the number of problems (>= 0), or
@@ -635,6 +744,12 @@ enum devmemtcp_gpu_flags {
 	 * (cuMemcpyHtoDAsync) instead of letting the kernel read them from
 	 * pinned host memory. */
 	DEVMEMTCP_GPU_DESC_COPY = 1u << 0,
+	/* Gathers go to a kernel that stays resident (one block per SM) and
+	 * takes them through pinned memory, ordered on the caller's stream
+	 * by stream memory operations: no launch per gather.  It stops after
+	 * 1 ms without work and restarts on the next gather.  See
+	 * devmemtcp_gpu_new(3) for what it holds and costs. */
+	DEVMEMTCP_GPU_PERSISTENT = 1u << 1,
 };
 
 struct devmemtcp_gpu_opts {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /* Buffer objects: provider dispatch, segment table, CPU access; the import
- * provider and the refusal of the reserved DRM one. */
+ * provider. */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +44,7 @@ static void buf_destroy(struct devmemtcp_buf *buf)
 		munmap(buf->cpu_map, buf->size);
 	if (buf->own_fd && buf->fd >= 0)
 		close(buf->fd);
+	dmt_segmap_drop(buf);
 	free(buf->segs);
 	free(buf);
 }
@@ -80,7 +81,7 @@ int dmt_buf_set_segments(struct devmemtcp_buf *buf,
 			       n, (unsigned long long)size);
 	segs = dmt_malloc(n * sizeof(*segs));
 	if (!segs)
-		return -ENOMEM;
+		return dmt_err_nomem(ctx, err, "copying the segment table");
 	memcpy(segs, src, n * sizeof(*segs));
 	qsort(segs, n, sizeof(*segs), seg_cmp);
 	for (size_t i = 0; i < n; i++) {
@@ -113,10 +114,34 @@ int dmt_buf_set_segments(struct devmemtcp_buf *buf,
 			return -EINVAL;
 		}
 	}
+	if (dmt_segmap_set(buf, segs, n)) {
+		free(segs);
+		return -ENOMEM;
+	}
 	free(buf->segs);
 	buf->segs = segs;
 	buf->nsegs = n;
 	return 0;
+}
+
+int dmt_buf_map_cpu(struct devmemtcp_buf *buf, const char *who,
+		    const char *hint)
+{
+	struct devmemtcp_segment seg;
+	int ret;
+
+	buf->cpu_map = mmap(NULL, buf->size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			    buf->fd, 0);
+	if (buf->cpu_map == MAP_FAILED) {
+		ret = -errno;
+		buf->cpu_map = NULL;
+		return dmt_err(buf->ctx, &buf->ctx->err, ret,
+			       "%s: mmap of the dma-buf failed: %s%s", who,
+			       strerror(-ret), hint);
+	}
+	seg = (struct devmemtcp_segment){ 0, buf->size,
+					  (uint64_t)(uintptr_t)buf->cpu_map };
+	return dmt_buf_set_segments(buf, &seg, 1);
 }
 
 long dmt_segments_find(const struct devmemtcp_segment *segs, size_t n,
@@ -135,6 +160,30 @@ long dmt_segments_find(const struct devmemtcp_segment *segs, size_t n,
 			return (long)mid;
 	}
 	return -1;
+}
+
+int dmt_buf_check_pages(const struct devmemtcp_buf *buf, uint64_t page,
+			bool nic_page, const char *op, struct dmt_err *err)
+{
+	for (size_t i = 0; i < buf->nsegs; i++) {
+		const struct devmemtcp_segment *s = &buf->segs[i];
+		uint64_t end = s->offset + s->len;
+		bool start_off = s->offset % page;
+
+		if (!start_off && (!(end % page) || end == buf->size))
+			continue;
+		return dmt_err_set(err, -EINVAL,
+				   "%s: segment [0x%llx, +0x%llx) of the buffer %s at 0x%llx, not a multiple of the %llu-byte page%s: a fragment of the NIC could span two device ranges; make every segment boundary a multiple of %llu%s",
+				   op, (unsigned long long)s->offset,
+				   (unsigned long long)s->len,
+				   start_off ? "starts" : "ends",
+				   (unsigned long long)(start_off ? s->offset : end),
+				   (unsigned long long)page,
+				   nic_page ? " (rx_page_size)" : "",
+				   (unsigned long long)page,
+				   nic_page ? ", or lower rx_page_size" : "");
+	}
+	return 0;
 }
 
 /* fd's file lives on the dma-buf filesystem.  Test builds may let a
@@ -213,26 +262,11 @@ static const struct dmt_buf_provider import_provider = {
 	.create = import_create,
 };
 
-/* The DRM provider (GEM + PRIME) is reserved: say how to get the same
- * buffer through import. */
-static int drm_create(struct devmemtcp_ctx *ctx,
-		      const struct devmemtcp_buf_opts *opts,
-		      struct devmemtcp_buf *buf)
-{
-	return dmt_err(ctx, &ctx->err, -EOPNOTSUPP,
-		       "DEVMEMTCP_PROVIDER_DRM is not available in libdevmemtcp %s: export the GEM buffer with drmPrimeHandleToFD() and pass the fd with DEVMEMTCP_PROVIDER_IMPORT",
-		       devmemtcp_version());
-}
-
-static const struct dmt_buf_provider drm_provider = {
-	.create = drm_create,
-};
-
 static const struct dmt_buf_provider *const providers[] = {
 	[DEVMEMTCP_PROVIDER_UDMABUF] = &dmt_udmabuf_provider,
 	[DEVMEMTCP_PROVIDER_IMPORT] = &import_provider,
 	[DEVMEMTCP_PROVIDER_CUDA] = &dmt_cuda_provider,
-	[DEVMEMTCP_PROVIDER_DRM] = &drm_provider,
+	[DEVMEMTCP_PROVIDER_DRM] = &dmt_drm_provider,
 };
 
 /*
@@ -256,6 +290,8 @@ static void buf_opts_read(const struct devmemtcp_buf_opts *u,
 		.cuda_ptr = GET(cuda_ptr, 0),
 		.cuda_chunk_size = GET(cuda_chunk_size, 0),
 		.drm_path = GET(drm_path, NULL),
+		.drm_fd = GET(drm_fd, -1),
+		.drm_handle = GET(drm_handle, 0),
 	};
 #undef GET
 }
@@ -288,7 +324,7 @@ DEVMEMTCP_EXPORT int devmemtcp_buf_new(struct devmemtcp_ctx *ctx,
 			       opts->provider);
 	ret = dmt_buf_alloc(ctx, (int)opts->provider, &buf);
 	if (ret)
-		return ret;
+		return dmt_err_nomem(ctx, &ctx->err, "devmemtcp_buf_new");
 	buf->ops = providers[opts->provider];
 	ret = buf->ops->create(ctx, opts, buf);
 	if (ret) {

@@ -155,6 +155,18 @@ int dmt_opts_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 	return 0;
 }
 
+int dmt_opts_reserved(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		      const void *opts, size_t user_sz, size_t off, size_t len,
+		      const char *type_name)
+{
+	for (size_t i = off; opts && i < off + len && i < user_sz; i++)
+		if (((const unsigned char *)opts)[i])
+			return dmt_err(ctx, err, -EINVAL,
+				       "struct %s has a non-zero reserved byte at offset %zu: declare it with DEVMEMTCP_OPTS() or zero it with memset, and leave reserved fields zero",
+				       type_name, i);
+	return 0;
+}
+
 int dmt_tcp_check(struct devmemtcp_ctx *ctx, const char *fn, const char *use,
 		  int fd, int *domain)
 {
@@ -234,10 +246,12 @@ const char *dmt_errno_name(int err)
 	} names[] = {
 		{ 512, "ERESTARTSYS" },	    { 515, "ENOIOCTLCMD" },
 		{ 524, "ENOTSUPP" },	    { 525, "ETOOSMALL" },
+		/* a message with ENOMEM must say so in words */
+		{ ENOMEM, "ENOMEM (out of memory)" },
 #if !HAVE_STRERRORNAME_NP
 		{ EPERM, "EPERM" },	    { ENOENT, "ENOENT" },
 		{ EIO, "EIO" },		    { EBADF, "EBADF" },
-		{ ENOMEM, "ENOMEM" },	    { EACCES, "EACCES" },
+		{ EACCES, "EACCES" },
 		{ EFAULT, "EFAULT" },	    { EBUSY, "EBUSY" },
 		{ EEXIST, "EEXIST" },	    { ENODEV, "ENODEV" },
 		{ EINVAL, "EINVAL" },	    { E2BIG, "E2BIG" },
@@ -255,14 +269,14 @@ const char *dmt_errno_name(int err)
 
 	if (err < 0)
 		err = -err;
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (names[i].code == err)
+			return names[i].name;
 #if HAVE_STRERRORNAME_NP
 	name = strerrorname_np(err);
 	if (name)
 		return name;
 #endif
-	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
-		if (names[i].code == err)
-			return names[i].name;
 	snprintf(buf, sizeof(buf), "errno %d", err);
 	name = buf;
 	return name;

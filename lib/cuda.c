@@ -53,6 +53,10 @@ static void cuda_load_once(void)
 		cuda.handle = NULL;
 		return;
 	}
+#define DMT_CUDA_OPT_SYM(name, sym, args)                                      \
+	cuda.name = (CUresult (*) args)dlsym(cuda.handle, sym);
+	DMT_CUDA_OPTIONAL(DMT_CUDA_OPT_SYM)
+#undef DMT_CUDA_OPT_SYM
 	cuda.cuMemcpyBatchAsync = dlsym(cuda.handle, "cuMemcpyBatchAsync_v2");
 	if (!cuda.cuMemcpyBatchAsync) {
 		cuda.cuMemcpyBatchAsync = dlsym(cuda.handle, "cuMemcpyBatchAsync");
@@ -349,7 +353,7 @@ static int cuda_alloc(struct devmemtcp_ctx *ctx,
 	cb->handles = dmt_calloc(cb->nchunks, sizeof(*cb->handles));
 	if (!cb->handles) {
 		cb->nchunks = 0;
-		return -ENOMEM;
+		return dmt_err_nomem(ctx, &ctx->err, "CUDA buffer");
 	}
 	ret = cuda_map_chunks(ctx, cb, &prop, total, gran);
 	if (ret)
@@ -421,7 +425,7 @@ static int cuda_buf_new(struct devmemtcp_ctx *ctx,
 
 	cb = dmt_calloc(1, sizeof(*cb));
 	if (!cb)
-		return -ENOMEM;
+		return dmt_err_nomem(ctx, &ctx->err, "CUDA buffer");
 	cb->cu = dmt_cuda_get(ctx, &ctx->err, &ret);
 	if (!cb->cu)
 		goto err_free;

@@ -26,6 +26,22 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphNode_st *CUgraphNode;
+typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUkern_st *CUkernel;
+
+/* CUDA_KERNEL_NODE_PARAMS_v2 (the one cuGraphAddKernelNode_v2 takes). */
+typedef struct {
+	CUfunction func;
+	unsigned int gridDimX, gridDimY, gridDimZ;
+	unsigned int blockDimX, blockDimY, blockDimZ;
+	unsigned int sharedMemBytes;
+	void **kernelParams;
+	void **extra;
+	CUkernel kern;
+	CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS;
 
 enum {
 	CUDA_SUCCESS = 0,
@@ -46,6 +62,7 @@ enum {
 	CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
 	CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
 	CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED = 110,
+	CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS = 122,
 	CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 124,
 };
 
@@ -71,6 +88,9 @@ enum {
 #define CU_MEM_ALLOC_GRANULARITY_RECOMMENDED 0x1
 #define CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD 0x1
 #define CU_MEMCPY_SRC_ACCESS_ORDER_STREAM 0x1
+#define CU_STREAM_WAIT_VALUE_GEQ 0x0
+#define CU_STREAM_WRITE_VALUE_DEFAULT 0x0
+#define CU_STREAM_CAPTURE_STATUS_NONE 0
 
 typedef struct {
 	int type;
@@ -122,6 +142,7 @@ typedef struct {
 	X(cuCtxPushCurrent, "cuCtxPushCurrent_v2", (CUcontext c))              \
 	X(cuCtxPopCurrent, "cuCtxPopCurrent_v2", (CUcontext *c))               \
 	X(cuCtxSynchronize, "cuCtxSynchronize", (void))                        \
+	X(cuCtxGetCurrent, "cuCtxGetCurrent", (CUcontext *c))                  \
 	X(cuPointerGetAttribute, "cuPointerGetAttribute",                      \
 	  (void *data, int attr, CUdeviceptr p))                               \
 	X(cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity",      \
@@ -172,6 +193,7 @@ typedef struct {
 	X(cuStreamCreate, "cuStreamCreate", (CUstream *s, unsigned int flags)) \
 	X(cuStreamDestroy, "cuStreamDestroy_v2", (CUstream s))                 \
 	X(cuStreamSynchronize, "cuStreamSynchronize", (CUstream s))            \
+	X(cuStreamQuery, "cuStreamQuery", (CUstream s))                        \
 	X(cuEventCreate, "cuEventCreate", (CUevent *e, unsigned int flags))    \
 	X(cuEventDestroy, "cuEventDestroy_v2", (CUevent e))                    \
 	X(cuEventRecord, "cuEventRecord", (CUevent e, CUstream s))             \
@@ -180,11 +202,36 @@ typedef struct {
 	X(cuEventElapsedTime, "cuEventElapsedTime",                            \
 	  (float *ms, CUevent a, CUevent b))
 
+/* Entry points the library can do without (NULL when the driver lacks
+ * them): stream memory operations for persistent gathers, stream capture
+ * state, and CUDA graphs (the benchmark's comparison). */
+#define DMT_CUDA_OPTIONAL(X)                                                   \
+	X(cuStreamWriteValue32, "cuStreamWriteValue32_v2",                     \
+	  (CUstream s, CUdeviceptr addr, uint32_t value, unsigned int flags))  \
+	X(cuStreamWriteValue64, "cuStreamWriteValue64_v2",                     \
+	  (CUstream s, CUdeviceptr addr, uint64_t value, unsigned int flags))  \
+	X(cuStreamWaitValue32, "cuStreamWaitValue32_v2",                       \
+	  (CUstream s, CUdeviceptr addr, uint32_t value, unsigned int flags))  \
+	X(cuStreamIsCapturing, "cuStreamIsCapturing",                          \
+	  (CUstream s, int *status))                                           \
+	X(cuGraphCreate, "cuGraphCreate", (CUgraph *g, unsigned int flags))    \
+	X(cuGraphAddKernelNode, "cuGraphAddKernelNode_v2",                     \
+	  (CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps, \
+	   const CUDA_KERNEL_NODE_PARAMS *p))                                  \
+	X(cuGraphInstantiate, "cuGraphInstantiateWithFlags",                   \
+	  (CUgraphExec *e, CUgraph g, unsigned long long flags))               \
+	X(cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams_v2", \
+	  (CUgraphExec e, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS *p))  \
+	X(cuGraphLaunch, "cuGraphLaunch", (CUgraphExec e, CUstream s))         \
+	X(cuGraphExecDestroy, "cuGraphExecDestroy", (CUgraphExec e))           \
+	X(cuGraphDestroy, "cuGraphDestroy", (CUgraph g))
+
 struct dmt_cuda {
 	void *handle;
 	int driver_version;
 #define DMT_CUDA_FIELD(name, sym, args) CUresult (*name) args;
 	DMT_CUDA_FUNCS(DMT_CUDA_FIELD)
+	DMT_CUDA_OPTIONAL(DMT_CUDA_FIELD)
 #undef DMT_CUDA_FIELD
 	/* Optional (CUDA >= 12.8), NULL when the driver lacks it.  Set to
 	 * the 13.0 signature; batch_fail_idx tells whether the 12.8 one

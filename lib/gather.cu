@@ -1,36 +1,35 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 //
-// Gather kernel (layer 8): copy scattered fragments into packed
+// Gather kernels (layer 8): copy scattered fragments into packed
 // destinations.  Built by nvcc into a fatbin that is embedded in the library
-// and loaded with cuModuleLoadData (lib/gpu.c); the layout of the
-// descriptors is shared with lib/gpu.h.
+// and loaded with cuModuleLoadData (lib/gpu.c); the layouts they share with
+// the host are in gather_abi.h.
 //
-// One warp owns 32 consecutive descriptors: each lane loads one (a single
-// coalesced 512-byte read, straight from pinned host memory), then the warp
-// copies the 32 fragments one after another.  A fragment is copied with
-// 16-byte stores to the destination after a head of up to 15 bytes; when
-// the source is then not 16-byte aligned too, every lane loads the aligned
-// 16-byte word under its chunk, takes the following word from the next lane
-// (__shfl_sync) and realigns the pair with funnel shifts.  No byte loop runs
-// for more than 15 bytes per fragment end, so a misaligned fragment moves as
-// fast as an aligned one.
+// Three ways in: dmt_gather reads a launch's descriptors from a pinned slot
+// (lib/gpu_launch.c); dmt_gather_inline<N> from its own kernel parameter
+// (receive-sized gathers: nothing to fetch over PCIe first); and
+// dmt_gather_persist stays resident and takes jobs from slots announced by
+// stream memory operations (lib/gpu_persist.c).  All cut a batch into warps
+// as struct dmt_gather_args says: per descriptors a warp (large batches:
+// each lane loads one descriptor, one coalesced read, then the warp copies
+// them one after another) or split warps a descriptor (small batches: each
+// warp a 16-byte aligned slice of one fragment, so few fragments still
+// keep many SMs busy).
+//
+// A fragment is copied with 16-byte stores to the destination after a head
+// of up to 15 bytes; when the source is then not 16-byte aligned too, every
+// lane loads the aligned 16-byte word under its chunk, takes the following
+// word from the next lane (__shfl_sync) and realigns the pair with funnel
+// shifts.  No byte loop runs for more than 15 bytes per fragment end, so a
+// misaligned fragment moves as fast as an aligned one.
 //
 // Reading whole aligned words can touch up to 15 bytes before and after a
-// fragment; those bytes lie in the same 16-byte word as fragment bytes, so in
-// the same page, and are never written.
+// fragment (or a slice of it); those bytes lie in the same 16-byte word as
+// fragment bytes, so in the same page, and are never written.
 
 #include <stdint.h>
 
-struct dmt_gather_desc {
-	unsigned long long src;	// device address of the fragment
-	unsigned int len;	// bytes
-	unsigned int pos;	// byte position in this launch's output stream
-};
-
-struct dmt_gather_dst {
-	unsigned long long start;	// first output position of this destination
-	unsigned long long bias;	// device address = bias + pos
-};
+#include "gather_abi.h"
 
 #define DMT_FULL 0xffffffffu
 #define DMT_UNROLL 4		/* shifted rows: 32 x 4 x 16 B = 2 KiB */
@@ -212,51 +211,89 @@ static __device__ __forceinline__ void copy_frag(unsigned long long src,
 		d[head + 16 * nch + lane] = tb;
 }
 
-// descs: n descriptors in output order, per (1..32) of them for each warp.
-// With ndst > 1, dsts holds the destinations (sorted by start, first start
-// 0) and is staged in dynamic shared memory; with ndst <= 1, every output
-// byte goes to bias + pos.
-template <bool CS>
-static __device__ __forceinline__ void
-gather(const struct dmt_gather_desc *descs, unsigned int n,
-       const struct dmt_gather_dst *dsts, unsigned int ndst,
-       unsigned long long bias, unsigned int per)
-{
-	extern __shared__ struct dmt_gather_dst sdst[];
-	const unsigned int lane = threadIdx.x & 31;
-	const unsigned int first =
-		((blockIdx.x * blockDim.x + threadIdx.x) >> 5) * per;
-	unsigned long long my_src = 0, my_dst = 0;
-	unsigned int my_len = 0, cnt;
+// Destination tables of launches with ndst > 1 (dynamic shared memory).
+extern __shared__ struct dmt_gather_dst dmt_sdst[];
 
+// Where a launch's descriptors live: pinned host or device memory, read
+// with ld.global.cv (a slot is rewritten for every launch, so never from a
+// stale cache line), or the kernel parameter itself (inline launches).
+enum { DESC_GLOBAL, DESC_PARAM };
+
+template <int SRC>
+static __device__ __forceinline__ uint4 load16(const void *p)
+{
+	if (SRC == DESC_GLOBAL)
+		return __ldcv((const uint4 *)p);
+	return *(const uint4 *)p;
+}
+
+// Device address of output position pos: bias + pos, or through the
+// destination table staged in shared memory (sorted by start, first 0).
+static __device__ __forceinline__ unsigned long long
+out_addr(const struct dmt_gather_dst *sdst, unsigned int ndst,
+	 unsigned long long bias, unsigned int pos)
+{
 	if (ndst > 1) {
-		for (unsigned int i = threadIdx.x; i < ndst; i += blockDim.x)
-			sdst[i] = dsts[i];
-		__syncthreads();
+		unsigned int lo = 0, hi = ndst - 1;
+
+		while (lo < hi) {
+			unsigned int mid = (lo + hi + 1) / 2;
+
+			if (sdst[mid].start <= pos)
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		bias = sdst[lo].bias;
 	}
+	return bias + pos;
+}
+
+// Copy the share of warp vw of a launch cut as struct dmt_gather_args
+// says.  Every branch depends on vw alone, so the warp stays converged for
+// the shuffles of copy_frag.
+template <bool CS, int SRC>
+static __device__ __forceinline__ void
+gather_warp(const struct dmt_gather_desc *descs,
+	    const struct dmt_gather_dst *sdst, unsigned int n,
+	    unsigned int ndst, unsigned long long bias, unsigned int per,
+	    unsigned int split, unsigned int vw, unsigned int lane)
+{
+	unsigned long long my_src = 0, my_dst = 0;
+	unsigned int my_len = 0, first, cnt;
+
+	if (split > 1) {
+		// a 16-byte multiple of the descriptor, so that every slice
+		// keeps the source/destination alignment of the whole
+		const unsigned int d = vw / split, part = vw % split;
+		unsigned long long off, slice;
+		uint4 v;
+
+		if (d >= n)
+			return;
+		v = load16<SRC>(descs + d);	// one address: one request
+		slice = (((unsigned long long)v.z + split - 1) / split + 15) &
+			~15ull;
+		off = part * slice;
+		if (off >= v.z)
+			return;
+		my_src = ((unsigned long long)v.x | (unsigned long long)v.y << 32) +
+			 off;
+		my_dst = out_addr(sdst, ndst, bias, v.w) + off;
+		copy_frag<CS>(my_src, my_dst,
+			      (unsigned int)min(slice, v.z - off), lane);
+		return;
+	}
+	first = vw * per;
 	if (first >= n)
 		return;
 	cnt = min(per, n - first);
 	if (lane < cnt) {
-		const uint4 v = __ldcv((const uint4 *)(descs + first + lane));
-		unsigned long long b = bias;
+		const uint4 v = load16<SRC>(descs + first + lane);
 
 		my_src = (unsigned long long)v.x | (unsigned long long)v.y << 32;
 		my_len = v.z;
-		if (ndst > 1) {
-			unsigned int lo = 0, hi = ndst - 1;
-
-			while (lo < hi) {
-				unsigned int mid = (lo + hi + 1) / 2;
-
-				if (sdst[mid].start <= v.w)
-					lo = mid;
-				else
-					hi = mid - 1;
-			}
-			b = sdst[lo].bias;
-		}
-		my_dst = b + v.w;
+		my_dst = out_addr(sdst, ndst, bias, v.w);
 	}
 	for (unsigned int k = 0; k < cnt; k++) {
 		unsigned long long s = __shfl_sync(DMT_FULL, my_src, k);
@@ -267,34 +304,276 @@ gather(const struct dmt_gather_desc *descs, unsigned int n,
 	}
 }
 
-// Plain loads and stores measured faster than streaming hints (.cs) on an
-// H200 for every size distribution (bench/results/gather-h200.md).
-extern "C" __global__ void __launch_bounds__(256)
-dmt_gather(const struct dmt_gather_desc *descs, unsigned int n,
-	   const struct dmt_gather_dst *dsts, unsigned int ndst,
-	   unsigned long long bias, unsigned int per)
+// Stage a launch's destination table in shared memory (ndst > 1).
+template <int SRC>
+static __device__ __forceinline__ void
+stage_dsts(struct dmt_gather_dst *sdst, const struct dmt_gather_dst *dsts,
+	   unsigned int ndst)
 {
-	gather<false>(descs, n, dsts, ndst, bias, per);
+	for (unsigned int i = threadIdx.x; i < ndst; i += blockDim.x) {
+		const uint4 v = load16<SRC>(dsts + i);
+
+		sdst[i].start = (unsigned long long)v.x |
+				(unsigned long long)v.y << 32;
+		sdst[i].bias = (unsigned long long)v.z |
+			       (unsigned long long)v.w << 32;
+	}
+	__syncthreads();
+}
+
+template <bool CS>
+static __device__ __forceinline__ void
+gather_launch(const struct dmt_gather_desc *descs,
+	      const struct dmt_gather_dst *dsts, const struct dmt_gather_args &a)
+{
+	struct dmt_gather_dst *sdst = dmt_sdst;
+
+	if (a.ndst > 1)
+		stage_dsts<DESC_GLOBAL>(sdst, dsts, a.ndst);
+	gather_warp<CS, DESC_GLOBAL>(descs, sdst, a.n, a.ndst, a.bias, a.per,
+				     a.split,
+				     blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5),
+				     threadIdx.x & 31);
+}
+
+// One launch per batch, descriptors in a pinned slot.  Plain loads and
+// stores measured faster than streaming hints (.cs) on an H200 for every
+// size distribution (bench/results/gather-h200.md).
+extern "C" __global__ void __launch_bounds__(256)
+dmt_gather(const struct dmt_gather_desc *descs,
+	   const struct dmt_gather_dst *dsts, const struct dmt_gather_args a)
+{
+	gather_launch<false>(descs, dsts, a);
 }
 
 // The same with streaming cache hints (DEVMEMTCP_GATHER_KERNEL, benchmark).
 extern "C" __global__ void __launch_bounds__(256)
-dmt_gather_cs(const struct dmt_gather_desc *descs, unsigned int n,
-	      const struct dmt_gather_dst *dsts, unsigned int ndst,
-	      unsigned long long bias, unsigned int per)
+dmt_gather_cs(const struct dmt_gather_desc *descs,
+	      const struct dmt_gather_dst *dsts, const struct dmt_gather_args a)
 {
-	gather<true>(descs, n, dsts, ndst, bias, per);
+	gather_launch<true>(descs, dsts, a);
 }
+
+// ---- inline launches ------------------------------------------------------
+
+// 16-byte aligned: lanes load descriptors as uint4 from the parameter.
+template <unsigned int N>
+struct __align__(16) dmt_inline_param {
+	struct dmt_gather_args a;
+	uint32_t pad[2];
+	struct dmt_gather_dst dst[DMT_INLINE_DST_MAX];
+	struct dmt_gather_desc desc[N];
+};
+
+static_assert(offsetof(dmt_inline_param<16>, desc) == DMT_INLINE_HDR,
+	      "inline header size");
+static_assert(sizeof(struct dmt_gather_args) == 24, "dmt_gather_args");
+static_assert(sizeof(dmt_inline_param<16>) == DMT_INLINE_HDR + 16 * 16,
+	      "inline parameter size");
+static_assert(sizeof(struct dmt_persist_dev) == 128, "dmt_persist_dev");
+static_assert(sizeof(struct dmt_persist_host) == 128, "dmt_persist_host");
+static_assert(sizeof(struct dmt_persist_job) == 64, "dmt_persist_job");
+
+// The parameter is read where the launch put it (__grid_constant__: no
+// per-thread copy), through the constant cache.
+template <unsigned int N>
+static __device__ __forceinline__ void
+gather_inline(const dmt_inline_param<N> &p)
+{
+	struct dmt_gather_dst *sdst = dmt_sdst;
+
+	if (p.a.ndst > 1)
+		stage_dsts<DESC_PARAM>(sdst, p.dst, p.a.ndst);
+	gather_warp<false, DESC_PARAM>(p.desc, sdst, p.a.n, p.a.ndst, p.a.bias,
+				       p.a.per, p.a.split,
+				       blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5),
+				       threadIdx.x & 31);
+}
+
+#define DMT_INLINE_KERNEL(N)                                                   \
+	extern "C" __global__ void __launch_bounds__(256)                     \
+	dmt_gather_inline##N(const __grid_constant__ dmt_inline_param<N> p)   \
+	{                                                                      \
+		gather_inline<N>(p);                                           \
+	}
+DMT_INLINE_KERNEL(16)
+DMT_INLINE_KERNEL(64)
+DMT_INLINE_KERNEL(256)
+DMT_INLINE_KERNEL(1024)	// 16 KiB of parameters: CUDA 12.1 and later
+
+// ---- the persistent kernel -------------------------------------------------
+
+static __device__ __forceinline__ unsigned long long globaltimer(void)
+{
+	unsigned long long t;
+
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+// Block 0, idle: stop before job s unless a gather announced it.  The
+// host announces a job before it queues its go word and then reads
+// exiting; this block writes exiting and then reads announced.  With a
+// sequentially consistent fence between each write and read, at least one
+// of the two sees the other: either this block sees the job and stays, or
+// the host sees that the kernel may be stopping and waits for the outcome
+// (exiting cleared, or exited set) before it queues the go word.
+static __device__ bool try_stop(const struct dmt_persist_params &p,
+				struct dmt_persist_dev *dev,
+				volatile struct dmt_persist_host *h,
+				unsigned int s)
+{
+	unsigned int a, req;
+
+	h->exiting = (unsigned long long)p.gen << 32 | s;
+	__threadfence_system();		// fence.sc.sys
+	a = h->announced;
+	req = h->stop_req;
+	if (!req && (int)(a - s) >= 0) {
+		h->exiting = 0;
+		__threadfence_system();
+		return false;
+	}
+	*(volatile unsigned long long *)&dev->stop =
+		(unsigned long long)p.gen << 32 | s;
+	__threadfence_system();
+	return true;
+}
+
+// Thread 0 of each block: wait for job s's go word, or for the stop of
+// this generation before job s (a block behind block 0 still takes the
+// jobs before the stop: they were announced).  Returns 1 to stop.
+static __device__ unsigned int wait_job(const struct dmt_persist_params &p,
+					struct dmt_persist_dev *dev,
+					volatile unsigned long long *go,
+					volatile struct dmt_persist_host *h,
+					unsigned int s, unsigned long long *gp)
+{
+	volatile unsigned long long *stop =
+		(volatile unsigned long long *)&dev->stop;
+	unsigned long long t0 = globaltimer();
+	unsigned int ns = 32, polls = 0;
+
+	for (;;) {
+		unsigned long long g;
+
+		if (DMT_STOPS(*stop, p.gen, s))
+			return 1;
+		g = go[s & (p.nslots - 1)];
+		if (DMT_GO_SEQ(g) == DMT_GO_SEQ(s)) {
+			__threadfence();
+			if (DMT_STOPS(*stop, p.gen, s))
+				return 1;
+			*gp = g;
+			return 0;
+		}
+		if (blockIdx.x == 0 &&
+		    (globaltimer() - t0 >= p.idle_ns ||
+		     ((++polls & 63) == 0 && h->stop_req))) {
+			if (try_stop(p, dev, h, s))
+				return 1;
+			t0 = globaltimer();
+		}
+		__nanosleep(ns);
+		if (ns < 1024)
+			ns <<= 1;
+	}
+}
+
+// Runs until idle for p.idle_ns (or asked to stop by devmemtcp_gpu_free),
+// taking jobs p.seq0, p.seq0 + 1, ... in order.  Every block takes part in
+// every job (warps vw = block * warps + warp, strided by the grid); the
+// last block to finish a job publishes it in dev->done (the callers'
+// streams wait for it) and in the host's slot_done (the host reuses the
+// slot).  Grid: one block of 256 threads per SM; 16 KiB of dynamic shared
+// memory for destination tables.
+extern "C" __global__ void __launch_bounds__(256)
+dmt_gather_persist(const __grid_constant__ struct dmt_persist_params p)
+{
+	struct dmt_gather_dst *sdst = dmt_sdst;
+	__shared__ unsigned long long s_go;
+	__shared__ unsigned int s_stop;
+	struct dmt_persist_dev *dev = (struct dmt_persist_dev *)p.dev;
+	volatile unsigned long long *go = (volatile unsigned long long *)(dev + 1);
+	unsigned int *cnt = (unsigned int *)(go + p.nslots);
+	volatile struct dmt_persist_host *h =
+		(volatile struct dmt_persist_host *)p.host;
+	volatile unsigned int *slot_done = (volatile unsigned int *)(h + 1);
+	const struct dmt_persist_job *jobs =
+		(const struct dmt_persist_job *)p.jobs;
+	const unsigned int warps = blockDim.x >> 5;
+
+	for (unsigned int s = p.seq0;; s++) {
+		const unsigned int slot = s & (p.nslots - 1);
+		const struct dmt_gather_desc *descs =
+			(const struct dmt_gather_desc *)(p.desc_base +
+							 slot * p.slot_stride);
+		const struct dmt_gather_dst *dsts =
+			(const struct dmt_gather_dst *)(p.dst_base +
+							slot * p.slot_stride);
+		unsigned long long g, bias = 0;
+		unsigned int n, per, split, ndst = 1, nw;
+
+		if (threadIdx.x == 0) {
+			s_stop = wait_job(p, dev, go, h, s, &g);
+			s_go = g;
+		}
+		__syncthreads();
+		if (s_stop)
+			break;
+		g = s_go;
+		n = DMT_GO_GET_N(g);
+		per = DMT_GO_GET_PER(g);
+		split = DMT_GO_GET_SPLIT(g);
+		if (DMT_GO_GET_MULTI(g)) {
+			ndst = __ldcv(&jobs[slot].ndst);
+			stage_dsts<DESC_GLOBAL>(sdst, dsts, ndst);
+		} else {
+			bias = __ldcv(&jobs[slot].bias);
+		}
+		nw = (n + per - 1) / per * split;
+		for (unsigned int vw = blockIdx.x * warps + (threadIdx.x >> 5);
+		     vw < nw; vw += gridDim.x * warps)
+			gather_warp<false, DESC_GLOBAL>(descs, sdst, n, ndst, bias,
+							per, split, vw,
+							threadIdx.x & 31);
+		// every thread's bytes visible to the GPU, then the block's count
+		__threadfence();
+		__syncthreads();
+		if (threadIdx.x == 0) {
+			if (atomicAdd(&cnt[slot], 1) == gridDim.x - 1) {
+				atomicExch(&cnt[slot], 0);
+				__threadfence();
+				*(volatile unsigned int *)&dev->done = s;
+				__threadfence_system();
+				slot_done[slot] = s;
+			}
+		}
+	}
+	if (threadIdx.x == 0) {
+		__threadfence();
+		if (atomicAdd(&dev->nexit, 1) == gridDim.x - 1) {
+			atomicExch(&dev->nexit, 0);
+			__threadfence_system();
+			h->exited = p.gen;
+		}
+	}
+}
+
+// ---- tests and benchmarks ----------------------------------------------------
 
 // Spin for at least ns nanoseconds (tests: keep a stream busy so that a
 // deferred release has something to wait for).
 extern "C" __global__ void dmt_spin(unsigned long long ns)
 {
-	unsigned long long t0, t;
+	unsigned long long t0 = globaltimer();
 
-	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-	do {
+	do
 		__nanosleep(1000);
-		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-	} while (t - t0 < ns);
+	while (globaltimer() - t0 < ns);
+}
+
+// Nothing (the benchmark's cost of a bare launch).
+extern "C" __global__ void dmt_nop(void)
+{
 }

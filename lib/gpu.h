@@ -1,37 +1,210 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
- * Private: the GPU layer (8), shared with lib/gather.cu and the tests.  It
- * owns devmemtcp_gpu: the gather kernels (gather.cu, embedded as a fatbin;
- * gather_none.c when built without nvcc), their streams, pinned descriptor
- * slots and events, no-copy views, and fences that hold token releases
- * back until the GPU is done with the bytes.  It may call the CUDA driver
- * table (cuda.h) and the public receive API (to defer releases on a
- * fence); it knows nothing of sockets, buffers' providers or the NIC.
+ * Private: the GPU layer (8), shared by its files and the tests.  It owns
+ * devmemtcp_gpu: the gather kernels (gather.cu, embedded as a fatbin;
+ * gather_none.c when built without nvcc), the CPU side of a gather
+ * (gpu_desc.c: descriptors, launch geometry, views), the launches
+ * (gpu_launch.c: inline or from pinned slots), the persistent kernel
+ * (gpu_persist.c), and fences that hold token releases back until the GPU
+ * is done with the bytes (gpu.c).  It may call the CUDA driver table
+ * (cuda.h), the buffer layer's segment index (buf.h) and the public
+ * receive API (to defer releases on a fence); it knows nothing of sockets,
+ * buffers' providers or the NIC.
  */
 #ifndef DEVMEMTCP_GPU_H
 #define DEVMEMTCP_GPU_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "cuda.h"
+#include "gather_abi.h"
 #include "internal.h"
 
-/* One piece of a gather, as the kernel reads it (lib/gather.cu). */
-struct dmt_gather_desc {
-	uint64_t src;		/* device address */
-	uint32_t len;
-	uint32_t pos;		/* byte position in the launch's output */
+/* How gathers are launched. */
+enum dmt_gather_mode {
+	DMT_GATHER_AUTO,	/* inline when the batch fits, else a slot */
+	DMT_GATHER_RING,	/* always a slot (test builds: DEVMEMTCP_GATHER_MODE=ring) */
+	DMT_GATHER_PERSIST,	/* DEVMEMTCP_GPU_PERSISTENT */
 };
 
-/* A destination of a launch: output position start goes to bias + start. */
-struct dmt_gather_dst {
-	uint64_t start;
-	uint64_t bias;
+struct gpu_slot {
+	struct dmt_gather_desc *desc;	/* pinned host */
+	struct dmt_gather_dst *dst;	/* pinned host */
+	CUdeviceptr desc_dev;		/* what the kernel reads */
+	CUdeviceptr dst_dev;
+	CUevent done;			/* launches: reuse once complete */
+	bool busy;
+	uint32_t seq;			/* persistent: last job placed here */
 };
 
-/* Destinations per launch (staged in 16 KiB of shared memory). */
-#define DMT_GATHER_DST_MAX 1024u
+/* The host side of the persistent kernel (gpu_persist.c). */
+struct dmt_persist {
+	CUfunction fn;
+	CUstream stream;		/* the kernel's own, non-blocking */
+	CUdeviceptr dev;		/* struct dmt_persist_dev, go[], cnt[] */
+	CUdeviceptr go;			/* go[0] */
+	struct dmt_persist_host *host;	/* pinned, cached, mapped */
+	CUdeviceptr host_dev;
+	struct dmt_persist_job *jobs;	/* in the same allocation */
+	CUdeviceptr jobs_dev;
+	uint32_t seq;			/* last job announced */
+	uint32_t gen;			/* generation launched last, 0: none */
+	bool running;			/* as far as the host knows */
+	uint32_t blocks;
+	uint64_t idle_ns;
+	uint64_t launches;		/* kernel (re)starts, for the benchmark */
+};
+
+struct devmemtcp_gpu {
+	struct devmemtcp_ctx *ctx;
+	struct dmt_err err;
+	const struct dmt_cuda *cu;
+	int ordinal;
+	CUdevice dev;
+	CUcontext cctx;
+	CUmodule mod;
+	CUfunction fn_gather;		/* from a slot */
+	CUfunction fn_inline[DMT_INLINE_NSIZES];
+	CUfunction fn_spin;
+	CUfunction fn_nop;
+	uint32_t sms;			/* multiprocessors */
+	/* test-build knobs (0: automatic) */
+	uint32_t per_warp;
+	uint32_t split;
+	uint32_t warps_per_block;
+	int mode;			/* enum dmt_gather_mode */
+	uint32_t inline_max;		/* descriptors of an inline launch */
+	uint32_t flags;
+	uint32_t max_frags;
+	uint32_t nslots;
+	uint32_t next_slot;
+	struct gpu_slot *slots;
+	size_t slot_stride;
+	void *host;			/* every slot's pinned memory */
+	CUdeviceptr dev_copy;		/* DEVMEMTCP_GPU_DESC_COPY buffers */
+	struct dmt_gather_inline *inl;	/* an inline launch's parameter */
+	struct dmt_persist *ps;		/* DEVMEMTCP_GPU_PERSISTENT */
+	/* Fences outlive devmemtcp_gpu_free: the last reference frees. */
+	pthread_mutex_t lock;
+	unsigned long refs;
+	struct devmemtcp_gpu_fence *free_fences;
+};
+
+/* The parameter of dmt_gather_inline<N>: header, then N descriptors
+ * (the kernel's struct is 16-byte aligned; the driver copies it from
+ * here). */
+struct dmt_gather_inline {
+	struct dmt_gather_args a;
+	uint32_t pad[2];
+	struct dmt_gather_dst dst[DMT_INLINE_DST_MAX];
+	struct dmt_gather_desc desc[];
+};
+
+/* gather.cu asserts the same. */
+_Static_assert(offsetof(struct dmt_gather_inline, desc) == DMT_INLINE_HDR,
+	       "inline parameter header");
+_Static_assert(sizeof(struct dmt_gather_args) == 24, "dmt_gather_args");
+_Static_assert(sizeof(struct dmt_persist_dev) == 128, "dmt_persist_dev");
+_Static_assert(sizeof(struct dmt_persist_host) == 128, "dmt_persist_host");
+_Static_assert(sizeof(struct dmt_persist_job) == 64, "dmt_persist_job");
+
+/* Make gpu's context current if it is not; *pushed says whether
+ * gpu_ctx_leave must pop it. */
+int dmt_gpu_ctx_enter(struct devmemtcp_gpu *gpu, bool *pushed);
+void dmt_gpu_ctx_leave(struct devmemtcp_gpu *gpu, bool pushed);
+
+/* gpu_launch.c: the whole gather (validated already: n > 0), by launches
+ * or through the persistent kernel; the context is current. */
+int dmt_gpu_gather(struct devmemtcp_gpu *gpu,
+		   const struct devmemtcp_frag *frags, size_t n,
+		   const struct devmemtcp_gpu_iov *dsts, size_t ndst,
+		   CUstream stream);
+
+/* gpu_persist.c, with the context current.  init at devmemtcp_gpu_new;
+ * fini waits for the jobs announced and stops the kernel. */
+int dmt_persist_init(struct devmemtcp_gpu *gpu);
+void dmt_persist_fini(struct devmemtcp_gpu *gpu);
+/* Queue a built job (slot s, batch b, geometry) on stream. */
+struct dmt_gather_batch;
+struct dmt_gather_geom;
+int dmt_persist_slot(struct devmemtcp_gpu *gpu, struct gpu_slot **sp);
+int dmt_persist_queue(struct devmemtcp_gpu *gpu, struct gpu_slot *s,
+		      const struct dmt_gather_batch *b,
+		      const struct dmt_gather_geom *g, CUstream stream);
+
+/* ---- the CPU side of a gather (gpu_desc.c): no CUDA needed ---------------- */
+
+/* Where a gather stands between launches. */
+struct dmt_gather_cursor {
+	size_t i;		/* next fragment */
+	uint64_t foff;		/* bytes of it already placed */
+	size_t di;		/* current destination */
+	uint64_t doff;		/* bytes of it already filled */
+};
+
+/* One launch: room for descriptors and destinations, and what was put
+ * there. */
+struct dmt_gather_batch {
+	struct dmt_gather_desc *desc;
+	struct dmt_gather_dst *dst;
+	uint32_t max_desc;
+	uint32_t max_dst;
+	uint32_t nd;		/* descriptors filled */
+	uint32_t ndst;		/* destinations filled (>= 1) */
+	uint64_t bytes;		/* output positions covered, holes included */
+};
+
+/* Output positions are 32-bit: a launch covers less than 4 GiB. */
+#define DMT_GATHER_POS_MAX 0xffffffffull
+
+/*
+ * Fill b with the next launch of the gather of frags into dsts, starting
+ * at *cur (zeroed for the first), and advance *cur; the gather is complete
+ * when cur->i == n.  Fragments are cut where a destination ends and where
+ * b is full; a linear fragment leaves a hole.  Returns 0, or a negative
+ * errno with the message on err (logged through ctx): -EINVAL for a
+ * fragment without a device address, -ENOSPC when the destinations are
+ * too small for the fragments.  Only the fragments that b covers are
+ * checked: see dmt_gather_check for the rest.
+ */
+int dmt_gather_build(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		     const struct devmemtcp_frag *frags, size_t n,
+		     const struct devmemtcp_gpu_iov *dsts, size_t ndst,
+		     struct dmt_gather_cursor *cur, struct dmt_gather_batch *b);
+/* Check the fragments from *cur on as dmt_gather_build would, without
+ * building anything (before queueing the first of several launches). */
+int dmt_gather_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		     const struct devmemtcp_frag *frags, size_t n,
+		     const struct devmemtcp_gpu_iov *dsts, size_t ndst,
+		     const struct dmt_gather_cursor *cur);
+
+/* How a launch is cut into warps and blocks. */
+struct dmt_gather_geom {
+	uint32_t per;		/* descriptors per warp */
+	uint32_t split;		/* warps per descriptor */
+	uint32_t warps;		/* warps of the launch */
+	uint32_t wpb;		/* warps per block */
+	uint32_t blocks;
+};
+
+/*
+ * The geometry of a launch of nd (> 0) descriptors covering bytes, on a GPU
+ * of sms multiprocessors: enough warps to keep every SM busy when the
+ * batch is small (several warps per fragment), a few fragments per warp
+ * when it is large, and blocks small enough to spread over the SMs.  per,
+ * split, wpb: fixed values (test knobs), 0 for automatic.
+ */
+void dmt_gather_geometry(uint32_t nd, uint64_t bytes, uint32_t sms,
+			 uint32_t per, uint32_t split, uint32_t wpb,
+			 struct dmt_gather_geom *g);
+
+/* devmemtcp_gpu_view; with err NULL no message is kept. */
+int dmt_gpu_view(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		 const struct devmemtcp_frag *frags, size_t n,
+		 struct devmemtcp_gpu_iov *iov, size_t max);
 
 /* The embedded fatbin (generated from lib/gather.cu); absent without nvcc. */
 extern const unsigned char dmt_gather_fatbin[];
@@ -41,5 +214,7 @@ extern const size_t dmt_gather_fatbin_size;
 int dmt_gpu_spin(struct devmemtcp_gpu *gpu, void *stream, uint64_t ns);
 /* Tests and benchmarks: the driver API table of gpu. */
 const struct dmt_cuda *dmt_gpu_cuda(const struct devmemtcp_gpu *gpu);
+/* Benchmarks: how often the persistent kernel was started (0 without). */
+uint64_t dmt_gpu_persist_launches(const struct devmemtcp_gpu *gpu);
 
 #endif

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "devmemtcp.h"
 #include "testhooks.h"
@@ -61,6 +62,44 @@ static inline char *dmt_strdup(const char *s)
 static inline char *dmt_strndup(const char *s, size_t n)
 {
 	return dmt_hook_alloc_fail() ? NULL : strndup(s, n);
+}
+
+/*
+ * Walking the control buffer of a recvmsg (rx, tx error queue): the first
+ * cmsg, or the one after cm, whose header and cmsg_len bytes lie inside
+ * [msg_control, end).  NULL at the end, or at a cmsg whose length is
+ * impossible (shorter than its header, or past the end: a truncated
+ * buffer).  Lengths are compared as sizes, never by adding them to
+ * pointers, so that a cmsg_len near 2^64 can neither wrap to the same
+ * cmsg nor point back into the buffer (glibc's CMSG_NXTHDR can).
+ */
+static inline struct cmsghdr *dmt_cmsg_at(const char *p, const char *end)
+{
+	struct cmsghdr *cm = (struct cmsghdr *)p;
+	size_t left = (size_t)(end - p);
+
+	if (left < sizeof(*cm) || cm->cmsg_len < sizeof(*cm) ||
+	    cm->cmsg_len > left)
+		return NULL;
+	return cm;
+}
+
+static inline struct cmsghdr *dmt_cmsg_first(const struct msghdr *msg)
+{
+	const char *p = msg->msg_control;
+
+	return p ? dmt_cmsg_at(p, p + msg->msg_controllen) : NULL;
+}
+
+static inline struct cmsghdr *dmt_cmsg_next(const struct cmsghdr *cm,
+					    const char *end)
+{
+	/* cmsg_len <= end - cm here: the rounding cannot wrap */
+	size_t step = CMSG_ALIGN(cm->cmsg_len);
+
+	if (step >= (size_t)(end - (const char *)cm))
+		return NULL;
+	return dmt_cmsg_at((const char *)cm + step, end);
 }
 
 #ifndef ARRAY_SIZE
@@ -125,6 +164,12 @@ struct dmt_err *dmt_err_thread(void);
 /* Log without recording. */
 void dmt_log(const struct devmemtcp_ctx *ctx, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* -ENOMEM, recorded and logged as "<what>: out of memory". */
+static inline int dmt_err_nomem(const struct devmemtcp_ctx *ctx,
+				struct dmt_err *err, const char *what)
+{
+	return dmt_err(ctx, err, -ENOMEM, "%s: out of memory", what);
+}
 
 #define dmt_offsetofend(T, f) (offsetof(T, f) + sizeof(((T *)0)->f))
 
@@ -134,12 +179,13 @@ void dmt_log(const struct devmemtcp_ctx *ctx, int level, const char *fmt, ...)
  * A new field moves its struct's end here.
  */
 #define DMT_OPTS_END_devmemtcp_ctx_opts dmt_offsetofend(struct devmemtcp_ctx_opts, log_level)
-#define DMT_OPTS_END_devmemtcp_buf_opts dmt_offsetofend(struct devmemtcp_buf_opts, drm_path)
+#define DMT_OPTS_END_devmemtcp_buf_opts dmt_offsetofend(struct devmemtcp_buf_opts, drm_handle)
 #define DMT_OPTS_END_devmemtcp_bind_opts dmt_offsetofend(struct devmemtcp_bind_opts, no_verify)
-#define DMT_OPTS_END_devmemtcp_rx_opts dmt_offsetofend(struct devmemtcp_rx_opts, release_batch)
+#define DMT_OPTS_END_devmemtcp_rx_opts dmt_offsetofend(struct devmemtcp_rx_opts, zcrx)
 #define DMT_OPTS_END_devmemtcp_nic_opts dmt_offsetofend(struct devmemtcp_nic_opts, run_dir)
 #define DMT_OPTS_END_devmemtcp_probe_opts dmt_offsetofend(struct devmemtcp_probe_opts, flags)
 #define DMT_OPTS_END_devmemtcp_tx_opts dmt_offsetofend(struct devmemtcp_tx_opts, max_call_bytes)
+#define DMT_OPTS_END_devmemtcp_zcrx_opts dmt_offsetofend(struct devmemtcp_zcrx_opts, cq_entries)
 #define DMT_OPTS_END_devmemtcp_gpu_opts dmt_offsetofend(struct devmemtcp_gpu_opts, slots)
 
 /*
@@ -152,6 +198,15 @@ void dmt_log(const struct devmemtcp_ctx *ctx, int level, const char *fmt, ...)
 int dmt_opts_check(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		   const void *opts, size_t user_sz, size_t known_sz,
 		   size_t ours_sz, const char *type_name);
+/* A reserved field in the middle of a struct (fields were appended after
+ * it) must be zero too, when the caller's struct holds it. */
+int dmt_opts_reserved(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		      const void *opts, size_t user_sz, size_t off, size_t len,
+		      const char *type_name);
+#define DMT_OPTS_RESERVED(ctx, err, opts, type, field)                         \
+	dmt_opts_reserved(ctx, err, opts, (opts) ? (opts)->sz : 0,             \
+			  offsetof(struct type, field),                         \
+			  sizeof(((struct type *)0)->field), #type)
 #define DMT_OPTS_CHECK(ctx, err, opts, type)                                   \
 	dmt_opts_check(ctx, err, opts, (opts) ? (opts)->sz : 0,                \
 		       DMT_OPTS_END_##type, sizeof(struct type), #type)

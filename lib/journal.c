@@ -40,6 +40,16 @@ static void put_list(FILE *f, const char *key, const uint32_t *v, uint32_t n)
 	fputc('\n', f);
 }
 
+/* A program name as one printable word ("?" when empty): what the journal
+ * writes, and what the parser keeps, so that both agree. */
+static void comm_word(char *out, size_t len, const char *in)
+{
+	snprintf(out, len, "%s", in[0] ? in : "?");
+	for (char *p = out; *p; p++)
+		if (isspace((unsigned char)*p) || !isprint((unsigned char)*p))
+			*p = '_';
+}
+
 int dmt_journal_format(const struct dmt_journal *j, char **out, size_t *len)
 {
 	char comm[sizeof(j->comm)];
@@ -50,10 +60,7 @@ int dmt_journal_format(const struct dmt_journal *j, char **out, size_t *len)
 	f = dmt_hook_alloc_fail() ? NULL : open_memstream(out, len);
 	if (!f)
 		return -ENOMEM;
-	snprintf(comm, sizeof(comm), "%s", j->comm[0] ? j->comm : "?");
-	for (char *p = comm; *p; p++)
-		if (isspace((unsigned char)*p) || !isprint((unsigned char)*p))
-			*p = '_';
+	comm_word(comm, sizeof(comm), j->comm);
 	fprintf(f, "devmemtcp-journal %d\n", DMT_JOURNAL_VERSION);
 	fprintf(f, "pid %ld\ncomm %s\nifname %s\nifindex %d\n", (long)j->pid,
 		comm, j->ifname, j->ifindex);
@@ -176,11 +183,30 @@ static int parse_rule(char *s, struct dmt_journal *j)
 	return 0;
 }
 
+/* The decimal number that is all of s, in [0, max]: 0 or -EBADMSG. */
+static int get_u64(const char *s, uint64_t max, uint64_t *v)
+{
+	unsigned long long x;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EBADMSG;	/* no sign, no blank */
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (*end || errno || x > max)
+		return -EBADMSG;
+	*v = x;
+	return 0;
+}
+
+/* Linux's PID_MAX_LIMIT: no pid is larger. */
+#define PID_MAX 4194304
+
 static int parse_pid(const char *arg, struct dmt_journal *j)
 {
-	long long v;
+	uint64_t v;
 
-	if (sscanf(arg, "%lld", &v) != 1 || v <= 0)
+	if (get_u64(arg, PID_MAX, &v) || !v)
 		return -EBADMSG;
 	j->pid = (pid_t)v;
 	return 0;
@@ -194,14 +220,19 @@ static int parse_ifname(const char *arg, struct dmt_journal *j)
 	return 0;
 }
 
+static int parse_ifindex(const char *arg, struct dmt_journal *j)
+{
+	uint64_t v;
+
+	if (get_u64(arg, INT_MAX, &v))
+		return -EBADMSG;
+	j->ifindex = (int)v;
+	return 0;
+}
+
 static int parse_netns(const char *arg, struct dmt_journal *j)
 {
-	unsigned long long ns;
-
-	if (sscanf(arg, "%llu", &ns) != 1)
-		return -EBADMSG;
-	j->netns = ns;
-	return 0;
+	return get_u64(arg, UINT64_MAX, &j->netns);
 }
 
 /* "tds=T hds=H ntuple=N rss-default=D" (T, H: -1 when not reported) */
@@ -277,13 +308,13 @@ static int parse_line(char *line, struct dmt_journal *j, bool *end)
 	if (strcmp(line, "pid") == 0)
 		return parse_pid(arg, j);
 	if (strcmp(line, "comm") == 0) {
-		snprintf(j->comm, sizeof(j->comm), "%s", arg);
+		comm_word(j->comm, sizeof(j->comm), arg);
 		return 0;
 	}
 	if (strcmp(line, "ifname") == 0)
 		return parse_ifname(arg, j);
 	if (strcmp(line, "ifindex") == 0)
-		return sscanf(arg, "%d", &j->ifindex) == 1 ? 0 : -EBADMSG;
+		return parse_ifindex(arg, j);
 	if (strcmp(line, "netns") == 0)
 		return parse_netns(arg, j);
 	if (strcmp(line, "queues") == 0)
@@ -307,6 +338,23 @@ static int parse_line(char *line, struct dmt_journal *j, bool *end)
 	return -EBADMSG;
 }
 
+/*
+ * Not torn (the end line), with what every journal has, and nothing the
+ * writer would leave out (prior state without its "prior" line, a context
+ * not marked changed): a journal is accepted only if writing it back keeps
+ * all it says.
+ */
+static bool complete(const struct dmt_journal *j, bool end)
+{
+	if (!end || !j->ifname[0] || !j->pid || !j->comm[0])
+		return false;
+	if (!j->have_prior && (j->rss_size || j->nprior_ctx || j->nprior_rules))
+		return false;
+	if (!(j->changed & DMT_J_CTX) && (j->ctx_id || j->ctx_size))
+		return false;
+	return true;
+}
+
 int dmt_journal_parse(const char *text, size_t len, struct dmt_journal *j,
 		      int *bad_line)
 {
@@ -324,10 +372,11 @@ int dmt_journal_parse(const char *text, size_t len, struct dmt_journal *j,
 	     line = strtok_r(NULL, "\n", &save)) {
 		n++;
 		if (n == 1) {
-			int ver;
+			char head[32];
 
-			if (sscanf(line, "devmemtcp-journal %d", &ver) != 1 ||
-			    ver != DMT_JOURNAL_VERSION) {
+			snprintf(head, sizeof(head), "devmemtcp-journal %d",
+				 DMT_JOURNAL_VERSION);
+			if (strcmp(line, head) != 0) {
 				err = -EBADMSG;
 				break;
 			}
@@ -342,7 +391,7 @@ int dmt_journal_parse(const char *text, size_t len, struct dmt_journal *j,
 			break;
 	}
 	free(copy);
-	if (!err && (!end || !j->ifname[0]))
+	if (!err && !complete(j, end))
 		err = -EBADMSG;
 	if (err < 0) {
 		if (bad_line)

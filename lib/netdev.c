@@ -6,6 +6,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "netdev.h"
 #include "uapi.h"
 
@@ -522,6 +523,11 @@ static int bind_args_check(struct dmt_err *err, const struct bind_args *a)
 		return dmt_err_set(err, -EINVAL,
 				   "%s: rx_page_size %u is not a power of two: use 0 (page size) or a power of two such as 65536",
 				   a->op, a->page_size);
+	if (!a->tx)
+		return dmt_buf_check_pages(a->buf,
+					   a->page_size ? a->page_size
+							: (uint64_t)sysconf(_SC_PAGESIZE),
+					   a->page_size, a->op, err);
 	return 0;
 }
 
@@ -599,7 +605,7 @@ static int bind_request(struct dmt_err *err, struct devmemtcp_binding *b,
 		return ret;
 	msg = dmt_calloc(1, MNL_SOCKET_BUFFER_SIZE + a->nqueues * 32);
 	if (!msg)
-		return -ENOMEM;
+		return dmt_err_set(err, -ENOMEM, "%s: out of memory", a->op);
 	nlh = dmt_bind_msg(msg, family, a->tx, a->ifindex, a->queues,
 			   a->nqueues, devmemtcp_buf_fd(a->buf), a->page_size);
 	a->sent = true;
@@ -617,8 +623,7 @@ static int bind_request(struct dmt_err *err, struct devmemtcp_binding *b,
 
 /*
  * bind-rx or bind-tx of a->buf over a new netlink socket that the returned
- * binding owns.  On failure the message is recorded on err, not logged
- * (err->code stays 0 when there is none, as for -ENOMEM).
+ * binding owns.  On failure the message is recorded on err, not logged.
  */
 static int bind_dmabuf(struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		       struct bind_args *a,
@@ -636,7 +641,7 @@ static int bind_dmabuf(struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		return ret;
 	b = binding_new(ctx, a);
 	if (!b)
-		return -ENOMEM;
+		return dmt_err_set(err, -ENOMEM, "%s: out of memory", a->op);
 	ret = dmt_nl_open(&b->nl, NETLINK_GENERIC);
 	if (ret) {
 		dmt_err_set(err, ret,

@@ -174,6 +174,10 @@ static int jsave(struct devmemtcp_nic *nic)
 {
 	int err = dmt_journal_write(nic->run_dir, nic->eth.ifname, &nic->j);
 
+	if (err == -ENOMEM)
+		return dmt_err_set(&nic->eerr, err,
+				   "cannot write the journal %s/%s.journal: out of memory",
+				   nic->run_dir, nic->eth.ifname);
 	if (err < 0)
 		return dmt_err_set(&nic->eerr, err,
 				   "cannot write the journal %s/%s.journal: %s "
@@ -682,11 +686,18 @@ static int add_flow(struct devmemtcp_nic *nic, const struct devmemtcp_flow *flow
 	return (int)r->id;
 }
 
+/* What failed: the layer's message, else the errno's name (an allocation
+ * that failed leaves no message). */
+static const char *detail(const struct dmt_err *e, int code)
+{
+	return e->msg[0] ? e->msg : dmt_errno_name(code);
+}
+
 /* Compose "what failed at which step" on ctx from nic->eerr. */
 static int report(struct devmemtcp_nic *nic, int code, const char *what)
 {
 	return dmt_err(nic->ctx, &nic->ctx->err, code, "%s: %s", what,
-		       nic->eerr.msg[0] ? nic->eerr.msg : dmt_errno_name(code));
+		       detail(&nic->eerr, code));
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1011,6 +1022,10 @@ static int apply(struct devmemtcp_nic *nic, const struct devmemtcp_nic_opts *opt
 static int journal_unreadable(struct devmemtcp_ctx *ctx, const char *dir,
 			      const char *ifname, int err)
 {
+	if (err == -ENOMEM)
+		return dmt_err(ctx, &ctx->err, err,
+			       "reading the journal %s/%s.journal: out of memory",
+			       dir, ifname);
 	return dmt_err(ctx, &ctx->err, err,
 		       "the journal %s/%s.journal is unreadable (%s): restore the NIC by hand, then delete it",
 		       dir, ifname, journal_errname(err));
@@ -1075,8 +1090,10 @@ static int nic_new(struct devmemtcp_ctx *ctx, const char *ifname,
 	struct devmemtcp_nic *nic = dmt_calloc(1, sizeof(*nic));
 	int err;
 
-	if (!nic)
-		return -ENOMEM;
+	if (!nic) {
+		dmt_err_nomem(ctx, &ctx->err, ifname);
+		return -ENOMEM;	/* as a constant: callers rely on *nicp */
+	}
 	nic->ctx = ctx;
 	nic->lock_fd = -1;
 	nic->flags = DMT_OPT(opts, devmemtcp_nic_opts, flags, 0);
@@ -1151,7 +1168,7 @@ static int plan_queues(struct devmemtcp_nic *nic,
 
 	nic->j.queues = dmt_calloc(k ? k : 1, sizeof(uint32_t));
 	if (!nic->j.queues)
-		return -ENOMEM;
+		return dmt_err_nomem(nic->ctx, &nic->ctx->err, nic->eth.ifname);
 	nq = dmt_plan_queues(nic->nrx, req, k, k,
 			     !!(nic->flags & DEVMEMTCP_NIC_KEEP_RSS),
 			     nic->j.queues, why, sizeof(why));
@@ -1185,7 +1202,7 @@ static int plan(struct devmemtcp_nic *nic, const struct devmemtcp_nic_opts *opts
 			  DMT_OPT(opts, devmemtcp_nic_opts, nflows, 0));
 	if (err < 0)
 		return dmt_err(ctx, &ctx->err, err, "%s: %s", nic->eth.ifname,
-			       nic->eerr.msg);
+			       detail(&nic->eerr, err));
 	err = snapshot(nic, !(nic->flags & DEVMEMTCP_NIC_KEEP_RSS));
 	if (err == 0)
 		err = jsave(nic);
@@ -1208,14 +1225,14 @@ static int rollback(struct devmemtcp_nic *nic, int err)
 		return dmt_err(ctx, &ctx->err, err,
 			       "setting up %s for devmem failed at %s: %s; "
 			       "undoing the finished steps failed too (%s): run 'devmemtcp restore %s'",
-			       ifname, nic->doing, cause.msg, nic->eerr.msg,
-			       ifname);
+			       ifname, nic->doing, detail(&cause, err),
+			       nic->eerr.msg, ifname);
 	}
 	dmt_journal_remove(nic->run_dir, ifname);
 	return dmt_err(ctx, &ctx->err, err,
 		       "setting up %s for devmem failed at %s: %s; "
 		       "the %u finished steps were undone",
-		       ifname, nic->doing, cause.msg, nic->steps);
+		       ifname, nic->doing, detail(&cause, err), nic->steps);
 }
 
 static uint64_t binding_rt(const struct devmemtcp_nic *nic)

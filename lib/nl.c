@@ -124,34 +124,68 @@ static int extack_attr_cb(const struct nlattr *attr, void *data)
 	return MNL_CB_OK;
 }
 
+/* What the kernel puts in an error: 0 or -1 .. -MAX_ERRNO (4095).  Any
+ * other value is a malformed message, never a result a caller could take
+ * for success (> 0) or negate (INT_MIN). */
+static int kernel_errno(int e)
+{
+	return e <= 0 && e >= -4095 ? e : -EBADMSG;
+}
+
 /* NLMSG_ERROR: 0 for an ack, else the negative errno; extack captured. */
 static int parse_error(struct dmt_nl *nl, const struct nlmsghdr *nlh)
 {
 	const struct nlmsgerr *e = mnl_nlmsg_get_payload(nlh);
 	size_t off;
+	int err;
 
 	if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(*e)))
 		return -EBADMSG;
+	err = kernel_errno(e->error);
 	if (!(nlh->nlmsg_flags & NLM_F_ACK_TLVS))
-		return e->error;
+		return err;
 	/* TLVs follow the error and, unless capped, the original request. */
 	off = sizeof(*e);
-	if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
+	if (!(nlh->nlmsg_flags & NLM_F_CAPPED)) {
+		if (e->msg.nlmsg_len < sizeof(e->msg))
+			return err;
 		off += e->msg.nlmsg_len - sizeof(e->msg);
+	}
 	if (mnl_nlmsg_size(off) > nlh->nlmsg_len)
-		return e->error;
-	mnl_attr_parse(nlh, off, extack_attr_cb, nl);
-	return e->error;
+		return err;
+	mnl_attr_parse(nlh, (unsigned int)off, extack_attr_cb, nl);
+	return err;
+}
+
+/*
+ * A whole message at nlh with left bytes left: its header, nlmsg_len
+ * bytes and their alignment padding (the parsers walk attributes up to
+ * MNL_ALIGN(nlmsg_len)).  Compared as sizes: libmnl's mnl_nlmsg_ok
+ * compares nlmsg_len as an int, so a length >= 2^31 passes it, and
+ * MNL_ALIGN of a 32-bit length near 2^32 wraps.
+ */
+static bool nlmsg_fits(const struct nlmsghdr *nlh, size_t left)
+{
+	return left >= sizeof(*nlh) && nlh->nlmsg_len >= sizeof(*nlh) &&
+	       MNL_ALIGN((size_t)nlh->nlmsg_len) <= left;
 }
 
 int dmt_nl_parse(struct dmt_nl *nl, const void *buf, size_t len,
 		 uint32_t seq, mnl_cb_t cb, void *data, int *err)
 {
 	const struct nlmsghdr *nlh = buf;
-	int left = (int)len, ret;
+	size_t left = len;
+	int ret;
 
 	*err = 0;
-	while (mnl_nlmsg_ok(nlh, left)) {
+	while (left) {
+		size_t step;
+
+		if (!nlmsg_fits(nlh, left)) {
+			*err = -EBADMSG;
+			return MNL_CB_ERROR;
+		}
+		step = MNL_ALIGN((size_t)nlh->nlmsg_len);
 		if (nlh->nlmsg_seq != seq || nlh->nlmsg_pid != nl->portid)
 			goto next; /* a late reply to an earlier request */
 		switch (nlh->nlmsg_type) {
@@ -164,7 +198,8 @@ int dmt_nl_parse(struct dmt_nl *nl, const void *buf, size_t len,
 			if (nlh->nlmsg_len >= mnl_nlmsg_size(sizeof(int)) &&
 			    *(const int *)mnl_nlmsg_get_payload(nlh) < 0) {
 				/* a dump that failed part-way, maybe with TLVs */
-				*err = *(const int *)mnl_nlmsg_get_payload(nlh);
+				*err = kernel_errno(
+					*(const int *)mnl_nlmsg_get_payload(nlh));
 				return MNL_CB_ERROR;
 			}
 			return MNL_CB_STOP;
@@ -184,7 +219,8 @@ int dmt_nl_parse(struct dmt_nl *nl, const void *buf, size_t len,
 			}
 		}
 next:
-		nlh = mnl_nlmsg_next(nlh, &left);
+		left -= step;
+		nlh = (const void *)((const char *)nlh + step);
 	}
 	return MNL_CB_OK;
 }

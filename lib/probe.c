@@ -16,10 +16,12 @@
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
 
+#include "drm-provider.h"
 #include "ethtool.h"
 #include "netdev.h"
 #include "nic.h"
 #include "uapi.h"
+#include "zcrx.h"
 
 static void problem(struct devmemtcp_probe *p, const char *fix,
 		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -163,6 +165,7 @@ struct probe {
 	struct dmt_err eerr;	/* the ethtool layer's last message */
 	struct dmt_nl *nl;
 	int kv;			/* kernel version, dmt_kernel_version() */
+	bool nomem;		/* a step ran out of memory: the report would lie */
 };
 
 static int probe_args_check(struct devmemtcp_ctx *ctx,
@@ -477,6 +480,29 @@ static void probe_host(struct probe *pr)
 			(long long)p->optmem_max);
 }
 
+/* The DRM nodes, for the DRM buffer provider: reported, never a problem
+ * (devmem needs no DRM device). */
+static void probe_drm(struct probe *pr)
+{
+	pr->r.drm_nodes = dmt_drm_probe(pr->r.drm, DEVMEMTCP_PROBE_MAX_DRM);
+}
+
+/* io_uring zero-copy receive, the other backend: what the kernel offers.
+ * Informational: it is no problem for devmem. */
+static void probe_zcrx(struct probe *pr)
+{
+	struct devmemtcp_probe *p = &pr->r;
+	struct dmt_zcrx_support z;
+
+	if (dmt_zcrx_support(&z) == -ENOMEM) {
+		pr->nomem = true;
+		return;
+	}
+	p->zcrx = z.zcrx;
+	p->zcrx_dmabuf = z.dmabuf;
+	snprintf(p->zcrx_msg, sizeof(p->zcrx_msg), "%s", z.msg);
+}
+
 /* DEVMEMTCP_PROBE_TRY_BIND: the one sure test, unless the link is down. */
 static void probe_try_bind(struct devmemtcp_ctx *ctx, struct probe *pr)
 {
@@ -523,9 +549,13 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_probe(struct devmemtcp_ctx *ctx,
 	probe_rss(&pr);
 	probe_exclusive(&pr);
 	probe_host(&pr);
+	probe_drm(&pr);
+	probe_zcrx(&pr);
 	if (DMT_OPT(opts, devmemtcp_probe_opts, flags, 0) & DEVMEMTCP_PROBE_TRY_BIND)
 		probe_try_bind(ctx, &pr);
 	probe_close(&pr);
+	if (pr.nomem)
+		return dmt_err_nomem(ctx, &ctx->err, "devmemtcp_nic_probe");
 	dmt_copy_out(report, &pr.r, sizeof(pr.r));
 	return (int)pr.r.nproblems;
 }

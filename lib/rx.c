@@ -5,9 +5,11 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "rx.h"
+#include "zcrx.h"
 
 #define CMSG_FRAG_SPACE CMSG_SPACE(sizeof(struct dmt_dmabuf_cmsg))
 #define DEFAULT_CTRL_FRAGS 64
@@ -41,6 +43,7 @@ struct devmemtcp_rx {
 	struct dmt_tokens tokens;
 	struct devmemtcp_rx_stats st;
 	bool warned_miss;
+	struct dmt_zcrx_sock *zc;	/* io_uring zcrx socket, NULL: devmem */
 };
 
 static int sock_dontneed(void *arg, const struct dmt_dmabuf_token *t, size_t n)
@@ -67,6 +70,9 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
 			       "devmemtcp_rx_new: rx pointer is NULL");
 	*rxp = NULL;
 	ret = DMT_OPTS_CHECK(ctx, &ctx->err, opts, devmemtcp_rx_opts);
+	if (!ret)
+		ret = DMT_OPTS_RESERVED(ctx, &ctx->err, opts, devmemtcp_rx_opts,
+					reserved);
 	if (ret)
 		return ret;
 	ret = dmt_tcp_check(ctx, "devmemtcp_rx_new", "devmem TCP", fd, &domain);
@@ -79,21 +85,31 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
 			       MAX_CTRL_SIZE, DEFAULT_CTRL_FRAGS);
 	rx = dmt_calloc(1, sizeof(*rx));
 	if (!rx)
-		return -ENOMEM;
+		return dmt_err_nomem(ctx, &ctx->err, "devmemtcp_rx_new");
 	rx->ctx = ctx;
 	rx->fd = fd;
+	if (DMT_OPT(opts, devmemtcp_rx_opts, zcrx, NULL)) {
+		ret = dmt_zcrx_sock_new(opts->zcrx, fd, &ctx->err, &rx->zc);
+		if (ret) {
+			free(rx);
+			return ret;
+		}
+	}
 	rx->ctrl_cap = DMT_OPT(opts, devmemtcp_rx_opts, ctrl_size,
 			       DEFAULT_CTRL_FRAGS * CMSG_FRAG_SPACE);
 	if (rx->ctrl_cap < CMSG_FRAG_SPACE)
 		rx->ctrl_cap = CMSG_FRAG_SPACE;
 	rx->ctrl = dmt_malloc(rx->ctrl_cap);
 	if (!rx->ctrl) {
+		dmt_zcrx_sock_free(rx->zc);
 		free(rx);
-		return -ENOMEM;
+		return dmt_err_nomem(ctx, &ctx->err, "devmemtcp_rx_new");
 	}
+	/* zcrx: tokens are fragment ids, returned through the refill ring */
 	dmt_tokens_init(&rx->tokens,
 			DMT_OPT(opts, devmemtcp_rx_opts, release_batch, 0),
-			sock_dontneed, &rx->fd);
+			rx->zc ? dmt_zcrx_refill : sock_dontneed,
+			rx->zc ? (void *)rx->zc : &rx->fd);
 	pthread_mutex_init(&rx->lock, NULL);
 	rx->st.sz = sizeof(rx->st);
 	*rxp = rx;
@@ -106,6 +122,7 @@ DEVMEMTCP_EXPORT void devmemtcp_rx_free(struct devmemtcp_rx *rx)
 	if (!rx)
 		return;
 	devmemtcp_rx_release_all(rx);
+	dmt_zcrx_sock_free(rx->zc);
 	dmt_tokens_fini(&rx->tokens);
 	pthread_mutex_destroy(&rx->lock);
 	for (size_t i = 0; i < rx->nbufs; i++)
@@ -142,9 +159,13 @@ static int add_buf_locked(struct devmemtcp_rx *rx, uint32_t binding_id,
 				       "devmemtcp_rx_add_buf: binding %u is already registered",
 				       binding_id);
 	}
+	/* the binding's page is not known here: the host page is the least */
+	if (dmt_buf_check_pages(buf, (uint64_t)sysconf(_SC_PAGESIZE), false,
+				"devmemtcp_rx_add_buf", &rx->err))
+		return dmt_err_log(rx->ctx, &rx->err);
 	v = dmt_realloc(rx->bufs, (rx->nbufs + 1) * sizeof(*v));
 	if (!v)
-		return -ENOMEM;
+		return dmt_err_nomem(rx->ctx, &rx->err, "devmemtcp_rx_add_buf");
 	v[rx->nbufs++] = (struct rx_buf){ binding_id, dmt_buf_get(buf) };
 	rx->bufs = v;
 	return 0;
@@ -230,7 +251,8 @@ static int process_locked(struct devmemtcp_rx *rx, const struct msghdr *msg,
 	n = dmt_cmsg_parse_cb(msg, got, frags, max, &p, annotate, rx);
 	dmt_tokens_update_max(&rx->tokens);
 	if (n == -ENOMEM)
-		return n;
+		return dmt_err_nomem(rx->ctx, &rx->err,
+				     "recording the tokens received");
 	if (n < 0) {
 		if (msg->msg_flags & MSG_CTRUNC)
 			return dmt_err(rx->ctx, &rx->err, -ENOBUFS,
@@ -363,7 +385,8 @@ static ssize_t recv_devmem(struct devmemtcp_rx *rx, struct msghdr *msg,
 	for (;;) {
 		ret = ctrl_reserve(rx, max_frags, &len);
 		if (ret)
-			return ret;
+			return dmt_err_nomem(rx->ctx, &rx->err,
+					     "growing the control buffer of devmemtcp_rx_recv");
 		msg->msg_control = rx->ctrl;
 		/* no more devmem cmsgs than fragment slots */
 		msg->msg_controllen = len;
@@ -381,6 +404,50 @@ static ssize_t recv_devmem(struct devmemtcp_rx *rx, struct msghdr *msg,
 				      "recvmsg: the kernel reports ETOOSMALL even with %zu bytes of control buffer",
 				      max_frags * CMSG_FRAG_SPACE + rx->ctrl_extra);
 	}
+}
+
+/* The receive of a zcrx socket: fragments from the ring instead of
+ * recvmsg, accounted like devmem ones (no linear bytes: the kernel copies
+ * those into the area). */
+/*
+ * zcrx: wait for completions outside the handle's lock (other threads may
+ * release meanwhile), then account the tokens under it.  The lock order is
+ * the receiver's, then the zcrx handle's.
+ */
+static int zcrx_recv(struct devmemtcp_rx *rx, struct devmemtcp_frag *frags,
+		     size_t max, size_t len)
+{
+	struct dmt_err err = { 0 };
+	bool miss = false;
+	int n = dmt_zcrx_recv(rx->zc, frags, max, len, &err, &miss);
+
+	pthread_mutex_lock(&rx->lock);
+	rx->st.recv_calls++;
+	if (n < 0 && err.code)
+		rx->err = err;
+	for (int i = 0; i < n; i++) {
+		if (dmt_tokens_received(&rx->tokens, frags[i].token) == -ENOMEM) {
+			/* untracked tokens could never be released: the rest
+			 * waits for the next receive */
+			dmt_zcrx_unget(rx->zc, frags + i, (size_t)(n - i));
+			if (!i) {
+				n = dmt_err(rx->ctx, &rx->err, -ENOMEM,
+					    "devmemtcp_rx_recv: out of memory for the token table");
+				break;
+			}
+			n = i;
+			break;
+		}
+		rx->st.bytes += frags[i].len;
+		rx->st.dmabuf_bytes += frags[i].len;
+	}
+	dmt_tokens_update_max(&rx->tokens);
+	if (n > 0) {
+		rx->st.frags += (unsigned)n;
+		rx->st.steering_misses += miss;
+	}
+	pthread_mutex_unlock(&rx->lock);
+	return n;
 }
 
 DEVMEMTCP_EXPORT int devmemtcp_rx_recv(struct devmemtcp_rx *rx,
@@ -408,6 +475,8 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_recv(struct devmemtcp_rx *rx,
 	pthread_mutex_unlock(&rx->lock);
 	if (ret < 0)
 		return ret;
+	if (rx->zc)
+		return zcrx_recv(rx, frags, max_frags > INT_MAX ? INT_MAX : max_frags, len);
 
 	if (max_frags > INT_MAX / CMSG_FRAG_SPACE)
 		max_frags = INT_MAX / CMSG_FRAG_SPACE;
@@ -490,7 +559,8 @@ static int release_after_locked(struct devmemtcp_rx *rx,
 		for (size_t i = 0; i < n; i++)
 			if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
 				dmt_tokens_received(&rx->tokens, frags[i].token);
-		return ret;
+		return dmt_err(rx->ctx, &rx->err, -ENOMEM,
+			       "devmemtcp_rx_release_after: out of memory: nothing was deferred, the fragments are still the caller's");
 	}
 	return 0;
 }

@@ -44,16 +44,6 @@ int dmt_cmsg_parse(const struct msghdr *msg, size_t ret,
 /* Called on each dma-buf fragment as it is parsed; < 0 stops the parse. */
 typedef int (*dmt_frag_cb)(void *arg, struct devmemtcp_frag *f);
 
-static inline struct cmsghdr *next_cmsg(struct cmsghdr *cm, const char *end)
-{
-	if (cm->cmsg_len < sizeof(*cm))
-		return NULL;
-	cm = (struct cmsghdr *)((char *)cm + CMSG_ALIGN(cm->cmsg_len));
-	if ((const char *)(cm + 1) > end)
-		return NULL;
-	return cm;
-}
-
 static inline __attribute__((always_inline)) int
 dmt_cmsg_parse_cb(const struct msghdr *msg, size_t ret,
 				    struct devmemtcp_frag *frags, size_t max,
@@ -66,15 +56,12 @@ dmt_cmsg_parse_cb(const struct msghdr *msg, size_t ret,
 	struct cmsghdr *cm;
 	size_t n = 0;
 
-	/* CMSG_NXTHDR is an out-of-line glibc call: walk inline instead */
-	for (cm = CMSG_FIRSTHDR((struct msghdr *)msg); cm;
-	     cm = next_cmsg(cm, end)) {
+	/* CMSG_NXTHDR is an out-of-line glibc call and trusts cmsg_len: walk
+	 * inline, stopping at a cmsg whose body is cut off */
+	for (cm = dmt_cmsg_first(msg); cm; cm = dmt_cmsg_next(cm, end)) {
 		const struct dmt_dmabuf_cmsg *dc;
 		struct devmemtcp_frag *f;
 
-		/* never read a header whose body is cut off */
-		if ((const char *)cm + cm->cmsg_len > end)
-			break;
 		if (cm->cmsg_level != SOL_SOCKET ||
 		    (cm->cmsg_type != SCM_DEVMEM_DMABUF &&
 		     cm->cmsg_type != SCM_DEVMEM_LINEAR)) {

@@ -24,6 +24,7 @@ void dmt_tokens_init(struct dmt_tokens *t, uint32_t batch, dmt_dontneed_fn fn,
 void dmt_tokens_fini(struct dmt_tokens *t)
 {
 	free(t->bits);
+	free(t->sparse);
 	free(t->dq);
 	free(t->dtoks);
 	free(t->backlog);
@@ -46,10 +47,71 @@ static int grow_bits(struct dmt_tokens *t, uint32_t token)
 	return 0;
 }
 
+/* Index of the first entry of the sparse list >= token. */
+static size_t sparse_pos(const struct dmt_tokens *t, uint32_t token)
+{
+	size_t lo = 0, hi = t->nsparse;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->sparse[mid] < token)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool sparse_has(const struct dmt_tokens *t, uint32_t token)
+{
+	size_t i = sparse_pos(t, token);
+
+	return i < t->nsparse && t->sparse[i] == token;
+}
+
+/* Add a token >= DMT_TOKENS_DENSE: 0, -EEXIST or -ENOMEM.  Cannot fail
+ * for a token just taken out (the room is still there). */
+static int sparse_add(struct dmt_tokens *t, uint32_t token)
+{
+	size_t i = sparse_pos(t, token);
+
+	if (i < t->nsparse && t->sparse[i] == token)
+		return -EEXIST;
+	if (t->nsparse == t->sparse_cap) {
+		size_t cap = t->sparse_cap ? t->sparse_cap * 2 : 16;
+		uint32_t *v = dmt_realloc(t->sparse, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		t->sparse = v;
+		t->sparse_cap = cap;
+	}
+	memmove(t->sparse + i + 1, t->sparse + i,
+		(t->nsparse - i) * sizeof(*t->sparse));
+	t->sparse[i] = token;
+	t->nsparse++;
+	return 0;
+}
+
+static bool sparse_take(struct dmt_tokens *t, uint32_t token)
+{
+	size_t i = sparse_pos(t, token);
+
+	if (i == t->nsparse || t->sparse[i] != token)
+		return false;
+	memmove(t->sparse + i, t->sparse + i + 1,
+		(t->nsparse - i - 1) * sizeof(*t->sparse));
+	t->nsparse--;
+	return true;
+}
+
 bool dmt_tokens_is_outstanding(const struct dmt_tokens *t, uint32_t token)
 {
 	size_t w = token / 64;
 
+	if (token >= DMT_TOKENS_DENSE)
+		return sparse_has(t, token);
 	return w < t->nwords && (t->bits[w] >> (token % 64)) & 1;
 }
 
@@ -57,7 +119,14 @@ int dmt_tokens_received_slow(struct dmt_tokens *t, uint32_t token)
 {
 	size_t w = token / 64;
 	uint64_t m = 1ull << (token % 64);
+	int ret;
 
+	if (token >= DMT_TOKENS_DENSE) {
+		ret = sparse_add(t, token);
+		if (!ret)
+			t->outstanding++;
+		return ret;
+	}
 	if (w >= t->nwords && grow_bits(t, token))
 		return -ENOMEM;
 	if (t->bits[w] & m)
@@ -80,8 +149,13 @@ int dmt_tokens_take(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 
 		if (frags[i].flags & DEVMEMTCP_FRAG_LINEAR)
 			continue;
-		if (w >= nwords || !(bits[w] & m))
-			goto undo;
+		if (w >= nwords || !(bits[w] & m)) {
+			/* the bitmap never reaches DENSE: look there last */
+			if (tok < DMT_TOKENS_DENSE || !sparse_take(t, tok))
+				goto undo;
+			taken++;
+			continue;
+		}
 		bits[w] &= ~m;
 		taken++;
 	}
@@ -92,7 +166,11 @@ undo:
 	while (i--) {
 		uint32_t tok = frags[i].token;
 
-		if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
+		if (frags[i].flags & DEVMEMTCP_FRAG_LINEAR)
+			continue;
+		if (tok >= DMT_TOKENS_DENSE)
+			sparse_add(t, tok);	/* the room is there */
+		else
 			bits[tok / 64] |= 1ull << (tok % 64);
 	}
 	return -EINVAL;
@@ -405,6 +483,20 @@ int dmt_tokens_queue_all(struct dmt_tokens *t)
 			if (ret < 0)
 				err = ret;
 		}
+	}
+	/* the tokens too large for the bitmap */
+	while (t->nsparse) {
+		uint32_t tok = t->sparse[--t->nsparse];
+
+		t->outstanding--;
+		queued++;
+		if (err) {
+			backlog_add(t, tok);
+			continue;
+		}
+		ret = dmt_tokens_queue(t, tok);
+		if (ret < 0)
+			err = ret;
 	}
 	return err ? err : queued;
 }

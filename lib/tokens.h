@@ -31,9 +31,20 @@ struct dmt_deferred {
 	size_t ntokens;		/* tokens of this entry in dtoks[] */
 };
 
+/*
+ * Tokens are indices of the socket's xarray, allocated lowest first, so
+ * they stay below the number of fragments held; the bitmap covers them.
+ * A token at or above DMT_TOKENS_DENSE (4 Mi, a 512 KiB bitmap: 16 GiB of
+ * 4 KiB fragments held by one socket) is kept in a sorted list instead, so
+ * that its value never sizes an allocation and it is never lost.
+ */
+#define DMT_TOKENS_DENSE (1u << 22)
+
 struct dmt_tokens {
-	uint64_t *bits;		/* bit t set: token t outstanding */
+	uint64_t *bits;		/* bit t set: token t outstanding (t < DENSE) */
 	size_t nwords;
+	uint32_t *sparse;	/* outstanding tokens >= DENSE, sorted */
+	size_t nsparse, sparse_cap;
 	uint64_t outstanding;
 	uint64_t outstanding_max;
 	/* queued for release, merged into ranges */

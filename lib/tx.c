@@ -357,11 +357,14 @@ size_t dmt_tx_track_pop(struct dmt_tx_track *t, struct devmemtcp_tx_done *out,
 
 int dmt_tx_parse_errqueue(const struct msghdr *msg, struct dmt_tx_notif *n)
 {
+	const char *end = (const char *)msg->msg_control + msg->msg_controllen;
 	struct sock_extended_err ee;
 	struct cmsghdr *cm;
 
 	memset(n, 0, sizeof(*n));
-	for (cm = CMSG_FIRSTHDR(msg); cm; cm = CMSG_NXTHDR((struct msghdr *)msg, cm)) {
+	/* only cmsgs that lie wholly inside msg_controllen (CMSG_FIRSTHDR
+	 * checks the header, not the length) */
+	for (cm = dmt_cmsg_first(msg); cm; cm = dmt_cmsg_next(cm, end)) {
 		if (!((cm->cmsg_level == SOL_IP && cm->cmsg_type == IP_RECVERR) ||
 		      (cm->cmsg_level == SOL_IPV6 &&
 		       cm->cmsg_type == IPV6_RECVERR)))
@@ -470,14 +473,14 @@ DEVMEMTCP_EXPORT int devmemtcp_tx_new(struct devmemtcp_ctx *ctx, int fd,
 	}
 	tx = dmt_malloc(sizeof(*tx));
 	if (!tx)
-		return -ENOMEM;
+		return dmt_err_nomem(ctx, &ctx->err, "devmemtcp_tx_new");
 	ret = dmt_tx_init(tx, ctx, fd, domain, binding->id, binding->ifindex,
 			  binding->buf ? devmemtcp_buf_size(binding->buf) : 0,
 			  opts);
 	if (ret) {
 		dmt_tx_fini(tx);
 		free(tx);
-		return ret;
+		return dmt_err_nomem(ctx, &ctx->err, "devmemtcp_tx_new");
 	}
 	*txp = tx;
 	return 0;
@@ -966,8 +969,12 @@ DEVMEMTCP_EXPORT ssize_t devmemtcp_tx_send(struct devmemtcp_tx *tx,
 				       tx->max_call_bytes, &bytes);
 		if (!niov)
 			break;
-		if (dmt_tx_track_reserve(&tx->track, niov))
-			return sent ? (ssize_t)sent : -ENOMEM;
+		if (dmt_tx_track_reserve(&tx->track, niov)) {
+			if (sent)
+				return (ssize_t)sent;
+			return dmt_err_nomem(tx->ctx, &tx->err,
+					     "devmemtcp_tx_send: tracking the completions");
+		}
 		msg.msg_iov = tx->iov;
 		msg.msg_iovlen = niov;
 		dmt_tx_put_cmsg(&msg, ctrl, sizeof(ctrl), tx->binding_id);

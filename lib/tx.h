@@ -149,8 +149,8 @@ struct dmt_tx_notif {
 /*
  * Parse the control buffer of a recvmsg(MSG_ERRQUEUE): the first
  * SOL_IP/IP_RECVERR or SOL_IPV6/IPV6_RECVERR cmsg.  Returns 1 with *n
- * filled, 0 when the message carries no extended error, -EBADMSG when a
- * RECVERR cmsg is too short.
+ * filled, 0 when the message carries no extended error (or none that lies
+ * inside msg_controllen), -EBADMSG when a RECVERR cmsg is too short.
  */
 int dmt_tx_parse_errqueue(const struct msghdr *msg, struct dmt_tx_notif *n);
 

@@ -169,6 +169,10 @@ struct dmt_dma_buf_sync {
 #define DMT_DMA_BUF_SYNC_START (0 << 2)
 #define DMT_DMA_BUF_SYNC_END (1 << 2)
 #define DMT_DMA_BUF_IOCTL_SYNC _IOW('b', 0, struct dmt_dma_buf_sync)
+/* DMA_BUF_SET_NAME_B: the argument is a pointer to the name; the size in
+ * the number is that of a 64-bit pointer on every architecture. */
+#define DMT_DMA_BUF_SET_NAME _IOW('b', 1, __u64)
+#define DMT_DMA_BUF_NAME_LEN 32
 
 /* include/uapi/linux/magic.h: f_type of a dma-buf's file (fstatfs) */
 #define DMT_DMA_BUF_MAGIC 0x444d4142
@@ -273,5 +277,260 @@ struct dmt_dma_buf_sync {
 #ifndef RX_CLS_LOC_SPECIAL
 #define RX_CLS_LOC_SPECIAL 0x80000000
 #endif
+
+/* ---- io_uring zero-copy receive (lib/zcrx.c) ----
+ * include/uapi/linux/io_uring.h, io_uring/zcrx.h (split out in 7.1) and
+ * io_uring/query.h.  Debian's linux-libc-dev and liburing predate zcrx (6.15,
+ * dma-buf areas 6.16), so the structs are ours under DMT_ names; sizes and
+ * offsets are kernel ABI (checked with static asserts in zcrx.c).  The
+ * system call numbers come from <sys/syscall.h>; 425-427 are the numbers of
+ * every architecture whose headers could lack them (alpha and mips, which
+ * differ, have had them in glibc since io_uring appeared). */
+#include <sys/syscall.h>
+#ifndef __NR_io_uring_setup
+#define __NR_io_uring_setup 425
+#endif
+#ifndef __NR_io_uring_enter
+#define __NR_io_uring_enter 426
+#endif
+#ifndef __NR_io_uring_register
+#define __NR_io_uring_register 427
+#endif
+
+/* SO_INCOMING_NAPI_ID (4.12): asm-generic 56, sparc 0x003a, parisc 0x4031 */
+#ifndef SO_INCOMING_NAPI_ID
+#if defined(__sparc__)
+#define SO_INCOMING_NAPI_ID 0x003a
+#elif defined(__hppa__)
+#define SO_INCOMING_NAPI_ID 0x4031
+#else
+#define SO_INCOMING_NAPI_ID 56
+#endif
+#endif
+
+/* io_uring_setup(2) flags */
+#define DMT_IORING_SETUP_CQSIZE (1U << 3)
+#define DMT_IORING_SETUP_CLAMP (1U << 4)
+#define DMT_IORING_SETUP_R_DISABLED (1U << 6)
+#define DMT_IORING_SETUP_SUBMIT_ALL (1U << 7)
+#define DMT_IORING_SETUP_TASKRUN_FLAG (1U << 9)
+#define DMT_IORING_SETUP_CQE32 (1U << 11)
+#define DMT_IORING_SETUP_SINGLE_ISSUER (1U << 12)
+#define DMT_IORING_SETUP_DEFER_TASKRUN (1U << 13)
+#define DMT_IORING_SETUP_NO_SQARRAY (1U << 16)	/* 6.6 */
+
+#define DMT_IORING_FEAT_SINGLE_MMAP (1U << 0)
+#define DMT_IORING_FEAT_EXT_ARG (1U << 8)
+
+/* mmap offsets of the rings */
+#define DMT_IORING_OFF_SQ_RING 0ULL
+#define DMT_IORING_OFF_CQ_RING 0x8000000ULL
+#define DMT_IORING_OFF_SQES 0x10000000ULL
+
+/* sq_ring->flags */
+#define DMT_IORING_SQ_CQ_OVERFLOW (1U << 1)
+#define DMT_IORING_SQ_TASKRUN (1U << 2)	/* with IORING_SETUP_TASKRUN_FLAG */
+
+/* io_uring_enter(2) flags */
+#define DMT_IORING_ENTER_GETEVENTS (1U << 0)
+#define DMT_IORING_ENTER_EXT_ARG (1U << 3)
+
+/* io_uring_register(2) opcodes */
+#define DMT_IORING_REGISTER_PROBE 8
+#define DMT_IORING_REGISTER_ENABLE_RINGS 12
+#define DMT_IORING_REGISTER_ZCRX_IFQ 32		/* 6.15 */
+#define DMT_IORING_REGISTER_QUERY 35		/* 6.18 */
+
+/* SQE opcodes (enum io_uring_op) and their flags */
+#define DMT_IORING_OP_NOP 0
+#define DMT_IORING_OP_ASYNC_CANCEL 14
+#define DMT_IORING_OP_RECV_ZC 58			/* 6.15 */
+#define DMT_IORING_RECV_MULTISHOT (1U << 1)	/* sqe->ioprio */
+#define DMT_IORING_CQE_F_MORE (1U << 1)
+#define DMT_IO_URING_OP_SUPPORTED (1U << 0)
+
+struct dmt_io_sqring_offsets {
+	__u32 head;
+	__u32 tail;
+	__u32 ring_mask;
+	__u32 ring_entries;
+	__u32 flags;
+	__u32 dropped;
+	__u32 array;
+	__u32 resv1;
+	__u64 user_addr;
+};
+
+struct dmt_io_cqring_offsets {
+	__u32 head;
+	__u32 tail;
+	__u32 ring_mask;
+	__u32 ring_entries;
+	__u32 overflow;
+	__u32 cqes;
+	__u32 flags;
+	__u32 resv1;
+	__u64 user_addr;
+};
+
+struct dmt_io_uring_params {
+	__u32 sq_entries;
+	__u32 cq_entries;
+	__u32 flags;
+	__u32 sq_thread_cpu;
+	__u32 sq_thread_idle;
+	__u32 features;
+	__u32 wq_fd;
+	__u32 resv[3];
+	struct dmt_io_sqring_offsets sq_off;
+	struct dmt_io_cqring_offsets cq_off;
+};
+
+/* struct io_uring_sqe with the members a RECV_ZC, a NOP and a cancel use */
+struct dmt_io_uring_sqe {
+	__u8 opcode;
+	__u8 flags;
+	__u16 ioprio;
+	__s32 fd;
+	__u64 off;
+	__u64 addr;		/* ASYNC_CANCEL: the user_data to cancel */
+	__u32 len;
+	__u32 op_flags;
+	__u64 user_data;
+	__u16 buf_index;
+	__u16 personality;
+	__u32 zcrx_ifq_idx;	/* union with splice_fd_in, file_index */
+	__u64 addr3;
+	__u64 pad2;
+};
+
+struct dmt_io_uring_cqe {
+	__u64 user_data;
+	__s32 res;
+	__u32 flags;
+};
+
+struct dmt_kernel_timespec {
+	__s64 tv_sec;
+	__s64 tv_nsec;
+};
+
+/* IORING_ENTER_EXT_ARG */
+struct dmt_io_uring_getevents_arg {
+	__u64 sigmask;
+	__u32 sigmask_sz;
+	__u32 min_wait_usec;	/* 6.13; pad before */
+	__u64 ts;		/* struct dmt_kernel_timespec * */
+};
+
+struct dmt_io_uring_probe_op {
+	__u8 op;
+	__u8 resv;
+	__u16 flags;
+	__u32 resv2;
+};
+
+struct dmt_io_uring_probe {
+	__u8 last_op;
+	__u8 ops_len;
+	__u16 resv;
+	__u32 resv2[3];
+	struct dmt_io_uring_probe_op ops[];
+};
+
+#define DMT_IORING_MEM_REGION_TYPE_USER 1
+
+struct dmt_io_uring_region_desc {
+	__u64 user_addr;
+	__u64 size;
+	__u32 flags;
+	__u32 id;
+	__u64 mmap_offset;
+	__u64 resv[4];
+};
+
+/* zcrx */
+#define DMT_IORING_ZCRX_AREA_SHIFT 48
+#define DMT_IORING_ZCRX_AREA_MASK (~((1ULL << DMT_IORING_ZCRX_AREA_SHIFT) - 1))
+#define DMT_IORING_ZCRX_AREA_DMABUF 1		/* 6.16 */
+#define DMT_ZCRX_FEATURE_EVENT (1U << 1)	/* zcrx_stats in the region */
+#define DMT_ZCRX_EVENT_DESC_FLAG_STATS (1U << 0)
+
+struct dmt_zcrx_rqe {
+	__u64 off;
+	__u32 len;
+	__u32 pad;
+};
+
+struct dmt_zcrx_cqe {
+	__u64 off;
+	__u64 pad;
+};
+
+struct dmt_zcrx_offsets {
+	__u32 head;
+	__u32 tail;
+	__u32 rqes;
+	__u32 resv2;
+	__u64 resv[2];
+};
+
+struct dmt_zcrx_area_reg {
+	__u64 addr;
+	__u64 len;
+	__u64 rq_area_token;
+	__u32 flags;
+	__u32 dmabuf_fd;
+	__u64 resv2[2];
+};
+
+struct dmt_zcrx_ifq_reg {
+	__u32 if_idx;
+	__u32 if_rxq;
+	__u32 rq_entries;
+	__u32 flags;
+	__u64 area_ptr;		/* struct dmt_zcrx_area_reg * */
+	__u64 region_ptr;	/* struct dmt_io_uring_region_desc * */
+	struct dmt_zcrx_offsets offsets;
+	__u32 zcrx_id;
+	__u32 rx_buf_len;	/* 7.0 */
+	__u64 event_desc;	/* struct dmt_zcrx_event_desc *, ZCRX_FEATURE_EVENT */
+	__u64 resv[2];
+};
+
+struct dmt_zcrx_event_desc {
+	__u64 user_data;
+	__u32 type_mask;
+	__u32 flags;
+	__u64 stats_offset;	/* in the refill ring's region */
+	__u64 resv2[9];
+};
+
+struct dmt_zcrx_kstats {
+	__u64 copy_count;
+	__u64 copy_bytes;
+};
+
+/* IORING_REGISTER_QUERY (no ring: fd -1) */
+#define DMT_IO_URING_QUERY_ZCRX 1
+
+struct dmt_io_uring_query_hdr {
+	__u64 next_entry;
+	__u64 query_data;
+	__u32 query_op;
+	__u32 size;
+	__s32 result;
+	__u32 resv[3];
+};
+
+struct dmt_io_uring_query_zcrx {
+	__u64 register_flags;
+	__u64 area_flags;
+	__u32 nr_ctrl_opcodes;
+	__u32 features;
+	__u32 rq_hdr_size;
+	__u32 rq_hdr_alignment;
+	__u64 resv2;
+};
 
 #endif

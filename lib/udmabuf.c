@@ -150,17 +150,21 @@ static int udmabuf_create_fd(struct devmemtcp_ctx *ctx, int devfd, int memfd,
 		       (unsigned long long)size, strerror(-ret));
 }
 
-/* The CPU mapping, which is also the "device address" of host memory. */
-static int udmabuf_map(struct devmemtcp_ctx *ctx, struct devmemtcp_buf *buf)
+/* The CPU mapping, which is also the "device address" of host memory.  It
+ * maps the memfd, not the dma-buf: the same pages, but a dma-buf mapping
+ * is VM_PFNMAP, which the kernel cannot pin (io_uring zcrx user-memory
+ * areas pin it). */
+static int udmabuf_map(struct devmemtcp_ctx *ctx, struct devmemtcp_buf *buf,
+		       int memfd)
 {
 	struct devmemtcp_segment seg;
 
 	buf->cpu_map = mmap(NULL, buf->size, PROT_READ | PROT_WRITE, MAP_SHARED,
-			    buf->fd, 0);
+			    memfd, 0);
 	if (buf->cpu_map == MAP_FAILED) {
 		buf->cpu_map = NULL;
 		return dmt_err(ctx, &ctx->err, -errno,
-			       "udmabuf: mmap of the dma-buf failed: %s",
+			       "udmabuf: mmap of the memfd failed: %s",
 			       strerror(errno));
 	}
 	seg = (struct devmemtcp_segment){ 0, buf->size,
@@ -195,7 +199,7 @@ static int udmabuf_create(struct devmemtcp_ctx *ctx,
 	/* buf owns the dma-buf from here: devmemtcp_buf_free closes it */
 	buf->fd = fd;
 	buf->own_fd = true;
-	ret = udmabuf_map(ctx, buf);
+	ret = udmabuf_map(ctx, buf, memfd);
 	/* the dma-buf holds the pages; the memfd is no longer needed */
 err_memfd:
 	close(memfd);

@@ -3,8 +3,9 @@
 # Every test suite of libdevmemtcp, from a fresh clone on a fresh machine
 # (as root): dependencies, a normal build with the unit, host, vm and gpu
 # suites, an ASan/UBSan build with unit and host, valgrind over unit and
-# host, a production build checked for test hooks, and the receive
-# hot-path benchmark.  Ends with one line
+# host, the libFuzzer harnesses for a fixed budget, the multi-threaded
+# tests under ThreadSanitizer, a production build checked for test hooks,
+# and the receive hot-path benchmark.  Ends with one line
 # "N passed, N failed, N skipped".
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,6 +14,8 @@ sh scripts/deps.sh || exit 1
 B=${BUILD:-build}
 S=${BUILD_SAN:-build-san}
 P=${BUILD_PROD:-build-prod}
+F=${BUILD_FUZZ:-build-fuzz}
+T=${BUILD_TSAN:-build-tsan}
 status=0
 # this run's test logs (a step that does not run leaves none to count)
 logs=$(mktemp -d "${TMPDIR:-/tmp}/devmemtcp-testlogs.XXXXXX") || exit 1
@@ -39,6 +42,24 @@ meson test -C "$B" --print-errorlogs --suite unit --suite host \
 	--timeout-multiplier 5 || status=1
 cp "$B/meson-logs/testlog-valgrind-wrap.sh.json" "$logs/valgrind.json" 2>/dev/null
 
+step "fuzzing ($F): every harness for 100k executions or 30 s, two at a time"
+[ -d "$F" ] || meson setup "$F" --native-file build-fuzz.ini >/dev/null || exit 1
+ninja -C "$F" || exit 1
+t0=$(date +%s)
+meson test -C "$F" --print-errorlogs --suite fuzz --num-processes 2 || status=1
+# one line per harness: executions, exec/s, edges, features
+grep '^fuzz-' "$F/meson-logs/testlog.txt"
+echo "fuzz step: $(($(date +%s) - t0)) s"
+cp "$F/meson-logs/testlog.json" "$logs/fuzz.json" 2>/dev/null
+
+step "ThreadSanitizer ($T): the multi-threaded tests (suite tsan)"
+[ -d "$T" ] || meson setup "$T" --native-file build-tsan.ini >/dev/null || exit 1
+ninja -C "$T" || exit 1
+t0=$(date +%s)
+meson test -C "$T" --print-errorlogs --suite tsan || status=1
+echo "tsan step: $(($(date +%s) - t0)) s"
+cp "$T/meson-logs/testlog.json" "$logs/tsan.json" 2>/dev/null
+
 step "production build ($P): no test hooks, environment read with secure_getenv"
 [ -d "$P" ] || meson setup "$P" -Dtests=disabled -Dcuda=disabled >/dev/null || exit 1
 ninja -C "$P" || exit 1
@@ -48,7 +69,8 @@ echo "{\"name\": \"production\", \"result\": \"$r\"}" >"$logs/production.json"
 step "benchmark: receive hot path (ratios against one DONTNEED per fragment and unmerged 128-token batches)"
 "$B/bench/rx-hotpath" --frags 1048576 || status=1
 
-python3 - "$logs/main.json" "$logs/san.json" "$logs/valgrind.json" "$logs/production.json" <<'PY'
+python3 - "$logs/main.json" "$logs/san.json" "$logs/valgrind.json" \
+	"$logs/fuzz.json" "$logs/tsan.json" "$logs/production.json" <<'PY'
 import json, sys
 p = f = s = 0
 for path in sys.argv[1:]:

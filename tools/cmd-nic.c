@@ -7,8 +7,10 @@
  * devmemtcp_nic_recover()).  The library logs nothing here: the commands
  * print its messages themselves.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "common.h"
 
@@ -44,6 +46,29 @@ static void num_or_unknown(FILE *f, long long v)
 		fprintf(f, "unknown");
 	else
 		fprintf(f, "%lld", v);
+}
+
+/* The DRM nodes (DEVMEMTCP_PROVIDER_DRM): "/dev/dri/card0 (vgem), ...". */
+static void print_drm(const struct devmemtcp_probe *p)
+{
+	int shown = p->drm_nodes < DEVMEMTCP_PROBE_MAX_DRM ? p->drm_nodes
+							   : DEVMEMTCP_PROBE_MAX_DRM;
+
+	printf("DRM            ");
+	if (p->drm_nodes < 0) {
+		printf("unknown (libdevmemtcp was built without libdrm)\n");
+		return;
+	}
+	for (int i = 0; i < shown; i++) {
+		const struct devmemtcp_probe_drm *d = &p->drm[i];
+
+		printf("%s%s (%s)", i ? ", " : "", d->node,
+		       d->error == -ENOTTY ? "not a DRM node"
+		       : d->error ? strerror(-d->error) : d->driver);
+	}
+	if (p->drm_nodes > shown)
+		printf(" and %d more", p->drm_nodes - shown);
+	printf("%s\n", shown ? "" : "none (no device under /dev/dri)");
 }
 
 static void print_text(const struct devmemtcp_probe *p,
@@ -98,10 +123,17 @@ static void print_text(const struct devmemtcp_probe *p,
 		printf("not loaded\n");
 	else
 		printf("size limit %lld MiB\n", (long long)p->udmabuf_limit_mb);
+	print_drm(p);
 	printf("CAP_NET_ADMIN  %s\n", p->cap_net_admin ? "yes" : "no");
 	printf("optmem_max     ");
 	num_or_unknown(stdout, p->optmem_max);
 	printf("\n");
+	if (p->zcrx > 0)
+		printf("io_uring zcrx  yes, dma-buf areas %s\n",
+		       p->zcrx_dmabuf > 0 ? "yes" : p->zcrx_dmabuf ? "unknown" : "no");
+	else
+		printf("io_uring zcrx  %s%s%s\n", p->zcrx ? "unknown" : "no",
+		       p->zcrx_msg[0] ? ": " : "", p->zcrx_msg);
 	if (p->try_bind)
 		printf("try-bind       %s: %s\n", p->try_bind > 0 ? "ok" : "failed",
 		       p->try_bind_msg);
@@ -152,8 +184,20 @@ static void print_json(const struct devmemtcp_probe *p,
 	fprintf(f, "],\"udmabuf_limit_mb\":%lld,\"cap_net_admin\":%s,\"optmem_max\":%lld",
 		(long long)p->udmabuf_limit_mb, p->cap_net_admin ? "true" : "false",
 		(long long)p->optmem_max);
+	fprintf(f, ",\"drm_nodes\":%d,\"drm\":[", p->drm_nodes);
+	for (int i = 0; i < p->drm_nodes && i < DEVMEMTCP_PROBE_MAX_DRM; i++) {
+		fprintf(f, "%s{\"node\":", i ? "," : "");
+		json_str(f, p->drm[i].node);
+		fprintf(f, ",\"driver\":");
+		json_str(f, p->drm[i].driver);
+		fprintf(f, ",\"error\":%d}", p->drm[i].error);
+	}
+	fprintf(f, "]");
 	fprintf(f, ",\"try_bind\":%d,\"try_bind_msg\":", p->try_bind);
 	json_str(f, p->try_bind_msg);
+	fprintf(f, ",\"zcrx\":%d,\"zcrx_dmabuf\":%d,\"zcrx_msg\":", p->zcrx,
+		p->zcrx_dmabuf);
+	json_str(f, p->zcrx_msg);
 	fprintf(f, ",\"problems\":[");
 	for (uint32_t i = 0; i < p->nproblems; i++) {
 		fprintf(f, "%s{\"what\":", i ? "," : "");

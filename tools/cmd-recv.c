@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * devmemtcp recv: bind a udmabuf to RX queues (or, with --setup, prepare
+ * devmemtcp recv: bind a udmabuf or DRM buffer to RX queues (or, with --setup, prepare
  * the NIC with devmemtcp_nic_open() and undo it after), accept one TCP
  * connection, receive it into the dma-buf, optionally check every byte
  * against the test pattern, and report the receive statistics.  This file
@@ -30,6 +30,7 @@ struct recv_opts {
 	const char *ifname, *listen_addr;
 	long long buf_size, expect;	/* expect -1: any length */
 	unsigned int period;		/* 0: no validation */
+	struct tool_mem mem;
 	uint32_t queues[MAX_QUEUES];
 	size_t nqueues;			/* 0: the last RX queue */
 	int port, setup, ifindex;
@@ -56,13 +57,15 @@ static void recv_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: devmemtcp recv -i IFACE [options]\n\n"
-		"Bind a udmabuf to RX queues of IFACE, accept one TCP connection and\n"
-		"receive it into the dma-buf with devmem TCP; print statistics.\n\n"
+		"Bind a udmabuf (or a DRM buffer) to RX queues of IFACE, accept one TCP\n"
+		"connection and receive it into the dma-buf with devmem TCP; print\n"
+		"statistics.\n\n"
 		"  -i, --iface IFACE     interface to bind (required)\n"
 		"  -q, --queues LIST     RX queues, e.g. 3 or 2,3 (default: the last one)\n"
 		"  -p, --port PORT       TCP port to listen on (default 5201)\n"
 		"  -l, --listen ADDR     address to listen on (default: any)\n"
-		"  -b, --buf-size SIZE   udmabuf size (default 32M)\n"
+		"  -b, --buf-size SIZE   buffer size (default 32M)\n"
+		"  -M, --provider MEM    " TOOL_MEM_HELP "\n"
 		"  -v, --validate[=N]    check every byte against the pattern i %% N (N=251)\n"
 		"  -e, --expect BYTES    fail unless exactly BYTES arrive\n"
 		"  -s, --setup           prepare the NIC (header split, RSS, ntuple) and undo after\n"
@@ -145,6 +148,10 @@ static int recv_option(int c, const char *arg, struct recv_opts *o)
 					 "a byte count (bytes with K, M or G)");
 		break;
 	case 's': o->setup = 1; break;
+	case 'M':
+		if (tool_mem_parse(CMD, arg, &o->mem))
+			return 2;
+		break;
 	case 'h': recv_usage(stdout); return 0;
 	}
 	return -1;
@@ -162,6 +169,7 @@ static int recv_parse(int argc, char **argv, struct recv_opts *o)
 		{ "validate", optional_argument, NULL, 'v' },
 		{ "expect", required_argument, NULL, 'e' },
 		{ "setup", no_argument, NULL, 's' },
+		{ "provider", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -169,7 +177,7 @@ static int recv_parse(int argc, char **argv, struct recv_opts *o)
 
 	optind = 1;
 	opterr = 0;	/* we name the bad option ourselves */
-	while ((c = getopt_long(argc, argv, ":i:q:p:l:b:v::e:sh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":i:q:p:l:b:v::e:sM:h", opts, NULL)) != -1) {
 		if (c == '?' || c == ':')
 			return getopt_error(CMD, c, opts, argv);
 		/* "-v 7": 7 is not -v's value, which goes with the option */
@@ -255,7 +263,7 @@ static int recv_bind(struct recv_opts *o, struct recv_run *r)
 		}
 		o->nqueues = 1;
 	}
-	ret = tool_udmabuf_new(CMD, r->ctx, (uint64_t)o->buf_size, &r->buf);
+	ret = tool_buf_new(CMD, r->ctx, &o->mem, (uint64_t)o->buf_size, &r->buf);
 	if (ret)
 		return ret;
 	if (o->setup)
@@ -265,8 +273,9 @@ static int recv_bind(struct recv_opts *o, struct recv_run *r)
 		fprintf(stderr, CMD ": %s\n", devmemtcp_ctx_errmsg(r->ctx));
 	if (ret)
 		return ret;
-	printf("bound %llu-byte udmabuf to %s queue%s",
-	       (unsigned long long)devmemtcp_buf_size(r->buf), o->ifname,
+	printf("bound %llu-byte %s to %s queue%s",
+	       (unsigned long long)devmemtcp_buf_size(r->buf),
+	       tool_mem_name(&o->mem), o->ifname,
 	       o->nqueues > 1 ? "s" : "");
 	for (size_t i = 0; i < o->nqueues; i++)
 		printf("%s%u", i ? "," : " ", o->queues[i]);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * devmemtcp send: bind a udmabuf for transmission (bind-tx), connect
+ * devmemtcp send: bind a udmabuf or DRM buffer for transmission (bind-tx), connect
  * through the bound interface, and send the test pattern or a file from
  * the dma-buf, then report the TX statistics.  This file owns the command's
  * options, the ring of buffer slots (a slot is refilled only after the
@@ -29,6 +29,7 @@ struct send_opts {
 	long long total, bufsize, chunk, piece;	/* piece 0: one per slot */
 	unsigned int period;
 	int port, quiet;
+	struct tool_mem mem;
 };
 
 struct ring {
@@ -56,10 +57,10 @@ static void send_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: devmemtcp send -i IFACE -c ADDR [options]\n\n"
-		"Bind a udmabuf for transmission on IFACE (bind-tx, Linux 6.16+), connect\n"
-		"to ADDR through IFACE and send from the dma-buf with devmem TCP. The\n"
-		"buffer is a ring: a slot is refilled only after the kernel reported its\n"
-		"last send complete. Prints statistics.\n\n"
+		"Bind a udmabuf (or a DRM buffer) for transmission on IFACE (bind-tx,\n"
+		"Linux 6.16+), connect to ADDR through IFACE and send from the dma-buf\n"
+		"with devmem TCP. The buffer is a ring: a slot is refilled only after the\n"
+		"kernel reported its last send complete. Prints statistics.\n\n"
 		"  -i, --iface IFACE     egress interface (required; the socket is bound to it)\n"
 		"  -c, --connect ADDR    peer address, IPv4 or IPv6 (required)\n"
 		"  -p, --port PORT       peer TCP port (default 5201)\n"
@@ -67,7 +68,8 @@ static void send_usage(FILE *f)
 		"  -P, --pattern N       the pattern: byte i is i %% N (default 251; what\n"
 		"                        'devmemtcp recv -v' checks)\n"
 		"  -f, --file PATH       send the file's bytes instead ('-': standard input)\n"
-		"  -b, --buf-size SIZE   udmabuf size (default 16M)\n"
+		"  -b, --buf-size SIZE   buffer size (default 16M)\n"
+		"  -M, --provider MEM    " TOOL_MEM_HELP "\n"
 		"  -C, --chunk SIZE      bytes per ring slot and send call (default 1M)\n"
 		"  -z, --piece SIZE      split each slot into pieces of SIZE bytes, one iovec\n"
 		"                        each (like ncdevmem -z; default: one piece)\n"
@@ -114,6 +116,10 @@ static int send_option(int c, const char *arg, struct send_opts *o)
 		return size_option("--chunk", arg, 1, &o->chunk);
 	case 'z': return size_option("--piece", arg, 0, &o->piece);
 	case 'q': o->quiet = 1; break;
+	case 'M':
+		if (tool_mem_parse(CMD, arg, &o->mem))
+			return 2;
+		break;
 	case 'h': send_usage(stdout); return 0;
 	}
 	return -1;
@@ -133,6 +139,7 @@ static int send_parse(int argc, char **argv, struct send_opts *o)
 		{ "chunk", required_argument, NULL, 'C' },
 		{ "piece", required_argument, NULL, 'z' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "provider", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -140,7 +147,7 @@ static int send_parse(int argc, char **argv, struct send_opts *o)
 
 	optind = 1;
 	opterr = 0;	/* we name the bad option ourselves */
-	while ((c = getopt_long(argc, argv, ":i:c:p:n:P:f:b:C:z:qh", lopts,
+	while ((c = getopt_long(argc, argv, ":i:c:p:n:P:f:b:C:z:qM:h", lopts,
 				NULL)) != -1) {
 		if (c == '?' || c == ':')
 			return getopt_error(CMD, c, lopts, argv);
@@ -225,7 +232,7 @@ static int send_bind(const struct send_opts *o, struct send_run *r)
 	}
 	ret = tool_ctx_new(CMD, &r->ctx);
 	if (!ret)
-		ret = tool_udmabuf_new(CMD, r->ctx, (uint64_t)o->bufsize, &r->buf);
+		ret = tool_buf_new(CMD, r->ctx, &o->mem, (uint64_t)o->bufsize, &r->buf);
 	if (ret)
 		return ret;
 	ret = devmemtcp_bind_tx(r->ctx, (int)if_nametoindex(o->ifname), r->buf,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
  * What the devmemtcp subcommands share: parsing sizes and addresses, the
- * clock for rates, and creating the context and the udmabuf so that every
+ * clock for rates, and creating the context and the buffer so that every
  * command reports a failure the same way ("devmemtcp CMD: why").  Nothing
  * here knows about a particular command.
  */
@@ -142,13 +142,39 @@ int tool_ctx_new(const char *cmd, struct devmemtcp_ctx **ctx)
 	return ret;
 }
 
-int tool_udmabuf_new(const char *cmd, struct devmemtcp_ctx *ctx, uint64_t size,
-		     struct devmemtcp_buf **buf)
+int tool_mem_parse(const char *cmd, const char *arg, struct tool_mem *m)
+{
+	if (!strcmp(arg, "udmabuf")) {
+		*m = (struct tool_mem){ DEVMEMTCP_PROVIDER_UDMABUF, NULL };
+		return 0;
+	}
+	if (!strcmp(arg, "drm") || !strncmp(arg, "drm:", 4)) {
+		*m = (struct tool_mem){ DEVMEMTCP_PROVIDER_DRM,
+					arg[3] && arg[4] ? arg + 4 : NULL };
+		return 0;
+	}
+	fprintf(stderr, "%s: bad provider '%s': use %s\n", cmd, arg, TOOL_MEM_HELP);
+	return -1;
+}
+
+const char *tool_mem_name(const struct tool_mem *m)
+{
+	return m->provider == DEVMEMTCP_PROVIDER_DRM ? "DRM buffer" : "udmabuf";
+}
+
+int tool_buf_new(const char *cmd, struct devmemtcp_ctx *ctx,
+		 const struct tool_mem *m, uint64_t size,
+		 struct devmemtcp_buf **buf)
 {
 	DEVMEMTCP_OPTS(buf_opts, bo, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
 		       .size = size);
-	int ret = devmemtcp_buf_new(ctx, &bo, buf);
+	int ret;
 
+	if (m->provider == DEVMEMTCP_PROVIDER_DRM) {
+		bo.provider = DEVMEMTCP_PROVIDER_DRM;
+		bo.drm_path = m->drm_path;
+	}
+	ret = devmemtcp_buf_new(ctx, &bo, buf);
 	if (ret)
 		fprintf(stderr, "%s: %s\n", cmd, devmemtcp_ctx_errmsg(ctx));
 	return ret;

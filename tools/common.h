@@ -3,7 +3,7 @@
  * The devmemtcp program's internal interface: the subcommands' entry points,
  * which devmemtcp.c dispatches to, and the few helpers they share (common.c):
  * size and address parsing, a clock for rates, and creating the context and
- * the udmabuf with the error printed the same way by every command.  The
+ * the buffer with the error printed the same way by every command.  The
  * commands use the public API only; nothing here is installed.
  */
 #ifndef DEVMEMTCP_TOOL_COMMON_H
@@ -63,8 +63,21 @@ int tool_sockaddr(const char *cmd, const char *addr, int port,
  */
 int tool_ctx_new(const char *cmd, struct devmemtcp_ctx **ctx);
 
-/* A udmabuf of size bytes, printing "CMD: <the context's message>" on failure. */
-int tool_udmabuf_new(const char *cmd, struct devmemtcp_ctx *ctx, uint64_t size,
-		     struct devmemtcp_buf **buf);
+/* Where a command's buffer comes from (--provider udmabuf|drm[:NODE]). */
+struct tool_mem {
+	uint32_t provider;	/* 0: udmabuf; DEVMEMTCP_PROVIDER_UDMABUF or _DRM */
+	const char *drm_path;	/* DRM: the node; NULL: the first that can */
+};
+#define TOOL_MEM_HELP "udmabuf (default) or drm[:NODE] (a DRM dumb buffer)"
+
+/* Parse --provider's argument into *m; -1 (printed) when it is neither. */
+int tool_mem_parse(const char *cmd, const char *arg, struct tool_mem *m);
+/* "udmabuf" or "DRM buffer", for messages. */
+const char *tool_mem_name(const struct tool_mem *m);
+/* A buffer of size bytes from m, printing "CMD: <the context's message>"
+ * on failure. */
+int tool_buf_new(const char *cmd, struct devmemtcp_ctx *ctx,
+		 const struct tool_mem *m, uint64_t size,
+		 struct devmemtcp_buf **buf);
 
 #endif

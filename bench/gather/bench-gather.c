@@ -1,237 +1,123 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
  * Gather benchmark: devmemtcp_gpu_gather against the same GPU's
- * device-to-device copy of the same bytes, one cuMemcpyAsync per fragment
- * and cuMemcpyBatchAsync; the CPU cost per fragment of a gather call; and a
- * batch-size sweep.  Prints a Markdown report.
+ * device-to-device copy of the same bytes, in the same run.  Prints
+ * Markdown, one section per -t name:
  *
- *   bench-gather [-d device] [-s total_MiB] [-r reps]
+ *   dist     1 GiB of fragments per distribution (4 KiB, 1448 B, mixed)
+ *            against one copy of the bytes, per-fragment cuMemcpyAsync and
+ *            cuMemcpyBatchAsync; descriptors copied first
+ *   sweep    64 KiB ... 256 MiB per call, 64 calls queued, against one
+ *            cuMemcpyDtoDAsync of the same size per call; every variant
+ *   cpu      CPU time of a call, 16 ... 4096 fragments, every variant
+ *   latency  call to bytes in place on an idle GPU (gather + stream
+ *            synchronise), against copy + synchronise
+ *   micro    CPU cost of the driver calls a gather could be built from
+ *            (launches by parameter size, events, stream memory
+ *            operations, CUDA graphs, context switches)
+ *   tune     warps per fragment at receive sizes
+ *   tune-large  descriptors per warp, cache hints, block size at -s MiB
  *
- * Bandwidth counts the bytes gathered (not read + written) per second of
- * GPU time between two events.  Before every timed gather a spin kernel
- * keeps the GPU busy while the CPU builds the descriptors, so the GPU time
- * is the kernel's alone; the CPU cost is reported separately.
+ *   bench-gather [-d device] [-s MiB] [-r reps] [-t section,...]
+ *
+ * Variants: launches (inline when the batch fits in the kernel parameter,
+ * else descriptors in a pinned slot), slots only (write-combined or
+ * cached), and the persistent kernel (DEVMEMTCP_GPU_PERSISTENT).  GPU
+ * GB/s = 1e9 bytes gathered per second between two events; before a timed
+ * run a spinning kernel holds the stream while the CPU queues the calls,
+ * so the GPU time is the GPU's alone and the CPU's is reported apart.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "devmemtcp.h"
-#include "cuda.h"
-#include "gpu.h"
+#include "common.h"
 
-#define CK(call)                                                               \
-	do {                                                                   \
-		CUresult r_ = (call);                                          \
-		if (r_ != CUDA_SUCCESS) {                                      \
-			fprintf(stderr, "%s:%d: %s: CUresult %d\n", __FILE__,  \
-				__LINE__, #call, r_);                          \
-			exit(1);                                               \
-		}                                                              \
-	} while (0)
-
-static const struct dmt_cuda *cu;
-static struct devmemtcp_ctx *ctx;
-static struct devmemtcp_gpu *gpu, *gpu_copy;
-static CUstream st;
-static CUevent ev0, ev1;
-static CUdeviceptr src, dst;
-static uint64_t src_size, total_target;
+static struct bench B;
+static uint64_t total_target = 1ull << 30;
 static int reps = 10;
-static uint8_t *pattern;
-#define PATTERN_SIZE (64ull << 20)
 
-static uint64_t rng = 0x2545f4914f6cdd1dull;
+static const struct variant var_auto = { "launch (inline up to 1024 descriptors, else a slot)" };
+/* the same with as many slots as calls are queued: no call waits */
+static const struct variant var_auto64 = {
+	"launch (inline up to 1024 descriptors, else a slot)", .slots = 64,
+	.max_frags = 65536 };
+static const struct variant var_ring = { "launch, descriptors in a pinned slot",
+					 .mode = "ring", .slots = 64,
+					 .max_frags = 65536 };
+static const struct variant var_ring_cached = {
+	"launch, descriptors in a cached pinned slot", .mode = "ring",
+	.cached = true, .slots = 64, .max_frags = 65536 };
+static const struct variant var_persist = { "persistent kernel",
+					    .flags = DEVMEMTCP_GPU_PERSISTENT,
+					    .slots = 64, .max_frags = 65536 };
+static const struct variant *const variants[] = { &var_auto64, &var_ring,
+						  &var_persist };
 
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-enum dist { D_4K, D_1448, D_MIXED, D_4K_SEQ, D_N };
-static const char *const dist_name[] = {
-	"4 KiB, page-aligned source",
-	"1448 B, page-aligned source, packed destination",
-	"mixed sizes, arbitrary source offsets",
-	"4 KiB, source pages in order (no randomness)",
-};
-
-/* Fragments totalling about bytes: source pages in random order. */
-static size_t make_frags(enum dist d, uint64_t bytes,
-			 struct devmemtcp_frag **fp, uint64_t *totalp)
-{
-	size_t cap = bytes / 1024 + 16, n = 0;
-	uint64_t pages = src_size / 4096, total = 0;
-	struct devmemtcp_frag *f = calloc(cap, sizeof(*f));
-
-	while (total < bytes && n < cap) {
-		uint32_t len;
-		uint64_t off;
-
-		switch (d) {
-		case D_4K:
-			len = 4096;
-			off = rnd() % pages * 4096;
-			break;
-		case D_4K_SEQ:
-			len = 4096;
-			off = n % pages * 4096;
-			break;
-		case D_1448:
-			len = 1448;
-			off = rnd() % pages * 4096;
-			break;
-		default:
-			switch (rnd() % 10) {
-			case 0: case 1: case 2:
-				len = 1448;
-				break;
-			case 3: case 4: case 5:
-				len = 4096;
-				break;
-			case 6: case 7:
-				len = 1 + (uint32_t)(rnd() % 9000);
-				break;
-			default:
-				len = 9000 + (uint32_t)(rnd() % 56537);
-			}
-			off = rnd() % (src_size - len);
-		}
-		f[n] = (struct devmemtcp_frag){ .offset = off, .addr = src + off,
-						.len = len, .token = (uint32_t)n };
-		total += len;
-		n++;
-	}
-	*fp = f;
-	*totalp = total;
-	return n;
-}
-
-static double event_ms(void)
-{
-	float ms;
-
-	CK(cu->cuEventSynchronize(ev1));
-	CK(cu->cuEventElapsedTime(&ms, ev0, ev1));
-	return ms;
-}
+/* ---- dist: large batches, the kernel against copies ------------------------ */
 
 static double time_d2d(uint64_t bytes)
 {
 	double t[64];
 
-	CK(cu->cuMemcpyDtoDAsync(dst, src, bytes, st));	/* warm */
+	CK(B.cu->cuMemcpyDtoDAsync(B.dst, B.src, bytes, B.st));	/* warm */
 	for (int r = 0; r < reps; r++) {
-		CK(cu->cuEventRecord(ev0, st));
-		CK(cu->cuMemcpyDtoDAsync(dst, src + 4096 * (uint64_t)r, bytes, st));
-		CK(cu->cuEventRecord(ev1, st));
-		t[r] = event_ms();
+		CK(B.cu->cuEventRecord(B.ev0, B.st));
+		CK(B.cu->cuMemcpyDtoDAsync(B.dst, B.src + 4096 * (uint64_t)r,
+					   bytes, B.st));
+		CK(B.cu->cuEventRecord(B.ev1, B.st));
+		t[r] = event_ms(&B);
 	}
 	return median(t, reps);
 }
 
-/* GPU time of one gather; *cpu_ns: CPU time of the call per fragment. */
+/* GPU ms of one gather; *cpu_ns: CPU time of the call per fragment. */
 static double time_gather(struct devmemtcp_gpu *g,
 			  const struct devmemtcp_frag *f, size_t n,
 			  uint64_t total, double *cpu_ns)
 {
-	struct devmemtcp_gpu_iov d = { dst, total };
 	double t[64], c[64];
-	int ret;
 
-	ret = devmemtcp_gpu_gather(g, f, n, &d, 1, st);	/* warm */
-	if (ret) {
-		fprintf(stderr, "gather: %s\n", devmemtcp_gpu_errmsg(g));
-		exit(1);
-	}
-	CK(cu->cuStreamSynchronize(st));
+	gather(&B, g, f, n, B.dst, total, B.st);	/* warm */
+	CK(B.cu->cuStreamSynchronize(B.st));
 	for (int r = 0; r < reps; r++) {
 		double t0;
 
 		/* 2 ms of spinning hides building ~1M descriptors. */
-		dmt_gpu_spin(g, st, 2 * 1000 * 1000 + n * 4);
-		CK(cu->cuEventRecord(ev0, st));
-		t0 = now();
-		ret = devmemtcp_gpu_gather(g, f, n, &d, 1, st);
-		c[r] = (now() - t0) * 1e9 / (double)n;
-		if (ret) {
-			fprintf(stderr, "gather: %s\n", devmemtcp_gpu_errmsg(g));
-			exit(1);
-		}
-		CK(cu->cuEventRecord(ev1, st));
-		t[r] = event_ms();
+		dmt_gpu_spin(g, B.st, 2 * 1000 * 1000 + n * 4);
+		CK(B.cu->cuEventRecord(B.ev0, B.st));
+		t0 = now_s();
+		gather(&B, g, f, n, B.dst, total, B.st);
+		c[r] = (now_s() - t0) * 1e9 / (double)n;
+		CK(B.cu->cuEventRecord(B.ev1, B.st));
+		t[r] = event_ms(&B);
 	}
 	if (cpu_ns)
 		*cpu_ns = median(c, reps);
 	return median(t, reps);
 }
 
-static uint8_t host_src_byte(uint64_t off)
-{
-	return pattern[off % PATTERN_SIZE];
-}
-
-/* The gathered bytes against the source pattern. */
+/* The gathered bytes against the source. */
 static int verify(const struct devmemtcp_frag *f, size_t n, uint64_t total)
 {
 	uint8_t *got = malloc(total);
 	uint64_t pos = 0;
+	int ret = 0;
 
-	CK(cu->cuMemcpyDtoH(got, dst, total));
-	for (size_t i = 0; i < n; i++) {
-		uint64_t o = f[i].offset;
-
-		/* contiguous runs of the pattern */
-		for (uint32_t k = 0; k < f[i].len;) {
-			uint64_t po = (o + k) % PATTERN_SIZE;
-			uint64_t run = PATTERN_SIZE - po;
-
-			if (run > f[i].len - k)
-				run = f[i].len - k;
-			if (memcmp(got + pos + k, pattern + po, run)) {
-				for (uint64_t b = 0; b < run; b++)
-					if (got[pos + k + b] != host_src_byte(o + k + b)) {
-						fprintf(stderr,
-							"MISMATCH fragment %zu byte %llu\n",
-							i, (unsigned long long)(k + b));
-						break;
-					}
-				free(got);
-				return -1;
-			}
-			k += (uint32_t)run;
+	if (!got)
+		abort();
+	CK(B.cu->cuMemcpyDtoH(got, B.dst, total));
+	for (size_t i = 0; i < n && !ret; i++) {
+		if (bench_same(&B, got + pos, f[i].addr - B.src, f[i].len)) {
+			fprintf(stderr, "MISMATCH fragment %zu\n", i);
+			ret = -1;
 		}
 		pos += f[i].len;
 	}
 	free(got);
-	return 0;
+	return ret;
 }
 
 /* One cuMemcpyAsync per fragment, on a prefix of the list (it is slow). */
@@ -244,14 +130,14 @@ static double per_frag_gbps(const struct devmemtcp_frag *f, size_t n)
 		n = 20000;
 	for (size_t i = 0; i < n; i++)
 		bytes += f[i].len;
-	CK(cu->cuStreamSynchronize(st));
-	t0 = now();
+	CK(B.cu->cuStreamSynchronize(B.st));
+	t0 = now_s();
 	for (size_t i = 0; i < n; i++) {
-		CK(cu->cuMemcpyDtoDAsync(dst + pos, f[i].addr, f[i].len, st));
+		CK(B.cu->cuMemcpyDtoDAsync(B.dst + pos, f[i].addr, f[i].len, B.st));
 		pos += f[i].len;
 	}
-	CK(cu->cuStreamSynchronize(st));
-	return bytes / (now() - t0) / 1e9;
+	CK(B.cu->cuStreamSynchronize(B.st));
+	return bytes / (now_s() - t0) / 1e9;
 }
 
 typedef CUresult (*batch13_fn)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t,
@@ -271,10 +157,14 @@ static double batch_gbps(const struct devmemtcp_frag *f, size_t n)
 	double t0, best = -1;
 	CUresult r = CUDA_SUCCESS;
 
-	if (!cu->cuMemcpyBatchAsync)
+	if (!B.cu->cuMemcpyBatchAsync || !dsts || !srcs || !sizes) {
+		free(dsts);
+		free(srcs);
+		free(sizes);
 		return -1;
+	}
 	for (size_t i = 0; i < k; i++) {
-		dsts[i] = dst + bytes;
+		dsts[i] = B.dst + bytes;
 		srcs[i] = f[i].addr;
 		sizes[i] = f[i].len;
 		bytes += f[i].len;
@@ -283,49 +173,643 @@ static double batch_gbps(const struct devmemtcp_frag *f, size_t n)
 	attr.srcLocHint.type = CU_MEM_LOCATION_TYPE_DEVICE;
 	attr.dstLocHint.type = CU_MEM_LOCATION_TYPE_DEVICE;
 	for (int rep = 0; rep < 3; rep++) {
-		CK(cu->cuStreamSynchronize(st));
-		t0 = now();
-		if (cu->batch_fail_idx)
-			r = ((batch128_fn)cu->cuMemcpyBatchAsync)(dsts, srcs, sizes,
-								 k, &attr, &attr_idx,
-								 1, &fail, st);
+		CK(B.cu->cuStreamSynchronize(B.st));
+		t0 = now_s();
+		if (B.cu->batch_fail_idx)
+			r = ((batch128_fn)B.cu->cuMemcpyBatchAsync)(dsts, srcs, sizes,
+								   k, &attr, &attr_idx,
+								   1, &fail, B.st);
 		else
-			r = ((batch13_fn)cu->cuMemcpyBatchAsync)(dsts, srcs, sizes,
-								k, &attr, &attr_idx,
-								1, st);
+			r = ((batch13_fn)B.cu->cuMemcpyBatchAsync)(dsts, srcs, sizes,
+								  k, &attr, &attr_idx,
+								  1, B.st);
 		if (r != CUDA_SUCCESS)
 			break;
-		CK(cu->cuStreamSynchronize(st));
-		if (best < bytes / (now() - t0) / 1e9)
-			best = bytes / (now() - t0) / 1e9;
+		CK(B.cu->cuStreamSynchronize(B.st));
+		if (best < bytes / (now_s() - t0) / 1e9)
+			best = bytes / (now_s() - t0) / 1e9;
 	}
 	free(dsts);
 	free(srcs);
 	free(sizes);
-	if (r != CUDA_SUCCESS) {
-		fprintf(stderr, "cuMemcpyBatchAsync: CUresult %d\n", r);
-		return -1;
-	}
-	return best;
+	return r == CUDA_SUCCESS ? best : -1;
 }
 
-/* Descriptors per warp and cache hints (DEVMEMTCP_GATHER_PER/_KERNEL). */
-static void tuning(void)
+static double distribution_row(enum dist d, struct devmemtcp_gpu *g_copy)
+{
+	struct devmemtcp_frag *f;
+	uint64_t total;
+	size_t n = make_frags(d, total_target, B.src, B.src_size, &f, &total);
+	double dt, gt, gct, cpu, pf, bt;
+	int bad;
+
+	dt = time_d2d(total);
+	gt = time_gather(B.gpu, f, n, total, &cpu);
+	bad = verify(f, n, total);
+	gct = g_copy ? time_gather(g_copy, f, n, total, NULL) : 0;
+	if (!bad && g_copy)
+		bad = verify(f, n, total);
+	pf = per_frag_gbps(f, n);
+	bt = batch_gbps(f, n);
+	printf("| %s | %zu | %.0f | %.0f | **%.1f %%** | %.0f (%.1f %%) | %.2f | %.2f | ",
+	       dist_name[d], n, total / (dt * 1e-3) / 1e9, total / (gt * 1e-3) / 1e9,
+	       100 * dt / gt, gct ? total / (gct * 1e-3) / 1e9 : 0,
+	       gct ? 100 * dt / gct : 0, cpu, pf);
+	if (bt < 0)
+		printf("n/a | ");
+	else
+		printf("%.2f | ", bt);
+	printf("%s |\n", bad ? "MISMATCH" : "bytes equal");
+	fflush(stdout);
+	free(f);
+	return bad ? -1 : dt / gt;
+}
+
+static int section_dist(void)
+{
+	static const struct variant copy = { "descriptors copied first",
+					     .flags = DEVMEMTCP_GPU_DESC_COPY,
+					     .max_frags = 1u << 20, .slots = 2 };
+	struct devmemtcp_gpu *g_copy = variant_open(&B, &copy);
+	double ratio[D_N];
+	int bad = 0;
+
+	printf("\n## Large batches: %llu MiB of fragments per call, median of %d\n\n",
+	       (unsigned long long)(total_target >> 20), reps);
+	printf("Baseline: one cuMemcpyDtoDAsync of the same number of bytes (contiguous).\n\n");
+	printf("| distribution | frags | d2d GB/s | gather GB/s | gather / d2d | gather, descriptors copied first | CPU ns/frag | per-frag cuMemcpyAsync GB/s | cuMemcpyBatchAsync GB/s | check |\n");
+	printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+	for (int d = 0; d < D_N; d++) {
+		ratio[d] = distribution_row((enum dist)d, g_copy);
+		bad |= ratio[d] < 0;
+	}
+	printf("\nTargets: 4 KiB >= 95 %% (%.1f %%: %s), 1448 B >= 80 %% (%.1f %%: %s), mixed >= 70 %% (%.1f %%: %s)\n",
+	       100 * ratio[D_4K], ratio[D_4K] >= 0.95 ? "met" : "MISSED",
+	       100 * ratio[D_1448], ratio[D_1448] >= 0.80 ? "met" : "MISSED",
+	       100 * ratio[D_MIXED], ratio[D_MIXED] >= 0.70 ? "met" : "MISSED");
+	devmemtcp_gpu_free(g_copy);
+	return bad;
+}
+
+/* ---- sweep: batch sizes against per-call copies ------------------------------ */
+
+static const uint64_t sweep_sizes[] = {
+	64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20,
+};
+
+/* Calls of about size bytes each from f: starts[c]..starts[c + 1]. */
+static size_t cut_calls(const struct devmemtcp_frag *f, size_t n,
+			uint64_t size, size_t *starts, size_t max_calls,
+			uint64_t *bytes)
+{
+	size_t calls = 0, i = 0;
+
+	while (calls < max_calls) {
+		uint64_t b = 0;
+		size_t j = i;
+
+		while (j < n && b < size)
+			b += f[j++].len;
+		if (b < size)
+			break;	/* not enough left for a whole call */
+		starts[calls] = i;
+		bytes[calls++] = b;
+		i = j;
+	}
+	starts[calls] = i;
+	return calls;
+}
+
+/* GPU GB/s of calls queued behind a spin; CPU µs per call (median). */
+static double queued_gbps(struct devmemtcp_gpu *g,
+			  const struct devmemtcp_frag *f, const size_t *starts,
+			  const uint64_t *bytes, size_t calls, uint64_t size,
+			  double *cpu_us)
+{
+	uint64_t span = B.dst_size / size * size, sum = 0, off = 0;
+	double ct[64], t0;
+
+	gather(&B, g, f + starts[0], starts[1] - starts[0], B.dst, bytes[0],
+	       B.st);	/* warm (and start a persistent kernel) */
+	CK(B.cu->cuStreamSynchronize(B.st));
+	dmt_gpu_spin(g, B.st, 20 * 1000 * 1000);
+	CK(B.cu->cuEventRecord(B.ev0, B.st));
+	for (size_t c = 0; c < calls; c++) {
+		if (off + bytes[c] > span)
+			off = 0;
+		t0 = now_s();
+		gather(&B, g, f + starts[c], starts[c + 1] - starts[c],
+		       B.dst + off, bytes[c], B.st);
+		ct[c] = (now_s() - t0) * 1e6;
+		off += bytes[c];
+		sum += bytes[c];
+	}
+	CK(B.cu->cuEventRecord(B.ev1, B.st));
+	*cpu_us = median(ct, (int)calls);
+	return sum / (event_ms(&B) * 1e-3) / 1e9;
+}
+
+/* The same bytes as calls contiguous copies of size, queued the same way. */
+static double queued_d2d_gbps(size_t calls, uint64_t size)
+{
+	uint64_t span = B.dst_size / size * size;
+
+	dmt_gpu_spin(B.gpu, B.st, 2 * 1000 * 1000);
+	CK(B.cu->cuEventRecord(B.ev0, B.st));
+	for (size_t c = 0; c < calls; c++)
+		CK(B.cu->cuMemcpyDtoDAsync(B.dst + c * size % span,
+					   B.src + c * size % (B.src_size / 2),
+					   size, B.st));
+	CK(B.cu->cuEventRecord(B.ev1, B.st));
+	return calls * size / (event_ms(&B) * 1e-3) / 1e9;
+}
+
+static int section_sweep(void)
+{
+	struct devmemtcp_gpu *g[3];
+
+	for (int v = 0; v < 3; v++)
+		g[v] = variant_open(&B, variants[v]);
+	printf("\n## Batch-size sweep: up to 64 calls of each size queued behind a spinning kernel, GPU time\n\n");
+	printf("Baseline: one cuMemcpyDtoDAsync of the same size per call, queued the same way. CPU µs: median time of one gather call.\n\n");
+	printf("| fragments | bytes per call | frags per call | d2d per call GB/s | variant | gather GB/s | gather / d2d | CPU µs per call |\n");
+	printf("|---|---:|---:|---:|---|---:|---:|---:|\n");
+	for (int d = 0; d < 3; d++) {
+		struct devmemtcp_frag *f;
+		uint64_t total, bytes[65];
+		size_t n = make_frags((enum dist)d, 1ull << 30, B.src, B.src_size,
+				      &f, &total), starts[66];
+
+		for (size_t s = 0; s < sizeof(sweep_sizes) / sizeof(sweep_sizes[0]); s++) {
+			uint64_t size = sweep_sizes[s];
+			size_t calls;
+			double dt;
+
+			if (size > B.dst_size)
+				continue;
+			calls = cut_calls(f, n, size, starts, 64, bytes);
+			if (!calls)
+				continue;
+			dt = queued_d2d_gbps(calls, size);
+			for (int v = 0; v < 3; v++) {
+				double gt, cpu;
+
+				if (!g[v])
+					continue;
+				gt = queued_gbps(g[v], f, starts, bytes, calls, size,
+						 &cpu);
+				printf("| %s | %llu KiB | %zu | %.0f | %s | %.0f | **%.1f %%** | %.1f |\n",
+				       dist_short[d], (unsigned long long)(size >> 10),
+				       (starts[calls] - starts[0]) / calls, dt,
+				       variants[v]->name, gt, 100 * gt / dt, cpu);
+				fflush(stdout);
+			}
+		}
+		free(f);
+	}
+	for (int v = 0; v < 3; v++)
+		devmemtcp_gpu_free(g[v]);
+	return 0;
+}
+
+/* ---- cpu: the CPU cost of a call ---------------------------------------------- */
+
+static int section_cpu(void)
+{
+	static const size_t counts[] = { 16, 64, 256, 1024, 4096 };
+	static const struct variant *const vs[] = { &var_auto, &var_ring,
+						    &var_ring_cached,
+						    &var_persist };
+	struct devmemtcp_frag *f;
+	uint64_t total;
+	size_t n = make_frags(D_4K, 256ull << 20, B.src, B.src_size, &f, &total);
+
+	printf("\n## CPU time of a gather call (4 KiB fragments; 2000 calls, the stream synchronised every 64)\n\n");
+	printf("| variant | fragments per call | µs per call (median) | µs (90th percentile) | ns per fragment |\n");
+	printf("|---|---:|---:|---:|---:|\n");
+	for (size_t v = 0; v < sizeof(vs) / sizeof(vs[0]); v++) {
+		struct devmemtcp_gpu *g = variant_open(&B, vs[v]);
+
+		if (!g)
+			continue;
+		for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+			size_t k = counts[i], calls = 2000;
+			static double c[2000];
+			double p90;
+
+			for (size_t j = 0; j < calls; j++) {
+				double t0 = now_s();
+
+				gather(&B, g, f + (j * k) % (n - k), k, B.dst,
+				       k * 4096, B.st);
+				c[j] = (now_s() - t0) * 1e6;
+				if (j % 64 == 63)
+					CK(B.cu->cuStreamSynchronize(B.st));
+			}
+			CK(B.cu->cuStreamSynchronize(B.st));
+			median(c, (int)calls);	/* sorts */
+			p90 = c[calls * 9 / 10];
+			printf("| %s | %zu | %.2f | %.2f | %.2f |\n", vs[v]->name, k,
+			       c[calls / 2], p90, c[calls / 2] * 1e3 / k);
+			fflush(stdout);
+		}
+		devmemtcp_gpu_free(g);
+	}
+	free(f);
+	return 0;
+}
+
+/* ---- latency: call to bytes in place ---------------------------------------- */
+
+static void nop_launch(CUstream st)
+{
+	CK(B.cu->cuLaunchKernel(B.gpu->fn_nop, 1, 1, 1, 32, 1, 1, 0, st, NULL,
+				NULL));
+}
+
+/* The persistent kernel stops when idle: the first gather restarts it. */
+static void latency_restart(struct devmemtcp_gpu *g,
+			    const struct devmemtcp_frag *f, size_t n)
+{
+	const size_t k = 256;
+	uint64_t l0 = dmt_gpu_persist_launches(g);
+	double t[50];
+
+	for (int r = 0; r < 50; r++) {
+		double t0;
+
+		usleep(5000);
+		t0 = now_s();
+		gather(&B, g, f + (r * k) % (n - k), k, B.dst, k * 4096, B.st);
+		CK(B.cu->cuStreamSynchronize(B.st));
+		t[r] = (now_s() - t0) * 1e6;
+	}
+	median(t, 50);
+	printf("\nPersistent kernel after 5 ms idle (it stops after 1 ms and restarts): 1 MiB gather + sync %.1f µs median (%.1f at the 90th percentile); %llu restarts in 50 calls.\n",
+	       t[25], t[45], (unsigned long long)(dmt_gpu_persist_launches(g) - l0));
+}
+
+static int section_latency(void)
+{
+	static const uint64_t sizes[] = { 64 << 10, 256 << 10, 1 << 20, 4 << 20 };
+	static const struct variant *const vs[] = { &var_auto, &var_ring,
+						    &var_persist };
+	struct devmemtcp_gpu *g[3];
+	struct devmemtcp_frag *f;
+	uint64_t total;
+	size_t n = make_frags(D_4K, 64ull << 20, B.src, B.src_size, &f, &total);
+	const int R = 200;
+	double t[200];
+
+	for (int v = 0; v < 3; v++)
+		g[v] = variant_open(&B, vs[v]);
+	printf("\n## Latency on an idle GPU: from the call to the bytes in place (call + cuStreamSynchronize), 4 KiB fragments, median of %d (90th percentile)\n\n", R);
+	printf("| bytes | empty kernel + sync µs | d2d copy + sync µs | variant | gather + sync µs |\n");
+	printf("|---:|---:|---:|---|---:|\n");
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		size_t k = sizes[s] / 4096;
+		double e, e90, d, d90;
+
+		for (int r = 0; r < R; r++) {
+			double t0 = now_s();
+
+			nop_launch(B.st);
+			CK(B.cu->cuStreamSynchronize(B.st));
+			t[r] = (now_s() - t0) * 1e6;
+		}
+		e = median(t, R);
+		e90 = t[R * 9 / 10];
+		for (int r = 0; r < R; r++) {
+			double t0 = now_s();
+
+			CK(B.cu->cuMemcpyDtoDAsync(B.dst, B.src, sizes[s], B.st));
+			CK(B.cu->cuStreamSynchronize(B.st));
+			t[r] = (now_s() - t0) * 1e6;
+		}
+		d = median(t, R);
+		d90 = t[R * 9 / 10];
+		for (int v = 0; v < 3; v++) {
+			if (!g[v])
+				continue;
+			for (int r = 0; r < R; r++) {
+				double t0 = now_s();
+
+				gather(&B, g[v], f + (r * k) % (n - k), k, B.dst,
+				       sizes[s], B.st);
+				CK(B.cu->cuStreamSynchronize(B.st));
+				t[r] = (now_s() - t0) * 1e6;
+			}
+			median(t, R);
+			printf("| %llu KiB | %.1f (%.1f) | %.1f (%.1f) | %s | **%.1f** (%.1f) |\n",
+			       (unsigned long long)(sizes[s] >> 10), e, e90, d, d90,
+			       vs[v]->name, t[R / 2], t[R * 9 / 10]);
+			fflush(stdout);
+		}
+	}
+	if (g[2])
+		latency_restart(g[2], f, n);
+	printf("\nTarget: <= 20 µs at 1 MiB.\n");
+	for (int v = 0; v < 3; v++)
+		devmemtcp_gpu_free(g[v]);
+	free(f);
+	return 0;
+}
+
+/* ---- micro: what the calls cost ---------------------------------------------- */
+
+struct micro {
+	const char *name;
+	void (*fn)(void *arg);
+	void *arg;
+};
+
+static CUdeviceptr word;
+static CUgraphExec gexec;
+static CUgraphNode gnode;
+static CUfunction inline_fn[DMT_INLINE_NSIZES];
+static struct dmt_gather_inline *inl;
+static CUevent ev_done;
+
+static void m_nop(void *a)
+{
+	(void)a;
+	nop_launch(B.st);
+}
+
+static void m_inline(void *a)
+{
+	void *params[] = { inl };
+
+	CK(B.cu->cuLaunchKernel(inline_fn[(uintptr_t)a], 1, 1, 1, 32, 1, 1, 0,
+				B.st, params, NULL));
+}
+
+static void m_event(void *a)
+{
+	(void)a;
+	CK(B.cu->cuEventRecord(B.ev0, B.st));
+}
+
+static void m_query(void *a)
+{
+	(void)a;
+	B.cu->cuEventQuery(ev_done);
+}
+
+static void m_write32(void *a)
+{
+	(void)a;
+	CK(B.cu->cuStreamWriteValue32(B.st, word, 1, 0));
+}
+
+static void m_write64(void *a)
+{
+	(void)a;
+	CK(B.cu->cuStreamWriteValue64(B.st, word, 1, 0));
+}
+
+static void m_wait32(void *a)
+{
+	(void)a;
+	CK(B.cu->cuStreamWaitValue32(B.st, word, 0, CU_STREAM_WAIT_VALUE_GEQ));
+}
+
+static void m_d2d(void *a)
+{
+	(void)a;
+	CK(B.cu->cuMemcpyDtoDAsync(B.dst, B.src, 1 << 20, B.st));
+}
+
+static void m_graph(void *a)
+{
+	(void)a;
+	CK(B.cu->cuGraphLaunch(gexec, B.st));
+}
+
+static void m_graph_update(void *a)
+{
+	void *params[] = { inl };
+	CUDA_KERNEL_NODE_PARAMS p = { .func = inline_fn[2], .gridDimX = 1,
+				      .gridDimY = 1, .gridDimZ = 1,
+				      .blockDimX = 32, .blockDimY = 1,
+				      .blockDimZ = 1, .kernelParams = params };
+
+	(void)a;
+	CK(B.cu->cuGraphExecKernelNodeSetParams(gexec, gnode, &p));
+	CK(B.cu->cuGraphLaunch(gexec, B.st));
+}
+
+static void m_getcur(void *a)
+{
+	CUcontext c;
+
+	(void)a;
+	B.cu->cuCtxGetCurrent(&c);
+}
+
+static void m_pushpop(void *a)
+{
+	CUcontext c;
+
+	(void)a;
+	B.cu->cuCtxPushCurrent(B.cctx);
+	B.cu->cuCtxPopCurrent(&c);
+}
+
+static void m_capturing(void *a)
+{
+	int st;
+
+	(void)a;
+	B.cu->cuStreamIsCapturing(B.st, &st);
+}
+
+static void m_fence(void *a)
+{
+	struct devmemtcp_gpu_fence *f;
+
+	(void)a;
+	if (devmemtcp_gpu_fence_new(B.gpu, B.st, &f) ||
+	    devmemtcp_gpu_fence_done(f, true) != 1)
+		abort();
+}
+
+/* Median µs per call over batches of 64 calls, synchronised between. */
+static double micro_us(const struct micro *m)
+{
+	double t[64];
+
+	for (int b = 0; b < 40; b++) {
+		double t0 = now_s();
+
+		for (int i = 0; i < 64; i++)
+			m->fn(m->arg);
+		if (b >= 8)
+			t[b - 8] = (now_s() - t0) * 1e6 / 64;
+		CK(B.cu->cuStreamSynchronize(B.st));
+	}
+	return median(t, 32);
+}
+
+static bool graph_setup(void)
+{
+	void *params[] = { inl };
+	CUDA_KERNEL_NODE_PARAMS p = { .func = inline_fn[2], .gridDimX = 1,
+				      .gridDimY = 1, .gridDimZ = 1,
+				      .blockDimX = 32, .blockDimY = 1,
+				      .blockDimZ = 1, .kernelParams = params };
+	CUgraph graph;
+
+	if (!B.cu->cuGraphCreate || !B.cu->cuGraphAddKernelNode ||
+	    !B.cu->cuGraphInstantiate || !B.cu->cuGraphLaunch ||
+	    !B.cu->cuGraphExecKernelNodeSetParams)
+		return false;
+	CK(B.cu->cuGraphCreate(&graph, 0));
+	CK(B.cu->cuGraphAddKernelNode(&gnode, graph, NULL, 0, &p));
+	CK(B.cu->cuGraphInstantiate(&gexec, graph, 0));
+	CK(B.cu->cuGraphDestroy(graph));
+	return true;
+}
+
+static int section_micro(void)
+{
+	static const uint32_t sizes[DMT_INLINE_NSIZES] = DMT_INLINE_SIZES;
+	struct micro m[32];
+	char names[DMT_INLINE_NSIZES][96];
+	int k = 0;
+	bool graphs;
+
+	inl = calloc(1, sizeof(*inl) + 1024 * sizeof(struct dmt_gather_desc));
+	if (!inl)
+		abort();
+	for (int i = 0; i < DMT_INLINE_NSIZES; i++) {
+		char fn[32];
+
+		snprintf(fn, sizeof(fn), "dmt_gather_inline%u", sizes[i]);
+		CK(B.cu->cuModuleGetFunction(&inline_fn[i], B.gpu->mod, fn));
+	}
+	CK(B.cu->cuMemAlloc(&word, 64));
+	CK(B.cu->cuMemsetD8Async(word, 0, 64, B.st));
+	CK(B.cu->cuEventCreate(&ev_done, CU_EVENT_DISABLE_TIMING));
+	CK(B.cu->cuEventRecord(ev_done, B.st));
+	CK(B.cu->cuStreamSynchronize(B.st));
+	graphs = graph_setup();
+
+	m[k++] = (struct micro){ "cuLaunchKernel, empty kernel, no parameter", m_nop };
+	for (int i = 0; i < DMT_INLINE_NSIZES; i++) {
+		snprintf(names[i], sizeof(names[i]),
+			 "cuLaunchKernel, inline gather of 0 descriptors, %u-byte parameter",
+			 DMT_INLINE_HDR + sizes[i] * 16);
+		m[k++] = (struct micro){ names[i], m_inline, (void *)(uintptr_t)i };
+	}
+	m[k++] = (struct micro){ "cuEventRecord", m_event };
+	m[k++] = (struct micro){ "cuEventQuery (complete)", m_query };
+	m[k++] = (struct micro){ "devmemtcp_gpu_fence_new + fence_done(wait) (idle stream)", m_fence };
+	if (B.cu->cuStreamWriteValue32)
+		m[k++] = (struct micro){ "cuStreamWriteValue32 (device memory)", m_write32 };
+	if (B.cu->cuStreamWriteValue64)
+		m[k++] = (struct micro){ "cuStreamWriteValue64 (device memory)", m_write64 };
+	if (B.cu->cuStreamWaitValue32)
+		m[k++] = (struct micro){ "cuStreamWaitValue32 (already true)", m_wait32 };
+	m[k++] = (struct micro){ "cuMemcpyDtoDAsync, 1 MiB", m_d2d };
+	if (graphs) {
+		m[k++] = (struct micro){ "cuGraphLaunch, one inline-gather node (4.2 KB parameter)", m_graph };
+		m[k++] = (struct micro){ "cuGraphExecKernelNodeSetParams + cuGraphLaunch, same node", m_graph_update };
+	}
+	m[k++] = (struct micro){ "cuCtxGetCurrent", m_getcur };
+	m[k++] = (struct micro){ "cuCtxPushCurrent + cuCtxPopCurrent", m_pushpop };
+	if (B.cu->cuStreamIsCapturing)
+		m[k++] = (struct micro){ "cuStreamIsCapturing", m_capturing };
+
+	printf("\n## CPU cost of driver calls (median of 32 batches of 64 calls, the stream synchronised between batches)\n\n");
+	printf("| call | µs per call |\n|---|---:|\n");
+	for (int i = 0; i < k; i++) {
+		printf("| %s | %.2f |\n", m[i].name, micro_us(&m[i]));
+		fflush(stdout);
+	}
+	if (graphs)
+		B.cu->cuGraphExecDestroy(gexec);
+	B.cu->cuEventDestroy(ev_done);
+	B.cu->cuMemFree(word);
+	free(inl);
+	return 0;
+}
+
+/* ---- tune: warps per fragment at receive sizes --------------------------------- */
+
+static int section_tune(void)
+{
+	static const char *const splits[] = { NULL, "1", "2", "4", "8", "16" };
+	static const uint64_t sizes[] = { 64 << 10, 256 << 10, 1 << 20, 4 << 20 };
+	struct devmemtcp_frag *f[2];
+	uint64_t total;
+	size_t n[2];
+
+	n[0] = make_frags(D_4K, 512ull << 20, B.src, B.src_size, &f[0], &total);
+	n[1] = make_frags(D_1448, 512ull << 20, B.src, B.src_size, &f[1], &total);
+	printf("\n## Tuning: warps per fragment at receive sizes (GB/s, 64 calls queued; auto: about 512 B to 2 KiB a warp)\n\n");
+	printf("| launch | fragments | bytes per call | auto | 1 | 2 | 4 | 8 | 16 |\n");
+	printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+	for (int mode = 0; mode < 2; mode++) {
+		for (int d = 0; d < 2; d++) {
+			for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+				size_t starts[66];
+				uint64_t bytes[65];
+				size_t calls = cut_calls(f[d], n[d], sizes[s], starts,
+							 64, bytes);
+
+				printf("| %s | %s | %llu KiB |",
+				       mode ? "slot" : "auto (inline up to 1024)",
+				       d ? "1448 B" : "4 KiB",
+				       (unsigned long long)(sizes[s] >> 10));
+				for (int k = 0; k < 6; k++) {
+					struct variant v = { "tune", .split = splits[k],
+							     .mode = mode ? "ring" : NULL,
+							     .slots = 64,
+							     .max_frags = 4096 };
+					struct devmemtcp_gpu *g = variant_open(&B, &v);
+					double cpu;
+
+					if (!g || !calls) {
+						printf(" - |");
+						continue;
+					}
+					printf(" %.0f |", queued_gbps(g, f[d], starts,
+								      bytes, calls,
+								      sizes[s], &cpu));
+					devmemtcp_gpu_free(g);
+				}
+				printf("\n");
+				fflush(stdout);
+			}
+		}
+	}
+	free(f[0]);
+	free(f[1]);
+	return 0;
+}
+
+/* Descriptors per warp, cache hints and block size at total_target. */
+static int section_tune_large(void)
 {
 	static const char *const pers[] = { "1", "2", "4", "8", "16", "32" };
 	struct devmemtcp_frag *f[3];
 	uint64_t total[3];
 	size_t n[3];
 
-	printf("\n## Tuning: descriptors per warp and cache hints (GB/s; auto = 8 KiB per warp, 2 to 32 fragments)\n\n");
+	printf("\n## Tuning at %llu MiB: descriptors per warp and cache hints (GB/s; auto = 8 KiB per warp, 2 to 32 fragments)\n\n",
+	       (unsigned long long)(total_target >> 20));
 	printf("| kernel | per warp | 4 KiB | 1448 B | mixed |\n|---|---|---:|---:|---:|\n");
 	for (int d = 0; d < 3; d++)
-		n[d] = make_frags((enum dist)d, total_target, &f[d], &total[d]);
+		n[d] = make_frags((enum dist)d, total_target, B.src, B.src_size,
+				  &f[d], &total[d]);
 	for (int k = 0; k < 5; k++) {
 		for (int p = -1; p < (k >= 2 ? 0 : 6); p++) {
-			DEVMEMTCP_OPTS(gpu_opts, o, .max_frags = 1u << 20, .slots = 2);
+			DEVMEMTCP_OPTS(gpu_opts, o, .max_frags = 1u << 20, .slots = 2,
+				       .cuda_device = B.device);
 			struct devmemtcp_gpu *g;
 
+			setenv("DEVMEMTCP_GATHER_MODE", "ring", 1);
 			setenv("DEVMEMTCP_GATHER_KERNEL",
 			       k == 1 ? "dmt_gather_cs" : "dmt_gather", 1);
 			if (k == 2)
@@ -334,14 +818,13 @@ static void tuning(void)
 				setenv("DEVMEMTCP_GATHER_WARPS", k == 3 ? "4" : "2", 1);
 			if (p >= 0)
 				setenv("DEVMEMTCP_GATHER_PER", pers[p], 1);
-			else
-				unsetenv("DEVMEMTCP_GATHER_PER");
-			if (devmemtcp_gpu_new(ctx, &o, &g)) {
-				fprintf(stderr, "tuning: %s\n", devmemtcp_ctx_errmsg(ctx));
-				return;
+			if (devmemtcp_gpu_new(B.ctx, &o, &g)) {
+				fprintf(stderr, "tuning: %s\n", devmemtcp_ctx_errmsg(B.ctx));
+				return 1;
 			}
 			unsetenv("DEVMEMTCP_GATHER_CACHED");
 			unsetenv("DEVMEMTCP_GATHER_WARPS");
+			unsetenv("DEVMEMTCP_GATHER_PER");
 			printf("| %s | %s |",
 			       k == 4 ? "plain, 2 warps per block (default 8)"
 			       : k == 3 ? "plain, 4 warps per block (default 8)"
@@ -355,286 +838,83 @@ static void tuning(void)
 			devmemtcp_gpu_free(g);
 		}
 	}
+	unsetenv("DEVMEMTCP_GATHER_MODE");
 	unsetenv("DEVMEMTCP_GATHER_KERNEL");
-	unsetenv("DEVMEMTCP_GATHER_PER");
 	for (int d = 0; d < 3; d++)
 		free(f[d]);
+	return 0;
 }
 
-/*
- * Launch size: up to 64 gathers of one size are queued behind a spin kernel
- * and timed on the GPU, so the GPU-side cost of a launch per batch shows
- * (the CPU builds descriptors at a few ns per fragment, reported apart).
- */
-static void sweep(void)
+/* ---- main ------------------------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	int (*fn)(void);
+} sections[] = {
+	{ "dist", section_dist },
+	{ "sweep", section_sweep },
+	{ "cpu", section_cpu },
+	{ "latency", section_latency },
+	{ "micro", section_micro },
+	{ "tune", section_tune },
+	{ "tune-large", section_tune_large },
+};
+
+static int usage(const char *argv0, int status)
 {
-	DEVMEMTCP_OPTS(gpu_opts, o, .max_frags = 65536, .slots = 64);
-	static const uint64_t sizes[] = {
-		64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20,
-		256 << 20,
-	};
-	struct devmemtcp_frag *f;
-	struct devmemtcp_gpu *g;
-	uint64_t total;
-	size_t n;
-
-	if (devmemtcp_gpu_new(ctx, &o, &g)) {
-		fprintf(stderr, "sweep: %s\n", devmemtcp_ctx_errmsg(ctx));
-		return;
-	}
-	n = make_frags(D_4K, 1ull << 30, &f, &total);
-	printf("\n## Batch-size sweep (4 KiB fragments, page-aligned source; up to 64 launches queued, GPU time)\n\n");
-	printf("| batch | frags/launch | launches | gather GB/s | d2d copies of the batch GB/s | gather / d2d | CPU µs per call |\n");
-	printf("|---:|---:|---:|---:|---:|---:|---:|\n");
-	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-		size_t per = sizes[s] / 4096, calls = n / per;
-		struct devmemtcp_gpu_iov d = { dst, sizes[s] };
-		double gt, dt, t0, ct[64];
-		float ms;
-
-		/* the destination holds total_target bytes: batches wrap
-		 * inside it, and larger ones are skipped */
-		uint64_t span = total_target / sizes[s] * sizes[s];
-
-		if (!span)
-			continue;
-		if (calls > 64)
-			calls = 64;
-		devmemtcp_gpu_gather(g, f, per, &d, 1, st);	/* warm */
-		CK(cu->cuStreamSynchronize(st));
-		dmt_gpu_spin(g, st, 20 * 1000 * 1000);
-		CK(cu->cuEventRecord(ev0, st));
-		for (size_t c = 0; c < calls; c++) {
-			d.addr = dst + c * sizes[s] % span;
-			t0 = now();
-			if (devmemtcp_gpu_gather(g, f + c * per, per, &d, 1, st)) {
-				fprintf(stderr, "sweep gather: %s\n",
-					devmemtcp_gpu_errmsg(g));
-				exit(1);
-			}
-			ct[c] = (now() - t0) * 1e6;
-		}
-		CK(cu->cuEventRecord(ev1, st));
-		CK(cu->cuEventSynchronize(ev1));
-		CK(cu->cuEventElapsedTime(&ms, ev0, ev1));
-		gt = (double)calls * sizes[s] / (ms * 1e-3) / 1e9;
-		/* plain copies of the same batch size, queued the same way */
-		dmt_gpu_spin(g, st, 2 * 1000 * 1000);
-		CK(cu->cuEventRecord(ev0, st));
-		for (size_t c = 0; c < calls; c++)
-			CK(cu->cuMemcpyDtoDAsync(dst + c * sizes[s] % span,
-						 src + c * sizes[s] % (src_size / 2),
-						 sizes[s], st));
-		CK(cu->cuEventRecord(ev1, st));
-		CK(cu->cuEventSynchronize(ev1));
-		CK(cu->cuEventElapsedTime(&ms, ev0, ev1));
-		dt = (double)calls * sizes[s] / (ms * 1e-3) / 1e9;
-		printf("| %llu KiB | %zu | %zu | %.0f | %.0f | %.1f %% | %.1f |\n",
-		       (unsigned long long)(sizes[s] >> 10), per, calls, gt, dt,
-		       100 * gt / dt, median(ct, (int)calls));
-	}
-	free(f);
-	devmemtcp_gpu_free(g);
-}
-
-/* CPU cost of a gather call for small batches (the per-recvmsg case). */
-static void cpu_small(void)
-{
-	static const size_t counts[] = { 16, 64, 256, 1024, 16384 };
-	struct devmemtcp_frag *f;
-	uint64_t total;
-	size_t n;
-
-	DEVMEMTCP_OPTS(gpu_opts, o, .max_frags = 1u << 20, .slots = 4);
-	struct devmemtcp_gpu *g[2] = { gpu, NULL };
-
-	setenv("DEVMEMTCP_GATHER_CACHED", "1", 1);
-	if (devmemtcp_gpu_new(ctx, &o, &g[1]))
-		g[1] = NULL;
-	unsetenv("DEVMEMTCP_GATHER_CACHED");
-	n = make_frags(D_4K, 256ull << 20, &f, &total);
-	printf("\n## CPU cost of a gather call (4 KiB fragments; includes the launch)\n\n");
-	printf("| descriptor memory | fragments per call | µs per call | ns per fragment |\n|---|---:|---:|---:|\n");
-	for (size_t x = 0; x < 2 * sizeof(counts) / sizeof(counts[0]); x++) {
-		int h = x >= sizeof(counts) / sizeof(counts[0]);
-		size_t i = x % (sizeof(counts) / sizeof(counts[0]));
-		size_t k = counts[i], calls = n / k / 2 > 2000 ? 2000 : n / k / 2;
-		double c[2001], t0;
-
-		if (!g[h])
-			break;
-
-		for (size_t j = 0; j < calls; j++) {
-			struct devmemtcp_gpu_iov d = { dst, k * 4096 };
-
-			t0 = now();
-			devmemtcp_gpu_gather(g[h], f + (j * k) % (n - k), k, &d, 1, st);
-			c[j] = (now() - t0) * 1e6;
-			if (j % 64 == 63)
-				CK(cu->cuStreamSynchronize(st));
-		}
-		CK(cu->cuStreamSynchronize(st));
-		printf("| %s | %zu | %.2f | %.1f |\n",
-		       h ? "pinned, cached" : "pinned, write-combined (default)",
-		       k, median(c, (int)calls), median(c, (int)calls) * 1e3 / k);
-	}
-	if (g[1])
-		devmemtcp_gpu_free(g[1]);
-	free(f);
-}
-
-/* Returns -1 to go on, else the exit status. */
-static int parse_args(int argc, char **argv, int *device)
-{
-	int opt;
-
-	total_target = 1ull << 30;
-	while ((opt = getopt(argc, argv, "d:s:r:h")) != -1) {
-		switch (opt) {
-		case 'd':
-			*device = atoi(optarg);
-			break;
-		case 's':
-			total_target = strtoull(optarg, NULL, 0) << 20;
-			break;
-		case 'r':
-			reps = atoi(optarg);
-			if (reps < 1 || reps > 63)
-				reps = 10;
-			break;
-		default:
-			fprintf(stderr, "usage: %s [-d device] [-s total_MiB] [-r reps]\n",
-				argv[0]);
-			return opt == 'h' ? 0 : 2;
-		}
-	}
-	return -1;
-}
-
-/* The two gather handles (plain and DESC_COPY); exit status on failure
- * (77: no GPU), else -1. */
-static int open_gpus(int device)
-{
-	DEVMEMTCP_OPTS(gpu_opts, go, .max_frags = 1u << 20, .slots = 2,
-		       .cuda_device = device);
-	DEVMEMTCP_OPTS(gpu_opts, gc, .max_frags = 1u << 20, .slots = 2,
-		       .flags = DEVMEMTCP_GPU_DESC_COPY, .cuda_device = device);
-	int ret;
-
-	if (devmemtcp_ctx_new(NULL, &ctx))
-		return 1;
-	ret = devmemtcp_gpu_new(ctx, &go, &gpu);
-	if (ret) {
-		printf("SKIP: %s\n", devmemtcp_ctx_errmsg(ctx));
-		return ret == -ENOENT || ret == -ENODEV ? 77 : 1;
-	}
-	if (devmemtcp_gpu_new(ctx, &gc, &gpu_copy)) {
-		printf("gpu (DESC_COPY): %s\n", devmemtcp_ctx_errmsg(ctx));
-		return 1;
-	}
-	cu = dmt_gpu_cuda(gpu);
-	return -1;
-}
-
-/* Stream, events, the source filled with the random pattern, the
- * destination; the device's name into name. */
-static void setup_device(int device, char *name, int len)
-{
-	CUdevice dev;
-	CUcontext cctx;
-
-	CK(cu->cuDeviceGet(&dev, device));
-	CK(cu->cuDevicePrimaryCtxRetain(&cctx, dev));
-	CK(cu->cuCtxPushCurrent(cctx));
-	CK(cu->cuDeviceGetName(name, len, dev));
-	CK(cu->cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
-	CK(cu->cuEventCreate(&ev0, CU_EVENT_DEFAULT));
-	CK(cu->cuEventCreate(&ev1, CU_EVENT_DEFAULT));
-	src_size = 4 * total_target;
-	CK(cu->cuMemAlloc(&src, src_size));
-	CK(cu->cuMemAlloc(&dst, total_target + (1 << 20)));
-	pattern = malloc(PATTERN_SIZE);
-	for (uint64_t i = 0; i < PATTERN_SIZE; i += 8) {
-		uint64_t v = rnd();
-
-		memcpy(pattern + i, &v, 8);
-	}
-	for (uint64_t o = 0; o < src_size; o += PATTERN_SIZE)
-		CK(cu->cuMemcpyHtoD(src + o, pattern, PATTERN_SIZE));
-}
-
-/* One row of the main table; the gather's share of d2d bandwidth. */
-static double distribution_row(enum dist d)
-{
-	struct devmemtcp_frag *f;
-	uint64_t total;
-	size_t n = make_frags(d, total_target, &f, &total);
-	double dt, gt, gct, cpu, pf, bt;
-	int ok;
-
-	dt = time_d2d(total);
-	gt = time_gather(gpu, f, n, total, &cpu);
-	ok = verify(f, n, total);
-	gct = time_gather(gpu_copy, f, n, total, NULL);
-	if (!ok)
-		ok = verify(f, n, total);
-	pf = per_frag_gbps(f, n);
-	bt = batch_gbps(f, n);
-	printf("| %s | %zu | %.0f | %.0f | **%.1f %%** | %.0f (%.1f %%) | %.2f | %.2f | ",
-	       dist_name[d], n, total / (dt * 1e-3) / 1e9, total / (gt * 1e-3) / 1e9,
-	       100 * dt / gt, total / (gct * 1e-3) / 1e9,
-	       100 * dt / gct, cpu, pf);
-	if (bt < 0)
-		printf("n/a | ");
-	else
-		printf("%.2f | ", bt);
-	printf("%s |\n", ok ? "MISMATCH" : "bytes equal");
-	fflush(stdout);
-	free(f);
-	return dt / gt;
-}
-
-/* The main table: every distribution against d2d, and the targets. */
-static void distributions(const char *name, int device)
-{
-	time_t tnow = time(NULL);
-	double ratio[D_N];
-
-	printf("# Gather benchmark\n\n");
-	printf("- GPU: %s (device %d), CUDA driver API %d.%d\n", name, device,
-	       cu->driver_version / 1000, cu->driver_version % 1000 / 10);
-	printf("- date: %s", asctime(gmtime(&tnow)));
-	printf("- %llu MiB of fragments per measurement, median of %d runs; GB/s = 1e9 bytes gathered per second of GPU time (events)\n",
-	       (unsigned long long)(total_target >> 20), reps);
-	printf("- baseline: one cuMemcpyDtoDAsync of the same number of bytes (contiguous)\n\n");
-	printf("| distribution | frags | d2d GB/s | gather GB/s | gather / d2d | gather, descriptors copied first | CPU ns/frag | per-frag cuMemcpyAsync GB/s | cuMemcpyBatchAsync GB/s | check |\n");
-	printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
-	for (int d = 0; d < D_N; d++)
-		ratio[d] = distribution_row((enum dist)d);
-	printf("\nTargets: 4 KiB >= 95 %% (%.1f %%: %s), 1448 B >= 80 %% (%.1f %%: %s), mixed >= 70 %% (%.1f %%: %s)\n",
-	       100 * ratio[D_4K], ratio[D_4K] >= 0.95 ? "met" : "MISSED",
-	       100 * ratio[D_1448], ratio[D_1448] >= 0.80 ? "met" : "MISSED",
-	       100 * ratio[D_MIXED], ratio[D_MIXED] >= 0.70 ? "met" : "MISSED");
+	fprintf(stderr, "usage: %s [-d device] [-s MiB] [-r reps] [-t dist,sweep,cpu,latency,micro,tune,tune-large]\n",
+		argv0);
+	return status;
 }
 
 int main(int argc, char **argv)
 {
-	char name[256] = "";
-	int device = 0;
-	int status = parse_args(argc, argv, &device);
+	const char *which = "dist,sweep,cpu,latency,micro,tune";
+	int device = 0, opt, status = 0;
 
+	while ((opt = getopt(argc, argv, "d:s:r:t:h")) != -1) {
+		switch (opt) {
+		case 'd':
+			device = atoi(optarg);
+			break;
+		case 's':
+			total_target = strtoull(optarg, NULL, 0) << 20;
+			if (!total_target)
+				return usage(argv[0], 2);
+			break;
+		case 'r':
+			reps = atoi(optarg);
+			if (reps < 1 || reps > 63)
+				return usage(argv[0], 2);
+			break;
+		case 't':
+			which = optarg;
+			break;
+		default:
+			return usage(argv[0], opt == 'h' ? 0 : 2);
+		}
+	}
+	/* source: 4x the largest batch; destination: a batch plus room */
+	status = bench_open(&B, device, 4 * total_target,
+			    total_target + (1 << 20));
 	if (status >= 0)
 		return status;
-	status = open_gpus(device);
-	if (status >= 0)
-		return status;
-	setup_device(device, name, sizeof(name));
-	distributions(name, device);
-	cpu_small();
-	sweep();
-	tuning();
-	devmemtcp_gpu_free(gpu_copy);
-	devmemtcp_gpu_free(gpu);
-	devmemtcp_ctx_free(ctx);
-	return 0;
+	status = 0;
+	bench_header(&B, "Gather benchmark");
+	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+		char list[256];
+		bool on = false;
+
+		snprintf(list, sizeof(list), ",%s,", which);
+		{
+			char key[64];
+
+			snprintf(key, sizeof(key), ",%s,", sections[i].name);
+			on = strstr(list, key) != NULL;
+		}
+		if (on)
+			status |= sections[i].fn();
+	}
+	bench_close(&B);
+	return status ? 1 : 0;
 }

@@ -2,8 +2,9 @@
 /*
  * devmemsim fault injection and diagnosis: the debugfs knobs in
  * /sys/kernel/debug/devmemsim/<ifname>/ (corrupt_offset, drop_every,
- * fail_alloc, fail_restart, payload_bytes, state) and the hooks through
- * which the receive path (rx.c) and queue restarts (netdev.c) obey them.
+ * fail_alloc, fail_restart, payload_bytes, dma_faults, dma_remapped, state)
+ * and the hooks through which the receive path (rx.c) and queue restarts
+ * (netdev.c) obey them.
  * Every knob acts on frames received by its device; the directory keeps
  * the name the device had at load time.
  *
@@ -170,6 +171,14 @@ static int dsim_payload_get(void *data, u64 *val)
 }
 DEFINE_DEBUGFS_ATTRIBUTE(dsim_payload_fops, dsim_payload_get, NULL, "%llu\n");
 
+/* dma_faults, dma_remapped: an atomic64_t counter, read-only */
+static int dsim_counter_get(void *data, u64 *val)
+{
+	*val = atomic64_read(data);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(dsim_counter_fops, dsim_counter_get, NULL, "%llu\n");
+
 /* "state": queue internals, to diagnose stalls */
 static void dsim_state_queue(struct seq_file *m, struct dsim_priv *priv,
 			     unsigned int i)
@@ -180,11 +189,13 @@ static void dsim_state_queue(struct seq_file *m, struct dsim_priv *priv,
 
 	dsim_stats_read(&rq->stats, r);
 	dsim_stats_read(&priv->tq[i].stats, t);
-	seq_printf(m, "rx%u: backlog %u napi_on %d napi_state 0x%lx pp %d mp %d packets %llu alloc_fail %llu drops %llu\n",
+	seq_printf(m, "rx%u: backlog %u napi_on %d napi_state 0x%lx pp %d mp %d page %lu packets %llu alloc_fail %llu drops %llu bufs %llu pages %llu\n",
 		   i, skb_queue_len(&rq->backlog), rq->napi_on,
 		   READ_ONCE(rq->napi.state), !!rq->pp,
 		   i < dev->real_num_rx_queues && dsim_rxq_has_mp(dev, i),
-		   r[DSIM_PACKETS], r[DSIM_ALLOC_FAIL], r[DSIM_DROPS]);
+		   PAGE_SIZE << rq->page_order,
+		   r[DSIM_PACKETS], r[DSIM_ALLOC_FAIL], r[DSIM_DROPS],
+		   r[DSIM_BUFS], r[DSIM_PAGES]);
 	if (i < dev->num_tx_queues)
 		seq_printf(m, "tx%u: stopped %d packets %llu drops %llu\n", i,
 			   netif_tx_queue_stopped(netdev_get_tx_queue(dev, i)),
@@ -196,11 +207,17 @@ static int dsim_state_show(struct seq_file *m, void *v)
 	struct dsim_priv *priv = m->private;
 	struct net_device *dev = priv->dev;
 	unsigned int i;
+	char lo[64];
 
+	dsim_layout_str(&priv->layout, lo, sizeof(lo));
 	seq_printf(m, "%s: running %d real_rx %u real_tx %u hds %d hds_thresh %u rules %u\n",
 		   netdev_name(dev), netif_running(dev), dev->real_num_rx_queues,
 		   dev->real_num_tx_queues, READ_ONCE(priv->hds),
 		   READ_ONCE(priv->hds_thresh), priv->nrules);
+	seq_printf(m, "parent %s dma %s dma_faults %lld dma_remapped %lld rx_buffers %s\n",
+		   dev_name(priv->dmadev), dsim_dma_mode(priv),
+		   (long long)atomic64_read(&priv->dma_faults),
+		   (long long)atomic64_read(&priv->dma_remapped), lo);
 	for (i = 0; i < priv->nq; i++)
 		dsim_state_queue(m, priv, i);
 	return 0;
@@ -223,10 +240,20 @@ void dsim_debugfs_add(struct dsim_priv *priv)
 				   &dsim_drop_fops);
 	debugfs_create_file_unsafe("payload_bytes", 0400, priv->dbg, priv,
 				   &dsim_payload_fops);
+	debugfs_create_file_unsafe("dma_faults", 0400, priv->dbg,
+				   &priv->dma_faults, &dsim_counter_fops);
+	debugfs_create_file_unsafe("dma_remapped", 0400, priv->dbg,
+				   &priv->dma_remapped, &dsim_counter_fops);
 	debugfs_create_atomic_t("fail_restart", 0600, priv->dbg,
 				&priv->fail_restart);
 	debugfs_create_atomic_t("fail_alloc", 0600, priv->dbg, &priv->fail_alloc);
 	debugfs_create_file("state", 0400, priv->dbg, priv, &dsim_state_fops);
+}
+
+void dsim_debugfs_remove(struct dsim_priv *priv)
+{
+	debugfs_remove_recursive(priv->dbg);
+	priv->dbg = NULL;
 }
 
 void dsim_debugfs_exit(void)

@@ -14,9 +14,10 @@
  * when a dma-buf memory provider is bound.  netdev.c owns the net_device,
  * queue and page pool life cycle including the queue management API,
  * ethtool.c the ethtool configuration, debugfs.c the fault-injection knobs
- * and their datapath hooks, dev.c the platform parent devices (whose DMA
- * mask makes a DMA address a physical address), the module parameters and
- * module init/exit.
+ * and their datapath hooks, dev.c the parent devices (platform devices
+ * without an IOMMU, or PCI devices behind one), the translation of a DMA
+ * address to the memory a "DMA" touches, the module parameters and module
+ * init/exit.
  *
  * Copyright (c) the libdevmemtcp authors.
  */
@@ -32,6 +33,7 @@
 #include <linux/tcp.h>
 #include <linux/u64_stats_sync.h>
 #include <linux/ethtool.h>
+#include <linux/prandom.h>
 #include <net/netdev_queues.h>
 #include <net/netmem.h>
 
@@ -50,6 +52,17 @@
 #define DSIM_QCFG_PARAM struct netdev_queue_config *qcfg,
 #else
 #define DSIM_QCFG_PARAM
+#endif
+
+/* NIC pages larger than PAGE_SIZE: the queue config's rx_page_size with
+ * ndo_default_qcfg/ndo_validate_qcfg and QCFG_RX_PAGE_SIZE, set by bind-rx
+ * (NETDEV_A_DMABUF_RX_PAGE_SIZE).  7.3 has them; 7.0's queue configs lack
+ * the hooks, and nothing before 7.3 was checked.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 3, 0)
+#define DSIM_HAVE_QCFG 1
+#else
+#define DSIM_HAVE_QCFG 0
 #endif
 
 /* ethtool hds-thresh (6.14) and dev->cfg. */
@@ -96,6 +109,9 @@
 #define DSIM_BACKLOG		256	/* source skbs queued per RX queue */
 #define DSIM_MAX_MTU		9000
 #define DSIM_MAX_HLEN		256	/* eth+ip+tcp headers a TCP frame may have */
+/* NIC pages larger than PAGE_SIZE (rx_page_size, 7.x): up to 64 KiB */
+#define DSIM_MAX_PAGE_ORDER	(16 - PAGE_SHIFT)
+#define DSIM_MIN_BUF_SIZE	1024	/* rx_buf_size: 9000-byte MTU in <= 9 frags */
 
 /* Per-queue counters; a TX queue leaves DSIM_ALLOC_FAIL at 0. */
 enum dsim_ctr {
@@ -103,6 +119,8 @@ enum dsim_ctr {
 	DSIM_BYTES,
 	DSIM_ALLOC_FAIL,
 	DSIM_DROPS,
+	DSIM_BUFS,		/* RX buffers (skb frags) the payload went to */
+	DSIM_PAGES,		/* RX: NIC pages those buffers were carved from */
 	DSIM_NR_CTRS
 };
 
@@ -117,9 +135,11 @@ struct dsim_rq {
 	struct napi_struct napi;
 	struct sk_buff_head backlog;	/* frames "on the wire" to this queue */
 	struct page_pool *pp;
+	unsigned int page_order;	/* of pp's NIC pages */
 	struct dsim_priv *priv;
 	unsigned int idx;
 	bool napi_on;
+	struct rnd_state mix;		/* segment sizes with rx_mix */
 	struct dsim_stats stats;
 };
 
@@ -154,9 +174,22 @@ struct dsim_wire {
 	u32 hash;
 };
 
+/* How received payload is laid out in the NIC's buffers (module
+ * parameters, fixed at load time). */
+struct dsim_layout {
+	u32 buf_size;		/* 0: one buffer per NIC page */
+	bool pack;		/* payloads back to back (page-pool fragments) */
+	bool mix;		/* TCP segments of 1 byte to one MSS on the wire */
+};
+
 struct dsim_priv {
 	struct net_device *dev;
-	struct platform_device *pdev;
+	struct device *dmadev;		/* the parent: DMA goes through it */
+	struct platform_device *pdev;	/* the platform parent, or NULL */
+	struct iommu_domain *iommu;	/* dmadev's translating domain, or NULL */
+	struct dsim_layout layout;
+	atomic64_t dma_faults;		/* "DMA" to an address not mapped */
+	atomic64_t dma_remapped;	/* pages "DMA'd" at an IOVA != their address */
 	struct dsim_priv __rcu *peer;
 	unsigned int nq;
 	struct dsim_rq *rq;
@@ -212,7 +245,10 @@ static inline struct dsim_stats *dsim_queue_stats(struct dsim_priv *priv, bool t
 }
 
 /* dev.c */
-void *dsim_dma_va(struct dsim_priv *priv, dma_addr_t dma, unsigned int len);
+void *dsim_dma_va(struct dsim_priv *priv, dma_addr_t dma, unsigned int len,
+		  unsigned int *n);
+const char *dsim_dma_mode(const struct dsim_priv *priv);
+void dsim_layout_str(const struct dsim_layout *lo, char *s, size_t len);
 
 /* netdev.c */
 void dsim_setup(struct net_device *dev);
@@ -233,7 +269,7 @@ int dsim_src_copy(struct dsim_priv *txp, const struct sk_buff *skb,
 		  unsigned int off, void *dst, unsigned int len);
 void dsim_tso_fix_header(u8 *seg, const struct dsim_flow *fl,
 			 const struct sk_buff *src, unsigned int i,
-			 unsigned int plen, bool last);
+			 unsigned int off, unsigned int plen, bool last);
 void dsim_wake_peer_txqs(struct dsim_priv *priv);
 
 /* steer.c */
@@ -254,6 +290,7 @@ bool dsim_fault_alloc(struct dsim_priv *priv);
 bool dsim_fault_restart(struct dsim_priv *priv);
 void dsim_debugfs_init(void);
 void dsim_debugfs_add(struct dsim_priv *priv);
+void dsim_debugfs_remove(struct dsim_priv *priv);
 void dsim_debugfs_exit(void);
 
 #endif /* DEVMEMSIM_H */

@@ -4,7 +4,8 @@
  * (combined 1..num_queues; a change restarts all queues), RSS (indirection
  * table, key, Toeplitz only, contexts 1..7 sharing the device key), ntuple
  * rules (64, any location, tcp4/udp4/tcp6/udp6/ip4/ip6, queue, drop or RSS
- * context) and the per-queue statistics of -S.  Steering reads the tables
+ * context) and the per-queue statistics of -S (RX: also the buffers the
+ * payload went to and the NIC pages they came from).  Steering reads the tables
  * under cfg_lock (steer.c).
  *
  * Copyright (c) the libdevmemtcp authors.
@@ -19,7 +20,7 @@ static void dsim_get_drvinfo(struct net_device *dev, struct ethtool_drvinfo *inf
 	struct dsim_priv *priv = netdev_priv(dev);
 
 	strscpy(info->driver, DSIM_DRV_NAME, sizeof(info->driver));
-	strscpy(info->bus_info, dev_name(&priv->pdev->dev), sizeof(info->bus_info));
+	strscpy(info->bus_info, dev_name(priv->dmadev), sizeof(info->bus_info));
 }
 
 /* ------------------------------------------------------------------ */
@@ -500,6 +501,8 @@ static const struct dsim_stat_name dsim_rx_stat_names[] = {
 	{ "bytes", DSIM_BYTES },
 	{ "alloc_fail", DSIM_ALLOC_FAIL },
 	{ "drops", DSIM_DROPS },
+	{ "bufs", DSIM_BUFS },
+	{ "pages", DSIM_PAGES },
 };
 
 static const struct dsim_stat_name dsim_tx_stat_names[] = {

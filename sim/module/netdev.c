@@ -5,7 +5,10 @@
  * queue management API through which the core restarts a single queue with
  * a memory provider installed, plus the per-queue counters (rtnl stats and
  * netdev qstats).  A queue being restarted keeps its backlog: frames "on
- * the wire" wait for the new memory.
+ * the wire" wait for the new memory.  On kernels with NIC page sizes (7.3)
+ * the NIC page size of a queue (rx_page_size, e.g. from a dma-buf binding)
+ * sets the order of its page pool, as on real drivers with
+ * QCFG_RX_PAGE_SIZE.
  *
  * Copyright (c) the libdevmemtcp authors.
  */
@@ -18,6 +21,7 @@
 
 struct dsim_queue_mem {
 	struct page_pool *pp;
+	unsigned int page_order;
 };
 
 /* ------------------------------------------------------------------ */
@@ -62,21 +66,22 @@ bool dsim_any_mp(struct net_device *dev)
 /* RX queues: page pool and NAPI                                        */
 
 static int dsim_create_pp(struct dsim_priv *priv, unsigned int idx,
-			  struct page_pool **ppp)
+			  unsigned int order, struct page_pool **ppp)
 {
 	struct page_pool_params pp = {
 		.flags = PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV,
-		.order = 0,
-		.pool_size = priv->rx_ring,
+		.order = order,
+		/* the same memory in the ring, whatever the page size */
+		.pool_size = max_t(u32, priv->rx_ring >> order, DSIM_RING_MIN),
 		.nid = NUMA_NO_NODE,
-		.dev = &priv->pdev->dev,
+		.dev = priv->dmadev,
 		/* NAPI is attached when the queue starts: a pool that is
 		 * allocated but freed without being started (failed restart)
 		 * must not point at the live NAPI.
 		 */
 		.napi = NULL,
 		.dma_dir = DMA_FROM_DEVICE,
-		.max_len = PAGE_SIZE,
+		.max_len = PAGE_SIZE << order,
 		.offset = 0,
 		.netdev = priv->dev,
 		.queue_idx = idx,
@@ -95,6 +100,54 @@ static int dsim_create_pp(struct dsim_priv *priv, unsigned int idx,
 		return PTR_ERR(pool);
 	*ppp = pool;
 	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* NIC page size (queue configs, 7.3)                                  */
+
+#if DSIM_HAVE_QCFG
+static unsigned int dsim_qcfg_order(const struct netdev_queue_config *qcfg)
+{
+	return qcfg->rx_page_size > PAGE_SIZE ?
+	       ilog2(qcfg->rx_page_size) - PAGE_SHIFT : 0;
+}
+
+static void dsim_default_qcfg(struct net_device *dev,
+			      struct netdev_queue_config *qcfg)
+{
+	qcfg->rx_page_size = PAGE_SIZE;
+}
+
+static int dsim_validate_qcfg(struct net_device *dev,
+			      struct netdev_queue_config *qcfg,
+			      struct netlink_ext_ack *extack)
+{
+	u32 size = qcfg->rx_page_size;
+
+	if (!is_power_of_2(size) || size < PAGE_SIZE ||
+	    size > PAGE_SIZE << DSIM_MAX_PAGE_ORDER) {
+		NL_SET_ERR_MSG_FMT(extack,
+				   "rx_page_size %u not supported: a power of two from %lu to %lu",
+				   size, PAGE_SIZE, PAGE_SIZE << DSIM_MAX_PAGE_ORDER);
+		return -ERANGE;
+	}
+	return 0;
+}
+#endif
+
+/* The page order queue @idx runs with now: the core's queue config, where
+ * a binding's rx_page_size overrides the device default.
+ */
+static unsigned int dsim_cfg_order(struct dsim_priv *priv, unsigned int idx)
+{
+#if DSIM_HAVE_QCFG
+	struct netdev_queue_config qcfg;
+
+	netdev_queue_config(priv->dev, idx, &qcfg);
+	return dsim_qcfg_order(&qcfg);
+#else
+	return 0;
+#endif
 }
 
 /* Let the queue's NAPI run with the pool it has now; it looks at the
@@ -126,10 +179,12 @@ static int dsim_rq_start(struct dsim_priv *priv, unsigned int i)
 	struct dsim_rq *rq = &priv->rq[i];
 
 	if (!rq->pp) {
-		int err = dsim_create_pp(priv, i, &rq->pp);
+		unsigned int order = dsim_cfg_order(priv, i);
+		int err = dsim_create_pp(priv, i, order, &rq->pp);
 
 		if (err)
 			return err;
+		rq->page_order = order;
 	}
 	dsim_rq_napi_on(rq);
 	return 0;
@@ -193,7 +248,12 @@ static int dsim_queue_mem_alloc(struct net_device *dev, DSIM_QCFG_PARAM
 		return -EIO;
 	}
 	qmem->pp = NULL;
-	return dsim_create_pp(priv, idx, &qmem->pp);
+#if DSIM_HAVE_QCFG
+	qmem->page_order = dsim_qcfg_order(qcfg);
+#else
+	qmem->page_order = 0;
+#endif
+	return dsim_create_pp(priv, idx, qmem->page_order, &qmem->pp);
 }
 
 static void dsim_queue_mem_free(struct net_device *dev, void *per_queue_mem)
@@ -216,6 +276,7 @@ static int dsim_queue_start(struct net_device *dev, DSIM_QCFG_PARAM
 	if (WARN_ON(rq->pp))
 		return -EBUSY;
 	rq->pp = qmem->pp;
+	rq->page_order = qmem->page_order;
 	qmem->pp = NULL;
 	if (!netif_running(dev))	/* 6.12 restarts closed devices too */
 		return 0;
@@ -232,6 +293,7 @@ static int dsim_queue_stop(struct net_device *dev, void *per_queue_mem, int idx)
 	dsim_rq_napi_off(rq);
 	/* frames still on the wire stay in the backlog for the new memory */
 	qmem->pp = rq->pp;
+	qmem->page_order = rq->page_order;
 	rq->pp = NULL;
 	if (qmem->pp)
 		page_pool_disable_direct_recycling(qmem->pp);
@@ -244,6 +306,11 @@ static const struct netdev_queue_mgmt_ops dsim_queue_mgmt_ops = {
 	.ndo_queue_mem_free	= dsim_queue_mem_free,
 	.ndo_queue_start	= dsim_queue_start,
 	.ndo_queue_stop		= dsim_queue_stop,
+#if DSIM_HAVE_QCFG
+	.ndo_default_qcfg	= dsim_default_qcfg,
+	.ndo_validate_qcfg	= dsim_validate_qcfg,
+	.supported_params	= QCFG_RX_PAGE_SIZE,
+#endif
 };
 
 /* ------------------------------------------------------------------ */

@@ -2,13 +2,20 @@
 /*
  * devmemsim receive path: an RX queue's NAPI takes the transmitted skbs
  * waiting in its backlog and writes each as the frames a NIC would DMA.
- * A TSO super-frame is cut into MSS-sized frames.  With header split on,
- * a TCP frame's headers go to the skb's linear part and its payload to
- * page-pool netmem of the queue, one netmem per 4 KiB, written through the
- * net_iov's DMA address when a dma-buf is bound (the CPU never touches the
- * buffer otherwise); other frames are copied whole into the linear part.
- * The fault knobs (debugfs.c) act here, and freeing the source skb after
- * it is "DMA'd" completes the sender's MSG_ZEROCOPY.
+ * The TCP payload of a frame arrives in the segments the wire carries: a
+ * TSO super-frame cut into MSS-sized ones, or, with rx_mix, pieces of 1
+ * byte to one MSS.  With header split on, a TCP frame's headers go to the
+ * skb's linear part and its payload to RX buffers of the queue's page pool
+ * laid out as the module parameters say: a whole NIC page per buffer (the
+ * default), fixed-size buffers several to a NIC page (rx_buf_size), or
+ * payloads packed back to back (rx_pack); the last two through the page
+ * pool's fragment API, each buffer its own skb frag holding its own
+ * reference on the NIC page.  Every write goes through the buffer's DMA
+ * address, translated by the parent's IOMMU when there is one (dev.c);
+ * the CPU never touches a bound dma-buf otherwise.  Other frames are
+ * copied whole into the linear part.  The fault knobs (debugfs.c) act
+ * here, and freeing the source skb after it is "DMA'd" completes the
+ * sender's MSG_ZEROCOPY.
  *
  * Copyright (c) the libdevmemtcp authors.
  */
@@ -18,56 +25,101 @@
 #include <linux/etherdevice.h>
 #include <net/page_pool/helpers.h>
 
-/* Where a "DMA" write into @nm lands, as a kernel virtual address. */
-static void *dsim_netmem_va(struct dsim_priv *priv, netmem_ref nm, unsigned int len)
-{
-	if (!netmem_is_net_iov(nm))
-		return page_address(netmem_to_page(nm));
-	return dsim_dma_va(priv, page_pool_get_dma_addr_netmem(nm), len);
-}
+/* One RX buffer: where the NIC puts (part of) a frame's payload. */
+struct dsim_rx_buf {
+	netmem_ref nm;		/* the NIC page */
+	unsigned int off;	/* of the buffer in the NIC page */
+	unsigned int len;	/* payload bytes it holds */
+	unsigned int truesize;
+};
 
-static netmem_ref dsim_rx_alloc_netmem(struct dsim_rq *rq)
+/*
+ * The next buffer for up to @want payload bytes, as the layout says: a
+ * whole NIC page (the default), a buffer of rx_buf_size bytes, or exactly
+ * the bytes needed right after the previous payload (rx_pack).  The page
+ * pool's fragment allocator moves to a fresh NIC page when the rest of the
+ * current one is too small.
+ */
+static int dsim_rx_buf_get(struct dsim_rq *rq, unsigned int want,
+			   struct dsim_rx_buf *b)
 {
-	netmem_ref nm = 0;
+	const struct dsim_layout *lo = &rq->priv->layout;
+	unsigned int psize = PAGE_SIZE << rq->page_order;
+	gfp_t gfp = GFP_ATOMIC | __GFP_NOWARN;
 
-	if (!dsim_fault_alloc(rq->priv))
-		nm = page_pool_alloc_netmems(rq->pp, GFP_ATOMIC | __GFP_NOWARN);
-	if (!nm)
+	b->nm = 0;
+	b->off = 0;
+	if (lo->buf_size) {
+		b->len = min(want, lo->buf_size);
+		b->truesize = lo->buf_size;
+	} else {
+		b->len = min(want, psize);
+		b->truesize = lo->pack ? b->len : psize;
+	}
+	if (!dsim_fault_alloc(rq->priv)) {
+		if (lo->buf_size || lo->pack)
+			b->nm = page_pool_alloc_frag_netmem(rq->pp, &b->off,
+							    b->truesize, gfp);
+		else
+			b->nm = page_pool_alloc_netmems(rq->pp, gfp);
+	}
+	if (!b->nm) {
 		dsim_stats_inc(&rq->stats, DSIM_ALLOC_FAIL);
-	return nm;
+		return -ENOMEM;
+	}
+	dsim_stats_inc(&rq->stats, DSIM_BUFS);
+	if (!b->off)
+		dsim_stats_inc(&rq->stats, DSIM_PAGES);
+	return 0;
 }
 
-/* Header split: @plen payload bytes at @poff of the source into netmem
- * frags of @skb; the byte at @cpos (if >= 0) is the one to corrupt.
+/* "DMA" the payload bytes at @poff of the source into @b, page by page of
+ * its DMA address; the byte at @cpos of the buffer (if there) is the one
+ * to corrupt.
+ */
+static int dsim_rx_dma(struct dsim_rq *rq, const struct dsim_wire *w,
+		       const struct dsim_rx_buf *b, unsigned int poff, int cpos)
+{
+	dma_addr_t dma = page_pool_get_dma_addr_netmem(b->nm) + b->off;
+	unsigned int done, n;
+	u8 *va;
+
+	for (done = 0; done < b->len; done += n) {
+		va = dsim_dma_va(rq->priv, dma + done, b->len - done, &n);
+		if (!va || dsim_src_copy(w->txp, w->skb, poff + done, va, n))
+			return -EFAULT;
+		if (cpos >= 0 && (unsigned int)cpos >= done &&
+		    (unsigned int)cpos < done + n)
+			dsim_fault_corrupt_apply(rq->priv, va + cpos - done);
+	}
+	return 0;
+}
+
+/* Header split: @plen payload bytes at @poff of the source into RX
+ * buffers, one skb frag each; the byte at @cpos (if >= 0) is the one to
+ * corrupt.  On error the caller frees the skb and with it the buffers.
  */
 static int dsim_rx_payload_netmem(struct dsim_rq *rq, const struct dsim_wire *w,
 				  struct sk_buff *skb, unsigned int poff,
 				  unsigned int plen, int cpos)
 {
-	int frag = 0;
+	struct dsim_rx_buf b;
+	int frag = 0, err;
 
 	skb_mark_for_recycle(skb);
 	while (plen) {
-		unsigned int n = min_t(unsigned int, plen, PAGE_SIZE);
-		netmem_ref nm;
-		u8 *va;
-
 		if (frag >= MAX_SKB_FRAGS)
 			return -EMSGSIZE;
-		nm = dsim_rx_alloc_netmem(rq);
-		if (!nm)
-			return -ENOMEM;
-		va = dsim_netmem_va(rq->priv, nm, n);
-		if (!va || dsim_src_copy(w->txp, w->skb, poff, va, n)) {
-			page_pool_put_full_netmem(rq->pp, nm, true);
-			return -EFAULT;
-		}
-		if (cpos >= 0 && (unsigned int)cpos < n)
-			dsim_fault_corrupt_apply(rq->priv, va + cpos);
-		cpos -= n;
-		skb_add_rx_frag_netmem(skb, frag++, nm, 0, n, PAGE_SIZE);
-		poff += n;
-		plen -= n;
+		err = dsim_rx_buf_get(rq, plen, &b);
+		if (err)
+			return err;
+		skb_add_rx_frag_netmem(skb, frag++, b.nm, b.off, b.len, b.truesize);
+		err = dsim_rx_dma(rq, w, &b, poff, cpos);
+		if (err)
+			return err;
+		cpos -= b.len;
+		poff += b.len;
+		plen -= b.len;
 	}
 	return 0;
 }
@@ -146,46 +198,55 @@ static void dsim_rx_frame(struct dsim_rq *rq, const struct dsim_wire *w,
 	dsim_rx_deliver(rq, w, skb);
 }
 
-/* A frame that is not TCP segmentation offload: one frame out. */
-static int dsim_rx_single(struct dsim_rq *rq, const struct dsim_wire *w)
+/* A frame other than TCP: copied whole, never split. */
+static int dsim_rx_other(struct dsim_rq *rq, const struct dsim_wire *w)
 {
 	u8 hdr[DSIM_MAX_HLEN];
-	unsigned int hlen = w->fl.hlen;
+	unsigned int hlen = min_t(unsigned int, w->skb->len, sizeof(hdr));
 
-	if (!w->fl.tcp) {
-		if (!skb_frags_readable(w->skb))
-			return -EFAULT;
-		/* non-TCP: everything is "header" (never split) */
-		hlen = min_t(unsigned int, w->skb->len, sizeof(hdr));
-	}
-	if (hlen > sizeof(hdr) || dsim_src_copy(w->txp, w->skb, 0, hdr, hlen))
+	if (!skb_frags_readable(w->skb) ||
+	    dsim_src_copy(w->txp, w->skb, 0, hdr, hlen))
 		return -EFAULT;
 	dsim_rx_frame(rq, w, hdr, hlen, hlen, w->skb->len - hlen);
 	return 1;
 }
 
-/* TSO: cut the payload into MSS-sized frames as the NIC would. */
-static int dsim_rx_tso(struct dsim_rq *rq, const struct dsim_wire *w)
+/*
+ * The TCP segments the wire carries for one transmitted frame: a TSO
+ * super-frame cut into MSS-sized segments as the sender's NIC would, any
+ * other frame as it is; with rx_mix each of those is cut shorter, to 1
+ * byte up to its size, so payloads of mixed sizes arrive.  Returns the
+ * frames made.
+ */
+static int dsim_rx_tcp(struct dsim_rq *rq, const struct dsim_wire *w)
 {
 	const struct dsim_flow *fl = &w->fl;
-	unsigned int mss = skb_shinfo(w->skb)->gso_size;
 	unsigned int payload = w->skb->len - fl->hlen;
+	unsigned int mss = skb_is_gso(w->skb) ? skb_shinfo(w->skb)->gso_size : payload;
 	u8 hdr[DSIM_MAX_HLEN], seg[DSIM_MAX_HLEN];
-	unsigned int nsegs, i;
+	unsigned int off = 0, i = 0, plen;
 
-	if (!mss || fl->hlen > sizeof(hdr) ||
+	if (fl->hlen > sizeof(hdr) ||
 	    dsim_src_copy(w->txp, w->skb, 0, hdr, fl->hlen))
 		return -EFAULT;
-	nsegs = DIV_ROUND_UP(payload, mss);
-	for (i = 0; i < nsegs; i++) {
-		unsigned int off = i * mss;
-		unsigned int plen = min(mss, payload - off);
-
-		memcpy(seg, hdr, fl->hlen);
-		dsim_tso_fix_header(seg, fl, w->skb, i, plen, i == nsegs - 1);
-		dsim_rx_frame(rq, w, seg, fl->hlen, fl->hlen + off, plen);
+	if (!payload) {
+		dsim_rx_frame(rq, w, hdr, fl->hlen, fl->hlen, 0);
+		return 1;
 	}
-	return nsegs;
+	if (!mss)
+		return -EFAULT;
+	do {
+		plen = min(mss, payload - off);
+		if (rq->priv->layout.mix)
+			plen = 1 + prandom_u32_state(&rq->mix) % plen;
+		memcpy(seg, hdr, fl->hlen);
+		dsim_tso_fix_header(seg, fl, w->skb, i, off, plen,
+				    off + plen == payload);
+		dsim_rx_frame(rq, w, seg, fl->hlen, fl->hlen + off, plen);
+		off += plen;
+		i++;
+	} while (off < payload);
+	return i;
 }
 
 /* Receive one transmitted skb (possibly a TSO super-frame): returns the
@@ -202,10 +263,10 @@ static int dsim_rx_one(struct dsim_rq *rq, struct sk_buff *src)
 	if (w.txp) {
 		dsim_parse(src, &w.fl);
 		w.hash = dsim_flow_hash(priv->key, &w.fl);
-		if (w.fl.tcp && skb_is_gso(src))
-			frames = dsim_rx_tso(rq, &w);
+		if (w.fl.tcp)
+			frames = dsim_rx_tcp(rq, &w);
 		else
-			frames = dsim_rx_single(rq, &w);
+			frames = dsim_rx_other(rq, &w);
 	}
 	rcu_read_unlock();
 	if (frames < 0) {

@@ -16,9 +16,9 @@
 #include <linux/ipv6.h>
 #include <net/ip.h>
 
-/* Copy @n bytes at @foff of @frag: a net_iov through its DMA address, a
- * page frag (which may span several pages of a compound page) through
- * kmap.
+/* Copy @n bytes at @foff of @frag: a net_iov through its DMA address
+ * (page by page: an IOMMU maps each on its own), a page frag (which may
+ * span several pages of a compound page) through kmap.
  */
 static int dsim_frag_copy(struct dsim_priv *txp, const skb_frag_t *frag,
 			  unsigned int foff, u8 *dst, unsigned int n)
@@ -26,20 +26,25 @@ static int dsim_frag_copy(struct dsim_priv *txp, const skb_frag_t *frag,
 	netmem_ref nm = skb_frag_netmem(frag);
 	unsigned int poff = skb_frag_off(frag) + foff;
 	struct page *page;
+	unsigned int c;
 	const u8 *src;
 
 	if (netmem_is_net_iov(nm)) {
-		src = dsim_dma_va(txp, netmem_get_dma_addr(nm) + poff, n);
-		if (!src)
-			return -EFAULT;
-		memcpy(dst, src, n);
+		dma_addr_t dma = netmem_get_dma_addr(nm) + poff;
+
+		for (; n; n -= c, dma += c, dst += c) {
+			src = dsim_dma_va(txp, dma, n, &c);
+			if (!src)
+				return -EFAULT;
+			memcpy(dst, src, c);
+		}
 		return 0;
 	}
 	page = skb_frag_page(frag);
 	while (n) {
-		unsigned int c = min_t(unsigned int, n, PAGE_SIZE - offset_in_page(poff));
 		void *va = kmap_local_page(page + (poff >> PAGE_SHIFT));
 
+		c = min_t(unsigned int, n, PAGE_SIZE - offset_in_page(poff));
 		memcpy(dst, va + offset_in_page(poff), c);
 		kunmap_local(va);
 		dst += c;
@@ -89,13 +94,14 @@ int dsim_src_copy(struct dsim_priv *txp, const struct sk_buff *skb,
 	return len ? -EFAULT : 0;
 }
 
-/* Segment @i (of @plen payload bytes, @last or not) of a TSO super-frame:
- * @seg holds a copy of the super-frame's headers; fix sequence number, IP
- * length/ID/checksum and the flags only the first or last segment keeps.
+/* Segment @i of a TCP frame cut on the wire, @plen payload bytes from
+ * payload offset @off, @last or not: @seg holds a copy of the frame's
+ * headers; fix sequence number, IP length/ID/checksum and the flags only
+ * the first or last segment keeps.
  */
 void dsim_tso_fix_header(u8 *seg, const struct dsim_flow *fl,
 			 const struct sk_buff *src, unsigned int i,
-			 unsigned int plen, bool last)
+			 unsigned int off, unsigned int plen, bool last)
 {
 	const struct skb_shared_info *sh = skb_shinfo(src);
 	struct tcphdr *th = (struct tcphdr *)(seg + fl->l4off);
@@ -113,7 +119,7 @@ void dsim_tso_fix_header(u8 *seg, const struct dsim_flow *fl,
 
 		ip6->payload_len = htons(fl->hlen - fl->l3off - sizeof(*ip6) + plen);
 	}
-	th->seq = htonl(ntohl(th->seq) + i * sh->gso_size);
+	th->seq = htonl(ntohl(th->seq) + off);
 	if (i)
 		th->cwr = 0;
 	if (!last) {

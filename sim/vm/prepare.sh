@@ -1,8 +1,10 @@
 #!/bin/bash
 # Prepare the cached pieces the VM runner needs (idempotent):
-#   host tools, a debootstrapped trixie tree with gcc-14, and two Debian
-#   cloud kernels (trixie's 6.12 "lts" and the newest trixie-backports one
-#   "newest"), each with its headers (in the tree) and its vmlinuz + modules.
+#   host tools, a debootstrapped trixie tree with gcc-14, and three Debian
+#   kernels: two cloud kernels (trixie's 6.12 "lts" and the newest
+#   trixie-backports one "newest") and the newest trixie-backports kernel of
+#   the generic flavour ("generic": it has DRM and vgem, the cloud kernels
+#   have none), each with its headers (in the tree) and its vmlinuz + modules.
 # Cache: ${DEVMEMTCP_VM_CACHE:-/var/cache/devmemtcp-vm}.
 # Options: --refresh   re-resolve the newest kernels (apt-get update in the tree)
 #                      even when kernels.txt already names installed ones.
@@ -108,7 +110,7 @@ kernel_ok() { # uname-r -> installed (image extracted + headers in the tree)?
 have_all=0
 if [ "$refresh" != 1 ] && [ -s "$VM_KERNELS_TXT" ]; then
 	have_all=1
-	for l in lts newest; do
+	for l in lts newest generic; do
 		r=$(awk -v l=$l '$1 == l { print $2 }' "$VM_KERNELS_TXT")
 		{ [ -n "$r" ] && kernel_ok "$r"; } || have_all=0
 	done
@@ -124,24 +126,38 @@ if [ $have_all = 0 ]; then
 	echo "deb $src_mirror $VM_SUITE-backports main" >"$VM_ROOT/etc/apt/sources.list.d/backports.list"
 	vm_log "apt-get update in the tree"
 	vm_chroot apt-get update -qq >/dev/null
-	dep_image() { # [apt-cache options] -> linux-image-<release> the metapackage depends on
-		vm_chroot apt-cache depends "$@" linux-image-cloud-amd64 |
+	dep_image() { # metapackage [apt-cache options] -> linux-image-<release> it depends on
+		local meta=$1
+		shift
+		vm_chroot apt-cache depends "$@" "$meta" |
 			awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }'
 	}
-	lts_pkg=$(dep_image)
-	new_pkg=$(dep_image -t "$VM_SUITE-backports")
-	# the newest linux-image-<ver>-cloud-amd64 of any ABI, in case the metapackage lags
-	cand=$(vm_chroot apt-cache pkgnames linux-image- |
-		grep -E '^linux-image-[0-9][^ ]*-cloud-amd64$' | sort -V | tail -n1)
-	if [ -n "$cand" ] && [ "$(printf '%s\n%s\n' "$new_pkg" "$cand" | sort -V | tail -n1)" = "$cand" ]; then
-		new_pkg=$cand
-	fi
+	# the newer of the metapackage's kernel and the newest linux-image-<ver>-amd64
+	# of the flavour (cloud, or "" for generic) of any ABI, in case the
+	# metapackage lags
+	newest_image() { # metapackage flavour
+		local pkg cand
+		pkg=$(dep_image "$1" -t "$VM_SUITE-backports")
+		cand=$(vm_chroot apt-cache pkgnames linux-image- |
+			grep -E "^linux-image-[0-9][^ ]*-${2:+$2-}amd64\$" |
+			if [ -n "$2" ]; then cat; else grep -vE -- '-(cloud|rt)-amd64$'; fi |
+			sort -V | tail -n1)
+		if [ -n "$cand" ] && [ "$(printf '%s\n%s\n' "$pkg" "$cand" | sort -V | tail -n1)" = "$cand" ]; then
+			pkg=$cand
+		fi
+		printf '%s\n' "$pkg"
+	}
+	lts_pkg=$(dep_image linux-image-cloud-amd64)
+	new_pkg=$(newest_image linux-image-cloud-amd64 cloud)
+	gen_pkg=$(newest_image linux-image-amd64 "")
 	[ -n "$lts_pkg" ] || vm_die "no trixie linux-image-cloud-amd64 found"
 	[ -n "$new_pkg" ] || vm_die "no trixie-backports cloud kernel found"
+	[ -n "$gen_pkg" ] || vm_die "no trixie-backports generic kernel found"
 	lts_rel=${lts_pkg#linux-image-}
 	new_rel=${new_pkg#linux-image-}
-	vm_log "kernels: lts=$lts_rel newest=$new_rel"
-	for rel in "$lts_rel" "$new_rel"; do
+	gen_rel=${gen_pkg#linux-image-}
+	vm_log "kernels: lts=$lts_rel newest=$new_rel generic=$gen_rel"
+	for rel in "$lts_rel" "$new_rel" "$gen_rel"; do
 		kernel_ok "$rel" && continue
 		vm_log "installing kernel $rel (image extracted, headers installed)"
 		# Everything by download + extract only, so no maintainer script runs
@@ -149,7 +165,8 @@ if [ $have_all = 0 ]; then
 		# The headers' other dependencies (gcc-14, make, libelf-dev ...) are in
 		# the tree. 7.x splits the image into linux-{base,binary,modules}-<rel>:
 		# follow the versioned linux-* dependencies of each package.
-		kv=${rel%-cloud-amd64}
+		kv=${rel%-amd64}
+		kv=${kv%-cloud}
 		rm -rf "$VM_ROOT/var/tmp/kimg"
 		mkdir -p "$VM_ROOT/var/tmp/kimg/x"
 		fetch_linux_closure "linux-image-$rel" /var/tmp/kimg/x "$kv"
@@ -180,7 +197,7 @@ if [ $have_all = 0 ]; then
 		rm -rf "$dst" "$VM_ROOT/var/tmp/kimg"
 		mv "$dst.tmp" "$dst"
 	done
-	printf 'lts %s\nnewest %s\n' "$lts_rel" "$new_rel" >"$VM_KERNELS_TXT.tmp"
+	printf 'lts %s\nnewest %s\ngeneric %s\n' "$lts_rel" "$new_rel" "$gen_rel" >"$VM_KERNELS_TXT.tmp"
 	mv "$VM_KERNELS_TXT.tmp" "$VM_KERNELS_TXT"
 fi
 stage "kernels ok: $(tr '\n' ' ' <"$VM_KERNELS_TXT")"
@@ -191,7 +208,7 @@ if [ ! -s "$report" ] || [ "$report" -ot "$VM_KERNELS_TXT" ]; then
 	{
 		while read -r label rel; do
 			echo "== $label $rel ($(cat "$VM_KERNELS/$rel/version" 2>/dev/null))"
-			grep -E '^(# )?CONFIG_(UDMABUF|PAGE_POOL[A-Z_]*|NET_DEVMEM|DMA_SHARED_BUFFER|DMABUF_[A-Z_]*|DEBUG_FS|DEBUG_FS_ALLOW_ALL|VIRTIO|VIRTIO_PCI|VIRTIO_CONSOLE|SERIAL_8250|SERIAL_8250_CONSOLE|MEMFD_CREATE|NETDEVSIM|VETH|GENERIC_ALLOCATOR|DEBUG_INFO_BTF_MODULES|MODULE_SIG_FORCE|MODULE_COMPRESS_[A-Z]*|RD_ZSTD|RD_GZIP|BLK_DEV_INITRD|NET_NS|IOMMU_SUPPORT|SWIOTLB|KASAN|PROVE_LOCKING)[= ]' \
+			grep -E '^(# )?CONFIG_(UDMABUF|PAGE_POOL[A-Z_]*|NET_DEVMEM|DMA_SHARED_BUFFER|DMABUF_[A-Z_]*|DEBUG_FS|DEBUG_FS_ALLOW_ALL|VIRTIO|VIRTIO_PCI|VIRTIO_CONSOLE|SERIAL_8250|SERIAL_8250_CONSOLE|MEMFD_CREATE|NETDEVSIM|VETH|GENERIC_ALLOCATOR|DEBUG_INFO_BTF_MODULES|MODULE_SIG_FORCE|MODULE_COMPRESS_[A-Z]*|RD_ZSTD|RD_GZIP|BLK_DEV_INITRD|NET_NS|IOMMU_SUPPORT|IOMMU_DMA|INTEL_IOMMU|IOMMU_DEFAULT_[A-Z_]*|HUGETLBFS|DRM|DRM_VGEM|DRM_GEM_SHMEM_HELPER|SWIOTLB|KASAN|PROVE_LOCKING)[= ]' \
 				"$VM_KERNELS/$rel/config" | sed 's/^/  /'
 		done <"$VM_KERNELS_TXT"
 	} >"$report"

@@ -3,7 +3,7 @@
 # initramfs, load the simulated NIC module, run a shell command, and exit
 # with that command's status.
 #
-# Usage: run.sh --kernel lts|newest|<uname-r> [options] -- COMMAND...
+# Usage: run.sh --kernel lts|newest|generic|<uname-r> [options] -- COMMAND...
 #   --timeout S        kill QEMU after S seconds (default 600); exit 1
 #   --payload PATH     file or directory to copy into the guest at the same
 #                      absolute path, with every shared library its ELF files
@@ -12,6 +12,11 @@
 #                      (default <repo>/build)
 #   --no-sim           do not load devmemsim (it is still in the image)
 #   --sim-args "A=1"   module parameters for devmemsim
+#   --iommu            q35 machine with QEMU's emulated Intel IOMMU (strict
+#                      DMA translation in the guest) and two PCI edu devices,
+#                      which devmemsim takes as its parents (parent=pci)
+#   --hugepages N      reserve N 2 MiB huge pages in the guest (hugetlb memfd,
+#                      e.g. udmabufs for NIC pages larger than 4 KiB)
 #   --module NAME      also put in-tree module NAME (with deps) in the image;
 #                      repeatable (veth is always there)
 #   --out DIR          the guest's /out (also $DEVMEMTCP_VM_OUT) is copied
@@ -35,7 +40,7 @@ repo=$(cd "$here/../.." && pwd)
 
 usage() { vm_usage "$0" "${1:-2}"; }
 kernel="" timeout=600 builddir=$repo/build sim=1 sim_args="" out="" mem=2048 smp=2
-udmabuf_mb=1024 dmesg=0 append="" keep=0
+udmabuf_mb=1024 dmesg=0 append="" keep=0 iommu=0 hugepages=0
 payloads=() modules=(veth virtio_blk)
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -45,6 +50,8 @@ while [ $# -gt 0 ]; do
 	--builddir) builddir=$2; shift 2 ;;
 	--no-sim) sim=0; shift ;;
 	--sim-args) sim_args=$2; shift 2 ;;
+	--iommu) iommu=1; shift ;;
+	--hugepages) hugepages=$2; shift 2 ;;
 	--module) modules+=("$2"); shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--mem) mem=$2; shift 2 ;;
@@ -63,7 +70,7 @@ done
 command_line="$*"
 
 case $kernel in
-lts|newest) rel=$(vm_kernel_release "$kernel") ;;
+lts|newest|generic) rel=$(vm_kernel_release "$kernel") ;;
 *) rel=$kernel ;;
 esac
 [ -n "$rel" ] || vm_die "kernel '$kernel' not in $VM_KERNELS_TXT"
@@ -239,6 +246,8 @@ for p in ${payloads[@]+"${payloads[@]}"}; do
 	copy_with_deps "$r" "$(realpath -s "$p")"
 done
 
+# with the IOMMU the simulated NICs hang off the PCI devices behind it
+[ $iommu = 1 ] && sim_args="parent=pci $sim_args"
 cwd=/
 [ -d "$r$PWD" ] && cwd=$PWD
 printf '%s\n' "$command_line" >"$r/devmemtcp/cmd.sh"
@@ -301,10 +310,19 @@ if [ "$accel" = kvm ]; then
 else
 	qaccel=(-accel tcg,thread=single -cpu max)	# multi-threaded TCG crashed 7.3 early in boot (int3 in sched_clock_cpu)
 fi
+kargs="console=ttyS0 panic=-1 oops=panic quiet mitigations=off rdinit=/init udmabuf.size_limit_mb=$udmabuf_mb"
+if [ "$hugepages" != 0 ]; then kargs="$kargs hugepagesz=2M hugepages=$hugepages"; fi
+qmachine=()
+if [ $iommu = 1 ]; then
+	# the IOMMU first (QEMU wants it before the devices it translates for);
+	# strict: an unmapped IOVA is gone at once, so a stale one faults
+	qmachine=(-M q35 -device intel-iommu -device edu -device edu)
+	kargs="$kargs intel_iommu=on iommu.passthrough=0 iommu.strict=1"
+fi
 qemu=(qemu-system-x86_64 -nic none -nographic -serial stdio -monitor none -no-reboot
-	"${qaccel[@]}" -m "$mem" -smp "$smp"
+	"${qaccel[@]}" ${qmachine[@]+"${qmachine[@]}"} -m "$mem" -smp "$smp"
 	-kernel "$kdir/vmlinuz" -initrd "$work/initrd"
-	-append "console=ttyS0 panic=-1 oops=panic quiet mitigations=off rdinit=/init udmabuf.size_limit_mb=$udmabuf_mb $append")
+	-append "$kargs $append")
 # qboot: a minimal firmware that boots -kernel faster and quieter than SeaBIOS
 qboot=/usr/share/qemu/qboot.rom
 [ -r "$qboot" ] && [ "${DEVMEMTCP_VM_SEABIOS:-0}" != 1 ] && qemu+=(-bios "$qboot")

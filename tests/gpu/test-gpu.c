@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
  * Suite gpu: the CUDA provider, address mapping and the gather on a real
- * NVIDIA GPU.  Exits 77 and says why where there is none.
+ * NVIDIA GPU.  Exits 77 and says why where there is none.  Test gpu-fake
+ * runs it on tests/gpu/fake-cuda.c (DEVMEMTCP_TEST_FAKE_GPU set), which
+ * executes the kernels' logic on the CPU.
  *
  * Every gather is checked byte for byte against a CPU reference built from
  * the same source bytes, into a destination poisoned beforehand, with
@@ -23,10 +25,14 @@
 
 #include "devmemtcp.h"
 #include "cuda.h"
+#include "buf.h"
 #include "gpu.h"
 #include "harness.h"
 #include "rx.h"
 
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
 #define POISON 0xa5
 #define GUARD 4096
 #define SRC_SIZE (64ull << 20)
@@ -54,6 +60,14 @@ static uint64_t rnd(void)
 	rng ^= rng >> 7;
 	rng ^= rng << 17;
 	return rng;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static uint64_t rnd_range(uint64_t lo, uint64_t hi)	/* [lo, hi] */
@@ -153,6 +167,9 @@ static void check_is_dmabuf(int fd)
 	char path[64], line[256];
 	bool exp_name = false;
 	FILE *f;
+
+	if (getenv("DEVMEMTCP_TEST_FAKE_GPU"))
+		return;	/* the stand-in exports memfds */
 
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
 	f = fopen(path, "r");
@@ -442,6 +459,96 @@ static void test_gather_linear_holes(void **state)
 	run_dist(gpu, D_4K, true, 3);
 }
 
+/*
+ * The ways a gather can go: inline launches (small batches), launches from
+ * pinned slots, several warps per fragment, and the persistent kernel.
+ * Test builds select them with DEVMEMTCP_GATHER_* knobs at devmemtcp_gpu_new.
+ */
+struct variant {
+	const char *name;
+	const char *mode;	/* DEVMEMTCP_GATHER_MODE */
+	const char *split;	/* DEVMEMTCP_GATHER_SPLIT */
+	uint32_t flags, max_frags, slots;
+};
+
+static const struct variant variants[] = {
+	{ "auto (inline up to 1024 descriptors)" },
+	{ "slots only", .mode = "ring" },
+	{ "slots, 3 warps per fragment", .mode = "ring", .split = "3" },
+	{ "inline, 8 warps per fragment", .split = "8" },
+	{ "persistent", .flags = DEVMEMTCP_GPU_PERSISTENT },
+	{ "persistent, jobs of 64", .flags = DEVMEMTCP_GPU_PERSISTENT,
+	  .max_frags = 64, .slots = 4 },
+};
+
+static struct devmemtcp_gpu *variant_new(const struct variant *v)
+{
+	DEVMEMTCP_OPTS(gpu_opts, o, .flags = v->flags,
+		       .max_frags = v->max_frags, .slots = v->slots);
+	struct devmemtcp_gpu *g = NULL;
+
+	if (v->mode)
+		setenv("DEVMEMTCP_GATHER_MODE", v->mode, 1);
+	if (v->split)
+		setenv("DEVMEMTCP_GATHER_SPLIT", v->split, 1);
+	if (devmemtcp_gpu_new(ctx, &o, &g))
+		fail_msg("%s: %s", v->name, devmemtcp_ctx_errmsg(ctx));
+	unsetenv("DEVMEMTCP_GATHER_MODE");
+	unsetenv("DEVMEMTCP_GATHER_SPLIT");
+	return g;
+}
+
+/* Gathers of the size of a receive (1..3000 fragments) into 1, up to 8
+ * (inline) and more destinations, with holes, through every variant. */
+/* DEVMEMTCP_TEST_VARIANTS=N: the first N variants only (a tool too slow
+ * for the persistent kernel's polling). */
+static size_t nvariants(void)
+{
+	const char *v = getenv("DEVMEMTCP_TEST_VARIANTS");
+	size_t n = v ? strtoul(v, NULL, 0) : 0;
+
+	return n && n < ARRAY_SIZE(variants) ? n : ARRAY_SIZE(variants);
+}
+
+static void test_gather_receive_sizes(void **state)
+{
+	static const size_t sizes[] = { 1, 2, 16, 64, 255, 256, 1000, 1024,
+					1025, 3000 };
+
+	for (size_t v = 0; v < nvariants(); v++) {
+		struct devmemtcp_gpu *g = variant_new(&variants[v]);
+
+		print_message("  %s\n", variants[v].name);
+		for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+			size_t n = sizes[i];
+			struct devmemtcp_frag *f = calloc(n, sizeof(*f));
+			enum dist d = (enum dist)(i % D_NDIST);
+			uint64_t total;
+
+			assert_non_null(f);
+			total = make_frags(f, n, d, i % 3 == 1);
+			gather_and_check(g, f, n, total, 1, frag_bytes);
+			gather_and_check(g, f, n, total, 1 + rnd() % 8, frag_bytes);
+			gather_and_check(g, f, n, total, 9 + rnd() % 30, frag_bytes);
+			free(f);
+		}
+		devmemtcp_gpu_free(g);
+	}
+}
+
+/* Large gathers (many launches or jobs) through every variant. */
+static void test_gather_variants_large(void **state)
+{
+	for (size_t v = 1; v < nvariants(); v++) {
+		struct devmemtcp_gpu *g = variant_new(&variants[v]);
+
+		print_message("  %s\n", variants[v].name);
+		run_dist(g, D_MIXED, true, 1);
+		run_dist(g, D_1448, false, 13);
+		devmemtcp_gpu_free(g);
+	}
+}
+
 /* Tiny slots force many launches and slot reuse; DESC_COPY reads the
  * descriptors from device memory instead. */
 static void test_gather_split_launches(void **state)
@@ -463,15 +570,17 @@ static void test_gather_split_launches(void **state)
 
 /*
  * A buffer whose offset space maps to two disjoint device ranges: the
- * halves of source buffer 0, swapped (an import of its dma-buf with a
- * segment table).  Fragments never cross a 4 KiB niov, as from the NIC.
+ * halves of source buffer 0, swapped (a segment table as an import of its
+ * dma-buf would give).  Fragments within a 4 KiB page, as from the NIC, and
+ * fragments a caller builds across the middle, where the next byte is half
+ * a buffer away: they are gathered run by run.
  */
-static struct devmemtcp_buf *swapped;
-static CUdeviceptr swapped_base;
+static struct devmemtcp_gpu *persistent_new(unsigned int idle_us);
+static uint8_t *swapped_host;	/* the buffer's bytes in dma-buf order */
 
 static const uint8_t *swapped_bytes(const struct devmemtcp_frag *f)
 {
-	return srcs[0].host + (f->addr - swapped_base);
+	return swapped_host + f->offset;
 }
 
 static void test_gather_disjoint_segments(void **state)
@@ -479,22 +588,24 @@ static void test_gather_disjoint_segments(void **state)
 	const uint64_t half = srcs[0].size / 2;
 	const struct devmemtcp_segment *seg0;
 	struct devmemtcp_segment segs[2];
+	struct devmemtcp_gpu *persist = persistent_new(1000);
+	struct devmemtcp_buf *swapped;
 	struct devmemtcp_frag *f;
-	uint64_t total = 0;
+	CUdeviceptr base;
+	uint64_t total = 0, small = 0;
 	size_t n = 6000;
 
 	devmemtcp_buf_segments(srcs[0].buf, &seg0);
-	swapped_base = seg0[0].addr;
-	segs[0] = (struct devmemtcp_segment){ 0, half, swapped_base + half };
-	segs[1] = (struct devmemtcp_segment){ half, half, swapped_base };
-	{
-		DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_IMPORT,
-			       .fd = dup(devmemtcp_buf_fd(srcs[0].buf)),
-			       .size = srcs[0].size, .segments = segs,
-			       .nsegments = 2);
-
-		assert_int_equal(devmemtcp_buf_new(ctx, &o, &swapped), 0);
-	}
+	base = seg0[0].addr;
+	segs[0] = (struct devmemtcp_segment){ 0, half, base + half };
+	segs[1] = (struct devmemtcp_segment){ half, half, base };
+	assert_int_equal(dmt_buf_alloc(ctx, DEVMEMTCP_PROVIDER_IMPORT, &swapped), 0);
+	swapped->size = srcs[0].size;
+	assert_int_equal(dmt_buf_set_segments(swapped, segs, 2), 0);
+	swapped_host = malloc(srcs[0].size);
+	assert_non_null(swapped_host);
+	memcpy(swapped_host, srcs[0].host + half, half);
+	memcpy(swapped_host + half, srcs[0].host, half);
 	f = calloc(n, sizeof(*f));
 	for (size_t i = 0; i < n; i++) {
 		uint64_t page = rnd_range(0, srcs[0].size / 4096 - 1);
@@ -502,22 +613,209 @@ static void test_gather_disjoint_segments(void **state)
 		uint32_t len = (uint32_t)rnd_range(1, 4096 - in);
 
 		f[i].offset = page * 4096 + in;
+		if (i % 10 == 3) {	/* across the middle */
+			len = (uint32_t)rnd_range(2, 65536);
+			f[i].offset = half - rnd_range(1, len - 1);
+		}
 		f[i].len = len;
 		assert_int_equal(devmemtcp_buf_addr(swapped, f[i].offset,
 						    &f[i].addr), 0);
 		/* the mapping itself */
 		if (f[i].offset < half)
-			assert_int_equal(f[i].addr,
-					 swapped_base + half + f[i].offset);
+			assert_int_equal(f[i].addr, base + half + f[i].offset);
 		else
-			assert_int_equal(f[i].addr,
-					 swapped_base + f[i].offset - half);
+			assert_int_equal(f[i].addr, base + f[i].offset - half);
 		total += len;
+		if (i < 64)
+			small += len;
 	}
 	gather_and_check(gpu, f, n, total, 1, swapped_bytes);
 	gather_and_check(gpu, f, n, total, 7, swapped_bytes);
+	gather_and_check(gpu, f, 64, small, 1, swapped_bytes);	/* inline */
+	gather_and_check(persist, f, n, total, 5, swapped_bytes);
+	gather_and_check(persist, f, 64, small, 1, swapped_bytes);
 	free(f);
+	free(swapped_host);
 	devmemtcp_buf_free(swapped);
+	devmemtcp_gpu_free(persist);
+}
+
+/* ---- ordering on the caller's stream, the persistent kernel ------------- */
+
+/* A gather and the bytes it must produce, into a fresh allocation. */
+struct job {
+	struct devmemtcp_frag *f;
+	size_t n;
+	uint64_t total;
+	CUdeviceptr dst;
+	uint8_t *want;
+};
+
+static void job_new(struct job *j, size_t n, enum dist d)
+{
+	uint64_t pos = 0;
+
+	j->n = n;
+	j->f = calloc(n, sizeof(*j->f));
+	assert_non_null(j->f);
+	j->total = make_frags(j->f, n, d, false);
+	j->want = malloc(j->total);
+	assert_non_null(j->want);
+	for (size_t i = 0; i < n; i++) {
+		memcpy(j->want + pos, frag_bytes(&j->f[i]), j->f[i].len);
+		pos += j->f[i].len;
+	}
+	CK(cu->cuMemAlloc(&j->dst, j->total));
+}
+
+static void job_gather(struct devmemtcp_gpu *g, struct job *j, CUstream st)
+{
+	struct devmemtcp_gpu_iov d = { j->dst, j->total };
+
+	if (devmemtcp_gpu_gather(g, j->f, j->n, &d, 1, st))
+		fail_msg("gather: %s", devmemtcp_gpu_errmsg(g));
+}
+
+/* The bytes at dev (synchronous copy) are the job's. */
+static void job_check(const struct job *j, CUdeviceptr dev, const char *what)
+{
+	uint8_t *got = malloc(j->total);
+	size_t bad = 0;
+
+	assert_non_null(got);
+	CK(cu->cuMemcpyDtoH(got, dev, j->total));
+	while (bad < j->total && got[bad] == j->want[bad])
+		bad++;
+	if (bad < j->total)
+		fail_msg("%s: byte %zu of %llu differs", what, bad,
+			 (unsigned long long)j->total);
+	free(got);
+}
+
+static void job_free(struct job *j)
+{
+	CK(cu->cuMemFree(j->dst));
+	free(j->f);
+	free(j->want);
+}
+
+/*
+ * A gather runs after the work queued before it on the stream (a poisoning
+ * memset behind a spinning kernel) and before the work queued after it (a
+ * copy of its destination), in every variant.
+ */
+static void test_gather_ordered_on_stream(void **state)
+{
+	for (size_t v = 0; v < nvariants(); v++) {
+		struct devmemtcp_gpu *g = variant_new(&variants[v]);
+		CUdeviceptr copy;
+		struct job j;
+
+		job_new(&j, 300, D_MIXED);
+		CK(cu->cuMemAlloc(&copy, j.total));
+		assert_int_equal(dmt_gpu_spin(g, stream, 100ull * 1000 * 1000), 0);
+		CK(cu->cuMemsetD8Async(j.dst, POISON, j.total, stream));
+		job_gather(g, &j, stream);
+		CK(cu->cuMemcpyDtoDAsync(copy, j.dst, j.total, stream));
+		CK(cu->cuStreamSynchronize(stream));
+		print_message("  %s\n", variants[v].name);
+		job_check(&j, j.dst, "destination");
+		job_check(&j, copy, "copy queued after the gather");
+		CK(cu->cuMemFree(copy));
+		job_free(&j);
+		devmemtcp_gpu_free(g);
+	}
+}
+
+static struct devmemtcp_gpu *persistent_new(unsigned int idle_us)
+{
+	DEVMEMTCP_OPTS(gpu_opts, o, .flags = DEVMEMTCP_GPU_PERSISTENT);
+	struct devmemtcp_gpu *g = NULL;
+	char v[32];
+
+	snprintf(v, sizeof(v), "%u", idle_us);
+	setenv("DEVMEMTCP_GATHER_IDLE_US", v, 1);
+	assert_int_equal(devmemtcp_gpu_new(ctx, &o, &g), 0);
+	unsetenv("DEVMEMTCP_GATHER_IDLE_US");
+	return g;
+}
+
+/* The kernel's stream becomes idle within 2 s: it stopped. */
+static void wait_stopped(struct devmemtcp_gpu *g)
+{
+	double t0 = now_s();
+	CUresult r;
+
+	while ((r = cu->cuStreamQuery(g->ps->stream)) == CUDA_ERROR_NOT_READY) {
+		if (now_s() - t0 > 2)
+			fail_msg("the persistent kernel did not stop when idle");
+		usleep(1000);
+	}
+	CK(r);
+}
+
+/* Idle, the kernel stops (a device synchronisation returns); the next
+ * gather starts it again. */
+static void test_persistent_stops_when_idle(void **state)
+{
+	struct devmemtcp_gpu *g = persistent_new(2000);
+	struct job j, k;
+
+	job_new(&j, 64, D_4K);
+	job_new(&k, 64, D_1448);
+	job_gather(g, &j, stream);
+	CK(cu->cuStreamSynchronize(stream));
+	job_check(&j, j.dst, "first gather");
+	assert_int_equal(dmt_gpu_persist_launches(g), 1);
+	wait_stopped(g);
+	CK(cu->cuCtxSynchronize());
+	/* back to back: the same generation takes both */
+	job_gather(g, &k, stream);
+	job_gather(g, &j, stream);
+	CK(cu->cuStreamSynchronize(stream));
+	job_check(&k, k.dst, "gather after the stop");
+	job_check(&j, j.dst, "gather after that");
+	assert_int_equal(dmt_gpu_persist_launches(g), 2);
+	/* many idle stops and restarts, racing the stopping block */
+	for (int i = 0; i < 200; i++) {
+		job_gather(g, i % 2 ? &j : &k, stream);
+		CK(cu->cuStreamSynchronize(stream));
+		usleep((useconds_t)(rnd() % 4000));
+	}
+	job_check(&j, j.dst, "after 200 restarts");
+	job_check(&k, k.dst, "after 200 restarts");
+	print_message("  %llu kernel starts for 203 gathers with 2 ms idle stops\n",
+		      (unsigned long long)dmt_gpu_persist_launches(g));
+	devmemtcp_gpu_free(g);
+	job_free(&j);
+	job_free(&k);
+}
+
+/* Gathers on two streams, the first held back by a spinning kernel, and
+ * the handle freed while both wait: free waits, the bytes arrive. */
+static void test_persistent_streams_and_free(void **state)
+{
+	struct devmemtcp_gpu *g = persistent_new(1000);
+	CUstream other;
+	struct job a, b;
+	double t0;
+
+	job_new(&a, 500, D_MIXED);
+	job_new(&b, 2000, D_4K);
+	CK(cu->cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+	t0 = now_s();
+	assert_int_equal(dmt_gpu_spin(g, stream, 300ull * 1000 * 1000), 0);
+	job_gather(g, &a, stream);
+	job_gather(g, &b, other);
+	devmemtcp_gpu_free(g);
+	assert_true(now_s() - t0 >= 0.29);	/* free waited for the jobs */
+	CK(cu->cuStreamSynchronize(other));
+	CK(cu->cuStreamSynchronize(stream));
+	job_check(&a, a.dst, "held-back stream");
+	job_check(&b, b.dst, "other stream");
+	CK(cu->cuStreamDestroy(other));
+	job_free(&a);
+	job_free(&b);
 }
 
 static void test_gather_errors(void **state)
@@ -580,19 +878,11 @@ static int fake_dontneed(void *arg, const struct dmt_dmabuf_token *t, size_t n)
 	return freed;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /*
  * The token manager's deferred mode with a fence: while a long kernel runs
  * ahead of the gather on the stream, no token goes back; afterwards all do.
  */
-static void test_tokens_held_until_fence(void **state)
+static void fence_holds_tokens(struct devmemtcp_gpu *g)
 {
 	const size_t n = 1000;
 	const uint64_t spin_ns = 1500ull * 1000 * 1000;
@@ -616,9 +906,9 @@ static void test_tokens_held_until_fence(void **state)
 	}
 
 	t0 = now_s();
-	assert_int_equal(dmt_gpu_spin(gpu, stream, spin_ns), 0);
-	assert_int_equal(devmemtcp_gpu_gather(gpu, f, n, &dst, 1, stream), 0);
-	assert_int_equal(devmemtcp_gpu_fence_new(gpu, stream, &fence), 0);
+	assert_int_equal(dmt_gpu_spin(g, stream, spin_ns), 0);
+	assert_int_equal(devmemtcp_gpu_gather(g, f, n, &dst, 1, stream), 0);
+	assert_int_equal(devmemtcp_gpu_fence_new(g, stream, &fence), 0);
 	assert_int_equal(dmt_tokens_take(&t, f, n, &bad), 0);
 	assert_int_equal(dmt_tokens_defer(&t, f, n, devmemtcp_gpu_fence_done,
 					  fence), 0);
@@ -640,6 +930,15 @@ static void test_tokens_held_until_fence(void **state)
 	dmt_tokens_fini(&t);
 	CK(cu->cuMemFree(mem));
 	free(f);
+}
+
+static void test_tokens_held_until_fence(void **state)
+{
+	struct devmemtcp_gpu *g = persistent_new(1000);
+
+	fence_holds_tokens(gpu);
+	fence_holds_tokens(g);
+	devmemtcp_gpu_free(g);
 }
 
 static void test_fence_done_polls(void **state)
@@ -695,25 +994,54 @@ static void test_release_after_refuses_unknown_tokens(void **state)
 	close(sv[1]);
 }
 
+/* A test that waits for the GPU for good (a lost gather of the persistent
+ * kernel) ends the run (SIGALRM) instead of taking all the time a GPU
+ * machine is lent for: after DEVMEMTCP_TEST_WATCHDOG seconds (default 150,
+ * 0: never, for slow tools). */
+static int watchdog_on(void **state)
+{
+	const char *v = getenv("DEVMEMTCP_TEST_WATCHDOG");
+
+	alarm(v ? (unsigned int)strtoul(v, NULL, 0) : 150);
+	return 0;
+}
+
+static int watchdog_off(void **state)
+{
+	alarm(0);
+	return 0;
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, watchdog_on, watchdog_off)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_alloc_exports_dmabuf),
-		cmocka_unit_test(test_alloc_errors),
-		cmocka_unit_test(test_import_keeps_pointer_offset),
-		cmocka_unit_test(test_gather_one_dst),
-		cmocka_unit_test(test_gather_many_dsts),
-		cmocka_unit_test(test_gather_linear_holes),
-		cmocka_unit_test(test_gather_split_launches),
-		cmocka_unit_test(test_gather_disjoint_segments),
-		cmocka_unit_test(test_gather_errors),
-		cmocka_unit_test(test_view_of_received),
-		cmocka_unit_test(test_tokens_held_until_fence),
-		cmocka_unit_test(test_fence_done_polls),
-		cmocka_unit_test(test_fence_outlives_gpu),
-		cmocka_unit_test(test_release_after_refuses_unknown_tokens),
+		T(test_alloc_exports_dmabuf),
+		T(test_alloc_errors),
+		T(test_import_keeps_pointer_offset),
+		T(test_gather_one_dst),
+		T(test_gather_many_dsts),
+		T(test_gather_linear_holes),
+		T(test_gather_split_launches),
+		T(test_gather_receive_sizes),
+		T(test_gather_variants_large),
+		T(test_gather_ordered_on_stream),
+		T(test_persistent_stops_when_idle),
+		T(test_persistent_streams_and_free),
+		T(test_gather_disjoint_segments),
+		T(test_gather_errors),
+		T(test_view_of_received),
+		T(test_tokens_held_until_fence),
+		T(test_fence_done_polls),
+		T(test_fence_outlives_gpu),
+		T(test_release_after_refuses_unknown_tokens),
 	};
 	const char *seed = getenv("DEVMEMTCP_TEST_SEED");
+	const char *only = getenv("DEVMEMTCP_TEST_ONLY");	/* a glob */
+
+	if (only)
+		cmocka_set_test_filter(only);
 
 	if (seed)
 		rng = strtoull(seed, NULL, 0) | 1;

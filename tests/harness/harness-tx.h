@@ -38,7 +38,7 @@ struct tx_args {
 struct tx_test {
 	struct tx_args a;
 	struct devmemtcp_ctx *ctx;	/* in the sender's namespace */
-	struct devmemtcp_buf *buf;	/* a udmabuf of buf_size */
+	struct devmemtcp_buf *buf;	/* buf_size bytes of the tx_desc's provider */
 	struct devmemtcp_binding *b;	/* bind-tx of buf on a.tx_if */
 };
 
@@ -47,11 +47,13 @@ struct tx_desc {
 	int port;			/* default --port */
 	uint64_t buf_size;
 	int (*run)(struct tx_test *t);
+	uint32_t provider;		/* 0: udmabuf; DEVMEMTCP_PROVIDER_DRM */
 };
 
 /*
  * The main() of every TX test: arguments, --setup, the sender's namespace,
- * a context, a udmabuf and bind-tx on it, then d->run().  On a kernel
+ * a context, a buffer (a udmabuf, or d->provider's) and bind-tx on it, then
+ * d->run().  On a kernel
  * without devmem TX the test is that the library says so clearly
  * (-EOPNOTSUPP and "needs Linux 6.16"): then run() is not called.
  */
@@ -144,6 +146,16 @@ void sender_close(struct sender *s);
  * image of the whole slot. */
 typedef void tx_fill_fn(struct slot *sl, size_t k, uint8_t *stage, uint64_t *pos,
 			uint64_t total, void *arg);
+
+/* tx_fill_fn with arg a struct tx_spaced: pieces of len bytes (the last
+ * one shorter) with gap bytes between them, from offset first of the slot,
+ * at most max per slot; the slot's other bytes are 0xee. */
+struct tx_spaced {
+	uint64_t slot, first, len, gap;
+	size_t max;
+};
+void tx_fill_spaced(struct slot *sl, size_t k, uint8_t *stage, uint64_t *pos,
+		    uint64_t total, void *arg);
 
 /* One connection to a receiver for spec: t->a.bytes sent slot by slot
  * through a ring of nslots slots of slot_size bytes, each slot filled by

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -108,6 +109,17 @@ double t_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+uint64_t t_rand(uint64_t *state)
+{
+	uint64_t x = *state ? *state : 0x9e3779b97f4a7c15ull;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	*state = x;
+	return x;
+}
+
 uint64_t t_parse_bytes(const char *s)
 {
 	char *end;
@@ -149,14 +161,63 @@ int t_capture(char *out, size_t len, const char *cmd)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-int t_udmabuf(struct devmemtcp_ctx *ctx, uint64_t size, struct devmemtcp_buf **buf)
+int t_buf(struct devmemtcp_ctx *ctx, uint32_t provider, uint64_t size,
+	  struct devmemtcp_buf **buf)
 {
-	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
-		       .size = size);
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = provider, .size = size);
 	int r = devmemtcp_buf_new(ctx, &o, buf);
 
 	if (r)
-		fprintf(stderr, "udmabuf of %llu bytes: %s\n",
+		fprintf(stderr, "%s buffer of %llu bytes: %s\n",
+			provider == DEVMEMTCP_PROVIDER_DRM ? "DRM" : "udmabuf",
+			(unsigned long long)size, devmemtcp_ctx_errmsg(ctx));
+	return r;
+}
+
+int t_udmabuf(struct devmemtcp_ctx *ctx, uint64_t size, struct devmemtcp_buf **buf)
+{
+	return t_buf(ctx, DEVMEMTCP_PROVIDER_UDMABUF, size, buf);
+}
+
+int t_fdinfo(int fd, const char *key, char *value, size_t len)
+{
+	char path[64], line[256];
+	size_t kl = strlen(key);
+	FILE *f;
+	int ret = -1;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (ret && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, key, kl) || line[kl] != ':')
+			continue;
+		snprintf(value, len, "%s", line + kl + 1 + strspn(line + kl + 1, " \t"));
+		value[strcspn(value, "\n")] = '\0';
+		ret = 0;
+	}
+	fclose(f);
+	return ret;
+}
+
+int t_memfd_buf(struct devmemtcp_ctx *ctx, uint64_t size, int *memfd,
+		struct devmemtcp_buf **buf)
+{
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_IMPORT,
+		       .size = size, .flags = DEVMEMTCP_BUF_KEEP_FD);
+	int r;
+
+	*buf = NULL;
+	/* test builds let a memfd stand in for a dma-buf at import */
+	setenv("DEVMEMTCP_TEST_DMABUF_MEMFD", "1", 1);
+	*memfd = memfd_create("devmemtcp-test", MFD_CLOEXEC);
+	if (*memfd < 0 || ftruncate(*memfd, (off_t)size))
+		return -errno;
+	o.fd = *memfd;
+	r = devmemtcp_buf_new(ctx, &o, buf);
+	if (r)
+		fprintf(stderr, "import of a %llu-byte memfd: %s\n",
 			(unsigned long long)size, devmemtcp_ctx_errmsg(ctx));
 	return r;
 }
@@ -168,4 +229,28 @@ const struct devmemtcp_probe_problem *t_probe_problem(const struct devmemtcp_pro
 		if (strcmp(p->problems[i].what, what) == 0)
 			return &p->problems[i];
 	return NULL;
+}
+
+int t_run_named(const char *prog, const struct t_named *tests, size_t n,
+		const char *which)
+{
+	int failed = 0, ran = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int r;
+
+		if (strcmp(which, "all") && strcmp(which, tests[i].name))
+			continue;
+		printf("--- %s\n", tests[i].name);
+		r = tests[i].fn();
+		printf("%s %s\n", r ? "FAIL" : "PASS", tests[i].name);
+		failed += r != 0;
+		ran++;
+	}
+	if (!ran) {
+		fprintf(stderr, "%s: no test named %s\n", prog, which);
+		return 2;
+	}
+	printf("%s: %d passed, %d failed\n", prog, ran - failed, failed);
+	return failed ? T_EXIT_FAIL : T_EXIT_PASS;
 }

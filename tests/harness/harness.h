@@ -71,6 +71,9 @@ const char *t_own_comm(void);
 int t_count_fds(void);
 /* Seconds on the monotonic clock. */
 double t_now(void);
+/* The next number of a xorshift64 sequence (*state 0: a fixed seed):
+ * reproducible random orders; print the seed. */
+uint64_t t_rand(uint64_t *state);
 /* "64M" -> 67108864 (K, M, G suffixes, either case). */
 uint64_t t_parse_bytes(const char *s);
 
@@ -85,6 +88,21 @@ int t_capture(char *out, size_t len, const char *cmd);
 /* A udmabuf of size bytes in *buf: 0, or the library's negative errno
  * after printing "udmabuf of N bytes: <the library's message>". */
 int t_udmabuf(struct devmemtcp_ctx *ctx, uint64_t size, struct devmemtcp_buf **buf);
+/* The same from provider (DEVMEMTCP_PROVIDER_UDMABUF or _DRM: a dumb
+ * buffer of the first DRM device that can), printing "<provider> buffer of
+ * N bytes: <message>" on failure. */
+int t_buf(struct devmemtcp_ctx *ctx, uint32_t provider, uint64_t size,
+	  struct devmemtcp_buf **buf);
+/* The value of "key:" in /proc/self/fdinfo/<fd> (a dma-buf's exp_name,
+ * name, size) into value: 0, or -1 when fd has no such line. */
+int t_fdinfo(int fd, const char *key, char *value, size_t len);
+
+/* A buffer of size bytes over a new memfd through the import provider:
+ * no CPU mapping, so device memory as far as the library can tell.  The
+ * memfd (in *memfd, -1 on failure) stays the caller's: close it after
+ * freeing the buffer.  0 or a negative errno. */
+int t_memfd_buf(struct devmemtcp_ctx *ctx, uint64_t size, int *memfd,
+		struct devmemtcp_buf **buf);
 
 /* The problem of a probe result whose text is what, or NULL. */
 const struct devmemtcp_probe_problem *t_probe_problem(const struct devmemtcp_probe *p,
@@ -149,5 +167,25 @@ struct vm_sender;
 struct vm_sender *vm_send_start(const char *addr, int port, uint64_t bytes,
 				unsigned int period);
 int vm_send_wait(struct vm_sender *s);
+
+/* One flow through the vm topology: listen on addr:port in this namespace,
+ * run rx(listening fd, arg) in a thread, send bytes of the pattern (period)
+ * from VM_TX_NS, wait for both.  0, or T_EXIT_FAIL (printed) when listening
+ * or sending failed; what the receiver found is rx's to report in arg. */
+int vm_transfer(const char *addr, int port, uint64_t bytes, unsigned int period,
+		void (*rx)(int lfd, void *arg), void *arg);
+
+/* ---- programs made of named tests --------------------------------------- */
+
+struct t_named {
+	const char *name;
+	int (*fn)(void);
+};
+
+/* Run the test named which ("all": every one) with "--- name" and
+ * "PASS|FAIL name" lines, then "prog: N passed, N failed".  T_EXIT_PASS,
+ * T_EXIT_FAIL, or 2 when no test has that name. */
+int t_run_named(const char *prog, const struct t_named *tests, size_t n,
+		const char *which);
 
 #endif

@@ -278,3 +278,36 @@ int vm_send_wait(struct vm_sender *s)
 	free(s);
 	return r;
 }
+
+struct transfer_rx {
+	void (*rx)(int lfd, void *arg);
+	void *arg;
+	int lfd;
+};
+
+static void *transfer_rx_main(void *arg)
+{
+	struct transfer_rx *t = arg;
+
+	t->rx(t->lfd, t->arg);
+	return NULL;
+}
+
+int vm_transfer(const char *addr, int port, uint64_t bytes, unsigned int period,
+		void (*rx)(int lfd, void *arg), void *arg)
+{
+	struct transfer_rx t = { rx, arg, t_listen(addr, port) };
+	struct vm_sender *snd;
+	pthread_t thread;
+	int sent;
+
+	T_CHECK(t.lfd >= 0, "listen on %s port %d", addr, port);
+	T_CHECK(pthread_create(&thread, NULL, transfer_rx_main, &t) == 0, "receiver thread");
+	snd = vm_send_start(addr, port, bytes, period);
+	sent = vm_send_wait(snd);
+	pthread_join(thread, NULL);
+	close(t.lfd);
+	T_CHECK(sent == 0, "sending %llu bytes to %s port %d failed",
+		(unsigned long long)bytes, addr, port);
+	return 0;
+}

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "harness-tx.h"
+#include "pattern.h"
 
 static uint64_t bytes_acked(int fd)
 {
@@ -226,6 +227,24 @@ static int ring_send(struct tx_test *t, struct sender *s, tx_fill_fn *fill, void
 		r = ring_slot(t, s, k, stage, &pos, fill, arg);
 	free(stage);
 	return r ? r : sender_finish(s, t->a.bytes);
+}
+
+void tx_fill_spaced(struct slot *sl, size_t k, uint8_t *stage, uint64_t *pos,
+		    uint64_t total, void *arg)
+{
+	const struct tx_spaced *sp = arg;
+	uint64_t base = (uint64_t)k * sp->slot, cur = base + sp->first;
+
+	memset(stage, 0xee, sp->slot);
+	sl->npieces = 0;
+	while (sl->npieces < sp->max && *pos < total) {
+		uint64_t len = total - *pos < sp->len ? total - *pos : sp->len;
+
+		pattern_fill(stage + (cur - base), len, *pos, PATTERN_PERIOD_DEFAULT);
+		sl->pieces[sl->npieces++] = (struct slot_piece){ cur, len, *pos };
+		*pos += len;
+		cur += len + sp->gap;
+	}
 }
 
 int tx_ring_transfer(struct tx_test *t, const struct rx_spec *spec, uint64_t slot_size,

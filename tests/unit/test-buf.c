@@ -221,13 +221,6 @@ static void test_unknown_provider(void **state)
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
 			    "devmemtcp_buf_new: unknown provider 42: use DEVMEMTCP_PROVIDER_UDMABUF, _IMPORT, _CUDA or _DRM");
 	assert_int_equal(devmemtcp_buf_new(ctx, NULL, &buf), -EINVAL);
-	o.provider = DEVMEMTCP_PROVIDER_DRM;
-	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -EOPNOTSUPP);
-	char want[256];
-	snprintf(want, sizeof(want),
-		 "DEVMEMTCP_PROVIDER_DRM is not available in libdevmemtcp %s: export the GEM buffer with drmPrimeHandleToFD() and pass the fd with DEVMEMTCP_PROVIDER_IMPORT",
-		 devmemtcp_version());
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
 }
 
 /*

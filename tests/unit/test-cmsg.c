@@ -196,6 +196,40 @@ static void test_truncated_tail(void **state)
 	assert_int_equal(dmt_cmsg_parse(&c.msg, 8192, f, 4, &p), -EPROTO);
 }
 
+/*
+ * A cmsg_len near 2^64 must end the walk: rounded up it wraps to 0 (the
+ * same cmsg again and again) or points back into the buffer.  Reproducers:
+ * tests/fuzz/corpus/cmsg/regress-len-*.
+ */
+static void test_len_wrap(void **state)
+{
+	struct devmemtcp_frag f[4];
+	struct dmt_parse p;
+	struct ctrl c;
+
+	/* the only cmsg claims SIZE_MAX bytes: not a fragment */
+	ctrl_init(&c);
+	put_dmabuf(&c, 0, 4096, 1, 1);
+	((struct cmsghdr *)c.u.buf)->cmsg_len = SIZE_MAX;
+	assert_int_equal(dmt_cmsg_parse(&c.msg, 4096, f, 4, &p), 1);
+	assert_int_equal(p.ndmabuf, 0);
+	assert_true(f[0].flags & DEVMEMTCP_FRAG_LINEAR);
+
+	/* after a good fragment: the walk stops there */
+	ctrl_init(&c);
+	put_dmabuf(&c, 0, 4096, 1, 1);
+	put_dmabuf(&c, 4096, 4096, 2, 1);
+	((struct cmsghdr *)(c.u.buf + CMSG_SPACE(sizeof(struct dmt_dmabuf_cmsg))))
+		->cmsg_len = SIZE_MAX - 15;
+	assert_int_equal(dmt_cmsg_parse(&c.msg, 4096, f, 4, &p), 1);
+	assert_int_equal(p.ndmabuf, 1);
+	assert_int_equal(f[0].token, 1);
+	((struct cmsghdr *)(c.u.buf + CMSG_SPACE(sizeof(struct dmt_dmabuf_cmsg))))
+		->cmsg_len = SIZE_MAX;
+	assert_int_equal(dmt_cmsg_parse(&c.msg, 4096, f, 4, &p), 1);
+	assert_int_equal(p.ndmabuf, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -208,6 +242,7 @@ int main(void)
 		cmocka_unit_test(test_bytes_mismatch),
 		cmocka_unit_test(test_short_cmsg),
 		cmocka_unit_test(test_truncated_tail),
+		cmocka_unit_test(test_len_wrap),
 	};
 
 	return cmocka_run_group_tests_name("cmsg", tests, NULL, NULL);

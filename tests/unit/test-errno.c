@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "devmemtcp.h"
+#include "harness.h"
 
 #define SENTINEL 4242
 
@@ -68,10 +69,19 @@ static void c_buf_new(void)
 		       .fd = 0, .size = 4096, .flags = DEVMEMTCP_BUF_KEEP_FD);
 	DEVMEMTCP_OPTS(buf_opts, u, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
 		       .size = 1 << 20);
+	/* libdrm on a file that is not a DRM node, and node discovery */
+	DEVMEMTCP_OPTS(buf_opts, d, .provider = DEVMEMTCP_PROVIDER_DRM,
+		       .size = 1 << 20, .drm_path = "/dev/null");
+	DEVMEMTCP_OPTS(buf_opts, dd, .provider = DEVMEMTCP_PROVIDER_DRM,
+		       .size = 1 << 20);
 
 	if (devmemtcp_buf_new(ctx, &o, &b) == 0)
 		devmemtcp_buf_free(b);
 	if (devmemtcp_buf_new(ctx, &u, &b) == 0)
+		devmemtcp_buf_free(b);
+	if (devmemtcp_buf_new(ctx, &d, &b) == 0)
+		devmemtcp_buf_free(b);
+	if (devmemtcp_buf_new(ctx, &dd, &b) == 0)
 		devmemtcp_buf_free(b);
 	(void)devmemtcp_buf_new(NULL, &u, &b);
 }
@@ -275,6 +285,32 @@ static void c_gpu_release_after(void)
 {
 	(void)devmemtcp_gpu_release_after(NULL, NULL, NULL, 0, NULL);
 }
+static void c_zcrx_new(void)
+{
+	struct devmemtcp_zcrx *z = NULL;
+	struct devmemtcp_buf *b = NULL;
+	int fd;
+
+	/* lo: io_uring setup, probe and a registration the kernel refuses
+	 * (no CAP_NET_ADMIN, no queue API, or no zcrx at all) */
+	if (t_memfd_buf(ctx, 1 << 20, &fd, &b) == 0) {
+		if (devmemtcp_zcrx_new(ctx, 1, 0, b, NULL, &z) == 0)
+			devmemtcp_zcrx_free(z);
+		devmemtcp_buf_free(b);
+	}
+	if (fd >= 0)
+		close(fd);
+	(void)devmemtcp_zcrx_new(ctx, 1, 0, NULL, NULL, &z);
+}
+static void c_zcrx_free(void) { devmemtcp_zcrx_free(NULL); }
+static void c_zcrx_errmsg(void) { (void)devmemtcp_zcrx_errmsg(NULL); }
+static void c_zcrx_wait(void) { (void)devmemtcp_zcrx_wait(NULL, 0); }
+static void c_zcrx_stats(void)
+{
+	struct devmemtcp_zcrx_stats s = { .sz = sizeof(s) };
+
+	(void)devmemtcp_zcrx_stats(NULL, &s);
+}
 
 #define CALL(name) { #name, c_##name }
 static const struct {
@@ -297,6 +333,8 @@ static const struct {
 	CALL(tx_reap), CALL(tx_wait), CALL(tx_stats), CALL(gpu_new),
 	CALL(gpu_free), CALL(gpu_errmsg), CALL(gpu_gather), CALL(gpu_view),
 	CALL(gpu_fence_new), CALL(gpu_fence_done), CALL(gpu_release_after),
+	CALL(zcrx_new), CALL(zcrx_free), CALL(zcrx_errmsg), CALL(zcrx_wait),
+	CALL(zcrx_stats),
 };
 
 static void test_errno_untouched(void **state)

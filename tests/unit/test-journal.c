@@ -227,6 +227,58 @@ static void test_parse_fuzz(void **state)
 	dmt_journal_free(&j);
 }
 
+/*
+ * A journal is accepted only if writing it back keeps all it says: no
+ * junk after the header or a number, a pid in 1..4194304 (none: it was
+ * written back as "pid 0", which does not parse), a program name as the
+ * writer spells it, no state the writer leaves out.  Reproducers:
+ * tests/fuzz/corpus/journal/regress-*.
+ */
+static void test_parse_strict(void **state)
+{
+	static const char *const bad[] = {
+		"devmemtcp-journal 1tcp\npid 7\ncomm x\nifname a\nend\n",
+		"devmemtcp-journal 1 \npid 7\ncomm x\nifname a\nend\n",
+		"devmemtcp-journal 1\ncomm x\nifname a\nend\n",	/* no pid */
+		"devmemtcp-journal 1\npid 0\ncomm x\nifname a\nend\n",
+		"devmemtcp-journal 1\npid 4294967295\ncomm x\nifname a\nend\n",
+		"devmemtcp-journal 1\npid 4194305\ncomm x\nifname a\nend\n",
+		"devmemtcp-journal 1\npid 12abc\ncomm x\nifname a\nend\n",
+		"devmemtcp-journal 1\npid +7\ncomm x\nifname a\nend\n",
+		"devmemtcp-journal 1\npid 7\nifname a\nend\n",	/* no comm */
+		"devmemtcp-journal 1\npid 7\ncomm x\nifname a\nifindex 5x\nend\n",
+		"devmemtcp-journal 1\npid 7\ncomm x\nifname a\nifindex -1\nend\n",
+		"devmemtcp-journal 1\npid 7\ncomm x\nifname a\nnetns 9 9\nend\n",
+		"devmemtcp-journal 1\npid 7\ncomm x\nifname a\nprior-contexts 1 1\nend\n",
+		"devmemtcp-journal 1\npid 7\ncomm x\nifname a\nchanged rings\ncontext 2 table 1 3\nend\n",
+	};
+	static const char comm[] =
+		"devmemtcp-journal 1\npid 7\ncomm a\x01 b\nifname a\nend\n";
+	static const char max[] =
+		"devmemtcp-journal 1\npid 4194304\ncomm \nifname a\nend\n";
+	struct dmt_journal j;
+	char *text;
+	size_t len;
+
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		int ret = dmt_journal_parse(bad[i], strlen(bad[i]), &j, NULL);
+
+		if (ret != -EBADMSG)
+			fail_msg("accepted: %s", bad[i]);
+	}
+	/* the program name is kept as it is written back */
+	assert_int_equal(dmt_journal_parse(comm, strlen(comm), &j, NULL), 0);
+	assert_string_equal(j.comm, "a__b");
+	assert_int_equal(dmt_journal_format(&j, &text, &len), 0);
+	assert_non_null(strstr(text, "\ncomm a__b\n"));
+	free(text);
+	dmt_journal_free(&j);
+	assert_int_equal(dmt_journal_parse(max, strlen(max), &j, NULL), 0);
+	assert_string_equal(j.comm, "?");
+	assert_int_equal(j.pid, 4194304);
+	dmt_journal_free(&j);
+}
+
 static char dir[64];
 
 static int setup_dir(void **state)
@@ -318,6 +370,7 @@ int main(void)
 		cmocka_unit_test(test_minimal),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_parse_fuzz),
+		cmocka_unit_test(test_parse_strict),
 		cmocka_unit_test(test_files),
 		cmocka_unit_test(test_run_dir),
 		cmocka_unit_test(test_lock),

@@ -294,6 +294,91 @@ static void test_uint_sizes(void **state)
 	assert_int_equal(dmt_queue_parse(nlh, &q), -EBADMSG);
 }
 
+/* ---- lengths the kernel never sends (reproducers: tests/fuzz/corpus/nl/regress-*) */
+
+static unsigned int calls;
+
+static int count_cb(const struct nlmsghdr *nlh, void *data)
+{
+	calls++;
+	return MNL_CB_OK;
+}
+
+/* A reply buffer of exactly len bytes: one message of nlmsg_len mlen
+ * (seq 7, our port), its payload zero. */
+static unsigned char *reply(size_t len, uint32_t mlen, uint16_t type)
+{
+	unsigned char *b = calloc(1, len);
+	struct nlmsghdr *nlh = (struct nlmsghdr *)b;
+
+	nlh->nlmsg_len = mlen;
+	nlh->nlmsg_type = type;
+	nlh->nlmsg_seq = 7;
+	nlh->nlmsg_pid = REC_PORTID;
+	return b;
+}
+
+static int parse_len(size_t len, uint32_t mlen, uint16_t type, int *err)
+{
+	unsigned char *b = reply(len, mlen, type);
+	int ret;
+
+	reset();
+	calls = 0;
+	ret = dmt_nl_parse(&fake, b, len, 7, count_cb, NULL, err);
+	free(b);
+	return ret;
+}
+
+static void test_nlmsg_len_checked(void **state)
+{
+	int err = 0;
+
+	/* libmnl compares nlmsg_len as an int: >= 2^31 passed as "fits" */
+	assert_int_equal(parse_len(32, 0x80000010u, 0x20, &err), MNL_CB_ERROR);
+	assert_int_equal(err, -EBADMSG);
+	assert_int_equal(calls, 0);
+	/* an unaligned length whose padding is not in the buffer: parsers
+	 * walk attributes up to the aligned end, 3 bytes past it */
+	assert_int_equal(parse_len(25, 25, 0x20, &err), MNL_CB_ERROR);
+	assert_int_equal(err, -EBADMSG);
+	assert_int_equal(calls, 0);
+	/* ... and with its padding there, a message */
+	assert_int_equal(parse_len(28, 25, 0x20, &err), MNL_CB_OK);
+	assert_int_equal(err, 0);
+	assert_int_equal(calls, 1);
+	/* bytes after the last message that are no message */
+	assert_int_equal(parse_len(24, 16, 0x20, &err), MNL_CB_ERROR);
+	assert_int_equal(err, -EBADMSG);
+	assert_int_equal(calls, 1);
+	/* shorter than a header */
+	assert_int_equal(parse_len(16, 12, 0x20, &err), MNL_CB_ERROR);
+	assert_int_equal(err, -EBADMSG);
+	assert_int_equal(calls, 0);
+}
+
+/* NLMSG_ERROR carries 0 or a negative errno; anything else is malformed,
+ * never a positive "error" a caller would take for success. */
+static void test_error_positive(void **state)
+{
+	size_t len = NLMSG_HDRLEN + sizeof(struct nlmsgerr);
+	unsigned char *b = reply(len, (uint32_t)len, NLMSG_ERROR);
+	struct nlmsgerr *e = mnl_nlmsg_get_payload((struct nlmsghdr *)b);
+	int err = 0;
+
+	e->error = 5;
+	e->msg.nlmsg_len = sizeof(e->msg);
+	reset();
+	assert_int_equal(dmt_nl_parse(&fake, b, len, 7, NULL, NULL, &err),
+			 MNL_CB_ERROR);
+	assert_int_equal(err, -EBADMSG);
+	e->error = -EPERM;
+	assert_int_equal(dmt_nl_parse(&fake, b, len, 7, NULL, NULL, &err),
+			 MNL_CB_ERROR);
+	assert_int_equal(err, -EPERM);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -308,6 +393,8 @@ int main(void)
 		cmocka_unit_test(test_extack_fixes),
 		cmocka_unit_test(test_bind_msg),
 		cmocka_unit_test(test_uint_sizes),
+		cmocka_unit_test(test_nlmsg_len_checked),
+		cmocka_unit_test(test_error_positive),
 	};
 
 	return cmocka_run_group_tests_name("netlink", tests, NULL, NULL);

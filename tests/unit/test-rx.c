@@ -92,10 +92,14 @@ static void test_release_after_checks(void **state)
 
 static void test_add_buf_checks(void **state)
 {
+	const struct devmemtcp_segment seg = { 0, 1 << 20, 0x100000 };
 	struct devmemtcp_buf *buf;
 
-	/* a bare buffer object: the handle takes a reference to it */
+	/* a bare buffer object with a segment table (add_buf reads it: see
+	 * unit/segments); the handle takes a reference to it */
 	assert_int_equal(dmt_buf_alloc(ctx, DEVMEMTCP_PROVIDER_IMPORT, &buf), 0);
+	buf->size = 1 << 20;
+	assert_int_equal(dmt_buf_set_segments(buf, &seg, 1), 0);
 	assert_int_equal(devmemtcp_rx_add_buf(rx, 0, buf), -EINVAL);
 	assert_int_equal(devmemtcp_rx_add_buf(rx, 4, NULL), -EINVAL);
 	assert_int_equal(devmemtcp_rx_add_buf(rx, 4, buf), 0);

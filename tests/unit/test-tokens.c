@@ -428,6 +428,77 @@ static void test_high_water(void **state)
 	assert_int_equal(T.outstanding_max, 11);	/* 10 held + 1 new */
 }
 
+/* Every token handed back, in order (a kernel that frees them all). */
+struct returned {
+	uint32_t tok[16];
+	int n;
+};
+
+static int record_dontneed(void *arg, const struct dmt_dmabuf_token *t,
+			   size_t n)
+{
+	struct returned *r = arg;
+	int freed = 0;
+
+	for (size_t i = 0; i < n; i++)
+		for (uint32_t j = 0; j < t[i].token_count; j++, freed++)
+			if (r->n < 16)
+				r->tok[r->n++] = t[i].token_start + j;
+	return freed;
+}
+
+/*
+ * Kernel tokens are small xarray indices, but nothing stops a large one:
+ * its value must not size the bitmap (0xfffffff0 allocated 512 MiB), and
+ * it must be kept, released and returned like any other.  Reproducer:
+ * tests/fuzz/corpus/tokens/regress-large-token.
+ */
+static void test_large_token_bounded(void **state)
+{
+	static const uint32_t big[] = { 0xfffffff0u, 0x80000000u, 1u << 30 };
+	struct devmemtcp_frag f[4];
+	struct returned r = { 0 };
+	struct dmt_tokens t;
+	size_t bad;
+
+	dmt_tokens_init(&t, 0, record_dontneed, &r);
+	memset(f, 0, sizeof(f));
+	for (int i = 0; i < 3; i++) {
+		f[i].token = big[i];
+		assert_int_equal(dmt_tokens_received(&t, big[i]), 0);
+	}
+	f[3].token = 5;
+	assert_int_equal(dmt_tokens_received(&t, 5), 0);
+	/* a token's value costs at most 1 MiB of bitmap */
+	assert_true(t.nwords * sizeof(*t.bits) <= (1u << 20));
+	assert_int_equal(t.outstanding, 4);
+	for (int i = 0; i < 4; i++)
+		assert_true(dmt_tokens_is_outstanding(&t, f[i].token));
+	assert_false(dmt_tokens_is_outstanding(&t, 0xfffffff1u));
+	assert_int_equal(dmt_tokens_received(&t, big[0]), -EEXIST);
+	assert_int_equal(t.outstanding, 4);
+
+	/* released like any token; twice is refused and changes nothing */
+	assert_int_equal(dmt_tokens_release(&t, f, 2, &bad), 0);
+	assert_false(dmt_tokens_is_outstanding(&t, big[0]));
+	assert_int_equal(dmt_tokens_release(&t, &f[1], 3, &bad), -EINVAL);
+	assert_int_equal(bad, 0);
+	assert_true(dmt_tokens_is_outstanding(&t, big[2]));
+	assert_true(dmt_tokens_is_outstanding(&t, 5));
+	assert_int_equal(dmt_tokens_flush(&t), 2);
+	assert_int_equal(r.n, 2);
+	assert_int_equal(r.tok[0], big[0]);
+	assert_int_equal(r.tok[1], big[1]);
+	/* and returned at the end */
+	assert_int_equal(dmt_tokens_release_all(&t), 2);
+	assert_int_equal(dmt_tokens_flush(&t), 2);
+	assert_int_equal(r.n, 4);
+	assert_true((r.tok[2] == 5 && r.tok[3] == big[2]) ||
+		    (r.tok[2] == big[2] && r.tok[3] == 5));
+	assert_int_equal(t.outstanding, 0);
+	dmt_tokens_fini(&t);
+}
+
 int main(void)
 {
 #define T_(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -448,6 +519,7 @@ int main(void)
 		T_(test_failed_dontneed_in_release_all),
 		T_(test_dontneed_keeps_failing),
 		T_(test_failing_done_holds_only_its_tokens),
+		T_(test_large_token_bounded),
 	};
 
 	return cmocka_run_group_tests_name("tokens", tests, NULL, NULL);

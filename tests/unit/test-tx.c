@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <libmnl/libmnl.h>
@@ -503,6 +504,69 @@ static void test_parse_errqueue(void **state)
 	assert_int_equal(dmt_tx_parse_errqueue(&msg, &n), 0);
 }
 
+/* dmt_tx_parse_errqueue in a child given 5 s: its result, or -ETIME when
+ * it does not return (a walk that never ends). */
+static int parse_errqueue_timed(const struct msghdr *msg)
+{
+	struct dmt_tx_notif n;
+	pid_t pid = fork();
+	int status, r;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(5);
+		r = dmt_tx_parse_errqueue(msg, &n);
+		_exit(r < 0 ? 100 - r : r);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (!WIFEXITED(status))
+		return -ETIME;
+	r = WEXITSTATUS(status);
+	return r >= 100 ? 100 - r : r;
+}
+
+/*
+ * Lengths the kernel never writes must not take the parser outside
+ * msg_controllen or into an endless walk.  Reproducers:
+ * tests/fuzz/corpus/errqueue/regress-*.
+ */
+static void test_parse_errqueue_lengths(void **state)
+{
+	struct sock_extended_err ee = { .ee_origin = SO_EE_ORIGIN_ZEROCOPY,
+					.ee_info = 1, .ee_data = 9 };
+	struct msghdr msg = { 0 };
+	struct dmt_tx_notif n;
+	struct cmsghdr *cm;
+	char buf[128] __attribute__((aligned(8)));
+
+	/* the buffer ends after the header: the error behind it is not ours */
+	memset(buf, 0, sizeof(buf));
+	msg.msg_control = buf;
+	msg.msg_controllen = sizeof(*cm);
+	cm = (struct cmsghdr *)buf;
+	cm->cmsg_level = SOL_IP;
+	cm->cmsg_type = IP_RECVERR;
+	cm->cmsg_len = CMSG_LEN(sizeof(ee));
+	memcpy(CMSG_DATA(cm), &ee, sizeof(ee));
+	assert_int_equal(dmt_tx_parse_errqueue(&msg, &n), 0);
+	assert_false(n.zerocopy);
+	/* ... or ends inside the error */
+	msg.msg_controllen = CMSG_LEN(sizeof(ee)) - 4;
+	assert_int_equal(dmt_tx_parse_errqueue(&msg, &n), 0);
+
+	/* another cmsg first, whose length wraps when rounded up */
+	msg.msg_controllen = CMSG_SPACE(8) + CMSG_SPACE(sizeof(ee));
+	cm->cmsg_level = SOL_IP;
+	cm->cmsg_type = IP_PKTINFO;
+	cm->cmsg_len = SIZE_MAX;
+	cm = (struct cmsghdr *)(buf + CMSG_SPACE(8));
+	cm->cmsg_level = SOL_IP;
+	cm->cmsg_type = IP_RECVERR;
+	cm->cmsg_len = CMSG_LEN(sizeof(ee));
+	memcpy(CMSG_DATA(cm), &ee, sizeof(ee));
+	assert_int_equal(parse_errqueue_timed(&msg), 0);
+}
+
 /* ---- range bookkeeping ---------------------------------------------------- */
 
 static void sent(struct dmt_tx_track *t, uint64_t off, uint64_t len)
@@ -915,6 +979,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_completion_kept_on_enomem,
 					  fake_teardown),
 		cmocka_unit_test(test_public_args),
+		cmocka_unit_test(test_parse_errqueue_lengths),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

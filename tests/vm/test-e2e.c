@@ -3,10 +3,16 @@
  * vm suite, end to end through the real kernel devmem path and the
  * simulated NIC.  Run as root in the guest:
  *
- *   test-e2e [transfer|multiflow|miss|unbind|close-outstanding|hds-off|corrupt|all]
+ *   test-e2e [--bytes N] [--flow-bytes N] [--buf N] [--rx-page-size N]
+ *            [transfer|multiflow|miss|unbind|close-outstanding|hds-off|corrupt|all]...
  *
  * Every payload byte is checked against the pattern "byte i is i % 251"
- * by reading the udmabuf the NIC wrote.
+ * by reading the udmabuf the NIC wrote.  --bytes sizes the transfer
+ * (default 64M), --flow-bytes each multiflow flow (4M), --buf the udmabuf
+ * (32M); --rx-page-size binds with that NIC page size, backing the udmabuf
+ * with huge pages.  The transfer prints the layout of the fragments it got
+ * and checks it against the simulated NIC's buffer layout (its module
+ * parameters rx_buf_size, rx_pack and rx_mix).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -20,13 +26,37 @@
 #include "devmemtcp.h"
 #include "pattern.h"
 #include "harness.h"
+#include "frag-layout.h"
 
 #define PERIOD PATTERN_PERIOD_DEFAULT
-#define BUF_SIZE (32u << 20)
 #define MAX_FRAGS 1024
 #define LINEAR (4u << 20)
 
 static struct devmemtcp_ctx *ctx;
+
+static struct {
+	uint64_t bytes;		/* transfer */
+	uint64_t flow_bytes;	/* multiflow, each flow */
+	uint64_t buf_size;
+	uint32_t rx_page_size;	/* 0: the kernel's default NIC page */
+} opt = { 64ull << 20, 4ull << 20, 32ull << 20, 0 };
+
+/* The udmabuf most tests bind: huge pages for NIC pages over 4 KiB, whose
+ * dma-buf segments must be aligned to the NIC page. */
+static int e2e_buf(struct devmemtcp_buf **buf)
+{
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
+		       .size = opt.buf_size, .flags = DEVMEMTCP_BUF_HUGETLB);
+
+	if (opt.rx_page_size <= 4096)
+		return t_udmabuf(ctx, opt.buf_size, buf);
+	if (devmemtcp_buf_new(ctx, &o, buf)) {
+		fprintf(stderr, "hugetlb udmabuf of %llu bytes: %s\n",
+			(unsigned long long)opt.buf_size, devmemtcp_ctx_errmsg(ctx));
+		return -1;
+	}
+	return 0;
+}
 
 struct rx_result {
 	uint64_t bytes;
@@ -44,6 +74,7 @@ struct rx_args {
 	uint32_t queue;		/* check queue-get for this queue if binding_id */
 	bool release;		/* return tokens (false: leave them outstanding) */
 	bool close_first;	/* close the socket before freeing the handle */
+	struct layout *layout;	/* fragments recorded here unless NULL */
 	struct rx_result r;
 	int ret;
 };
@@ -84,6 +115,8 @@ static void *receive_main(void *arg)
 			if (f->flags & DEVMEMTCP_FRAG_LINEAR) {
 				src = linear + f->offset;
 			} else if (!(f->flags & DEVMEMTCP_FRAG_FOREIGN) && a->buf) {
+				if (a->layout)
+					layout_add(a->layout, f->offset, f->len);
 				if (devmemtcp_buf_read(a->buf, f->offset, tmp, f->len)) {
 					fprintf(stderr, "%s\n", devmemtcp_buf_errmsg(a->buf));
 					goto out;
@@ -145,8 +178,10 @@ static struct devmemtcp_nic *prepare(const uint32_t *queues, uint32_t nq,
 			return NULL;
 		}
 	}
+	DEVMEMTCP_OPTS(bind_opts, bo, .rx_page_size = opt.rx_page_size);
 	DEVMEMTCP_OPTS(nic_opts, o, .queues = queues, .nqueues = nq,
-		       .flows = flows, .nflows = nports, .buf = buf);
+		       .flows = flows, .nflows = nports, .buf = buf,
+		       .bind_opts = &bo);
 	if (devmemtcp_nic_open(ctx, VM_RX_IF, &o, &nic)) {
 		fprintf(stderr, "nic_open: %s\n", devmemtcp_ctx_errmsg(ctx));
 		return NULL;
@@ -168,7 +203,7 @@ static int queue3_open(struct queue3 *s, int port, bool with_buf)
 	memset(s, 0, sizeof(*s));
 	s->q = 3;
 	if (with_buf)
-		T_CHECK(t_udmabuf(ctx, BUF_SIZE, &s->buf) == 0, "udmabuf");
+		T_CHECK(e2e_buf(&s->buf) == 0, "udmabuf");
 	s->nic = prepare(&s->q, 1, &port, port ? 1 : 0, s->buf);
 	T_CHECK(s->nic, "setup");
 	if (s->buf)
@@ -183,11 +218,14 @@ static int queue3_close(struct queue3 *s)
 	return 0;
 }
 
-/* A receiver thread for port, checking queue-get for queue when bound. */
+/* A receiver thread for port, checking queue-get for queue when bound,
+ * recording the fragments' layout in lay unless NULL. */
 static int receive_start(struct rx_args *a, int port, struct devmemtcp_buf *buf,
-			 uint32_t binding_id, uint32_t queue, bool release, pthread_t *t)
+			 uint32_t binding_id, uint32_t queue, bool release,
+			 struct layout *lay, pthread_t *t)
 {
 	memset(a, 0, sizeof(*a));
+	a->layout = lay;
 	a->lfd = t_listen(VM_RX_ADDR4, port);
 	T_CHECK(a->lfd >= 0, "listen");
 	a->buf = buf;
@@ -201,13 +239,13 @@ static int receive_start(struct rx_args *a, int port, struct devmemtcp_buf *buf,
 }
 
 /* One flow of bytes through a prepared NIC: receive and validate. */
-static int one_flow(int port, uint64_t bytes, const struct queue3 *s, bool release,
-		    struct rx_args *a)
+static int flow_layout(int port, uint64_t bytes, const struct queue3 *s, bool release,
+		       struct rx_args *a, struct layout *lay)
 {
 	struct vm_sender *snd;
 	pthread_t t;
 
-	T_TRY(receive_start(a, port, s->buf, s->id, s->q, release, &t));
+	T_TRY(receive_start(a, port, s->buf, s->id, s->q, release, lay, &t));
 	snd = vm_send_start(VM_RX_ADDR4, port, bytes, PERIOD);
 	T_CHECK(vm_send_wait(snd) == 0, "sender failed");
 	pthread_join(t, NULL);
@@ -216,15 +254,29 @@ static int one_flow(int port, uint64_t bytes, const struct queue3 *s, bool relea
 	return 0;
 }
 
+static int one_flow(int port, uint64_t bytes, const struct queue3 *s, bool release,
+		    struct rx_args *a)
+{
+	return flow_layout(port, bytes, s, release, a, NULL);
+}
+
 static int test_transfer(void)
 {
-	const uint64_t bytes = 64ull << 20;
+	const uint64_t bytes = opt.bytes;
+	struct layout lay;
 	struct queue3 s;
 	struct rx_args a;
+	int ret;
 
 	T_TRY(queue3_open(&s, 6001, true));
 	T_CHECK(s.id > 0, "no binding");
-	T_TRY(one_flow(6001, bytes, &s, true, &a));
+	layout_init(&lay, opt.rx_page_size ? opt.rx_page_size : 4096);
+	ret = flow_layout(6001, bytes, &s, true, &a, &lay);
+	layout_print(&lay, &a.r.st);
+	if (!ret)
+		ret = layout_check(&lay);
+	layout_free(&lay);
+	T_TRY(ret);
 	printf("transfer: %llu bytes, %llu dmabuf, %llu linear, %llu frags, %llu tokens released, %llu dontneed calls in %llu receives, outstanding max %llu\n",
 	       (unsigned long long)a.r.bytes, (unsigned long long)a.r.st.dmabuf_bytes,
 	       (unsigned long long)a.r.st.linear_bytes, (unsigned long long)a.r.st.frags,
@@ -244,8 +296,8 @@ static int test_transfer(void)
 		(unsigned long long)a.r.st.tokens_released, (unsigned long long)a.r.st.frags);
 	T_CHECK(a.r.st.steering_misses == 0 && a.r.st.foreign_frags == 0, "steering");
 	T_CHECK(a.r.queue_ok, "queue-get did not show binding %u on queue %u", s.id, s.q);
-	/* more bytes than the 32 MiB buffer: tokens were recycled, merged,
-	 * and returned with at most one DONTNEED per receive (+ the last) */
+	/* more bytes than the buffer: tokens were recycled, merged, and
+	 * returned with at most one DONTNEED per receive (+ the last) */
 	T_CHECK(a.r.st.dontneed_calls > 0 &&
 		a.r.st.dontneed_calls <= a.r.st.recv_calls + 1,
 		"%llu DONTNEED calls for %llu receives", (unsigned long long)a.r.st.dontneed_calls,
@@ -265,17 +317,17 @@ static int test_multiflow(void)
 	pthread_t t[FLOWS];
 	struct devmemtcp_nic *nic;
 	struct devmemtcp_qstats qs[2];
-	uint64_t per_flow = 4ull << 20;
+	uint64_t per_flow = opt.flow_bytes;
 	uint32_t id;
 
-	T_CHECK(t_udmabuf(ctx, BUF_SIZE, &buf) == 0, "udmabuf");
+	T_CHECK(e2e_buf(&buf) == 0, "udmabuf");
 	for (int i = 0; i < FLOWS; i++)
 		ports[i] = 6100 + i;
 	nic = prepare(queues, 2, ports, FLOWS, buf);
 	T_CHECK(nic, "setup");
 	id = devmemtcp_binding_id(devmemtcp_nic_binding(nic));
 	for (int i = 0; i < FLOWS; i++)
-		T_TRY(receive_start(&a[i], ports[i], buf, id, queues[i % 2], true, &t[i]));
+		T_TRY(receive_start(&a[i], ports[i], buf, id, queues[i % 2], true, NULL, &t[i]));
 	for (int i = 0; i < FLOWS; i++)
 		s[i] = vm_send_start(VM_RX_ADDR4, ports[i], per_flow, PERIOD);
 	for (int i = 0; i < FLOWS; i++) {
@@ -387,7 +439,7 @@ static int test_hds_off(void)
 	uint32_t q = 3;
 	int ret;
 
-	T_CHECK(t_udmabuf(ctx, BUF_SIZE, &buf) == 0, "udmabuf");
+	T_CHECK(t_udmabuf(ctx, opt.buf_size, &buf) == 0, "udmabuf");
 	/* nothing has turned header split on: the simulated NIC starts with it off */
 	ret = devmemtcp_bind_rx(ctx, ifindex, &q, 1, buf, NULL, &b);
 	printf("hds-off: bind-rx returned %d: %s\n", ret, devmemtcp_ctx_errmsg(ctx));
@@ -438,17 +490,56 @@ static const struct {
 	{ "corrupt", test_corrupt },
 };
 
+/* --bytes N, --flow-bytes N, --buf N, --rx-page-size N; the index of the
+ * first test name, or -1 (printed). */
+static int parse_options(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc && !strncmp(argv[i], "--", 2); i += 2) {
+		uint64_t v = i + 1 < argc ? t_parse_bytes(argv[i + 1]) : 0;
+
+		if (!v) {
+			fprintf(stderr, "%s needs a size\n", argv[i]);
+			return -1;
+		} else if (!strcmp(argv[i], "--bytes")) {
+			opt.bytes = v;
+		} else if (!strcmp(argv[i], "--flow-bytes")) {
+			opt.flow_bytes = v;
+		} else if (!strcmp(argv[i], "--buf")) {
+			opt.buf_size = v;
+		} else if (!strcmp(argv[i], "--rx-page-size")) {
+			opt.rx_page_size = (uint32_t)v;
+		} else {
+			fprintf(stderr, "unknown option %s\n", argv[i]);
+			return -1;
+		}
+	}
+	return i;
+}
+
+static bool selected(const char *name, int argc, char **argv, int first)
+{
+	if (first == argc)
+		return true;
+	for (int i = first; i < argc; i++)
+		if (!strcmp(argv[i], "all") || !strcmp(argv[i], name))
+			return true;
+	return false;
+}
+
 int main(int argc, char **argv)
 {
-	const char *which = argc > 1 ? argv[1] : "all";
-	int failed = 0, ran = 0;
+	int failed = 0, ran = 0, first = parse_options(argc, argv);
 
+	if (first < 0)
+		return 2;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	T_CHECK(vm_topology(VM_TX_IF, VM_RX_IF) >= 0 && vm_enter(VM_RX_NS) == 0,
 		"cannot set up the namespaces (is devmemsim loaded?)");
 	T_CHECK(devmemtcp_ctx_new(NULL, &ctx) == 0, "ctx");
 	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		if (strcmp(which, "all") && strcmp(which, tests[i].name))
+		if (!selected(tests[i].name, argc, argv, first))
 			continue;
 		printf("--- %s\n", tests[i].name);
 		int r = tests[i].fn();
@@ -458,7 +549,7 @@ int main(int argc, char **argv)
 	}
 	devmemtcp_ctx_free(ctx);
 	if (!ran) {
-		fprintf(stderr, "no test named %s\n", which);
+		fprintf(stderr, "no test named %s\n", argv[first]);
 		return 2;
 	}
 	printf("%d passed, %d failed\n", ran - failed, failed);

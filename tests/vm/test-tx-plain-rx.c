@@ -6,39 +6,20 @@
  * net_iov (page) boundaries.
  */
 #include <inttypes.h>
-#include <string.h>
 
 #include "harness-tx.h"
-#include "pattern.h"
 
-#define PERIOD PATTERN_PERIOD_DEFAULT
 #define SLOT (1u << 20)
 #define NSLOTS 8
-
-/* tx_fill_fn: 9 pieces of 100000 bytes with 13-byte gaps, from offset 17 */
-static void make_pieces(struct slot *sl, size_t k, uint8_t *stage, uint64_t *pos,
-			uint64_t total, void *arg)
-{
-	uint64_t base = (uint64_t)k * SLOT, cur = base + 17;
-
-	memset(stage, 0xee, SLOT);
-	sl->npieces = 0;
-	while (sl->npieces < 9 && *pos < total) {
-		uint64_t len = total - *pos < 100000 ? total - *pos : 100000;
-
-		pattern_fill(stage + (cur - base), len, *pos, PERIOD);
-		sl->pieces[sl->npieces++] = (struct slot_piece){ cur, len, *pos };
-		*pos += len;
-		cur += len + 13;
-	}
-}
 
 static int run(struct tx_test *t)
 {
 	const struct rx_spec spec = { RX_PLAIN, true, t->a.port };
+	/* 9 pieces of 100000 bytes with 13-byte gaps, from offset 17 */
+	struct tx_spaced sp = { SLOT, 17, 100000, 13, 9 };
 	struct rx_result r;
 
-	T_TRY(tx_ring_transfer(t, &spec, SLOT, NSLOTS, 16, make_pieces, NULL, &r));
+	T_TRY(tx_ring_transfer(t, &spec, SLOT, NSLOTS, 16, tx_fill_spaced, &sp, &r));
 	t_note("plain receiver: %" PRIu64 " bytes, %s", r.bytes,
 	       r.ok ? "every byte valid" : r.msg);
 	T_CHECK(r.ok, "validation: %s", r.msg);

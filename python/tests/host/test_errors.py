@@ -148,9 +148,9 @@ def test_import_segment_outside(ctx, hostmem):
            dm.Buffer, ctx, 4096, "import", fd=hostmem.fd, keep_fd=True, segments=[(0, 8192, 0)])
 
 
-def test_drm_provider_reserved(ctx):
-    raises(errno.EOPNOTSUPP, r"DEVMEMTCP_PROVIDER_DRM is not available in libdevmemtcp \S+: export the GEM buffer with drmPrimeHandleToFD\(\) and pass the fd with DEVMEMTCP_PROVIDER_IMPORT",
-           dm.Buffer, ctx, 4096, "drm")
+def test_drm_node_missing(ctx):
+    raises(errno.ENOENT, re.escape("drm: /nonexistent/card0 does not exist: load the device's DRM driver ('modprobe vgem' for a virtual one, kernel option CONFIG_DRM_VGEM) or name another node in opts.drm_path"),
+           dm.Buffer, ctx, 4096, "drm", drm_path="/nonexistent/card0")
 
 
 @pytest.mark.skipif(os.path.exists("/dev/udmabuf"), reason="this machine has /dev/udmabuf")

@@ -16,6 +16,9 @@
  *   devmem_smoke bindfail IFNAME QUEUE       expect bind-rx to fail; print err
  *   devmem_smoke rings IFNAME SPLIT [HDS]    ethtool netlink rings-set
  *       (SPLIT: -1 unchanged, 0 auto, 1 off, 2 on; HDS: hds-thresh)
+ * Env for rx and bindfail: RX_PAGE_SIZE=n binds with that rx-page-size
+ * (NETDEV_A_DMABUF_RX_PAGE_SIZE) and backs the udmabuf with 2 MiB huge
+ * pages (HUGETLB=0: with normal pages, to see the kernel refuse it).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -57,6 +60,9 @@
 #ifndef MSG_ZEROCOPY
 #define MSG_ZEROCOPY 0x4000000
 #endif
+#ifndef MFD_HUGE_2MB
+#define MFD_HUGE_2MB (21u << 26)	/* log2(2 MiB) << MFD_HUGE_SHIFT */
+#endif
 
 struct dmabuf_cmsg_ {
 	uint64_t frag_offset;
@@ -77,6 +83,7 @@ struct dmabuf_token_ {
 #define NETDEV_A_DMABUF_QUEUES 2
 #define NETDEV_A_DMABUF_FD 3
 #define NETDEV_A_DMABUF_ID 4
+#define NETDEV_A_DMABUF_RX_PAGE_SIZE 5
 #define NETDEV_A_QUEUE_ID 1
 #define NETDEV_A_QUEUE_TYPE 3
 #define NETDEV_QUEUE_TYPE_RX 0
@@ -245,6 +252,9 @@ static int bind_rx(int nl, int family, int ifindex, int dmabuf, const char *queu
 	msg_init(&m, family, NETDEV_CMD_BIND_RX);
 	nla_put_u32(&m, NETDEV_A_DMABUF_IFINDEX, ifindex);
 	nla_put_u32(&m, NETDEV_A_DMABUF_FD, dmabuf);
+	if (getenv("RX_PAGE_SIZE"))
+		nla_put_u32(&m, NETDEV_A_DMABUF_RX_PAGE_SIZE,
+			    strtoul(getenv("RX_PAGE_SIZE"), NULL, 0));
 	while (*q) {	/* "2" or "2,3" */
 		nest = nla_put(&m, NETDEV_A_DMABUF_QUEUES | NLA_F_NESTED, NULL, 0);
 		nla_put_u32(&m, NETDEV_A_QUEUE_ID, strtoul(q, NULL, 0));
@@ -272,8 +282,12 @@ static int make_udmabuf(size_t size, uint8_t **map)
 {
 	struct udmabuf_create c = { 0 };
 	int memfd, devfd, buf;
+	/* large NIC pages need sg entries that large: 2 MiB huge pages */
+	int huge = getenv("RX_PAGE_SIZE") &&
+		   !(getenv("HUGETLB") && !strcmp(getenv("HUGETLB"), "0"));
 
-	memfd = memfd_create("devmem_smoke", MFD_ALLOW_SEALING);
+	memfd = memfd_create("devmem_smoke", MFD_ALLOW_SEALING |
+			     (huge ? MFD_HUGETLB | MFD_HUGE_2MB : 0));
 	if (memfd < 0)
 		die("memfd_create");
 	if (ftruncate(memfd, size))
@@ -367,7 +381,9 @@ flow:
 		struct iovec iov = { iobuf, sizeof(iobuf) };
 		struct msghdr msg = { 0 };
 		struct cmsghdr *cm;
-		struct dmabuf_token_ tok[1024];
+		/* one token per DMABUF cmsg the control buffer can hold: small
+		 * fragments (packed buffers) come by the thousand */
+		struct dmabuf_token_ tok[sizeof(ctrl) / CMSG_SPACE(sizeof(struct dmabuf_cmsg_))];
 		int ntok = 0;
 		uint64_t iopos = 0, dm_now = 0;
 		ssize_t n;
@@ -613,7 +629,7 @@ static int do_txdm(const char *ifname, const char *ip, int port, uint64_t total)
 static int do_bindfail(const char *ifname, int queue)
 {
 	uint8_t *map;
-	int dmabuf = make_udmabuf(1 << 20, &map);
+	int dmabuf = make_udmabuf(2 << 20, &map);	/* one huge page */
 	int family, nl = nl_open(&family);
 	uint32_t id = 0;
 	char q[16];

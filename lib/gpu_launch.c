@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * GPU layer (8): launching gathers.
+ *
+ * A gather that fits in a kernel parameter (up to inline_max descriptors
+ * and DMT_INLINE_DST_MAX destinations: the size of a receive) is launched
+ * inline: its descriptors travel with the launch, so there is no pinned
+ * slot to wait for, no event to record, and the kernel reads no descriptor
+ * over PCIe before it copies.  Larger gathers write their descriptors into
+ * one of a few pinned, write-combined host slots and launch one kernel per
+ * slot; the kernel reads them over PCIe itself, so the transfer overlaps
+ * the copying instead of preceding it.  Each slot carries an event; a slot
+ * is reused only after its event completed.  With DEVMEMTCP_GPU_PERSISTENT
+ * the slots feed the persistent kernel instead (gpu_persist.c).
+ *
+ * Every launch is cut by dmt_gather_geometry: a batch of a few fragments
+ * is spread over many warps (several per fragment) so that it keeps the
+ * SMs busy rather than a handful of them.
+ */
+#include "gpu.h"
+
+static const uint32_t inline_sizes[DMT_INLINE_NSIZES] = DMT_INLINE_SIZES;
+
+static int slot_acquire(struct devmemtcp_gpu *gpu, struct gpu_slot **sp)
+{
+	struct gpu_slot *s = &gpu->slots[gpu->next_slot];
+	CUresult r;
+
+	gpu->next_slot = (gpu->next_slot + 1) % gpu->nslots;
+	if (s->busy) {
+		r = gpu->cu->cuEventSynchronize(s->done);
+		if (r != CUDA_SUCCESS)
+			return dmt_cuda_err(gpu->ctx, &gpu->err, r,
+					    "cuEventSynchronize(previous gather)",
+					    "an earlier kernel on the stream failed");
+		s->busy = false;
+	}
+	*sp = s;
+	return 0;
+}
+
+static void geometry(const struct devmemtcp_gpu *gpu,
+		     const struct dmt_gather_batch *b, struct dmt_gather_geom *g)
+{
+	dmt_gather_geometry(b->nd, b->bytes, gpu->sms, gpu->per_warp,
+			    gpu->split, gpu->warps_per_block, g);
+}
+
+static struct dmt_gather_args launch_args(const struct dmt_gather_batch *b,
+					  const struct dmt_gather_geom *g)
+{
+	return (struct dmt_gather_args){ .bias = b->dst[0].bias, .n = b->nd,
+					 .ndst = b->ndst, .per = g->per,
+					 .split = g->split };
+}
+
+static int launch(struct devmemtcp_gpu *gpu, CUfunction fn,
+		  const struct dmt_gather_geom *g, uint32_t ndst, void **params,
+		  CUstream stream)
+{
+	CUresult r;
+
+	r = gpu->cu->cuLaunchKernel(fn, g->blocks, 1, 1, 32 * g->wpb, 1, 1,
+				    ndst > 1 ? ndst * sizeof(struct dmt_gather_dst)
+					     : 0,
+				    stream, params, NULL);
+	if (r != CUDA_SUCCESS)
+		return dmt_cuda_err(gpu->ctx, &gpu->err, r,
+				    "cuLaunchKernel(dmt_gather)",
+				    "is stream a stream of this GPU's primary context?");
+	return 0;
+}
+
+static int slot_launch(struct devmemtcp_gpu *gpu, struct gpu_slot *s,
+		       const struct dmt_gather_batch *b,
+		       const struct dmt_gather_geom *g, CUstream stream)
+{
+	const struct dmt_cuda *cu = gpu->cu;
+	struct dmt_gather_args a = launch_args(b, g);
+	CUdeviceptr descs = s->desc_dev, dsts = s->dst_dev;
+	void *params[] = { &descs, &dsts, &a };
+	CUresult r;
+	int ret;
+
+	/* The descriptors went through write-combining buffers. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (gpu->flags & DEVMEMTCP_GPU_DESC_COPY) {
+		r = cu->cuMemcpyHtoDAsync(descs, s->desc,
+					  (size_t)b->nd * sizeof(*s->desc),
+					  stream);
+		if (r == CUDA_SUCCESS && b->ndst > 1)
+			r = cu->cuMemcpyHtoDAsync(dsts, s->dst,
+						  (size_t)b->ndst * sizeof(*s->dst),
+						  stream);
+		if (r != CUDA_SUCCESS)
+			return dmt_cuda_err(gpu->ctx, &gpu->err, r,
+					    "cuMemcpyHtoDAsync(descriptors)",
+					    NULL);
+	}
+	ret = launch(gpu, gpu->fn_gather, g, b->ndst, params, stream);
+	if (ret)
+		return ret;
+	r = cu->cuEventRecord(s->done, stream);
+	if (r != CUDA_SUCCESS)
+		return dmt_cuda_err(gpu->ctx, &gpu->err, r, "cuEventRecord",
+				    NULL);
+	s->busy = true;
+	return 0;
+}
+
+/*
+ * Build and queue batch after batch through the slots.  Every fragment is
+ * checked before the first is queued: all of them while building the
+ * first batch, or by dmt_gather_check when there are more.
+ */
+static int gather_slots(struct devmemtcp_gpu *gpu,
+			const struct devmemtcp_frag *frags, size_t n,
+			const struct devmemtcp_gpu_iov *dsts, size_t ndst,
+			CUstream stream)
+{
+	bool persist = gpu->mode == DMT_GATHER_PERSIST;
+	uint32_t max = gpu->max_frags;
+	struct dmt_gather_cursor cur = { 0 };
+	bool first = true;
+	int ret;
+
+	if (persist && max > DMT_GO_N_MAX)
+		max = DMT_GO_N_MAX;
+	while (cur.i < n) {
+		struct gpu_slot *s = NULL;
+		struct dmt_gather_batch b;
+		struct dmt_gather_geom g;
+
+		ret = persist ? dmt_persist_slot(gpu, &s)
+			      : slot_acquire(gpu, &s);
+		if (ret)
+			return ret;
+		b = (struct dmt_gather_batch){ .desc = s->desc, .dst = s->dst,
+					       .max_desc = max,
+					       .max_dst = DMT_GATHER_DST_MAX };
+		ret = dmt_gather_build(gpu->ctx, &gpu->err, frags, n, dsts,
+				       ndst, &cur, &b);
+		if (!ret && first && cur.i < n)
+			ret = dmt_gather_check(gpu->ctx, &gpu->err, frags, n,
+					       dsts, ndst, &cur);
+		if (ret)
+			return ret;
+		first = false;
+		if (!b.nd)
+			continue;	/* only holes */
+		geometry(gpu, &b, &g);
+		ret = persist ? dmt_persist_queue(gpu, s, &b, &g, stream)
+			      : slot_launch(gpu, s, &b, &g, stream);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/*
+ * The whole gather as one inline launch: 1 when queued, 0 when it does not
+ * fit (nothing queued, nothing reported), or a negative errno.
+ */
+static int gather_inline(struct devmemtcp_gpu *gpu,
+			 const struct devmemtcp_frag *frags, size_t n,
+			 const struct devmemtcp_gpu_iov *dsts, size_t ndst,
+			 CUstream stream)
+{
+	struct dmt_gather_inline *p = gpu->inl;
+	struct dmt_gather_cursor cur = { 0 };
+	struct dmt_gather_batch b = { .desc = p->desc, .dst = p->dst,
+				      .max_desc = gpu->inline_max,
+				      .max_dst = DMT_INLINE_DST_MAX };
+	struct dmt_gather_geom g;
+	void *params[] = { p };
+	unsigned int k = 0;
+	int ret;
+
+	ret = dmt_gather_build(gpu->ctx, &gpu->err, frags, n, dsts, ndst,
+			       &cur, &b);
+	if (ret)
+		return ret;
+	if (cur.i < n)
+		return 0;
+	if (!b.nd)
+		return 1;
+	while (inline_sizes[k] < b.nd)
+		k++;
+	geometry(gpu, &b, &g);
+	p->a = launch_args(&b, &g);
+	ret = launch(gpu, gpu->fn_inline[k], &g, b.ndst, params, stream);
+	return ret ? ret : 1;
+}
+
+int dmt_gpu_gather(struct devmemtcp_gpu *gpu,
+		   const struct devmemtcp_frag *frags, size_t n,
+		   const struct devmemtcp_gpu_iov *dsts, size_t ndst,
+		   CUstream stream)
+{
+	int ret;
+
+	if (gpu->mode == DMT_GATHER_AUTO && n <= gpu->inline_max) {
+		ret = gather_inline(gpu, frags, n, dsts, ndst, stream);
+		if (ret)
+			return ret < 0 ? ret : 0;
+	}
+	return gather_slots(gpu, frags, n, dsts, ndst, stream);
+}

@@ -1,0 +1,1185 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * A stand-in for libcuda.so.1 on machines without an NVIDIA GPU (tests
+ * only; DEVMEMTCP_LIBCUDA points the library at it): the driver entry
+ * points the library, the GPU tests and the benchmarks call, on host
+ * memory.  Device addresses are host addresses; each stream is a thread
+ * that runs its operations in order, so work is asynchronous as on a GPU;
+ * events, stream memory operations and CUDA graphs behave as the driver
+ * documents them.  The gather kernels run as C transcriptions of
+ * lib/gather.cu: a launch runs every warp of its grid (so a grid too small
+ * for its descriptors leaves bytes out), the persistent kernel runs one
+ * thread per block with the same go/done/stop protocol.  It checks what a
+ * GPU would fault on: a block of more than 256 threads, a destination
+ * table larger than the shared memory given, an unknown kernel.
+ *
+ * What it cannot tell: the speed of anything, and whether the real
+ * kernels do what their transcriptions here do.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cuda.h"
+#include "gpu.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define FAKE_SMS 4
+#define ERR_NOT_FOUND 500
+#define ERR_LAUNCH 719
+
+static pthread_mutex_t big = PTHREAD_MUTEX_INITIALIZER;
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void pause_us(uint64_t us)
+{
+	struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "fake-cuda: %s\n", what);
+	abort();
+}
+
+/* ---- allocations (for cuPointerGetAttribute) -------------------------------- */
+
+struct alloc {
+	uintptr_t base;
+	size_t size;
+	struct alloc *next;
+};
+static struct alloc *allocs;
+
+static void alloc_add(uintptr_t base, size_t size)
+{
+	struct alloc *a = malloc(sizeof(*a));
+
+	if (!a)
+		die("out of memory");
+	*a = (struct alloc){ base, size, NULL };
+	pthread_mutex_lock(&big);
+	a->next = allocs;
+	allocs = a;
+	pthread_mutex_unlock(&big);
+}
+
+static void alloc_del(uintptr_t base)
+{
+	pthread_mutex_lock(&big);
+	for (struct alloc **p = &allocs; *p; p = &(*p)->next) {
+		if ((*p)->base == base) {
+			struct alloc *a = *p;
+
+			*p = a->next;
+			free(a);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&big);
+}
+
+static const struct alloc *alloc_find(uintptr_t p)
+{
+	const struct alloc *found = NULL;
+
+	pthread_mutex_lock(&big);
+	for (struct alloc *a = allocs; a; a = a->next)
+		if (p - a->base < a->size)
+			found = a;
+	pthread_mutex_unlock(&big);
+	return found;
+}
+
+/* ---- kernels ------------------------------------------------------------------ */
+
+enum fn_id { F_GATHER, F_INLINE, F_PERSIST, F_SPIN, F_NOP };
+
+struct CUfunc_st {
+	const char *name;
+	enum fn_id id;
+	size_t psize;		/* bytes of the one struct parameter */
+};
+
+static struct CUfunc_st fns[] = {
+	{ "dmt_gather", F_GATHER, 0 },
+	{ "dmt_gather_cs", F_GATHER, 0 },
+	{ "dmt_gather_inline16", F_INLINE, DMT_INLINE_HDR + 16 * 16 },
+	{ "dmt_gather_inline64", F_INLINE, DMT_INLINE_HDR + 64 * 16 },
+	{ "dmt_gather_inline256", F_INLINE, DMT_INLINE_HDR + 256 * 16 },
+	{ "dmt_gather_inline1024", F_INLINE, DMT_INLINE_HDR + 1024 * 16 },
+	{ "dmt_gather_persist", F_PERSIST, sizeof(struct dmt_persist_params) },
+	{ "dmt_spin", F_SPIN, 0 },
+	{ "dmt_nop", F_NOP, 0 },
+};
+
+struct launch {
+	const struct CUfunc_st *fn;
+	unsigned int grid, block, smem;
+	CUdeviceptr descs, dsts;	/* F_GATHER */
+	struct dmt_gather_args a;	/* F_GATHER */
+	unsigned long long ns;		/* F_SPIN */
+	unsigned char param[DMT_INLINE_HDR + 1024 * 16];
+};
+
+static uint64_t out_addr(const struct dmt_gather_dst *sdst, uint32_t ndst,
+			 uint64_t bias, uint32_t pos)
+{
+	if (ndst > 1) {
+		uint32_t lo = 0, hi = ndst - 1;
+
+		while (lo < hi) {
+			uint32_t mid = (lo + hi + 1) / 2;
+
+			if (sdst[mid].start <= pos)
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		bias = sdst[lo].bias;
+	}
+	return bias + pos;
+}
+
+static void copy(uint64_t src, uint64_t dst, uint64_t len)
+{
+	memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, len);
+}
+
+/* gather_warp of gather.cu. */
+static void gather_warp(const struct dmt_gather_desc *descs,
+			const struct dmt_gather_dst *sdst, uint32_t n,
+			uint32_t ndst, uint64_t bias, uint32_t per,
+			uint32_t split, uint32_t vw)
+{
+	struct dmt_gather_desc v;
+
+	if (split > 1) {
+		uint32_t d = vw / split, part = vw % split;
+		uint64_t slice, off;
+
+		if (d >= n)
+			return;
+		memcpy(&v, (const void *)&descs[d], sizeof(v));
+		slice = (((uint64_t)v.len + split - 1) / split + 15) & ~15ull;
+		off = part * slice;
+		if (off >= v.len)
+			return;
+		copy(v.src + off, out_addr(sdst, ndst, bias, v.pos) + off,
+		     slice < v.len - off ? slice : v.len - off);
+		return;
+	}
+	if ((uint64_t)vw * per >= n)
+		return;
+	for (uint32_t k = vw * per; k < vw * per + per && k < n; k++) {
+		memcpy(&v, (const void *)&descs[k], sizeof(v));
+		copy(v.src, out_addr(sdst, ndst, bias, v.pos), v.len);
+	}
+}
+
+static void gather_grid(const struct launch *l,
+			const struct dmt_gather_desc *descs,
+			const struct dmt_gather_dst *dsts,
+			const struct dmt_gather_args *a)
+{
+	static __thread struct dmt_gather_dst sdst[DMT_GATHER_DST_MAX];
+	uint32_t warps = l->grid * (l->block / 32);
+
+	if (a->ndst > 1) {
+		if (a->ndst > DMT_GATHER_DST_MAX ||
+		    l->smem < a->ndst * sizeof(*sdst))
+			die("destination table larger than the shared memory of the launch");
+		memcpy(sdst, dsts, a->ndst * sizeof(*sdst));
+	}
+	for (uint32_t vw = 0; vw < warps; vw++)
+		gather_warp(descs, sdst, a->n, a->ndst, a->bias, a->per,
+			    a->split, vw);
+}
+
+/* ---- the persistent kernel, one thread per block -------------------------------- */
+
+struct block {
+	const struct dmt_persist_params *p;
+	unsigned int b, grid;
+};
+
+static bool try_stop(const struct dmt_persist_params *p,
+		     struct dmt_persist_dev *dev, struct dmt_persist_host *h,
+		     uint32_t s)
+{
+	uint32_t a, req;
+
+	__atomic_store_n(&h->exiting, (uint64_t)p->gen << 32 | s,
+			 __ATOMIC_RELAXED);
+	atomic_thread_fence(memory_order_seq_cst);
+	a = __atomic_load_n(&h->announced, __ATOMIC_RELAXED);
+	req = __atomic_load_n(&h->stop_req, __ATOMIC_RELAXED);
+	if (!req && (int32_t)(a - s) >= 0) {
+		__atomic_store_n(&h->exiting, 0, __ATOMIC_RELAXED);
+		atomic_thread_fence(memory_order_seq_cst);
+		return false;
+	}
+	__atomic_store_n(&dev->stop, (uint64_t)p->gen << 32 | s,
+			 __ATOMIC_RELAXED);
+	atomic_thread_fence(memory_order_seq_cst);
+	return true;
+}
+
+static bool wait_job(const struct block *bl, struct dmt_persist_dev *dev,
+		     uint64_t *go, struct dmt_persist_host *h, uint32_t s,
+		     uint64_t *gp)
+{
+	const struct dmt_persist_params *p = bl->p;
+	double t0 = now();
+	unsigned int polls = 0;
+
+	for (;;) {
+		uint64_t g;
+
+		if (DMT_STOPS(__atomic_load_n(&dev->stop, __ATOMIC_ACQUIRE),
+			      p->gen, s))
+			return true;
+		g = __atomic_load_n(&go[s & (p->nslots - 1)], __ATOMIC_ACQUIRE);
+		if (DMT_GO_SEQ(g) == DMT_GO_SEQ(s)) {
+			atomic_thread_fence(memory_order_seq_cst);
+			if (DMT_STOPS(__atomic_load_n(&dev->stop, __ATOMIC_ACQUIRE),
+				      p->gen, s))
+				return true;
+			*gp = g;
+			return false;
+		}
+		if (bl->b == 0 &&
+		    ((now() - t0) * 1e9 >= p->idle_ns ||
+		     ((++polls & 63) == 0 &&
+		      __atomic_load_n(&h->stop_req, __ATOMIC_RELAXED)))) {
+			if (try_stop(p, dev, h, s))
+				return true;
+			t0 = now();
+		}
+		pause_us(2);
+	}
+}
+
+static void *persist_block(void *arg)
+{
+	const struct block *bl = arg;
+	const struct dmt_persist_params *p = bl->p;
+	struct dmt_persist_dev *dev = (struct dmt_persist_dev *)(uintptr_t)p->dev;
+	uint64_t *go = (uint64_t *)(dev + 1);
+	uint32_t *cnt = (uint32_t *)(go + p->nslots);
+	struct dmt_persist_host *h = (struct dmt_persist_host *)(uintptr_t)p->host;
+	uint32_t *slot_done = (uint32_t *)(h + 1);
+	const struct dmt_persist_job *jobs =
+		(const struct dmt_persist_job *)(uintptr_t)p->jobs;
+	struct dmt_gather_dst *sdst = malloc(DMT_GATHER_DST_MAX * sizeof(*sdst));
+
+	if (!sdst)
+		die("out of memory");
+	for (uint32_t s = p->seq0;; s++) {
+		uint32_t slot = s & (p->nslots - 1), n, per, split, ndst = 1;
+		const struct dmt_gather_desc *descs =
+			(const void *)(uintptr_t)(p->desc_base + slot * p->slot_stride);
+		const struct dmt_gather_dst *dsts =
+			(const void *)(uintptr_t)(p->dst_base + slot * p->slot_stride);
+		uint64_t g = 0, bias = 0, nw;
+
+		if (wait_job(bl, dev, go, h, s, &g))
+			break;
+		n = DMT_GO_GET_N(g);
+		per = DMT_GO_GET_PER(g);
+		split = DMT_GO_GET_SPLIT(g);
+		if (DMT_GO_GET_MULTI(g)) {
+			ndst = __atomic_load_n(&jobs[slot].ndst, __ATOMIC_RELAXED);
+			if (ndst > DMT_GATHER_DST_MAX)
+				die("persistent job with too many destinations");
+			memcpy(sdst, dsts, ndst * sizeof(*sdst));
+		} else {
+			bias = __atomic_load_n(&jobs[slot].bias, __ATOMIC_RELAXED);
+		}
+		nw = ((uint64_t)n + per - 1) / per * split;
+		for (uint64_t vw = bl->b * 8; vw < nw; vw += bl->grid * 8)
+			for (uint32_t w = 0; w < 8 && vw + w < nw; w++)
+				gather_warp(descs, sdst, n, ndst, bias, per, split,
+					    (uint32_t)(vw + w));
+		atomic_thread_fence(memory_order_seq_cst);
+		if (__atomic_fetch_add(&cnt[slot], 1, __ATOMIC_SEQ_CST) ==
+		    bl->grid - 1) {
+			__atomic_store_n(&cnt[slot], 0, __ATOMIC_SEQ_CST);
+			__atomic_store_n(&dev->done, s, __ATOMIC_SEQ_CST);
+			__atomic_store_n(&slot_done[slot], s, __ATOMIC_SEQ_CST);
+		}
+	}
+	free(sdst);
+	if (__atomic_fetch_add(&dev->nexit, 1, __ATOMIC_SEQ_CST) == bl->grid - 1) {
+		__atomic_store_n(&dev->nexit, 0, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&h->exited, p->gen, __ATOMIC_SEQ_CST);
+	}
+	return NULL;
+}
+
+static void persist_grid(const struct launch *l)
+{
+	const struct dmt_persist_params *p = (const void *)l->param;
+	pthread_t th[64];
+	struct block bl[64];
+
+	if (l->grid > 64 || (p->nslots & (p->nslots - 1)))
+		die("persistent kernel: grid above 64 or slots not a power of two");
+	if (l->smem < DMT_GATHER_DST_MAX * sizeof(struct dmt_gather_dst))
+		die("persistent kernel without room for destination tables");
+	for (unsigned int b = 0; b < l->grid; b++) {
+		bl[b] = (struct block){ p, b, l->grid };
+		if (pthread_create(&th[b], NULL, persist_block, &bl[b]))
+			die("pthread_create");
+	}
+	for (unsigned int b = 0; b < l->grid; b++)
+		pthread_join(th[b], NULL);
+}
+
+static void run_kernel(const struct launch *l)
+{
+	const struct dmt_gather_inline *in = (const void *)l->param;
+
+	switch (l->fn->id) {
+	case F_GATHER:
+		gather_grid(l, (const void *)(uintptr_t)l->descs,
+			    (const void *)(uintptr_t)l->dsts, &l->a);
+		break;
+	case F_INLINE:
+		gather_grid(l, in->desc, in->dst, &in->a);
+		break;
+	case F_PERSIST:
+		persist_grid(l);
+		break;
+	case F_SPIN:
+		pause_us(l->ns / 1000);
+		break;
+	case F_NOP:
+		break;
+	}
+}
+
+/* ---- streams ------------------------------------------------------------------ */
+
+enum op_kind { OP_KERNEL, OP_COPY, OP_SET, OP_EVENT, OP_WRITE, OP_WAIT32 };
+
+struct op {
+	enum op_kind k;
+	struct op *next;
+	struct launch *l;
+	uint64_t to, from, len, value;
+	int width;
+	CUevent ev;
+	unsigned long evseq;
+};
+
+struct CUstream_st {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct op *head, *tail;
+	bool busy, quit;
+};
+
+struct CUevent_st {
+	atomic_ulong recorded, completed;
+	double t;
+};
+
+static struct CUstream_st *legacy;	/* the NULL stream */
+static struct CUstream_st *streams[256];
+static int nstreams;
+
+static void exec(struct op *o)
+{
+	switch (o->k) {
+	case OP_KERNEL:
+		run_kernel(o->l);
+		free(o->l);
+		break;
+	case OP_COPY:
+		copy(o->from, o->to, o->len);
+		break;
+	case OP_SET:
+		memset((void *)(uintptr_t)o->to, (int)o->value, o->len);
+		break;
+	case OP_EVENT:
+		o->ev->t = now();
+		atomic_store(&o->ev->completed, o->evseq);
+		break;
+	case OP_WRITE:
+		atomic_thread_fence(memory_order_seq_cst);
+		if (o->width == 8)
+			__atomic_store_n((uint64_t *)(uintptr_t)o->to, o->value,
+					 __ATOMIC_SEQ_CST);
+		else
+			__atomic_store_n((uint32_t *)(uintptr_t)o->to,
+					 (uint32_t)o->value, __ATOMIC_SEQ_CST);
+		break;
+	case OP_WAIT32:
+		while ((int32_t)(__atomic_load_n((uint32_t *)(uintptr_t)o->to,
+						 __ATOMIC_SEQ_CST) -
+				 (uint32_t)o->value) < 0)
+			pause_us(2);
+		break;
+	}
+}
+
+static void *worker(void *arg)
+{
+	struct CUstream_st *s = arg;
+
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		struct op *o;
+
+		while (!s->head && !s->quit)
+			pthread_cond_wait(&s->cv, &s->mu);
+		if (!s->head)
+			break;
+		o = s->head;
+		s->head = o->next;
+		if (!s->head)
+			s->tail = NULL;
+		s->busy = true;
+		pthread_mutex_unlock(&s->mu);
+		exec(o);
+		free(o);
+		pthread_mutex_lock(&s->mu);
+		s->busy = false;
+		pthread_cond_broadcast(&s->cv);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+static struct CUstream_st *stream_new(void)
+{
+	struct CUstream_st *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		die("out of memory");
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	if (pthread_create(&s->th, NULL, worker, s))
+		die("pthread_create");
+	pthread_mutex_lock(&big);
+	if (nstreams < 256)
+		streams[nstreams++] = s;
+	pthread_mutex_unlock(&big);
+	return s;
+}
+
+static struct CUstream_st *stream_of(CUstream st)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+	if (st)
+		return st;
+	pthread_mutex_lock(&mu);
+	if (!legacy)
+		legacy = stream_new();
+	pthread_mutex_unlock(&mu);
+	return legacy;
+}
+
+static void enqueue(CUstream st, struct op *o)
+{
+	struct CUstream_st *s = stream_of(st);
+
+	pthread_mutex_lock(&s->mu);
+	if (s->tail)
+		s->tail->next = o;
+	else
+		s->head = o;
+	s->tail = o;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+static struct op *op_new(enum op_kind k)
+{
+	struct op *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		die("out of memory");
+	o->k = k;
+	return o;
+}
+
+static void stream_sync(struct CUstream_st *s)
+{
+	pthread_mutex_lock(&s->mu);
+	while (s->head || s->busy)
+		pthread_cond_wait(&s->cv, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+}
+
+static bool stream_busy(struct CUstream_st *s)
+{
+	bool b;
+
+	pthread_mutex_lock(&s->mu);
+	b = s->head || s->busy;
+	pthread_mutex_unlock(&s->mu);
+	return b;
+}
+
+/* ---- the entry points ------------------------------------------------------------ */
+
+EXPORT CUresult cuInit(unsigned int flags)
+{
+	(void)flags;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDriverGetVersion(int *v)
+{
+	*v = 13000;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGetErrorName(CUresult r, const char **s)
+{
+	*s = r == CUDA_ERROR_NOT_READY ? "CUDA_ERROR_NOT_READY"
+	     : r == ERR_NOT_FOUND	? "CUDA_ERROR_NOT_FOUND"
+	     : r == CUDA_ERROR_INVALID_VALUE ? "CUDA_ERROR_INVALID_VALUE"
+					     : "CUDA_ERROR_FAKE";
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGetErrorString(CUresult r, const char **s)
+{
+	(void)r;
+	*s = "fake-cuda error";
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGet(CUdevice *d, int ordinal)
+{
+	if (ordinal)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*d = 0;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetCount(int *n)
+{
+	*n = 1;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice d)
+{
+	(void)d;
+	snprintf(name, (size_t)len, "fake GPU (host memory, lib/gather.cu transcribed)");
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
+{
+	(void)d;
+	switch (attr) {
+	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+		*v = FAKE_SMS;
+		break;
+	case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
+	case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+	case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED:
+	case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED:
+	case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
+		*v = 1;
+		break;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+		*v = 9;
+		break;
+	default:
+		*v = 0;
+	}
+	return CUDA_SUCCESS;
+}
+
+static struct CUctx_st {
+	int dummy;
+} the_ctx;
+static __thread CUcontext ctx_stack[16];
+static __thread int ctx_depth;
+
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
+{
+	(void)d;
+	*c = &the_ctx;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
+{
+	(void)d;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxPushCurrent_v2(CUcontext c)
+{
+	if (ctx_depth == 16)
+		die("context stack overflow: pushes without pops");
+	ctx_stack[ctx_depth++] = c;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *c)
+{
+	if (!ctx_depth)
+		return CUDA_ERROR_INVALID_VALUE;
+	*c = ctx_stack[--ctx_depth];
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxGetCurrent(CUcontext *c)
+{
+	*c = ctx_depth ? ctx_stack[ctx_depth - 1] : NULL;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxSynchronize(void)
+{
+	int n;
+
+	pthread_mutex_lock(&big);
+	n = nstreams;
+	pthread_mutex_unlock(&big);
+	for (int i = 0; i < n; i++)
+		if (streams[i])
+			stream_sync(streams[i]);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p)
+{
+	const struct alloc *a = alloc_find((uintptr_t)p);
+
+	if (!a)
+		return CUDA_ERROR_INVALID_VALUE;
+	switch (attr) {
+	case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+		*(unsigned int *)data = CU_MEMORYTYPE_DEVICE;
+		break;
+	case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+		*(int *)data = 0;
+		break;
+	case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+		*(CUdeviceptr *)data = a->base;
+		break;
+	case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+		*(size_t *)data = a->size;
+		break;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	return CUDA_SUCCESS;
+}
+
+/* ---- virtual memory management: memfd chunks mapped into a reservation ---------- */
+
+#define GRAN (2u << 20)
+
+EXPORT CUresult cuMemGetAllocationGranularity(size_t *g,
+					      const CUmemAllocationProp *prop,
+					      int option)
+{
+	(void)prop;
+	(void)option;
+	*g = GRAN;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size,
+			    const CUmemAllocationProp *prop,
+			    unsigned long long flags)
+{
+	int fd = memfd_create("fake-cuda", MFD_CLOEXEC);
+
+	(void)prop;
+	(void)flags;
+	if (fd < 0 || ftruncate(fd, (off_t)size))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*h = (CUmemGenericAllocationHandle)fd + 1;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
+{
+	close((int)h - 1);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemAddressReserve(CUdeviceptr *p, size_t size, size_t align,
+				    CUdeviceptr addr, unsigned long long flags)
+{
+	size_t a = align ? align : GRAN;
+	void *m = mmap(NULL, size + a, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	(void)addr;
+	(void)flags;
+	if (m == MAP_FAILED)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*p = ((uintptr_t)m + a - 1) / a * a;
+	alloc_add((uintptr_t)*p, size);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemAddressFree(CUdeviceptr p, size_t size)
+{
+	alloc_del((uintptr_t)p);
+	munmap((void *)(uintptr_t)p, size);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemMap(CUdeviceptr p, size_t size, size_t offset,
+			 CUmemGenericAllocationHandle h, unsigned long long flags)
+{
+	(void)flags;
+	if (mmap((void *)(uintptr_t)p, size, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED, (int)h - 1, (off_t)offset) == MAP_FAILED)
+		return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemUnmap(CUdeviceptr p, size_t size)
+{
+	mmap((void *)(uintptr_t)p, size, PROT_NONE,
+	     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemSetAccess(CUdeviceptr p, size_t size,
+			       const CUmemAccessDesc *desc, size_t count)
+{
+	(void)p;
+	(void)size;
+	(void)desc;
+	(void)count;
+	return CUDA_SUCCESS;
+}
+
+/* Not a dma-buf: a memfd of the size (tests on the fake skip the check). */
+EXPORT CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr p,
+					      size_t size, int type,
+					      unsigned long long flags)
+{
+	int fd = memfd_create("fake-dmabuf", MFD_CLOEXEC);
+
+	(void)p;
+	(void)type;
+	(void)flags;
+	if (fd < 0 || ftruncate(fd, (off_t)size))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*(int *)handle = fd;
+	return CUDA_SUCCESS;
+}
+
+/* ---- plain memory ------------------------------------------------------------------ */
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t size)
+{
+	/* the driver aligns large allocations to pages and more */
+	void *m = aligned_alloc(4096, (size + 4095) / 4096 * 4096);
+
+	if (!m)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*p = (uintptr_t)m;
+	alloc_add((uintptr_t)m, size);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
+{
+	alloc_del((uintptr_t)p);
+	free((void *)(uintptr_t)p);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemHostAlloc(void **p, size_t size, unsigned int flags)
+{
+	(void)flags;
+	*p = aligned_alloc(4096, (size + 4095) / 4096 * 4096);
+	return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+EXPORT CUresult cuMemFreeHost(void *p)
+{
+	free(p);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p,
+					     unsigned int flags)
+{
+	(void)flags;
+	*d = (uintptr_t)p;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n)
+{
+	memcpy((void *)(uintptr_t)d, s, n);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n)
+{
+	memcpy(d, (const void *)(uintptr_t)s, n);
+	return CUDA_SUCCESS;
+}
+
+static CUresult copy_async(CUdeviceptr d, uint64_t s, size_t n, CUstream st)
+{
+	struct op *o = op_new(OP_COPY);
+
+	o->to = d;
+	o->from = s;
+	o->len = n;
+	enqueue(st, o);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n,
+				     CUstream st)
+{
+	return copy_async(d, (uintptr_t)s, n, st);
+}
+
+EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n,
+				     CUstream st)
+{
+	return copy_async(d, s, n, st);
+}
+
+EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n,
+				CUstream st)
+{
+	struct op *o = op_new(OP_SET);
+
+	o->to = d;
+	o->value = v;
+	o->len = n;
+	enqueue(st, o);
+	return CUDA_SUCCESS;
+}
+
+/* ---- modules, launches --------------------------------------------------------------- */
+
+static struct CUmod_st {
+	int dummy;
+} the_module;
+
+EXPORT CUresult cuModuleLoadData(CUmodule *m, const void *img)
+{
+	(void)img;
+	*m = &the_module;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuModuleUnload(CUmodule m)
+{
+	(void)m;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
+{
+	(void)m;
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		if (!strcmp(fns[i].name, name)) {
+			*f = &fns[i];
+			return CUDA_SUCCESS;
+		}
+	}
+	return ERR_NOT_FOUND;
+}
+
+static struct launch *launch_new(CUfunction f, unsigned int gx,
+				 unsigned int bx, unsigned int smem,
+				 void **params)
+{
+	struct launch *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		die("out of memory");
+	if (!gx || !bx || bx > 256 ||
+	    (bx % 32 && (f->id == F_GATHER || f->id == F_INLINE)))
+		die("launch with an empty grid, a block of more than 256 threads or a gather of part of a warp");
+	l->fn = f;
+	l->grid = gx;
+	l->block = bx;
+	l->smem = smem;
+	switch (f->id) {
+	case F_GATHER:
+		l->descs = *(CUdeviceptr *)params[0];
+		l->dsts = *(CUdeviceptr *)params[1];
+		l->a = *(struct dmt_gather_args *)params[2];
+		break;
+	case F_INLINE:
+	case F_PERSIST:
+		memcpy(l->param, params[0], f->psize);
+		break;
+	case F_SPIN:
+		l->ns = *(unsigned long long *)params[0];
+		break;
+	case F_NOP:
+		break;
+	}
+	return l;
+}
+
+EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
+			       unsigned int gz, unsigned int bx, unsigned int by,
+			       unsigned int bz, unsigned int smem, CUstream st,
+			       void **params, void **extra)
+{
+	struct op *o;
+
+	if (gy != 1 || gz != 1 || by != 1 || bz != 1 || extra)
+		die("launch of a shape the library never uses");
+	if (smem > 48 * 1024)
+		return ERR_LAUNCH;
+	o = op_new(OP_KERNEL);
+	o->l = launch_new(f, gx, bx, smem, params);
+	enqueue(st, o);
+	return CUDA_SUCCESS;
+}
+
+/* ---- streams and events ------------------------------------------------------------- */
+
+EXPORT CUresult cuStreamCreate(CUstream *s, unsigned int flags)
+{
+	(void)flags;
+	*s = stream_new();
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamDestroy_v2(CUstream s)
+{
+	stream_sync(s);
+	pthread_mutex_lock(&s->mu);
+	s->quit = true;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	pthread_join(s->th, NULL);
+	pthread_mutex_lock(&big);
+	for (int i = 0; i < nstreams; i++)
+		if (streams[i] == s)
+			streams[i] = NULL;
+	pthread_mutex_unlock(&big);
+	free(s);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamSynchronize(CUstream s)
+{
+	stream_sync(stream_of(s));
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamQuery(CUstream s)
+{
+	return stream_busy(stream_of(s)) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventCreate(CUevent *e, unsigned int flags)
+{
+	(void)flags;
+	*e = calloc(1, sizeof(**e));
+	return *e ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+EXPORT CUresult cuEventDestroy_v2(CUevent e)
+{
+	while (atomic_load(&e->completed) != atomic_load(&e->recorded))
+		pause_us(10);
+	free(e);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventRecord(CUevent e, CUstream s)
+{
+	struct op *o = op_new(OP_EVENT);
+
+	o->ev = e;
+	o->evseq = atomic_fetch_add(&e->recorded, 1) + 1;
+	enqueue(s, o);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventQuery(CUevent e)
+{
+	return atomic_load(&e->completed) == atomic_load(&e->recorded)
+		       ? CUDA_SUCCESS
+		       : CUDA_ERROR_NOT_READY;
+}
+
+EXPORT CUresult cuEventSynchronize(CUevent e)
+{
+	unsigned long want = atomic_load(&e->recorded);
+
+	while (atomic_load(&e->completed) < want)
+		pause_us(5);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
+{
+	*ms = (float)((b->t - a->t) * 1e3);
+	if (*ms <= 0)
+		*ms = 1e-3f;
+	return CUDA_SUCCESS;
+}
+
+static CUresult write_value(CUstream s, CUdeviceptr addr, uint64_t v, int w)
+{
+	struct op *o = op_new(OP_WRITE);
+
+	o->to = addr;
+	o->value = v;
+	o->width = w;
+	enqueue(s, o);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamWriteValue32_v2(CUstream s, CUdeviceptr addr,
+					uint32_t v, unsigned int flags)
+{
+	(void)flags;
+	return write_value(s, addr, v, 4);
+}
+
+EXPORT CUresult cuStreamWriteValue64_v2(CUstream s, CUdeviceptr addr,
+					uint64_t v, unsigned int flags)
+{
+	(void)flags;
+	if (addr % 8)
+		return CUDA_ERROR_INVALID_VALUE;
+	return write_value(s, addr, v, 8);
+}
+
+EXPORT CUresult cuStreamWaitValue32_v2(CUstream s, CUdeviceptr addr,
+				       uint32_t v, unsigned int flags)
+{
+	struct op *o;
+
+	if (flags != CU_STREAM_WAIT_VALUE_GEQ)
+		die("wait flags other than GEQ");
+	o = op_new(OP_WAIT32);
+	o->to = addr;
+	o->value = v;
+	enqueue(s, o);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamIsCapturing(CUstream s, int *status)
+{
+	(void)s;
+	*status = CU_STREAM_CAPTURE_STATUS_NONE;
+	return CUDA_SUCCESS;
+}
+
+/* ---- graphs: one kernel node --------------------------------------------------------- */
+
+struct CUgraph_st {
+	struct launch *l;
+};
+
+struct CUgraphExec_st {
+	struct launch *l;
+};
+
+EXPORT CUresult cuGraphCreate(CUgraph *g, unsigned int flags)
+{
+	(void)flags;
+	*g = calloc(1, sizeof(**g));
+	return *g ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static struct launch *node_launch(const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	return launch_new(p->func, p->gridDimX, p->blockDimX, p->sharedMemBytes,
+			  p->kernelParams);
+}
+
+EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph g,
+					const CUgraphNode *deps, size_t ndeps,
+					const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	(void)deps;
+	(void)ndeps;
+	free(g->l);
+	g->l = node_launch(p);
+	*node = (CUgraphNode)g;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g,
+					    unsigned long long flags)
+{
+	(void)flags;
+	*e = calloc(1, sizeof(**e));
+	if (!*e)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	(*e)->l = malloc(sizeof(*g->l));
+	memcpy((*e)->l, g->l, sizeof(*g->l));
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e,
+						  CUgraphNode node,
+						  const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	(void)node;
+	free(e->l);
+	e->l = node_launch(p);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s)
+{
+	struct op *o = op_new(OP_KERNEL);
+
+	o->l = malloc(sizeof(*e->l));
+	if (!o->l)
+		die("out of memory");
+	memcpy(o->l, e->l, sizeof(*e->l));
+	enqueue(s, o);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphExecDestroy(CUgraphExec e)
+{
+	free(e->l);
+	free(e);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphDestroy(CUgraph g)
+{
+	free(g->l);
+	free(g);
+	return CUDA_SUCCESS;
+}
