@@ -462,6 +462,12 @@ enum devmemtcp_nic_flags {
 	/* Leave the default RSS table alone (the caller keeps other traffic
 	 * off the devmem queues some other way). */
 	DEVMEMTCP_NIC_KEEP_RSS = 1u << 2,
+	/* Accept ntuple rules of others that match some of a flow's packets
+	 * before its rule does (by default refused with EEXIST). */
+	DEVMEMTCP_NIC_ALLOW_SHADOW = 1u << 3,
+	/* devmemtcp_nic_recover(): undo the setups of live owners too (their
+	 * bindings stay until they exit). */
+	DEVMEMTCP_NIC_RECOVER_ALL = 1u << 4,
 };
 
 struct devmemtcp_nic_opts {
@@ -554,6 +560,23 @@ struct devmemtcp_probe_opts {
 	size_t sz;
 	uint32_t flags;		/* enum devmemtcp_probe_flags */
 	uint32_t reserved;	/* zero */
+	/* Where the owners' files are (as devmemtcp_nic_opts.run_dir). */
+	const char *run_dir;
+};
+
+#define DEVMEMTCP_PROBE_MAX_OWNERS 16
+
+/* One owner of the interface (a devmemtcp_nic handle), from its file. */
+struct devmemtcp_probe_owner {
+	int32_t pid;
+	char comm[16];
+	uint8_t alive;		/* 0: it died; its setup is undone by the next open or close */
+	uint8_t reserved[3];
+	uint32_t nqueues;
+	uint32_t queues[16];	/* the first 16 */
+	uint32_t nflows;
+	uint32_t rss_context;	/* 0: none */
+	uint32_t binding;	/* dma-buf binding on its queues (queue-get), 0: none */
 };
 
 /* What devmemtcp_nic_probe() found.  Numbers are -1 when unknown. */
@@ -601,6 +624,14 @@ struct devmemtcp_probe {
 	int zcrx;
 	int zcrx_dmabuf;		/* dma-buf areas (6.16) */
 	char zcrx_msg[160];		/* why not, or "" */
+	/* 1: queue-get reports AF_XDP and io_uring use of a queue; 0: this
+	 * kernel's does not (before 6.15 neither, before 6.17 not AF_XDP):
+	 * such queues are found only when bind-rx refuses them. */
+	int queue_use_reported;
+	/* The owners (devmemtcp(7), "Sharing a NIC"); -1 when the run
+	 * directory cannot be read (not root, say). */
+	int nowners;
+	struct devmemtcp_probe_owner owners[DEVMEMTCP_PROBE_MAX_OWNERS];
 };
 
 /* Collect the report of ifname.  Returns the number of problems (>= 0), or

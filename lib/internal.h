@@ -183,7 +183,7 @@ static inline int dmt_err_nomem(const struct devmemtcp_ctx *ctx,
 #define DMT_OPTS_END_devmemtcp_bind_opts dmt_offsetofend(struct devmemtcp_bind_opts, no_verify)
 #define DMT_OPTS_END_devmemtcp_rx_opts dmt_offsetofend(struct devmemtcp_rx_opts, zcrx)
 #define DMT_OPTS_END_devmemtcp_nic_opts dmt_offsetofend(struct devmemtcp_nic_opts, run_dir)
-#define DMT_OPTS_END_devmemtcp_probe_opts dmt_offsetofend(struct devmemtcp_probe_opts, flags)
+#define DMT_OPTS_END_devmemtcp_probe_opts dmt_offsetofend(struct devmemtcp_probe_opts, run_dir)
 #define DMT_OPTS_END_devmemtcp_tx_opts dmt_offsetofend(struct devmemtcp_tx_opts, max_call_bytes)
 #define DMT_OPTS_END_devmemtcp_zcrx_opts dmt_offsetofend(struct devmemtcp_zcrx_opts, cq_entries)
 #define DMT_OPTS_END_devmemtcp_gpu_opts dmt_offsetofend(struct devmemtcp_gpu_opts, slots)

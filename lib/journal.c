@@ -1,105 +1,120 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * The NIC setup journal and lock under /run/devmemtcp (lib/nic.h).  The
- * journal is a small text file so that an operator can read what a dead
- * process left behind; it is replaced atomically (tmp, fsync, rename,
- * fsync of the directory) before every change the handle makes.
+ * The files of the NIC layer under the run directory (lib/nic.h): their
+ * text formats (IF.base, IF.owner.PID.START.N: small text files, so that
+ * an operator can read what a dead process left behind; pure functions,
+ * fuzzed), the run directory and its files opened as hostile input, files
+ * replaced atomically (O_EXCL temporary, fsync, rename, fsync of the
+ * directory), and the interface lock.
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nic.h"
 
-#define MAX_LIST 65536
+#if DMT_TEST_HOOKS
+int dmt_test_lock_wait_ms;
+#endif
 
-void dmt_journal_free(struct dmt_journal *j)
+/* ---------------------------------------------------------------------- */
+/* the many-owners formats: strict, canonical, pure                        */
+
+void dmt_shared_free(struct dmt_shared *s)
 {
-	free(j->queues);
-	free(j->rss_indir);
-	free(j->prior_ctx);
-	free(j->prior_rules);
-	free(j->ctx_indir);
-	free(j->rss_set);
-	free(j->rules);
-	memset(j, 0, sizeof(*j));
+	free(s->rss);
+	s->rss = NULL;
+	s->rss_size = 0;
 }
 
-static void put_list(FILE *f, const char *key, const uint32_t *v, uint32_t n)
+void dmt_base_free(struct dmt_base *b)
 {
-	fprintf(f, "%s %u", key, n);
+	dmt_shared_free(&b->baseline);
+	dmt_shared_free(&b->applied);
+	dmt_shared_free(&b->applying);
+	memset(b, 0, sizeof(*b));
+}
+
+void dmt_owner_free(struct dmt_owner *o)
+{
+	free(o->queues);
+	free(o->ctx_before);
+	free(o->ctx_indir);
+	for (uint32_t i = 0; i < o->nrules; i++)
+		free(o->rules[i].before);
+	free(o->rules);
+	memset(o, 0, sizeof(*o));
+}
+
+bool dmt_ifname_valid(const char *s, size_t n)
+{
+	if (n == 0 || n >= IF_NAMESIZE)
+		return false;
+	if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] <= ' ' || s[i] > '~' || s[i] == '/' || s[i] == ':')
+			return false;
+	return true;
+}
+
+void dmt_owner_name(const struct dmt_owner *o, char *name, size_t len)
+{
+	snprintf(name, len, "%s.owner.%ld.%llu.%u", o->ifname, (long)o->pid,
+		 (unsigned long long)o->start, o->handle);
+}
+
+/* ---- formatting ---- */
+
+static void fmt_list(FILE *f, const uint32_t *v, uint32_t n)
+{
+	fprintf(f, "%u", n);
 	for (uint32_t i = 0; i < n; i++)
 		fprintf(f, " %u", v[i]);
+}
+
+static void fmt_opt_int(FILE *f, long long v)
+{
+	if (v < 0)
+		fputc('-', f);
+	else
+		fprintf(f, "%lld", v);
+}
+
+static void fmt_shared_line(FILE *f, const char *key, const struct dmt_shared *sh)
+{
+	fprintf(f, "%s tds=", key);
+	fmt_opt_int(f, sh->tds);
+	fprintf(f, " hds=");
+	fmt_opt_int(f, sh->hds);
+	fprintf(f, " ntuple=%d\n%s-rss ", sh->ntuple, key);
+	fmt_list(f, sh->rss, sh->rss_size);
 	fputc('\n', f);
 }
 
-/* A program name as one printable word ("?" when empty): what the journal
- * writes, and what the parser keeps, so that both agree. */
-static void comm_word(char *out, size_t len, const char *in)
-{
-	snprintf(out, len, "%s", in[0] ? in : "?");
-	for (char *p = out; *p; p++)
-		if (isspace((unsigned char)*p) || !isprint((unsigned char)*p))
-			*p = '_';
-}
+static const char *const theirs_names[] = { "tds", "hds", "ntuple", "rss" };
 
-int dmt_journal_format(const struct dmt_journal *j, char **out, size_t *len)
+static FILE *fmt_open(char **out, size_t *len)
 {
-	char comm[sizeof(j->comm)];
-	FILE *f;
-
 	*out = NULL;
 	*len = 0;
-	f = dmt_hook_alloc_fail() ? NULL : open_memstream(out, len);
-	if (!f)
-		return -ENOMEM;
-	comm_word(comm, sizeof(comm), j->comm);
-	fprintf(f, "devmemtcp-journal %d\n", DMT_JOURNAL_VERSION);
-	fprintf(f, "pid %ld\ncomm %s\nifname %s\nifindex %d\n", (long)j->pid,
-		comm, j->ifname, j->ifindex);
-	if (j->netns)
-		fprintf(f, "netns %llu\n", (unsigned long long)j->netns);
-	put_list(f, "queues", j->queues, j->nqueues);
-	if (j->have_prior) {
-		fprintf(f, "prior tds=%d hds=%lld ntuple=%d rss-default=%d\n",
-			j->has_tds ? j->tds : -1,
-			j->has_hds ? (long long)j->hds : -1LL, j->ntuple_on,
-			j->rss_default);
-		put_list(f, "prior-rss", j->rss_indir, j->rss_size);
-		put_list(f, "prior-contexts", j->prior_ctx, j->nprior_ctx);
-		put_list(f, "prior-rules", j->prior_rules, j->nprior_rules);
-	}
-	fprintf(f, "changed%s%s%s%s%s\n", j->changed ? "" : " -",
-		j->changed & DMT_J_RINGS ? " rings" : "",
-		j->changed & DMT_J_RSS ? " rss" : "",
-		j->changed & DMT_J_NTUPLE ? " ntuple" : "",
-		j->changed & DMT_J_CTX ? " context" : "");
-	if (j->rss_set_size)
-		put_list(f, "rss-set", j->rss_set, j->rss_set_size);
-	if (j->changed & DMT_J_CTX) {
-		fprintf(f, "context %u ", j->ctx_id);
-		put_list(f, "table", j->ctx_indir, j->ctx_size);
-	}
-	for (uint32_t i = 0; i < j->nrules; i++) {
-		const struct dmt_jrule *r = &j->rules[i];
-		const uint8_t *b = (const uint8_t *)&r->fs;
+	return dmt_hook_alloc_fail() ? NULL : open_memstream(out, len);
+}
 
-		fprintf(f, "rule %u %s %u %u ", r->id,
-			r->placed ? "placed" : "pending", r->location,
-			r->rss_context);
-		for (size_t k = 0; k < sizeof(r->fs); k++)
-			fprintf(f, "%02x", b[k]);
-		fputc('\n', f);
-	}
-	fprintf(f, "end\n");
-	if (fclose(f) != 0) {
+static int fmt_close(FILE *f, char **out)
+{
+	if (fclose(f) != 0 || !*out) {
 		free(*out);
 		*out = NULL;
 		return -ENOMEM;
@@ -107,447 +122,928 @@ int dmt_journal_format(const struct dmt_journal *j, char **out, size_t *len)
 	return 0;
 }
 
-/* "N v1 .. vN" after the key; *v malloc'd. */
-static int get_list(char *s, uint32_t **v, uint32_t *n)
+static void fmt_where(FILE *f, const char *ifname, int ifindex, uint64_t netns)
 {
-	char *end;
-	unsigned long cnt = strtoul(s, &end, 10);
-	uint32_t *a;
+	fprintf(f, "ifname %s\nifindex %d\nnetns %llu\n", ifname, ifindex,
+		(unsigned long long)netns);
+}
 
-	if (end == s || cnt > MAX_LIST)
-		return -EBADMSG;
-	a = dmt_calloc(cnt ? cnt : 1, sizeof(*a));
-	if (!a)
+int dmt_base_format(const struct dmt_base *b, char **out, size_t *len)
+{
+	const struct dmt_shared *bl = &b->baseline;
+	FILE *f = fmt_open(out, len);
+
+	if (!f)
 		return -ENOMEM;
-	s = end;
-	for (unsigned long i = 0; i < cnt; i++) {
-		unsigned long x = strtoul(s, &end, 10);
+	fprintf(f, "devmemtcp-base %d\n", DMT_FORMAT_VERSION);
+	fmt_where(f, b->ifname, b->ifindex, b->netns);
+	fprintf(f, "tds ");
+	fmt_opt_int(f, bl->tds);
+	fprintf(f, "\nhds ");
+	fmt_opt_int(f, bl->hds);
+	fprintf(f, "\nntuple %d\nrss ", bl->ntuple);
+	fmt_list(f, bl->rss, bl->rss_size);
+	fprintf(f, "\nrss-default %d\n", b->rss_default);
+	fmt_shared_line(f, "applied", &b->applied);
+	if (b->has_applying)
+		fmt_shared_line(f, "applying", &b->applying);
+	if (b->theirs) {
+		fprintf(f, "theirs");
+		for (size_t i = 0; i < ARRAY_SIZE(theirs_names); i++)
+			if (b->theirs & (1u << i))
+				fprintf(f, " %s", theirs_names[i]);
+		fputc('\n', f);
+	}
+	fprintf(f, "end\n");
+	return fmt_close(f, out);
+}
 
-		if (end == s || x > UINT32_MAX) {
-			free(a);
-			return -EBADMSG;
+static void fmt_hex(FILE *f, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%02x", b[i]);
+}
+
+/* comm as one word: blanks and non-printables replaced, "?" when empty */
+static void fmt_comm(FILE *f, const char *comm)
+{
+	if (!comm[0])
+		fputc('?', f);
+	for (const char *p = comm; *p; p++)
+		fputc(*p > ' ' && *p <= '~' ? *p : '_', f);
+}
+
+int dmt_owner_format(const struct dmt_owner *o, char **out, size_t *len)
+{
+	FILE *f = fmt_open(out, len);
+
+	if (!f)
+		return -ENOMEM;
+	fprintf(f, "devmemtcp-owner %d\npid %ld\nstart %llu\nhandle %u\ncomm ",
+		DMT_FORMAT_VERSION, (long)o->pid,
+		(unsigned long long)o->start, o->handle);
+	fmt_comm(f, o->comm);
+	fputc('\n', f);
+	fmt_where(f, o->ifname, o->ifindex, o->netns);
+	fprintf(f, "state %s\nkeep-rss %d\nqueues ",
+		o->closed ? "closed" : "open", o->keep_rss);
+	fmt_list(f, o->queues, o->nqueues);
+	fputc('\n', f);
+	if (o->ctx != DMT_CTX_NONE) {
+		if (o->ctx == DMT_CTX_PLACED) {
+			fprintf(f, "context %u", o->ctx_id);
+		} else {
+			fprintf(f, "context pending before ");
+			fmt_list(f, o->ctx_before, o->nctx_before);
 		}
-		a[i] = (uint32_t)x;
-		s = end;
+		fprintf(f, " table ");
+		fmt_list(f, o->ctx_indir, o->ctx_size);
+		fputc('\n', f);
 	}
-	while (*s == ' ')
-		s++;
-	if (*s) {
-		free(a);
-		return -EBADMSG;
+	for (uint32_t i = 0; i < o->nrules; i++) {
+		const struct dmt_orule *r = &o->rules[i];
+
+		fprintf(f, "rule %u ", r->id);
+		if (r->placed)
+			fprintf(f, "placed %u ", r->location);
+		else
+			fprintf(f, "pending ");
+		fprintf(f, "ctx %u spec ", r->rss_context);
+		fmt_hex(f, &r->fs, sizeof(r->fs));
+		if (!r->placed) {
+			fprintf(f, " before ");
+			fmt_list(f, r->before, r->nbefore);
+		}
+		fputc('\n', f);
 	}
-	free(*v);
-	*v = a;
-	*n = (uint32_t)cnt;
-	return 0;
+	fprintf(f, "end\n");
+	return fmt_close(f, out);
 }
 
-static int hexval(char c)
+/* ---- parsing: one line at a time, one token at a time ---- */
+
+struct parser {
+	const char *p, *end;	/* the rest of the text */
+	int line;		/* number of the current line */
+	const char *lp, *le;	/* the rest of the current line */
+	int err;		/* first error: -EBADMSG or -ENOMEM */
+};
+
+static int bad(struct parser *ps)
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
+	if (!ps->err)
+		ps->err = -EBADMSG;
+	return ps->err;
 }
 
-static int parse_rule(char *s, struct dmt_journal *j)
+/* The next line ("...\n"), made current; false (and an error) at the end
+ * of the text or on a line without its newline. */
+static bool next_line(struct parser *ps)
 {
-	struct dmt_jrule r = { 0 }, *v;
-	char state[16], hex[2 * sizeof(r.fs) + 2];
-	uint8_t *b = (uint8_t *)&r.fs;
+	const char *nl;
 
-	if (sscanf(s, "%u %15s %u %u %337s", &r.id, state, &r.location,
-		   &r.rss_context, hex) != 5)
-		return -EBADMSG;
-	if (strcmp(state, "placed") == 0)
-		r.placed = true;
-	else if (strcmp(state, "pending") != 0)
-		return -EBADMSG;
-	if (strlen(hex) != 2 * sizeof(r.fs))
-		return -EBADMSG;
-	for (size_t k = 0; k < sizeof(r.fs); k++) {
-		int hi = hexval(hex[2 * k]), lo = hexval(hex[2 * k + 1]);
-
-		if (hi < 0 || lo < 0)
-			return -EBADMSG;
-		b[k] = (uint8_t)(hi << 4 | lo);
-	}
-	if (j->nrules >= MAX_LIST)
-		return -EBADMSG;
-	v = dmt_realloc(j->rules, (j->nrules + 1) * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	j->rules = v;
-	j->rules[j->nrules++] = r;
-	return 0;
-}
-
-/* The decimal number that is all of s, in [0, max]: 0 or -EBADMSG. */
-static int get_u64(const char *s, uint64_t max, uint64_t *v)
-{
-	unsigned long long x;
-	char *end;
-
-	if (*s < '0' || *s > '9')
-		return -EBADMSG;	/* no sign, no blank */
-	errno = 0;
-	x = strtoull(s, &end, 10);
-	if (*end || errno || x > max)
-		return -EBADMSG;
-	*v = x;
-	return 0;
-}
-
-/* Linux's PID_MAX_LIMIT: no pid is larger. */
-#define PID_MAX 4194304
-
-static int parse_pid(const char *arg, struct dmt_journal *j)
-{
-	uint64_t v;
-
-	if (get_u64(arg, PID_MAX, &v) || !v)
-		return -EBADMSG;
-	j->pid = (pid_t)v;
-	return 0;
-}
-
-static int parse_ifname(const char *arg, struct dmt_journal *j)
-{
-	if (!*arg || strlen(arg) >= sizeof(j->ifname))
-		return -EBADMSG;
-	memcpy(j->ifname, arg, strlen(arg) + 1);
-	return 0;
-}
-
-static int parse_ifindex(const char *arg, struct dmt_journal *j)
-{
-	uint64_t v;
-
-	if (get_u64(arg, INT_MAX, &v))
-		return -EBADMSG;
-	j->ifindex = (int)v;
-	return 0;
-}
-
-static int parse_netns(const char *arg, struct dmt_journal *j)
-{
-	return get_u64(arg, UINT64_MAX, &j->netns);
-}
-
-/* "tds=T hds=H ntuple=N rss-default=D" (T, H: -1 when not reported) */
-static int parse_prior(const char *arg, struct dmt_journal *j)
-{
-	long long v;
-	int tds, ntuple, def;
-
-	if (sscanf(arg, "tds=%d hds=%lld ntuple=%d rss-default=%d", &tds, &v,
-		   &ntuple, &def) != 4 || tds > 255 || v > UINT32_MAX)
-		return -EBADMSG;
-	j->have_prior = true;
-	j->has_tds = tds >= 0;
-	j->tds = tds >= 0 ? (uint8_t)tds : 0;
-	j->has_hds = v >= 0;
-	j->hds = v >= 0 ? (uint32_t)v : 0;
-	j->ntuple_on = ntuple;
-	j->rss_default = def;
-	return 0;
-}
-
-/* "-" or any of "rings rss ntuple context" */
-static int parse_changed(char *arg, struct dmt_journal *j)
-{
-	static const struct {
-		const char *name;
-		uint32_t bit;
-	} bits[] = {
-		{ "-", 0 }, { "rings", DMT_J_RINGS }, { "rss", DMT_J_RSS },
-		{ "ntuple", DMT_J_NTUPLE }, { "context", DMT_J_CTX },
-	};
-	char *save = NULL;
-
-	j->changed = 0;
-	for (char *t = strtok_r(arg, " ", &save); t;
-	     t = strtok_r(NULL, " ", &save)) {
-		size_t i;
-
-		for (i = 0; i < ARRAY_SIZE(bits); i++)
-			if (strcmp(t, bits[i].name) == 0)
-				break;
-		if (i == ARRAY_SIZE(bits))
-			return -EBADMSG;
-		j->changed |= bits[i].bit;
-	}
-	return 0;
-}
-
-/* "ID table N v1 .. vN" */
-static int parse_context(char *arg, struct dmt_journal *j)
-{
-	char *rest;
-	unsigned long id = strtoul(arg, &rest, 10);
-
-	if (rest == arg || id > UINT32_MAX || strncmp(rest, " table ", 7))
-		return -EBADMSG;
-	j->ctx_id = (uint32_t)id;
-	return get_list(rest + 7, &j->ctx_indir, &j->ctx_size);
-}
-
-static int parse_line(char *line, struct dmt_journal *j, bool *end)
-{
-	char *arg = strchr(line, ' ');
-
-	if (arg)
-		*arg++ = '\0';
-	else
-		arg = line + strlen(line);
-	if (strcmp(line, "end") == 0) {
-		*end = true;
-		return 0;
-	}
-	if (strcmp(line, "pid") == 0)
-		return parse_pid(arg, j);
-	if (strcmp(line, "comm") == 0) {
-		comm_word(j->comm, sizeof(j->comm), arg);
-		return 0;
-	}
-	if (strcmp(line, "ifname") == 0)
-		return parse_ifname(arg, j);
-	if (strcmp(line, "ifindex") == 0)
-		return parse_ifindex(arg, j);
-	if (strcmp(line, "netns") == 0)
-		return parse_netns(arg, j);
-	if (strcmp(line, "queues") == 0)
-		return get_list(arg, &j->queues, &j->nqueues);
-	if (strcmp(line, "prior") == 0)
-		return parse_prior(arg, j);
-	if (strcmp(line, "prior-rss") == 0)
-		return get_list(arg, &j->rss_indir, &j->rss_size);
-	if (strcmp(line, "prior-contexts") == 0)
-		return get_list(arg, &j->prior_ctx, &j->nprior_ctx);
-	if (strcmp(line, "prior-rules") == 0)
-		return get_list(arg, &j->prior_rules, &j->nprior_rules);
-	if (strcmp(line, "changed") == 0)
-		return parse_changed(arg, j);
-	if (strcmp(line, "rss-set") == 0)
-		return get_list(arg, &j->rss_set, &j->rss_set_size);
-	if (strcmp(line, "context") == 0)
-		return parse_context(arg, j);
-	if (strcmp(line, "rule") == 0)
-		return parse_rule(arg, j);
-	return -EBADMSG;
-}
-
-/*
- * Not torn (the end line), with what every journal has, and nothing the
- * writer would leave out (prior state without its "prior" line, a context
- * not marked changed): a journal is accepted only if writing it back keeps
- * all it says.
- */
-static bool complete(const struct dmt_journal *j, bool end)
-{
-	if (!end || !j->ifname[0] || !j->pid || !j->comm[0])
+	if (ps->err)
 		return false;
-	if (!j->have_prior && (j->rss_size || j->nprior_ctx || j->nprior_rules))
+	if (ps->p == ps->end || !(nl = memchr(ps->p, '\n', (size_t)(ps->end - ps->p)))) {
+		ps->line++;
+		bad(ps);
 		return false;
-	if (!(j->changed & DMT_J_CTX) && (j->ctx_id || j->ctx_size))
-		return false;
+	}
+	ps->line++;
+	ps->lp = ps->p;
+	ps->le = nl;
+	ps->p = nl + 1;
 	return true;
 }
 
-int dmt_journal_parse(const char *text, size_t len, struct dmt_journal *j,
-		      int *bad_line)
+/* The next token of the current line: one space between tokens, none at
+ * either end, no control bytes. */
+static bool token(struct parser *ps, const char **t, size_t *n)
 {
-	char *copy, *line, *save = NULL;
-	bool end = false;
-	int err = 0, n = 0;
+	const char *q = ps->lp;
 
-	memset(j, 0, sizeof(*j));
-	if (bad_line)
-		*bad_line = 0;
-	copy = dmt_strndup(text, len);
-	if (!copy)
-		return -ENOMEM;
-	for (line = strtok_r(copy, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		n++;
-		if (n == 1) {
-			char head[32];
+	if (ps->err || q >= ps->le)
+		return bad(ps), false;
+	while (q < ps->le && *q != ' ') {
+		if ((unsigned char)*q < ' ' || *q == 0x7f)
+			return bad(ps), false;
+		q++;
+	}
+	*t = ps->lp;
+	*n = (size_t)(q - ps->lp);
+	if (*n == 0)
+		return bad(ps), false;
+	if (q < ps->le) {
+		q++;		/* the space */
+		if (q == ps->le)
+			return bad(ps), false;	/* trailing blank */
+	}
+	ps->lp = q;
+	return true;
+}
 
-			snprintf(head, sizeof(head), "devmemtcp-journal %d",
-				 DMT_JOURNAL_VERSION);
-			if (strcmp(line, head) != 0) {
-				err = -EBADMSG;
-				break;
+static bool tok_is(const char *t, size_t n, const char *word)
+{
+	return strlen(word) == n && memcmp(t, word, n) == 0;
+}
+
+static bool word(struct parser *ps, const char *w)
+{
+	const char *t;
+	size_t n;
+
+	if (!token(ps, &t, &n))
+		return false;
+	if (!tok_is(t, n, w))
+		return bad(ps), false;
+	return true;
+}
+
+static bool line_end(struct parser *ps)
+{
+	if (ps->err || ps->lp != ps->le)
+		return bad(ps), false;
+	return true;
+}
+
+/* The next line starts with key (not consumed). */
+static bool peek_key(const struct parser *ps, const char *key)
+{
+	size_t k = strlen(key);
+
+	return !ps->err && (size_t)(ps->end - ps->p) > k &&
+	       memcmp(ps->p, key, k) == 0 && ps->p[k] == ' ';
+}
+
+/* Canonical decimal: "0" or no leading zero, at most max. */
+static bool num_text(struct parser *ps, const char *t, size_t n, uint64_t max,
+		     uint64_t *v)
+{
+	uint64_t x = 0;
+
+	if (n == 0 || n > 20 || (n > 1 && t[0] == '0'))
+		return bad(ps), false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned d;
+
+		if (t[i] < '0' || t[i] > '9')
+			return bad(ps), false;
+		d = (unsigned)(t[i] - '0');
+		if (x > (UINT64_MAX - d) / 10)
+			return bad(ps), false;
+		x = x * 10 + d;
+	}
+	if (x > max)
+		return bad(ps), false;
+	*v = x;
+	return true;
+}
+
+static bool num(struct parser *ps, uint64_t min, uint64_t max, uint64_t *v)
+{
+	const char *t;
+	size_t n;
+
+	if (!token(ps, &t, &n) || !num_text(ps, t, n, max, v))
+		return false;
+	if (*v < min)
+		return bad(ps), false;
+	return true;
+}
+
+static bool u32(struct parser *ps, uint32_t min, uint32_t *v)
+{
+	uint64_t x;
+
+	if (!num(ps, min, UINT32_MAX, &x))
+		return false;
+	*v = (uint32_t)x;
+	return true;
+}
+
+/* "N v1 .. vN", *v malloc'd (distinct values when unique) */
+static bool list(struct parser *ps, uint32_t **v, uint32_t *n, bool unique)
+{
+	uint32_t cnt;
+	uint32_t *a;
+
+	if (!u32(ps, 0, &cnt))
+		return false;
+	if (cnt > DMT_LIST_MAX)
+		return bad(ps), false;
+	a = dmt_calloc(cnt ? cnt : 1, sizeof(*a));
+	if (!a) {
+		ps->err = -ENOMEM;
+		return false;
+	}
+	for (uint32_t i = 0; i < cnt; i++) {
+		if (!u32(ps, 0, &a[i]))
+			goto fail;
+		for (uint32_t k = 0; unique && k < i; k++)
+			if (a[k] == a[i]) {
+				bad(ps);
+				goto fail;
 			}
-			continue;
+	}
+	*v = a;
+	*n = cnt;
+	return true;
+fail:
+	free(a);
+	return false;
+}
+
+/* A line "key ..." whose key is expected here. */
+static bool key_line(struct parser *ps, const char *key)
+{
+	return next_line(ps) && word(ps, key);
+}
+
+static bool header(struct parser *ps, const char *magic)
+{
+	uint64_t v;
+
+	if (!key_line(ps, magic) || !num(ps, 0, UINT32_MAX, &v) || !line_end(ps))
+		return false;
+	if (v != DMT_FORMAT_VERSION)
+		return bad(ps), false;
+	return true;
+}
+
+static bool where(struct parser *ps, char *ifname, int *ifindex, uint64_t *netns)
+{
+	const char *t;
+	size_t n;
+	uint64_t v;
+
+	if (!key_line(ps, "ifname") || !token(ps, &t, &n) || !line_end(ps))
+		return false;
+	if (!dmt_ifname_valid(t, n))
+		return bad(ps), false;
+	memcpy(ifname, t, n);
+	ifname[n] = '\0';
+	if (!key_line(ps, "ifindex") || !num(ps, 1, INT_MAX, &v) || !line_end(ps))
+		return false;
+	*ifindex = (int)v;
+	return key_line(ps, "netns") && num(ps, 1, UINT64_MAX, netns) &&
+	       line_end(ps);
+}
+
+/* "-" (stored as -1) or a number up to max */
+static bool opt_num_text(struct parser *ps, const char *t, size_t n,
+			 uint64_t max, int64_t *v)
+{
+	uint64_t x;
+
+	if (n == 1 && t[0] == '-') {
+		*v = -1;
+		return true;
+	}
+	if (!num_text(ps, t, n, max, &x))
+		return false;
+	*v = (int64_t)x;
+	return true;
+}
+
+static bool opt_num(struct parser *ps, uint64_t max, int64_t *v)
+{
+	const char *t;
+	size_t n;
+
+	return token(ps, &t, &n) && opt_num_text(ps, t, n, max, v);
+}
+
+/* "name=V" with V "-" or a number up to max */
+static bool assign(struct parser *ps, const char *name, uint64_t max, int64_t *v)
+{
+	size_t k = strlen(name);
+	const char *t;
+	size_t n;
+
+	if (!token(ps, &t, &n))
+		return false;
+	if (n <= k + 1 || memcmp(t, name, k) || t[k] != '=')
+		return bad(ps), false;
+	return opt_num_text(ps, t + k + 1, n - k - 1, max, v);
+}
+
+/* "KEY tds=T hds=H ntuple=N" and "KEY-rss N v..." */
+static bool shared_lines(struct parser *ps, const char *key, struct dmt_shared *sh)
+{
+	char rkey[32];
+	int64_t tds, hds, nt;
+
+	if (!key_line(ps, key) || !assign(ps, "tds", 255, &tds) ||
+	    !assign(ps, "hds", UINT32_MAX, &hds) ||
+	    !assign(ps, "ntuple", 1, &nt) || !line_end(ps))
+		return false;
+	if (nt < 0)
+		return bad(ps), false;
+	sh->tds = (int)tds;
+	sh->hds = hds;
+	sh->ntuple = (int)nt;
+	snprintf(rkey, sizeof(rkey), "%s-rss", key);
+	return key_line(ps, rkey) && list(ps, &sh->rss, &sh->rss_size, false) &&
+	       line_end(ps);
+}
+
+static bool bool_line(struct parser *ps, const char *key, bool *v)
+{
+	uint64_t x;
+
+	if (!key_line(ps, key) || !num(ps, 0, 1, &x) || !line_end(ps))
+		return false;
+	*v = x;
+	return true;
+}
+
+static bool theirs_line(struct parser *ps, uint32_t *theirs)
+{
+	size_t next = 0;
+
+	if (!key_line(ps, "theirs"))
+		return false;
+	do {
+		const char *t;
+		size_t n;
+
+		if (!token(ps, &t, &n))
+			return false;
+		/* each name once, in the fixed order */
+		while (next < ARRAY_SIZE(theirs_names) &&
+		       !tok_is(t, n, theirs_names[next]))
+			next++;
+		if (next == ARRAY_SIZE(theirs_names))
+			return bad(ps), false;
+		*theirs |= 1u << next++;
+	} while (ps->lp < ps->le);
+	return true;
+}
+
+static bool end_of_text(struct parser *ps)
+{
+	if (!key_line(ps, "end") || !line_end(ps))
+		return false;
+	if (ps->p != ps->end) {
+		ps->line++;
+		return bad(ps), false;	/* something after "end" */
+	}
+	return true;
+}
+
+static void parser_init(struct parser *ps, const char *text, size_t len)
+{
+	memset(ps, 0, sizeof(*ps));
+	ps->p = text;
+	ps->end = text + len;
+}
+
+static int parse_done(struct parser *ps, int *bad_line)
+{
+	if (bad_line)
+		*bad_line = ps->err ? ps->line : 0;
+	return ps->err;
+}
+
+int dmt_base_parse(const char *text, size_t len, struct dmt_base *b,
+		   int *bad_line)
+{
+	struct dmt_shared *bl = &b->baseline;
+	struct parser ps;
+	uint64_t nt;
+	int64_t v;
+
+	memset(b, 0, sizeof(*b));
+	parser_init(&ps, text, len);
+	if (header(&ps, "devmemtcp-base") &&
+	    where(&ps, b->ifname, &b->ifindex, &b->netns) &&
+	    key_line(&ps, "tds") && opt_num(&ps, 255, &v) && line_end(&ps)) {
+		bl->tds = (int)v;
+		if (key_line(&ps, "hds") && opt_num(&ps, UINT32_MAX, &bl->hds) &&
+		    line_end(&ps) && key_line(&ps, "ntuple") &&
+		    num(&ps, 0, 1, &nt) && line_end(&ps)) {
+			bl->ntuple = (int)nt;
+			if (key_line(&ps, "rss") &&
+			    list(&ps, &bl->rss, &bl->rss_size, false) &&
+			    line_end(&ps) &&
+			    bool_line(&ps, "rss-default", &b->rss_default) &&
+			    shared_lines(&ps, "applied", &b->applied)) {
+				if (peek_key(&ps, "applying")) {
+					b->has_applying = true;
+					shared_lines(&ps, "applying", &b->applying);
+				}
+				if (peek_key(&ps, "theirs"))
+					theirs_line(&ps, &b->theirs);
+				end_of_text(&ps);
+			}
 		}
-		if (end) {
-			err = -EBADMSG;
-			break;
-		}
-		err = parse_line(line, j, &end);
-		if (err < 0)
-			break;
 	}
-	free(copy);
-	if (!err && !complete(j, end))
-		err = -EBADMSG;
-	if (err < 0) {
-		if (bad_line)
-			*bad_line = n;
-		dmt_journal_free(j);
-	}
-	return err;
+	if (ps.err)
+		dmt_base_free(b);
+	return parse_done(&ps, bad_line);
 }
 
-static int path_of(char *buf, size_t len, const char *dir, const char *ifname,
-		   const char *suffix)
+static bool comm_line(struct parser *ps, char *comm, size_t len)
 {
-	int n = snprintf(buf, len, "%s/%s%s", dir, ifname, suffix);
+	const char *t;
+	size_t n;
 
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+	if (!key_line(ps, "comm") || !token(ps, &t, &n) || !line_end(ps))
+		return false;
+	if (n >= len)
+		return bad(ps), false;
+	for (size_t i = 0; i < n; i++)
+		if (t[i] <= ' ' || t[i] > '~')
+			return bad(ps), false;
+	memcpy(comm, t, n);
+	comm[n] = '\0';
+	return true;
 }
 
-/* mkdir -p: /run/devmemtcp, or a test's nested directory. */
-static int make_dir(const char *dir)
+static bool hex(struct parser *ps, void *out, size_t size)
 {
-	char path[PATH_MAX];
-	size_t len = strlen(dir);
+	uint8_t *b = out;
+	const char *t;
+	size_t n;
 
-	if (len >= sizeof(path))
-		return -ENAMETOOLONG;
-	memcpy(path, dir, len + 1);
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
+	if (!token(ps, &t, &n))
+		return false;
+	if (n != 2 * size)
+		return bad(ps), false;
+	for (size_t i = 0; i < n; i++) {
+		char c = t[i];
+		int d = c >= '0' && c <= '9' ? c - '0'
+			: c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+
+		if (d < 0)
+			return bad(ps), false;
+		b[i / 2] = (uint8_t)(i % 2 ? b[i / 2] | d : d << 4);
+	}
+	return true;
+}
+
+/* "context ID table ..." or "context pending before ... table ..." */
+static bool context_line(struct parser *ps, struct dmt_owner *o)
+{
+	const char *t;
+	size_t n;
+	const char *save;
+
+	if (!key_line(ps, "context"))
+		return false;
+	save = ps->lp;
+	if (!token(ps, &t, &n))
+		return false;
+	if (tok_is(t, n, "pending")) {
+		o->ctx = DMT_CTX_PENDING;
+		if (!word(ps, "before") ||
+		    !list(ps, &o->ctx_before, &o->nctx_before, true))
+			return false;
+	} else {
+		ps->lp = save;
+		o->ctx = DMT_CTX_PLACED;
+		if (!u32(ps, 1, &o->ctx_id))
+			return false;
+	}
+	return word(ps, "table") && list(ps, &o->ctx_indir, &o->ctx_size, false) &&
+	       line_end(ps);
+}
+
+static bool rule_line(struct parser *ps, struct dmt_owner *o)
+{
+	struct dmt_orule r = { 0 }, *v;
+	const char *t;
+	size_t n;
+
+	if (o->nrules >= DMT_LIST_MAX)
+		return bad(ps), false;
+	if (!key_line(ps, "rule") || !u32(ps, 0, &r.id) || !token(ps, &t, &n))
+		return false;
+	if (tok_is(t, n, "placed")) {
+		r.placed = true;
+		if (!u32(ps, 0, &r.location))
+			return false;
+	} else if (!tok_is(t, n, "pending")) {
+		return bad(ps), false;
+	}
+	if (!word(ps, "ctx") || !u32(ps, 0, &r.rss_context) || !word(ps, "spec") ||
+	    !hex(ps, &r.fs, sizeof(r.fs)))
+		return false;
+	if (!r.placed && (!word(ps, "before") ||
+			  !list(ps, &r.before, &r.nbefore, true)))
+		return false;
+	if (!line_end(ps))
+		goto fail;
+	v = dmt_realloc(o->rules, (o->nrules + 1) * sizeof(*v));
+	if (!v) {
+		ps->err = -ENOMEM;
+		goto fail;
+	}
+	o->rules = v;
+	o->rules[o->nrules++] = r;
+	return true;
+fail:
+	free(r.before);
+	return false;
+}
+
+static bool owner_head(struct parser *ps, struct dmt_owner *o)
+{
+	uint64_t v;
+	const char *t;
+	size_t n;
+
+	if (!header(ps, "devmemtcp-owner") || !key_line(ps, "pid") ||
+	    !num(ps, 1, DMT_PID_MAX, &v) || !line_end(ps))
+		return false;
+	o->pid = (pid_t)v;
+	if (!key_line(ps, "start") || !num(ps, 0, UINT64_MAX, &o->start) ||
+	    !line_end(ps) || !key_line(ps, "handle") || !u32(ps, 1, &o->handle) ||
+	    !line_end(ps) || !comm_line(ps, o->comm, sizeof(o->comm)) ||
+	    !where(ps, o->ifname, &o->ifindex, &o->netns) ||
+	    !key_line(ps, "state") || !token(ps, &t, &n) || !line_end(ps))
+		return false;
+	if (tok_is(t, n, "closed"))
+		o->closed = true;
+	else if (!tok_is(t, n, "open"))
+		return bad(ps), false;
+	return bool_line(ps, "keep-rss", &o->keep_rss) &&
+	       key_line(ps, "queues") &&
+	       list(ps, &o->queues, &o->nqueues, true) && line_end(ps);
+}
+
+int dmt_owner_parse(const char *text, size_t len, struct dmt_owner *o,
+		    int *bad_line)
+{
+	struct parser ps;
+
+	memset(o, 0, sizeof(*o));
+	parser_init(&ps, text, len);
+	if (owner_head(&ps, o)) {
+		if (peek_key(&ps, "context"))
+			context_line(&ps, o);
+		while (peek_key(&ps, "rule") && rule_line(&ps, o))
+			;
+		end_of_text(&ps);
+	}
+	if (ps.err)
+		dmt_owner_free(o);
+	return parse_done(&ps, bad_line);
+}
+
+/* ---------------------------------------------------------------------- */
+/* the run directory and its files                                         */
+
+static const char *file_type(mode_t m)
+{
+	switch (m & S_IFMT) {
+	case S_IFDIR: return "a directory";
+	case S_IFIFO: return "a FIFO";
+	case S_IFSOCK: return "a socket";
+	case S_IFCHR: return "a character device";
+	case S_IFBLK: return "a block device";
+	case S_IFLNK: return "a symbolic link";
+	default: return "not a regular file";
+	}
+}
+
+static int dir_checks(struct dmt_rundir *rd, const struct stat *st,
+		      struct dmt_err *err)
+{
+	uid_t me = geteuid();
+
+	if (st->st_uid != 0 && st->st_uid != me)
+		return dmt_err_set(err, -EACCES,
+				   "the run directory %s is owned by uid %u, not by root or this user (uid %u): "
+				   "use a directory owned by root (or by uid %u), not writable by others",
+				   rd->path, (unsigned)st->st_uid, (unsigned)me,
+				   (unsigned)me);
+	if (st->st_mode & (S_IWGRP | S_IWOTH))
+		return dmt_err_set(err, -EACCES,
+				   "the run directory %s is writable by group or others (mode %04o): "
+				   "make it writable by its owner only (chmod 0700 %s) or use another one",
+				   rd->path, (unsigned)(st->st_mode & 07777),
+				   rd->path);
+	rd->uid = st->st_uid;
+	return 0;
+}
+
+int dmt_rundir_open(struct dmt_rundir *rd, const char *path, bool create,
+		    struct dmt_err *err)
+{
+	const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+	struct stat st;
+	int e;
+
+	rd->fd = -1;
+	if (strlen(path) >= sizeof(rd->path))
+		return dmt_err_set(err, -ENAMETOOLONG,
+				   "the run directory name is too long (%zu bytes)",
+				   strlen(path));
+	snprintf(rd->path, sizeof(rd->path), "%s", path);
+	rd->fd = open(path, flags);
+	if (rd->fd < 0 && errno == ENOENT && create) {
+		/* Only the last component: parents that are missing are
+		 * a mistake to report, not to paper over. */
+		if (mkdir(path, 0700) < 0 && errno != EEXIST)
+			goto fail;
+		rd->fd = open(path, flags);
+	}
+	if (rd->fd < 0)
+		goto fail;
+	if (fstat(rd->fd, &st) < 0)
+		goto fail;
+	e = dir_checks(rd, &st, err);
+	if (e < 0)
+		dmt_rundir_close(rd);
+	return e;
+fail:
+	e = -errno;
+	dmt_rundir_close(rd);
+	if (e == -ELOOP || e == -ENOTDIR)
+		return dmt_err_set(err, -EACCES,
+				   "the run directory %s is a symbolic link or not a directory: "
+				   "use a real directory owned by root, not writable by others",
+				   path);
+	return dmt_err_set(err, e,
+			   "cannot open the run directory %s: %s (run as root, or set "
+			   "DEVMEMTCP_RUN_DIR to a directory of yours that only you can write)",
+			   path, e == -ENOENT ? "it or a parent is missing" : strerror(-e));
+}
+
+void dmt_rundir_close(struct dmt_rundir *rd)
+{
+	if (rd->fd >= 0)
+		close(rd->fd);
+	rd->fd = -1;
+}
+
+/* A file of the run directory that we may read or write: a regular file
+ * of the directory's owner that others cannot write (the lock file: that
+ * others cannot open at all, or they could hold its flock). */
+static int file_checks(const struct dmt_rundir *rd, const char *name, int fd,
+		       mode_t others, struct dmt_err *err)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return dmt_err_set(err, -errno, "%s/%s: fstat: %s", rd->path,
+				   name, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return dmt_err_set(err, -EACCES,
+				   "%s/%s is %s, not a file devmemtcp made: remove it",
+				   rd->path, name, file_type(st.st_mode));
+	if (st.st_uid != rd->uid)
+		return dmt_err_set(err, -EACCES,
+				   "%s/%s is owned by uid %u, not by the run directory's owner (uid %u): remove it",
+				   rd->path, name, (unsigned)st.st_uid,
+				   (unsigned)rd->uid);
+	if (st.st_mode & others)
+		return dmt_err_set(err, -EACCES,
+				   "%s/%s can be %s by others (mode %04o): remove it while no process uses devmemtcp on this interface",
+				   rd->path, name,
+				   others & (S_IRGRP | S_IROTH) ? "opened" : "written",
+				   (unsigned)(st.st_mode & 07777));
+	if (st.st_size > DMT_FILE_MAX)
+		return dmt_err_set(err, -EFBIG,
+				   "%s/%s has %lld bytes, more than the %d a devmemtcp file has: remove it",
+				   rd->path, name, (long long)st.st_size,
+				   DMT_FILE_MAX);
+	return 0;
+}
+
+static int open_fail(const struct dmt_rundir *rd, const char *name,
+		     struct dmt_err *err)
+{
+	int e = -errno;
+
+	if (e == -ELOOP)
+		return dmt_err_set(err, -EACCES,
+				   "%s/%s is a symbolic link, not a file devmemtcp made: remove it",
+				   rd->path, name);
+	if (e == -ENXIO)
+		return dmt_err_set(err, -EACCES,
+				   "%s/%s is not a regular file (a FIFO or socket): remove it",
+				   rd->path, name);
+	return dmt_err_set(err, e, "cannot open %s/%s: %s", rd->path, name,
+			   strerror(-e));
+}
+
+int dmt_file_read(const struct dmt_rundir *rd, const char *name, char **text,
+		  size_t *len, struct dmt_err *err)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	int fd, e;
+
+	*text = NULL;
+	*len = 0;
+	/* O_NONBLOCK: a FIFO put in our place must not hang us. */
+	fd = openat(rd->fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 && errno == ENOENT)
+		return -ENOENT;
+	if (fd < 0)
+		return open_fail(rd, name, err);
+	e = file_checks(rd, name, fd, S_IWGRP | S_IWOTH, err);
+	if (e < 0)
+		goto out;
+	buf = dmt_malloc(DMT_FILE_MAX + 1);
+	if (!buf) {
+		e = dmt_err_set(err, -ENOMEM, "reading %s/%s: out of memory",
+				rd->path, name);
+		goto out;
+	}
+	for (;;) {
+		ssize_t r = read(fd, buf + n, DMT_FILE_MAX + 1 - n);
+
+		if (r < 0 && errno == EINTR)
 			continue;
-		*p = '\0';
-		if (mkdir(path, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
+		if (r < 0) {
+			e = dmt_err_set(err, -errno, "reading %s/%s: %s",
+					rd->path, name, strerror(errno));
+			goto out;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		if (n > DMT_FILE_MAX) {
+			e = dmt_err_set(err, -EFBIG,
+					"%s/%s has more than the %d bytes a devmemtcp file has: remove it",
+					rd->path, name, DMT_FILE_MAX);
+			goto out;
+		}
 	}
-	if (mkdir(path, 0755) == 0 || errno == EEXIST)
-		return 0;
-	return -errno;
+	buf[n] = '\0';
+	*text = buf;
+	*len = n;
+	buf = NULL;
+out:
+	free(buf);
+	close(fd);
+	return e;
 }
 
-int dmt_journal_write(const char *dir, const char *ifname,
-		      const struct dmt_journal *j)
+/* A name no one else uses: ".NAME.XXXXXXXX" with random hex. */
+static void temp_name(char *tmp, size_t len, const char *name)
 {
-	char path[PATH_MAX], tmp[PATH_MAX];
-	char *text;
-	size_t len, off = 0;
-	int fd, dfd, err;
+	static atomic_uint seq;
+	uint64_t r = 0;
 
-	err = path_of(path, sizeof(path), dir, ifname, ".journal");
-	if (!err)
-		err = path_of(tmp, sizeof(tmp), dir, ifname, ".journal.tmp");
-	if (!err)
-		err = make_dir(dir);
-	if (err < 0)
-		return err;
-	err = dmt_journal_format(j, &text, &len);
-	if (err < 0)
-		return err;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		err = -errno;
-		free(text);
-		return err;
-	}
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+		r = (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL) ^
+		    atomic_fetch_add(&seq, 1);
+	snprintf(tmp, len, ".%s.%016llx", name, (unsigned long long)r);
+}
+
+static int write_all(int fd, const char *text, size_t len)
+{
+	size_t off = 0;
+
 	while (off < len) {
 		ssize_t w = write(fd, text + off, len - off);
 
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0) {
-			err = w < 0 ? -errno : -EIO;
-			goto err_close;
-		}
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
 		off += (size_t)w;
 	}
-	if (fsync(fd) < 0) {
-		err = -errno;
-		goto err_close;
-	}
-	close(fd);
-	free(text);
-	if (rename(tmp, path) < 0) {
-		err = -errno;
-		unlink(tmp);
-		return err;
-	}
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
 	return 0;
-err_close:
-	close(fd);
-	unlink(tmp);
-	free(text);
-	return err;
 }
 
-int dmt_journal_read(const char *dir, const char *ifname,
-		     struct dmt_journal *j)
+int dmt_file_write(const struct dmt_rundir *rd, const char *name,
+		   const char *text, size_t len, struct dmt_err *err)
 {
-	char path[PATH_MAX], *buf = NULL;
-	size_t len = 0, cap = 0;
-	int fd, err = path_of(path, sizeof(path), dir, ifname, ".journal");
+	char tmp[NAME_MAX + 1];
+	int fd, e;
 
-	memset(j, 0, sizeof(*j));
-	if (err < 0)
-		return err;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	temp_name(tmp, sizeof(tmp), name);
+	fd = openat(rd->fd, tmp,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return -errno;
-	for (;;) {
-		ssize_t r;
-
-		if (len == cap) {
-			char *nb;
-
-			cap = cap ? cap * 2 : 4096;
-			if (cap > (64u << 20)) {
-				err = -EFBIG;
-				break;
-			}
-			nb = dmt_realloc(buf, cap);
-			if (!nb) {
-				err = -ENOMEM;
-				break;
-			}
-			buf = nb;
-		}
-		r = read(fd, buf + len, cap - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			err = -errno;
-			break;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
+		return dmt_err_set(err, -errno,
+				   "cannot create %s/%s: %s (run as root, or set DEVMEMTCP_RUN_DIR "
+				   "to a directory of yours that only you can write)",
+				   rd->path, tmp, strerror(errno));
+	e = write_all(fd, text, len);
+	if (!e && fsync(fd) < 0)
+		e = -errno;
 	close(fd);
-	if (!err)
-		err = dmt_journal_parse(buf, len, j, NULL);
-	free(buf);
-	return err;
+	if (!e && renameat(rd->fd, tmp, rd->fd, name) < 0)
+		e = -errno;
+	if (e < 0) {
+		unlinkat(rd->fd, tmp, 0);
+		return dmt_err_set(err, e, "cannot write %s/%s: %s", rd->path,
+				   name, strerror(-e));
+	}
+	/* The rename itself must survive a crash of the machine too. */
+	fsync(rd->fd);
+	return 0;
 }
 
-int dmt_journal_remove(const char *dir, const char *ifname)
+int dmt_file_remove(const struct dmt_rundir *rd, const char *name)
 {
-	char path[PATH_MAX];
-	int err = path_of(path, sizeof(path), dir, ifname, ".journal");
-
-	if (err < 0)
-		return err;
-	if (unlink(path) < 0 && errno != ENOENT)
+	if (unlinkat(rd->fd, name, 0) < 0 && errno != ENOENT)
 		return -errno;
+	return 0;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int dmt_rundir_list(const struct dmt_rundir *rd, const char *prefix,
+		    char ***names, size_t *n, struct dmt_err *err)
+{
+	size_t plen = strlen(prefix), cap = 0;
+	struct dirent *d;
+	char **v = NULL;
+	int fd, e = 0;
+	DIR *dp;
+
+	*names = NULL;
+	*n = 0;
+	fd = openat(rd->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dp = fd < 0 ? NULL : fdopendir(fd);
+	if (!dp) {
+		e = -errno;
+		if (fd >= 0)
+			close(fd);
+		return dmt_err_set(err, e, "cannot list %s: %s", rd->path, strerror(-e));
+	}
+	while ((d = readdir(dp))) {
+		if (strncmp(d->d_name, prefix, plen))
+			continue;
+		if (*n == cap) {
+			char **nv = dmt_realloc(v, (cap = cap ? 2 * cap : 8) * sizeof(*v));
+
+			if (!nv) {
+				e = -ENOMEM;
+				break;
+			}
+			v = nv;
+		}
+		v[*n] = dmt_strdup(d->d_name);
+		if (!v[*n]) {
+			e = -ENOMEM;
+			break;
+		}
+		(*n)++;
+	}
+	closedir(dp);
+	if (e < 0) {
+		for (size_t i = 0; i < *n; i++)
+			free(v[i]);
+		free(v);
+		*n = 0;
+		return dmt_err_set(err, e, "listing %s: out of memory", rd->path);
+	}
+	if (*n)
+		qsort(v, *n, sizeof(*v), cmp_names);
+	*names = v;
 	return 0;
 }
 
@@ -576,54 +1072,102 @@ static void self_comm(char *comm, size_t len)
 {
 	dmt_self_comm(comm, len);
 	for (char *p = comm; *p; p++)
-		if (isspace((unsigned char)*p))
+		if (isspace((unsigned char)*p) || !isprint((unsigned char)*p))
 			*p = '_';
 }
 
-int dmt_lock_take(const char *dir, const char *ifname, int *fdp,
-		  pid_t *holder, char *holder_comm, size_t comm_len)
+/* flock with a bounded wait: a few ms between tries, growing. */
+static int flock_wait(int fd, int wait_ms)
 {
-	char path[PATH_MAX], line[128], comm[64];
-	int fd, n, err = path_of(path, sizeof(path), dir, ifname, ".lock");
+	struct timespec start, now;
+	long slept_ms, pause_us = 200;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		struct timespec ts;
+
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		slept_ms = (now.tv_sec - start.tv_sec) * 1000 +
+			   (now.tv_nsec - start.tv_nsec) / 1000000;
+		if (slept_ms >= wait_ms)
+			return -EBUSY;
+		ts.tv_sec = 0;
+		ts.tv_nsec = pause_us * 1000;
+		nanosleep(&ts, NULL);
+		if (pause_us < 4000)	/* short: polling is not fair */
+			pause_us *= 2;
+	}
+}
+
+int dmt_lock_wait_ms(void)
+{
+#if DMT_TEST_HOOKS
+	int ms = dmt_hook_env_int("DEVMEMTCP_TEST_LOCK_WAIT_MS");
+
+	if (dmt_test_lock_wait_ms)
+		return dmt_test_lock_wait_ms;
+	if (ms)
+		return ms;
+#endif
+	return DMT_LOCK_WAIT_MS;
+}
+
+int dmt_lock_take(const struct dmt_rundir *rd, const char *ifname, int *fdp,
+		  pid_t *holder, char *holder_comm, size_t comm_len,
+		  struct dmt_err *err)
+{
+	char name[IF_NAMESIZE + 8], line[128], comm[64];
+	int fd, n, e;
 
 	*fdp = -1;
 	*holder = 0;
 	if (comm_len)
 		holder_comm[0] = '\0';
-	if (!err)
-		err = make_dir(dir);
-	if (err < 0)
-		return err;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	snprintf(name, sizeof(name), "%s.lock", ifname);
+	/* O_RDWR on a file only the owner may open: nobody else can hold
+	 * its flock (flock works on read-only descriptors too). */
+	fd = openat(rd->fd, name,
+		    O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
 	if (fd < 0)
-		return -errno;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		return open_fail(rd, name, err);
+	e = file_checks(rd, name, fd, 077, err);
+	if (e < 0)
+		goto err_close;
+	e = flock_wait(fd, dmt_lock_wait_ms());
+	if (e == -EBUSY) {
 		read_holder(fd, holder, holder_comm, comm_len);
-		close(fd);
-		return err;
+		dmt_err_set(err, -EBUSY, "%s/%s is held", rd->path, name);
+		goto err_close;
+	}
+	if (e < 0) {
+		dmt_err_set(err, e, "flock %s/%s: %s", rd->path, name,
+			    strerror(-e));
+		goto err_close;
 	}
 	self_comm(comm, sizeof(comm));
 	n = snprintf(line, sizeof(line), "%ld %s\n", (long)getpid(), comm);
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, line, (size_t)n, 0) != n) {
-		err = -errno;
-		close(fd);
-		return err;
+		e = dmt_err_set(err, -errno, "writing %s/%s: %s", rd->path,
+				name, strerror(errno));
+		goto err_close;
 	}
 	*fdp = fd;
 	return 0;
+err_close:
+	close(fd);
+	return e;
 }
 
-void dmt_lock_release(int fd, const char *dir, const char *ifname)
+void dmt_lock_release(int fd)
 {
-	if (fd < 0)
-		return;
 	/* Leave the lock file itself: unlinking it while another process
 	 * waits on the old inode would let two holders exist. */
-	if (ftruncate(fd, 0) < 0) {
-		/* nothing to do: the flock is what counts */
-	}
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 }
 
 uint64_t dmt_netns_id(void)

@@ -1,104 +1,289 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
- * Private: transactional NIC setup (layer 4) and its journal.  This layer
- * owns what a devmemtcp_nic handle changes on an interface (header split,
- * hds-thresh, the default RSS table, an RSS context, ntuple rules, the
- * bind-rx binding), the journal and lock under the run directory
- * (journal.c), and the undo of all of it.  It may call the ethtool layer
- * (ethtool.h) for every NIC setting and the netdev layer (netdev.h) for
- * bind-rx and queue listing; it is called only through the public API.
+ * Private: transactional NIC setup (layer 4) for the owners of an
+ * interface.  This layer owns what devmemtcp_nic handles change on an
+ * interface (header split, hds-thresh, the default RSS table, RSS
+ * contexts, ntuple rules, the bind-rx binding), the files and the lock
+ * under the run directory (journal.c), the owners' model (owners.c) and
+ * the undo of all of it.  It may call the ethtool layer (ethtool.h) for
+ * every NIC setting and the netdev layer (netdev.h) for bind-rx and queue
+ * listing; it is called only through the public API (and, for the broker,
+ * dmt_nic_open_as()).
  *
- * The journal is the source of truth for undo: the handle fills it before
- * each change (prior state, then the change it is about to make), writes it
- * to <run_dir>/<ifname>.journal atomically, and undoes from it on close, on
- * a failed open and in devmemtcp_nic_recover() after a crash.
+ * The files are the source of truth for undo: each owner writes what it is
+ * about to change before changing it (IF.owner.PID.START.N), the first
+ * owner records the baseline of the shared settings (IF.base), and any
+ * later operation undoes what a dead owner left, where the device still
+ * shows it (HACKING.md, "The NIC layer").
  */
 #ifndef DEVMEMTCP_NIC_H
 #define DEVMEMTCP_NIC_H
 
 #include <stdbool.h>
+#include <limits.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "ethtool.h"
 #include "internal.h"
 
-#define DMT_JOURNAL_VERSION 1
 #define DMT_RUN_DIR "/run/devmemtcp"
 #define DMT_NTUPLE_FEATURE "rx-ntuple-filter"
 
-/* Changes a handle made (bits of dmt_journal.changed). */
+/* ---- the many-owners journals (HACKING.md, "The NIC layer") ---- */
+
+#define DMT_FORMAT_VERSION 2
+#define DMT_LIST_MAX 4096	/* entries of any list, rules of an owner */
+#define DMT_PID_MAX 4194304
+
+/* The shared settings: tcp-data-split, hds-thresh, rx-ntuple-filter, the
+ * default RSS table. */
+struct dmt_shared {
+	int tds;		/* DMT_ETHTOOL_TCP_DATA_SPLIT_*, -1 unreported */
+	int64_t hds;		/* -1 unreported */
+	int ntuple;		/* 0 or 1 */
+	uint32_t rss_size;	/* 0: no table */
+	uint32_t *rss;
+};
+
+/* Bits of dmt_base.theirs: settings an administrator took over. */
 enum {
-	DMT_J_RINGS = 1u << 0,	/* tcp-data-split / hds-thresh */
-	DMT_J_RSS = 1u << 1,	/* default RSS table */
-	DMT_J_NTUPLE = 1u << 2,	/* rx-ntuple-filter turned on */
-	DMT_J_CTX = 1u << 3,	/* RSS context created (ctx_id 0: pending) */
+	DMT_S_TDS = 1u << 0,
+	DMT_S_HDS = 1u << 1,
+	DMT_S_NTUPLE = 1u << 2,
+	DMT_S_RSS = 1u << 3,
 };
 
-struct dmt_jrule {
+/* <ifname>.base */
+struct dmt_base {
+	char ifname[IF_NAMESIZE];
+	int ifindex;
+	uint64_t netns;
+	struct dmt_shared baseline;	/* before the first owner */
+	bool rss_default;		/* the baseline table was the driver's spread */
+	struct dmt_shared applied;	/* what the owners last wrote */
+	bool has_applying;
+	struct dmt_shared applying;	/* being written: also ours */
+	uint32_t theirs;		/* DMT_S_* */
+};
+
+/* An ntuple rule of an owner. */
+struct dmt_orule {
 	uint32_t id;		/* flow id given to the caller */
-	bool placed;		/* location known (insert returned) */
+	bool placed;		/* location known (the insert returned) */
 	uint32_t location;
-	uint32_t rss_context;
+	uint32_t rss_context;	/* the context the rule steers to, 0 none */
 	struct ethtool_rx_flow_spec fs;
+	uint32_t nbefore;	/* pending: the locations used before */
+	uint32_t *before;
 };
 
-struct dmt_journal {
+enum dmt_ctx_state { DMT_CTX_NONE, DMT_CTX_PENDING, DMT_CTX_PLACED };
+
+/* <ifname>.owner.<pid>.<start>.<handle> */
+struct dmt_owner {
 	pid_t pid;
+	uint64_t start;		/* field 22 of /proc/PID/stat */
+	uint32_t handle;
 	char comm[64];
 	char ifname[IF_NAMESIZE];
 	int ifindex;
-	uint64_t netns;		/* inode of the writer's network namespace, 0 unknown */
+	uint64_t netns;
+	bool closed;		/* a failed open or close left it: dead */
+	bool keep_rss;		/* its queues stay in the default table */
 	uint32_t nqueues;
 	uint32_t *queues;
-
-	/* Prior state (valid when have_prior). */
-	bool have_prior;
-	bool has_tds;
-	uint8_t tds;
-	bool has_hds;
-	uint32_t hds;
-	bool ntuple_on;
-	bool rss_default;	/* the table was the driver's default spread */
-	uint32_t rss_size;	/* 0: no RSS table */
-	uint32_t *rss_indir;
-	uint32_t nprior_ctx;
-	uint32_t *prior_ctx;	/* RSS contexts that existed before */
-	uint32_t nprior_rules;
-	uint32_t *prior_rules;	/* rule locations that existed before */
-
-	/* Own changes. */
-	uint32_t changed;	/* DMT_J_* */
-	uint32_t rss_set_size;
-	uint32_t *rss_set;	/* the default table this handle set */
-	uint32_t ctx_id;
+	enum dmt_ctx_state ctx;
+	uint32_t ctx_id;	/* placed */
+	uint32_t nctx_before;	/* pending: the contexts that existed */
+	uint32_t *ctx_before;
 	uint32_t ctx_size;
-	uint32_t *ctx_indir;
+	uint32_t *ctx_indir;	/* the table we gave it */
 	uint32_t nrules;
-	struct dmt_jrule *rules;
+	struct dmt_orule *rules;
 };
 
-void dmt_journal_free(struct dmt_journal *j);
-/* Text form; *out malloc'd, NUL-terminated. */
-int dmt_journal_format(const struct dmt_journal *j, char **out, size_t *len);
-/* 0, or -EBADMSG on anything it does not understand (line number in
- * *bad_line when not NULL). */
-int dmt_journal_parse(const char *text, size_t len, struct dmt_journal *j,
-		      int *bad_line);
+void dmt_shared_free(struct dmt_shared *s);
+void dmt_base_free(struct dmt_base *b);
+void dmt_owner_free(struct dmt_owner *o);
+/*
+ * Text forms: *out malloc'd and NUL-terminated.  The parsers accept only
+ * what the formatters write (one canonical text per value), so
+ * format(parse(x)) == x for every accepted x; anything else is -EBADMSG
+ * (line number in *bad_line when not NULL), or -ENOMEM.  Pure functions:
+ * no file, no device, no global state.
+ */
+int dmt_base_format(const struct dmt_base *b, char **out, size_t *len);
+int dmt_base_parse(const char *text, size_t len, struct dmt_base *b,
+		   int *bad_line);
+int dmt_owner_format(const struct dmt_owner *o, char **out, size_t *len);
+int dmt_owner_parse(const char *text, size_t len, struct dmt_owner *o,
+		    int *bad_line);
+/* "eth1.owner.1234.987654.1" */
+void dmt_owner_name(const struct dmt_owner *o, char *name, size_t len);
+/* A valid interface name: 1..15 bytes, printable, no '/', ':' or blank,
+ * not "." or "..". */
+bool dmt_ifname_valid(const char *s, size_t n);
 
-/* <dir>/<ifname>.journal: write (tmp + fsync + rename + fsync dir), read
- * (-ENOENT when absent), remove. */
-int dmt_journal_write(const char *dir, const char *ifname,
-		      const struct dmt_journal *j);
-int dmt_journal_read(const char *dir, const char *ifname,
-		     struct dmt_journal *j);
-int dmt_journal_remove(const char *dir, const char *ifname);
+/*
+ * The run directory (default /run/devmemtcp), opened once per operation
+ * with O_DIRECTORY|O_NOFOLLOW: owned by root or by us and writable by its
+ * owner only, or refused with -EACCES and a message naming it and the fix.
+ * Every file in it is opened with openat(O_NOFOLLOW|O_CLOEXEC|O_NONBLOCK),
+ * must be a regular file of the directory's owner that others cannot
+ * write, of at most DMT_FILE_MAX bytes; files are replaced through an
+ * O_EXCL temporary file of mode 0600 (fsync, renameat, fsync of the
+ * directory).  Messages go to err.
+ */
+#define DMT_FILE_MAX (1 << 20)
+#define DMT_LOCK_WAIT_MS 10000
 
-/* Take <dir>/<ifname>.lock (flock, non-blocking) and record our pid and
- * comm in it.  -EBUSY with the holder's pid and comm filled in. */
-int dmt_lock_take(const char *dir, const char *ifname, int *fd,
-		  pid_t *holder, char *holder_comm, size_t comm_len);
-void dmt_lock_release(int fd, const char *dir, const char *ifname);
+struct dmt_rundir {
+	int fd;
+	uid_t uid;		/* the directory's owner */
+	char path[PATH_MAX];
+};
+
+/* create: make the last component (0700) when it is missing. */
+int dmt_rundir_open(struct dmt_rundir *rd, const char *path, bool create,
+		    struct dmt_err *err);
+void dmt_rundir_close(struct dmt_rundir *rd);
+/* *text malloc'd and NUL-terminated; -ENOENT (no message) when absent. */
+int dmt_file_read(const struct dmt_rundir *rd, const char *name, char **text,
+		  size_t *len, struct dmt_err *err);
+int dmt_file_write(const struct dmt_rundir *rd, const char *name,
+		   const char *text, size_t len, struct dmt_err *err);
+/* 0 also when absent. */
+int dmt_file_remove(const struct dmt_rundir *rd, const char *name);
+/* The names in the run directory that start with prefix (*names and each
+ * name malloc'd), sorted. */
+int dmt_rundir_list(const struct dmt_rundir *rd, const char *prefix,
+		    char ***names, size_t *n, struct dmt_err *err);
+
+/*
+ * Take <ifname>.lock (flock on an O_RDWR descriptor of a file of mode
+ * 0600), waiting at most dmt_lock_wait_ms(); record our pid and comm in
+ * it.  -EBUSY with the holder's pid and comm filled in.
+ */
+int dmt_lock_take(const struct dmt_rundir *rd, const char *ifname, int *fd,
+		  pid_t *holder, char *holder_comm, size_t comm_len,
+		  struct dmt_err *err);
+void dmt_lock_release(int fd);
+/* DMT_LOCK_WAIT_MS, or what a test asks for. */
+int dmt_lock_wait_ms(void);
+#if DMT_TEST_HOOKS
+extern int dmt_test_lock_wait_ms;
+#endif
+
+/* ---- the owners of an interface (owners.c) ---- */
+
+/* Field 22 of /proc/PID/stat and whether the process is a zombie; 0,
+ * -ENOENT when there is no such process, or another negative errno. */
+int dmt_proc_start(pid_t pid, uint64_t *start, bool *zombie);
+
+/* Do a and b match some packet in common?  (TCP/IPv4 and TCP/IPv6 rules
+ * and IP rules of the same family; other flow types never match TCP.) */
+bool dmt_spec_overlap(const struct ethtool_rx_flow_spec *a,
+		      const struct ethtool_rx_flow_spec *b);
+
+/*
+ * The shared settings the owners need, from the baseline and the owners
+ * (dmt_base.baseline, nrx RX queues): header split on and hds-thresh 0
+ * while any owner exists, the default table kept off the queues of
+ * owners without keep_rss, ntuple on while an owner has (or, more_rules,
+ * is about to have) a rule or the baseline had it on; the baseline when
+ * there is no owner.  t->rss malloc'd.  0 or -ENOMEM.
+ */
+int dmt_derive_shared(const struct dmt_base *b, uint32_t nrx,
+		      const struct dmt_owner *const *owners, size_t n,
+		      bool more_rules, struct dmt_shared *t);
+
+/* One operation on an interface under its lock: what it found in the run
+ * directory and on the device, and what it reports. */
+struct dmt_op {
+	struct devmemtcp_ctx *ctx;
+	struct dmt_eth *e;
+	struct dmt_nl *nl;		/* queue-get; NULL with a fake NIC */
+	struct dmt_err *err;		/* the message of a failure */
+	struct dmt_rundir rd;
+	int lock_fd;
+	bool locked;
+	/* found by dmt_op_load */
+	bool have_base;
+	struct dmt_base base;
+	size_t nowners;			/* the other owners' files */
+	struct dmt_owner *owners;
+	bool *alive;
+	uint32_t nrx;
+	/* the device's rules, read once per operation (nrules < 0: not yet) */
+	struct dmt_rule *rules;
+	long nrules;
+	/* the shared settings as the device showed them in this operation,
+	 * read once until a change: nothing else changes them while we hold
+	 * the lock but an administrator, whose change we may see late */
+	bool have_rings, have_feat, have_rss;
+	int rss_err;
+	struct dmt_rings rings;
+	struct dmt_feature feat;
+	struct dmt_rss rss;
+	/* the test hooks and what was done */
+	int step, fail_step, crash_step;
+	const char *hook_name;		/* of fail_step, for its message */
+	char doing[96];
+	uint32_t changes;		/* device changes made */
+	bool undid;			/* something of a dead owner or a baseline */
+	char report[DMT_ERRMSG_MAX];	/* items left alone, logged at the end */
+};
+
+/* Open the run directory and take the lock (the test delay sleeps after
+ * it).  Messages on op->err. */
+int dmt_op_begin(struct dmt_op *op, struct devmemtcp_ctx *ctx,
+		 struct dmt_eth *e, struct dmt_nl *nl, const char *run_dir,
+		 struct dmt_err *err);
+/* Log what was left alone, unlock, free. */
+void dmt_op_end(struct dmt_op *op);
+/* Read IF.base and the owner files but me_name; check each against the
+ * device (ifname, ifindex, netns: ESTALE, EXDEV); which are alive. */
+int dmt_op_load(struct dmt_op *op, const char *me_name);
+/* Undo what dead owners (all: every other owner) left and remove their
+ * files; a file whose undo failed stays with what is left. */
+int dmt_op_clean(struct dmt_op *op, bool all);
+/* Bring the shared settings to what the remaining owners (and me, when
+ * not NULL; more_rules: me about to add rules) need; with nobody left,
+ * restore the baseline and remove IF.base. */
+int dmt_op_reconcile(struct dmt_op *op, const struct dmt_owner *me,
+		     bool more_rules);
+/* Undo o's rules and context where the device shows they are ours;
+ * *gone when nothing of o is left on the device. */
+int dmt_op_undo_owner(struct dmt_op *op, struct dmt_owner *o, bool *gone);
+/* Before each change: the test hooks (fail: -EIO, crash: SIGKILL), and
+ * what is being done for messages. */
+int dmt_op_step(struct dmt_op *op, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* The device's rules (read once; NULL list allowed when none). */
+int dmt_op_rules(struct dmt_op *op);
+/* The device's rings, rx-ntuple-filter and default RSS table, read once
+ * per operation until a change (*rss valid until the next change). */
+int dmt_op_dev_rings(struct dmt_op *op, struct dmt_rings *r);
+int dmt_op_dev_ntuple(struct dmt_op *op, struct dmt_feature *f);
+int dmt_op_dev_rss(struct dmt_op *op, const struct dmt_rss **rss);
+/* "; "-joined report of an item left alone. */
+void dmt_op_report(struct dmt_op *op, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Write o's file (name from its identity). */
+int dmt_op_save_owner(struct dmt_op *op, const struct dmt_owner *o);
+/* The RX queue count (channels, else queue-get, else sysfs). */
+int dmt_op_count_rx(struct dmt_op *op);
+/*
+ * Plan the queues of a new owner: req[0..nreq) (checked: range,
+ * duplicates, not owned by a live owner: -EBUSY naming it, not in use
+ * outside the library where queue-get says so), else the k highest free
+ * ones.  One queue stays for other traffic unless allow_all.  Returns the
+ * count, or -ERANGE/-EINVAL/-EBUSY/-ENOSPC with the message in why.
+ */
+int dmt_op_plan_queues(struct dmt_op *op, const uint32_t *req, uint32_t nreq,
+		       uint32_t k, bool allow_all, uint32_t *out, char *why,
+		       size_t whylen);
 
 /* Inode of this thread's network namespace (/proc/thread-self/ns/net), 0
  * when unknown. */
@@ -132,21 +317,21 @@ bool dmt_rss_is_default(const uint32_t *cur, uint32_t n, uint32_t nrx);
 void dmt_plan_ctx(uint32_t n, const uint32_t *queues, uint32_t k,
 		  uint32_t *out);
 
-/*
- * Undo the changes recorded in j (rules, context, RSS, ntuple, rings; in
- * that order).  recovering: the process that made them is gone, so pending
- * entries (location or context id unknown) are looked up by content.
- * Returns 0 or the first error (message on e->err); always tries every
- * step.
- */
-int dmt_nic_undo(struct dmt_eth *e, struct dmt_journal *j, bool recovering);
+/* devmemtcp_nic_open() with another process as the owner (pid, and its
+ * start time: field 22 of /proc/PID/stat): for the broker, which sets up
+ * on behalf of a client.  Not exported. */
+int dmt_nic_open_as(struct devmemtcp_ctx *ctx, const char *ifname,
+		    const struct devmemtcp_nic_opts *opts, pid_t pid,
+		    uint64_t start, struct devmemtcp_nic **nic);
 
 /* Test hooks: fail (or SIGKILL the process at) the n-th change of the
- * next opens; 0 off.  Also read from DEVMEMTCP_NIC_FAIL_STEP and
- * DEVMEMTCP_NIC_CRASH_STEP. */
+ * next opens (also DEVMEMTCP_NIC_FAIL_STEP, DEVMEMTCP_NIC_CRASH_STEP) or
+ * closes (DEVMEMTCP_TEST_NIC_CLOSE_FAIL_STEP, _CRASH_STEP); 0 off. */
 #if DMT_TEST_HOOKS
 extern int dmt_nic_fail_step;
 extern int dmt_nic_crash_step;
+extern int dmt_test_nic_close_fail_step;
+extern int dmt_test_nic_close_crash_step;
 #endif
 
 #endif

@@ -119,7 +119,30 @@ static bool cap_net_admin(void)
 	return ok;
 }
 
-static void try_bind(struct devmemtcp_ctx *ctx, struct devmemtcp_probe *p)
+/* An owner has queue q. */
+static bool owned(const struct devmemtcp_probe *p, uint32_t q)
+{
+	for (int i = 0; i < p->nowners && i < DEVMEMTCP_PROBE_MAX_OWNERS; i++)
+		for (uint32_t k = 0; k < p->owners[i].nqueues && k < 16; k++)
+			if (p->owners[i].queues[k] == q)
+				return true;
+	return false;
+}
+
+/* The last RX queue that no owner has and nothing is bound to. */
+static int free_queue(const struct devmemtcp_probe *p, const bool *busy, uint32_t *q)
+{
+	for (int i = p->rx_queues - 1; i >= 0; i--) {
+		if (busy[i] || owned(p, (uint32_t)i))
+			continue;
+		*q = (uint32_t)i;
+		return 0;
+	}
+	return -EBUSY;
+}
+
+static void try_bind(struct devmemtcp_ctx *ctx, struct devmemtcp_probe *p,
+		     const bool *busy)
 {
 	DEVMEMTCP_OPTS(buf_opts, bo, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
 		       .size = 2u << 20);
@@ -134,7 +157,12 @@ static void try_bind(struct devmemtcp_ctx *ctx, struct devmemtcp_probe *p)
 			 "the number of RX queues is unknown");
 		return;
 	}
-	q = (uint32_t)p->rx_queues - 1;
+	if (free_queue(p, busy, &q) < 0) {
+		p->try_bind = -EBUSY;
+		snprintf(p->try_bind_msg, sizeof(p->try_bind_msg),
+			 "not tried: every RX queue is owned or has a binding");
+		return;
+	}
 	err = devmemtcp_buf_new(ctx, &bo, &buf);
 	if (err < 0) {
 		p->try_bind = err;
@@ -166,6 +194,8 @@ struct probe {
 	struct dmt_nl *nl;
 	int kv;			/* kernel version, dmt_kernel_version() */
 	bool nomem;		/* a step ran out of memory: the report would lie */
+	bool busy[512];		/* RX queues with a binding, io_uring or AF_XDP */
+	uint32_t binding[512];	/* the binding on each RX queue */
 };
 
 static int probe_args_check(struct devmemtcp_ctx *ctx,
@@ -182,6 +212,9 @@ static int probe_args_check(struct devmemtcp_ctx *ctx,
 			       "struct devmemtcp_probe: sz is %zu: set .sz = sizeof(struct devmemtcp_probe)",
 			       report->sz);
 	err = DMT_OPTS_CHECK(ctx, &ctx->err, opts, devmemtcp_probe_opts);
+	if (!err)
+		err = DMT_OPTS_RESERVED(ctx, &ctx->err, opts, devmemtcp_probe_opts,
+					reserved);
 	if (err)
 		return err;
 	if (DMT_OPT(opts, devmemtcp_probe_opts, flags, 0) & ~(uint32_t)DEVMEMTCP_PROBE_TRY_BIND)
@@ -288,6 +321,10 @@ static void probe_queue_list(struct probe *pr)
 		return;
 	p->xsk_queues = p->dmabuf_queues = p->io_uring_queues = 0;
 	for (int i = 0; i < nq && i < (int)ARRAY_SIZE(q); i++) {
+		if (q[i].type == DEVMEMTCP_QUEUE_RX && q[i].id < ARRAY_SIZE(pr->busy)) {
+			pr->busy[q[i].id] = q[i].dmabuf_id || q[i].io_uring || q[i].xsk;
+			pr->binding[q[i].id] = q[i].dmabuf_id;
+		}
 		rx += q[i].type == DEVMEMTCP_QUEUE_RX;
 		tx += q[i].type == DEVMEMTCP_QUEUE_TX;
 		p->xsk_queues += q[i].xsk;
@@ -503,6 +540,80 @@ static void probe_zcrx(struct probe *pr)
 	snprintf(p->zcrx_msg, sizeof(p->zcrx_msg), "%s", z.msg);
 }
 
+/* The owners, from their files (read without the lock: each file is
+ * replaced atomically). */
+static void probe_owner(struct probe *pr, const struct dmt_owner *o)
+{
+	struct devmemtcp_probe *p = &pr->r;
+	struct devmemtcp_probe_owner *po = &p->owners[p->nowners++];
+	uint64_t start;
+	bool zombie;
+	int err = dmt_proc_start(o->pid, &start, &zombie);
+
+	po->pid = o->pid;
+	snprintf(po->comm, sizeof(po->comm), "%.15s", o->comm);
+	po->alive = !o->closed && (err < 0 ? err != -ENOENT : !zombie && start == o->start);
+	po->nqueues = o->nqueues;
+	for (uint32_t k = 0; k < o->nqueues && k < ARRAY_SIZE(po->queues); k++) {
+		po->queues[k] = o->queues[k];
+		if (o->queues[k] < ARRAY_SIZE(pr->binding) && pr->binding[o->queues[k]])
+			po->binding = pr->binding[o->queues[k]];
+	}
+	po->nflows = o->nrules;
+	po->rss_context = o->ctx == DMT_CTX_PLACED ? o->ctx_id : 0;
+	if (!po->alive) {
+		char fix[320];
+
+		snprintf(fix, sizeof(fix),
+			 "nothing: the next open or close on %s undoes it (or now: devmemtcp restore %s)",
+			 p->ifname, p->ifname);
+		problem(p, fix, "pid %d (%s) ended without closing its devmem setup of %s",
+			po->pid, po->comm, p->ifname);
+	}
+}
+
+static void probe_owners(struct probe *pr, const char *run_dir)
+{
+	struct devmemtcp_probe *p = &pr->r;
+	char prefix[IF_NAMESIZE + 8], **names = NULL;
+	struct dmt_err why = { 0 };
+	struct dmt_rundir rd;
+	size_t n = 0;
+
+	p->nowners = -1;
+	if (dmt_rundir_open(&rd, dmt_run_dir(run_dir), false, &why) < 0) {
+		if (why.code == -ENOENT)
+			p->nowners = 0;	/* no directory: nobody */
+		return;
+	}
+	snprintf(prefix, sizeof(prefix), "%s.owner.", p->ifname);
+	if (dmt_rundir_list(&rd, prefix, &names, &n, &why) == 0)
+		p->nowners = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct dmt_owner o;
+		char *text;
+		size_t len;
+
+		if (p->nowners < DEVMEMTCP_PROBE_MAX_OWNERS &&
+		    dmt_file_read(&rd, names[i], &text, &len, &why) == 0) {
+			if (dmt_owner_parse(text, len, &o, NULL) == 0) {
+				probe_owner(pr, &o);
+				dmt_owner_free(&o);
+			}
+			free(text);
+		}
+		free(names[i]);
+	}
+	free(names);
+	dmt_rundir_close(&rd);
+}
+
+/* Which uses of a queue queue-get reports on this kernel. */
+static void probe_queue_use(struct probe *pr)
+{
+	pr->r.queue_use_reported = pr->kv >= 0x061100;
+}
+
 /* DEVMEMTCP_PROBE_TRY_BIND: the one sure test, unless the link is down. */
 static void probe_try_bind(struct devmemtcp_ctx *ctx, struct probe *pr)
 {
@@ -516,8 +627,8 @@ static void probe_try_bind(struct devmemtcp_ctx *ctx, struct probe *pr)
 			 "not tried: %s is down", p->ifname);
 		return;
 	}
-	try_bind(ctx, p);
-	if (p->try_bind < 0 && p->try_bind != -ENETDOWN)
+	try_bind(ctx, p, pr->busy);
+	if (p->try_bind < 0 && p->try_bind != -ENETDOWN && p->try_bind != -EBUSY)
 		problem(p, ready ? "see the message: it names the missing piece"
 				 : "turn header split on and hds-thresh to 0 first (the bind needs both), then try again",
 			"a test bind-rx failed: %s", p->try_bind_msg);
@@ -551,6 +662,8 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_probe(struct devmemtcp_ctx *ctx,
 	probe_host(&pr);
 	probe_drm(&pr);
 	probe_zcrx(&pr);
+	probe_queue_use(&pr);
+	probe_owners(&pr, DMT_OPT(opts, devmemtcp_probe_opts, run_dir, NULL));
 	if (DMT_OPT(opts, devmemtcp_probe_opts, flags, 0) & DEVMEMTCP_PROBE_TRY_BIND)
 		probe_try_bind(ctx, &pr);
 	probe_close(&pr);

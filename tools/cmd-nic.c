@@ -2,10 +2,10 @@
 /*
  * devmemtcp probe and devmemtcp restore: the NIC layer on the command line.
  * This file owns the two commands' options, the probe report (as text and
- * as JSON) and their exit statuses; what is probed, and how a crashed
- * process's NIC changes are undone, is the library's (devmemtcp_nic_probe(),
- * devmemtcp_nic_recover()).  The library logs nothing here: the commands
- * print its messages themselves.
+ * as JSON, owners included) and their exit statuses; what is probed, and
+ * how the NIC changes of owners that died are undone, is the library's
+ * (devmemtcp_nic_probe(), devmemtcp_nic_recover()).  The commands print the
+ * library's messages themselves; restore also says what it left alone.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -71,6 +71,50 @@ static void print_drm(const struct devmemtcp_probe *p)
 	printf("%s\n", shown ? "" : "none (no device under /dev/dri)");
 }
 
+/* "6-7" for runs, "1,3" otherwise */
+static void print_queues(FILE *f, const uint32_t *q, uint32_t n)
+{
+	for (uint32_t i = 0; i < n;) {
+		uint32_t j = i;
+
+		while (j + 1 < n && q[j + 1] == q[j] + 1)
+			j++;
+		fprintf(f, "%s%u", i ? "," : "", q[i]);
+		if (j > i)
+			fprintf(f, "-%u", q[j]);
+		i = j + 1;
+	}
+}
+
+static void print_owners(const struct devmemtcp_probe *p)
+{
+	printf("owners         ");
+	if (p->nowners < 0) {
+		printf("unknown (the run directory cannot be read: run as root)\n");
+		return;
+	}
+	printf("%d", p->nowners);
+	for (int i = 0; i < p->nowners && i < DEVMEMTCP_PROBE_MAX_OWNERS; i++) {
+		const struct devmemtcp_probe_owner *o = &p->owners[i];
+		uint32_t n = o->nqueues < 16 ? o->nqueues : 16;
+
+		printf("\n  pid %d (%s) %s, ", o->pid, o->comm,
+		       o->alive ? "alive" : "dead");
+		if (n) {
+			printf("queue%s ", n == 1 ? "" : "s");
+			print_queues(stdout, o->queues, n);
+		} else {
+			printf("no queues");
+		}
+		printf(", %u flow%s", o->nflows, o->nflows == 1 ? "" : "s");
+		if (o->rss_context)
+			printf(", RSS context %u", o->rss_context);
+		if (o->binding)
+			printf(", binding %u", o->binding);
+	}
+	printf("\n");
+}
+
 static void print_text(const struct devmemtcp_probe *p,
 		       const struct devmemtcp_queue *q, int nq)
 {
@@ -118,6 +162,10 @@ static void print_text(const struct devmemtcp_probe *p,
 		}
 		printf("%s\n", shown ? "" : "none");
 	}
+	if (!p->queue_use_reported)
+		printf("queue use      this kernel's queue-get does not report AF_XDP or io_uring use of a queue: "
+		       "bind-rx refuses such queues\n");
+	print_owners(p);
 	printf("udmabuf        ");
 	if (p->udmabuf_limit_mb < 0)
 		printf("not loaded\n");
@@ -198,6 +246,20 @@ static void print_json(const struct devmemtcp_probe *p,
 	fprintf(f, ",\"zcrx\":%d,\"zcrx_dmabuf\":%d,\"zcrx_msg\":", p->zcrx,
 		p->zcrx_dmabuf);
 	json_str(f, p->zcrx_msg);
+	fprintf(f, ",\"queue_use_reported\":%s,\"nowners\":%d,\"owners\":[",
+		p->queue_use_reported ? "true" : "false", p->nowners);
+	for (int i = 0; i < p->nowners && i < DEVMEMTCP_PROBE_MAX_OWNERS; i++) {
+		const struct devmemtcp_probe_owner *o = &p->owners[i];
+
+		fprintf(f, "%s{\"pid\":%d,\"comm\":", i ? "," : "", o->pid);
+		json_str(f, o->comm);
+		fprintf(f, ",\"alive\":%s,\"queues\":[", o->alive ? "true" : "false");
+		for (uint32_t k = 0; k < o->nqueues && k < 16; k++)
+			fprintf(f, "%s%u", k ? "," : "", o->queues[k]);
+		fprintf(f, "],\"flows\":%u,\"rss_context\":%u,\"binding\":%u}",
+			o->nflows, o->rss_context, o->binding);
+	}
+	fprintf(f, "]");
 	fprintf(f, ",\"problems\":[");
 	for (uint32_t i = 0; i < p->nproblems; i++) {
 		fprintf(f, "%s{\"what\":", i ? "," : "");
@@ -211,10 +273,11 @@ static void print_json(const struct devmemtcp_probe *p,
 
 static void probe_usage(FILE *f)
 {
-	fprintf(f, "usage: devmemtcp probe IFACE [--json] [--try-bind]\n\n"
-		   "Report what IFACE and this kernel offer for devmem TCP and, for each\n"
-		   "problem, the fix.  --try-bind binds a 2 MiB udmabuf to the last RX\n"
-		   "queue and releases it (needs root and the udmabuf module).\n"
+	fprintf(f, "usage: devmemtcp probe IFACE [--json] [--try-bind] [--run-dir DIR]\n\n"
+		   "Report what IFACE and this kernel offer for devmem TCP, the processes that\n"
+		   "own queues of IFACE (from DIR, default $DEVMEMTCP_RUN_DIR or /run/devmemtcp)\n"
+		   "and, for each problem, the fix.  --try-bind binds a 2 MiB udmabuf to the\n"
+		   "last RX queue nobody uses and releases it (needs root and the udmabuf module).\n"
 		   "Exit status: 0 no problems, 1 problems found, 2 error.\n");
 }
 
@@ -223,6 +286,7 @@ int cmd_probe(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "try-bind", no_argument, NULL, 't' },
+		{ "run-dir", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -234,10 +298,11 @@ int cmd_probe(int argc, char **argv)
 	int c, ret, nq;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "jth", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jtd:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = true; break;
 		case 't': po.flags |= DEVMEMTCP_PROBE_TRY_BIND; break;
+		case 'd': po.run_dir = optarg; break;
 		case 'h': probe_usage(stdout); return 0;
 		default: probe_usage(stderr); return 2;
 		}
@@ -267,28 +332,41 @@ int cmd_probe(int argc, char **argv)
 
 static void restore_usage(FILE *f)
 {
-	fprintf(f, "usage: devmemtcp restore IFACE [--run-dir DIR]\n\n"
-		   "Undo the NIC changes (header split, RSS, RSS context, ntuple rules) that a\n"
-		   "process which ended without closing its devmemtcp_nic handle left on IFACE,\n"
-		   "as recorded in its journal (DIR, default $DEVMEMTCP_RUN_DIR or /run/devmemtcp).\n"
+	fprintf(f, "usage: devmemtcp restore IFACE [--all] [--run-dir DIR]\n\n"
+		   "Undo the NIC changes (ntuple rules, RSS contexts, and the shared header split,\n"
+		   "ntuple and RSS settings as the remaining owners need them) that processes\n"
+		   "which ended without closing their devmemtcp_nic handles left on IFACE, as\n"
+		   "recorded in their files (DIR, default $DEVMEMTCP_RUN_DIR or /run/devmemtcp).\n"
+		   "Live owners are left alone unless --all is given (their bindings stay until\n"
+		   "they exit).  What the device shows someone else changed is left alone and said.\n"
 		   "Exit status: 0 restored or nothing to do, 1 failed, 2 usage error.\n");
+}
+
+/* What was left alone (warnings) is said; errors are printed once below. */
+static void restore_log(void *user, int level, const char *msg)
+{
+	if (level == DEVMEMTCP_LOG_WARN)
+		fprintf(stderr, "devmemtcp restore: %s\n", msg);
 }
 
 int cmd_restore(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "run-dir", required_argument, NULL, 'd' },
+		{ "all", no_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = restore_log, .log_level = DEVMEMTCP_LOG_WARN);
 	DEVMEMTCP_OPTS(nic_opts, no);
 	struct devmemtcp_ctx *ctx;
 	int c, ret;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "d:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:ah", lo, NULL)) != -1) {
 		switch (c) {
 		case 'd': no.run_dir = optarg; break;
+		case 'a': no.flags |= DEVMEMTCP_NIC_RECOVER_ALL; break;
 		case 'h': restore_usage(stdout); return 0;
 		default: restore_usage(stderr); return 2;
 		}
@@ -297,8 +375,11 @@ int cmd_restore(int argc, char **argv)
 		restore_usage(stderr);
 		return 2;
 	}
-	if (tool_ctx_new("devmemtcp restore", &ctx))
+	ret = devmemtcp_ctx_new(&co, &ctx);
+	if (ret) {
+		fprintf(stderr, "devmemtcp restore: %s\n", strerror(-ret));
 		return 2;
+	}
 	ret = devmemtcp_nic_recover(ctx, argv[optind], &no);
 	if (ret < 0)
 		fprintf(stderr, "devmemtcp restore: %s\n", devmemtcp_ctx_errmsg(ctx));

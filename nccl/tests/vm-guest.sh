@@ -41,7 +41,7 @@ NCCL_DEVMEMTCP_ENABLE=1 NCCL_DEVMEMTCP_MEM=host NCCL_DEVMEMTCP_BUFFER_SIZE=32M \
 	"$harness" "$plugin" $ranks --devmem --dmabuf-tx --version 11
 
 fail=0
-for f in "$run_dir"/*.journal; do
+for f in "$run_dir"/*.owner.* "$run_dir"/*.base; do
 	[ -e "$f" ] || continue
 	echo "FAIL: $f left behind"
 	fail=1

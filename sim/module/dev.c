@@ -26,9 +26,9 @@
 #include <linux/rtnetlink.h>
 #include <net/page_pool/helpers.h>
 
-static int num_queues = 4;
+static int num_queues = 16;
 module_param(num_queues, int, 0444);
-MODULE_PARM_DESC(num_queues, "RX and TX queues per device (1-64, default 4)");
+MODULE_PARM_DESC(num_queues, "RX and TX queues per device (1-64, default 16)");
 
 static char *name0 = "dsim0";
 module_param(name0, charp, 0444);

@@ -140,37 +140,26 @@ def nl_seeds():
             rec["rec_channels_get_va"])
 
 
-JOURNAL_FULL = """devmemtcp-journal 1
-pid 4242
-comm my_loader
-ifname dsim0
-ifindex 5
-netns 4026531992
-queues 2 6 7
-prior tds=1 hds=256 ntuple=0 rss-default=1
-prior-rss 8 0 1 2 3 4 5 6 7
-prior-contexts 1 1
-prior-rules 2 4 9
-changed rings rss ntuple context
-rss-set 8 0 1 2 3 4 5 0 1
-context 2 table 8 6 7 6 7 6 7 6 7
-rule 0 placed 1023 2 %s
-rule 1 pending 4294967295 0 %s
+BASE = """devmemtcp-base 2
+ifname dsim1
+ifindex 7
+netns 4026531840
+tds 1
+hds 256
+ntuple 0
+rss 8 0 1 2 3 4 5 6 7
+rss-default 1
+applied tds=2 hds=0 ntuple=1
+applied-rss 8 0 1 2 3 4 5 0 1
 end
 """
 
 
 def journal_seeds():
-    # struct ethtool_rx_flow_spec: 168 bytes on x86-64
-    fs1 = "01" + "00" * 167
-    fs2 = "05" + "00" * 167
-    write("journal", "full", (JOURNAL_FULL % (fs1, fs2)).encode())
-    write("journal", "minimal",
-          b"devmemtcp-journal 1\npid 1\ncomm ?\nifname eth0\nifindex 0\n"
-          b"queues 0\nchanged -\nend\n")
-    write("journal", "no-prior",
-          b"devmemtcp-journal 1\npid 77\ncomm devmemtcp\nifname dsim1\n"
-          b"ifindex 9\nqueues 1 3\nchanged rings\nend\n")
+    """The baseline as the NIC layer writes it; the owner files
+    (seed-owner-*) were written by dmt_owner_format and are kept as they
+    are."""
+    write("journal", "base", BASE.encode())
 
 
 def flow_seeds():

@@ -41,4 +41,30 @@ void nic_setup_free(struct nic_setup *s);
  * returned. */
 int nic_run_tool(char *out, size_t len, const char *args);
 
+/* What a devmem receiver saw: bytes, payload bytes that arrived as
+ * ordinary (linear) data, the stream offset of the first byte off the
+ * pattern (-1 none), the longest wait for data once it flowed (s). */
+struct nic_rx_result {
+	uint64_t bytes;
+	uint64_t linear;
+	int64_t bad_at;
+	double max_gap;
+	double max_gap_at;	/* t_now() when it ended */
+	uint32_t slow;		/* waits over 0.25 s */
+};
+
+/* Accept one connection on lfd and receive it to its end into buf (bound
+ * as binding), every byte checked against the stream pattern; tokens are
+ * returned as it goes.  tick, when not NULL, is called after the first
+ * data arrived.  0, or T_EXIT_FAIL (printed). */
+int nic_receive(struct devmemtcp_ctx *ctx, int lfd, struct devmemtcp_buf *buf,
+		uint32_t binding, struct nic_rx_result *r, void (*tick)(void *),
+		void *arg);
+/* The RX queues the default RSS table uses, as a bit mask (read with the
+ * SIOCETHTOOL ioctl, not through the library); 0 when it cannot be read. */
+uint64_t nic_rss_queues(void);
+/* The ntuple rules (read with SIOCETHTOOL): their count, and in ports[]
+ * the TCP destination port of each of the first max; -1 on failure. */
+int nic_rule_ports(int *ports, int max);
+
 #endif

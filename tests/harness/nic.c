@@ -6,9 +6,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "harness-nic.h"
+#include "pattern.h"
 
 static struct devmemtcp_ctx *nic_ctx;
 static const char *nic_ifname;
@@ -136,4 +143,134 @@ int nic_run_tool(char *out, size_t len, const char *args)
 
 	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", tool, args);
 	return t_capture(out, len, cmd);
+}
+
+int nic_receive(struct devmemtcp_ctx *ctx, int lfd, struct devmemtcp_buf *buf,
+		uint32_t binding, struct nic_rx_result *r, void (*tick)(void *),
+		void *arg)
+{
+	enum { MAX_FRAGS = 1024, LINEAR = 1 << 20 };
+	struct devmemtcp_frag *frags = calloc(MAX_FRAGS, sizeof(*frags));
+	uint8_t *linear = malloc(LINEAR), *tmp = malloc(65536);
+	struct devmemtcp_rx *rx = NULL;
+	double last = 0;
+	int fd = -1, n, ret = T_EXIT_FAIL;
+
+	memset(r, 0, sizeof(*r));
+	r->bad_at = -1;
+	if (!frags || !linear || !tmp)
+		goto out;
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0 || devmemtcp_rx_new(ctx, fd, NULL, &rx) ||
+	    devmemtcp_rx_add_buf(rx, binding, buf)) {
+		fprintf(stderr, "FAIL: receiver: accept or rx: %s\n", devmemtcp_ctx_errmsg(ctx));
+		goto out;
+	}
+	while ((n = devmemtcp_rx_recv(rx, frags, MAX_FRAGS, linear, LINEAR)) > 0) {
+		double now = t_now();
+
+		if (last && now - last > r->max_gap) {
+			r->max_gap = now - last;
+			r->max_gap_at = now;
+		}
+		r->slow += last && now - last > 0.25;
+		if (!last && tick)
+			tick(arg);
+		last = now;
+		for (int i = 0; i < n; i++) {
+			const struct devmemtcp_frag *f = &frags[i];
+			const uint8_t *src = tmp;
+			long at;
+
+			if (f->flags & DEVMEMTCP_FRAG_LINEAR) {
+				src = linear + f->offset;
+				r->linear += f->len;
+			} else if (devmemtcp_buf_read(buf, f->offset, tmp, f->len)) {
+				fprintf(stderr, "FAIL: receiver: %s\n", devmemtcp_buf_errmsg(buf));
+				goto out;
+			}
+			at = r->bad_at < 0 ? pattern_check(src, f->len, r->bytes,
+							   PATTERN_PERIOD_DEFAULT) : -1;
+			if (at >= 0)
+				r->bad_at = (int64_t)(r->bytes + (uint64_t)at);
+			r->bytes += f->len;
+		}
+		if (devmemtcp_rx_release(rx, frags, (size_t)n)) {
+			fprintf(stderr, "FAIL: receiver: %s\n", devmemtcp_rx_errmsg(rx));
+			goto out;
+		}
+	}
+	if (n < 0)
+		fprintf(stderr, "FAIL: receiver: recv: %s\n", devmemtcp_rx_errmsg(rx));
+	else
+		ret = 0;
+out:
+	devmemtcp_rx_free(rx);
+	if (fd >= 0)
+		close(fd);
+	free(frags);
+	free(linear);
+	free(tmp);
+	return ret;
+}
+
+static int eth_ioctl(void *data)
+{
+	struct ifreq ifr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), ret;
+
+	if (fd < 0)
+		return -1;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", nic_ifname);
+	ifr.ifr_data = data;
+	ret = ioctl(fd, SIOCETHTOOL, &ifr);
+	close(fd);
+	return ret;
+}
+
+uint64_t nic_rss_queues(void)
+{
+	struct ethtool_rxfh_indir *t = calloc(1, sizeof(*t) + 4096 * sizeof(uint32_t));
+	uint64_t mask = 0;
+
+	if (!t)
+		return 0;
+	t->cmd = ETHTOOL_GRXFHINDIR;	/* size 0: how big it is */
+	if (eth_ioctl(t) == 0 && t->size && t->size <= 4096) {
+		t->cmd = ETHTOOL_GRXFHINDIR;
+		if (eth_ioctl(t) == 0)
+			for (uint32_t i = 0; i < t->size; i++)
+				if (t->ring_index[i] < 64)
+					mask |= 1ull << t->ring_index[i];
+	}
+	free(t);
+	return mask;
+}
+
+int nic_rule_ports(int *ports, int max)
+{
+	struct ethtool_rxnfc cnt = { .cmd = ETHTOOL_GRXCLSRLCNT }, *all;
+	int n;
+
+	if (eth_ioctl(&cnt))
+		return -1;
+	all = calloc(1, sizeof(*all) + cnt.rule_cnt * sizeof(uint32_t));
+	if (!all)
+		return -1;
+	all->cmd = ETHTOOL_GRXCLSRLALL;
+	all->rule_cnt = cnt.rule_cnt;
+	if (eth_ioctl(all)) {
+		free(all);
+		return -1;
+	}
+	n = (int)all->rule_cnt;
+	for (int i = 0; i < n && i < max; i++) {
+		struct ethtool_rxnfc r = { .cmd = ETHTOOL_GRXCLSRULE };
+
+		r.fs.location = all->rule_locs[i];
+		ports[i] = eth_ioctl(&r) ? -1 : ntohs(r.fs.h_u.tcp_ip4_spec.pdst);
+	}
+	free(all);
+	return n;
 }

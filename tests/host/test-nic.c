@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -42,30 +44,19 @@
 #define TEST_BUILDDIR "."
 #endif
 
+
 static struct devmemtcp_ctx *ctx;
 static char dir[64];
 
 static bool exists(const char *name)
 {
-	char path[128];
+	char path[256];
 	struct stat st;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	return stat(path, &st) == 0;
+	return snprintf(path, sizeof(path), "%s/%s", dir, name) < (int)sizeof(path) &&
+	       stat(path, &st) == 0;
 }
 
-/* The context's message is exactly the formatted text. */
-__attribute__((format(printf, 1, 2)))
-static void expect_errmsg(const char *fmt, ...)
-{
-	char want[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(want, sizeof(want), fmt, ap);
-	va_end(ap);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
-}
 
 /* Run the devmemtcp program; its stdout in out, exit status returned. */
 static int tool(char *out, size_t len, const char *args)
@@ -380,7 +371,7 @@ static void test_open_bad_input(void **state)
 static void test_lock_busy(void **state)
 {
 	static const char busy[] =
-		"va is in use for devmem by pid %d (%s): stop that process or wait for it to close its handle";
+		"va: pid %d (%s) holds %s/va.lock and has not let go for 200 ms: if that process hangs, stop it";
 	struct devmemtcp_nic *nic;
 	pid_t child = nicfix_lock_child(dir, "va");
 
@@ -388,9 +379,9 @@ static void test_lock_busy(void **state)
 	assert_int_equal(devmemtcp_nic_open(ctx, "va", NULL, &nic), -EBUSY);
 	/* the holder's program name as the kernel has it (under valgrind
 	 * that is valgrind's tool, not test-host-nic) */
-	expect_errmsg(busy, child, t_own_comm());
+	nicfix_expect_errmsg(ctx, busy, child, t_own_comm(), dir);
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -EBUSY);
-	expect_errmsg(busy, child, t_own_comm());
+	nicfix_expect_errmsg(ctx, busy, child, t_own_comm(), dir);
 	nicfix_kill(child);
 	/* free again: now the device itself is the problem */
 	assert_int_equal(devmemtcp_nic_open(ctx, "va", NULL, &nic), -EOPNOTSUPP);
@@ -398,73 +389,239 @@ static void test_lock_busy(void **state)
 
 static void test_stale_journal_and_restore(void **state)
 {
-	struct dmt_journal j = { 0 };
-	struct devmemtcp_nic *nic;
-	char out[1024];
-	pid_t dead = fork();
+	int ifindex = (int)if_nametoindex("va");
+	char out[1024], name[128], path[192];
+	pid_t dead;
+	FILE *f;
 
-	if (dead == 0)
-		_exit(0);
-	waitpid(dead, NULL, 0);
-	j.pid = dead;
-	snprintf(j.comm, sizeof(j.comm), "loader");
-	snprintf(j.ifname, sizeof(j.ifname), "va");
-	j.ifindex = (int)if_nametoindex("va");
-	assert_int_equal(dmt_journal_write(dir, "va", &j), 0);
-
-	assert_int_equal(devmemtcp_nic_open(ctx, "va", NULL, &nic), -ESTALE);
-	expect_errmsg("va has changes left by pid %d (loader), which ended without undoing them (journal %s/va.journal): "
-		      "run 'devmemtcp restore va' or open with DEVMEMTCP_NIC_RECOVER",
-		      dead, dir);
-	assert_true(exists("va.journal"));
-
+	/* a dead owner's file: restore undoes it (nothing on the device) */
+	dead = nicfix_dead_owner(dir, "va", ifindex, dmt_netns_id(), name, sizeof(name));
+	assert_true(dead > 0);
+	assert_true(exists(name));
 	assert_int_equal(tool(out, sizeof(out), "restore va"), 0);
 	assert_string_equal(out, "va: restored\n");
-	assert_false(exists("va.journal"));
+	assert_false(exists(name));
 	assert_int_equal(tool(out, sizeof(out), "restore va"), 0);
 	assert_string_equal(out, "va: nothing to restore\n");
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), 0);
 
-	/* a journal nobody can read is reported, not guessed at */
+	/* the next open undoes it too, before it finds out veth cannot */
+	dead = nicfix_dead_owner(dir, "va", ifindex, dmt_netns_id(), name, sizeof(name));
 	{
-		char path[128];
-		FILE *f;
+		struct devmemtcp_nic *nic;
 
-		snprintf(path, sizeof(path), "%s/va.journal", dir);
-		f = fopen(path, "w");
-		fputs("garbage\n", f);
-		fclose(f);
+		assert_int_equal(devmemtcp_nic_open(ctx, "va", NULL, &nic), -EOPNOTSUPP);
 	}
+	assert_false(exists(name));
+
+	/* a file nobody can read is reported, not guessed at */
+	snprintf(path, sizeof(path), "%s/va.owner.1.1.1", dir);
+	f = fopen(path, "w");
+	fputs("garbage\n", f);
+	fclose(f);
+	chmod(path, 0600);
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -EBADMSG);
-	expect_errmsg("the journal %s/va.journal is unreadable (malformed): restore the NIC by hand, then delete it",
-		      dir);
+	nicfix_expect_errmsg(ctx, "%s is malformed (line 1): undo what it records by hand, then delete it", path);
 	assert_int_equal(tool(out, sizeof(out), "restore va"), 1);
-	assert_non_null(strstr(out, "devmemtcp restore: the journal "));
+	assert_non_null(strstr(out, "devmemtcp restore: "));
+	assert_non_null(strstr(out, "va.owner.1.1.1 is malformed (line 1)"));
 	assert_int_equal(tool(out, sizeof(out), "restore"), 2);
 	assert_non_null(strstr(out, "usage: devmemtcp restore IFACE"));
-	assert_int_equal(dmt_journal_remove(dir, "va"), 0);
+	assert_int_equal(unlink(path), 0);
 
-	/* a journal written in another network namespace is not applied to
+	/* a file written in another network namespace is not applied to
 	 * this namespace's device of the same name */
-	j.netns = 12345;
-	assert_int_equal(dmt_journal_write(dir, "va", &j), 0);
+	dead = nicfix_dead_owner(dir, "va", ifindex, 12345, name, sizeof(name));
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -EXDEV);
-	expect_errmsg("undoing the changes pid %d (loader) left on va failed: the journal was written by pid %d (loader) in network namespace net:[12345], "
-		      "this is net:[%llu]: run devmemtcp restore va in that namespace (ip netns exec NAME ...); the journal is kept",
-		      dead, dead, (unsigned long long)dmt_netns_id());
-	assert_true(exists("va.journal"));
-	assert_int_equal(dmt_journal_remove(dir, "va"), 0);
-	j.netns = 0;
+	nicfix_expect_errmsg(ctx, "%s/%s was written in network namespace net:[12345], this is net:[%llu]: "
+		      "run devmemtcp restore va in that namespace (ip netns exec NAME ...)",
+		      dir, name, (unsigned long long)dmt_netns_id());
+	assert_true(exists(name));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_int_equal(unlink(path), 0);
 
-	/* the journal of an interface that is gone */
-	snprintf(j.ifname, sizeof(j.ifname), "gone0");
-	assert_int_equal(dmt_journal_write(dir, "gone0", &j), 0);
+	/* the files of an interface that is gone */
+	dead = nicfix_dead_owner(dir, "gone0", 77, dmt_netns_id(), name, sizeof(name));
 	assert_int_equal(devmemtcp_nic_recover(ctx, "gone0", NULL), -ENODEV);
-	expect_errmsg("no interface \"gone0\" in this network namespace (see ip link show): the journal %s/gone0.journal of pid %d (loader) "
-		      "names no interface in this network namespace: restore where the interface is, or delete the journal if it is gone for good",
-		      dir, dead);
-	assert_true(exists("gone0.journal"));
-	assert_int_equal(dmt_journal_remove(dir, "gone0"), 0);
+	nicfix_expect_errmsg(ctx, "no interface \"gone0\" in this network namespace (see ip link show): %s has devmemtcp files of gone0 (gone0.*) "
+		      "but this network namespace has no such interface: restore where the interface is, or delete the files if it is gone for good",
+		      dir);
+	assert_true(exists(name));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_int_equal(unlink(path), 0);
+
+	/* the single-owner journal of an older version */
+	snprintf(path, sizeof(path), "%s/va.journal", dir);
+	f = fopen(path, "w");
+	fputs("devmemtcp-journal 1\nend\n", f);
+	fclose(f);
+	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -ESTALE);
+	nicfix_expect_errmsg(ctx, "%s was written by an older libdevmemtcp (journal version 1): "
+		      "undo its changes with that version's 'devmemtcp restore va' or by hand, then delete it", path);
+	assert_int_equal(unlink(path), 0);
+}
+
+/* probe lists the owners from their files: alive or dead, queues,
+ * flows, context; a dead one is a problem with its fix. */
+static void test_probe_owners(void **state)
+{
+	DEVMEMTCP_OPTS(probe_opts, po, .run_dir = dir);
+	struct devmemtcp_probe p = { .sz = sizeof(p) };
+	const struct devmemtcp_probe_owner *mine = NULL, *gone = NULL;
+	const struct devmemtcp_probe_problem *pr;
+	struct dmt_owner me = { .handle = 7, .ifindex = (int)if_nametoindex("va"),
+				.netns = dmt_netns_id(), .ctx = DMT_CTX_PLACED, .ctx_id = 4 };
+	struct dmt_orule rule = { .placed = true, .location = 5 };
+	uint32_t q[] = { 2, 3 };
+	char name[128], dead_name[128], out[16384], want[256], *text, path[192];
+	struct dmt_err e;
+	bool zombie;
+	size_t len;
+	pid_t dead;
+
+	me.pid = getpid();
+	assert_int_equal(dmt_proc_start(me.pid, &me.start, &zombie), 0);
+	snprintf(me.comm, sizeof(me.comm), "trainer");
+	snprintf(me.ifname, sizeof(me.ifname), "va");
+	me.queues = q;
+	me.nqueues = 2;
+	me.rules = &rule;
+	me.nrules = 1;
+	dmt_owner_name(&me, name, sizeof(name));
+	assert_int_equal(dmt_owner_format(&me, &text, &len), 0);
+	assert_int_equal(dmt_file_write(nicfix_rd(dir), name, text, len, &e), 0);
+	free(text);
+	dead = nicfix_dead_owner(dir, "va", me.ifindex, me.netns, dead_name, sizeof(dead_name));
+	assert_true(dead > 0);
+
+	assert_true(devmemtcp_nic_probe(ctx, "va", &po, &p) >= 0);
+	assert_int_equal(p.queue_use_reported, t_kernel_version() >= 617);
+	assert_int_equal(p.nowners, 2);
+	for (int i = 0; i < 2; i++) {
+		if (p.owners[i].pid == getpid())
+			mine = &p.owners[i];
+		if (p.owners[i].pid == dead)
+			gone = &p.owners[i];
+	}
+	assert_non_null(mine);
+	assert_non_null(gone);
+	assert_string_equal(mine->comm, "trainer");
+	assert_true(mine->alive);
+	assert_int_equal(mine->nqueues, 2);
+	assert_int_equal(mine->queues[1], 3);
+	assert_int_equal(mine->nflows, 1);
+	assert_int_equal(mine->rss_context, 4);
+	assert_int_equal(mine->binding, 0);
+	assert_false(gone->alive);
+	assert_string_equal(gone->comm, "loader");
+	snprintf(want, sizeof(want), "pid %d (loader) ended without closing its devmem setup of va", dead);
+	pr = t_probe_problem(&p, want);
+	assert_non_null(pr);
+	assert_string_equal(pr->fix, "nothing: the next open or close on va undoes it (or now: devmemtcp restore va)");
+
+	snprintf(want, sizeof(want), "probe va --run-dir %s", dir);
+	assert_int_equal(tool(out, sizeof(out), want), 1);
+	assert_non_null(strstr(out, "owners         2\n"));
+	snprintf(want, sizeof(want), "  pid %d (trainer) alive, queues 2-3, 1 flow, RSS context 4\n", getpid());
+	assert_non_null(strstr(out, want));
+	snprintf(want, sizeof(want), "  pid %d (loader) dead, no queues, 0 flows\n", dead);
+	assert_non_null(strstr(out, want));
+	snprintf(want, sizeof(want), "probe va --json --run-dir %s", dir);
+	assert_int_equal(tool(out, sizeof(out), want), 1);
+	snprintf(want, sizeof(want),
+		 "{\"pid\":%d,\"comm\":\"trainer\",\"alive\":true,\"queues\":[2,3],\"flows\":1,\"rss_context\":4,\"binding\":0}",
+		 getpid());
+	assert_non_null(strstr(out, want));
+	assert_non_null(strstr(out, "\"nowners\":2,\"owners\":[{"));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_int_equal(unlink(path), 0);
+	snprintf(path, sizeof(path), "%s/%s", dir, dead_name);
+	assert_int_equal(unlink(path), 0);
+	/* a directory nobody made: no owners */
+	po.run_dir = "/nonexistent-devmemtcp";
+	assert_true(devmemtcp_nic_probe(ctx, "va", &po, &p) >= 0);
+	assert_int_equal(p.nowners, 0);
+}
+
+/* A run directory of our own making under a directory others can enter. */
+static void fresh_run_dir(char *top, size_t toplen, char *run, size_t runlen)
+{
+	assert_int_equal(nicfix_mkdir(top, toplen, "dmt-host-run"), 0);
+	assert_int_equal(chmod(top, 0755), 0);
+	snprintf(run, runlen, "%s/run", top);
+}
+
+/* Another user cannot open the lock file, so cannot hold its flock and
+ * stall root's setup and restore. */
+static void test_lock_not_openable_by_others(void **state)
+{
+	char top[64], run[128], path[160], c = '?';
+	DEVMEMTCP_OPTS(nic_opts, o, .run_dir = run);
+	struct devmemtcp_nic *nic;
+	int p[2], err;
+	pid_t child;
+
+	fresh_run_dir(top, sizeof(top), run, sizeof(run));
+	/* creates the directory and the lock, then fails: no header split */
+	assert_int_equal(devmemtcp_nic_open(ctx, "va", &o, &nic), -EOPNOTSUPP);
+	snprintf(path, sizeof(path), "%s/va.lock", run);
+	assert_int_equal(pipe(p), 0);
+	child = fork();
+	if (child == 0) {
+		int fd;
+
+		if (setgid(65534) || setuid(65534))
+			_exit(9);
+		fd = open(path, O_RDONLY);
+		if (fd < 0) {
+			(void)!write(p[1], errno == EACCES ? "a" : "e", 1);
+			_exit(0);
+		}
+		if (flock(fd, LOCK_EX) == 0)
+			(void)!write(p[1], "h", 1);	/* holds it */
+		alarm(30);
+		pause();
+		_exit(0);
+	}
+	assert_int_equal(read(p[0], &c, 1), 1);
+	err = devmemtcp_nic_open(ctx, "va", &o, &nic);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	close(p[0]);
+	close(p[1]);
+	assert_int_equal(c, 'a');
+	assert_int_equal(err, -EOPNOTSUPP);
+	nicfix_rmdir(top);
+}
+
+/* A run directory or file of another user is not trusted. */
+static void test_foreign_owned(void **state)
+{
+	char top[64], run[128], path[160];
+	DEVMEMTCP_OPTS(nic_opts, o, .run_dir = run);
+	struct devmemtcp_nic *nic;
+	FILE *f;
+
+	fresh_run_dir(top, sizeof(top), run, sizeof(run));
+	assert_int_equal(mkdir(run, 0700), 0);
+	assert_int_equal(chown(run, 65534, 65534), 0);
+	assert_int_equal(devmemtcp_nic_open(ctx, "va", &o, &nic), -EACCES);
+	nicfix_expect_errmsg(ctx, "the run directory %s is owned by uid 65534, not by root or this user (uid 0): "
+		      "use a directory owned by root (or by uid 0), not writable by others", run);
+	assert_int_equal(devmemtcp_nic_recover(ctx, "va", &o), -EACCES);
+	assert_int_equal(chown(run, 0, 0), 0);
+
+	snprintf(path, sizeof(path), "%s/va.base", run);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("devmemtcp-base 2\nend\n", f);
+	fclose(f);
+	assert_int_equal(chmod(path, 0600), 0);
+	assert_int_equal(chown(path, 65534, 65534), 0);
+	assert_int_equal(devmemtcp_nic_recover(ctx, "va", &o), -EACCES);
+	nicfix_expect_errmsg(ctx, "%s is owned by uid 65534, not by the run directory's owner (uid 0): remove it",
+		      path);
+	nicfix_rmdir(top);
 }
 
 static void test_probe_tool(void **state)
@@ -506,8 +663,13 @@ int main(void)
 		cmocka_unit_test(test_lock_busy),
 		cmocka_unit_test(test_stale_journal_and_restore),
 		cmocka_unit_test(test_probe_tool),
+		cmocka_unit_test(test_probe_owners),
+		cmocka_unit_test(test_lock_not_openable_by_others),
+		cmocka_unit_test(test_foreign_owned),
 	};
 
+	/* a held lock gives -EBUSY at once, not after the 10 s wait */
+	setenv("DEVMEMTCP_TEST_LOCK_WAIT_MS", "200", 1);
 	T_TRY(host_netns(NULL));
 	return cmocka_run_group_tests_name("host-nic", tests, setup, teardown);
 }

@@ -39,7 +39,9 @@ struct fake_nic {
 	struct { bool used; uint32_t rss_ctx; struct ethtool_rx_flow_spec fs; } rule[FAKE_RULES];
 	/* not state */
 	int calls, changes;
+	int nl_calls, ioctls;		/* as the real layer would make them */
 	int fail_op_at;			/* fail the n-th change with -EIO */
+	int kill_after_change;		/* SIGKILL right after the n-th change */
 	bool kill_after_insert;		/* SIGKILL right after a rule insert */
 };
 
@@ -59,11 +61,19 @@ static int fake_change(struct fake_nic *n)
 	return n->fail_op_at && n->changes == n->fail_op_at ? -EIO : 0;
 }
 
+/* A change was made: the moment between it and the journal's record. */
+static void fake_changed(struct fake_nic *n)
+{
+	if (n->kill_after_change && n->changes == n->kill_after_change)
+		raise(SIGKILL);
+}
+
 static int f_rings_get(struct dmt_eth *e, struct dmt_rings *r)
 {
 	struct fake_nic *n = FN(e);
 
 	n->calls++;
+	n->nl_calls++;
 	memset(r, 0, sizeof(*r));
 	r->rx = r->rx_max = 1024;
 	r->has_tds = n->has_tds;
@@ -80,6 +90,7 @@ static int f_rings_set(struct dmt_eth *e, int tds, int64_t hds)
 	int err = fake_change(n);
 
 	n->calls++;
+	n->nl_calls++;
 	if (err)
 		return dmt_err_set(e->err, err, "rings-set on %s failed: EIO", e->ifname);
 	if (tds >= 0 && !n->has_tds)
@@ -90,6 +101,7 @@ static int f_rings_set(struct dmt_eth *e, int tds, int64_t hds)
 		n->tds_cfg = (uint8_t)tds;
 	if (hds >= 0)
 		n->hds = (uint32_t)hds;
+	fake_changed(n);
 	return 0;
 }
 
@@ -98,6 +110,7 @@ static int f_channels_get(struct dmt_eth *e, struct dmt_channels *c)
 	memset(c, 0, sizeof(*c));
 	c->combined = c->combined_max = FN(e)->nrx;
 	FN(e)->calls++;
+	FN(e)->nl_calls++;
 	return 0;
 }
 
@@ -106,6 +119,7 @@ static int f_feature_get(struct dmt_eth *e, const char *name, struct dmt_feature
 	struct fake_nic *n = FN(e);
 
 	n->calls++;
+	n->nl_calls++;
 	memset(f, 0, sizeof(*f));
 	if (strcmp(name, DMT_NTUPLE_FEATURE))
 		return 0;
@@ -122,6 +136,7 @@ static int f_feature_set(struct dmt_eth *e, const char *name, bool on)
 	int err = fake_change(n);
 
 	n->calls++;
+	n->nl_calls++;
 	if (err)
 		return dmt_err_set(e->err, err, "features-set on %s failed: EIO", e->ifname);
 	if (!n->ntuple_hw)
@@ -129,6 +144,7 @@ static int f_feature_set(struct dmt_eth *e, const char *name, bool on)
 	if (!on)	/* like most drivers: turning ntuple off flushes rules */
 		memset(n->rule, 0, sizeof(n->rule));
 	n->ntuple_on = on;
+	fake_changed(n);
 	return 0;
 }
 
@@ -138,6 +154,7 @@ static int f_rss_get(struct dmt_eth *e, uint32_t context, struct dmt_rss *rss)
 	const uint32_t *t;
 
 	n->calls++;
+	n->nl_calls++;
 	memset(rss, 0, sizeof(*rss));
 	if (!n->rss)
 		return -EOPNOTSUPP;
@@ -165,6 +182,8 @@ static int f_rss_dump(struct dmt_eth *e, struct dmt_rss **list, size_t *cnt)
 	for (uint32_t c = 0; c <= FAKE_CTX; c++)
 		if (c == 0 || n->ctx[c].used)
 			f_rss_get(e, c, &v[k++]);
+	n->calls -= (int)k - 1;		/* one dump */
+	n->nl_calls -= (int)k - 1;
 	*list = v;
 	*cnt = k;
 	return 0;
@@ -176,6 +195,7 @@ static int f_rss_set(struct dmt_eth *e, uint32_t context, const uint32_t *indir,
 	int err = fake_change(n);
 
 	n->calls++;
+	n->nl_calls++;
 	if (err)
 		return dmt_err_set(e->err, err, "rss-set on %s failed: EIO", e->ifname);
 	if (!n->rss || context)
@@ -184,6 +204,7 @@ static int f_rss_set(struct dmt_eth *e, uint32_t context, const uint32_t *indir,
 		for (uint32_t i = 0; i < FAKE_INDIR; i++)
 			n->indir[i] = i % n->nrx;
 		n->indir_user = false;
+		fake_changed(n);
 		return 0;
 	}
 	if (cnt != FAKE_INDIR)
@@ -193,6 +214,7 @@ static int f_rss_set(struct dmt_eth *e, uint32_t context, const uint32_t *indir,
 			return -EINVAL;
 	memcpy(n->indir, indir, sizeof(n->indir));
 	n->indir_user = true;
+	fake_changed(n);
 	return 0;
 }
 
@@ -202,6 +224,7 @@ static int f_ctx_create(struct dmt_eth *e, const uint32_t *indir, uint32_t cnt, 
 	int err = fake_change(n);
 
 	n->calls++;
+	n->ioctls++;
 	if (err)
 		return dmt_err_set(e->err, err, "create RSS context on %s failed: EIO", e->ifname);
 	if (!n->ctx_supported)
@@ -212,6 +235,7 @@ static int f_ctx_create(struct dmt_eth *e, const uint32_t *indir, uint32_t cnt, 
 		n->ctx[c].used = true;
 		memcpy(n->ctx[c].indir, indir, sizeof(n->indir));
 		*id = c;
+		fake_changed(n);
 		return 0;
 	}
 	return -ENOSPC;
@@ -222,13 +246,17 @@ static int f_ctx_delete(struct dmt_eth *e, uint32_t id)
 	struct fake_nic *n = FN(e);
 
 	n->calls++;
+	n->ioctls++;
 	if (id == 0 || id > FAKE_CTX || !n->ctx[id].used)
 		return -ENOENT;
+	if (fake_change(n))
+		return dmt_err_set(e->err, -EIO, "delete RSS context on %s failed: EIO", e->ifname);
 	for (int i = 0; i < FAKE_RULES; i++)
 		if (n->rule[i].used && n->rule[i].rss_ctx == id)
 			return -EBUSY;	/* the kernel refuses: rules use it */
 	n->ctx[id].used = false;
 	memset(n->ctx[id].indir, 0, sizeof(n->indir));
+	fake_changed(n);
 	return 0;
 }
 
@@ -239,6 +267,7 @@ static int f_rule_insert(struct dmt_eth *e, const struct ethtool_rx_flow_spec *f
 	int err = fake_change(n);
 
 	n->calls++;
+	n->ioctls++;
 	if (err)
 		return dmt_err_set(e->err, err, "ETHTOOL_SRXCLSRLINS on %s failed: EIO", e->ifname);
 	if (!n->rules_supported || !n->ntuple_on)
@@ -257,6 +286,7 @@ static int f_rule_insert(struct dmt_eth *e, const struct ethtool_rx_flow_spec *f
 		*loc = (uint32_t)i;
 		if (n->kill_after_insert)
 			raise(SIGKILL);	/* before the journal has the location */
+		fake_changed(n);
 		return 0;
 	}
 	return -ENOSPC;
@@ -267,9 +297,13 @@ static int f_rule_delete(struct dmt_eth *e, uint32_t loc)
 	struct fake_nic *n = FN(e);
 
 	n->calls++;
+	n->ioctls++;
 	if (loc >= FAKE_RULES || !n->rule[loc].used)
 		return -ENOENT;
+	if (fake_change(n))
+		return dmt_err_set(e->err, -EIO, "ETHTOOL_SRXCLSRLDEL on %s failed: EIO", e->ifname);
 	memset(&n->rule[loc], 0, sizeof(n->rule[loc]));
+	fake_changed(n);
 	return 0;
 }
 
@@ -294,6 +328,7 @@ static int f_rule_list(struct dmt_eth *e, struct dmt_rule **rules, size_t *cnt, 
 	}
 	*rules = v;
 	*cnt = k;
+	n->ioctls += 2 + (int)k;	/* GRXCLSRLCNT, GRXCLSRLALL, GRXCLSRULE each */
 	if (size)
 		*size = FAKE_RULES;
 	return 0;
@@ -335,7 +370,7 @@ static void fake_init(struct fake_nic *n)
 }
 
 /* Everything ethtool would show, as text, for "identical" comparisons. */
-static void fake_dump(const struct fake_nic *n, char *buf, size_t len)
+static inline void fake_dump(const struct fake_nic *n, char *buf, size_t len)
 {
 	size_t o = 0;
 

@@ -23,6 +23,8 @@
 #include "fake-nic.h"
 #include "nicfixture.h"
 
+static struct dmt_err jerr;	/* messages of the file layer */
+
 static struct fake_nic *nic_state;	/* shared with forked children */
 static struct devmemtcp_ctx *ctx;
 static char dir[64];
@@ -34,6 +36,7 @@ static int setup(void **state)
 			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (nic_state == MAP_FAILED)
 		return -1;
+	dmt_test_lock_wait_ms = 50;	/* -EBUSY at once, not after 10 s */
 	return nicfix_setup(dir, sizeof(dir), "dmt-nic", &ctx);
 }
 
@@ -44,12 +47,14 @@ static int teardown(void **state)
 
 static int each(void **state)
 {
+	char cmd[128];
+
 	fake_init(nic_state);
 	dmt_nic_fail_step = 0;
 	dmt_nic_crash_step = 0;
-	dmt_journal_remove(dir, "eth0");
+	snprintf(cmd, sizeof(cmd), "rm -f %s/eth0.*", dir);
 	fake_dump(nic_state, before, sizeof(before));
-	return 0;
+	return system(cmd);
 }
 
 static void assert_unchanged(void)
@@ -60,11 +65,33 @@ static void assert_unchanged(void)
 
 static bool journal_exists(void)
 {
-	char path[128];
-	struct stat st;
+	return nicfix_files_left(dir, "eth0");
+}
 
-	snprintf(path, sizeof(path), "%s/eth0.journal", dir);
-	return stat(path, &st) == 0;
+/* The journal of this process's only handle on eth0. */
+static void read_owner(struct dmt_owner *o)
+{
+	char prefix[64], **names, *text;
+	size_t n, len;
+
+	snprintf(prefix, sizeof(prefix), "eth0.owner.%d.", getpid());
+	assert_int_equal(dmt_rundir_list(nicfix_rd(dir), prefix, &names, &n, &jerr), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(dmt_file_read(nicfix_rd(dir), names[0], &text, &len, &jerr), 0);
+	assert_int_equal(dmt_owner_parse(text, len, o, NULL), 0);
+	free(text);
+	free(names[0]);
+	free(names);
+}
+
+static void read_base(struct dmt_base *b)
+{
+	char *text;
+	size_t len;
+
+	assert_int_equal(dmt_file_read(nicfix_rd(dir), "eth0.base", &text, &len, &jerr), 0);
+	assert_int_equal(dmt_base_parse(text, len, b, NULL), 0);
+	free(text);
 }
 
 static struct devmemtcp_flow flow(const char *text)
@@ -147,7 +174,8 @@ static void test_setup_close_identical(void **state)
 	DEVMEMTCP_OPTS(nic_stats, st);
 	struct devmemtcp_nic *nic;
 	const uint32_t *q;
-	struct dmt_journal j;
+	struct dmt_owner me;
+	struct dmt_base b;
 
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), 0);
 	assert_int_equal(devmemtcp_nic_queues(nic, &q), 2);
@@ -172,16 +200,31 @@ static void test_setup_close_identical(void **state)
 	assert_int_equal(st.rules, 2);
 	assert_int_equal(st.rss_context, 1);
 	assert_int_equal(st.setup_round_trips, 0);	/* no netlink here */
-	/* the journal describes it all while the handle lives */
-	assert_int_equal(dmt_journal_read(dir, "eth0", &j), 0);
-	assert_int_equal(j.pid, getpid());
-	assert_int_equal(j.changed, DMT_J_RINGS | DMT_J_RSS | DMT_J_CTX | DMT_J_NTUPLE);
-	assert_int_equal(j.nrules, 2);
-	assert_true(j.rules[1].placed);
-	assert_int_equal(j.rules[1].location, 30);
-	assert_int_equal(j.hds, 256);
-	assert_true(j.rss_default);
-	dmt_journal_free(&j);
+	/* the files describe it all while the handle lives */
+	read_owner(&me);
+	assert_int_equal(me.pid, getpid());
+	assert_false(me.closed);
+	assert_int_equal(me.nqueues, 2);
+	assert_int_equal(me.queues[0], 6);
+	assert_int_equal(me.ctx, DMT_CTX_PLACED);
+	assert_int_equal(me.ctx_id, 1);
+	assert_int_equal(me.nrules, 2);
+	assert_true(me.rules[1].placed);
+	assert_int_equal(me.rules[1].location, 30);
+	assert_int_equal(me.rules[1].rss_context, 1);
+	dmt_owner_free(&me);
+	read_base(&b);
+	assert_int_equal(b.baseline.tds, DMT_ETHTOOL_TCP_DATA_SPLIT_DISABLED);
+	assert_int_equal(b.baseline.hds, 256);
+	assert_int_equal(b.baseline.ntuple, 0);
+	assert_true(b.rss_default);
+	assert_int_equal(b.applied.tds, DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED);
+	assert_int_equal(b.applied.hds, 0);
+	assert_int_equal(b.applied.ntuple, 1);
+	assert_memory_equal(b.applied.rss, nic_state->indir, sizeof(nic_state->indir));
+	assert_false(b.has_applying);
+	assert_int_equal(b.theirs, 0);
+	dmt_base_free(&b);
 
 	assert_int_equal(devmemtcp_nic_close(nic), 0);
 	assert_unchanged();
@@ -285,7 +328,7 @@ static void test_fail_every_step(void **state)
 				       flow("tcp6 dst-port 5201") };
 	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 2, .flows = f, .nflows = 2);
 	static const char *const at[] = {
-		"header split", "RSS table", "RSS context", "ntuple feature",
+		"header split", "RSS table", "ntuple feature", "RSS context",
 		"ntuple rule for flow 0", "ntuple rule for flow 1",
 	};
 	struct devmemtcp_nic *nic;
@@ -335,14 +378,17 @@ static void test_undo_failure_keeps_journal(void **state)
 {
 	DEVMEMTCP_OPTS(nic_opts, o);
 	struct devmemtcp_nic *nic;
+	char want[512];
 
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), 0);
 	/* the first change of close (RSS back to default) fails */
 	nic_state->changes = 0;
 	nic_state->fail_op_at = 1;
 	assert_int_equal(devmemtcp_nic_close(nic), -EIO);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
-			    "restoring eth0 failed: rss-set on eth0 failed: EIO; the journal is kept: run 'devmemtcp restore eth0'");
+	snprintf(want, sizeof(want),
+		 "closing the devmem setup of eth0 failed at RSS table: rss-set on eth0 failed: EIO; what is left is recorded in %s: "
+		 "the next open or close on eth0, or 'devmemtcp restore eth0', finishes it", dir);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
 	assert_true(journal_exists());
 	nic_state->fail_op_at = 0;
 	/* what was left is finished by recover */
@@ -374,12 +420,14 @@ static pid_t run_child(int crash_step, bool kill_after_insert, bool finish)
 	return pid;
 }
 
+/* A crash at each step of the setup, and after it: the next open (even
+ * rounds) or restore (odd rounds) undoes what the dead process left. */
 static void test_crash_every_step(void **state)
 {
-	char want[512];
 	int n, status;
 
 	for (n = 1; n <= 7; n++) {
+		DEVMEMTCP_OPTS(nic_opts, o, .queues = (const uint32_t[]){ 1 }, .nqueues = 1);
 		struct devmemtcp_nic *nic;
 		pid_t pid;
 
@@ -389,15 +437,16 @@ static void test_crash_every_step(void **state)
 		assert_true(WIFSIGNALED(status));
 		assert_int_equal(WTERMSIG(status), SIGKILL);
 		assert_true(journal_exists());
-		/* the next open reports it */
-		assert_int_equal(devmemtcp_nic_open(ctx, "eth0", NULL, &nic), -ESTALE);
-		snprintf(want, sizeof(want),
-			 "eth0 has changes left by pid %d (%s), which ended without undoing them "
-			 "(journal %s/eth0.journal): run 'devmemtcp restore eth0' or open with DEVMEMTCP_NIC_RECOVER",
-			 pid, t_own_comm(), dir);
-		assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
-		/* and restore puts everything back */
-		assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 1);
+		if (n % 2 == 0) {
+			assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), 0);
+			/* only this handle's own changes now: no rule, no context */
+			fake_dump(nic_state, after, sizeof(after));
+			assert_null(strstr(after, "rule"));
+			assert_null(strstr(after, "context"));
+			assert_int_equal(devmemtcp_nic_close(nic), 0);
+		} else {
+			assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 1);
+		}
 		assert_unchanged();
 		assert_false(journal_exists());
 		assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 0);
@@ -435,24 +484,43 @@ static void test_open_recovers(void **state)
 	assert_unchanged();
 }
 
-static void test_busy(void **state)
+/* Two handles of one process are two owners with their own queues; a
+ * lock held too long gives EBUSY naming its holder. */
+static void test_two_owners_and_busy_lock(void **state)
 {
 	DEVMEMTCP_OPTS(nic_opts, o);
 	struct devmemtcp_nic *a, *b;
-	char want[256];
+	const uint32_t *q;
+	char want[512];
+	pid_t child;
 
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &a), 0);
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &b), 0);
+	assert_int_equal(devmemtcp_nic_queues(a, &q), 1);
+	assert_int_equal(q[0], 7);
+	assert_int_equal(devmemtcp_nic_queues(b, &q), 1);
+	assert_int_equal(q[0], 6);
+	for (int i = 0; i < FAKE_INDIR; i++)
+		assert_int_equal(nic_state->indir[i], (uint32_t)i % 6);
+	assert_int_equal(devmemtcp_nic_close(a), 0);
+	for (int i = 0; i < FAKE_INDIR; i++)
+		assert_true(nic_state->indir[i] != 6);
+	assert_int_equal(devmemtcp_nic_close(b), 0);
+	assert_unchanged();
+
+	child = nicfix_lock_child(dir, "eth0");
+	assert_true(child > 0);
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &b), -EBUSY);
 	snprintf(want, sizeof(want),
-		 "eth0 is in use for devmem by pid %d (%s): stop that process or wait for it to close its handle",
-		 getpid(), t_own_comm());
+		 "eth0: pid %d (%s) holds %s/eth0.lock and has not let go for 50 ms: if that process hangs, stop it",
+		 child, t_own_comm(), dir);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
-	/* recover refuses too: the owner is alive */
 	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), -EBUSY);
-	assert_int_equal(devmemtcp_nic_close(a), 0);
-	assert_unchanged();
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	nicfix_kill(child);
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &b), 0);
 	assert_int_equal(devmemtcp_nic_close(b), 0);
+	assert_unchanged();
 }
 
 /* ---- others' settings ---- */
@@ -545,8 +613,9 @@ static void test_conflicts(void **state)
 	o.nflows = 1;
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), -EEXIST);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
-			    "setting up eth0 for devmem failed at ntuple rule for flow 0: flow 0 (tcp4 *:* -> *:22 context 1) matches the same packets as rule 4, which this handle does not own: "
-			    "delete it (ethtool -N eth0 delete 4) or change the flow; the 3 finished steps were undone");
+			    "setting up eth0 for devmem failed at ntuple rule for flow 0: flow 0 (tcp4 *:* -> *:22): rule 4 on eth0 (tcp4 *:* -> *:22 queue 0) "
+			    "matches these packets first and steers them elsewhere: delete it (ethtool -N eth0 delete 4) or pass DEVMEMTCP_NIC_ALLOW_SHADOW; "
+			    "the 4 finished steps were undone");
 	assert_unchanged();
 }
 
@@ -631,6 +700,7 @@ static void test_live_flows(void **state)
 	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 2, .flags = DEVMEMTCP_NIC_NO_RSS_CONTEXT);
 	struct devmemtcp_flow a = flow("dst-ip 10.0.0.1 dst-port 5201");
 	struct devmemtcp_flow b = flow("tcp6 src-ip 2001:db8::9/64 dst-port 5201 queue 1");
+	static char with[16384];
 	struct devmemtcp_nic *nic;
 	int ia, ib;
 
@@ -654,6 +724,16 @@ static void test_live_flows(void **state)
 	assert_string_equal(devmemtcp_nic_errmsg(nic),
 			    "flow 0 is not a flow of this handle: use the id devmemtcp_nic_add_flow() returned");
 	assert_int_equal(devmemtcp_nic_add_flow(nic, NULL), -EINVAL);
+	/* an insert the driver refuses leaves nothing behind */
+	fake_dump(nic_state, with, sizeof(with));
+	nic_state->changes = 0;
+	nic_state->fail_op_at = 1;
+	assert_int_equal(devmemtcp_nic_add_flow(nic, &a), -EIO);
+	nic_state->fail_op_at = 0;
+	assert_string_equal(devmemtcp_nic_errmsg(nic),
+			    "adding a flow on eth0: ETHTOOL_SRXCLSRLINS on eth0 failed: EIO");
+	fake_dump(nic_state, after, sizeof(after));
+	assert_string_equal(with, after);
 	/* re-adding works and gets a new id */
 	assert_int_equal(devmemtcp_nic_add_flow(nic, &a), 2);
 	assert_int_equal(devmemtcp_nic_close(nic), 0);
@@ -677,7 +757,7 @@ int main(void)
 		cmocka_unit_test_setup(test_crash_every_step, each),
 		cmocka_unit_test_setup(test_crash_inside_insert, each),
 		cmocka_unit_test_setup(test_open_recovers, each),
-		cmocka_unit_test_setup(test_busy, each),
+		cmocka_unit_test_setup(test_two_owners_and_busy_lock, each),
 		cmocka_unit_test_setup(test_foreign_untouched, each),
 		cmocka_unit_test_setup(test_others_changes_after_open, each),
 		cmocka_unit_test_setup(test_conflicts, each),

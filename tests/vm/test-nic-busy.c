@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * test-nic-busy IFACE: while one process holds a setup of IFACE, a second
- * gets -EBUSY naming the holder's pid and program; once the holder is
- * killed, the next open recovers its changes (DEVMEMTCP_NIC_RECOVER).
+ * test-nic-busy IFACE: while one process owns a queue of IFACE, a second
+ * process asking for that queue gets -EBUSY naming the owner's pid and
+ * program, and one asking for any queue gets another one; once the owner
+ * is killed, the next open undoes what it left, and the NIC ends as it
+ * began.
  */
 #include <errno.h>
 #include <signal.h>
@@ -20,7 +22,9 @@ int main(int argc, char **argv)
 {
 	struct nic_setup s;
 	struct devmemtcp_nic *nic;
-	char *before, *after, want[256], c;
+	const uint32_t *q;
+	char *before, *after, want[256];
+	uint32_t held;
 	int p[2], st;
 	pid_t child;
 
@@ -33,31 +37,43 @@ int main(int argc, char **argv)
 		s.opts.nqueues = 1;
 		if (devmemtcp_nic_open(ctx, ifname, &s.opts, &nic))
 			_exit(3);
-		(void)!write(p[1], "x", 1);
+		devmemtcp_nic_queues(nic, &q);
+		(void)!write(p[1], q, sizeof(*q));
 		pause();
 		_exit(0);
 	}
-	T_CHECK(read(p[0], &c, 1) == 1, "holder did not set up: %d", waitpid(child, &st, 0));
+	T_CHECK(read(p[0], &held, sizeof(held)) == sizeof(held), "holder did not set up: %d",
+		waitpid(child, &st, 0));
 	{
-		DEVMEMTCP_OPTS(nic_opts, o, .queues = (const uint32_t[]){ 3 }, .nqueues = 1);
+		DEVMEMTCP_OPTS(nic_opts, o, .queues = &held, .nqueues = 1);
 
 		T_CHECK(devmemtcp_nic_open(ctx, ifname, &o, &nic) == -EBUSY, "not EBUSY");
 	}
 	snprintf(want, sizeof(want),
-		 "%s is in use for devmem by pid %d (test-nic-busy): stop that process or wait for it to close its handle",
-		 ifname, child);
+		 "%s: RX queue %u of %s is owned by pid %d (test-nic-busy): pick another queue, "
+		 "or let the library pick free ones (queues = NULL)",
+		 ifname, held, ifname, child);
 	T_CHECK(strcmp(devmemtcp_ctx_errmsg(ctx), want) == 0, "message: %s",
 		devmemtcp_ctx_errmsg(ctx));
 	printf("busy: %s\n", want);
+	{
+		DEVMEMTCP_OPTS(nic_opts, o);
+
+		T_CHECK(devmemtcp_nic_open(ctx, ifname, &o, &nic) == 0, "open: %s",
+			devmemtcp_ctx_errmsg(ctx));
+		T_CHECK(devmemtcp_nic_queues(nic, &q) == 1 && q[0] != held, "queue %u", q[0]);
+		printf("busy: a second owner got queue %u\n", q[0]);
+		T_CHECK(devmemtcp_nic_close(nic) == 0, "close");
+	}
 	kill(child, SIGKILL);
 	waitpid(child, &st, 0);
 	{
-		DEVMEMTCP_OPTS(nic_opts, o, .flags = DEVMEMTCP_NIC_RECOVER);
+		DEVMEMTCP_OPTS(nic_opts, o);
 
 		T_CHECK(devmemtcp_nic_open(ctx, ifname, &o, &nic) == 0, "open: %s",
 			devmemtcp_ctx_errmsg(ctx));
 		T_CHECK(devmemtcp_nic_close(nic) == 0, "close");
 	}
 	after = nic_dump();
-	return nic_same(before, after, "after the holder died and was recovered");
+	return nic_same(before, after, "after the owner died and the next owner came and went");
 }

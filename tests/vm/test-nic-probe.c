@@ -7,6 +7,7 @@
  * program's --json output carries the same facts.
  */
 #include <net/if.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,10 @@ int main(int argc, char **argv)
 	T_CHECK(strcmp(p.driver, "devmemsim") == 0, "driver %s", p.driver);
 	T_CHECK(p.has_bind_rx, "no bind-rx");
 	T_CHECK(p.has_bind_tx == (kv >= 616), "bind-tx %d on %d", p.has_bind_tx, kv);
-	T_CHECK(p.rx_queues == 4 && p.tx_queues == 4, "queues %d/%d", p.rx_queues, p.tx_queues);
+	T_CHECK(p.rx_queues == 16 && p.tx_queues == 16, "queues %d/%d", p.rx_queues, p.tx_queues);
+	T_CHECK(p.queue_use_reported == (kv >= 617), "queue use reported %d on %d",
+		p.queue_use_reported, kv);
+	T_CHECK(p.nowners == 0, "%d owners", p.nowners);
 	T_CHECK(p.tcp_data_split == 1, "tcp-data-split %d", p.tcp_data_split);
 	if (kv >= 614)
 		T_CHECK(p.hds_thresh >= 0 && p.hds_thresh_max > 0, "hds %lld/%lld",
@@ -69,6 +73,12 @@ int main(int argc, char **argv)
 	T_CHECK(devmemtcp_nic_probe(ctx, ifname, &po, &p) >= 0, "probe");
 	T_CHECK(p.try_bind == 1, "try-bind %d: %s", p.try_bind, p.try_bind_msg);
 	printf("probe: %s\n", p.try_bind_msg);
+	/* the handle is an owner; try-bind took a queue nobody owns */
+	T_CHECK(p.nowners == 1 && p.owners[0].pid == getpid() && p.owners[0].alive &&
+		p.owners[0].nqueues == 1 && p.owners[0].queues[0] == 15 &&
+		strcmp(p.owners[0].comm, "test-nic-probe") == 0,
+		"owners %d: pid %d queue %u", p.nowners, p.owners[0].pid, p.owners[0].queues[0]);
+	T_CHECK(strstr(p.try_bind_msg, "to RX queue 14 "), "try-bind: %s", p.try_bind_msg);
 	n = devmemtcp_queue_list(ctx, (int)if_nametoindex(ifname), q, 64);
 	for (int i = 0; i < n && i < 64; i++)
 		T_CHECK(!q[i].dmabuf_id, "queue %u still bound", q[i].id);
@@ -78,7 +88,8 @@ int main(int argc, char **argv)
 	snprintf(cmd, sizeof(cmd), "probe %s --json", ifname);
 	T_CHECK(nic_run_tool(out, sizeof(out), cmd) <= 1, "%s", out);
 	T_CHECK(strstr(out, "\"driver\":\"devmemsim\"") && strstr(out, "\"tcp_data_split\":\"on\"") &&
-		strstr(out, "\"rx_queues\":4,"), "json: %s", out);
+		strstr(out, "\"rx_queues\":16,") && strstr(out, "\"nowners\":1,\"owners\":[{\"pid\":"),
+		"json: %s", out);
 	T_CHECK(devmemtcp_nic_close(nic) == 0, "close");
 	printf("probe: ok\n");
 	return 0;

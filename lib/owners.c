@@ -1,0 +1,1365 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * The owners of an interface (HACKING.md, "The NIC layer: many owners per
+ * interface").  Each devmemtcp_nic handle is an owner with its own file
+ * IF.owner.PID.START.N; the shared settings (header split, hds-thresh,
+ * ntuple, the default RSS table) are derived from the baseline in IF.base
+ * and the live owners, and changed only where the device still shows what
+ * the owners last wrote.  Everything here runs under the interface lock
+ * (struct dmt_op); nic.c drives it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "netdev.h"
+#include "nic.h"
+#include "uapi.h"
+
+#define MAX_OWNER_FILES 1024
+
+/* ---------------------------------------------------------------------- */
+/* processes                                                               */
+
+int dmt_proc_start(pid_t pid, uint64_t *start, bool *zombie)
+{
+	char path[64], buf[1024], *p, *end;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return errno == ESRCH ? -ENOENT : -errno;
+	buf[n] = '\0';
+	/* "pid (comm) S f4 ... f22": comm may hold blanks and ')' */
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || !p[2])
+		return -EBADMSG;
+	*zombie = p[2] == 'Z' || p[2] == 'X' || p[2] == 'x';
+	p += 2;
+	for (int field = 3; field < 22; field++) {
+		p = strchr(p, ' ');
+		if (!p)
+			return -EBADMSG;
+		p++;
+	}
+	*start = strtoull(p, &end, 10);
+	return end == p ? -EBADMSG : 0;
+}
+
+/* Alive: the process exists with the recorded start time, is no zombie
+ * (a zombie's descriptors, and so its bindings, are gone) and did not
+ * mark its file closed. */
+static bool owner_alive(const struct dmt_owner *o)
+{
+	uint64_t start;
+	bool zombie;
+	int err;
+
+	if (o->closed)
+		return false;
+	err = dmt_proc_start(o->pid, &start, &zombie);
+	if (err == -ENOENT)
+		return false;
+	if (err < 0)
+		return true;	/* cannot tell: never undo a live owner */
+	return !zombie && start == o->start;
+}
+
+/* ---------------------------------------------------------------------- */
+/* flows                                                                   */
+
+/* Some value matches both (value a under mask ma, b under mb)? */
+static bool fields_meet(const void *a, const void *ma, const void *b,
+			const void *mb, size_t n)
+{
+	const uint8_t *x = a, *mx = ma, *y = b, *my = mb;
+
+	for (size_t i = 0; i < n; i++)
+		if ((x[i] ^ y[i]) & mx[i] & my[i])
+			return false;
+	return true;
+}
+
+#define MEET(a, ma, b, mb) fields_meet(&(a), &(ma), &(b), &(mb), sizeof(a))
+
+static uint32_t base_type(const struct ethtool_rx_flow_spec *fs)
+{
+	return fs->flow_type & ~(uint32_t)(FLOW_EXT | FLOW_MAC_EXT | FLOW_RSS);
+}
+
+/* The L4 part of a TCP match (ports, protocol TCP) against an IP rule's
+ * protocol and first four bytes of the L4 header (where the ports are). */
+static bool l4_meets(const __be16 *psrc, const __be16 *pdst, const __be16 *mpsrc,
+		     const __be16 *mpdst, const uint8_t *proto, const uint8_t *mproto,
+		     const __be32 *l4, const __be32 *ml4)
+{
+	uint8_t ports[4], pmask[4], tcp = IPPROTO_TCP, all = 0xff;
+
+	memcpy(ports, psrc, 2);
+	memcpy(ports + 2, pdst, 2);
+	memcpy(pmask, mpsrc, 2);
+	memcpy(pmask + 2, mpdst, 2);
+	return fields_meet(&tcp, &all, proto, mproto, 1) &&
+	       fields_meet(ports, pmask, l4, ml4, 4);
+}
+
+/* tcp (a) against an IP rule (b) of the same family. */
+static bool tcp4_meets_ip4(const struct ethtool_rx_flow_spec *a,
+			   const struct ethtool_rx_flow_spec *b)
+{
+	const struct ethtool_tcpip4_spec *h = &a->h_u.tcp_ip4_spec, *m = &a->m_u.tcp_ip4_spec;
+	const struct ethtool_usrip4_spec *u = &b->h_u.usr_ip4_spec, *um = &b->m_u.usr_ip4_spec;
+
+	return MEET(h->ip4src, m->ip4src, u->ip4src, um->ip4src) &&
+	       MEET(h->ip4dst, m->ip4dst, u->ip4dst, um->ip4dst) &&
+	       MEET(h->tos, m->tos, u->tos, um->tos) &&
+	       l4_meets(&h->psrc, &h->pdst, &m->psrc, &m->pdst, &u->proto,
+			&um->proto, &u->l4_4_bytes, &um->l4_4_bytes);
+}
+
+static bool tcp6_meets_ip6(const struct ethtool_rx_flow_spec *a,
+			   const struct ethtool_rx_flow_spec *b)
+{
+	const struct ethtool_tcpip6_spec *h = &a->h_u.tcp_ip6_spec, *m = &a->m_u.tcp_ip6_spec;
+	const struct ethtool_usrip6_spec *u = &b->h_u.usr_ip6_spec, *um = &b->m_u.usr_ip6_spec;
+
+	return MEET(h->ip6src, m->ip6src, u->ip6src, um->ip6src) &&
+	       MEET(h->ip6dst, m->ip6dst, u->ip6dst, um->ip6dst) &&
+	       MEET(h->tclass, m->tclass, u->tclass, um->tclass) &&
+	       l4_meets(&h->psrc, &h->pdst, &m->psrc, &m->pdst, &u->l4_proto,
+			&um->l4_proto, &u->l4_4_bytes, &um->l4_4_bytes);
+}
+
+bool dmt_spec_overlap(const struct ethtool_rx_flow_spec *a,
+		      const struct ethtool_rx_flow_spec *b)
+{
+	uint32_t ta = base_type(a), tb = base_type(b);
+
+	if (ta == TCP_V4_FLOW && tb == TCP_V4_FLOW) {
+		const struct ethtool_tcpip4_spec *x = &a->h_u.tcp_ip4_spec, *mx = &a->m_u.tcp_ip4_spec;
+		const struct ethtool_tcpip4_spec *y = &b->h_u.tcp_ip4_spec, *my = &b->m_u.tcp_ip4_spec;
+
+		return MEET(x->ip4src, mx->ip4src, y->ip4src, my->ip4src) &&
+		       MEET(x->ip4dst, mx->ip4dst, y->ip4dst, my->ip4dst) &&
+		       MEET(x->psrc, mx->psrc, y->psrc, my->psrc) &&
+		       MEET(x->pdst, mx->pdst, y->pdst, my->pdst) &&
+		       MEET(x->tos, mx->tos, y->tos, my->tos);
+	}
+	if (ta == TCP_V6_FLOW && tb == TCP_V6_FLOW) {
+		const struct ethtool_tcpip6_spec *x = &a->h_u.tcp_ip6_spec, *mx = &a->m_u.tcp_ip6_spec;
+		const struct ethtool_tcpip6_spec *y = &b->h_u.tcp_ip6_spec, *my = &b->m_u.tcp_ip6_spec;
+
+		return MEET(x->ip6src, mx->ip6src, y->ip6src, my->ip6src) &&
+		       MEET(x->ip6dst, mx->ip6dst, y->ip6dst, my->ip6dst) &&
+		       MEET(x->psrc, mx->psrc, y->psrc, my->psrc) &&
+		       MEET(x->pdst, mx->pdst, y->pdst, my->pdst) &&
+		       MEET(x->tclass, mx->tclass, y->tclass, my->tclass);
+	}
+	if (ta == TCP_V4_FLOW && tb == IP_USER_FLOW)
+		return tcp4_meets_ip4(a, b);
+	if (tb == TCP_V4_FLOW && ta == IP_USER_FLOW)
+		return tcp4_meets_ip4(b, a);
+	if (ta == TCP_V6_FLOW && tb == IPV6_USER_FLOW)
+		return tcp6_meets_ip6(a, b);
+	if (tb == TCP_V6_FLOW && ta == IPV6_USER_FLOW)
+		return tcp6_meets_ip6(b, a);
+	return false;
+}
+
+/* ---------------------------------------------------------------------- */
+/* the shared settings                                                     */
+
+static bool in_list(uint32_t v, const uint32_t *set, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (set[i] == v)
+			return true;
+	return false;
+}
+
+static int copy_shared(struct dmt_shared *dst, const struct dmt_shared *src)
+{
+	*dst = *src;
+	dst->rss = NULL;
+	if (!src->rss_size)
+		return 0;
+	dst->rss = dmt_malloc(src->rss_size * sizeof(uint32_t));
+	if (!dst->rss) {
+		dst->rss_size = 0;
+		return -ENOMEM;
+	}
+	memcpy(dst->rss, src->rss, src->rss_size * sizeof(uint32_t));
+	return 0;
+}
+
+/* dst's table becomes a copy of src's */
+static int copy_table(struct dmt_shared *dst, const struct dmt_shared *src)
+{
+	uint32_t *t = NULL;
+
+	if (src->rss_size) {
+		t = dmt_malloc(src->rss_size * sizeof(uint32_t));
+		if (!t)
+			return -ENOMEM;
+		memcpy(t, src->rss, src->rss_size * sizeof(uint32_t));
+	}
+	free(dst->rss);
+	dst->rss = t;
+	dst->rss_size = src->rss_size;
+	return 0;
+}
+
+static bool same_table(const struct dmt_shared *a, const struct dmt_shared *b)
+{
+	return a->rss_size == b->rss_size &&
+	       (!a->rss_size || memcmp(a->rss, b->rss, a->rss_size * 4) == 0);
+}
+
+int dmt_derive_shared(const struct dmt_base *b, uint32_t nrx,
+		      const struct dmt_owner *const *owners, size_t n,
+		      bool more_rules, struct dmt_shared *t)
+{
+	const struct dmt_shared *bl = &b->baseline;
+	bool rules = more_rules;
+	uint32_t *uni, k = 0;
+	int err = copy_shared(t, bl);
+
+	if (err < 0 || n == 0)
+		return err;
+	t->tds = bl->tds < 0 ? -1 : DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED;
+	t->hds = bl->hds < 0 ? -1 : 0;
+	uni = dmt_calloc(nrx ? nrx : 1, sizeof(*uni));
+	if (!uni) {
+		dmt_shared_free(t);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct dmt_owner *o = owners[i];
+
+		rules |= o->nrules > 0;
+		for (uint32_t q = 0; !o->keep_rss && q < o->nqueues; q++)
+			if (o->queues[q] < nrx && !in_list(o->queues[q], uni, k))
+				uni[k++] = o->queues[q];
+	}
+	t->ntuple = bl->ntuple || rules;
+	/* No queue left for the rest: keep the baseline (only an owner
+	 * with keep_rss may take every queue). */
+	if (k && bl->rss_size &&
+	    dmt_plan_rss(bl->rss, bl->rss_size, nrx, uni, k, t->rss) < 0)
+		memcpy(t->rss, bl->rss, bl->rss_size * 4);
+	free(uni);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* the operation: lock, files, hooks                                       */
+
+int dmt_op_step(struct dmt_op *op, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(op->doing, sizeof(op->doing), fmt, ap);
+	va_end(ap);
+	op->step++;
+#if DMT_TEST_HOOKS
+	if (op->crash_step && op->step == op->crash_step)
+		raise(SIGKILL);
+	if (op->fail_step && op->step == op->fail_step)
+		return dmt_err_set(op->err, -EIO, "failure injected by %s=%d",
+				   op->hook_name ? op->hook_name : "the test",
+				   op->fail_step);
+#endif
+	return 0;
+}
+
+void dmt_op_report(struct dmt_op *op, const char *fmt, ...)
+{
+	size_t n = strlen(op->report);
+	va_list ap;
+
+	if (n && n + 2 < sizeof(op->report)) {
+		memcpy(op->report + n, "; ", 3);
+		n += 2;
+	}
+	va_start(ap, fmt);
+	vsnprintf(op->report + n, sizeof(op->report) - n, fmt, ap);
+	va_end(ap);
+}
+
+int dmt_op_begin(struct dmt_op *op, struct devmemtcp_ctx *ctx,
+		 struct dmt_eth *e, struct dmt_nl *nl, const char *run_dir,
+		 struct dmt_err *err)
+{
+	struct dmt_err why = { 0 };
+	char comm[64];
+	pid_t holder;
+	int ret;
+
+	memset(op, 0, sizeof(*op));
+	op->ctx = ctx;
+	op->e = e;
+	op->nl = nl;
+	op->err = err;
+	op->lock_fd = -1;
+	op->nrules = -1;
+	dmt_err_clear(err);
+	ret = dmt_rundir_open(&op->rd, run_dir, true, err);
+	if (ret < 0)
+		return ret;
+	ret = dmt_lock_take(&op->rd, e->ifname, &op->lock_fd, &holder, comm,
+			    sizeof(comm), &why);
+	if (ret == -EBUSY)
+		return dmt_err_set(err, -EBUSY,
+				   "%s: pid %ld (%s) holds %s/%s.lock and has not let go for %d ms: "
+				   "if that process hangs, stop it",
+				   e->ifname, (long)holder, comm[0] ? comm : "unknown",
+				   op->rd.path, e->ifname, dmt_lock_wait_ms());
+	if (ret < 0)
+		return dmt_err_set(err, ret, "%s", why.msg);
+	op->locked = true;
+#if DMT_TEST_HOOKS
+	/* let two processes really interleave in here */
+	dmt_hook_delay("DEVMEMTCP_TEST_LOCK_DELAY_MS");
+#endif
+	return 0;
+}
+
+static void free_loaded(struct dmt_op *op)
+{
+	for (size_t i = 0; i < op->nowners; i++)
+		dmt_owner_free(&op->owners[i]);
+	free(op->owners);
+	free(op->alive);
+	op->owners = NULL;
+	op->alive = NULL;
+	op->nowners = 0;
+	dmt_base_free(&op->base);
+	op->have_base = false;
+	free(op->rules);
+	op->rules = NULL;
+	op->nrules = -1;
+	dmt_rss_free(&op->rss);
+	op->have_rings = op->have_feat = op->have_rss = false;
+}
+
+void dmt_op_end(struct dmt_op *op)
+{
+	if (op->report[0])
+		dmt_log(op->ctx, DEVMEMTCP_LOG_WARN, "%s", op->report);
+	op->report[0] = '\0';
+	free_loaded(op);
+	dmt_lock_release(op->lock_fd);
+	op->lock_fd = -1;
+	op->locked = false;
+	dmt_rundir_close(&op->rd);
+}
+
+static int save_base(struct dmt_op *op)
+{
+	char name[IF_NAMESIZE + 8], *text;
+	size_t len;
+	int err = dmt_base_format(&op->base, &text, &len);
+
+	if (err < 0)
+		return dmt_err_set(op->err, err, "writing %s/%s.base: out of memory",
+				   op->rd.path, op->e->ifname);
+	snprintf(name, sizeof(name), "%s.base", op->e->ifname);
+	err = dmt_file_write(&op->rd, name, text, len, op->err);
+	free(text);
+	return err;
+}
+
+int dmt_op_save_owner(struct dmt_op *op, const struct dmt_owner *o)
+{
+	char name[NAME_MAX + 1], *text;
+	size_t len;
+	int err = dmt_owner_format(o, &text, &len);
+
+	dmt_owner_name(o, name, sizeof(name));
+	if (err < 0)
+		return dmt_err_set(op->err, err, "writing %s/%s: out of memory",
+				   op->rd.path, name);
+	err = dmt_file_write(&op->rd, name, text, len, op->err);
+	free(text);
+	return err;
+}
+
+/* A journal belongs to this interface of this namespace, as it is now. */
+static int check_where(struct dmt_op *op, const char *file, const char *ifname,
+		       int ifindex, uint64_t netns)
+{
+	const struct dmt_eth *e = op->e;
+	uint64_t ns = dmt_netns_id();
+
+	if (strcmp(ifname, e->ifname))
+		return dmt_err_set(op->err, -ESTALE,
+				   "%s/%s was written for %s, not %s: nothing of it is applied (delete it if it is stale)",
+				   op->rd.path, file, ifname, e->ifname);
+	if (netns != ns)
+		return dmt_err_set(op->err, -EXDEV,
+				   "%s/%s was written in network namespace net:[%llu], this is net:[%llu]: "
+				   "run devmemtcp restore %s in that namespace (ip netns exec NAME ...)",
+				   op->rd.path, file, (unsigned long long)netns,
+				   (unsigned long long)ns, e->ifname);
+	if (ifindex != e->ifindex)
+		return dmt_err_set(op->err, -ESTALE,
+				   "%s/%s was written when %s had ifindex %d; it has %d now (the device was replaced): "
+				   "nothing of it is applied; delete it once the old device's settings no longer matter",
+				   op->rd.path, file, e->ifname, ifindex, e->ifindex);
+	return 0;
+}
+
+static int malformed(struct dmt_op *op, const char *file, int err, int line)
+{
+	if (err == -ENOMEM)
+		return dmt_err_set(op->err, err, "reading %s/%s: out of memory",
+				   op->rd.path, file);
+	return dmt_err_set(op->err, err,
+			   "%s/%s is malformed (line %d): undo what it records by hand, then delete it",
+			   op->rd.path, file, line);
+}
+
+static int load_base(struct dmt_op *op)
+{
+	char name[IF_NAMESIZE + 8], *text;
+	struct stat st;
+	size_t len;
+	int err, line;
+
+	snprintf(name, sizeof(name), "%s.base", op->e->ifname);
+	err = dmt_file_read(&op->rd, name, &text, &len, op->err);
+	if (err == -ENOENT)
+		err = 0;
+	else if (err == 0) {
+		err = dmt_base_parse(text, len, &op->base, &line);
+		free(text);
+		if (err < 0)
+			return malformed(op, name, err, line);
+		op->have_base = true;
+		err = check_where(op, name, op->base.ifname, op->base.ifindex,
+				  op->base.netns);
+	}
+	if (err < 0)
+		return err;
+	/* the single-owner journal of earlier versions */
+	snprintf(name, sizeof(name), "%s.journal", op->e->ifname);
+	if (fstatat(op->rd.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return dmt_err_set(op->err, -ESTALE,
+				   "%s/%s was written by an older libdevmemtcp (journal version 1): "
+				   "undo its changes with that version's 'devmemtcp restore %s' or by hand, then delete it",
+				   op->rd.path, name, op->e->ifname);
+	return 0;
+}
+
+static int load_owner(struct dmt_op *op, const char *name, struct dmt_owner *o)
+{
+	char *text, expect[NAME_MAX + 1];
+	size_t len;
+	int err, line;
+
+	err = dmt_file_read(&op->rd, name, &text, &len, op->err);
+	if (err < 0)
+		return err;
+	err = dmt_owner_parse(text, len, o, &line);
+	free(text);
+	if (err < 0)
+		return malformed(op, name, err, line);
+	err = check_where(op, name, o->ifname, o->ifindex, o->netns);
+	dmt_owner_name(o, expect, sizeof(expect));
+	if (!err && strcmp(expect, name))
+		err = dmt_err_set(op->err, -EBADMSG,
+				  "%s/%s records the owner %s: nothing of it is applied (delete it if it is stale)",
+				  op->rd.path, name, expect);
+	if (err < 0)
+		dmt_owner_free(o);
+	return err;
+}
+
+int dmt_op_load(struct dmt_op *op, const char *me_name)
+{
+	char **names = NULL, prefix[IF_NAMESIZE + 8];
+	size_t n = 0;
+	int err;
+
+	free_loaded(op);
+	err = load_base(op);
+	if (err < 0)
+		return err;
+	snprintf(prefix, sizeof(prefix), "%s.owner.", op->e->ifname);
+	err = dmt_rundir_list(&op->rd, prefix, &names, &n, op->err);
+	if (err < 0)
+		return err;
+	if (n > MAX_OWNER_FILES) {
+		err = dmt_err_set(op->err, -EMFILE,
+				  "%s has %zu owner files of %s, more than %d: something is wrong",
+				  op->rd.path, n, op->e->ifname, MAX_OWNER_FILES);
+		goto out;
+	}
+	op->owners = dmt_calloc(n ? n : 1, sizeof(*op->owners));
+	op->alive = dmt_calloc(n ? n : 1, sizeof(*op->alive));
+	if (!op->owners || !op->alive) {
+		err = dmt_err_set(op->err, -ENOMEM, "reading the owners of %s: out of memory",
+				  op->e->ifname);
+		goto out;
+	}
+	for (size_t i = 0; i < n && !err; i++) {
+		struct dmt_owner *o = &op->owners[op->nowners];
+
+		if (me_name && strcmp(names[i], me_name) == 0)
+			continue;
+		err = load_owner(op, names[i], o);
+		if (err == -ENOENT) {	/* removed since the listing */
+			err = 0;
+			continue;
+		}
+		if (!err)
+			op->alive[op->nowners++] = owner_alive(o);
+	}
+out:
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return err;
+}
+
+int dmt_op_rules(struct dmt_op *op)
+{
+	size_t n = 0;
+	int err;
+
+	if (op->nrules >= 0)
+		return 0;
+	err = op->e->ops->rule_list(op->e, &op->rules, &n, NULL);
+	if (err == -EOPNOTSUPP) {
+		op->rules = NULL;
+		n = 0;
+		err = 0;
+	}
+	if (err < 0)
+		return err;
+	op->nrules = (long)n;
+	return 0;
+}
+
+int dmt_op_dev_rings(struct dmt_op *op, struct dmt_rings *r)
+{
+	int err;
+
+	if (!op->have_rings) {
+		err = op->e->ops->rings_get(op->e, &op->rings);
+		if (err < 0)
+			return err;
+		op->have_rings = true;
+	}
+	*r = op->rings;
+	return 0;
+}
+
+int dmt_op_dev_ntuple(struct dmt_op *op, struct dmt_feature *f)
+{
+	int err;
+
+	if (!op->have_feat) {
+		err = op->e->ops->feature_get(op->e, DMT_NTUPLE_FEATURE, &op->feat);
+		if (err < 0)
+			return err;
+		op->have_feat = true;
+	}
+	*f = op->feat;
+	return 0;
+}
+
+int dmt_op_dev_rss(struct dmt_op *op, const struct dmt_rss **rss)
+{
+	if (!op->have_rss) {
+		dmt_rss_free(&op->rss);
+		op->rss_err = op->e->ops->rss_get(op->e, 0, &op->rss);
+		op->have_rss = true;
+	}
+	*rss = &op->rss;
+	return op->rss_err;
+}
+
+static long find_rule(const struct dmt_op *op, uint32_t loc)
+{
+	for (long i = 0; i < op->nrules; i++)
+		if (op->rules[i].location == loc)
+			return i;
+	return -1;
+}
+
+static void forget_rule(struct dmt_op *op, long i)
+{
+	op->rules[i] = op->rules[--op->nrules];
+}
+
+/* The device's rule at i is the rule r we inserted. */
+static bool rule_is(const struct dmt_rule *d, const struct dmt_orule *r)
+{
+	return dmt_spec_equal(&d->fs, &r->fs) &&
+	       (!(r->fs.flow_type & FLOW_RSS) || d->rss_context == r->rss_context);
+}
+
+/* ---------------------------------------------------------------------- */
+/* undo an owner's rules and context                                       */
+
+static int delete_rule(struct dmt_op *op, long i)
+{
+	uint32_t loc = op->rules[i].location;
+	int err = dmt_op_step(op, "deleting the rule at location %u", loc);
+
+	if (!err)
+		err = op->e->ops->rule_delete(op->e, loc);
+	if (err == -ENOENT)
+		err = 0;
+	if (err < 0)
+		return err;
+	op->changes++;
+	forget_rule(op, i);
+	return 0;
+}
+
+/* One rule of o: deleted where it is still ours, else left and reported. */
+static int undo_rule(struct dmt_op *op, const struct dmt_owner *o,
+		     const struct dmt_orule *r)
+{
+	const char *ifname = op->e->ifname;
+	long i, hit = -1, hits = 0;
+
+	if (r->placed) {
+		i = find_rule(op, r->location);
+		if (i < 0)
+			return 0;	/* gone already */
+		if (rule_is(&op->rules[i], r))
+			return delete_rule(op, i);
+		dmt_op_report(op, "rule at location %u on %s differs from what pid %ld (%s) inserted: left alone",
+			      r->location, ifname, (long)o->pid, o->comm);
+		return 0;
+	}
+	/* pending: the insert may or may not have happened */
+	for (i = 0; i < op->nrules; i++) {
+		if (in_list(op->rules[i].location, r->before, r->nbefore) ||
+		    !rule_is(&op->rules[i], r))
+			continue;
+		hit = i;
+		hits++;
+	}
+	if (hits == 1)
+		return delete_rule(op, hit);
+	if (hits > 1)
+		dmt_op_report(op, "%ld rules on %s match the rule pid %ld (%s) was inserting: left alone",
+			      hits, ifname, (long)o->pid, o->comm);
+	return 0;
+}
+
+static int undo_rules(struct dmt_op *op, struct dmt_owner *o)
+{
+	int err = dmt_op_rules(op);
+
+	while (!err && o->nrules) {
+		struct dmt_orule *r = &o->rules[o->nrules - 1];
+
+		err = undo_rule(op, o, r);
+		if (err < 0)
+			break;
+		free(r->before);
+		r->before = NULL;
+		o->nrules--;
+	}
+	return err;
+}
+
+static bool table_is(const struct dmt_rss *rss, const struct dmt_owner *o)
+{
+	return rss->indir_size == o->ctx_size &&
+	       memcmp(rss->indir, o->ctx_indir, o->ctx_size * 4) == 0;
+}
+
+static int delete_ctx(struct dmt_op *op, const struct dmt_owner *o, uint32_t id)
+{
+	int err = dmt_op_step(op, "deleting RSS context %u", id);
+
+	if (!err)
+		err = op->e->ops->rss_ctx_delete(op->e, id);
+	if (err == -ENOENT)
+		return 0;
+	if (err == -EBUSY) {
+		dmt_op_report(op, "RSS context %u on %s that pid %ld (%s) created is still used by rules: left alone",
+			      id, op->e->ifname, (long)o->pid, o->comm);
+		return 0;
+	}
+	if (!err)
+		op->changes++;
+	return err;
+}
+
+static int undo_placed_ctx(struct dmt_op *op, const struct dmt_owner *o)
+{
+	struct dmt_rss cur = { 0 };
+	int err = op->e->ops->rss_get(op->e, o->ctx_id, &cur);
+	bool ours = err == 0 && table_is(&cur, o);
+
+	dmt_rss_free(&cur);
+	if (err == -ENOENT)
+		return 0;
+	if (err < 0) {
+		/* cannot tell: leave it rather than delete what may not be ours */
+		dmt_op_report(op, "RSS context %u on %s that pid %ld (%s) created cannot be read (%s): left alone",
+			      o->ctx_id, op->e->ifname, (long)o->pid, o->comm,
+			      dmt_errno_name(err));
+		return 0;
+	}
+	if (ours)
+		return delete_ctx(op, o, o->ctx_id);
+	dmt_op_report(op, "RSS context %u on %s differs from what pid %ld (%s) created: left alone",
+		      o->ctx_id, op->e->ifname, (long)o->pid, o->comm);
+	return 0;
+}
+
+/* Created or not when the owner died: the one new context with our
+ * table, if there is exactly one. */
+static int undo_pending_ctx(struct dmt_op *op, const struct dmt_owner *o)
+{
+	struct dmt_rss *list = NULL;
+	uint32_t id = 0, hits = 0;
+	size_t n = 0;
+	int err = op->e->ops->rss_dump(op->e, &list, &n);
+
+	if (err == -EOPNOTSUPP)
+		return 0;
+	if (err < 0)
+		return err;
+	for (size_t i = 0; i < n; i++) {
+		if (list[i].context && !in_list(list[i].context, o->ctx_before, o->nctx_before) &&
+		    table_is(&list[i], o)) {
+			id = list[i].context;
+			hits++;
+		}
+		dmt_rss_free(&list[i]);
+	}
+	free(list);
+	if (hits == 1)
+		return delete_ctx(op, o, id);
+	if (hits > 1)
+		dmt_op_report(op, "%u RSS contexts on %s match the one pid %ld (%s) was creating: left alone",
+			      hits, op->e->ifname, (long)o->pid, o->comm);
+	return 0;
+}
+
+int dmt_op_undo_owner(struct dmt_op *op, struct dmt_owner *o, bool *gone)
+{
+	int err = 0;
+
+	*gone = false;
+	if (o->nrules)
+		err = undo_rules(op, o);
+	if (!err && o->ctx == DMT_CTX_PLACED)
+		err = undo_placed_ctx(op, o);
+	else if (!err && o->ctx == DMT_CTX_PENDING)
+		err = undo_pending_ctx(op, o);
+	if (err < 0)
+		return err;
+	o->ctx = DMT_CTX_NONE;
+	*gone = true;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* dead owners                                                             */
+
+static void drop_owner(struct dmt_op *op, size_t i)
+{
+	dmt_owner_free(&op->owners[i]);
+	op->owners[i] = op->owners[op->nowners - 1];
+	op->alive[i] = op->alive[op->nowners - 1];
+	op->nowners--;
+}
+
+int dmt_op_clean(struct dmt_op *op, bool all)
+{
+	int first = 0;
+
+	for (size_t i = 0; i < op->nowners;) {
+		struct dmt_owner *o = &op->owners[i];
+		char name[NAME_MAX + 1];
+		bool gone;
+		int err;
+
+		if (op->alive[i] && !all) {
+			i++;
+			continue;
+		}
+		dmt_owner_name(o, name, sizeof(name));
+		op->undid = true;
+		err = dmt_op_undo_owner(op, o, &gone);
+		if (!err && gone) {
+			dmt_log(op->ctx, DEVMEMTCP_LOG_INFO,
+				"%s: undid what pid %ld (%s) left (%s)", op->e->ifname,
+				(long)o->pid, o->comm, name);
+			dmt_file_remove(&op->rd, name);
+			drop_owner(op, i);
+			continue;
+		}
+		/* keep what is left for the next attempt; its queues stay
+		 * claimed meanwhile */
+		o->closed = true;
+		op->alive[i] = false;
+		dmt_op_save_owner(op, o);
+		if (!first)
+			first = dmt_err_set(op->err, err,
+					    "undoing what pid %ld (%s) left on %s failed at %s: %s",
+					    (long)o->pid, o->comm, op->e->ifname,
+					    op->doing, dmt_errno_name(err));
+		i++;
+	}
+	return first;
+}
+
+/* ---------------------------------------------------------------------- */
+/* the shared settings on the device                                       */
+
+/* The first owner: the baseline, before any change. */
+static int snapshot_base(struct dmt_op *op)
+{
+	struct dmt_eth *e = op->e;
+	struct dmt_base *b = &op->base;
+	struct dmt_shared *bl = &b->baseline;
+	const struct dmt_rss *rss;
+	struct dmt_rings r;
+	struct dmt_feature f;
+	int err;
+
+	memset(b, 0, sizeof(*b));
+	snprintf(b->ifname, sizeof(b->ifname), "%s", e->ifname);
+	b->ifindex = e->ifindex;
+	b->netns = dmt_netns_id();
+	err = dmt_op_dev_rings(op, &r);
+	if (err < 0)
+		return err;
+	bl->tds = r.has_tds ? r.tds : -1;
+	bl->hds = r.has_hds ? (int64_t)r.hds_thresh : -1;
+	err = dmt_op_dev_ntuple(op, &f);
+	if (err < 0)
+		return err;
+	bl->ntuple = f.active;
+	err = dmt_op_dev_rss(op, &rss);
+	if (err == 0 && rss->indir_size) {
+		struct dmt_shared now = { .rss = rss->indir, .rss_size = rss->indir_size };
+
+		err = copy_table(bl, &now);
+	} else if (err == -EOPNOTSUPP) {
+		err = 0;
+	}
+	if (err < 0)
+		return err;
+	b->rss_default = bl->rss_size && dmt_rss_is_default(bl->rss, bl->rss_size, op->nrx);
+	err = copy_shared(&b->applied, bl);
+	if (!err)
+		err = save_base(op);
+	if (err < 0) {
+		dmt_base_free(b);
+		return err;
+	}
+	op->have_base = true;
+	return 0;
+}
+
+static const char *const setting_names[] = {
+	"tcp-data-split", "hds-thresh", "rx-ntuple-filter", "the default RSS table",
+};
+
+static void theirs(struct dmt_op *op, uint32_t bit)
+{
+	int i = __builtin_ctz(bit);
+
+	op->base.theirs |= bit;
+	dmt_op_report(op, "%s of %s was changed by someone else since devmemtcp set it: left alone, also when the last owner goes",
+		      setting_names[i], op->e->ifname);
+}
+
+/* A change of an earlier operation that did not finish (a crash): what
+ * the device shows now is either the old value or the new one, both
+ * ours; anything else is someone else's. */
+static int settle(struct dmt_op *op)
+{
+	struct dmt_base *b = &op->base;
+	struct dmt_shared *a = &b->applied, *g = &b->applying;
+	const struct dmt_rss *cur;
+	struct dmt_rings r;
+	struct dmt_feature f;
+	int err;
+
+	if (!b->has_applying)
+		return 0;
+	err = dmt_op_dev_rings(op, &r);
+	if (err < 0)
+		return err;
+	if (r.has_tds && !(b->theirs & DMT_S_TDS) && r.tds != a->tds) {
+		if (r.tds == g->tds)
+			a->tds = g->tds;
+		else
+			theirs(op, DMT_S_TDS);
+	}
+	if (r.has_hds && !(b->theirs & DMT_S_HDS) && r.hds_thresh != a->hds) {
+		if (r.hds_thresh == g->hds)
+			a->hds = g->hds;
+		else
+			theirs(op, DMT_S_HDS);
+	}
+	err = dmt_op_dev_ntuple(op, &f);
+	if (err < 0)
+		return err;
+	if (!(b->theirs & DMT_S_NTUPLE) && f.active != a->ntuple) {
+		if (f.active == g->ntuple)
+			a->ntuple = g->ntuple;
+		else
+			theirs(op, DMT_S_NTUPLE);
+	}
+	if (a->rss_size && !(b->theirs & DMT_S_RSS)) {
+		struct dmt_shared now = { 0 };
+
+		err = dmt_op_dev_rss(op, &cur);
+		if (err < 0)
+			return err;
+		now.rss = cur->indir;
+		now.rss_size = cur->indir_size;
+		if (!same_table(&now, a)) {
+			if (same_table(&now, g))
+				err = copy_table(a, g);
+			else
+				theirs(op, DMT_S_RSS);
+		}
+		if (err < 0)
+			return err;
+	}
+	dmt_shared_free(g);
+	b->has_applying = false;
+	return 0;
+}
+
+static int change_rings(struct dmt_op *op, const struct dmt_shared *t,
+			bool restoring)
+{
+	struct dmt_base *b = &op->base;
+	const struct dmt_shared *a = &b->applied;
+	struct dmt_eth *e = op->e;
+	bool tds = !(b->theirs & DMT_S_TDS) && t->tds >= 0 && t->tds != a->tds;
+	bool hds = !(b->theirs & DMT_S_HDS) && t->hds >= 0 && t->hds != a->hds;
+	struct dmt_rings r;
+	int err;
+
+	snprintf(op->doing, sizeof(op->doing), "header split");
+	err = dmt_op_dev_rings(op, &r);
+	if (err < 0)
+		return err;
+	if (tds && r.tds != a->tds) {
+		if (r.tds != t->tds)
+			theirs(op, DMT_S_TDS);
+		tds = false;
+	}
+	if (hds && r.has_hds && r.hds_thresh != a->hds) {
+		if (r.hds_thresh != t->hds)
+			theirs(op, DMT_S_HDS);
+		hds = false;
+	}
+	if (!tds && !hds)
+		return 0;
+	err = dmt_op_step(op, "header split");
+	if (err < 0)
+		return err;
+	op->have_rings = false;
+	if (restoring && tds) {
+		/* "auto" first, as ethtool does: a driver whose default
+		 * matched the old state is left in its default mode. */
+		err = e->ops->rings_set(e, DMT_ETHTOOL_TCP_DATA_SPLIT_UNKNOWN,
+					hds ? t->hds : -1);
+		if (err == 0)
+			err = e->ops->rings_get(e, &r);
+		if (err == 0 && r.tds != t->tds)
+			err = e->ops->rings_set(e, t->tds, -1);
+		else if (err < 0)
+			err = e->ops->rings_set(e, t->tds, hds ? t->hds : -1);
+	} else {
+		err = e->ops->rings_set(e, tds ? t->tds : -1, hds ? t->hds : -1);
+	}
+	if (!err)
+		op->changes++;
+	return err;
+}
+
+static int change_rss(struct dmt_op *op, const struct dmt_shared *t)
+{
+	struct dmt_base *b = &op->base;
+	struct dmt_eth *e = op->e;
+	const struct dmt_rss *cur;
+	struct dmt_shared now = { 0 };
+	bool ours, done;
+	int err;
+
+	snprintf(op->doing, sizeof(op->doing), "RSS table");
+	err = dmt_op_dev_rss(op, &cur);
+	if (err < 0)
+		return err;
+	now.rss = cur->indir;
+	now.rss_size = cur->indir_size;
+	ours = same_table(&now, &b->applied);
+	done = same_table(&now, t);
+	if (!ours) {
+		if (!done)
+			theirs(op, DMT_S_RSS);
+		return 0;
+	}
+	err = dmt_op_step(op, "RSS table");
+	if (err < 0)
+		return err;
+	op->have_rss = false;
+	if (b->rss_default && same_table(t, &b->baseline))
+		err = e->ops->rss_set(e, 0, NULL, 0);	/* the driver's own */
+	else
+		err = e->ops->rss_set(e, 0, t->rss, t->rss_size);
+	if (!err)
+		op->changes++;
+	return err;
+}
+
+/* Turning ntuple filters off deletes every rule on most drivers: with
+ * rules of others there, it stays on (and *t says so). */
+static int change_ntuple(struct dmt_op *op, struct dmt_shared *t)
+{
+	struct dmt_base *b = &op->base;
+	struct dmt_eth *e = op->e;
+	struct dmt_feature f;
+	int err;
+
+	snprintf(op->doing, sizeof(op->doing), "ntuple feature");
+	err = dmt_op_dev_ntuple(op, &f);
+	if (err < 0)
+		return err;
+	if (f.active != b->applied.ntuple) {
+		if (f.active != t->ntuple)
+			theirs(op, DMT_S_NTUPLE);
+		return 0;
+	}
+	if (t->ntuple && (!f.present || !f.hw || f.nochange))
+		return dmt_err_set(op->err, -EOPNOTSUPP,
+				   "%s cannot turn on ntuple filters (rx-ntuple-filter is %s): "
+				   "devmem needs a NIC whose driver supports ntuple flow steering",
+				   e->ifname, !f.present ? "unknown" : "off [fixed]");
+	if (!t->ntuple) {
+		err = dmt_op_rules(op);
+		if (err < 0)
+			return err;
+		if (op->nrules > 0) {
+			dmt_op_report(op, "rx-ntuple-filter stays on: %s has %ld ntuple rules devmemtcp did not make, which turning it off would delete",
+				      e->ifname, op->nrules);
+			t->ntuple = 1;
+			return 0;
+		}
+	}
+	err = dmt_op_step(op, "ntuple feature");
+	op->have_feat = false;
+	if (!err)
+		err = e->ops->feature_set(e, DMT_NTUPLE_FEATURE, t->ntuple);
+	if (!err)
+		op->changes++;
+	return err;
+}
+
+/* Bring the device from applied to t: write-ahead, change in a safe
+ * order, commit.  With restoring (no owner left) the order is reversed. */
+static int apply_shared(struct dmt_op *op, struct dmt_shared *t, bool restoring)
+{
+	struct dmt_base *b = &op->base;
+	const struct dmt_shared *a = &b->applied;
+	bool rings = (!(b->theirs & DMT_S_TDS) && t->tds != a->tds) ||
+		     (!(b->theirs & DMT_S_HDS) && t->hds != a->hds);
+	bool ntuple = !(b->theirs & DMT_S_NTUPLE) && t->ntuple != a->ntuple;
+	bool rss = !(b->theirs & DMT_S_RSS) && !same_table(t, a);
+	int err;
+
+	if (!rings && !ntuple && !rss)
+		return 0;
+	err = copy_shared(&b->applying, t);
+	if (err < 0)
+		return err;
+	b->has_applying = true;
+	err = save_base(op);
+	if (err < 0)
+		return err;
+	if (!restoring) {
+		if (rings)
+			err = change_rings(op, t, false);
+		if (!err && rss)
+			err = change_rss(op, t);
+		if (!err && ntuple)
+			err = change_ntuple(op, t);
+	} else {
+		if (ntuple)
+			err = change_ntuple(op, t);
+		if (!err && rss)
+			err = change_rss(op, t);
+		if (!err && rings)
+			err = change_rings(op, t, true);
+	}
+	if (err < 0)
+		return err;	/* applying stays: either value is ours */
+	/* committed: what is theirs keeps its last applied value */
+	if (!(b->theirs & DMT_S_RSS)) {
+		err = copy_table(&b->applied, t);
+		if (err < 0)
+			return err;
+	}
+	if (!(b->theirs & DMT_S_TDS))
+		b->applied.tds = t->tds;
+	if (!(b->theirs & DMT_S_HDS))
+		b->applied.hds = t->hds;
+	if (!(b->theirs & DMT_S_NTUPLE))
+		b->applied.ntuple = t->ntuple;
+	dmt_shared_free(&b->applying);
+	b->has_applying = false;
+	return restoring ? 0 : save_base(op);
+}
+
+int dmt_op_reconcile(struct dmt_op *op, const struct dmt_owner *me,
+		     bool more_rules)
+{
+	const struct dmt_owner **list;
+	struct dmt_shared t = { 0 };
+	char name[IF_NAMESIZE + 8];
+	size_t n = 0;
+	int err;
+
+	list = dmt_calloc(op->nowners + 1, sizeof(*list));
+	if (!list)
+		return dmt_err_set(op->err, -ENOMEM, "%s: out of memory", op->e->ifname);
+	for (size_t i = 0; i < op->nowners; i++)
+		list[n++] = &op->owners[i];
+	if (me)
+		list[n++] = me;
+	err = 0;
+	if (n == 0 && !op->have_base)
+		goto out;
+	if (!op->nrx)
+		err = dmt_op_count_rx(op);
+	if (!err && !op->have_base)
+		err = snapshot_base(op);
+	if (!err)
+		err = settle(op);
+	if (!err)
+		err = dmt_derive_shared(&op->base, op->nrx, list, n, more_rules, &t);
+	if (!err)
+		err = apply_shared(op, &t, n == 0);
+	if (!err && n == 0) {
+		snprintf(name, sizeof(name), "%s.base", op->e->ifname);
+		err = dmt_file_remove(&op->rd, name);
+		dmt_base_free(&op->base);
+		op->have_base = false;
+		op->undid = true;
+	}
+	dmt_shared_free(&t);
+out:
+	free(list);
+	if (err < 0 && !op->err->msg[0])
+		dmt_err_set(op->err, err, "%s", dmt_errno_name(err));
+	return err;
+}
+
+/* ---------------------------------------------------------------------- */
+/* queues                                                                  */
+
+int dmt_op_count_rx(struct dmt_op *op)
+{
+	struct dmt_eth *e = op->e;
+	struct dmt_channels ch;
+	uint32_t rx, tx;
+	int err = e->ops->channels_get(e, &ch);
+
+	if (err == 0 && ch.rx + ch.combined) {
+		op->nrx = ch.rx + ch.combined;
+		return 0;
+	}
+	if (op->nl) {
+		struct devmemtcp_queue q[256];
+		int nq = dmt_queue_list(op->nl, e->ifindex, q, ARRAY_SIZE(q));
+
+		op->nrx = 0;
+		for (int i = 0; i < nq && i < (int)ARRAY_SIZE(q); i++)
+			op->nrx += q[i].type == DEVMEMTCP_QUEUE_RX;
+		if (!op->nrx && dmt_sysfs_queues(e->ifname, &rx, &tx) == 0)
+			op->nrx = rx;
+		if (op->nrx)
+			return 0;
+	}
+	return err < 0 ? err : -EOPNOTSUPP;
+}
+
+/* Who has each queue: an owner's index, FREE, or OUTSIDE (queue-get shows
+ * a provider or AF_XDP that no owner put there). */
+enum { Q_FREE = -1, Q_OUTSIDE = -2 };
+
+static int queue_map(struct dmt_op *op, int32_t *who, char (*what)[24])
+{
+	for (uint32_t q = 0; q < op->nrx; q++)
+		who[q] = Q_FREE;
+	for (size_t i = 0; i < op->nowners; i++)
+		for (uint32_t k = 0; k < op->owners[i].nqueues; k++)
+			if (op->owners[i].queues[k] < op->nrx)
+				who[op->owners[i].queues[k]] = (int32_t)i;
+	if (op->nl) {
+		struct devmemtcp_queue *q = dmt_calloc(512, sizeof(*q));
+		int nq;
+
+		if (!q)
+			return -ENOMEM;
+		nq = dmt_queue_list(op->nl, op->e->ifindex, q, 512);
+		for (int i = 0; i < nq && i < 512; i++) {
+			uint32_t id = q[i].id;
+
+			if (q[i].type != DEVMEMTCP_QUEUE_RX || id >= op->nrx ||
+			    who[id] != Q_FREE ||
+			    !(q[i].dmabuf_id || q[i].io_uring || q[i].xsk))
+				continue;
+			who[id] = Q_OUTSIDE;
+			if (q[i].dmabuf_id)
+				snprintf(what[id], sizeof(what[id]), "dma-buf %u", q[i].dmabuf_id);
+			else
+				snprintf(what[id], sizeof(what[id]), "%s",
+					 q[i].io_uring ? "io_uring zcrx" : "an AF_XDP socket");
+		}
+		free(q);
+	}
+	return 0;
+}
+
+/* "16 in all, 12 owned by 3 processes, 1 in use outside devmemtcp, 1 kept
+ * for other traffic" */
+static void queue_summary(const struct dmt_op *op, const int32_t *who,
+			  uint32_t keep, char *buf, size_t len)
+{
+	uint32_t owned = 0, outside = 0, procs = 0;
+	size_t o = 0;
+
+	for (uint32_t q = 0; q < op->nrx; q++) {
+		owned += who[q] >= 0;
+		outside += who[q] == Q_OUTSIDE;
+	}
+	for (size_t i = 0; i < op->nowners; i++) {
+		bool seen = false;
+
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = op->owners[k].pid == op->owners[i].pid;
+		procs += !seen && op->owners[i].nqueues;
+	}
+	o += (size_t)snprintf(buf + o, len - o, "%u in all, %u owned by %u process%s",
+			      op->nrx, owned, procs, procs == 1 ? "" : "es");
+	if (outside && o < len)
+		o += (size_t)snprintf(buf + o, len - o, ", %u in use outside devmemtcp", outside);
+	if (keep && o < len)
+		snprintf(buf + o, len - o, ", %u kept for other traffic", keep);
+}
+
+static int plan_explicit(struct dmt_op *op, const int32_t *who,
+			 char (*what)[24], const uint32_t *req, uint32_t nreq,
+			 bool allow_all, uint32_t *out, char *why, size_t whylen)
+{
+	const char *ifname = op->e->ifname;
+	uint32_t nfree = 0;
+	char sum[160];
+	int n = dmt_plan_queues(op->nrx, req, nreq, nreq, true, out, why, whylen);
+
+	if (n < 0)
+		return n;
+	for (uint32_t i = 0; i < nreq; i++) {
+		int32_t w = who[req[i]];
+
+		if (w >= 0) {
+			snprintf(why, whylen,
+				 "RX queue %u of %s is owned by pid %ld (%s): pick another queue, or let the library pick free ones (queues = NULL)",
+				 req[i], ifname, (long)op->owners[w].pid, op->owners[w].comm);
+			return -EBUSY;
+		}
+		if (w == Q_OUTSIDE) {
+			snprintf(why, whylen,
+				 "RX queue %u of %s has %s on it, which no devmemtcp owner put there: pick another queue",
+				 req[i], ifname, what[req[i]]);
+			return -EBUSY;
+		}
+	}
+	for (uint32_t q = 0; q < op->nrx; q++)
+		nfree += who[q] == Q_FREE;
+	if (allow_all || nfree > nreq)
+		return n;
+	if (nfree == op->nrx)
+		return dmt_plan_queues(op->nrx, req, nreq, nreq, false, out, why, whylen);
+	queue_summary(op, who, 1, sum, sizeof(sum));
+	snprintf(why, whylen, "%s has %u free RX queues (%s): ask for at most %u",
+		 ifname, nfree ? nfree - 1 : 0, sum, nfree ? nfree - 1 : 0);
+	return -ENOSPC;
+}
+
+static int plan_free(struct dmt_op *op, const int32_t *who, uint32_t k,
+		     bool allow_all, uint32_t *out, char *why, size_t whylen)
+{
+	uint32_t nfree = 0, keep = allow_all ? 0 : 1, avail, got = 0;
+	char sum[160];
+
+	if (k == 0)
+		k = 1;
+	for (uint32_t q = 0; q < op->nrx; q++)
+		nfree += who[q] == Q_FREE;
+	if (k > op->nrx || nfree == op->nrx)	/* nobody else: the old words */
+		return dmt_plan_queues(op->nrx, NULL, 0, k, allow_all, out, why, whylen);
+	avail = nfree > keep ? nfree - keep : 0;
+	if (k > avail) {
+		queue_summary(op, who, nfree ? keep : 0, sum, sizeof(sum));
+		snprintf(why, whylen, "%s has %u free RX queues (%s): ask for at most %u",
+			 op->e->ifname, avail, sum, avail);
+		return -ENOSPC;
+	}
+	/* the highest-numbered free ones, in ascending order */
+	for (uint32_t q = op->nrx; q-- > 0 && got < k;)
+		if (who[q] == Q_FREE)
+			out[k - 1 - got++] = q;
+	return (int)k;
+}
+
+int dmt_op_plan_queues(struct dmt_op *op, const uint32_t *req, uint32_t nreq,
+		       uint32_t k, bool allow_all, uint32_t *out, char *why,
+		       size_t whylen)
+{
+	int32_t *who = dmt_calloc(op->nrx ? op->nrx : 1, sizeof(*who));
+	char (*what)[24] = dmt_calloc(op->nrx ? op->nrx : 1, sizeof(*what));
+	int n;
+
+	if (!who || !what) {
+		free(who);
+		free(what);
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	n = queue_map(op, who, what);
+	if (n < 0)
+		snprintf(why, whylen, "out of memory");
+	else if (req)
+		n = plan_explicit(op, who, what, req, nreq, allow_all, out, why, whylen);
+	else
+		n = plan_free(op, who, k, allow_all, out, why, whylen);
+	free(who);
+	free(what);
+	return n;
+}

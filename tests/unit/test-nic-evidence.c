@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * A journal is evidence, not an order: recovery undoes a change only when
+ * the device still shows what the dead process set, and applies nothing of
+ * a journal written for another interface, device or namespace.  A foreign
+ * ntuple rule that would capture a flow first is refused with the rule and
+ * the fix.  Against the in-memory NIC (fake-nic.h); the dead process is a
+ * forked child killed after its setup.
+ */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "fake-nic.h"
+#include "nicfixture.h"
+
+static struct fake_nic *nic_state;
+static struct devmemtcp_ctx *ctx;
+static char dir[64];
+static char before[16384], after[16384];
+
+/* Keep what the library logs at warning level and above. */
+static int setup(void **state)
+{
+	nic_state = mmap(NULL, sizeof(*nic_state), PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (nic_state == MAP_FAILED)
+		return -1;
+	setenv("DEVMEMTCP_TEST_LOCK_WAIT_MS", "50", 1);
+	return nicfix_setup_logged(dir, sizeof(dir), "dmt-evidence", &ctx);
+}
+
+static int teardown(void **state)
+{
+	return nicfix_teardown(dir, ctx);
+}
+
+static int each(void **state)
+{
+	char cmd[128];
+
+	fake_init(nic_state);
+	snprintf(cmd, sizeof(cmd), "rm -f %s/*", dir);
+	nicfix_logged[0] = '\0';
+	return system(cmd);
+}
+
+static struct devmemtcp_flow flow(const char *text)
+{
+	struct devmemtcp_flow f;
+
+	assert_int_equal(devmemtcp_flow_parse(text, &f), 0);
+	return f;
+}
+
+/* A process that sets up eth0 with opts and is killed. */
+static void crashed_owner(const struct devmemtcp_nic_opts *o, bool in_insert)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct devmemtcp_nic *nic;
+
+		nic_state->kill_after_insert = in_insert;
+		if (devmemtcp_nic_open(ctx, "eth0", o, &nic))
+			_exit(3);
+		raise(SIGKILL);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+	nic_state->kill_after_insert = false;
+}
+
+/* Rewrite every journal file of the run directory: each line starting
+ * with from is replaced by to (NULL: dropped); names starting with
+ * from_name are renamed to start with to_name. */
+static void tamper(const char *from, const char *to, const char *from_name,
+		   const char *to_name)
+{
+	char names[32][NAME_MAX + 1];
+	struct dirent *d;
+	int n = 0;
+	DIR *dp = opendir(dir);
+
+	assert_non_null(dp);
+	while ((d = readdir(dp)) && n < 32)
+		if (d->d_name[0] != '.' && !strstr(d->d_name, ".lock"))
+			snprintf(names[n++], sizeof(names[0]), "%s", d->d_name);
+	closedir(dp);
+	assert_true(n > 0);
+	for (int i = 0; i < n; i++) {
+		char path[PATH_MAX], tmp[PATH_MAX], line[4096];
+		FILE *in, *out;
+
+		assert_true(snprintf(path, sizeof(path), "%s/%s", dir, names[i]) < (int)sizeof(path));
+		snprintf(tmp, sizeof(tmp), "%s/tampered", dir);
+		in = fopen(path, "r");
+		out = fopen(tmp, "w");
+		assert_non_null(in);
+		assert_non_null(out);
+		while (fgets(line, sizeof(line), in)) {
+			if (from && strncmp(line, from, strlen(from)) == 0) {
+				if (to)
+					fputs(to, out);
+				continue;
+			}
+			fputs(line, out);
+		}
+		fclose(in);
+		fclose(out);
+		assert_int_equal(chmod(tmp, 0600), 0);
+		assert_int_equal(unlink(path), 0);
+		if (from_name && strncmp(names[i], from_name, strlen(from_name)) == 0)
+			assert_true(snprintf(path, sizeof(path), "%s/%s%s", dir, to_name,
+					     names[i] + strlen(from_name)) < (int)sizeof(path));
+		assert_int_equal(rename(tmp, path), 0);
+	}
+}
+
+/* ---- item: recovery trusts only evidence ---- */
+
+/* The dead owner's context was deleted and its id reused by someone else
+ * with another table: not ours, left alone. */
+static void test_context_id_reused(void **state)
+{
+	struct devmemtcp_flow f = flow("dst-port 5201");
+	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 2, .flows = &f, .nflows = 1);
+
+	crashed_owner(&o, false);
+	assert_true(nic_state->ctx[1].used);
+	/* an administrator removes our rule and context, makes their own */
+	memset(nic_state->rule, 0, sizeof(nic_state->rule));
+	for (int i = 0; i < FAKE_INDIR; i++)
+		nic_state->ctx[1].indir[i] = 2;
+	fake_dump(nic_state, before, sizeof(before));
+	assert_true(devmemtcp_nic_recover(ctx, "eth0", NULL) >= 0);
+	assert_true(nic_state->ctx[1].used);
+	for (int i = 0; i < FAKE_INDIR; i++)
+		assert_int_equal(nic_state->ctx[1].indir[i], 2);
+	assert_non_null(strstr(nicfix_logged, "RSS context 1 on eth0 differs from what pid "));
+	assert_non_null(strstr(nicfix_logged, ": left alone"));
+}
+
+/* Someone deleted the dead owner's rule and put theirs at its location,
+ * with the same flow type and action: not ours, left alone. */
+static void test_rule_replaced(void **state)
+{
+	struct devmemtcp_flow f = flow("dst-port 5201"), theirs = flow("dst-port 9999");
+	DEVMEMTCP_OPTS(nic_opts, o, .flows = &f, .nflows = 1);
+
+	crashed_owner(&o, false);
+	assert_true(nic_state->rule[31].used);
+	assert_int_equal(nic_state->rule[31].fs.ring_cookie, 7);
+	dmt_flow_to_spec(&theirs, 7, false, &nic_state->rule[31].fs);
+	nic_state->rule[31].fs.location = 31;
+	assert_true(devmemtcp_nic_recover(ctx, "eth0", NULL) >= 0);
+	fake_dump(nic_state, after, sizeof(after));
+	assert_non_null(strstr(after, "rule 31: tcp4 *:* -> *:9999 queue 7"));
+	assert_non_null(strstr(nicfix_logged, "rule at location 31 on eth0 differs from what pid "));
+}
+
+/* A rule inserted just before the crash (location unknown) is found by
+ * its content; with two candidates nothing is guessed. */
+static void test_pending_rule_ambiguous(void **state)
+{
+	struct devmemtcp_flow f = flow("dst-port 5201");
+	DEVMEMTCP_OPTS(nic_opts, o, .flows = &f, .nflows = 1);
+
+	crashed_owner(&o, true);
+	assert_true(nic_state->rule[31].used);
+	/* an identical rule appears elsewhere since */
+	nic_state->rule[3] = nic_state->rule[31];
+	nic_state->rule[3].fs.location = 3;
+	assert_true(devmemtcp_nic_recover(ctx, "eth0", NULL) >= 0);
+	assert_true(nic_state->rule[31].used);
+	assert_true(nic_state->rule[3].used);
+	assert_non_null(strstr(nicfix_logged, "2 rules on eth0 match the rule pid "));
+}
+
+/* A journal names the interface it was written for. */
+static void test_journal_of_another_interface(void **state)
+{
+	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 2);
+
+	crashed_owner(&o, false);
+	tamper(NULL, NULL, "eth0.", "eth1.");
+	fake_dump(nic_state, before, sizeof(before));
+	assert_int_equal(devmemtcp_nic_recover(ctx, "eth1", NULL), -ESTALE);
+	assert_non_null(strstr(devmemtcp_ctx_errmsg(ctx), " was written for eth0, not eth1: nothing of it is applied"));
+	fake_dump(nic_state, after, sizeof(after));
+	assert_string_equal(before, after);
+}
+
+/* The device was replaced: its ifindex differs from the journal's. */
+static void test_ifindex_changed(void **state)
+{
+	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 2);
+
+	crashed_owner(&o, false);
+	tamper("ifindex ", "ifindex 9\n", NULL, NULL);
+	fake_dump(nic_state, before, sizeof(before));
+	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), -ESTALE);
+	assert_non_null(strstr(devmemtcp_ctx_errmsg(ctx),
+			       " was written when eth0 had ifindex 9; it has 1 now (the device was replaced): nothing of it is applied"));
+	fake_dump(nic_state, after, sizeof(after));
+	assert_string_equal(before, after);
+}
+
+/* A journal that does not say which network namespace it belongs to is
+ * not applied to this one's device of the same name. */
+static void test_no_namespace(void **state)
+{
+	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 2);
+
+	crashed_owner(&o, false);
+	tamper("netns ", NULL, NULL, NULL);
+	fake_dump(nic_state, before, sizeof(before));
+	assert_true(devmemtcp_nic_recover(ctx, "eth0", NULL) < 0);
+	fake_dump(nic_state, after, sizeof(after));
+	assert_string_equal(before, after);
+}
+
+/* ---- item: shadowing foreign rules ---- */
+
+/* A foreign rule more specific than ours, at a lower location (matched
+ * first), steering elsewhere: part of our flow would arrive as ordinary
+ * data.  Refused with the rule and the fix; nothing is left behind. */
+static void test_shadowed_by_more_specific(void **state)
+{
+	struct devmemtcp_flow f = flow("dst-ip 10.0.0.1 dst-port 5201"),
+			      theirs = flow("src-ip 10.0.0.9 dst-ip 10.0.0.1 dst-port 5201");
+	DEVMEMTCP_OPTS(nic_opts, o, .flows = &f, .nflows = 1);
+	struct devmemtcp_nic *nic;
+
+	nic_state->ntuple_on = true;
+	nic_state->rule[0].used = true;
+	dmt_flow_to_spec(&theirs, 0, false, &nic_state->rule[0].fs);
+	nic_state->rule[0].fs.location = 0;
+	fake_dump(nic_state, before, sizeof(before));
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), -EEXIST);
+	assert_non_null(strstr(devmemtcp_ctx_errmsg(ctx),
+			       "flow 0 (tcp4 *:* -> 10.0.0.1:5201): rule 0 on eth0 (tcp4 10.0.0.9:* -> 10.0.0.1:5201 queue 0) "
+			       "matches these packets first and steers them elsewhere: delete it (ethtool -N eth0 delete 0) "
+			       "or pass DEVMEMTCP_NIC_ALLOW_SHADOW"));
+	fake_dump(nic_state, after, sizeof(after));
+	assert_string_equal(before, after);
+	/* the caller who knows better says so */
+	o.flags = DEVMEMTCP_NIC_ALLOW_SHADOW;
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), 0);
+	fake_dump(nic_state, after, sizeof(after));
+	assert_non_null(strstr(after, "rule 0: tcp4 10.0.0.9:* -> 10.0.0.1:5201 queue 0"));
+	assert_non_null(strstr(after, "rule 31: tcp4 *:* -> 10.0.0.1:5201 queue 7"));
+	assert_int_equal(devmemtcp_nic_close(nic), 0);
+	fake_dump(nic_state, after, sizeof(after));
+	assert_string_equal(before, after);
+}
+
+/* The same on a live handle: the flow is refused and no rule stays. */
+static void test_add_flow_shadowed(void **state)
+{
+	struct devmemtcp_flow f = flow("dst-port 5201"), theirs = flow("dst-port 5201");
+	DEVMEMTCP_OPTS(nic_opts, o, .flags = DEVMEMTCP_NIC_NO_RSS_CONTEXT);
+	struct devmemtcp_nic *nic;
+
+	theirs.family = AF_INET;
+	nic_state->ntuple_on = true;
+	nic_state->rule[2].used = true;
+	dmt_flow_to_spec(&theirs, 0, false, &nic_state->rule[2].fs);
+	nic_state->rule[2].fs.ring_cookie = RX_CLS_FLOW_DISC;	/* a drop rule */
+	nic_state->rule[2].fs.location = 2;
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), 0);
+	fake_dump(nic_state, before, sizeof(before));
+	assert_int_equal(devmemtcp_nic_add_flow(nic, &f), -EEXIST);
+	assert_non_null(strstr(devmemtcp_nic_errmsg(nic), ": rule 2 on eth0 ("));
+	assert_non_null(strstr(devmemtcp_nic_errmsg(nic),
+			       ") matches these packets first and steers them elsewhere: delete it (ethtool -N eth0 delete 2)"));
+	fake_dump(nic_state, after, sizeof(after));
+	assert_string_equal(before, after);
+	assert_int_equal(devmemtcp_nic_close(nic), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_context_id_reused, each),
+		cmocka_unit_test_setup(test_rule_replaced, each),
+		cmocka_unit_test_setup(test_pending_rule_ambiguous, each),
+		cmocka_unit_test_setup(test_journal_of_another_interface, each),
+		cmocka_unit_test_setup(test_ifindex_changed, each),
+		cmocka_unit_test_setup(test_no_namespace, each),
+		cmocka_unit_test_setup(test_shadowed_by_more_specific, each),
+		cmocka_unit_test_setup(test_add_flow_shadowed, each),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
