@@ -101,9 +101,12 @@ def test_nic_bad_flow(ctx):
         dm.Nic(ctx, "lo", flows="tcp4 dst-port 1")
 
 
-def test_nic_on_loopback(ctx):
+def test_nic_on_loopback(ctx, tmp_path):
+    # a run directory of the test's own: the machine's may be refused
+    # (another owner's, or writable by others)
+    tmp_path.chmod(0o700)
     raises(errno.EINVAL, re.escape("lo: all 1 RX queues would be devmem queues, leaving none for other traffic: use fewer queues or add channels with ethtool -L"),
-           dm.Nic, ctx, "lo")
+           dm.Nic, ctx, "lo", run_dir=str(tmp_path))
 
 
 def test_bind_rx_on_loopback(ctx, hostmem):
