@@ -139,7 +139,8 @@ struct launch {
 	unsigned long long ns;		/* F_SPIN, F_SPIN_WRITE */
 	uint64_t addr;			/* F_SPIN_WRITE */
 	uint32_t value;
-	unsigned char param[DMT_INLINE_HDR + 1024 * 16];
+	/* the kernel's parameter struct is 16-byte aligned */
+	unsigned char param[DMT_INLINE_HDR + 1024 * 16] __attribute__((aligned(16)));
 };
 
 static uint64_t out_addr(const struct dmt_gather_dst *sdst, uint32_t ndst,
