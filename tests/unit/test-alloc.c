@@ -53,9 +53,11 @@ static void test_ctx_new(void **state)
 		ret = devmemtcp_ctx_new(NULL, &c);
 		if (!alloc_injected(n))
 			break;
-		/* no context: no message, only the errno */
+		/* no context: the message is the thread's */
+		/* ERRORS devmemtcp_ctx_new ENOMEM */
 		assert_int_equal(ret, -ENOMEM);
 		assert_null(c);
+		assert_string_equal(devmemtcp_ctx_errmsg(NULL), "devmemtcp_ctx_new: out of memory");
 	}
 	assert_int_equal(ret, 0);
 	devmemtcp_ctx_free(c);
@@ -474,7 +476,10 @@ static void test_flow_parse(void **state)
 		ret = devmemtcp_flow_parse("dst-ip 10.0.0.1 dst-port 5201", &f);
 		if (!alloc_injected(n))
 			break;
-		assert_int_equal(ret, -ENOMEM);	/* no object: no message */
+		/* no object: the message is the thread's */
+		/* ERRORS devmemtcp_flow_parse ENOMEM */
+		assert_int_equal(ret, -ENOMEM);
+		assert_string_equal(devmemtcp_ctx_errmsg(NULL), "devmemtcp_flow_parse: out of memory");
 	}
 	assert_int_equal(ret, 0);
 	alloc_walked("devmemtcp_flow_parse", n);

@@ -51,6 +51,7 @@ static void test_udmabuf_size_near_2_64(void **state)
 
 	/* the device is never opened: a missing one would say so */
 	setenv("DEVMEMTCP_UDMABUF_DEV", "/nonexistent/udmabuf", 1);
+	/* ERRORS devmemtcp_buf_new E2BIG */
 	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -E2BIG);
 	assert_null(buf);
 	snprintf(want, sizeof(want),
