@@ -1421,7 +1421,7 @@ DEVMEMTCP_EXPORT int devmemtcp_zcrx_wait(struct devmemtcp_zcrx *z, int timeout_m
 	int ret;
 
 	if (!z)
-		return -EINVAL;
+		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_zcrx_wait: zcrx is NULL");
 	pthread_mutex_lock(&z->lock);
 	ret = ring_claim(z, &z->err);
 	if (!ret)
