@@ -282,6 +282,20 @@ static void test_new_buf_size(void **state)
 	devmemtcp_buf_free(odd);
 }
 
+/* The handle cannot be allocated. */
+static void test_new_no_memory(void **state)
+{
+	struct devmemtcp_zcrx *z = (void *)1;
+
+	(void)state;
+	dmt_test_alloc_fail(1, false);
+	/* ERRORS devmemtcp_zcrx_new ENOMEM */
+	expect(devmemtcp_zcrx_new(ctx, 1, 0, buf, NULL, &z), -ENOMEM,
+	       "devmemtcp_zcrx_new: out of memory");
+	dmt_test_alloc_fail(0, false);
+	assert_null(z);
+}
+
 /* NULL handles: no crash, the documented errno. */
 static void test_null(void **state)
 {
@@ -971,6 +985,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_new_args, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_new_opts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_new_buf_size, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_new_no_memory, setup, teardown),
 		cmocka_unit_test(test_null),
 		cmocka_unit_test_setup_teardown(test_fake_receive, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fake_demux, setup, teardown),
