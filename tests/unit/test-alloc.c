@@ -290,6 +290,7 @@ static void test_tx_new_send(void **state)
 		ret = devmemtcp_tx_new(ctx, fd, &b, NULL, &tx);
 		if (!alloc_injected(n))
 			break;
+		/* ERRORS devmemtcp_tx_new ENOMEM */
 		assert_int_equal(ret, -ENOMEM);
 		alloc_expect_oom("devmemtcp_tx_new", n, devmemtcp_ctx_errmsg(ctx));
 	}
