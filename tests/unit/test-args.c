@@ -129,6 +129,7 @@ static void test_nqueues_max(void **state)
 	assert_non_null(mkdtemp(dir));
 	o.run_dir = dir;
 	allocations();
+	/* ERRORS devmemtcp_nic_open E2BIG */
 	assert_int_equal(devmemtcp_nic_open(ctx, "dmt-none0", &o, &nic), -E2BIG);
 	assert_int_equal(allocations(), 0);
 	assert_null(nic);

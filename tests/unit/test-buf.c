@@ -294,6 +294,7 @@ static void test_qstats_args(void **state)
 {
 	struct devmemtcp_qstats st = { 0 };
 
+	/* ERRORS devmemtcp_qstats_get EINVAL */
 	assert_int_equal(devmemtcp_qstats_get(ctx, 1, DEVMEMTCP_QUEUE_RX, 0, &st), -EINVAL);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
 			    "devmemtcp_qstats_get: stats is NULL or its sz is not set: set .sz = sizeof(struct devmemtcp_qstats)");
