@@ -985,6 +985,7 @@ static void test_public_args(void **state)
 	assert_int_equal(devmemtcp_tx_fd(NULL), -EINVAL);
 	assert_int_equal(devmemtcp_tx_send(NULL, p, 1, 0), -EINVAL);
 	assert_int_equal(devmemtcp_tx_reap(NULL, NULL, 0), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(NULL), "devmemtcp_tx_reap: tx is NULL");
 	/* ERRORS devmemtcp_tx_wait EINVAL */
 	assert_int_equal(devmemtcp_tx_wait(NULL, 0), -EINVAL);
 	/* no handle: the message is the thread's */
