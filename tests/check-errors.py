@@ -24,8 +24,13 @@ The baseline (tests/errors-baseline.txt, sorted "FUNCTION ERRNO" lines) is
 what the pages documented when it was last written: a pair in it that the
 pages no longer document fails the check (ERRORS sections may only grow), and
 so does a documented pair missing from it.  --update rewrites it from the
-pages and says what it added and dropped; a drop needs a commit that says why
-the error cannot happen.
+pages and says what it added and dropped.  A pair that left the pages
+because the function cannot return it is recorded in the baseline as
+
+    # dropped FUNCTION ERRNO: why the function cannot return it
+
+--update writes that line without the reason, and the check fails until
+the reason is written (the commit says it too); --update keeps the lines.
 
 usage: check-errors.py SRCDIR [--update] [--list]
   --update  rewrite the baseline from the pages
@@ -130,12 +135,23 @@ def test_tags(src, problems):
     return tags
 
 
+DROPPED_RE = re.compile(r'#\s*dropped\s+(devmemtcp_[a-z0-9_]+)\s+(E[A-Z0-9]+):?[ \t]*(.*)$')
+
+
 def read_baseline(path):
+    """The pairs of the baseline, and {pair: reason} of its dropped lines."""
+    base, dropped = set(), {}
     try:
         with open(path, encoding='utf-8') as f:
-            return {tuple(l.split()) for l in f if l.strip() and not l.startswith('#')}
+            for line in f:
+                m = DROPPED_RE.match(line.strip())
+                if m:
+                    dropped[(m.group(1), m.group(2))] = m.group(3).strip()
+                elif line.strip() and not line.startswith('#'):
+                    base.add(tuple(line.split()))
     except FileNotFoundError:
-        return set()
+        pass
+    return base, dropped
 
 
 def main(argv):
@@ -149,19 +165,29 @@ def main(argv):
     pairs = page_pairs(src, problems)
     tags = test_tags(src, problems)
     basepath = os.path.join(src, BASELINE)
-    base = read_baseline(basepath)
+    base, dropped = read_baseline(basepath)
     documented = set(pairs)
 
     if '--update' in flags:
+        for p in base - documented:
+            dropped.setdefault(p, '')
+        for p in documented:
+            dropped.pop(p, None)
         with open(basepath, 'w', encoding='utf-8') as f:
             f.write('# (function, errno) pairs the man pages document: tests/check-errors.py\n')
             f.write('# fails when one disappears.  Rewrite with tests/check-errors.py SRCDIR --update.\n')
             for p in sorted(documented):
                 f.write('%s %s\n' % p)
+            if dropped:
+                f.write('# Pairs the pages no longer document, each with why the function\n')
+                f.write('# cannot return it (--update keeps these lines):\n')
+            for p in sorted(dropped):
+                f.write(('# dropped %s %s: %s' % (p + (dropped[p],))).rstrip() + '\n')
         for p in sorted(documented - base):
             print('added %s %s' % p)
         for p in sorted(base - documented):
-            print('dropped %s %s: say in the commit why it cannot happen' % p)
+            print('dropped %s %s: write in %s and in the commit why it cannot happen'
+                  % (p + (BASELINE,)))
         base = documented
 
     if '--list' in flags:
@@ -178,8 +204,15 @@ def main(argv):
                             % (where, p[0], p[1], p[0], p[1]))
     for p in sorted(base - documented):
         problems.append('%s: %s %s is gone from %s(3) ERRORS: ERRORS sections only grow '
-                        '(where it cannot happen, --update and say why in the commit)'
+                        '(where it cannot happen, --update and write why on its dropped line and in the commit)'
                         % (BASELINE, p[0], p[1], p[0]))
+    for p in sorted(dropped):
+        if not dropped[p]:
+            problems.append('%s: dropped %s %s: no reason: say why %s cannot return %s'
+                            % (BASELINE, p[0], p[1], p[0], p[1]))
+        if p in documented:
+            problems.append('%s: %s %s is documented again but recorded as dropped: run %s %s --update'
+                            % (BASELINE, p[0], p[1], sys.argv[0], src))
     for p in sorted(documented - base):
         problems.append('%s: %s %s is documented but not in the baseline: run %s %s --update'
                         % (pairs[p], p[0], p[1], sys.argv[0], src))
