@@ -831,8 +831,8 @@ static void test_close_busy(void **state)
 	assert_int_equal(devmemtcp_nic_close(nic), -EBUSY);
 	snprintf(want, sizeof(want),
 		 "closing the devmem setup of eth0 failed: eth0: pid %d (%s) holds %s/eth0.lock and has not let go for 50 ms: "
-		 "if that process hangs, stop it; what is left is recorded in %s: the next open or close on eth0, "
-		 "or 'devmemtcp restore eth0', finishes it",
+		 "if that process hangs, stop it; what is left is recorded in %s: the next open or close on eth0 "
+		 "after this process ends, or 'devmemtcp restore --all eth0', finishes it",
 		 child, t_own_comm(), dir, dir);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
 	nicfix_kill(child);
