@@ -382,7 +382,7 @@ static int gpu_gather_impl(struct devmemtcp_gpu *gpu,
 	int ret;
 
 	if (!gpu)
-		return -EINVAL;
+		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_gpu_gather: gpu is NULL");
 	if ((n && !frags) || (ndst && !dsts))
 		return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
 			       "devmemtcp_gpu_gather: frags or dsts is NULL with a non-zero count");
@@ -416,7 +416,7 @@ static int gpu_fence_new_impl(struct devmemtcp_gpu *gpu, void *stream,
 			      struct devmemtcp_gpu_fence **fencep)
 {
 	if (!gpu)
-		return -EINVAL;
+		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_gpu_fence_new: gpu is NULL");
 	if (!fencep)
 		return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
 			       "devmemtcp_gpu_fence_new: fence pointer is NULL");
@@ -429,7 +429,7 @@ static int gpu_release_after_impl(struct devmemtcp_gpu *gpu,
 				  size_t n, void *stream)
 {
 	if (!gpu)
-		return -EINVAL;
+		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_gpu_release_after: gpu is NULL");
 	if (!rx)
 		return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
 			       "devmemtcp_gpu_release_after: rx is NULL");
@@ -501,8 +501,11 @@ DEVMEMTCP_EXPORT int devmemtcp_gpu_fence_new(struct devmemtcp_gpu *gpu,
 DEVMEMTCP_EXPORT int devmemtcp_gpu_fence_done(void *fence, bool wait)
 {
 	DMT_KEEP_ERRNO;
-	int saved = errno, ret = fence ? dmt_gpu_fence_done(fence, wait) : -EINVAL;
+	int saved = errno, ret;
 
+	ret = fence ? dmt_gpu_fence_done(fence, wait)
+		    : dmt_err(NULL, NULL, -EINVAL,
+			      "devmemtcp_gpu_fence_done: fence is NULL");
 	errno = saved;
 	return ret;
 }

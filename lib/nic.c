@@ -1178,7 +1178,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_queues(const struct devmemtcp_nic *nic,
 {
 	DMT_KEEP_ERRNO;
 	if (!nic)
-		return -EINVAL;
+		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_nic_queues: nic is NULL");
 	if (queues)
 		*queues = nic->me.queues;
 	return (int)nic->me.nqueues;
@@ -1236,7 +1236,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_remove_flow(struct devmemtcp_nic *nic,
 	int err;
 
 	if (!nic)
-		return -EINVAL;
+		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_nic_remove_flow: nic is NULL");
 	for (i = 0; i < nic->me.nrules; i++)
 		if ((int)nic->me.rules[i].id == flow_id && nic->me.rules[i].placed)
 			break;
@@ -1277,7 +1277,8 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_stats(const struct devmemtcp_nic *nic,
 	struct devmemtcp_nic_stats s;
 
 	if (!nic || !stats || stats->sz < sizeof(size_t))
-		return -EINVAL;
+		return dmt_err(NULL, NULL, -EINVAL,
+			       "devmemtcp_nic_stats: nic or stats is NULL, or stats->sz is not set: set .sz = sizeof(struct devmemtcp_nic_stats)");
 	memset(&s, 0, sizeof(s));
 	s.setup_round_trips = nic->setup_rt;
 	s.setup_ioctls = nic->setup_ioctls;
