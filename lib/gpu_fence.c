@@ -60,7 +60,7 @@ static bool word_reached(const struct devmemtcp_gpu_fence *f)
 	return __atomic_load_n(f->word, __ATOMIC_ACQUIRE) == f->seq;
 }
 
-/* A word for f (gpu->lock held). */
+/* A word for f (gpu->lock held, the context current). */
 static int word_get(struct devmemtcp_gpu *gpu, struct devmemtcp_gpu_fence *f)
 {
 	struct dmt_fence_page *p = gpu->fence_pages;
@@ -231,18 +231,20 @@ int dmt_gpu_fence_new(struct devmemtcp_gpu *gpu, void *stream,
 	int ret;
 
 	*fencep = NULL;
-	ret = fence_get(gpu, &f);
+	/* the context current before a word is taken: pinned memory is
+	 * allocated in the current context */
+	ret = dmt_gpu_ctx_enter(gpu, &pushed);
 	if (ret)
 		return ret;
-	ret = dmt_gpu_ctx_enter(gpu, &pushed);
+	ret = fence_get(gpu, &f);
 	if (!ret) {
 		ret = fence_queue(gpu, f, (CUstream)stream);
-		dmt_gpu_ctx_leave(gpu, pushed);
+		if (ret)
+			fence_put(f);	/* nothing queued */
 	}
-	if (ret) {
-		fence_put(f);	/* nothing queued */
+	dmt_gpu_ctx_leave(gpu, pushed);
+	if (ret)
 		return ret;
-	}
 	*fencep = f;
 	return 0;
 }

@@ -35,6 +35,7 @@
 #define FAKE_SMS 4
 #define ERR_NOT_FOUND 500
 #define ERR_LAUNCH 719
+#define ERR_INVALID_CONTEXT 201
 
 static pthread_mutex_t big = PTHREAD_MUTEX_INITIALIZER;
 
@@ -661,6 +662,7 @@ EXPORT CUresult cuGetErrorName(CUresult r, const char **s)
 	*s = r == CUDA_ERROR_NOT_READY ? "CUDA_ERROR_NOT_READY"
 	     : r == ERR_NOT_FOUND	? "CUDA_ERROR_NOT_FOUND"
 	     : r == CUDA_ERROR_INVALID_VALUE ? "CUDA_ERROR_INVALID_VALUE"
+	     : r == ERR_INVALID_CONTEXT ? "CUDA_ERROR_INVALID_CONTEXT"
 					     : "CUDA_ERROR_FAKE";
 	return CUDA_SUCCESS;
 }
@@ -920,17 +922,37 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 	return CUDA_SUCCESS;
 }
 
+/*
+ * Pinned host memory belongs to the current context: without one the
+ * driver answers CUDA_ERROR_INVALID_CONTEXT.  cuMemFreeHost waits for the
+ * whole device, as the driver's does; so does cuMemHostAlloc while
+ * DEVMEMTCP_FAKE_CUDA_HOSTALLOC_SYNC=1 (drivers that do).
+ */
+static bool no_context(void)
+{
+	return !ctx_depth;
+}
+
 EXPORT CUresult cuMemHostAlloc(void **p, size_t size, unsigned int flags)
 {
+	const char *sync = getenv("DEVMEMTCP_FAKE_CUDA_HOSTALLOC_SYNC");
+
 	(void)flags;
 	if (injected(__func__))
 		return injected(__func__);
+	if (no_context())
+		return ERR_INVALID_CONTEXT;
+	if (sync && !strcmp(sync, "1"))
+		cuCtxSynchronize();
 	*p = aligned_alloc(4096, (size + 4095) / 4096 * 4096);
 	return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 EXPORT CUresult cuMemFreeHost(void *p)
 {
+	if (no_context())
+		return ERR_INVALID_CONTEXT;
+	cuCtxSynchronize();
 	free(p);
 	return CUDA_SUCCESS;
 }
@@ -939,6 +961,8 @@ EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p,
 					     unsigned int flags)
 {
 	(void)flags;
+	if (no_context())
+		return ERR_INVALID_CONTEXT;
 	*d = (uintptr_t)p;
 	return CUDA_SUCCESS;
 }

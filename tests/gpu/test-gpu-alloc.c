@@ -28,6 +28,16 @@
 
 static struct devmemtcp_ctx *ctx;
 
+/* The path completed without an injected failure: it must succeed, and
+ * says why when it did not. */
+static void expect_done(int ret, const char *what, const char *msg)
+{
+	if (ret)
+		print_message("%s: %d (%s): %s\n", what, ret, strerror(-ret),
+			      msg);
+	assert_int_equal(ret, 0);
+}
+
 static void test_gpu_new(void **state)
 {
 	struct devmemtcp_gpu *gpu;
@@ -45,7 +55,7 @@ static void test_gpu_new(void **state)
 		assert_null(gpu);
 		alloc_expect_oom("devmemtcp_gpu_new", n, devmemtcp_ctx_errmsg(ctx));
 	}
-	assert_int_equal(ret, 0);
+	expect_done(ret, "devmemtcp_gpu_new", devmemtcp_ctx_errmsg(ctx));
 	devmemtcp_gpu_free(gpu);
 	alloc_walked("devmemtcp_gpu_new", n);
 }
@@ -90,12 +100,14 @@ static void test_fence_new(void **state)
 		if (!alloc_injected(n))
 			break;
 		/* ERRORS devmemtcp_gpu_fence_new ENOMEM */
+		if (ret != -ENOMEM)
+			print_message("%d: %s\n", ret, devmemtcp_gpu_errmsg(gpu));
 		assert_int_equal(ret, -ENOMEM);
 		assert_null(fence);
 		alloc_expect_oom("devmemtcp_gpu_fence_new", n, devmemtcp_gpu_errmsg(gpu));
 		devmemtcp_gpu_free(gpu);
 	}
-	assert_int_equal(ret, 0);
+	expect_done(ret, "devmemtcp_gpu_fence_new", devmemtcp_gpu_errmsg(gpu));
 	assert_int_equal(devmemtcp_gpu_fence_done(fence, true), 1);
 	devmemtcp_gpu_free(gpu);
 	alloc_walked("devmemtcp_gpu_fence_new", n);
@@ -122,6 +134,8 @@ static void test_release_after(void **state)
 		if (!alloc_injected(n))
 			break;
 		/* ERRORS devmemtcp_gpu_release_after ENOMEM */
+		if (ret != -ENOMEM)
+			print_message("%d: %s\n", ret, devmemtcp_gpu_errmsg(gpu));
 		assert_int_equal(ret, -ENOMEM);
 		alloc_expect_oom("devmemtcp_gpu_release_after", n, devmemtcp_gpu_errmsg(gpu));
 		/* nothing was deferred: the same fragments release now */
@@ -130,7 +144,8 @@ static void test_release_after(void **state)
 		assert_int_equal(alloc_returned, NTOK);
 		devmemtcp_gpu_free(gpu);
 	}
-	assert_int_equal(ret, 0);
+	expect_done(ret, "devmemtcp_gpu_release_after",
+		    devmemtcp_gpu_errmsg(gpu));
 	devmemtcp_rx_free(rx);	/* waits for the fence */
 	assert_int_equal(alloc_returned, NTOK);
 	devmemtcp_gpu_free(gpu);
