@@ -334,6 +334,8 @@ static int gpu_new_impl(struct devmemtcp_ctx *ctx,
 		ret = gpu_alloc_slots(gpu);
 	if (!ret)
 		ret = gpu_aux_stream(gpu);
+	if (!ret)
+		ret = dmt_gpu_fences_prepare(gpu);
 	if (!ret && gpu->mode == DMT_GATHER_PERSIST && gpu->mod)
 		ret = dmt_persist_init(gpu);
 	if (ret) {

@@ -96,7 +96,6 @@ struct devmemtcp_gpu {
 	bool fence_events;		/* events, not words (gpu_fence.c) */
 	struct devmemtcp_gpu_fence *free_fences;
 	struct devmemtcp_gpu_fence *retired_fences;
-	struct dmt_fence_page *fence_pages;
 };
 
 /* The parameter of dmt_gather_inline<N>: header, then N descriptors
@@ -121,9 +120,11 @@ _Static_assert(sizeof(struct dmt_persist_job) == 64, "dmt_persist_job");
 void dmt_gpu_unref(struct devmemtcp_gpu *gpu);
 
 /* gpu_fence.c: fences and releases held back by them.  init after the
- * driver table is known; fini once no fence is out (last reference). */
+ * driver table is known, prepare with the context current (a word of the
+ * process's pool ready); fini once no fence is out (last reference). */
 void dmt_gpu_fences_init(struct devmemtcp_gpu *gpu);
 void dmt_gpu_fences_fini(struct devmemtcp_gpu *gpu);
+int dmt_gpu_fences_prepare(struct devmemtcp_gpu *gpu);
 int dmt_gpu_fence_new(struct devmemtcp_gpu *gpu, void *stream,
 		      struct devmemtcp_gpu_fence **fencep);
 int dmt_gpu_fence_done(struct devmemtcp_gpu_fence *f, bool wait);

@@ -17,7 +17,16 @@
  * later one.  A fence whose write is queued but that was never handed out
  * (devmemtcp_gpu_release_after failing after it was made) is retired until
  * the write has landed, and the handle's end waits for it: the GPU never
- * writes into freed memory.
+ * writes into a word that went back to the pool.
+ *
+ * The words come from a pool of the process, one per primary context (the
+ * pool retains it, so its pinned pages outlive every handle), kept until
+ * the library is unloaded.  cuMemHostAlloc and cuMemFreeHost may wait for
+ * the whole device: a handle's end gives its words back (zeroed, their
+ * last writes landed) instead of freeing them, and a page is allocated only
+ * when the pool has no free word left, with the context current.  So
+ * neither making nor freeing a handle, nor a fence made on any thread,
+ * waits for the work queued on unrelated streams.
  */
 #include <sched.h>
 #include <time.h>
@@ -35,17 +44,32 @@ struct devmemtcp_gpu_fence {
 	bool evented;			/* this use: the event, not the word */
 	volatile uint32_t *word;	/* pinned, mapped (NULL: events only) */
 	CUdeviceptr word_dev;
+	struct fence_page *page;	/* the word's, in the pool */
 	uint32_t seq;			/* the value written for this use */
 	struct devmemtcp_gpu_fence *next;
 };
 
-/* Pinned words, a page at a time, kept until the handle's end. */
-struct dmt_fence_page {
-	struct dmt_fence_page *next;
+/* A page of pinned words of the pool: never freed. */
+struct fence_page {
+	struct fence_page *next;
 	uint32_t *words;
 	CUdeviceptr dev;
-	uint32_t used;
+	uint32_t nfree;
+	uint64_t free[FENCE_PAGE_WORDS / 64];	/* bit set: word free */
 };
+
+/* The words of one primary context. */
+struct fence_pool {
+	struct fence_pool *next;
+	const struct dmt_cuda *cu;
+	CUdevice dev;
+	CUcontext cctx;
+	struct fence_page *pages;
+};
+
+/* Reachable until the library is unloaded; only grows. */
+static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fence_pool *pools;
 
 static uint64_t mono_ns(void)
 {
@@ -60,39 +84,119 @@ static bool word_reached(const struct devmemtcp_gpu_fence *f)
 	return __atomic_load_n(f->word, __ATOMIC_ACQUIRE) == f->seq;
 }
 
-/* A word for f (gpu->lock held, the context current). */
-static int word_get(struct devmemtcp_gpu *gpu, struct devmemtcp_gpu_fence *f)
+/* gpu's pool, made (retaining the primary context) when first needed
+ * (pools_lock held). */
+static int pool_of(struct devmemtcp_gpu *gpu, struct dmt_err *err,
+		   const char *what, struct fence_pool **pp)
 {
-	struct dmt_fence_page *p = gpu->fence_pages;
+	struct fence_pool *pool;
+	CUcontext c;
 	CUresult r;
 
-	if (!p || p->used == FENCE_PAGE_WORDS) {
-		p = dmt_calloc(1, sizeof(*p));
-		if (!p)
-			return dmt_err_nomem(gpu->ctx, &gpu->err,
-					     "devmemtcp_gpu_fence_new");
-		r = gpu->cu->cuMemHostAlloc((void **)&p->words,
-					    FENCE_PAGE_WORDS * sizeof(uint32_t),
-					    CU_MEMHOSTALLOC_DEVICEMAP);
-		if (r == CUDA_SUCCESS) {
-			memset(p->words, 0, FENCE_PAGE_WORDS * sizeof(uint32_t));
-			r = gpu->cu->cuMemHostGetDevicePointer(&p->dev, p->words, 0);
-			if (r != CUDA_SUCCESS)
-				gpu->cu->cuMemFreeHost(p->words);
+	for (pool = pools; pool; pool = pool->next) {
+		if (pool->cu == gpu->cu && pool->cctx == gpu->cctx) {
+			*pp = pool;
+			return 0;
 		}
-		if (r != CUDA_SUCCESS) {
-			free(p);
-			return dmt_cuda_err(gpu->ctx, &gpu->err, r,
-					    "cuMemHostAlloc(fences)",
-					    "raise the locked-memory limit (ulimit -l)");
-		}
-		p->next = gpu->fence_pages;
-		gpu->fence_pages = p;
 	}
-	f->word = p->words + p->used;
-	f->word_dev = p->dev + p->used * sizeof(uint32_t);
-	p->used++;
+	pool = dmt_calloc(1, sizeof(*pool));
+	if (!pool)
+		return dmt_err_nomem(gpu->ctx, err, what);
+	r = gpu->cu->cuDevicePrimaryCtxRetain(&c, gpu->dev);
+	if (r != CUDA_SUCCESS) {
+		free(pool);
+		return dmt_cuda_err(gpu->ctx, err, r,
+				    "cuDevicePrimaryCtxRetain(fences)", NULL);
+	}
+	pool->cu = gpu->cu;
+	pool->dev = gpu->dev;
+	pool->cctx = gpu->cctx;
+	pool->next = pools;
+	pools = pool;
+	*pp = pool;
 	return 0;
+}
+
+/* A new page of free words (pools_lock held, the context current). */
+static int page_new(struct devmemtcp_gpu *gpu, struct dmt_err *err,
+		    const char *what, struct fence_pool *pool)
+{
+	struct fence_page *p = dmt_calloc(1, sizeof(*p));
+	CUresult r;
+
+	if (!p)
+		return dmt_err_nomem(gpu->ctx, err, what);
+	r = gpu->cu->cuMemHostAlloc((void **)&p->words,
+				    FENCE_PAGE_WORDS * sizeof(uint32_t),
+				    CU_MEMHOSTALLOC_DEVICEMAP);
+	if (r != CUDA_SUCCESS) {
+		free(p);
+		return dmt_cuda_err(gpu->ctx, err, r,
+				    "cuMemHostAlloc(fences)",
+				    "raise the locked-memory limit (ulimit -l)");
+	}
+	memset(p->words, 0, FENCE_PAGE_WORDS * sizeof(uint32_t));
+	r = gpu->cu->cuMemHostGetDevicePointer(&p->dev, p->words, 0);
+	if (r != CUDA_SUCCESS) {
+		/* the words are left allocated: freeing could wait for
+		 * the GPU */
+		free(p);
+		return dmt_cuda_err(gpu->ctx, err, r,
+				    "cuMemHostGetDevicePointer(fences)", NULL);
+	}
+	memset(p->free, 0xff, sizeof(p->free));
+	p->nfree = FENCE_PAGE_WORDS;
+	p->next = pool->pages;
+	pool->pages = p;
+	return 0;
+}
+
+/* A word for f from the pool (gpu->lock held, the context current). */
+static int word_get(struct devmemtcp_gpu *gpu, struct devmemtcp_gpu_fence *f)
+{
+	struct fence_pool *pool;
+	struct fence_page *p;
+	unsigned int i, b;
+	int ret;
+
+	pthread_mutex_lock(&pools_lock);
+	ret = pool_of(gpu, &gpu->err, "devmemtcp_gpu_fence_new", &pool);
+	for (p = ret ? NULL : pool->pages; p && !p->nfree; p = p->next)
+		;
+	if (!ret && !p) {
+		ret = page_new(gpu, &gpu->err, "devmemtcp_gpu_fence_new", pool);
+		p = ret ? NULL : pool->pages;
+	}
+	if (ret) {
+		pthread_mutex_unlock(&pools_lock);
+		return ret;
+	}
+	for (i = 0; !p->free[i]; i++)
+		;
+	b = (unsigned int)__builtin_ctzll(p->free[i]);
+	p->free[i] &= ~(1ull << b);
+	p->nfree--;
+	pthread_mutex_unlock(&pools_lock);
+	f->page = p;
+	f->word = p->words + i * 64 + b;
+	f->word_dev = p->dev + (i * 64 + b) * sizeof(uint32_t);
+	f->seq = 0;
+	return 0;
+}
+
+/* f's word back to the pool, zeroed: its last write has landed. */
+static void word_put(struct devmemtcp_gpu_fence *f)
+{
+	struct fence_page *p = f->page;
+	unsigned int k = (unsigned int)(f->word - p->words);
+
+	pthread_mutex_lock(&pools_lock);
+	__atomic_store_n(f->word, 0, __ATOMIC_RELAXED);
+	p->free[k / 64] |= 1ull << (k % 64);
+	p->nfree++;
+	pthread_mutex_unlock(&pools_lock);
+	f->word = NULL;
+	f->page = NULL;
 }
 
 /* Retired fences whose writes have landed go back to the free list
@@ -231,8 +335,7 @@ int dmt_gpu_fence_new(struct devmemtcp_gpu *gpu, void *stream,
 	int ret;
 
 	*fencep = NULL;
-	/* the context current before a word is taken: pinned memory is
-	 * allocated in the current context */
+	/* the context current before a word is taken: the pool may grow */
 	ret = dmt_gpu_ctx_enter(gpu, &pushed);
 	if (ret)
 		return ret;
@@ -348,21 +451,47 @@ void dmt_gpu_fences_init(struct devmemtcp_gpu *gpu)
 			    dmt_hook_env_int("DEVMEMTCP_GPU_FENCE_EVENTS") > 0;
 }
 
+/* devmemtcp_gpu_new: a free word in the pool, so that the fences of the
+ * handle take pinned memory without allocating it (the context current). */
+int dmt_gpu_fences_prepare(struct devmemtcp_gpu *gpu)
+{
+	struct fence_pool *pool;
+	struct fence_page *p;
+	int ret;
+
+	if (gpu->fence_events)
+		return 0;
+	pthread_mutex_lock(&pools_lock);
+	ret = pool_of(gpu, &gpu->ctx->err, "devmemtcp_gpu_new", &pool);
+	for (p = ret ? NULL : pool->pages; p && !p->nfree; p = p->next)
+		;
+	if (!ret && !p)
+		ret = page_new(gpu, &gpu->ctx->err, "devmemtcp_gpu_new", pool);
+	pthread_mutex_unlock(&pools_lock);
+	return ret;
+}
+
 /*
- * Every fence is back (the handle's last reference went): free them.  A
- * retired fence's write is waited for first; if the context failed, the
- * pinned words are left allocated rather than freed under the GPU.
+ * Every fence is back (the handle's last reference went): free them and
+ * give their words back to the pool.  A retired fence's write is waited
+ * for first; if the context failed, the words stay out of the pool rather
+ * than be used again under a write that may still come.  No pinned memory
+ * is freed: cuMemFreeHost would wait for the whole device.
  */
 void dmt_gpu_fences_fini(struct devmemtcp_gpu *gpu)
 {
 	const struct dmt_cuda *cu = gpu->cu;
 	struct devmemtcp_gpu_fence *f, *next;
-	struct dmt_fence_page *p, *pnext;
 	bool keep_words = false;
 
 	for (f = gpu->retired_fences; f; f = next) {
 		next = f->next;
 		keep_words |= word_wait(f) != 0;
+	}
+	for (f = gpu->retired_fences; f; f = next) {
+		next = f->next;
+		if (f->word && !keep_words)
+			word_put(f);
 		free(f);
 	}
 	gpu->retired_fences = NULL;
@@ -370,14 +499,9 @@ void dmt_gpu_fences_fini(struct devmemtcp_gpu *gpu)
 		next = f->next;
 		if (f->ev)
 			cu->cuEventDestroy(f->ev);
+		if (f->word && !keep_words)
+			word_put(f);
 		free(f);
 	}
 	gpu->free_fences = NULL;
-	for (p = gpu->fence_pages; p; p = pnext) {
-		pnext = p->next;
-		if (!keep_words)
-			cu->cuMemFreeHost(p->words);
-		free(p);
-	}
-	gpu->fence_pages = NULL;
 }

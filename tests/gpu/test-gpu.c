@@ -1055,6 +1055,44 @@ static void test_fence_outlives_gpu(void **state)
 	assert_int_equal(devmemtcp_gpu_fence_done(fence, true), 1);
 }
 
+/*
+ * Fences take their pinned words from the process's pool, filled when a
+ * handle is made: neither a fence nor a handle's end allocates or frees
+ * pinned memory (cuMemHostAlloc and cuMemFreeHost may wait for the whole
+ * device; the stand-in's do, with DEVMEMTCP_FAKE_CUDA_HOSTALLOC_SYNC=1).
+ * A word a freed handle gave back is zeroed: a fence that reuses it is
+ * not complete before its own write.
+ */
+static void test_fence_does_not_wait_for_device(void **state)
+{
+	struct devmemtcp_gpu_fence *fence;
+	struct devmemtcp_gpu *g;
+	CUstream other;
+	double t0;
+
+	CK(cu->cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(devmemtcp_gpu_new(ctx, NULL, &g), 0);
+		assert_int_equal(dmt_gpu_spin(g, stream, 400ull * 1000 * 1000), 0);
+		setenv("DEVMEMTCP_FAKE_CUDA_HOSTALLOC_SYNC", "1", 1);
+		t0 = now_s();
+		/* the first fence of the handle, on an idle stream */
+		assert_int_equal(devmemtcp_gpu_fence_new(g, other, &fence), 0);
+		assert_int_equal(devmemtcp_gpu_fence_done(fence, true), 1);
+		unsetenv("DEVMEMTCP_FAKE_CUDA_HOSTALLOC_SYNC");
+		if (now_s() - t0 > 0.2)
+			fail_msg("a fence on an idle stream took %.0f ms: it waited for another stream",
+				 (now_s() - t0) * 1e3);
+		assert_int_equal(cu->cuStreamQuery(stream), CUDA_ERROR_NOT_READY);
+		/* behind the spin: a reused word does not say done */
+		assert_int_equal(devmemtcp_gpu_fence_new(g, stream, &fence), 0);
+		assert_int_equal(devmemtcp_gpu_fence_done(fence, false), 0);
+		assert_int_equal(devmemtcp_gpu_fence_done(fence, true), 1);
+		devmemtcp_gpu_free(g);
+	}
+	CK(cu->cuStreamDestroy(other));
+}
+
 /* release_after through a real receiver: tokens it never handed out are
  * refused and the fence is not leaked. */
 static void test_release_after_refuses_unknown_tokens(void **state)
@@ -1121,6 +1159,7 @@ int main(void)
 		T(test_fence_done_polls),
 		T(test_fence_retired_until_written),
 		T(test_fence_outlives_gpu),
+		T(test_fence_does_not_wait_for_device),
 		T(test_release_after_refuses_unknown_tokens),
 	};
 	const char *seed = getenv("DEVMEMTCP_TEST_SEED");
