@@ -94,6 +94,7 @@ struct devmemtcp_gpu {
 	pthread_mutex_t lock;
 	unsigned long refs;
 	bool fence_events;		/* events, not words (gpu_fence.c) */
+	uint64_t fence_sleeps;		/* tests: sleeps of fence waits */
 	struct devmemtcp_gpu_fence *free_fences;
 	struct devmemtcp_gpu_fence *retired_fences;
 };
@@ -115,6 +116,27 @@ _Static_assert(sizeof(struct dmt_gather_args) == 24, "dmt_gather_args");
 _Static_assert(sizeof(struct dmt_persist_dev) == 128, "dmt_persist_dev");
 _Static_assert(sizeof(struct dmt_persist_host) == 128, "dmt_persist_host");
 _Static_assert(sizeof(struct dmt_persist_job) == 64, "dmt_persist_job");
+
+/*
+ * Waiting on the CPU for a word the GPU writes: spin (with a pause) for
+ * DMT_WAIT_SPIN_NS, about as prompt as polling, then sleep in steps that
+ * double from DMT_WAIT_SLEEP_MIN_NS up to DMT_WAIT_SLEEP_MAX_NS, so that a
+ * long wait does not hold a core.  dmt_wait_step returns false while
+ * spinning, true after a sleep (the caller then looks at the context's
+ * health, its timeout...).
+ */
+#define DMT_WAIT_SPIN_NS (200ull * 1000)
+#define DMT_WAIT_SLEEP_MIN_NS (10ull * 1000)
+#define DMT_WAIT_SLEEP_MAX_NS (1000ull * 1000)
+
+struct dmt_wait {
+	uint64_t t0;		/* 0: not started */
+	uint64_t step;		/* the next sleep */
+	uint64_t sleeps;	/* for the tests */
+};
+
+uint64_t dmt_mono_ns(void);
+bool dmt_wait_step(struct dmt_wait *w);
 
 /* Drop a reference; the last one destroys the handle (gpu.c). */
 void dmt_gpu_unref(struct devmemtcp_gpu *gpu);

@@ -28,7 +28,6 @@
  * neither making nor freeing a handle, nor a fence made on any thread,
  * waits for the work queued on unrelated streams.
  */
-#include <sched.h>
 #include <time.h>
 
 #include "gpu.h"
@@ -70,14 +69,6 @@ struct fence_pool {
 /* Reachable until the library is unloaded; only grows. */
 static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fence_pool *pools;
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static bool word_reached(const struct devmemtcp_gpu_fence *f)
 {
@@ -369,28 +360,65 @@ static int context_state(struct devmemtcp_gpu *gpu)
 			    "a kernel on the fenced stream failed");
 }
 
-/* Until f's word shows its value: spin a little, then sleep in short
- * steps, looking at the context's health now and then. */
+uint64_t dmt_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+bool dmt_wait_step(struct dmt_wait *w)
+{
+	uint64_t now = dmt_mono_ns();
+
+	if (!w->t0) {
+		w->t0 = now;
+		w->step = DMT_WAIT_SLEEP_MIN_NS;
+	}
+	if (now - w->t0 < DMT_WAIT_SPIN_NS) {
+		for (int i = 0; i < 32; i++)
+			cpu_relax();
+		return false;
+	}
+	nanosleep(&(struct timespec){ 0, (long)w->step }, NULL);
+	if (w->step < DMT_WAIT_SLEEP_MAX_NS)
+		w->step *= 2;
+	w->sleeps++;
+	return true;
+}
+
+/* Until f's word shows its value: spin, then sleep in growing steps,
+ * looking at the context's health now and then. */
 static int word_wait(struct devmemtcp_gpu_fence *f)
 {
+	struct dmt_wait w = { 0 };
 	uint64_t t_check = 0;
-	unsigned int polls = 0;
-	int ret;
+	int ret = 0;
 
 	while (!word_reached(f)) {
-		if (++polls < 128) {
-			sched_yield();
+		if (!dmt_wait_step(&w))
 			continue;
-		}
-		if (mono_ns() >= t_check) {
+		if (dmt_mono_ns() >= t_check) {
 			ret = context_state(f->gpu);
 			if (ret)
-				return ret;
-			t_check = mono_ns() + FENCE_CHECK_NS;
+				break;
+			t_check = dmt_mono_ns() + FENCE_CHECK_NS;
 		}
-		nanosleep(&(struct timespec){ 0, 20 * 1000 }, NULL);
 	}
-	return 0;
+	__atomic_fetch_add(&f->gpu->fence_sleeps, w.sleeps, __ATOMIC_RELAXED);
+	return ret;
 }
 
 int dmt_gpu_fence_done(struct devmemtcp_gpu_fence *f, bool wait)

@@ -23,8 +23,6 @@
  * intent withdrawn, or every block gone, and then it starts the next
  * generation at job j.  The device side is in gather.cu.
  */
-#include <sched.h>
-#include <time.h>
 
 #include "gpu.h"
 
@@ -32,14 +30,6 @@
 #define PERSIST_THREADS 256u
 /* A wait for the kernel longer than this is a failure. */
 #define PERSIST_WAIT_NS (10ull * 1000 * 1000 * 1000)
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static volatile uint32_t *slot_done(const struct dmt_persist *ps)
 {
@@ -67,31 +57,25 @@ struct waiter {
 	uint64_t intent;
 };
 
-/* Spin a little, then sleep in short steps, until w->done(w); -ETIMEDOUT
- * after PERSIST_WAIT_NS, or the kernel's failure. */
+/* Spin, then sleep in growing steps (dmt_wait_step), until w->done(w);
+ * -ETIMEDOUT after PERSIST_WAIT_NS, or the kernel's failure. */
 static int persist_wait(struct devmemtcp_gpu *gpu, const struct waiter *w,
 			const char *what)
 {
-	uint64_t t0 = 0;
-	unsigned int polls = 0;
+	struct dmt_wait dw = { 0 };
 	int ret;
 
 	while (!w->done(w)) {
-		if (++polls < 256) {
-			sched_yield();
+		if (!dmt_wait_step(&dw))
 			continue;
-		}
-		if (!t0)
-			t0 = now_ns();
 		ret = stream_state(gpu);
 		if (ret)
 			return ret;
-		if (now_ns() - t0 > PERSIST_WAIT_NS)
+		if (dmt_mono_ns() - dw.t0 > PERSIST_WAIT_NS)
 			return dmt_err(gpu->ctx, &gpu->err, -ETIMEDOUT,
 				       "persistent gather kernel: waited %llu s for %s: is the stream of an earlier gather blocked for good?",
 				       (unsigned long long)(PERSIST_WAIT_NS / 1000000000ull),
 				       what);
-		nanosleep(&(struct timespec){ 0, 20 * 1000 }, NULL);
 	}
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	return 0;

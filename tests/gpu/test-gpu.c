@@ -981,6 +981,37 @@ static void fence_polls(struct devmemtcp_gpu *g)
 	assert_int_equal(devmemtcp_gpu_fence_done(NULL, false), -EINVAL);
 }
 
+/*
+ * fence_done(f, true) is as prompt as polling: it spins (with a pause)
+ * for the first 200 µs before it sleeps, so a fence behind 100 µs of
+ * work completes without a sleep (at least once in five tries: the
+ * machine may be busy); a long wait sleeps, in growing steps.
+ */
+static void test_fence_wait_spins_first(void **state)
+{
+	struct devmemtcp_gpu_fence *fence;
+	uint64_t s0;
+	int unslept = 0;
+
+	for (int i = 0; i < 5; i++) {
+		CK(cu->cuStreamSynchronize(stream));
+		s0 = gpu->fence_sleeps;
+		assert_int_equal(dmt_gpu_spin(gpu, stream, 100ull * 1000), 0);
+		assert_int_equal(devmemtcp_gpu_fence_new(gpu, stream, &fence), 0);
+		assert_int_equal(devmemtcp_gpu_fence_done(fence, true), 1);
+		unslept += gpu->fence_sleeps == s0;
+	}
+	if (!unslept)
+		fail_msg("every wait for a fence behind 100 µs of work slept");
+	/* 50 ms: sleeps, but not 20 µs at a time */
+	s0 = gpu->fence_sleeps;
+	assert_int_equal(dmt_gpu_spin(gpu, stream, 50ull * 1000 * 1000), 0);
+	assert_int_equal(devmemtcp_gpu_fence_new(gpu, stream, &fence), 0);
+	assert_int_equal(devmemtcp_gpu_fence_done(fence, true), 1);
+	assert_true(gpu->fence_sleeps > s0);
+	assert_true(gpu->fence_sleeps - s0 < 200);
+}
+
 static void test_fence_done_polls(void **state)
 {
 	struct devmemtcp_gpu *ev = events_new();
@@ -1157,6 +1188,7 @@ int main(void)
 		T(test_view_of_received),
 		T(test_tokens_held_until_fence),
 		T(test_fence_done_polls),
+		T(test_fence_wait_spins_first),
 		T(test_fence_retired_until_written),
 		T(test_fence_outlives_gpu),
 		T(test_fence_does_not_wait_for_device),
