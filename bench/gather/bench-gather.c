@@ -487,6 +487,42 @@ struct lat_arg {
 	uint64_t size;
 };
 
+static void lat_gather(int r, void *arg);
+
+/*
+ * Back-to-back gathers through the persistent kernel with other idle
+ * times: when the time from the call to the bytes in place follows the
+ * idle time, a job completes only when the kernel stops (the job or its
+ * done word is seen only then); when it stays near 1 ms whatever the
+ * idle time, something else waits about 1 ms (compare the fence
+ * section's stream wait on a word a kernel writes).
+ */
+static void latency_idle(const struct devmemtcp_frag *f, size_t n)
+{
+	static const char *const idle_us[] = { "100", "10000" };
+	struct lat_arg a = { .f = f, .n = n, .k = 256, .size = 1 << 20 };
+
+	for (size_t i = 0; i < sizeof(idle_us) / sizeof(idle_us[0]); i++) {
+		uint64_t l0;
+		double m, p90;
+
+		setenv("DEVMEMTCP_GATHER_IDLE_US", idle_us[i], 1);
+		a.g = variant_open(&B, &var_persist);
+		unsetenv("DEVMEMTCP_GATHER_IDLE_US");
+		if (!a.g)
+			continue;
+		l0 = dmt_gpu_persist_launches(a.g);
+		m = lat_us(lat_gather, &a, &p90);
+		printf("\nPersistent kernel stopping after %s µs idle: 1 MiB back to back, call to bytes in place %.1f µs median (%.1f at the 90th percentile); %llu starts in %d calls.\n",
+		       idle_us[i], m, p90,
+		       (unsigned long long)(dmt_gpu_persist_launches(a.g) - l0),
+		       LAT_R);
+		fflush(stdout);
+		devmemtcp_gpu_free(a.g);
+	}
+}
+
+
 static void lat_nop(int r, void *arg)
 {
 	(void)r;
@@ -553,6 +589,7 @@ static int section_latency(void)
 	}
 	if (g[2])
 		latency_restart(g[2], f, n);
+	latency_idle(f, n);
 	if (persist_1m >= 0)
 		printf("\nPersistent kernel, 1 MiB, call to bytes in place: %.1f µs median (target <= 20 µs: %s).\n",
 		       persist_1m, persist_1m <= 20 ? "met" : "not met");
@@ -637,6 +674,25 @@ static void fw_event(int r, void *arg)
 	CK(res);
 }
 
+/* A kernel on another stream writes a word of device memory; the bench
+ * stream waits for it (cuStreamWaitValue32), as the callers' streams wait
+ * for the persistent kernel's done word. */
+static CUstream fence_st2;
+static CUdeviceptr fence_dword;
+
+static void fw_stream_wait(int r, void *arg)
+{
+	unsigned long long ns = FENCE_DELAY_NS, addr = fence_dword;
+	unsigned int value = (unsigned int)r + 1;
+	void *params[] = { &ns, &addr, &value };
+
+	(void)arg;
+	CK(B.cu->cuStreamWaitValue32(B.st, fence_dword, value,
+				     CU_STREAM_WAIT_VALUE_GEQ));
+	CK(B.cu->cuLaunchKernel(fn_spin_write, 1, 1, 1, 1, 1, 1, 0, fence_st2,
+				params, NULL));
+}
+
 static void fw_sync(int r, void *arg)
 {
 	(void)r;
@@ -655,6 +711,7 @@ static int section_fence(void)
 		{ "devmemtcp_gpu_fence_new behind the kernel, fence_done(f, true)", fw_fence_wait },
 		{ "cuEventRecord behind the kernel, cuEventQuery polled", fw_event },
 		{ "cuStreamSynchronize", fw_sync },
+		{ "a kernel on another stream writes a device word, the stream waits for it (cuStreamWaitValue32), cuStreamSynchronize", fw_stream_wait },
 	};
 	void *host;
 
@@ -668,6 +725,10 @@ static int section_fence(void)
 	fence_word = host;
 	*fence_word = 0;
 	CK(B.cu->cuEventCreate(&fence_ev, CU_EVENT_DISABLE_TIMING));
+	CK(B.cu->cuStreamCreate(&fence_st2, CU_STREAM_NON_BLOCKING));
+	CK(B.cu->cuMemAlloc(&fence_dword, 64));
+	CK(B.cu->cuMemsetD8Async(fence_dword, 0, 64, fence_st2));
+	CK(B.cu->cuStreamSynchronize(fence_st2));
 	printf("\n## Fence latency: a kernel works %llu µs, then how soon the CPU sees it done (µs from the launch, median of %d; 90th percentile)\n\n",
 	       FENCE_DELAY_NS / 1000, LAT_R);
 	printf("| wait | µs | 90th | µs past the kernel's %llu |\n|---|---:|---:|---:|\n",
@@ -681,6 +742,9 @@ static int section_fence(void)
 		fflush(stdout);
 	}
 	B.cu->cuEventDestroy(fence_ev);
+	CK(B.cu->cuStreamSynchronize(fence_st2));
+	B.cu->cuStreamDestroy(fence_st2);
+	CK(B.cu->cuMemFree(fence_dword));
 	CK(B.cu->cuMemFreeHost(host));
 	return 0;
 }
