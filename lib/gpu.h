@@ -166,6 +166,11 @@ int dmt_gpu_gather(struct devmemtcp_gpu *gpu,
 		   const struct devmemtcp_gpu_iov *dsts, size_t ndst,
 		   CUstream stream);
 
+/* Logged by devmemtcp_gpu_new with DEVMEMTCP_GPU_PERSISTENT: the mode
+ * measured slower than launches (devmemtcp_gpu_new(3)). */
+#define DMT_PERSIST_WARNING                                                    \
+	"devmemtcp_gpu_new: DEVMEMTCP_GPU_PERSISTENT measured about 1 ms from a gather call to its bytes in place on an NVIDIA H200 (a launch: 12 us at 1 MiB): leave the flag off unless bench-gather -t latency shows otherwise on this machine"
+
 /* gpu_persist.c, with the context current.  init at devmemtcp_gpu_new;
  * fini waits for the jobs announced and stops the kernel. */
 int dmt_persist_init(struct devmemtcp_gpu *gpu);

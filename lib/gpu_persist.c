@@ -351,6 +351,8 @@ int dmt_persist_init(struct devmemtcp_gpu *gpu)
 	ret = persist_check(gpu);
 	if (ret)
 		return ret;
+	/* chosen knowingly: see devmemtcp_gpu_new(3) */
+	dmt_log(gpu->ctx, DEVMEMTCP_LOG_WARN, "%s", DMT_PERSIST_WARNING);
 	ps = dmt_calloc(1, sizeof(*ps));
 	if (!ps)
 		return -ENOMEM;
