@@ -501,7 +501,8 @@ static __device__ unsigned int wait_job(const struct dmt_persist_params &p,
 // taking jobs p.seq0, p.seq0 + 1, ... in order.  Every block takes part in
 // every job (warps vw = block * warps + warp, strided by the grid); the
 // last block to finish a job publishes it in dev->done (the callers'
-// streams wait for it) and in the host's slot_done (the host reuses the
+// streams wait for it), in the host's done (the same, for streams that wait
+// on host memory: a test-build knob) and slot_done (the host reuses the
 // slot).  Grid: one block of 256 threads per SM; 16 KiB of dynamic shared
 // memory for destination tables.
 extern "C" __global__ void __launch_bounds__(256)
@@ -564,6 +565,7 @@ dmt_gather_persist(const __grid_constant__ struct dmt_persist_params p)
 				__threadfence();
 				*(volatile unsigned int *)&dev->done = s;
 				__threadfence_system();
+				h->done = s;
 				slot_done[slot] = s;
 			}
 		}

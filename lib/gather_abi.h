@@ -145,7 +145,8 @@ struct dmt_persist_host {
 	/* written by the GPU */
 	volatile uint64_t exiting;	/* gen << 32 | j: block 0 may stop before j */
 	volatile uint32_t exited;	/* generation whose blocks have all left */
-	uint32_t pad1[13];
+	volatile uint32_t done;		/* last job finished (cyclic), as dev->done */
+	uint32_t pad1[12];
 	/* then volatile uint32_t slot_done[nslots]: last job finished there */
 };
 

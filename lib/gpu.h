@@ -57,6 +57,7 @@ struct dmt_persist {
 	uint64_t idle_ns;
 	uint64_t launches;		/* kernel (re)starts, for the benchmark */
 	bool single_ops;		/* test knob: no cuStreamBatchMemOp */
+	bool done_host;			/* test knob: wait for host->done */
 };
 
 struct devmemtcp_gpu {

@@ -209,7 +209,9 @@ static CUresult queue_ops(struct devmemtcp_gpu *gpu, CUstream stream,
 	struct dmt_persist *ps = gpu->ps;
 	const struct dmt_cuda *cu = gpu->cu;
 	CUdeviceptr go_addr = ps->go + (j & (gpu->nslots - 1)) * sizeof(uint64_t);
-	CUdeviceptr done = ps->dev + offsetof(struct dmt_persist_dev, done);
+	CUdeviceptr done = ps->done_host ?
+		ps->host_dev + offsetof(struct dmt_persist_host, done) :
+		ps->dev + offsetof(struct dmt_persist_dev, done);
 	CUresult r;
 
 	*wrote = false;
@@ -367,6 +369,10 @@ int dmt_persist_init(struct devmemtcp_gpu *gpu)
 	ps->idle_ns = us > 0 ? (uint64_t)us * 1000 : PERSIST_IDLE_NS;
 	/* test builds: two calls per gather, for the benchmark's comparison */
 	ps->single_ops = dmt_hook_env_int("DEVMEMTCP_GATHER_SINGLE_MEMOPS") > 0;
+	/* test builds: the callers' streams wait for the done word the kernel
+	 * writes in pinned host memory instead of device memory (which of the
+	 * two a waiting stream sees sooner is for the benchmark to tell) */
+	ps->done_host = dmt_hook_env_int("DEVMEMTCP_GATHER_DONE_HOST") > 0;
 	return persist_alloc(gpu);
 }
 

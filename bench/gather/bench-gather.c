@@ -495,26 +495,36 @@ static void lat_gather(int r, void *arg);
  * idle time, a job completes only when the kernel stops (the job or its
  * done word is seen only then); when it stays near 1 ms whatever the
  * idle time, something else waits about 1 ms (compare the fence
- * section's stream wait on a word a kernel writes).
+ * section's stream waits on a word a kernel writes).  The last run has
+ * the streams wait for the kernel's done word in pinned host memory
+ * rather than device memory.
  */
 static void latency_idle(const struct devmemtcp_frag *f, size_t n)
 {
-	static const char *const idle_us[] = { "100", "10000" };
+	static const char *const idle_us[] = { "100", "10000", "1000" };
 	struct lat_arg a = { .f = f, .n = n, .k = 256, .size = 1 << 20 };
 
 	for (size_t i = 0; i < sizeof(idle_us) / sizeof(idle_us[0]); i++) {
 		uint64_t l0;
 		double m, p90;
 
+		/* the last: the streams wait for a word in host memory */
+		bool host = i == sizeof(idle_us) / sizeof(idle_us[0]) - 1;
+
 		setenv("DEVMEMTCP_GATHER_IDLE_US", idle_us[i], 1);
+		if (host)
+			setenv("DEVMEMTCP_GATHER_DONE_HOST", "1", 1);
 		a.g = variant_open(&B, &var_persist);
 		unsetenv("DEVMEMTCP_GATHER_IDLE_US");
+		unsetenv("DEVMEMTCP_GATHER_DONE_HOST");
 		if (!a.g)
 			continue;
 		l0 = dmt_gpu_persist_launches(a.g);
 		m = lat_us(lat_gather, &a, &p90);
-		printf("\nPersistent kernel stopping after %s µs idle: 1 MiB back to back, call to bytes in place %.1f µs median (%.1f at the 90th percentile); %llu starts in %d calls.\n",
-		       idle_us[i], m, p90,
+		printf("\nPersistent kernel stopping after %s µs idle%s: 1 MiB back to back, call to bytes in place %.1f µs median (%.1f at the 90th percentile); %llu starts in %d calls.\n",
+		       idle_us[i],
+		       host ? ", the streams waiting for a done word in pinned host memory" : "",
+		       m, p90,
 		       (unsigned long long)(dmt_gpu_persist_launches(a.g) - l0),
 		       LAT_R);
 		fflush(stdout);
@@ -693,6 +703,20 @@ static void fw_stream_wait(int r, void *arg)
 				params, NULL));
 }
 
+/* The same with the word in pinned host memory. */
+static void fw_stream_wait_host(int r, void *arg)
+{
+	unsigned long long ns = FENCE_DELAY_NS, addr = fence_word_dev;
+	unsigned int value = (unsigned int)r + 1;
+	void *params[] = { &ns, &addr, &value };
+
+	(void)arg;
+	CK(B.cu->cuStreamWaitValue32(B.st, fence_word_dev, value,
+				     CU_STREAM_WAIT_VALUE_GEQ));
+	CK(B.cu->cuLaunchKernel(fn_spin_write, 1, 1, 1, 1, 1, 1, 0, fence_st2,
+				params, NULL));
+}
+
 static void fw_sync(int r, void *arg)
 {
 	(void)r;
@@ -712,6 +736,7 @@ static int section_fence(void)
 		{ "cuEventRecord behind the kernel, cuEventQuery polled", fw_event },
 		{ "cuStreamSynchronize", fw_sync },
 		{ "a kernel on another stream writes a device word, the stream waits for it (cuStreamWaitValue32), cuStreamSynchronize", fw_stream_wait },
+		{ "the same with a word of pinned host memory", fw_stream_wait_host },
 	};
 	void *host;
 

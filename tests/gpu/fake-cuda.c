@@ -418,6 +418,7 @@ static void *persist_block(void *arg)
 		    bl->grid - 1) {
 			__atomic_store_n(&cnt[slot], 0, __ATOMIC_SEQ_CST);
 			__atomic_store_n(&dev->done, s, __ATOMIC_SEQ_CST);
+			__atomic_store_n(&h->done, s, __ATOMIC_SEQ_CST);
 			__atomic_store_n(&slot_done[slot], s, __ATOMIC_SEQ_CST);
 		}
 	}

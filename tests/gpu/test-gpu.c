@@ -469,6 +469,7 @@ struct variant {
 	const char *mode;	/* DEVMEMTCP_GATHER_MODE */
 	const char *split;	/* DEVMEMTCP_GATHER_SPLIT */
 	uint32_t flags, max_frags, slots;
+	bool done_host;		/* DEVMEMTCP_GATHER_DONE_HOST */
 };
 
 static const struct variant variants[] = {
@@ -479,6 +480,8 @@ static const struct variant variants[] = {
 	{ "persistent", .flags = DEVMEMTCP_GPU_PERSISTENT },
 	{ "persistent, jobs of 64", .flags = DEVMEMTCP_GPU_PERSISTENT,
 	  .max_frags = 64, .slots = 4 },
+	{ "persistent, streams wait for a done word in host memory",
+	  .flags = DEVMEMTCP_GPU_PERSISTENT, .done_host = true },
 };
 
 static struct devmemtcp_gpu *variant_new(const struct variant *v)
@@ -491,10 +494,14 @@ static struct devmemtcp_gpu *variant_new(const struct variant *v)
 		setenv("DEVMEMTCP_GATHER_MODE", v->mode, 1);
 	if (v->split)
 		setenv("DEVMEMTCP_GATHER_SPLIT", v->split, 1);
+	if (v->done_host)
+		setenv("DEVMEMTCP_GATHER_DONE_HOST", "1", 1);
 	if (devmemtcp_gpu_new(ctx, &o, &g))
 		fail_msg("%s: %s", v->name, devmemtcp_ctx_errmsg(ctx));
 	unsetenv("DEVMEMTCP_GATHER_MODE");
 	unsetenv("DEVMEMTCP_GATHER_SPLIT");
+	unsetenv("DEVMEMTCP_GATHER_DONE_HOST");
+	assert_true(!v->done_host || g->ps->done_host);
 	return g;
 }
 
