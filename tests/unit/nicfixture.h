@@ -34,6 +34,15 @@ static inline int nicfix_rmdir(const char *dir)
 	return system(cmd);
 }
 
+/* Remove the files of dir that the shell pattern glob matches. */
+static inline int nicfix_rm(const char *dir, const char *glob)
+{
+	char cmd[160];
+
+	snprintf(cmd, sizeof(cmd), "rm -f %s/%s", dir, glob);
+	return system(cmd);
+}
+
 /* A fresh run directory, made the library's (DEVMEMTCP_RUN_DIR), and a
  * context that logs nothing; 0 or -1. */
 static inline int nicfix_setup(char *dir, size_t len, const char *prefix,

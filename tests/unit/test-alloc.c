@@ -24,7 +24,6 @@
 #include <string.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -541,10 +540,8 @@ static void test_flow_parse(void **state)
 
 static int setup(void **state)
 {
-	/* shared with the forked owners */
-	fnic = mmap(NULL, sizeof(*fnic), PROT_READ | PROT_WRITE,
-		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (fnic == MAP_FAILED)
+	fnic = fake_shared();	/* shared with the forked owners */
+	if (!fnic)
 		return -1;
 	fake_init(fnic);
 	return nicfix_setup(dir, sizeof(dir), "dmt-alloc", &ctx);

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,9 +31,8 @@ static char before[16384], after[16384];
 /* Keep what the library logs at warning level and above. */
 static int setup(void **state)
 {
-	nic_state = mmap(NULL, sizeof(*nic_state), PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (nic_state == MAP_FAILED)
+	nic_state = fake_shared();
+	if (!nic_state)
 		return -1;
 	setenv("DEVMEMTCP_TEST_LOCK_WAIT_MS", "50", 1);
 	return nicfix_setup_logged(dir, sizeof(dir), "dmt-evidence", &ctx);
@@ -47,12 +45,9 @@ static int teardown(void **state)
 
 static int each(void **state)
 {
-	char cmd[128];
-
 	fake_init(nic_state);
-	snprintf(cmd, sizeof(cmd), "rm -f %s/*", dir);
 	nicfix_logged[0] = '\0';
-	return system(cmd);
+	return nicfix_rm(dir, "*");
 }
 
 static struct devmemtcp_flow flow(const char *text)

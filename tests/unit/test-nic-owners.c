@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -34,9 +33,8 @@ static struct dmt_err jerr;
 
 static int setup(void **state)
 {
-	nic_state = mmap(NULL, sizeof(*nic_state), PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (nic_state == MAP_FAILED)
+	nic_state = fake_shared();
+	if (!nic_state)
 		return -1;
 	dmt_test_lock_wait_ms = 2000;
 	return nicfix_setup_logged(dir, sizeof(dir), "dmt-owners", &ctx);
@@ -49,15 +47,12 @@ static int teardown(void **state)
 
 static int each(void **state)
 {
-	char cmd[128];
-
 	fake_init(nic_state);
 	dmt_nic_fail_step = dmt_nic_crash_step = 0;
 	dmt_test_nic_close_fail_step = dmt_test_nic_close_crash_step = 0;
 	nicfix_logged[0] = '\0';
-	snprintf(cmd, sizeof(cmd), "rm -f %s/eth0.*", dir);
 	fake_dump(nic_state, before, sizeof(before));
-	return system(cmd);
+	return nicfix_rm(dir, "eth0.*");
 }
 
 static void dump_is(const char *want)

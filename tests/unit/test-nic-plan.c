@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -33,9 +32,8 @@ static char before[16384], after[16384];
 
 static int setup(void **state)
 {
-	nic_state = mmap(NULL, sizeof(*nic_state), PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (nic_state == MAP_FAILED)
+	nic_state = fake_shared();
+	if (!nic_state)
 		return -1;
 	dmt_test_lock_wait_ms = 50;	/* -EBUSY at once, not after 10 s */
 	return nicfix_setup(dir, sizeof(dir), "dmt-nic", &ctx);
@@ -48,14 +46,11 @@ static int teardown(void **state)
 
 static int each(void **state)
 {
-	char cmd[128];
-
 	fake_init(nic_state);
 	dmt_nic_fail_step = 0;
 	dmt_nic_crash_step = 0;
-	snprintf(cmd, sizeof(cmd), "rm -f %s/eth0.*", dir);
 	fake_dump(nic_state, before, sizeof(before));
-	return system(cmd);
+	return nicfix_rm(dir, "eth0.*");
 }
 
 static void assert_unchanged(void)

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,9 +30,8 @@ static char top[64], run[128], victim[128];
 
 static int setup(void **state)
 {
-	nic_state = mmap(NULL, sizeof(*nic_state), PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (nic_state == MAP_FAILED)
+	nic_state = fake_shared();
+	if (!nic_state)
 		return -1;
 	return nicfix_setup(top, sizeof(top), "dmt-rundir", &ctx);
 }
