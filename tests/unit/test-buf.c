@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "buf.h"
+#include "cmsgfixture.h"
 #include "harness.h"
 #include "rx.h"
 
@@ -258,10 +259,7 @@ static void test_rx_keeps_buffer(void **state)
 	assert_int_equal(devmemtcp_rx_add_buf(rx, 9, buf), 0);
 	devmemtcp_buf_free(buf);
 	assert_true(fcntl(fd, F_GETFD) >= 0);	/* still the handle's */
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_DEVMEM_DMABUF;
-	cm->cmsg_len = CMSG_LEN(sizeof(d));
-	memcpy(CMSG_DATA(cm), &d, sizeof(d));
+	cmsgfix_dmabuf(cm, &d);
 	assert_int_equal(dmt_rx_process(rx, &msg, 100, &f, 1), 1);
 	assert_int_equal(f.addr, 0x40000 + 4096);
 	assert_int_equal(devmemtcp_rx_release(rx, &f, 1), 0);
