@@ -819,6 +819,23 @@ static int bad_handle(struct rank *r)
 	return 0;
 }
 
+/* Rank 0 of the closing tests: close the send comm, say so with c, wait
+ * until the peer has seen it, then close the rest. */
+static int close_first(struct rank *r, char c)
+{
+	if (close_send(r) || sync_send(r, &c, 1) || sync_recv(r, &c, 1))
+		return -1;
+	return close_recv(r);
+}
+
+/* Rank 1 of the closing tests, once done: close both comms and say so. */
+static int close_after(struct rank *r, char c)
+{
+	if (close_send(r) || close_recv(r))
+		return -1;
+	return sync_send(r, &c, 1);
+}
+
 /* The peer closes with a receive posted and nothing sent. */
 static int peer_closes(struct rank *r)
 {
@@ -829,11 +846,8 @@ static int peer_closes(struct rank *r)
 
 	if (open_pair(r))
 		return -1;
-	if (r->id == 0) {
-		if (close_send(r) || sync_send(r, &c, 1) || sync_recv(r, &c, 1))
-			return -1;
-		return close_recv(r);
-	}
+	if (r->id == 0)
+		return close_first(r, c);
 	if (sync_recv(r, &c, 1))
 		return -1;
 	ret = net_irecv(&r->net, r->rc, 1, &data, &cap, &tag, &r->rmh, &req);
@@ -842,9 +856,7 @@ static int peer_closes(struct rank *r)
 	CHECK(r, ret == NCCL_ERR_REMOTE, "irecv after the peer closed: %d", ret);
 	CHECK(r, log_count(0, "closed by the peer", NULL) > 0,
 	      "no message says the peer closed");
-	if (close_send(r) || close_recv(r))
-		return -1;
-	return sync_send(r, &c, 1);
+	return close_after(r, c);
 }
 
 /* The peer closes in the middle of a message. */
@@ -865,9 +877,7 @@ static int peer_dies_midway(struct rank *r)
 		for (int i = 0; i < 100 && !done; i++)
 			CHECK(r, CALL(&r->net, test, req, &done, NULL) == NCCL_OK, "test");
 		CHECK(r, !done, "%zu bytes went out with nobody reading", cap);
-		if (close_send(r) || sync_send(r, &c, 1) || sync_recv(r, &c, 1))
-			return -1;
-		return close_recv(r);
+		return close_first(r, c);
 	}
 	if (sync_recv(r, &c, 1))
 		return -1;
@@ -875,9 +885,7 @@ static int peer_dies_midway(struct rank *r)
 	if (ret == NCCL_OK && req != (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION && req)
 		ret = wait_error(r, req, NCCL_ERR_REMOTE, "receive cut short") ? -1 : NCCL_ERR_REMOTE;
 	CHECK(r, ret == NCCL_ERR_REMOTE, "message cut short by the peer: %d", ret);
-	if (close_send(r) || close_recv(r))
-		return -1;
-	return sync_send(r, &c, 1);
+	return close_after(r, c);
 }
 
 /* A message larger than the receive posted for it. */
