@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "devmemtcp.h"
+#include "buffixture.h"
 #include "harness.h"
 #include "testhooks.h"
 
@@ -25,9 +26,7 @@ static struct devmemtcp_ctx *ctx;
 
 static int setup(void **state)
 {
-	DEVMEMTCP_OPTS(ctx_opts, o, .log_level = DEVMEMTCP_LOG_NONE);
-
-	return devmemtcp_ctx_new(&o, &ctx);
+	return buffix_ctx_silent(&ctx);
 }
 
 static int teardown(void **state)

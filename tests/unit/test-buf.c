@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "buf.h"
+#include "buffixture.h"
 #include "cmsgfixture.h"
 #include "harness.h"
 #include "rx.h"
@@ -22,9 +23,7 @@ static struct devmemtcp_ctx *ctx;
 
 static int setup(void **state)
 {
-	DEVMEMTCP_OPTS(ctx_opts, o, .log_level = DEVMEMTCP_LOG_NONE);
-
-	return devmemtcp_ctx_new(&o, &ctx);
+	return buffix_ctx_silent(&ctx);
 }
 
 static int teardown(void **state)

@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "buf.h"
+#include "buffixture.h"
 #include "drm-provider.h"
 #include "harness.h"
 
@@ -228,11 +229,9 @@ static void empty_dir(void)
 
 static int setup(void **state)
 {
-	DEVMEMTCP_OPTS(ctx_opts, o, .log_level = DEVMEMTCP_LOG_NONE);
-
 	if (!mkdtemp(dir) || chmod(dir, 0755))
 		return -1;
-	return devmemtcp_ctx_new(&o, &ctx);
+	return buffix_ctx_silent(&ctx);
 }
 
 static int teardown(void **state)

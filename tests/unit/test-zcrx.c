@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "buf.h"
+#include "buffixture.h"
 #include "zcrx.h"
 #include "harness.h"
 #include "testhooks.h"
@@ -198,21 +199,14 @@ static int memfd = -1;
 
 static int setup(void **state)
 {
-	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = t_quiet);
-
 	(void)state;
-	if (devmemtcp_ctx_new(&co, &ctx))
-		return -1;
-	return t_memfd_buf(ctx, 2 * MB, &memfd, &buf) ? -1 : 0;
+	return buffix_memfd_setup(2 * MB, &ctx, &memfd, &buf);
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	devmemtcp_buf_free(buf);
-	close(memfd);
-	devmemtcp_ctx_free(ctx);
-	return 0;
+	return buffix_memfd_teardown(ctx, memfd, buf);
 }
 
 static void expect(int ret, int want, const char *msg)
