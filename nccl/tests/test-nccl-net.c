@@ -801,6 +801,21 @@ static int wait_error(struct rank *r, void *req, int want, const char *what)
 	return 0;
 }
 
+/* A receive of one cap-byte buffer that fails with want, from irecv itself
+ * or from testing its request; what names it.  0 or -1. */
+static int irecv_fails(struct rank *r, size_t cap, int want, const char *what)
+{
+	void *req, *data = r->rbuf;
+	int tag = 1 - r->id, ret;
+
+	ret = net_irecv(&r->net, r->rc, 1, &data, &cap, &tag, &r->rmh, &req);
+	if (ret == NCCL_OK && req != (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION && req)
+		ret = wait_error(r, req, want, what) ? -1 : want;
+	CHECK(r, ret == want, "%s: %d, expected %d", what, ret,
+	      want);
+	return 0;
+}
+
 static int bad_handle(struct rank *r)
 {
 	char h[NCCL_NET_HANDLE_MAXSIZE];
@@ -839,9 +854,6 @@ static int close_after(struct rank *r, char c)
 /* The peer closes with a receive posted and nothing sent. */
 static int peer_closes(struct rank *r)
 {
-	void *req = NULL, *data = r->rbuf;
-	size_t cap = 4096;
-	int tag = 1 - r->id, ret;
 	char c = 'c';
 
 	if (open_pair(r))
@@ -850,10 +862,8 @@ static int peer_closes(struct rank *r)
 		return close_first(r, c);
 	if (sync_recv(r, &c, 1))
 		return -1;
-	ret = net_irecv(&r->net, r->rc, 1, &data, &cap, &tag, &r->rmh, &req);
-	if (ret == NCCL_OK && req)
-		ret = wait_error(r, req, NCCL_ERR_REMOTE, "receive from a closed peer") ? -1 : NCCL_ERR_REMOTE;
-	CHECK(r, ret == NCCL_ERR_REMOTE, "irecv after the peer closed: %d", ret);
+	if (irecv_fails(r, 4096, NCCL_ERR_REMOTE, "receive from a closed peer"))
+		return -1;
 	CHECK(r, log_count(0, "closed by the peer", NULL) > 0,
 	      "no message says the peer closed");
 	return close_after(r, c);
@@ -862,10 +872,10 @@ static int peer_closes(struct rank *r)
 /* The peer closes in the middle of a message. */
 static int peer_dies_midway(struct rank *r)
 {
-	void *req = NULL, *data = r->rbuf;
+	void *req = NULL;
 	/* more than loopback's socket buffers hold */
 	size_t cap = (size_t)WINDOW * SLOT;
-	int tag = 1 - r->id, ret, done = 0;
+	int ret, done = 0;
 	char c = 'm';
 
 	if (open_pair(r))
@@ -881,19 +891,16 @@ static int peer_dies_midway(struct rank *r)
 	}
 	if (sync_recv(r, &c, 1))
 		return -1;
-	ret = net_irecv(&r->net, r->rc, 1, &data, &cap, &tag, &r->rmh, &req);
-	if (ret == NCCL_OK && req != (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION && req)
-		ret = wait_error(r, req, NCCL_ERR_REMOTE, "receive cut short") ? -1 : NCCL_ERR_REMOTE;
-	CHECK(r, ret == NCCL_ERR_REMOTE, "message cut short by the peer: %d", ret);
+	if (irecv_fails(r, cap, NCCL_ERR_REMOTE, "message cut short by the peer"))
+		return -1;
 	return close_after(r, c);
 }
 
 /* A message larger than the receive posted for it. */
 static int too_large(struct rank *r)
 {
-	void *req = NULL, *data = r->rbuf;
-	size_t cap = 10;
-	int tag = 1 - r->id, ret, done = 0;
+	void *req = NULL;
+	int ret, done = 0;
 
 	if (open_pair(r))
 		return -1;
@@ -903,10 +910,8 @@ static int too_large(struct rank *r)
 		while (!done)
 			CHECK(r, CALL(&r->net, test, req, &done, NULL) == NCCL_OK, "test");
 	} else {
-		ret = net_irecv(&r->net, r->rc, 1, &data, &cap, &tag, &r->rmh, &req);
-		if (ret == NCCL_OK && req)
-			ret = wait_error(r, req, NCCL_ERR_INVALID_USAGE, "1000 bytes into 10") ? -1 : NCCL_ERR_INVALID_USAGE;
-		CHECK(r, ret == NCCL_ERR_INVALID_USAGE, "1000 bytes into 10: %d", ret);
+		if (irecv_fails(r, 10, NCCL_ERR_INVALID_USAGE, "1000 bytes into 10"))
+			return -1;
 		CHECK(r, log_count(0, "does not fit the 10-byte receive buffer", NULL) > 0,
 		      "no message names the sizes");
 	}
