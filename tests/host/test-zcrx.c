@@ -22,7 +22,7 @@
 
 #include "devmemtcp.h"
 #include "harness.h"
-#include "../unit/buffixture.h"
+#include "../unit/ctxfixture.h"
 
 static struct devmemtcp_ctx *ctx;
 static int va;
@@ -34,13 +34,13 @@ static struct devmemtcp_buf *buf;
 static int setup(void **state)
 {
 	(void)state;
-	return buffix_memfd_setup(1 << 20, &ctx, &memfd, &buf);
+	return ctxfix_memfd_setup(1 << 20, &ctx, &memfd, &buf);
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	return buffix_memfd_teardown(ctx, memfd, buf);
+	return ctxfix_memfd_teardown(ctx, memfd, buf);
 }
 
 /* What this kernel must say before it looks at the device, or NULL. */

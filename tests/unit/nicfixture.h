@@ -151,21 +151,6 @@ static inline bool nicfix_files_left(const char *dir, const char *ifname)
 	return any;
 }
 
-#ifdef assert_string_equal
-/* The context's message is exactly the formatted text (cmocka suites). */
-__attribute__((format(printf, 2, 3)))
-static inline void nicfix_expect_errmsg(struct devmemtcp_ctx *ctx, const char *fmt, ...)
-{
-	char want[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(want, sizeof(want), fmt, ap);
-	va_end(ap);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
-}
-#endif
-
 /* A child that holds <dir>/<ifname>.lock until nicfix_kill(): its pid
  * once it holds the lock, or -1. */
 static inline pid_t nicfix_lock_child(const char *dir, const char *ifname)

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "buf.h"
-#include "buffixture.h"
+#include "ctxfixture.h"
 #include "cmsgfixture.h"
 #include "harness.h"
 #include "rx.h"
@@ -23,7 +23,7 @@ static struct devmemtcp_ctx *ctx;
 
 static int setup(void **state)
 {
-	return buffix_ctx_silent(&ctx);
+	return ctxfix_ctx_silent(&ctx);
 }
 
 static int teardown(void **state)
@@ -167,24 +167,21 @@ static void test_import_not_dmabuf(void **state)
 	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_IMPORT,
 		       .size = 4096, .flags = DEVMEMTCP_BUF_KEEP_FD);
 	struct devmemtcp_buf *buf = (void *)1;
-	char want[256];
 
 	o.fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -EINVAL);
 	assert_null(buf);
-	snprintf(want, sizeof(want),
-		 "import: opts.fd %d is not a dma-buf: pass the fd your exporter gave you (cuMemGetHandleForAddressRange, drmPrimeHandleToFD, UDMABUF_CREATE)",
-		 o.fd);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "import: opts.fd %d is not a dma-buf: pass the fd your exporter gave you (cuMemGetHandleForAddressRange, drmPrimeHandleToFD, UDMABUF_CREATE)",
+			     o.fd);
 	close(o.fd);
 	/* a memfd is not one either, outside the tests' stand-in */
 	o.fd = memfd_create("t", MFD_CLOEXEC);
 	assert_int_equal(ftruncate(o.fd, 4096), 0);
 	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -EINVAL);
-	snprintf(want, sizeof(want),
-		 "import: opts.fd %d is not a dma-buf: pass the fd your exporter gave you (cuMemGetHandleForAddressRange, drmPrimeHandleToFD, UDMABUF_CREATE)",
-		 o.fd);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "import: opts.fd %d is not a dma-buf: pass the fd your exporter gave you (cuMemGetHandleForAddressRange, drmPrimeHandleToFD, UDMABUF_CREATE)",
+			     o.fd);
 	/* larger than the dma-buf */
 	setenv("DEVMEMTCP_TEST_DMABUF_MEMFD", "1", 1);
 	o.size = 8192;

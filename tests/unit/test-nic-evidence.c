@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "ctxfixture.h"
 #include "fake-nic.h"
 #include "nicfixture.h"
 
@@ -211,10 +212,10 @@ static void test_ifindex_changed(void **state)
 	fake_dump(nic_state, before, sizeof(before));
 	/* ERRORS devmemtcp_nic_recover ESTALE */
 	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), -ESTALE);
-	nicfix_expect_errmsg(ctx, replaced, dir);
+	ctxfix_expect_errmsg(ctx, replaced, dir);
 	/* ERRORS devmemtcp_nic_open ESTALE */
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), -ESTALE);
-	nicfix_expect_errmsg(ctx, replaced, dir);
+	ctxfix_expect_errmsg(ctx, replaced, dir);
 	fake_dump(nic_state, after, sizeof(after));
 	assert_string_equal(before, after);
 }
@@ -248,10 +249,10 @@ static void test_other_namespace(void **state)
 	fake_dump(nic_state, before, sizeof(before));
 	/* ERRORS devmemtcp_nic_recover EXDEV */
 	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), -EXDEV);
-	nicfix_expect_errmsg(ctx, other, dir, (unsigned long long)dmt_netns_id());
+	ctxfix_expect_errmsg(ctx, other, dir, (unsigned long long)dmt_netns_id());
 	/* ERRORS devmemtcp_nic_open EXDEV */
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), -EXDEV);
-	nicfix_expect_errmsg(ctx, other, dir, (unsigned long long)dmt_netns_id());
+	ctxfix_expect_errmsg(ctx, other, dir, (unsigned long long)dmt_netns_id());
 	fake_dump(nic_state, after, sizeof(after));
 	assert_string_equal(before, after);
 }
@@ -278,10 +279,10 @@ static void test_malformed(void **state)
 	fake_dump(nic_state, before, sizeof(before));
 	/* ERRORS devmemtcp_nic_recover EBADMSG */
 	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), -EBADMSG);
-	nicfix_expect_errmsg(ctx, bad, dir, name);
+	ctxfix_expect_errmsg(ctx, bad, dir, name);
 	/* ERRORS devmemtcp_nic_open EBADMSG */
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), -EBADMSG);
-	nicfix_expect_errmsg(ctx, bad, dir, name);
+	ctxfix_expect_errmsg(ctx, bad, dir, name);
 	fake_dump(nic_state, after, sizeof(after));
 	assert_string_equal(before, after);
 }
@@ -303,7 +304,7 @@ static void test_close_with_malformed_file(void **state)
 	assert_int_equal(dmt_file_write(nicfix_rd(dir), "eth0.owner.1.1.1", "garbage\n", 8, &e), 0);
 	snprintf(path, sizeof(path), "%s/eth0.owner.1.1.1", dir);
 	assert_int_equal(devmemtcp_nic_close(nic), -EBADMSG);
-	nicfix_expect_errmsg(ctx, "closing the devmem setup of eth0 failed: %s is malformed (line 1): undo what it records by hand, then delete it; "
+	ctxfix_expect_errmsg(ctx, "closing the devmem setup of eth0 failed: %s is malformed (line 1): undo what it records by hand, then delete it; "
 			     "what is left is recorded in %s: the next open or close on eth0, or 'devmemtcp restore eth0', finishes it",
 			     path, dir);
 	for (int i = 0; i < FAKE_RULES; i++)
