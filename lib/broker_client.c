@@ -254,7 +254,8 @@ static int open_msg(struct dmt_err *err, const char *ifname,
 	o->nids = ids ? nq : 0;
 	o->nflows = (uint32_t)nflows;
 	o->rx_page_size = DMT_OPT(bo, devmemtcp_bind_opts, rx_page_size, 0);
-	memcpy(p, ids, o->nids * sizeof(uint32_t));
+	if (o->nids)
+		memcpy(p, ids, o->nids * sizeof(uint32_t));
 	p += o->nids * sizeof(uint32_t);
 	for (size_t i = 0; i < nflows; i++, p += sizeof(struct dmt_brk_flow)) {
 		struct dmt_brk_flow w;

@@ -339,10 +339,13 @@ static void test_malformed(void **state)
 	struct dmt_brk_flow w = { .family = 3 };
 	struct dmt_brk_hdr *h = (struct dmt_brk_hdr *)m;
 	pid_t pid = start_broker(0);
-	int fds0 = fds_of(pid), fd, mfd = memfd_create("x", MFD_CLOEXEC), two[2];
+	int fds0, fd, mfd = memfd_create("x", MFD_CLOEXEC), two[2];
 	struct dmt_brk_reply r;
 	size_t n;
 
+	/* counted once the connection start_broker() tried with is gone */
+	usleep(100 * 1000);
+	fds0 = fds_of(pid);
 	fd = raw_connect();
 	expect_refused_and_closed(fd, "abcd", 4, NULL, 0, -EPROTO,
 				  "devmemtcp-broker refused a malformed request: not a devmemtcp-broker request (4 bytes, no magic)");

@@ -105,8 +105,9 @@ static void open_reply(struct devmemtcp_nic *nic, struct dmt_brk_open_reply *r)
 	const uint32_t *q;
 	int n = devmemtcp_nic_queues(nic, &q);
 
-	r->nqueues = n < DMT_BRK_MAX_QUEUES ? (uint32_t)n : DMT_BRK_MAX_QUEUES;
-	memcpy(r->queues, q, r->nqueues * sizeof(uint32_t));
+	r->nqueues = n <= 0 ? 0 : n < DMT_BRK_MAX_QUEUES ? (uint32_t)n : DMT_BRK_MAX_QUEUES;
+	if (r->nqueues)
+		memcpy(r->queues, q, r->nqueues * sizeof(uint32_t));
 	devmemtcp_nic_stats(nic, &st);
 	r->steps = st.steps;
 	r->rules = st.rules;
