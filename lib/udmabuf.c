@@ -192,10 +192,14 @@ static int broker_makes_it(void)
  * Without access to /dev/udmabuf (a user, a container) devmemtcp-broker
  * makes the dma-buf: over our memfd, whose pages we allocate first, so
  * that they are ours (our memory cgroup's) before the broker pins them.
+ * Each page is also written once through our mapping: a page that
+ * fallocate() made is not up to date, and the first fault on it zeroes
+ * it, which after the pinning would wipe what the NIC wrote there.
  */
 static int udmabuf_via_broker(struct devmemtcp_ctx *ctx, struct devmemtcp_buf *buf,
 			      bool huge, const char *dev, int why)
 {
+	uint64_t page = huge ? 2u << 20 : (uint64_t)sysconf(_SC_PAGESIZE);
 	struct dmt_err err = { 0 };
 	int memfd, fd, ret;
 
@@ -208,6 +212,11 @@ static int udmabuf_via_broker(struct devmemtcp_ctx *ctx, struct devmemtcp_buf *b
 			      (unsigned long long)buf->size, strerror(errno));
 		goto out;
 	}
+	ret = udmabuf_map(ctx, buf, memfd);
+	if (ret)
+		goto out;
+	for (uint64_t off = 0; off < buf->size; off += page)
+		((volatile char *)buf->cpu_map)[off] = 0;
 	if (fcntl(memfd, F_ADD_SEALS, F_SEAL_GROW)) {
 		ret = dmt_err(ctx, &ctx->err, -errno, "udmabuf: sealing the memfd failed: %s",
 			      strerror(errno));
@@ -221,7 +230,6 @@ static int udmabuf_via_broker(struct devmemtcp_ctx *ctx, struct devmemtcp_buf *b
 	}
 	buf->fd = fd;
 	buf->own_fd = true;
-	ret = udmabuf_map(ctx, buf, memfd);
 out:
 	close(memfd);
 	return ret;

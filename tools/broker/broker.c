@@ -543,16 +543,18 @@ int main(int argc, char **argv)
 		dmt_policy_free(&policy);
 		return 1;
 	}
-	lfd = activated_socket();
-	own = lfd == -1;
-	if (own)
-		lfd = own_socket(o.socket);
+	/* blocked before the socket exists: a SIGTERM from whoever saw it
+	 * appear ends the loop, not the process half-way */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	lfd = activated_socket();
+	own = lfd == -1;
+	if (own)
+		lfd = own_socket(o.socket);
 	if (lfd < 0 || sfd < 0) {
 		ret = 1;
 		goto out;
