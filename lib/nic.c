@@ -669,9 +669,18 @@ static int nic_new(struct devmemtcp_ctx *ctx, const char *ifname,
 
 /* Who this owner is: the process (or, for the broker, its client), a
  * handle number of its own, where. */
+static atomic_uint handles;
+
+void dmt_nic_handle_base(unsigned int base)
+{
+	unsigned int cur = atomic_load(&handles);
+
+	while (cur < base && !atomic_compare_exchange_weak(&handles, &cur, base))
+		;
+}
+
 static int identity(struct devmemtcp_nic *nic, pid_t pid, uint64_t start)
 {
-	static atomic_uint handles;
 	struct dmt_owner *me = &nic->me;
 	char path[64];
 	FILE *f;

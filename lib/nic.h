@@ -331,6 +331,10 @@ int dmt_nic_open_as(struct devmemtcp_ctx *ctx, const char *ifname,
 		    const struct devmemtcp_nic_opts *opts, pid_t pid,
 		    uint64_t start, struct devmemtcp_nic **nic);
 
+/* For the broker: number its handles above base (the largest number of
+ * the owners' files it found), so that a restarted broker does not give
+ * a client the file name of a setup the previous one left for it. */
+void dmt_nic_handle_base(unsigned int base);
 /* For the broker: the handle's binding, which is the caller's from now
  * on (the broker hands its netlink socket to the client and closes its
  * own copy); NULL when it has none. */

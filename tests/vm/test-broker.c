@@ -23,8 +23,11 @@
  *              before, and the broker then exits idle by itself.
  * broker-kill  the broker dies (SIGKILL, a test hook) in the middle of a
  *              client's setup: the client hears that it closed the
- *              connection; after the client exits, the next broker's start
- *              restores the NIC and removes every file of the setup.
+ *              connection; the next broker leaves the half setup to its
+ *              live owner, and the same client sets up again through it
+ *              (under another file name) and closes; once the client has
+ *              exited, the next broker's start restores the NIC and
+ *              removes every file of the setup.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +43,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -114,7 +118,8 @@ static void show_log(void)
 }
 
 /* A broker (crash_step: the DEVMEMTCP_NIC_CRASH_STEP of its opens) that
- * answers; its pid, or -1 (printed). */
+ * accepts connections (a killed one leaves its socket file behind); its
+ * pid, or -1 (printed). */
 static pid_t broker_start(int idle_s, int crash_step)
 {
 	char idle[16];
@@ -139,9 +144,13 @@ static pid_t broker_start(int idle_s, int crash_step)
 	}
 	leave(pid);
 	for (int i = 0; i < 500; i++) {
-		struct stat st;
+		struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = SOCK };
+		int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		bool up = fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof(sa));
 
-		if (!stat(SOCK, &st))
+		if (fd >= 0)
+			close(fd);
+		if (up)
 			return pid;
 		if (waitpid(pid, NULL, WNOHANG) == pid)
 			break;
@@ -218,6 +227,8 @@ struct client_args {
 	bool with_buf;
 	bool check_nl;		/* try privileged requests on the binding's socket */
 	bool tx;		/* after the close: bind-tx and send TX_BYTES */
+	bool retry;		/* a failed open is reported, then tried again
+				 * when the test says 'o' */
 };
 
 static void tell(int fd, const struct report *r)
@@ -475,6 +486,14 @@ static void client_main(const struct client_args *a, int cmd, int rep)
 	o.buf = buf;
 	before = genl_fds();
 	r.err = devmemtcp_nic_open(c, ifname, &o, &nic);
+	if (r.err && a->retry) {
+		struct report e = { .kind = 'E', .err = r.err };
+
+		snprintf(e.msg, sizeof(e.msg), "%s", devmemtcp_ctx_errmsg(c));
+		tell(rep, &e);
+		(void)!read(cmd, &ch, 1);
+		r.err = devmemtcp_nic_open(c, ifname, &o, &nic);
+	}
 	if (r.err)
 		fail(rep, r.err, "", devmemtcp_ctx_errmsg(c));
 	r.nq = (uint32_t)devmemtcp_nic_queues(nic, &q);
@@ -821,7 +840,7 @@ static int test_kill(void)
 
 static int test_broker_kill(void)
 {
-	struct client_args a = { 1001, 5404, true };
+	struct client_args a = { 1001, 5404, false, .retry = true };
 	const char *want = "devmemtcp-broker did not answer the open request: EPIPE: it closed the connection (it exited: see its log)";
 	char *before, *after;
 	struct client c;
@@ -841,19 +860,30 @@ static int test_broker_kill(void)
 	gone(bpid);
 	T_CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
 		"the broker was not killed mid-setup: 0x%x", st);
-	T_TRY(client_end(&c));
 	after = nic_dump();
-	T_CHECK(strcmp(before, after) || run_files(),
-		"the broker's death left nothing to recover: the crash step is not mid-setup");
+	T_CHECK(strcmp(before, after) && run_files() == 2,
+		"the broker's death left nothing to recover (%d files): the crash step is not mid-setup",
+		run_files());
 	free(after);
-	/* the next start recovers, then exits idle */
+	/* the next broker leaves the half setup to its live owner; the same
+	 * client sets up again through it, under another file name */
+	bpid = broker_start(0, 0);
+	T_CHECK(bpid > 0, "broker");
+	(void)!write(c.cmd, "o", 1);
+	T_TRY(hear(&c, 'S', &c.setup));
+	T_CHECK(run_files() == 3, "%d files of %s in %s, not the base and two owners'",
+		run_files(), ifname, RUN_DIR);
+	T_TRY(client_close(&c));
+	T_TRY(client_end(&c));
+	T_TRY(broker_stop(bpid));
+	/* the client is gone: the next start recovers, then exits idle */
 	bpid = broker_start(1, 0);
 	T_CHECK(bpid > 0, "broker");
 	T_TRY(broker_exits(bpid, 10));
 	after = nic_dump();
 	T_TRY(nic_same(before, after, "after the next broker's start"));
 	T_CHECK(run_files() == 0, "%d files of %s left in %s", run_files(), ifname, RUN_DIR);
-	printf("broker-kill: killed at the second change of a client's setup; the next start restored the NIC\n");
+	printf("broker-kill: killed at the second change of a client's setup; the client set up again through the next broker; after it exited, the next start restored the NIC\n");
 	free(before);
 	free(after);
 	return 0;

@@ -373,13 +373,16 @@ static int peer_of(int fd, struct brk_peer *p)
 
 /* What owners that died before this start left (and, after a broker that
  * was killed, the setups it was making): devmemtcp restore on every
- * interface with files in the run directory. */
+ * interface with files in the run directory.  A setup whose owner lives
+ * stays its own; the handles of this broker are numbered above every
+ * owner's file, so none of its files is taken for another. */
 static void recover_dead(struct devmemtcp_ctx *ctx)
 {
 	struct dmt_err err = { 0 };
 	struct dmt_rundir rd;
 	char **names = NULL, done[64][IF_NAMESIZE];
 	size_t n = 0, ndone = 0;
+	unsigned long maxh = 0;
 
 	if (dmt_rundir_open(&rd, dmt_run_dir(NULL), false, &err) < 0)
 		return;
@@ -394,6 +397,12 @@ static void recover_dead(struct devmemtcp_ctx *ctx)
 		if (dot && dot - names[i] < IF_NAMESIZE &&
 		    (!strcmp(dot, ".base") || !strncmp(dot, ".owner.", 7)))
 			memcpy(ifname, names[i], (size_t)(dot - names[i]));
+		if (ifname[0] && !strncmp(dot, ".owner.", 7)) {
+			unsigned long h = strtoul(strrchr(names[i], '.') + 1, NULL, 10);
+
+			if (h > maxh && h <= UINT32_MAX)
+				maxh = h;
+		}
 		for (size_t k = 0; k < ndone && !seen; k++)
 			seen = !strcmp(done[k], ifname);
 		free(names[i]);
@@ -407,6 +416,7 @@ static void recover_dead(struct devmemtcp_ctx *ctx)
 			fprintf(stderr, "devmemtcp-broker: %s: %s\n", ifname, devmemtcp_ctx_errmsg(ctx));
 	}
 	free(names);
+	dmt_nic_handle_base((unsigned int)maxh);
 }
 
 static double now_s(void)
