@@ -298,7 +298,7 @@ DEVMEMTCP_EXPORT int devmemtcp_ctx_new(const struct devmemtcp_ctx_opts *opts,
 		return ret;
 	ctx = dmt_calloc(1, sizeof(*ctx));
 	if (!ctx)
-		return -ENOMEM;
+		return dmt_err_nomem(NULL, NULL, "devmemtcp_ctx_new");
 	ctx->log_fn = DMT_OPT(opts, devmemtcp_ctx_opts, log_fn, NULL);
 	ctx->log_user = DMT_OPT(opts, devmemtcp_ctx_opts, log_user, NULL);
 	/* silent unless asked: by DEVMEMTCP_LOG, or by a callback */

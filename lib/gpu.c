@@ -376,7 +376,7 @@ static int gpu_gather_impl(struct devmemtcp_gpu *gpu,
 	int ret;
 
 	if (!gpu)
-		return -EINVAL;
+		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_gpu_gather: gpu is NULL");
 	if ((n && !frags) || (ndst && !dsts))
 		return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
 			       "devmemtcp_gpu_gather: frags or dsts is NULL with a non-zero count");
@@ -416,7 +416,7 @@ static int gpu_fence_new_impl(struct devmemtcp_gpu *gpu,
 	int ret;
 
 	if (!gpu)
-		return -EINVAL;
+		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_gpu_fence_new: gpu is NULL");
 	if (!fencep)
 		return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
 			       "devmemtcp_gpu_fence_new: fence pointer is NULL");
@@ -487,7 +487,7 @@ static int gpu_fence_done_impl(void *arg, bool wait)
 	CUresult r;
 
 	if (!f)
-		return -EINVAL;
+		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_gpu_fence_done: fence is NULL");
 	r = wait ? f->gpu->cu->cuEventSynchronize(f->ev)
 		 : f->gpu->cu->cuEventQuery(f->ev);
 	if (r == CUDA_ERROR_NOT_READY)
@@ -510,7 +510,7 @@ static int gpu_release_after_impl(struct devmemtcp_gpu *gpu,
 	int ret;
 
 	if (!gpu)
-		return -EINVAL;
+		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_gpu_release_after: gpu is NULL");
 	if (!rx)
 		return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
 			       "devmemtcp_gpu_release_after: rx is NULL");

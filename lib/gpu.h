@@ -201,7 +201,9 @@ void dmt_gather_geometry(uint32_t nd, uint64_t bytes, uint32_t sms,
 			 uint32_t per, uint32_t split, uint32_t wpb,
 			 struct dmt_gather_geom *g);
 
-/* devmemtcp_gpu_view; with err NULL no message is kept. */
+/* devmemtcp_gpu_view; with err NULL the message is the thread's.  At most
+ * dmt_gpu_view_max ranges (INT32_MAX; tests lower it). */
+extern size_t dmt_gpu_view_max;
 int dmt_gpu_view(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		 const struct devmemtcp_frag *frags, size_t n,
 		 struct devmemtcp_gpu_iov *iov, size_t max);

@@ -375,14 +375,17 @@ static bool view_add(struct view *v, uint64_t addr, uint64_t len)
 	v->end = addr + len;
 	if (v->cnt < v->max)
 		v->iov[v->cnt] = (struct devmemtcp_gpu_iov){ addr, len };
-	return ++v->cnt <= (size_t)INT32_MAX;
+	return ++v->cnt <= dmt_gpu_view_max;
 }
 
-/* With err NULL (no handle), no message is kept. */
+/* Views refuse more ranges than an int counts (tests lower it). */
+size_t dmt_gpu_view_max = INT32_MAX;
+
+/* With err NULL (no handle), the message is the thread's. */
 static int view_fail(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		     int code, const char *msg)
 {
-	return err ? dmt_err(ctx, err, code, "%s", msg) : code;
+	return dmt_err(ctx, err, code, "%s", msg);
 }
 
 static int view(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
@@ -396,15 +399,14 @@ static int view(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		if (!f->len || is_hole(f))
 			continue;
 		if (!f->addr)
-			return err ? no_address(ctx, err, f, i) : -EINVAL;
+			return no_address(ctx, err, f, i);
 		while (foff < f->len) {
 			uint64_t src = f->addr + foff, run = f->len - foff;
 
 			if (may_cross(f, g) &&
 			    dmt_segmap_run(f->offset, f->addr, foff, run, &src,
 					   &run))
-				return err ? into_gap(ctx, err, f, i, foff)
-					   : -EINVAL;
+				return into_gap(ctx, err, f, i, foff);
 			if (!view_add(v, src, run))
 				return view_fail(ctx, err, -EOVERFLOW,
 						 "devmemtcp_gpu_view: more than 2^31 ranges: view fewer fragments at once");

@@ -545,6 +545,9 @@ static int verify_bound(struct dmt_err *err, struct devmemtcp_binding *b)
 		return dmt_err_set(err, n,
 				   "bind-rx on %s succeeded but queue-get to verify it failed: %s",
 				   dmt_ifname(b->ifindex, name), strerror(-n));
+	/* test builds: a driver that did not install the binding */
+	if (dmt_hook_env("DEVMEMTCP_TEST_BIND_UNSEEN"))
+		n = 0;
 	for (size_t i = 0; i < b->nqueues; i++) {
 		bool seen = false;
 

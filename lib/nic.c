@@ -1290,7 +1290,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_queues(const struct devmemtcp_nic *nic,
 {
 	DMT_KEEP_ERRNO;
 	if (!nic)
-		return -EINVAL;
+		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_nic_queues: nic is NULL");
 	if (queues)
 		*queues = nic->me.queues;
 	return (int)nic->me.nqueues;
@@ -1350,7 +1350,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_remove_flow(struct devmemtcp_nic *nic,
 	int err;
 
 	if (!nic)
-		return -EINVAL;
+		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_nic_remove_flow: nic is NULL");
 	if (nic->brk)
 		return flow_id < 0 ? dmt_err(nic->ctx, &nic->err, -ENOENT,
 					     "flow %d is not a flow of this handle: use the id devmemtcp_nic_add_flow() returned",
@@ -1396,7 +1396,8 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_stats(const struct devmemtcp_nic *nic,
 	struct devmemtcp_nic_stats s;
 
 	if (!nic || !stats || stats->sz < sizeof(size_t))
-		return -EINVAL;
+		return dmt_err(NULL, NULL, -EINVAL,
+			       "devmemtcp_nic_stats: nic or stats is NULL, or stats->sz is not set: set .sz = sizeof(struct devmemtcp_nic_stats)");
 	memset(&s, 0, sizeof(s));
 	s.setup_round_trips = nic->setup_rt;
 	s.setup_ioctls = nic->setup_ioctls;

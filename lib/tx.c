@@ -645,7 +645,7 @@ DEVMEMTCP_EXPORT int devmemtcp_tx_wait(struct devmemtcp_tx *tx, int timeout_ms)
 	int got = 0, ret;
 
 	if (!tx)
-		return -EINVAL;
+		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_tx_wait: tx is NULL");
 	for (;;) {
 		ret = dmt_tx_drain(tx);
 		if (ret < 0)
@@ -705,7 +705,7 @@ DEVMEMTCP_EXPORT int devmemtcp_tx_reap(struct devmemtcp_tx *tx,
 	int ret;
 
 	if (!tx)
-		return -EINVAL;
+		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_tx_reap: tx is NULL");
 	if (max && !out)
 		return dmt_err(tx->ctx, &tx->err, -EINVAL,
 			       "devmemtcp_tx_reap: out is NULL with max %zu",

@@ -911,15 +911,10 @@ int dmt_zcrx_sock_new(struct devmemtcp_zcrx *z, int fd, struct dmt_err *err,
 		      struct dmt_zcrx_sock **sp)
 {
 	struct dmt_zcrx_sock *s, **v;
-	int fl = fcntl(fd, F_GETFL), proto = 0;
-	socklen_t len = sizeof(proto);
+	int fl = fcntl(fd, F_GETFL);
 	uint32_t idx;
 
-	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) == 0 &&
-	    proto != IPPROTO_TCP)
-		return dmt_err(z->ctx, err, -EPROTONOSUPPORT,
-			       "devmemtcp_rx_new: fd %d is not a TCP socket: zero-copy receive takes TCP only",
-			       fd);
+	/* devmemtcp_rx_new checked that fd is a connected TCP socket */
 	s = dmt_calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -1421,7 +1416,7 @@ DEVMEMTCP_EXPORT int devmemtcp_zcrx_wait(struct devmemtcp_zcrx *z, int timeout_m
 	int ret;
 
 	if (!z)
-		return -EINVAL;
+		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_zcrx_wait: zcrx is NULL");
 	pthread_mutex_lock(&z->lock);
 	ret = ring_claim(z, &z->err);
 	if (!ret)

@@ -38,6 +38,23 @@
 
 static pthread_mutex_t big = PTHREAD_MUTEX_INITIALIZER;
 
+/*
+ * Driver failures the tests ask for: DEVMEMTCP_FAKE_CUDA_FAIL=NAME=CODE
+ * makes entry point NAME return CODE while it is set;
+ * DEVMEMTCP_FAKE_CUDA_NO_MEMOPS=1: a device without 64-bit stream memory
+ * operations; DEVMEMTCP_FAKE_CUDA_CAPTURING=1: every stream is being
+ * captured into a graph.
+ */
+static CUresult injected(const char *fn)
+{
+	const char *spec = getenv("DEVMEMTCP_FAKE_CUDA_FAIL");
+	size_t len = strlen(fn);
+
+	if (!spec || strncmp(spec, fn, len) || spec[len] != '=')
+		return CUDA_SUCCESS;
+	return (CUresult)atoi(spec + len + 1);
+}
+
 static double now(void)
 {
 	struct timespec ts;
@@ -605,8 +622,10 @@ EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
 	case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
 	case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED:
 	case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED:
-	case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
 		*v = 1;
+		break;
+	case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
+		*v = !getenv("DEVMEMTCP_FAKE_CUDA_NO_MEMOPS");
 		break;
 	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
 		*v = 9;
@@ -626,6 +645,8 @@ static __thread int ctx_depth;
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
 {
 	(void)d;
+	if (injected(__func__))
+		return injected(__func__);
 	*c = &the_ctx;
 	return CUDA_SUCCESS;
 }
@@ -820,6 +841,8 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 EXPORT CUresult cuMemHostAlloc(void **p, size_t size, unsigned int flags)
 {
 	(void)flags;
+	if (injected(__func__))
+		return injected(__func__);
 	*p = aligned_alloc(4096, (size + 4095) / 4096 * 4096);
 	return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
@@ -959,6 +982,8 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
 
 	if (gy != 1 || gz != 1 || by != 1 || bz != 1 || extra)
 		die("launch of a shape the library never uses");
+	if (injected(__func__))
+		return injected(__func__);
 	if (smem > 48 * 1024)
 		return ERR_LAUNCH;
 	o = op_new(OP_KERNEL);
@@ -1021,8 +1046,11 @@ EXPORT CUresult cuEventDestroy_v2(CUevent e)
 
 EXPORT CUresult cuEventRecord(CUevent e, CUstream s)
 {
-	struct op *o = op_new(OP_EVENT);
+	struct op *o;
 
+	if (injected(__func__))
+		return injected(__func__);
+	o = op_new(OP_EVENT);
 	o->ev = e;
 	o->evseq = atomic_fetch_add(&e->recorded, 1) + 1;
 	enqueue(s, o);
@@ -1031,6 +1059,8 @@ EXPORT CUresult cuEventRecord(CUevent e, CUstream s)
 
 EXPORT CUresult cuEventQuery(CUevent e)
 {
+	if (injected(__func__))
+		return injected(__func__);
 	return atomic_load(&e->completed) == atomic_load(&e->recorded)
 		       ? CUDA_SUCCESS
 		       : CUDA_ERROR_NOT_READY;
@@ -1040,6 +1070,8 @@ EXPORT CUresult cuEventSynchronize(CUevent e)
 {
 	unsigned long want = atomic_load(&e->recorded);
 
+	if (injected(__func__))
+		return injected(__func__);
 	while (atomic_load(&e->completed) < want)
 		pause_us(5);
 	return CUDA_SUCCESS;
@@ -1097,7 +1129,8 @@ EXPORT CUresult cuStreamWaitValue32_v2(CUstream s, CUdeviceptr addr,
 EXPORT CUresult cuStreamIsCapturing(CUstream s, int *status)
 {
 	(void)s;
-	*status = CU_STREAM_CAPTURE_STATUS_NONE;
+	*status = getenv("DEVMEMTCP_FAKE_CUDA_CAPTURING") ? 1 /* active */
+							  : CU_STREAM_CAPTURE_STATUS_NONE;
 	return CUDA_SUCCESS;
 }
 

@@ -40,6 +40,7 @@ static void test_gpu_new(void **state)
 		ret = devmemtcp_gpu_new(ctx, NULL, &gpu);
 		if (!alloc_injected(n))
 			break;
+		/* ERRORS devmemtcp_gpu_new ENOMEM */
 		assert_int_equal(ret, -ENOMEM);
 		assert_null(gpu);
 		alloc_expect_oom("devmemtcp_gpu_new", n, devmemtcp_ctx_errmsg(ctx));
@@ -88,6 +89,7 @@ static void test_fence_new(void **state)
 		ret = devmemtcp_gpu_fence_new(gpu, NULL, &fence);
 		if (!alloc_injected(n))
 			break;
+		/* ERRORS devmemtcp_gpu_fence_new ENOMEM */
 		assert_int_equal(ret, -ENOMEM);
 		assert_null(fence);
 		alloc_expect_oom("devmemtcp_gpu_fence_new", n, devmemtcp_gpu_errmsg(gpu));
@@ -119,6 +121,7 @@ static void test_release_after(void **state)
 		ret = devmemtcp_gpu_release_after(gpu, rx, f, NTOK, NULL);
 		if (!alloc_injected(n))
 			break;
+		/* ERRORS devmemtcp_gpu_release_after ENOMEM */
 		assert_int_equal(ret, -ENOMEM);
 		alloc_expect_oom("devmemtcp_gpu_release_after", n, devmemtcp_gpu_errmsg(gpu));
 		/* nothing was deferred: the same fragments release now */

@@ -826,15 +826,17 @@ static void test_gather_errors(void **state)
 	};
 	struct devmemtcp_gpu_iov dst = { 0x1000, 19 };
 
+	/* ERRORS devmemtcp_gpu_gather EINVAL */
 	assert_int_equal(devmemtcp_gpu_gather(gpu, f, 2, &dst, 1, stream),
 			 -EINVAL);
-	assert_non_null(strstr(devmemtcp_gpu_errmsg(gpu),
-			       "fragment 0 (binding 4, offset 0x3000) has no device address"));
+	assert_string_equal(devmemtcp_gpu_errmsg(gpu),
+			    "fragment 0 (binding 4, offset 0x3000) has no device address: register its binding's buffer with devmemtcp_rx_add_buf");
 	f[0].addr = 0x2000;
+	/* ERRORS devmemtcp_gpu_gather ENOSPC */
 	assert_int_equal(devmemtcp_gpu_gather(gpu, f, 2, &dst, 1, stream),
 			 -ENOSPC);
-	assert_non_null(strstr(devmemtcp_gpu_errmsg(gpu),
-			       "hold 20 bytes but the destinations only 19"));
+	assert_string_equal(devmemtcp_gpu_errmsg(gpu),
+			    "the fragments hold 20 bytes but the destinations only 19: give more room");
 	assert_int_equal(devmemtcp_gpu_gather(gpu, f, 0, &dst, 1, stream), 0);
 	assert_int_equal(devmemtcp_gpu_gather(gpu, NULL, 2, &dst, 1, stream),
 			 -EINVAL);

@@ -159,6 +159,10 @@ int t_connect(const char *addr, int port, const char *bind_dev);
 int t_tcp_pair(int sv[2]);
 /* Write bytes of the stream pattern (period) to fd; 0, or -1 (printed). */
 int t_send_pattern(int fd, uint64_t bytes, unsigned int period);
+/* An AF_XDP socket bound to RX queue queue of ifindex in copy mode: its
+ * buffer pool is registered at the queue as a zero-copy one's would be.
+ * The fd (close it to unbind), or -1 (printed). */
+int t_xsk_bind(int ifindex, uint32_t queue);
 
 /* Send bytes of the pattern to addr:port from namespace VM_TX_NS in a
  * thread; vm_send_wait() joins it and returns 0 when every byte was

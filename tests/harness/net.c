@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/if_xdp.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -10,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -130,6 +133,35 @@ int t_listen(const char *addr, int port)
 		close(fd);
 		return -1;
 	}
+	return fd;
+}
+
+int t_xsk_bind(int ifindex, uint32_t queue)
+{
+	enum { CHUNKS = 16, CHUNK = 4096 };
+	struct sockaddr_xdp sx = { .sxdp_family = AF_XDP, .sxdp_ifindex = (uint32_t)ifindex,
+				   .sxdp_queue_id = queue, .sxdp_flags = XDP_COPY };
+	void *umem = mmap(NULL, CHUNKS * CHUNK, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct xdp_umem_reg mr = { .addr = (uintptr_t)umem, .len = CHUNKS * CHUNK,
+				   .chunk_size = CHUNK };
+	int n = CHUNKS, fd = socket(AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0);
+
+	if (fd < 0 || umem == MAP_FAILED ||
+	    setsockopt(fd, SOL_XDP, XDP_UMEM_REG, &mr, sizeof(mr)) ||
+	    setsockopt(fd, SOL_XDP, XDP_UMEM_FILL_RING, &n, sizeof(n)) ||
+	    setsockopt(fd, SOL_XDP, XDP_UMEM_COMPLETION_RING, &n, sizeof(n)) ||
+	    setsockopt(fd, SOL_XDP, XDP_RX_RING, &n, sizeof(n)) ||
+	    bind(fd, (struct sockaddr *)&sx, sizeof(sx))) {
+		fprintf(stderr, "AF_XDP socket on ifindex %d queue %u: %s\n", ifindex,
+			queue, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+	}
+	/* the socket pinned the pages it uses: the mapping is not needed */
+	if (umem != MAP_FAILED)
+		munmap(umem, CHUNKS * CHUNK);
 	return fd;
 }
 

@@ -481,16 +481,56 @@ static void bind_not_owned(struct answer *a, struct devmemtcp_ctx *c, const void
 	close(mfd);
 }
 
-/* A queue no handle of the process owns is not its to bind. */
+/* bind-rx on queue 0 of ifname, or bind-tx on it (arg "tx:IF"). */
+static void bind_on(struct answer *a, struct devmemtcp_ctx *c, const void *arg)
+{
+	DEVMEMTCP_OPTS(bind_opts, bo, .broker = true);
+	const char *ifname = arg;
+	struct devmemtcp_binding *b = NULL;
+	struct devmemtcp_buf *buf;
+	uint32_t q = 0;
+	int mfd;
+
+	if (t_memfd_buf(c, 1 << 20, &mfd, &buf))
+		_exit(8);
+	if (!strncmp(ifname, "tx:", 3))
+		keep(a, c, devmemtcp_bind_tx(c, (int)if_nametoindex(ifname + 3), buf, &bo, &b));
+	else
+		keep(a, c, devmemtcp_bind_rx(c, (int)if_nametoindex(ifname), &q, 1, buf, NULL, &b));
+	devmemtcp_buf_free(buf);
+	close(mfd);
+}
+
+/* A queue no handle of the process owns is not its to bind; a user no
+ * rule names binds nothing; bind-tx needs "tx" in the rule. */
 static void test_bind_not_owned(void **state)
 {
 	pid_t pid = start_broker(0);
 	struct answer a;
+	char want[512];
+	long p = 0;
 
 	as_uid(65534, bind_not_owned, NULL, &a);
 	assert_int_equal(a.ret, -EPERM);
 	assert_string_equal(a.msg,
 			    "devmemtcp-broker: RX queue 0 of va is not a queue of this process's handles: set it up with devmemtcp_nic_open first");
+
+	as_uid(65532, bind_on, "va", &a);
+	/* ERRORS devmemtcp_bind_rx EACCES */
+	assert_int_equal(a.ret, -EACCES);
+	assert_int_equal(sscanf(a.msg, "devmemtcp-broker: uid 65532 (pid %ld,", &p), 1);
+	snprintf(want, sizeof(want),
+		 "devmemtcp-broker: uid 65532 (pid %ld, test-host-broke) may not use va: no rule of %s allows it; an administrator can add one (devmemtcp-broker.conf(5))",
+		 p, conf);
+	assert_string_equal(a.msg, want);
+
+	as_uid(65533, bind_on, "tx:vb", &a);
+	/* ERRORS devmemtcp_bind_tx EACCES */
+	assert_int_equal(a.ret, -EACCES);
+	snprintf(want, sizeof(want),
+		 "devmemtcp-broker: uid 65533 may not bind-tx on vb: the rule at %s:3 has no \"tx\"",
+		 conf);
+	assert_string_equal(a.msg, want);
 	stop_broker(pid);
 }
 
@@ -545,6 +585,7 @@ static void test_policy(void **state)
 	assert_string_equal(a.msg, want);
 
 	try_open(65534, &(struct open_try){ "va", "dst-port 5201", 2, 0 }, &a);
+	/* ERRORS devmemtcp_nic_open EDQUOT */
 	assert_int_equal(a.ret, -EDQUOT);
 	snprintf(want, sizeof(want),
 		 "devmemtcp-broker: uid 65534 may own 1 queue of va at once (rule at %s:2) and owns 0: 2 more are too many",
@@ -734,6 +775,117 @@ static void test_probe(void **state)
 	assert_string_equal(a.probe.broker_msg, want);
 }
 
+/* ---- the transport: no broker, a dead one, one that hangs up -------------- */
+
+/* A UNIX seqpacket socket at path: listening, or only bound (what a killed
+ * broker leaves: connect is refused). */
+static int fake_socket(const char *path, bool listening)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	unlink(path);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	if (listening)
+		assert_int_equal(listen(fd, 4), 0);
+	return fd;
+}
+
+/* A "broker" of root's that reads one request and hangs up; its pid. */
+static pid_t hang_up_once(int lfd)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char m[DMT_BRK_MSG_MAX];
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (fd < 0 || recv(fd, m, sizeof(m), 0) <= 0)
+			_exit(1);
+		_exit(0);
+	}
+	return pid;
+}
+
+static int open_through(void)
+{
+	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 1, .flags = DEVMEMTCP_NIC_BROKER);
+	struct devmemtcp_nic *nic = NULL;
+
+	return devmemtcp_nic_open(ctx, "va", &o, &nic);
+}
+
+static int bind_through(void)
+{
+	DEVMEMTCP_OPTS(bind_opts, bo, .broker = true);
+	struct devmemtcp_binding *b = NULL;
+	struct devmemtcp_buf *buf;
+	uint32_t q = 0;
+	int mfd, ret;
+
+	assert_int_equal(t_memfd_buf(ctx, 1 << 20, &mfd, &buf), 0);
+	ret = devmemtcp_bind_rx(ctx, (int)if_nametoindex("va"), &q, 1, buf, &bo, &b);
+	devmemtcp_buf_free(buf);
+	close(mfd);
+	return ret;
+}
+
+static void test_transport(void **state)
+{
+	char path[128], want[512];
+	int lfd, st;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/none.sock", dir);
+	setenv("DEVMEMTCP_BROKER_SOCKET", path, 1);
+	unlink(path);
+	snprintf(want, sizeof(want),
+		 "cannot reach devmemtcp-broker at %s: ENOENT: start it (systemctl start devmemtcp-broker.socket), or run with CAP_NET_ADMIN",
+		 path);
+	/* ERRORS devmemtcp_nic_open ENOENT */
+	assert_int_equal(open_through(), -ENOENT);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	/* ERRORS devmemtcp_bind_rx ENOENT */
+	assert_int_equal(bind_through(), -ENOENT);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+
+	/* the socket file of a broker that was killed */
+	lfd = fake_socket(path, false);
+	snprintf(want, sizeof(want),
+		 "cannot reach devmemtcp-broker at %s: ECONNREFUSED: start it (systemctl start devmemtcp-broker.socket), or run with CAP_NET_ADMIN",
+		 path);
+	/* ERRORS devmemtcp_nic_open ECONNREFUSED */
+	assert_int_equal(open_through(), -ECONNREFUSED);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	/* ERRORS devmemtcp_bind_rx ECONNREFUSED */
+	assert_int_equal(bind_through(), -ECONNREFUSED);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	close(lfd);
+
+	/* one that hangs up on the request (exited, killed mid-setup) */
+	lfd = fake_socket(path, true);
+	pid = hang_up_once(lfd);
+	/* ERRORS devmemtcp_nic_open EPIPE */
+	assert_int_equal(open_through(), -EPIPE);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "devmemtcp-broker did not answer the open request: EPIPE: it closed the connection (it exited: see its log)");
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	pid = hang_up_once(lfd);
+	/* ERRORS devmemtcp_bind_rx EPIPE */
+	assert_int_equal(bind_through(), -EPIPE);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "devmemtcp-broker did not answer the bind-rx request: EPIPE: it closed the connection (it exited: see its log)");
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(lfd);
+	unlink(path);
+	setenv("DEVMEMTCP_BROKER_SOCKET", sock, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -746,6 +898,7 @@ int main(void)
 		cmocka_unit_test(test_netns),
 		cmocka_unit_test(test_udmabuf_checks),
 		cmocka_unit_test(test_probe),
+		cmocka_unit_test(test_transport),
 	};
 
 	T_TRY(host_netns(NULL));

@@ -85,6 +85,7 @@ static void test_queue_list_sysfs(void **state)
 {
 	struct devmemtcp_queue q[16];
 	int n, rx = 0, tx = 0;
+	char want[256];
 
 	n = devmemtcp_queue_list(ctx, va, q, 16);
 	assert_int_equal(n, 4 + 3);
@@ -100,10 +101,44 @@ static void test_queue_list_sysfs(void **state)
 	assert_int_equal(tx, count_sysfs("va", "tx-"));
 	/* a short array still reports the total */
 	assert_int_equal(devmemtcp_queue_list(ctx, va, q, 2), 7);
+	/* ERRORS devmemtcp_queue_list ENODEV */
 	assert_int_equal(devmemtcp_queue_list(ctx, 99999, q, 16), -ENODEV);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
 			    "no network interface has index 99999: check the name with 'ip link'");
+	/* ERRORS devmemtcp_queue_list EINVAL */
 	assert_int_equal(devmemtcp_queue_list(ctx, 0, q, 16), -EINVAL);
+	snprintf(want, sizeof(want),
+		 "devmemtcp_queue_list: ifindex 0 and 16 entries at %p: pass an ifindex from if_nametoindex() and an array for max entries",
+		 (void *)q);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+}
+
+/* A kernel without the netdev family (before 6.9 for queue-get): a test
+ * build looks another name up instead, which no kernel has. */
+static void test_no_netdev_family(void **state)
+{
+	struct devmemtcp_queue q[8];
+	struct devmemtcp_ctx *c;
+
+	setenv("DEVMEMTCP_TEST_NETDEV_FAMILY", "no-such-family", 1);
+	assert_int_equal(devmemtcp_ctx_new(NULL, &c), 0);
+	/* ERRORS devmemtcp_queue_list EOPNOTSUPP */
+	assert_int_equal(devmemtcp_queue_list(c, va, q, 8), -EOPNOTSUPP);
+	assert_string_equal(devmemtcp_ctx_errmsg(c),
+			    "the kernel has no \"netdev\" generic netlink family: devmem TCP needs Linux 6.12 or newer (bind-tx 6.16)");
+	devmemtcp_ctx_free(c);
+	unsetenv("DEVMEMTCP_TEST_NETDEV_FAMILY");
+}
+
+/* veth keeps no per-queue statistics. */
+static void test_qstats_unsupported(void **state)
+{
+	struct devmemtcp_qstats st = { .sz = sizeof(st) };
+
+	/* ERRORS devmemtcp_qstats_get EOPNOTSUPP */
+	assert_int_equal(devmemtcp_qstats_get(ctx, va, DEVMEMTCP_QUEUE_RX, 0, &st), -EOPNOTSUPP);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "the driver of va reports no queue statistics (no netdev_stat_ops)");
 }
 
 /* The oracle: libnl-genl-3 reads the same queues on its own. */
@@ -188,6 +223,7 @@ static void test_bind_veth_unsupported(void **state)
 	struct devmemtcp_binding *b = (void *)1;
 	uint32_t q = 0;
 
+	/* ERRORS devmemtcp_bind_rx EOPNOTSUPP */
 	assert_int_equal(devmemtcp_bind_rx(ctx, va, &q, 1, buf, NULL, &b),
 			 -EOPNOTSUPP);
 	assert_null(b);
@@ -200,16 +236,30 @@ static void test_bind_arg_checks(void **state)
 {
 	struct devmemtcp_buf *buf = memfd_buf();
 	struct devmemtcp_binding *b;
-	uint32_t q[2] = { 1, 1 };
+	uint32_t q[2] = { 1, 1 }, *many;
 
+	/* ERRORS devmemtcp_bind_rx EINVAL */
 	assert_int_equal(devmemtcp_bind_rx(ctx, va, q, 2, buf, NULL, &b), -EINVAL);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
 			    "devmemtcp_bind_rx: queue 1 is listed twice: list each queue once");
 	assert_int_equal(devmemtcp_bind_rx(ctx, va, NULL, 0, buf, NULL, &b), -EINVAL);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
 			    "devmemtcp_bind_rx: no queues given: pass at least one RX queue index");
+	/* ERRORS devmemtcp_bind_rx ENODEV */
 	assert_int_equal(devmemtcp_bind_rx(ctx, 0, q, 1, buf, NULL, &b), -ENODEV);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "devmemtcp_bind_rx: ifindex 0 is not an interface: get it with if_nametoindex()");
 	assert_int_equal(devmemtcp_bind_rx(ctx, va, q, 1, NULL, NULL, &b), -EINVAL);
+	/* more queues than any NIC has: refused before anything is sent */
+	many = calloc(4097, sizeof(*many));
+	assert_non_null(many);
+	for (uint32_t i = 0; i < 4097; i++)
+		many[i] = i;
+	/* ERRORS devmemtcp_bind_rx E2BIG */
+	assert_int_equal(devmemtcp_bind_rx(ctx, va, many, 4097, buf, NULL, &b), -E2BIG);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "devmemtcp_bind_rx: 4097 queues is more than any NIC has");
+	free(many);
 	DEVMEMTCP_OPTS(bind_opts, bo, .rx_page_size = 12288);
 	assert_int_equal(devmemtcp_bind_rx(ctx, va, q, 1, buf, &bo, &b), -EINVAL);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
@@ -304,6 +354,7 @@ static void test_bind_without_cap_net_admin(void **state)
 			_exit(3);
 		buf = memfd_buf();
 		ret = devmemtcp_bind_rx(ctx, va, &q, 1, buf, NULL, &b);
+		/* ERRORS devmemtcp_bind_rx EPERM */
 		if (ret != -EPERM)
 			_exit(4);
 		if (strcmp(devmemtcp_ctx_errmsg(ctx),
@@ -422,6 +473,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_family),
 		cmocka_unit_test(test_queue_list_sysfs),
+		cmocka_unit_test(test_no_netdev_family),
+		cmocka_unit_test(test_qstats_unsupported),
 		cmocka_unit_test(test_libnl_oracle),
 		cmocka_unit_test(test_bind_veth_unsupported),
 		cmocka_unit_test(test_bind_arg_checks),

@@ -296,9 +296,11 @@ static void test_probe_errors(void **state)
 	struct devmemtcp_probe p = { .sz = sizeof(p) };
 	DEVMEMTCP_OPTS(probe_opts, po, .flags = 0x80);
 
+	/* ERRORS devmemtcp_nic_probe ENODEV */
 	assert_int_equal(devmemtcp_nic_probe(ctx, "nosuch0", NULL, &p), -ENODEV);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
 			    "no interface \"nosuch0\" in this network namespace (see ip link show)");
+	/* ERRORS devmemtcp_nic_probe EINVAL */
 	assert_int_equal(devmemtcp_nic_probe(ctx, "a b", NULL, &p), -EINVAL);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
 			    "invalid interface name \"a b\": a name has 1 to 15 characters without '/', ':' or spaces");
@@ -361,6 +363,7 @@ static void test_open_bad_input(void **state)
 	assert_int_equal(devmemtcp_nic_open(ctx, "va", &o, &nic), -ERANGE);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
 			    "va: flow 1: queue index 2 is out of range: the handle has 2 devmem queues (indexes 0-1)");
+	/* ERRORS devmemtcp_nic_open ENODEV */
 	assert_int_equal(devmemtcp_nic_open(ctx, "nosuch0", NULL, &nic), -ENODEV);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
 			    "no interface \"nosuch0\" in this network namespace (see ip link show)");
@@ -442,6 +445,7 @@ static void test_stale_journal_and_restore(void **state)
 
 	/* the files of an interface that is gone */
 	dead = nicfix_dead_owner(dir, "gone0", 77, dmt_netns_id(), name, sizeof(name));
+	/* ERRORS devmemtcp_nic_recover ENODEV */
 	assert_int_equal(devmemtcp_nic_recover(ctx, "gone0", NULL), -ENODEV);
 	nicfix_expect_errmsg(ctx, "no interface \"gone0\" in this network namespace (see ip link show): %s has devmemtcp files of gone0 (gone0.*) "
 		      "but this network namespace has no such interface: restore where the interface is, or delete the files if it is gone for good",

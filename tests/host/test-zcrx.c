@@ -81,6 +81,7 @@ static void test_veth_refused(void **state)
 	want = kernel_refusal(msg, sizeof(msg));
 	if (!want)
 		want = "va cannot do zero-copy receive: its driver lacks the queue management API or a DMA device (drivers with it: bnxt_en, mlx5, gve, fbnic)";
+	/* ERRORS devmemtcp_zcrx_new EOPNOTSUPP */
 	assert_int_equal(ret, -EOPNOTSUPP);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
 	/* the ring, its mappings and the netlink socket are gone */
@@ -109,6 +110,7 @@ static void test_without_cap_net_admin(void **state)
 			_exit(3);
 		ret = devmemtcp_zcrx_new(ctx, va, 0, buf, NULL, &z);
 		want = kernel_refusal(msg, sizeof(msg));
+		/* ERRORS devmemtcp_zcrx_new EPERM */
 		if (ret != (want ? -EOPNOTSUPP : -EPERM))
 			_exit(4);
 		if (!want)
@@ -122,6 +124,30 @@ static void test_without_cap_net_admin(void **state)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* An interface index of no interface here: the kernel says ENODEV before
+ * it looks at the driver. */
+static void test_no_interface(void **state)
+{
+	struct devmemtcp_zcrx *z = NULL;
+	const char *want;
+	char msg[256];
+	int ret;
+
+	(void)state;
+	ret = devmemtcp_zcrx_new(ctx, 99999, 0, buf, NULL, &z);
+	assert_null(z);
+	want = kernel_refusal(msg, sizeof(msg));
+	if (want) {
+		assert_int_equal(ret, -EOPNOTSUPP);
+		assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+		return;
+	}
+	/* ERRORS devmemtcp_zcrx_new ENODEV */
+	assert_int_equal(ret, -ENODEV);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "ifindex 99999 is no interface of this thread's network namespace");
 }
 
 /* What probe says agrees with what zcrx_new found. */
@@ -150,6 +176,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_veth_refused),
 		cmocka_unit_test(test_without_cap_net_admin),
+		cmocka_unit_test(test_no_interface),
 		cmocka_unit_test(test_probe),
 	};
 

@@ -40,7 +40,8 @@ struct fake_nic {
 	/* not state */
 	int calls, changes;
 	int nl_calls, ioctls;		/* as the real layer would make them */
-	int fail_op_at;			/* fail the n-th change with -EIO */
+	int fail_op_at;			/* fail the n-th change ... */
+	int fail_errno;			/* ... with this errno (0: EIO) */
 	int kill_after_change;		/* SIGKILL right after the n-th change */
 	bool kill_after_insert;		/* SIGKILL right after a rule insert */
 };
@@ -58,7 +59,9 @@ static uint8_t fake_tds(const struct fake_nic *n)
 static int fake_change(struct fake_nic *n)
 {
 	n->changes++;
-	return n->fail_op_at && n->changes == n->fail_op_at ? -EIO : 0;
+	if (!n->fail_op_at || n->changes != n->fail_op_at)
+		return 0;
+	return n->fail_errno ? -n->fail_errno : -EIO;
 }
 
 /* A change was made: the moment between it and the journal's record. */
@@ -92,7 +95,8 @@ static int f_rings_set(struct dmt_eth *e, int tds, int64_t hds)
 	n->calls++;
 	n->nl_calls++;
 	if (err)
-		return dmt_err_set(e->err, err, "rings-set on %s failed: EIO", e->ifname);
+		return dmt_err_set(e->err, err, "rings-set on %s failed: %s", e->ifname,
+				   dmt_errno_name(err));
 	if (tds >= 0 && !n->has_tds)
 		return dmt_err_set(e->err, -EOPNOTSUPP, "rings-set on %s failed: EOPNOTSUPP", e->ifname);
 	if (hds >= 0 && (!n->has_hds || hds > n->hds_max))
@@ -138,7 +142,8 @@ static int f_feature_set(struct dmt_eth *e, const char *name, bool on)
 	n->calls++;
 	n->nl_calls++;
 	if (err)
-		return dmt_err_set(e->err, err, "features-set on %s failed: EIO", e->ifname);
+		return dmt_err_set(e->err, err, "features-set on %s failed: %s", e->ifname,
+				   dmt_errno_name(err));
 	if (!n->ntuple_hw)
 		return -EOPNOTSUPP;
 	if (!on)	/* like most drivers: turning ntuple off flushes rules */
@@ -211,7 +216,8 @@ static int f_rss_set(struct dmt_eth *e, uint32_t context, const uint32_t *indir,
 	n->calls++;
 	n->nl_calls++;
 	if (err)
-		return dmt_err_set(e->err, err, "rss-set on %s failed: EIO", e->ifname);
+		return dmt_err_set(e->err, err, "rss-set on %s failed: %s", e->ifname,
+				   dmt_errno_name(err));
 	if (!n->rss || context)
 		return -EOPNOTSUPP;
 	if (cnt == 0) {
@@ -240,7 +246,8 @@ static int f_ctx_create(struct dmt_eth *e, const uint32_t *indir, uint32_t cnt, 
 	n->calls++;
 	n->ioctls++;
 	if (err)
-		return dmt_err_set(e->err, err, "create RSS context on %s failed: EIO", e->ifname);
+		return dmt_err_set(e->err, err, "create RSS context on %s failed: %s", e->ifname,
+				   dmt_errno_name(err));
 	if (!n->ctx_supported)
 		return -EOPNOTSUPP;
 	for (uint32_t c = 1; c <= FAKE_CTX; c++) {
@@ -258,13 +265,16 @@ static int f_ctx_create(struct dmt_eth *e, const uint32_t *indir, uint32_t cnt, 
 static int f_ctx_delete(struct dmt_eth *e, uint32_t id)
 {
 	struct fake_nic *n = FN(e);
+	int err;
 
 	n->calls++;
 	n->ioctls++;
 	if (id == 0 || id > FAKE_CTX || !n->ctx[id].used)
 		return -ENOENT;
-	if (fake_change(n))
-		return dmt_err_set(e->err, -EIO, "delete RSS context on %s failed: EIO", e->ifname);
+	err = fake_change(n);
+	if (err)
+		return dmt_err_set(e->err, err, "delete RSS context on %s failed: %s", e->ifname,
+				   dmt_errno_name(err));
 	for (int i = 0; i < FAKE_RULES; i++)
 		if (n->rule[i].used && n->rule[i].rss_ctx == id)
 			return -EBUSY;	/* the kernel refuses: rules use it */
@@ -283,7 +293,8 @@ static int f_rule_insert(struct dmt_eth *e, const struct ethtool_rx_flow_spec *f
 	n->calls++;
 	n->ioctls++;
 	if (err)
-		return dmt_err_set(e->err, err, "ETHTOOL_SRXCLSRLINS on %s failed: EIO", e->ifname);
+		return dmt_err_set(e->err, err, "ETHTOOL_SRXCLSRLINS on %s failed: %s", e->ifname,
+				   dmt_errno_name(err));
 	if (!n->rules_supported || !n->ntuple_on)
 		return -EOPNOTSUPP;
 	if ((fs->flow_type & FLOW_RSS) ? (rss_ctx > FAKE_CTX || !n->ctx[rss_ctx].used)
@@ -303,19 +314,26 @@ static int f_rule_insert(struct dmt_eth *e, const struct ethtool_rx_flow_spec *f
 		fake_changed(n);
 		return 0;
 	}
-	return -ENOSPC;
+	/* what the library says when it finds no free location */
+	return dmt_err_set(e->err, -ENOSPC,
+			   "the ntuple rule table of %s is full (%d of %d rules): "
+			   "delete rules with ethtool -N %s delete LOC",
+			   e->ifname, FAKE_RULES, FAKE_RULES, e->ifname);
 }
 
 static int f_rule_delete(struct dmt_eth *e, uint32_t loc)
 {
 	struct fake_nic *n = FN(e);
+	int err;
 
 	n->calls++;
 	n->ioctls++;
 	if (loc >= FAKE_RULES || !n->rule[loc].used)
 		return -ENOENT;
-	if (fake_change(n))
-		return dmt_err_set(e->err, -EIO, "ETHTOOL_SRXCLSRLDEL on %s failed: EIO", e->ifname);
+	err = fake_change(n);
+	if (err)
+		return dmt_err_set(e->err, err, "ETHTOOL_SRXCLSRLDEL on %s failed: %s", e->ifname,
+				   dmt_errno_name(err));
 	memset(&n->rule[loc], 0, sizeof(n->rule[loc]));
 	fake_changed(n);
 	return 0;

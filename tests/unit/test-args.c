@@ -51,6 +51,7 @@ static void test_udmabuf_size_near_2_64(void **state)
 
 	/* the device is never opened: a missing one would say so */
 	setenv("DEVMEMTCP_UDMABUF_DEV", "/nonexistent/udmabuf", 1);
+	/* ERRORS devmemtcp_buf_new E2BIG */
 	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -E2BIG);
 	assert_null(buf);
 	snprintf(want, sizeof(want),
@@ -128,6 +129,7 @@ static void test_nqueues_max(void **state)
 	assert_non_null(mkdtemp(dir));
 	o.run_dir = dir;
 	allocations();
+	/* ERRORS devmemtcp_nic_open E2BIG */
 	assert_int_equal(devmemtcp_nic_open(ctx, "dmt-none0", &o, &nic), -E2BIG);
 	assert_int_equal(allocations(), 0);
 	assert_null(nic);

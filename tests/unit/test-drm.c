@@ -342,6 +342,7 @@ static void test_not_drm(void **state)
 	struct devmemtcp_buf *buf;
 
 	add_file("card0", 0600);
+	/* ERRORS devmemtcp_buf_new ENODEV */
 	assert_int_equal(drm_new(NULL, 4096, &buf), -ENODEV);
 	assert_msg("drm: @/card0 is not a DRM device node (DRM_IOCTL_VERSION: Inappropriate ioctl for device): name a node of /dev/dri in opts.drm_path");
 	assert_int_equal(drm_new("/dev/null", 4096, &buf), -ENODEV);
@@ -392,6 +393,7 @@ static void test_permission(void **state)
 		 "drm: no permission to open %s/card0: run as root or give your user access to it (its group, often 'video' or 'render', or a udev rule)",
 		 dir);
 	drm_new_unprivileged(NULL, &r);
+	/* ERRORS devmemtcp_buf_new EACCES */
 	assert_int_equal(r.ret, -EACCES);
 	assert_string_equal(r.msg, want);
 	drm_new_unprivileged(node_path("card0"), &r);
@@ -458,6 +460,32 @@ static void test_alloc(void **state)
 	devmemtcp_buf_free(buf);
 }
 
+/* CPU access to a host-mapped buffer checks its range and memory before
+ * touching the dma-buf. */
+static void test_cpu_access_checks(void **state)
+{
+	struct fake_node vgem = { "card0", "vgem" };
+	struct devmemtcp_buf *buf;
+	char x[200] = { 0 };
+
+	fake_on();
+	add_node(&vgem);
+	assert_int_equal(drm_new(NULL, 4096, &buf), 0);
+	/* ERRORS devmemtcp_buf_read ERANGE */
+	assert_int_equal(devmemtcp_buf_read(buf, 4000, x, sizeof(x)), -ERANGE);
+	assert_string_equal(devmemtcp_buf_errmsg(buf),
+			    "devmemtcp_buf_read: bytes [4000, +200) are outside the 4096-byte buffer");
+	/* ERRORS devmemtcp_buf_write ERANGE */
+	assert_int_equal(devmemtcp_buf_write(buf, 4097, x, 0), -ERANGE);
+	assert_string_equal(devmemtcp_buf_errmsg(buf),
+			    "devmemtcp_buf_write: bytes [4097, +0) are outside the 4096-byte buffer");
+	/* ERRORS devmemtcp_buf_read EINVAL */
+	assert_int_equal(devmemtcp_buf_read(buf, 0, NULL, 1), -EINVAL);
+	assert_string_equal(devmemtcp_buf_errmsg(buf),
+			    "devmemtcp_buf_read: NULL memory for 1 bytes");
+	devmemtcp_buf_free(buf);
+}
+
 /* libdrm's devices first, in its order, then the card nodes it did not
  * report, by number; the first that allocates wins. */
 static void test_discovery_order(void **state)
@@ -506,6 +534,7 @@ static void test_no_dumb(void **state)
 	fake_on();
 	add_node(&nosys);
 	add_node(&notty);
+	/* ERRORS devmemtcp_buf_new EOPNOTSUPP */
 	assert_int_equal(drm_new(node_path("card0"), 4096, &buf), -EOPNOTSUPP);
 	assert_msg("drm: the accel driver of @/card0 cannot allocate buffers (it has no dumb buffers): allocate with its own API and pass the GEM handle in opts.drm_fd and opts.drm_handle, or use vgem ('modprobe vgem')");
 	assert_int_equal(drm_new(node_path("card1"), 4096, &buf), -EOPNOTSUPP);
@@ -727,6 +756,7 @@ int main(void)
 		T(test_without_libdrm),
 #endif
 		T(test_alloc),
+		T(test_cpu_access_checks),
 		T(test_discovery_order),
 		T(test_discovery_first_error),
 		T(test_no_dumb),

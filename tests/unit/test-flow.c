@@ -95,6 +95,7 @@ static void test_null(void **state)
 {
 	struct devmemtcp_flow f;
 
+	/* ERRORS devmemtcp_flow_parse EINVAL */
 	assert_int_equal(devmemtcp_flow_parse(NULL, &f), -EINVAL);
 	assert_string_equal(devmemtcp_ctx_errmsg(NULL),
 			    "devmemtcp_flow_parse: text or flow is NULL");

@@ -23,6 +23,7 @@ static void test_bind_enodata_names_header_split(void **state)
 	struct dmt_err e = { 0 };
 
 	dmt_bind_explain(&e, false, 999999, -ENODATA, "");
+	/* ERRORS devmemtcp_bind_rx ENODATA */
 	assert_int_equal(e.code, -ENODATA);
 	assert_string_equal(e.msg,
 			    "bind-rx on ifindex 999999 failed: the driver restarted the queue but its page pool did not take the dma-buf: turn header split on (ethtool -G ifindex 999999 tcp-data-split on; Linux 6.12 and 6.13 bind without checking it), or the driver lacks unreadable-netmem support");
@@ -45,6 +46,31 @@ static void test_bind_rx_page_size_unknown(void **state)
 	/* other texts keep their errno */
 	dmt_bind_explain(&e, false, 999999, -EINVAL, "hds-thresh is not zero");
 	assert_int_equal(e.code, -EINVAL);
+}
+
+/* Refusals of the kernel the test machines cannot provoke everywhere, as
+ * the binds explain them: the capability some kernels require for bind-tx,
+ * a dma-buf fd closed behind the buffer's back, a driver whose page pool
+ * has another page size than the binding. */
+static void test_bind_kernel_refusals(void **state)
+{
+	struct dmt_err e = { 0 };
+
+	/* ERRORS devmemtcp_bind_tx EPERM */
+	dmt_bind_explain(&e, true, 999999, -EPERM, "");
+	assert_int_equal(e.code, -EPERM);
+	assert_string_equal(e.msg,
+			    "bind-tx on ifindex 999999 failed: permission denied: bind-tx needs CAP_NET_ADMIN; run as root or grant it (setcap cap_net_admin+ep PROGRAM)");
+	/* ERRORS devmemtcp_bind_tx EBADF */
+	dmt_bind_explain(&e, true, 999999, -EBADF, "");
+	assert_int_equal(e.code, -EBADF);
+	assert_string_equal(e.msg,
+			    "bind-tx on ifindex 999999 failed: the dma-buf fd is not valid: pass the fd of a live dma-buf (devmemtcp_buf_fd())");
+	/* ERRORS devmemtcp_bind_rx E2BIG */
+	dmt_bind_explain(&e, false, 999999, -E2BIG, "");
+	assert_int_equal(e.code, -E2BIG);
+	assert_string_equal(e.msg,
+			    "bind-rx on ifindex 999999 failed: the driver's page pool page size does not match the binding's niov size: leave rx_page_size 0 or pick the driver's buffer size");
 }
 
 static void test_errno_names(void **state)
@@ -73,6 +99,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bind_enodata_names_header_split),
 		cmocka_unit_test(test_bind_rx_page_size_unknown),
+		cmocka_unit_test(test_bind_kernel_refusals),
 		cmocka_unit_test(test_errno_names),
 	};
 

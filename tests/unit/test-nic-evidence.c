@@ -205,14 +205,21 @@ static void test_journal_of_another_interface(void **state)
 /* The device was replaced: its ifindex differs from the journal's. */
 static void test_ifindex_changed(void **state)
 {
+	static const char replaced[] =
+		"%s/eth0.base was written when eth0 had ifindex 9; it has 1 now (the device was replaced): "
+		"nothing of it is applied; delete it once the old device's settings no longer matter";
 	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 2);
+	struct devmemtcp_nic *nic;
 
 	crashed_owner(&o, false);
 	tamper("ifindex ", "ifindex 9\n", NULL, NULL);
 	fake_dump(nic_state, before, sizeof(before));
+	/* ERRORS devmemtcp_nic_recover ESTALE */
 	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), -ESTALE);
-	assert_non_null(strstr(devmemtcp_ctx_errmsg(ctx),
-			       " was written when eth0 had ifindex 9; it has 1 now (the device was replaced): nothing of it is applied"));
+	nicfix_expect_errmsg(ctx, replaced, dir);
+	/* ERRORS devmemtcp_nic_open ESTALE */
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), -ESTALE);
+	nicfix_expect_errmsg(ctx, replaced, dir);
 	fake_dump(nic_state, after, sizeof(after));
 	assert_string_equal(before, after);
 }
@@ -227,6 +234,59 @@ static void test_no_namespace(void **state)
 	tamper("netns ", NULL, NULL, NULL);
 	fake_dump(nic_state, before, sizeof(before));
 	assert_true(devmemtcp_nic_recover(ctx, "eth0", NULL) < 0);
+	fake_dump(nic_state, after, sizeof(after));
+	assert_string_equal(before, after);
+}
+
+/* A journal written in another network namespace: neither restore nor
+ * the next open applies it here. */
+static void test_other_namespace(void **state)
+{
+	static const char other[] =
+		"%s/eth0.base was written in network namespace net:[12345], this is net:[%llu]: "
+		"run devmemtcp restore eth0 in that namespace (ip netns exec NAME ...)";
+	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 2);
+	struct devmemtcp_nic *nic;
+
+	crashed_owner(&o, false);
+	tamper("netns ", "netns 12345\n", NULL, NULL);
+	fake_dump(nic_state, before, sizeof(before));
+	/* ERRORS devmemtcp_nic_recover EXDEV */
+	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), -EXDEV);
+	nicfix_expect_errmsg(ctx, other, dir, (unsigned long long)dmt_netns_id());
+	/* ERRORS devmemtcp_nic_open EXDEV */
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), -EXDEV);
+	nicfix_expect_errmsg(ctx, other, dir, (unsigned long long)dmt_netns_id());
+	fake_dump(nic_state, after, sizeof(after));
+	assert_string_equal(before, after);
+}
+
+/* A journal with a line this version cannot have written. */
+static void test_malformed(void **state)
+{
+	static const char bad[] =
+		"%s/%s is malformed (line 11): undo what it records by hand, then delete it";
+	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 2);
+	struct devmemtcp_nic *nic;
+	char name[NAME_MAX + 1] = "";
+	struct dirent *d;
+	DIR *dp;
+
+	crashed_owner(&o, false);
+	tamper("queues ", "queues two\n", NULL, NULL);
+	dp = opendir(dir);
+	assert_non_null(dp);
+	while ((d = readdir(dp)))
+		if (!strncmp(d->d_name, "eth0.owner.", 11))
+			snprintf(name, sizeof(name), "%s", d->d_name);
+	closedir(dp);
+	fake_dump(nic_state, before, sizeof(before));
+	/* ERRORS devmemtcp_nic_recover EBADMSG */
+	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), -EBADMSG);
+	nicfix_expect_errmsg(ctx, bad, dir, name);
+	/* ERRORS devmemtcp_nic_open EBADMSG */
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), -EBADMSG);
+	nicfix_expect_errmsg(ctx, bad, dir, name);
 	fake_dump(nic_state, after, sizeof(after));
 	assert_string_equal(before, after);
 }
@@ -332,6 +392,8 @@ int main(void)
 		cmocka_unit_test_setup(test_pending_rule_ambiguous, each),
 		cmocka_unit_test_setup(test_journal_of_another_interface, each),
 		cmocka_unit_test_setup(test_ifindex_changed, each),
+		cmocka_unit_test_setup(test_other_namespace, each),
+		cmocka_unit_test_setup(test_malformed, each),
 		cmocka_unit_test_setup(test_no_namespace, each),
 		cmocka_unit_test_setup(test_close_with_malformed_file, each),
 		cmocka_unit_test_setup(test_shadowed_by_more_specific, each),

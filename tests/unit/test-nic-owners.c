@@ -289,6 +289,7 @@ static void test_queue_plan(void **state)
 	/* too many: how many are free */
 	o.queues = NULL;
 	o.nqueues = 5;
+	/* ERRORS devmemtcp_nic_open ENOSPC */
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &c), -ENOSPC);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
 			    "eth0: eth0 has 4 free RX queues (8 in all, 3 owned by 1 process, 1 kept for other traffic): ask for at most 4");
@@ -333,7 +334,10 @@ static void test_owners_flows_disjoint(void **state)
 	dump_is(with_owners);
 	f = flow("src-ip 10.0.0.9 dst-port 5202");
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &b), 0);
+	/* ERRORS devmemtcp_nic_add_flow EAFNOSUPPORT */
 	assert_int_equal(devmemtcp_nic_add_flow(b, &(struct devmemtcp_flow){ 0 }), -EAFNOSUPPORT);
+	assert_string_equal(devmemtcp_nic_errmsg(b),
+			    "adding a flow on eth0: flow 1: family 0 is neither AF_INET nor AF_INET6");
 	f = flow("dst-port 5201");
 	assert_int_equal(devmemtcp_nic_add_flow(b, &f), -EEXIST);
 	assert_non_null(strstr(devmemtcp_nic_errmsg(b), "adding a flow on eth0: flow 1 (tcp4 *:* -> *:5201) overlaps flow 0"));
@@ -582,6 +586,7 @@ static void test_recover_all(void **state)
 
 	assert_int_equal(own(&a, 2, 5201), 0);
 	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 0);
+	/* ERRORS devmemtcp_nic_recover EINVAL */
 	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", &bad), -EINVAL);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
 			    "devmemtcp_nic_recover: flags 0x4: only DEVMEMTCP_NIC_RECOVER_ALL applies");

@@ -6,6 +6,7 @@
  * crash at every step recovered, the lock, foreign rules and tables left
  * alone, flows added and removed, and the exact errors for bad input.
  */
+#include <arpa/inet.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -333,13 +334,16 @@ static void test_fail_every_step(void **state)
 	};
 	struct devmemtcp_nic *nic;
 	char want[512];
-	int n;
+	int n, ret;
 
 	for (n = 1;; n++) {
 		dmt_nic_fail_step = n;
-		if (devmemtcp_nic_open(ctx, "eth0", &o, &nic) == 0)
+		ret = devmemtcp_nic_open(ctx, "eth0", &o, &nic);
+		if (ret == 0)
 			break;
 		assert_true(n <= (int)ARRAY_SIZE(at));
+		/* ERRORS devmemtcp_nic_open EIO */
+		assert_int_equal(ret, -EIO);
 		snprintf(want, sizeof(want),
 			 "setting up eth0 for devmem failed at %s: failure injected by DEVMEMTCP_NIC_FAIL_STEP=%d; the %d finished steps were undone",
 			 at[n - 1], n, n - 1);
@@ -384,6 +388,7 @@ static void test_undo_failure_keeps_journal(void **state)
 	/* the first change of close (RSS back to default) fails */
 	nic_state->changes = 0;
 	nic_state->fail_op_at = 1;
+	/* ERRORS devmemtcp_nic_close EIO */
 	assert_int_equal(devmemtcp_nic_close(nic), -EIO);
 	snprintf(want, sizeof(want),
 		 "closing the devmem setup of eth0 failed at RSS table: rss-set on eth0 failed: EIO; what is left is recorded in %s: "
@@ -510,11 +515,13 @@ static void test_two_owners_and_busy_lock(void **state)
 
 	child = nicfix_lock_child(dir, "eth0");
 	assert_true(child > 0);
+	/* ERRORS devmemtcp_nic_open EBUSY */
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &b), -EBUSY);
 	snprintf(want, sizeof(want),
 		 "eth0: pid %d (%s) holds %s/eth0.lock and has not let go for 50 ms: if that process hangs, stop it",
 		 child, t_own_comm(), dir);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	/* ERRORS devmemtcp_nic_recover EBUSY */
 	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), -EBUSY);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
 	nicfix_kill(child);
@@ -599,6 +606,7 @@ static void test_conflicts(void **state)
 	struct devmemtcp_nic *nic;
 
 	nic_state->changes = 0;
+	/* ERRORS devmemtcp_nic_open EEXIST */
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), -EEXIST);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
 			    "eth0: flow 1 (tcp4 *:* -> 10.0.0.1:5201) matches the same packets as flow 0 of this handle: remove one of them");
@@ -628,6 +636,7 @@ static void test_bad_input(void **state)
 	struct { struct devmemtcp_nic_opts o; uint64_t newer; } big = {
 		.o = { .sz = sizeof(big) }, .newer = 1 };
 
+	/* ERRORS devmemtcp_nic_open ERANGE */
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), -ERANGE);
 	assert_null(nic);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
@@ -637,6 +646,7 @@ static void test_bad_input(void **state)
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
 			    "eth0: flow 0: queue index 1 is out of range: the handle has 1 devmem queues (indexes 0-0)");
 	o.flows = &all;
+	/* ERRORS devmemtcp_nic_open EINVAL */
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), -EINVAL);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
 			    "eth0: flow 0 matches every TCP packet: give at least one address or port with a non-zero mask");
@@ -658,7 +668,17 @@ static void test_bad_input(void **state)
 	assert_int_equal(devmemtcp_nic_open(NULL, "eth0", NULL, &nic), -EINVAL);
 	assert_int_equal(devmemtcp_nic_close(NULL), 0);
 	assert_string_equal(devmemtcp_nic_errmsg(NULL), "");
+	/* ERRORS devmemtcp_nic_queues EINVAL */
 	assert_int_equal(devmemtcp_nic_queues(NULL, NULL), -EINVAL);
+	/* no handle: the message is the thread's */
+	assert_string_equal(devmemtcp_ctx_errmsg(NULL), "devmemtcp_nic_queues: nic is NULL");
+	/* ERRORS devmemtcp_nic_remove_flow EINVAL */
+	assert_int_equal(devmemtcp_nic_remove_flow(NULL, 0), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(NULL), "devmemtcp_nic_remove_flow: nic is NULL");
+	/* ERRORS devmemtcp_nic_stats EINVAL */
+	assert_int_equal(devmemtcp_nic_stats(NULL, NULL), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(NULL),
+			    "devmemtcp_nic_stats: nic or stats is NULL, or stats->sz is not set: set .sz = sizeof(struct devmemtcp_nic_stats)");
 	assert_null(devmemtcp_nic_binding(NULL));
 	assert_unchanged();
 }
@@ -671,6 +691,7 @@ static void test_unsupported(void **state)
 
 	nic_state->has_tds = false;
 	fake_dump(nic_state, before, sizeof(before));
+	/* ERRORS devmemtcp_nic_open EOPNOTSUPP */
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), -EOPNOTSUPP);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
 			    "cannot set up devmem: eth0 does not support header split (tcp-data-split): devmem TCP needs a driver with header split and queue management (gve, bnxt_en, mlx5, fbnic)");
@@ -714,12 +735,14 @@ static void test_live_flows(void **state)
 	fake_dump(nic_state, after, sizeof(after));
 	assert_non_null(strstr(after, "rule 31: tcp4 *:* -> 10.0.0.1:5201 queue 6"));
 	assert_non_null(strstr(after, "rule 30: tcp6 [2001:db8::/64]:* -> *:5201 queue 7"));
+	/* ERRORS devmemtcp_nic_add_flow EEXIST */
 	assert_int_equal(devmemtcp_nic_add_flow(nic, &a), -EEXIST);
 	assert_string_equal(devmemtcp_nic_errmsg(nic),
 			    "adding a flow on eth0: flow 2 (tcp4 *:* -> 10.0.0.1:5201) matches the same packets as flow 0 of this handle: remove one of them");
 	assert_int_equal(devmemtcp_nic_remove_flow(nic, ia), 0);
 	fake_dump(nic_state, after, sizeof(after));
 	assert_null(strstr(after, "rule 31"));
+	/* ERRORS devmemtcp_nic_remove_flow ENOENT */
 	assert_int_equal(devmemtcp_nic_remove_flow(nic, ia), -ENOENT);
 	assert_string_equal(devmemtcp_nic_errmsg(nic),
 			    "flow 0 is not a flow of this handle: use the id devmemtcp_nic_add_flow() returned");
@@ -736,6 +759,142 @@ static void test_live_flows(void **state)
 	assert_string_equal(with, after);
 	/* re-adding works and gets a new id */
 	assert_int_equal(devmemtcp_nic_add_flow(nic, &a), 2);
+	assert_int_equal(devmemtcp_nic_close(nic), 0);
+	assert_unchanged();
+}
+
+/* The kernel refuses a change (no CAP_NET_ADMIN, the interface gone):
+ * open undoes what it did, close and restore keep what is left. */
+static void test_kernel_refuses(void **state)
+{
+	static const int errs[] = { EPERM, ENODEV };
+	struct devmemtcp_nic *nic;
+	char want[512];
+	int status;
+	pid_t dead;
+
+	nic_state->changes = 0;
+	nic_state->fail_op_at = 1;
+	nic_state->fail_errno = EPERM;
+	/* ERRORS devmemtcp_nic_open EPERM */
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", NULL, &nic), -EPERM);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "setting up eth0 for devmem failed at header split: rings-set on eth0 failed: EPERM; the 0 finished steps were undone");
+	nic_state->fail_op_at = 0;
+	assert_unchanged();
+	for (size_t i = 0; i < 2; i++) {
+		assert_int_equal(devmemtcp_nic_open(ctx, "eth0", NULL, &nic), 0);
+		nic_state->changes = 0;
+		nic_state->fail_op_at = 1;
+		nic_state->fail_errno = errs[i];
+		/* ERRORS devmemtcp_nic_close EPERM ENODEV */
+		assert_int_equal(devmemtcp_nic_close(nic), -errs[i]);
+		snprintf(want, sizeof(want),
+			 "closing the devmem setup of eth0 failed at RSS table: rss-set on eth0 failed: %s; what is left is recorded in %s: "
+			 "the next open or close on eth0, or 'devmemtcp restore eth0', finishes it",
+			 errs[i] == EPERM ? "EPERM" : "ENODEV", dir);
+		assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+		nic_state->fail_op_at = 0;
+		assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 1);
+		assert_unchanged();
+	}
+	/* a dead owner's setup: restore without the capability */
+	dead = run_child(0, false, true);
+	assert_int_equal(waitpid(dead, &status, 0), dead);
+	nic_state->changes = 0;
+	nic_state->fail_op_at = 1;
+	nic_state->fail_errno = EPERM;
+	/* ERRORS devmemtcp_nic_recover EPERM */
+	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), -EPERM);
+	snprintf(want, sizeof(want),
+		 "undoing what pid %d (%s) left on eth0 failed at deleting the rule at location 30: EPERM",
+		 dead, t_own_comm());
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	nic_state->fail_op_at = 0;
+	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 1);
+	assert_unchanged();
+}
+
+/* Another process holds the lock through close: the handle's file stays
+ * for the next owner to undo. */
+static void test_close_busy(void **state)
+{
+	DEVMEMTCP_OPTS(nic_opts, all, .flags = DEVMEMTCP_NIC_RECOVER_ALL);
+	struct devmemtcp_nic *nic;
+	char want[512];
+	pid_t child;
+
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", NULL, &nic), 0);
+	child = nicfix_lock_child(dir, "eth0");
+	assert_true(child > 0);
+	/* ERRORS devmemtcp_nic_close EBUSY */
+	assert_int_equal(devmemtcp_nic_close(nic), -EBUSY);
+	snprintf(want, sizeof(want),
+		 "closing the devmem setup of eth0 failed: eth0: pid %d (%s) holds %s/eth0.lock and has not let go for 50 ms: "
+		 "if that process hangs, stop it; what is left is recorded in %s: the next open or close on eth0 "
+		 "after this process ends, or 'devmemtcp restore --all eth0', finishes it",
+		 child, t_own_comm(), dir, dir);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	nicfix_kill(child);
+	/* the file is this live process's: kept until it exits, or until
+	 * restore --all */
+	assert_true(journal_exists());
+	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 0);
+	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", &all), 1);
+	assert_unchanged();
+}
+
+/* Flows added to a live handle that the NIC or the handle cannot take. */
+static void test_add_flow_refused(void **state)
+{
+	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 2, .flags = DEVMEMTCP_NIC_NO_RSS_CONTEXT);
+	struct devmemtcp_flow far = flow("dst-port 5201 queue 2"), f = flow("dst-port 5201");
+	struct devmemtcp_flow other = flow("dst-port 9");
+	struct devmemtcp_nic *nic;
+	char want[512];
+	pid_t child;
+
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), 0);
+	/* ERRORS devmemtcp_nic_add_flow EINVAL */
+	assert_int_equal(devmemtcp_nic_add_flow(nic, NULL), -EINVAL);
+	assert_string_equal(devmemtcp_nic_errmsg(nic), "devmemtcp_nic_add_flow: flow is NULL");
+	/* ERRORS devmemtcp_nic_add_flow ERANGE */
+	assert_int_equal(devmemtcp_nic_add_flow(nic, &far), -ERANGE);
+	assert_string_equal(devmemtcp_nic_errmsg(nic),
+			    "adding a flow on eth0: flow 0: queue index 2 is out of range: the handle has 2 devmem queues (indexes 0-1)");
+	/* ERRORS devmemtcp_nic_add_flow EBUSY */
+	child = nicfix_lock_child(dir, "eth0");
+	assert_true(child > 0);
+	assert_int_equal(devmemtcp_nic_add_flow(nic, &f), -EBUSY);
+	snprintf(want, sizeof(want),
+		 "adding a flow on eth0: eth0: pid %d (%s) holds %s/eth0.lock and has not let go for 50 ms: if that process hangs, stop it",
+		 child, t_own_comm(), dir);
+	assert_string_equal(devmemtcp_nic_errmsg(nic), want);
+	nicfix_kill(child);
+	/* every location taken by someone else's rule */
+	nic_state->ntuple_on = true;
+	for (int i = 0; i < FAKE_RULES; i++) {
+		nic_state->rule[i].used = true;
+		dmt_flow_to_spec(&other, 0, false, &nic_state->rule[i].fs);
+		nic_state->rule[i].fs.h_u.tcp_ip4_spec.pdst = htons((uint16_t)(100 + i));
+		nic_state->rule[i].fs.location = (uint32_t)i;
+	}
+	/* ERRORS devmemtcp_nic_add_flow ENOSPC */
+	assert_int_equal(devmemtcp_nic_add_flow(nic, &f), -ENOSPC);
+	assert_string_equal(devmemtcp_nic_errmsg(nic),
+			    "adding a flow on eth0: the ntuple rule table of eth0 is full (32 of 32 rules): delete rules with ethtool -N eth0 delete LOC");
+	memset(nic_state->rule, 0, sizeof(nic_state->rule));
+	nic_state->ntuple_on = false;
+	assert_int_equal(devmemtcp_nic_close(nic), 0);
+	assert_unchanged();
+	/* a NIC without ntuple filters */
+	nic_state->ntuple_hw = false;
+	fake_dump(nic_state, before, sizeof(before));
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), 0);
+	/* ERRORS devmemtcp_nic_add_flow EOPNOTSUPP */
+	assert_int_equal(devmemtcp_nic_add_flow(nic, &f), -EOPNOTSUPP);
+	assert_string_equal(devmemtcp_nic_errmsg(nic),
+			    "adding a flow on eth0: eth0 cannot turn on ntuple filters (rx-ntuple-filter is off [fixed]): devmem needs a NIC whose driver supports ntuple flow steering");
 	assert_int_equal(devmemtcp_nic_close(nic), 0);
 	assert_unchanged();
 }
@@ -764,6 +923,9 @@ int main(void)
 		cmocka_unit_test_setup(test_bad_input, each),
 		cmocka_unit_test_setup(test_unsupported, each),
 		cmocka_unit_test_setup(test_live_flows, each),
+		cmocka_unit_test_setup(test_kernel_refuses, each),
+		cmocka_unit_test_setup(test_close_busy, each),
+		cmocka_unit_test_setup(test_add_flow_refused, each),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -43,6 +43,7 @@ static void test_ctx_log_callback(void **state)
 
 	assert_int_equal(devmemtcp_ctx_new(&o, &ctx), 0);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx), "");
+	/* ERRORS devmemtcp_rx_new EBADF */
 	assert_int_equal(devmemtcp_rx_new(ctx, 0x7fff, NULL, &rx), -EBADF);
 	assert_int_equal(cap.calls, 1);
 	assert_int_equal(cap.level, DEVMEMTCP_LOG_ERR);
@@ -165,9 +166,16 @@ static void test_opts_sz_zero(void **state)
 
 	memset(&o, 0, sizeof(o));
 	struct devmemtcp_ctx *ctx = (void *)1;
+	/* ERRORS devmemtcp_ctx_new EINVAL */
 	assert_int_equal(devmemtcp_ctx_new(&o, &ctx), -EINVAL);
 	assert_null(ctx);
+	/* no context: the message is the thread's */
+	assert_string_equal(devmemtcp_ctx_errmsg(NULL),
+			    "struct devmemtcp_ctx_opts: sz is 0: initialise it with DEVMEMTCP_OPTS() or set .sz = sizeof(struct devmemtcp_ctx_opts)");
+	/* ERRORS devmemtcp_ctx_new EINVAL */
 	assert_int_equal(devmemtcp_ctx_new(NULL, NULL), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(NULL),
+			    "devmemtcp_ctx_new: ctx pointer is NULL: pass the address of a struct devmemtcp_ctx *");
 }
 
 static void test_opts_tail(void **state)
@@ -214,6 +222,7 @@ static void test_rx_new_checks(void **state)
 
 	assert_int_equal(devmemtcp_ctx_new(NULL, &ctx), 0);
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	/* ERRORS devmemtcp_rx_new EPROTOTYPE */
 	assert_int_equal(devmemtcp_rx_new(ctx, fd, NULL, &rx), -EPROTOTYPE);
 	snprintf(want, sizeof(want),
 		 "devmemtcp_rx_new: fd %d is not a TCP socket (a datagram socket): devmem TCP needs a connected TCP socket (IPv4 or IPv6)",
@@ -231,6 +240,7 @@ static void test_rx_new_checks(void **state)
 	close(sv[1]);
 	/* TCP, but not connected: a new socket, a listening one */
 	fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* ERRORS devmemtcp_rx_new ENOTCONN */
 	assert_int_equal(devmemtcp_rx_new(ctx, fd, NULL, &rx), -ENOTCONN);
 	snprintf(want, sizeof(want),
 		 "devmemtcp_rx_new: fd %d is not connected (Transport endpoint is not connected): connect() it first, or pass the socket accept() returns",
@@ -241,9 +251,16 @@ static void test_rx_new_checks(void **state)
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
 	close(fd);
 	fd = memfd_create("x", 0);
+	/* ERRORS devmemtcp_rx_new ENOTSOCK */
 	assert_int_equal(devmemtcp_rx_new(ctx, fd, NULL, &rx), -ENOTSOCK);
+	snprintf(want, sizeof(want),
+		 "devmemtcp_rx_new: fd %d is not a socket (Socket operation on non-socket): pass a connected TCP socket",
+		 fd);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
 	close(fd);
+	/* ERRORS devmemtcp_rx_new EINVAL */
 	assert_int_equal(devmemtcp_rx_new(ctx, 0, NULL, NULL), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), "devmemtcp_rx_new: rx pointer is NULL");
 	devmemtcp_ctx_free(ctx);
 }
 
@@ -279,6 +296,7 @@ static void test_opts_reserved_bytes(void **state)
 	/* rx_opts: byte 20, the reserved field before zcrx */
 	assert_true(END(rx_opts, release_batch) < offsetof(struct devmemtcp_rx_opts, zcrx));
 	((unsigned char *)&ro)[END(rx_opts, release_batch)] = 1;
+	/* ERRORS devmemtcp_rx_new EINVAL */
 	assert_int_equal(devmemtcp_rx_new(ctx, sv[0], &ro, &rx), -EINVAL);
 	snprintf(want, sizeof(want),
 		 "struct devmemtcp_rx_opts has a non-zero reserved byte at offset %zu: declare it with DEVMEMTCP_OPTS() or zero it with memset, and leave reserved fields zero",
@@ -288,8 +306,11 @@ static void test_opts_reserved_bytes(void **state)
 	assert_true(END(ctx_opts, log_level) < sizeof(co));
 	((unsigned char *)&co)[sizeof(co) - 1] = 1;
 	c2 = (void *)1;
+	/* ERRORS devmemtcp_ctx_new EINVAL */
 	assert_int_equal(devmemtcp_ctx_new(&co, &c2), -EINVAL);
 	assert_null(c2);
+	assert_string_equal(devmemtcp_ctx_errmsg(NULL),
+			    reserved_msg("devmemtcp_ctx_opts", sizeof(co) - 1, END(ctx_opts, log_level)));
 	/* bind_opts: byte 14, refused before the interface is looked at */
 	assert_true(END(bind_opts, broker) < sizeof(bo));
 	((unsigned char *)&bo)[END(bind_opts, broker)] = 1;

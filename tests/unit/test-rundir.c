@@ -139,10 +139,12 @@ static void test_dir_writable_by_others(void **state)
 	assert_int_equal(mkdir(run, 0700), 0);
 	for (size_t i = 0; i < ARRAY_SIZE(modes); i++) {
 		assert_int_equal(chmod(run, modes[i]), 0);
+		/* ERRORS devmemtcp_nic_open EACCES */
 		assert_int_equal(open_close(run), -EACCES);
 		nicfix_expect_errmsg(ctx, "the run directory %s is writable by group or others (mode %04o): "
 			      "make it writable by its owner only (chmod 0700 %s) or use another one",
 			      run, (unsigned)modes[i], run);
+		/* ERRORS devmemtcp_nic_recover EACCES */
 		assert_int_equal(recover(run), -EACCES);
 		nicfix_expect_errmsg(ctx, "the run directory %s is writable by group or others (mode %04o): "
 			      "make it writable by its owner only (chmod 0700 %s) or use another one",
@@ -260,9 +262,44 @@ static void test_big_file(void **state)
 		fputs("garbage\n", f);
 	fclose(f);
 	assert_int_equal(chmod(path, 0600), 0);
+	/* ERRORS devmemtcp_nic_recover EFBIG */
 	assert_int_equal(recover(run), -EFBIG);
 	nicfix_expect_errmsg(ctx, "%s/eth0.base has 2097152 bytes, more than the 1048576 a devmemtcp file has: remove it",
 		      run);
+	/* ERRORS devmemtcp_nic_open EFBIG */
+	assert_int_equal(open_close(run), -EFBIG);
+	nicfix_expect_errmsg(ctx, "%s/eth0.base has 2097152 bytes, more than the 1048576 a devmemtcp file has: remove it",
+		      run);
+}
+
+/* Only the last component of the run directory is created: a missing
+ * parent is a mistake to report.  A path through a file is no directory:
+ * refused like a symbolic link, never followed or created. */
+static void test_dir_unusable(void **state)
+{
+	static const char missing[] =
+		"cannot open the run directory %s: it or a parent is missing (run as root, or set "
+		"DEVMEMTCP_RUN_DIR to a directory of yours that only you can write)";
+	static const char notdir[] =
+		"the run directory %s is a symbolic link or not a directory: "
+		"use a real directory owned by root, not writable by others";
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/missing/run", top);
+	/* ERRORS devmemtcp_nic_open ENOENT */
+	assert_int_equal(open_close(path), -ENOENT);
+	nicfix_expect_errmsg(ctx, missing, path);
+	/* ERRORS devmemtcp_nic_recover ENOENT */
+	assert_int_equal(recover(path), -ENOENT);
+	nicfix_expect_errmsg(ctx, missing, path);
+	snprintf(path, sizeof(path), "%s/run", victim);
+	assert_int_equal(open_close(path), -EACCES);
+	nicfix_expect_errmsg(ctx, notdir, path);
+	assert_int_equal(recover(path), -EACCES);
+	nicfix_expect_errmsg(ctx, notdir, path);
+	assert_int_equal(open_close(victim), -EACCES);
+	nicfix_expect_errmsg(ctx, notdir, victim);
+	assert_victim_intact();
 }
 
 /* A journal left by a process killed after its setup. */
@@ -317,6 +354,7 @@ int main(void)
 		cmocka_unit_test_setup(test_symlinked_files, each),
 		cmocka_unit_test_setup(test_fifo, each),
 		cmocka_unit_test_setup(test_big_file, each),
+		cmocka_unit_test_setup(test_dir_unusable, each),
 		cmocka_unit_test_setup(test_enomem_is_not_malformed, each),
 	};
 

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +28,7 @@
 
 #include "devmemtcp.h"
 #include "buf.h"
+#include "harness.h"
 #include "netdev.h"
 #include "tx.h"
 
@@ -62,6 +64,7 @@ static struct fake {
 	uint32_t zc_seq;	/* what the fake kernel numbers the next send */
 	int polls;
 	bool poll_times_out;	/* the kernel completes nothing */
+	bool poll_error;	/* POLLERR without a completion: a socket error */
 } fk;
 
 static ssize_t fake_sendmsg(int fd, const struct msghdr *msg, int flags)
@@ -148,7 +151,7 @@ static int fake_poll(struct pollfd *p, nfds_t n, int timeout)
 		usleep(timeout > 0 ? (useconds_t)timeout * 1000 : 0);
 		return 0;
 	}
-	if (fk.errq_head == fk.errq_len && fk.zc_seq)
+	if (fk.errq_head == fk.errq_len && fk.zc_seq && !fk.poll_error)
 		queue_notif(AF_INET, 0, fk.zc_seq - 1, false);
 	p[0].revents = POLLERR;
 	return 1;
@@ -257,8 +260,9 @@ static void test_send_builds_msg(void **state)
 	assert_int_equal(devmemtcp_tx_send(&tx, NULL, 0, 0), 0);
 	assert_int_equal(fk.ncalls, 2);
 	/* unknown flags */
+	/* ERRORS devmemtcp_tx_send EINVAL */
 	assert_int_equal(devmemtcp_tx_send(&tx, p, 1, 0x100), -EINVAL);
-	assert_non_null(strstr(devmemtcp_tx_errmsg(&tx), "unknown flags"));
+	assert_string_equal(devmemtcp_tx_errmsg(&tx), "devmemtcp_tx_send: unknown flags 0x100");
 }
 
 static void test_range_check(void **state)
@@ -282,10 +286,11 @@ static void test_range_check(void **state)
 			 -ERANGE);
 
 	fake_init(NULL, 4096);
+	/* ERRORS devmemtcp_tx_send ERANGE */
 	assert_int_equal(devmemtcp_tx_send(&tx, end, 2, 0), -ERANGE);
 	assert_int_equal(fk.ncalls, 0);	/* nothing sent at all */
-	assert_non_null(strstr(devmemtcp_tx_errmsg(&tx),
-			       "piece 1 [4000, +97) does not lie inside the 4096-byte dma-buf"));
+	assert_string_equal(devmemtcp_tx_errmsg(&tx),
+			    "devmemtcp_tx_send: piece 1 [4000, +97) does not lie inside the 4096-byte dma-buf: pass offsets and lengths within the bound buffer");
 }
 
 static void test_split_at_1024_iovs(void **state)
@@ -400,7 +405,10 @@ static void test_nonblocking_partial(void **state)
 			 3000);
 	assert_int_equal(fk.ncalls, 1);
 	/* a non-blocking socket without the flag: EAGAIN ends the loop */
+	/* ERRORS devmemtcp_tx_send EAGAIN */
 	assert_int_equal(devmemtcp_tx_send(&tx, p, 1, 0), -EAGAIN);
+	/* an ordinary outcome of a non-blocking send: no message */
+	assert_string_equal(devmemtcp_tx_errmsg(&tx), "");
 	assert_int_equal(tx.track.next_seq, 1);	/* no number consumed */
 }
 
@@ -426,8 +434,10 @@ static void test_enobufs_waits(void **state)
 	fake_init(&o, 1 << 20);
 	fk.script[0] = -ENOBUFS;
 	fk.nscript = 1;
+	/* ERRORS devmemtcp_tx_send ENOBUFS */
 	assert_int_equal(devmemtcp_tx_send(&tx, p, 1, 0), -ENOBUFS);
-	assert_non_null(strstr(devmemtcp_tx_errmsg(&tx), "optmem_max"));
+	assert_string_equal(devmemtcp_tx_errmsg(&tx),
+			    "sendmsg(MSG_ZEROCOPY) on fd 42 failed with ENOBUFS with nothing in flight: raise net.core.optmem_max");
 }
 
 static void test_send_errors_explained(void **state)
@@ -438,13 +448,42 @@ static void test_send_errors_explained(void **state)
 	fk.script[0] = -EINVAL;
 	fk.script[1] = -EFAULT;
 	fk.script[2] = -EMSGSIZE;
-	fk.nscript = 3;
+	fk.script[3] = -EOPNOTSUPP;
+	fk.script[4] = -EHOSTUNREACH;
+	fk.script[5] = -ENETUNREACH;
+	fk.script[6] = -EPIPE;
+	fk.script[7] = -ECONNRESET;
+	fk.nscript = 8;
+	/* ERRORS devmemtcp_tx_send EINVAL */
 	assert_int_equal(devmemtcp_tx_send(&tx, p, 1, 0), -EINVAL);
-	assert_non_null(strstr(devmemtcp_tx_errmsg(&tx), "TX binding 7"));
+	assert_string_equal(devmemtcp_tx_errmsg(&tx),
+			    "sendmsg(MSG_ZEROCOPY, SCM_DEVMEM_DMABUF) on fd 42 failed with EINVAL: the kernel does not know TX binding 7 (closed, or an RX binding), SO_ZEROCOPY is off, or the kernel predates devmem TX (Linux 6.16)");
+	/* ERRORS devmemtcp_tx_send EFAULT */
 	assert_int_equal(devmemtcp_tx_send(&tx, p, 1, 0), -EFAULT);
-	assert_non_null(strstr(devmemtcp_tx_errmsg(&tx), "outside the dma-buf"));
+	assert_string_equal(devmemtcp_tx_errmsg(&tx),
+			    "sendmsg on fd 42 failed with EFAULT: an offset lies outside the dma-buf as bound (binding 7, 1048576 bytes)");
+	/* ERRORS devmemtcp_tx_send EMSGSIZE */
 	assert_int_equal(devmemtcp_tx_send(&tx, p, 1, 0), -EMSGSIZE);
-	assert_non_null(strstr(devmemtcp_tx_errmsg(&tx), "MAX_SKB_FRAGS"));
+	assert_string_equal(devmemtcp_tx_errmsg(&tx),
+			    "sendmsg on fd 42 failed with EMSGSIZE: more pieces than one packet may carry (MAX_SKB_FRAGS): merge adjacent pieces or lower max_iovs");
+	/* ERRORS devmemtcp_tx_send EOPNOTSUPP */
+	assert_int_equal(devmemtcp_tx_send(&tx, p, 1, 0), -EOPNOTSUPP);
+	assert_string_equal(devmemtcp_tx_errmsg(&tx),
+			    "sendmsg with SCM_DEVMEM_DMABUF on fd 42 failed with EOPNOTSUPP: this kernel cannot send from device memory: devmem TX needs Linux 6.16 or newer");
+	/* ERRORS devmemtcp_tx_send EHOSTUNREACH ENETUNREACH */
+	assert_int_equal(devmemtcp_tx_send(&tx, p, 1, 0), -EHOSTUNREACH);
+	assert_string_equal(devmemtcp_tx_errmsg(&tx),
+			    "sendmsg on fd 42 failed: No route to host: no route to the peer");
+	assert_int_equal(devmemtcp_tx_send(&tx, p, 1, 0), -ENETUNREACH);
+	assert_string_equal(devmemtcp_tx_errmsg(&tx),
+			    "sendmsg on fd 42 failed: Network is unreachable: no route to the peer");
+	/* ERRORS devmemtcp_tx_send EPIPE ECONNRESET */
+	assert_int_equal(devmemtcp_tx_send(&tx, p, 1, 0), -EPIPE);
+	assert_string_equal(devmemtcp_tx_errmsg(&tx),
+			    "sendmsg on fd 42 failed: Broken pipe: the connection is closed; in-flight ranges complete as the kernel frees them");
+	assert_int_equal(devmemtcp_tx_send(&tx, p, 1, 0), -ECONNRESET);
+	assert_string_equal(devmemtcp_tx_errmsg(&tx),
+			    "sendmsg on fd 42 failed: Connection reset by peer: the connection is closed; in-flight ranges complete as the kernel frees them");
 	assert_int_equal(tx.track.next_seq, 0);
 	assert_int_equal(tx.track.nrecs, 0);
 }
@@ -746,7 +785,9 @@ static void test_reap_wait_callback(void **state)
 	assert_int_equal(devmemtcp_tx_reap(&tx, d, 4), 1);
 	assert_int_equal(d[0].offset, 8192);
 	assert_int_equal(devmemtcp_tx_reap(&tx, NULL, 0), 0);
+	/* ERRORS devmemtcp_tx_reap EINVAL */
 	assert_int_equal(devmemtcp_tx_reap(&tx, NULL, 3), -EINVAL);
+	assert_string_equal(devmemtcp_tx_errmsg(&tx), "devmemtcp_tx_reap: out is NULL with max 3");
 	fake_teardown(state);
 
 	/* callback mode: ranges go to the callback, reap returns counts */
@@ -782,10 +823,11 @@ static void test_wait_timeout(void **state)
 	fk.poll_times_out = true;
 	assert_int_equal(devmemtcp_tx_send(&tx, p, 1, 0), 4096);
 	/* 0 ms: a non-blocking check */
+	/* ERRORS devmemtcp_tx_wait ETIMEDOUT */
 	assert_int_equal(devmemtcp_tx_wait(&tx, 0), -ETIMEDOUT);
 	assert_int_equal(fk.polls, 0);
-	assert_non_null(strstr(devmemtcp_tx_errmsg(&tx),
-			       "no completion within 0 ms (1 sends, 4096 bytes in flight)"));
+	assert_string_equal(devmemtcp_tx_errmsg(&tx),
+			    "fd 42: no completion within 0 ms (1 sends, 4096 bytes in flight): is the peer reading?");
 	assert_int_equal(devmemtcp_tx_wait(&tx, 30), -ETIMEDOUT);
 	assert_true(fk.polls >= 1);
 	/* the completion arrives late: still reported, once */
@@ -807,11 +849,13 @@ static void test_completion_kept_on_enomem(void **state)
 	assert_int_equal(devmemtcp_tx_send(&tx, p, 2, 0), 8192);
 	queue_notif(AF_INET, 0, 1, false);
 	tx.track.fail_alloc = true;
+	/* ERRORS devmemtcp_tx_reap ENOMEM */
 	assert_int_equal(devmemtcp_tx_reap(&tx, d, 4), -ENOMEM);
 	assert_int_equal(fk.errq_head, 1);	/* read from the kernel */
 	assert_int_equal(tx.track.in_flight, 2);
 	assert_int_equal(tx.track.notifications, 0);
-	assert_non_null(strstr(devmemtcp_tx_errmsg(&tx), "kept"));
+	assert_string_equal(devmemtcp_tx_errmsg(&tx),
+			    "out of memory queueing completed ranges (the completion is kept; call again)");
 	assert_int_equal(devmemtcp_tx_reap(&tx, d, 4), 2);
 	assert_int_equal(d[0].offset, 0);
 	assert_int_equal(d[0].len, 4096);
@@ -820,6 +864,33 @@ static void test_completion_kept_on_enomem(void **state)
 	assert_int_equal(devmemtcp_tx_reap(&tx, d, 4), 0);
 	assert_int_equal(tx.track.in_flight, 0);
 	assert_int_equal(tx.track.notifications, 1);
+}
+
+/* The peer reset the connection with sends in flight: the socket reports
+ * its error instead of a completion. */
+static void test_wait_socket_error(void **state)
+{
+	const struct devmemtcp_tx_piece p[] = { { 0, 4096 } };
+	struct linger lg = { 1, 0 };
+	char want[256];
+	int sv[2];
+
+	fake_init(NULL, 1 << 20);
+	assert_int_equal(devmemtcp_tx_send(&tx, p, 1, 0), 4096);
+	/* a real socket whose peer sent RST: SO_ERROR is ECONNRESET */
+	assert_int_equal(t_tcp_pair(sv), 0);
+	assert_int_equal(setsockopt(sv[1], SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	close(sv[1]);
+	usleep(20000);
+	tx.fd = sv[0];
+	fk.poll_error = true;
+	/* ERRORS devmemtcp_tx_wait ECONNRESET */
+	assert_int_equal(devmemtcp_tx_wait(&tx, 1000), -ECONNRESET);
+	snprintf(want, sizeof(want),
+		 "fd %d: the connection failed (Connection reset by peer) with 1 sends (4096 bytes) not yet completed",
+		 sv[0]);
+	assert_string_equal(devmemtcp_tx_errmsg(&tx), want);
+	close(sv[0]);
 }
 
 /* ---- public calls on real sockets ----------------------------------------- */
@@ -865,39 +936,68 @@ static void test_public_args(void **state)
 	DEVMEMTCP_OPTS(tx_stats, st);
 	int sv[2], cfd, sfd, one = 0;
 	socklen_t len = sizeof(one);
+	char want[256];
 	ssize_t r;
 
 	assert_int_equal(devmemtcp_tx_new(NULL, 0, &txb, NULL, &t), -EINVAL);
 	assert_int_equal(devmemtcp_tx_new(ctx, 0, NULL, NULL, &t), -EINVAL);
 	assert_null(t);
+	/* ERRORS devmemtcp_tx_new EINVAL */
 	assert_int_equal(devmemtcp_tx_new(ctx, 0, &rxb, NULL, &t), -EINVAL);
-	assert_non_null(strstr(devmemtcp_ctx_errmsg(ctx), "binding 3 is an RX binding"));
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "devmemtcp_tx_new: binding 3 is an RX binding: sending needs one made by devmemtcp_bind_tx()");
 	o.sz = 1;
 	assert_int_equal(devmemtcp_tx_new(ctx, 0, &txb, &o, &t), -EINVAL);
 	o.sz = sizeof(o);
+	/* ERRORS devmemtcp_tx_new EBADF */
 	assert_int_equal(devmemtcp_tx_new(ctx, -1, &txb, &o, &t), -EBADF);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "devmemtcp_tx_new: fd -1 is not a socket (Bad file descriptor): pass a connected TCP socket");
+	sv[0] = memfd_create("t", MFD_CLOEXEC);
+	/* ERRORS devmemtcp_tx_new ENOTSOCK */
+	assert_int_equal(devmemtcp_tx_new(ctx, sv[0], &txb, &o, &t), -ENOTSOCK);
+	snprintf(want, sizeof(want),
+		 "devmemtcp_tx_new: fd %d is not a socket (Socket operation on non-socket): pass a connected TCP socket",
+		 sv[0]);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	close(sv[0]);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	/* ERRORS devmemtcp_tx_new EPROTOTYPE */
 	assert_int_equal(devmemtcp_tx_new(ctx, sv[0], &txb, NULL, &t),
 			 -EPROTOTYPE);
+	snprintf(want, sizeof(want),
+		 "devmemtcp_tx_new: fd %d is not a TCP socket (an AF_UNIX socket): devmem TX needs a connected TCP socket (IPv4 or IPv6)",
+		 sv[0]);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
 	close(sv[0]);
 	close(sv[1]);
 	sv[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* ERRORS devmemtcp_tx_new ENOTCONN */
 	assert_int_equal(devmemtcp_tx_new(ctx, sv[0], &txb, NULL, &t),
 			 -ENOTCONN);
-	assert_non_null(strstr(devmemtcp_ctx_errmsg(ctx), "not connected"));
+	snprintf(want, sizeof(want),
+		 "devmemtcp_tx_new: fd %d is not connected (Transport endpoint is not connected): connect() it first, or pass the socket accept() returns",
+		 sv[0]);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
 	close(sv[0]);
 
 	assert_int_equal(devmemtcp_tx_errmsg(NULL)[0], '\0');
 	assert_int_equal(devmemtcp_tx_fd(NULL), -EINVAL);
 	assert_int_equal(devmemtcp_tx_send(NULL, p, 1, 0), -EINVAL);
 	assert_int_equal(devmemtcp_tx_reap(NULL, NULL, 0), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(NULL), "devmemtcp_tx_reap: tx is NULL");
+	/* ERRORS devmemtcp_tx_wait EINVAL */
 	assert_int_equal(devmemtcp_tx_wait(NULL, 0), -EINVAL);
+	/* no handle: the message is the thread's */
+	assert_string_equal(devmemtcp_ctx_errmsg(NULL), "devmemtcp_tx_wait: tx is NULL");
 	assert_int_equal(devmemtcp_tx_stats(NULL, &st), -EINVAL);
 	devmemtcp_tx_free(NULL);
 
 	assert_int_equal(devmemtcp_bind_tx(NULL, 1, NULL, NULL, NULL), -EINVAL);
+	/* ERRORS devmemtcp_bind_tx EINVAL */
 	assert_int_equal(devmemtcp_bind_tx(ctx, 1, NULL, &bo, NULL), -EINVAL);
-	assert_non_null(strstr(devmemtcp_ctx_errmsg(ctx), "rx_page_size"));
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "devmemtcp_bind_tx: rx_page_size is an RX setting: leave it 0 for bind-tx");
 
 	/* a connected TCP socket over loopback, both families */
 	for (int fam = 0; fam < 2; fam++) {
@@ -978,6 +1078,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_wait_timeout, fake_teardown),
 		cmocka_unit_test_teardown(test_completion_kept_on_enomem,
 					  fake_teardown),
+		cmocka_unit_test_teardown(test_wait_socket_error, fake_teardown),
 		cmocka_unit_test(test_public_args),
 		cmocka_unit_test(test_parse_errqueue_lengths),
 	};

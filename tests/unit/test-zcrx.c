@@ -19,6 +19,7 @@
 #include <netinet/in.h>
 #include <cmocka.h>
 
+#include "buf.h"
 #include "zcrx.h"
 #include "harness.h"
 #include "testhooks.h"
@@ -227,6 +228,7 @@ static void test_new_args(void **state)
 
 	(void)state;
 	assert_int_equal(devmemtcp_zcrx_new(NULL, 1, 0, buf, NULL, &z), -EINVAL);
+	/* ERRORS devmemtcp_zcrx_new EINVAL */
 	expect(devmemtcp_zcrx_new(ctx, 1, 0, buf, NULL, NULL), -EINVAL,
 	       "devmemtcp_zcrx_new: zcrx pointer is NULL");
 	snprintf(want, sizeof(want),
@@ -248,6 +250,7 @@ static void test_new_opts(void **state)
 	expect(devmemtcp_zcrx_new(ctx, 1, 0, buf, &flags, &z), -EINVAL,
 	       "devmemtcp_zcrx_new: unknown flags 0x2");
 	DEVMEMTCP_OPTS(zcrx_opts, rq, .rq_entries = 100);
+	/* ERRORS devmemtcp_zcrx_new EINVAL */
 	expect(devmemtcp_zcrx_new(ctx, 1, 0, buf, &rq, &z), -EINVAL,
 	       "devmemtcp_zcrx_new: rq_entries 100 and cq_entries 0 must be 0 or powers of two (at most 32768 and 65536)");
 	DEVMEMTCP_OPTS(zcrx_opts, big, .rq_entries = 65536, .cq_entries = 64);
@@ -279,6 +282,20 @@ static void test_new_buf_size(void **state)
 	devmemtcp_buf_free(odd);
 }
 
+/* The handle cannot be allocated. */
+static void test_new_no_memory(void **state)
+{
+	struct devmemtcp_zcrx *z = (void *)1;
+
+	(void)state;
+	dmt_test_alloc_fail(1, false);
+	/* ERRORS devmemtcp_zcrx_new ENOMEM */
+	expect(devmemtcp_zcrx_new(ctx, 1, 0, buf, NULL, &z), -ENOMEM,
+	       "devmemtcp_zcrx_new: out of memory");
+	dmt_test_alloc_fail(0, false);
+	assert_null(z);
+}
+
 /* NULL handles: no crash, the documented errno. */
 static void test_null(void **state)
 {
@@ -287,7 +304,10 @@ static void test_null(void **state)
 	(void)state;
 	devmemtcp_zcrx_free(NULL);
 	assert_string_equal(devmemtcp_zcrx_errmsg(NULL), "");
+	/* ERRORS devmemtcp_zcrx_wait EINVAL */
 	assert_int_equal(devmemtcp_zcrx_wait(NULL, 0), -EINVAL);
+	/* no handle: the message is the thread's */
+	assert_string_equal(devmemtcp_ctx_errmsg(NULL), "devmemtcp_zcrx_wait: zcrx is NULL");
 	assert_int_equal(devmemtcp_zcrx_stats(NULL, &st), -EINVAL);
 }
 
@@ -379,10 +399,12 @@ struct fake {
 	struct devmemtcp_rx *rx[2];
 };
 
-static void fake_open(struct fake *f, uint32_t rq_entries, int nsocks)
+/* A fake handle on area b with nsocks receive handles. */
+static void fake_open_on(struct fake *f, struct devmemtcp_buf *b, uint32_t rq_entries,
+			 int nsocks)
 {
 	memset(f, 0, sizeof(*f));
-	assert_int_equal(dmt_zcrx_fake_new(ctx, buf, rq_entries, &f->z, &f->k.r), 0);
+	assert_int_equal(dmt_zcrx_fake_new(ctx, b, rq_entries, &f->z, &f->k.r), 0);
 	for (int i = 0; i < nsocks; i++) {
 		DEVMEMTCP_OPTS(rx_opts, ro, .zcrx = f->z);
 
@@ -394,6 +416,12 @@ static void fake_open(struct fake *f, uint32_t rq_entries, int nsocks)
 		assert_int_equal(fcntl(sv[0], F_SETFL, O_NONBLOCK), 0);
 		assert_int_equal(devmemtcp_rx_new(ctx, f->fd[i], &ro, &f->rx[i]), 0);
 	}
+}
+
+/* ... on the dma-buf area of the fixture's buffer. */
+static void fake_open(struct fake *f, uint32_t rq_entries, int nsocks)
+{
+	fake_open_on(f, buf, rq_entries, nsocks);
 }
 
 static void fake_close(struct fake *f)
@@ -586,6 +614,7 @@ static void test_fake_ends(void **state)
 	assert_int_equal(recv_n(f.rx[0], fr, 8), 1);
 	/* bytes from another provider's queue: a steering miss */
 	k_post(&f.k, k_tag(&f.k, f.fd[0]), -EFAULT, 0, 0);
+	/* ERRORS devmemtcp_rx_recv EREMOTEIO */
 	snprintf(want, sizeof(want),
 		 "fd %d: the flow arrives on another queue than fake queue 0 (one with another memory provider): the kernel cannot place its bytes in this zcrx area (steering miss); steer it to queue 0 with an ntuple rule (devmemtcp_nic_open() flows)",
 		 f.fd[0]);
@@ -611,6 +640,7 @@ static void test_fake_ends(void **state)
 	fake_open(&f, 64, 1);
 	assert_int_equal(recv_n(f.rx[0], fr, 8), -EAGAIN);
 	k_data(&f.k, f.fd[0], 2 * MB, 100);
+	/* ERRORS devmemtcp_rx_recv EPROTO */
 	snprintf(want, sizeof(want),
 		 "fd %d: the kernel wrote a completion outside the zcrx area: unexpected kernel behaviour",
 		 f.fd[0]);
@@ -676,6 +706,7 @@ static void test_fake_no_memory(void **state)
 	k_data(&f.k, f.fd[0], 4096, 200);
 	assert_int_equal(devmemtcp_zcrx_wait(f.z, 0), 1);
 	dmt_test_alloc_fail(1, false);
+	/* ERRORS devmemtcp_rx_recv ENOMEM */
 	assert_int_equal(recv_n(f.rx[0], fr, 8), -ENOMEM);
 	assert_string_equal(devmemtcp_rx_errmsg(f.rx[0]),
 			    "devmemtcp_rx_recv: out of memory for the token table");
@@ -684,6 +715,135 @@ static void test_fake_no_memory(void **state)
 	assert_int_equal(fr[0].offset, 0);
 	assert_int_equal(fr[1].offset, 4096);
 	assert_int_equal(devmemtcp_rx_release(f.rx[0], fr, 2), 0);
+	fake_close(&f);
+}
+
+/* The copy fallback into a user-memory area found no free buffer while
+ * the application holds none: no buffer can come back, the receive says
+ * so instead of waiting for ever. */
+static void test_fake_copy_starved(void **state)
+{
+	const struct devmemtcp_segment seg = { 0, 2 * MB, 0 };
+	struct devmemtcp_buf *host;
+	struct devmemtcp_frag fr[8];
+	struct fake f;
+	char want[512];
+
+	(void)state;
+	/* a buffer the CPU maps: a user-memory area, into which the kernel copies */
+	assert_int_equal(dmt_buf_alloc(ctx, DEVMEMTCP_PROVIDER_IMPORT, &host), 0);
+	host->size = 2 * MB;
+	host->cpu_map = mmap(NULL, 2 * MB, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(host->cpu_map != MAP_FAILED);
+	assert_int_equal(dmt_buf_set_segments(host, &seg, 1), 0);
+	fake_open_on(&f, host, 64, 1);
+	assert_int_equal(recv_n(f.rx[0], fr, 8), -EAGAIN);
+	k_post(&f.k, k_tag(&f.k, f.fd[0]), -ENOMEM, 0, 0);
+	/* ERRORS devmemtcp_rx_recv ENOBUFS */
+	snprintf(want, sizeof(want),
+		 "fd %d: the kernel must copy this flow's bytes (it arrives on another queue than fake queue 0) and found no free buffer in the area, while the application holds none: steer the flow to queue 0, or use a larger buffer",
+		 f.fd[0]);
+	assert_int_equal(recv_n(f.rx[0], fr, 8), -ENOBUFS);
+	assert_string_equal(devmemtcp_rx_errmsg(f.rx[0]), want);
+	fake_close(&f);
+	devmemtcp_buf_free(host);
+}
+
+struct other {
+	struct fake *f;
+	int recv, wait;
+	char recv_msg[512], wait_msg[512];
+};
+
+static void *other_thread(void *arg)
+{
+	struct other *o = arg;
+	struct devmemtcp_frag fr[1];
+
+	o->recv = recv_n(o->f->rx[0], fr, 1);
+	snprintf(o->recv_msg, sizeof(o->recv_msg), "%s", devmemtcp_rx_errmsg(o->f->rx[0]));
+	o->wait = devmemtcp_zcrx_wait(o->f->z, 0);
+	snprintf(o->wait_msg, sizeof(o->wait_msg), "%s", devmemtcp_zcrx_errmsg(o->f->z));
+	return NULL;
+}
+
+/* io_uring has one issuer: the thread that drives the ring first owns it. */
+static void test_fake_other_thread(void **state)
+{
+	static const char busy[] =
+		"the zcrx handle of fake queue 0 is driven by another thread: receive on all its sockets from that one thread (io_uring single issuer)";
+	struct other o = { 0 };
+	struct fake f;
+	pthread_t t;
+
+	(void)state;
+	fake_open(&f, 64, 1);
+	o.f = &f;
+	assert_int_equal(pthread_create(&t, NULL, other_thread, &o), 0);
+	pthread_join(t, NULL);
+	/* ERRORS devmemtcp_rx_recv EBUSY */
+	assert_int_equal(o.recv, -EBUSY);
+	assert_string_equal(o.recv_msg, busy);
+	/* ERRORS devmemtcp_zcrx_wait EBUSY */
+	assert_int_equal(o.wait, -EBUSY);
+	assert_string_equal(o.wait_msg, busy);
+	fake_close(&f);
+}
+
+/* A freed handle lives on while receive handles use it: they, and new
+ * ones, are refused. */
+static void test_fake_freed(void **state)
+{
+	static const char freed[] = "the zcrx handle of fake queue 0 was freed";
+	struct devmemtcp_frag fr[1];
+	struct devmemtcp_rx *late = (void *)1;
+	struct fake f;
+	int sv[2];
+
+	(void)state;
+	fake_open(&f, 64, 1);
+	devmemtcp_zcrx_free(f.z);
+	/* ERRORS devmemtcp_rx_recv ESHUTDOWN */
+	assert_int_equal(recv_n(f.rx[0], fr, 1), -ESHUTDOWN);
+	assert_string_equal(devmemtcp_rx_errmsg(f.rx[0]), freed);
+	/* ERRORS devmemtcp_zcrx_wait ESHUTDOWN */
+	assert_int_equal(devmemtcp_zcrx_wait(f.z, 0), -ESHUTDOWN);
+	assert_string_equal(devmemtcp_zcrx_errmsg(f.z), freed);
+	assert_int_equal(t_tcp_pair(sv), 0);
+	DEVMEMTCP_OPTS(rx_opts, ro, .zcrx = f.z);
+	/* ERRORS devmemtcp_rx_new ESHUTDOWN */
+	assert_int_equal(devmemtcp_rx_new(ctx, sv[0], &ro, &late), -ESHUTDOWN);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), "devmemtcp_rx_new: the zcrx handle was freed");
+	assert_null(late);
+	close(sv[0]);
+	close(sv[1]);
+	/* the last receive handle drops the last reference */
+	devmemtcp_rx_free(f.rx[0]);
+	close(f.fd[0]);
+	close(f.peer[0]);
+}
+
+/* A zcrx receive takes TCP sockets only: the socket check of
+ * devmemtcp_rx_new refuses anything else before the handle sees it. */
+static void test_fake_not_tcp(void **state)
+{
+	struct devmemtcp_rx *rx = (void *)1;
+	struct fake f;
+	char want[256];
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	(void)state;
+	fake_open(&f, 64, 0);
+	DEVMEMTCP_OPTS(rx_opts, ro, .zcrx = f.z);
+	assert_int_equal(devmemtcp_rx_new(ctx, fd, &ro, &rx), -EPROTOTYPE);
+	snprintf(want, sizeof(want),
+		 "devmemtcp_rx_new: fd %d is not a TCP socket (a datagram socket): devmem TCP needs a connected TCP socket (IPv4 or IPv6)",
+		 fd);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	assert_null(rx);
+	assert_int_equal(fstats(&f).sockets, 0);
+	close(fd);
 	fake_close(&f);
 }
 
@@ -825,6 +985,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_new_args, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_new_opts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_new_buf_size, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_new_no_memory, setup, teardown),
 		cmocka_unit_test(test_null),
 		cmocka_unit_test_setup_teardown(test_fake_receive, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fake_demux, setup, teardown),
@@ -832,6 +993,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fake_ends, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fake_release_after, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fake_no_memory, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fake_copy_starved, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fake_other_thread, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fake_freed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fake_not_tcp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fake_threads, setup, teardown),
 	};
 

@@ -854,6 +854,7 @@ static int test_broker_kill(void)
 	T_CHECK(bpid > 0, "broker");
 	T_TRY(client_start(&c, &a));
 	T_CHECK(read(c.rep, &r, sizeof(r)) == (ssize_t)sizeof(r), "uid 1001 said nothing");
+	/* ERRORS devmemtcp_nic_open EPIPE */
 	T_CHECK(r.kind == 'E' && r.err == -EPIPE, "uid 1001: '%c' %d: %s", r.kind, r.err, r.msg);
 	T_CHECK(!strcmp(r.msg, want), "message:\n  %s\nnot\n  %s", r.msg, want);
 	T_CHECK(waitpid(bpid, &st, 0) == bpid, "waitpid");

@@ -12,12 +12,18 @@
  *    (6.12); rx_page_size on a kernel without it is EOPNOTSUPP (on one
  *    with it, the kernel's refusal names rx_page_size);
  *  - bind-tx's argument errors are EINVAL on every kernel, also on one
- *    without bind-tx (6.12), as documented.
+ *    without bind-tx (6.12), as documented;
+ *  - what the kernel refuses a bind with (a queue out of range: ERANGE on
+ *    6.12, EINVAL later; one with a binding, one an AF_XDP socket uses, a
+ *    dma-buf fd that is gone), a binding queue-get does not show, a setup
+ *    with a buffer on a device that is down, statistics of a queue the
+ *    driver has not: the errno and the message the pages document.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -153,12 +159,123 @@ static int test_bind_messages(void)
 	return 0;
 }
 
+/* ret and the context's message are want_ret and want. */
+static int expect(int ret, int want_ret, const char *want)
+{
+	printf("refusals: %d: %s\n", ret, devmemtcp_ctx_errmsg(ctx));
+	T_CHECK(ret == want_ret, "expected %d, got %d: %s", want_ret, ret,
+		devmemtcp_ctx_errmsg(ctx));
+	T_CHECK(!strcmp(devmemtcp_ctx_errmsg(ctx), want), "message: %s",
+		devmemtcp_ctx_errmsg(ctx));
+	return 0;
+}
+
+static int test_kernel_refusals(void)
+{
+	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 2);
+	int ifindex = (int)if_nametoindex(ifname), xsk, fd, saved, ret;
+	struct devmemtcp_qstats st = { .sz = sizeof(st) };
+	struct devmemtcp_binding *b, *b2;
+	struct devmemtcp_buf *buf;
+	struct devmemtcp_nic *nic;
+	const uint32_t *q;
+	uint32_t far = 99;
+	char want[512];
+
+	T_CHECK(t_udmabuf(ctx, 4u << 20, &buf) == 0, "udmabuf");
+	T_CHECK(devmemtcp_nic_open(ctx, ifname, &o, &nic) == 0, "nic_open: %s",
+		devmemtcp_ctx_errmsg(ctx));
+	T_CHECK(devmemtcp_nic_queues(nic, &q) == 2, "two queues");
+	/* a queue out of range: 6.12 finds it late (ERANGE, with a text),
+	 * later kernels when they read the request (EINVAL, no text) */
+	if (t_kernel_version() <= 612) {
+		/* ERRORS devmemtcp_bind_rx ERANGE */
+		snprintf(want, sizeof(want),
+			 "bind-rx on %s failed: a queue index is not below the RX queue count of %s: check 'ethtool -l %s' (kernel: \"rx queue index out of range\")",
+			 ifname, ifname, ifname);
+		T_TRY(expect(devmemtcp_bind_rx(ctx, ifindex, &far, 1, buf, NULL, &b), -ERANGE,
+			     want));
+	} else {
+		snprintf(want, sizeof(want),
+			 "bind-rx on %s failed: Invalid argument: check that every queue index is below the RX queue count ('ethtool -l %s') and that header split is on with hds-thresh 0 ('ethtool -g %s')",
+			 ifname, ifname, ifname);
+		T_TRY(expect(devmemtcp_bind_rx(ctx, ifindex, &far, 1, buf, NULL, &b), -EINVAL,
+			     want));
+	}
+	/* ERRORS devmemtcp_bind_rx EEXIST */
+	T_CHECK(devmemtcp_bind_rx(ctx, ifindex, &q[0], 1, buf, NULL, &b) == 0, "bind_rx: %s",
+		devmemtcp_ctx_errmsg(ctx));
+	snprintf(want, sizeof(want),
+		 "bind-rx on %s failed: a queue of %s already has a dma-buf or io_uring bound: close that binding first or pick other queues (devmemtcp probe %s) (kernel: \"designated queue already memory provider bound\")",
+		 ifname, ifname, ifname);
+	T_TRY(expect(devmemtcp_bind_rx(ctx, ifindex, &q[0], 1, buf, NULL, &b2), -EEXIST, want));
+	devmemtcp_binding_close(b);
+	/* a driver that does not install the binding (test builds) */
+	setenv("DEVMEMTCP_TEST_BIND_UNSEEN", "1", 1);
+	/* ERRORS devmemtcp_bind_rx EIO */
+	snprintf(want, sizeof(want),
+		 "bind-rx on %s: queue-get does not list RX queue %u after binding it", ifname, q[1]);
+	T_TRY(expect(devmemtcp_bind_rx(ctx, ifindex, &q[1], 1, buf, NULL, &b), -EIO, want));
+	unsetenv("DEVMEMTCP_TEST_BIND_UNSEEN");
+	/* undone: the queue takes a binding again */
+	T_CHECK(devmemtcp_bind_rx(ctx, ifindex, &q[1], 1, buf, NULL, &b) == 0, "bind_rx: %s",
+		devmemtcp_ctx_errmsg(ctx));
+	devmemtcp_binding_close(b);
+	/* ERRORS devmemtcp_bind_rx EBUSY */
+	xsk = t_xsk_bind(ifindex, q[1]);
+	T_CHECK(xsk >= 0, "AF_XDP socket on queue %u", q[1]);
+	snprintf(want, sizeof(want),
+		 "bind-rx on %s failed: an AF_XDP socket uses a queue of %s: close it or pick other queues (devmemtcp probe %s) (kernel: \"designated queue already in use by AF_XDP\")",
+		 ifname, ifname, ifname);
+	T_TRY(expect(devmemtcp_bind_rx(ctx, ifindex, &q[1], 1, buf, NULL, &b), -EBUSY, want));
+	close(xsk);
+	/* the socket's buffer pool leaves the queue from a work item: the
+	 * queue takes a binding again within a second */
+	for (int i = 0; (ret = devmemtcp_bind_rx(ctx, ifindex, &q[1], 1, buf, NULL, &b)) == -EBUSY &&
+			i < 100; i++)
+		usleep(10000);
+	T_CHECK(ret == 0, "bind_rx after the AF_XDP socket closed: %s", devmemtcp_ctx_errmsg(ctx));
+	devmemtcp_binding_close(b);
+	/* ERRORS devmemtcp_qstats_get ENOENT */
+	snprintf(want, sizeof(want),
+		 "%s reports no statistics for RX queue 99: check the queue index with devmemtcp_queue_list()",
+		 ifname);
+	T_TRY(expect(devmemtcp_qstats_get(ctx, ifindex, DEVMEMTCP_QUEUE_RX, 99, &st), -ENOENT, want));
+	T_CHECK(devmemtcp_nic_close(nic) == 0, "nic_close: %s", devmemtcp_ctx_errmsg(ctx));
+	/* a dma-buf fd closed behind the buffer's back (put back after) */
+	if (t_kernel_version() >= 616) {
+		fd = devmemtcp_buf_fd(buf);
+		saved = dup(fd);
+		close(fd);
+		/* ERRORS devmemtcp_bind_tx EBADF */
+		snprintf(want, sizeof(want),
+			 "bind-tx on %s failed: the dma-buf fd is not valid: pass the fd of a live dma-buf (devmemtcp_buf_fd())",
+			 ifname);
+		T_TRY(expect(devmemtcp_bind_tx(ctx, ifindex, buf, NULL, &b), -EBADF, want));
+		T_CHECK(dup2(saved, fd) == fd, "dup2");
+		close(saved);
+	}
+	/* a device that is down takes no binding */
+	T_CHECK(t_run("ip link set %s down", ifname) == 0, "ip link set down");
+	o.buf = buf;
+	/* ERRORS devmemtcp_nic_open ENETDOWN */
+	snprintf(want, sizeof(want),
+		 "setting up %s for devmem failed at bind-rx: %s is down, so its queues cannot take a binding: bring it up first (ip link set %s up); the 3 finished steps were undone",
+		 ifname, ifname, ifname);
+	T_TRY(expect(devmemtcp_nic_open(ctx, ifname, &o, &nic), -ENETDOWN, want));
+	T_CHECK(t_run("ip link set %s up", ifname) == 0, "ip link set up");
+	devmemtcp_buf_free(buf);
+	t_note("PASS: the kernel's refusals, errno and message");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	T_TRY(nic_init(argc, argv, &ctx, &ifname));
 	T_TRY(test_binding_keeps_buffer());
 	T_TRY(test_import_size());
 	T_TRY(test_bind_messages());
+	T_TRY(test_kernel_refusals());
 	devmemtcp_ctx_free(ctx);
 	return T_EXIT_PASS;
 }

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -28,16 +29,21 @@ static int expect_enodev(struct tx_test *t, int fd, const char *dev, const char 
 	const char *bound = t->a.tx_if, *m;
 	DEVMEMTCP_OPTS(tx_stats, st);
 	struct devmemtcp_tx *tx;
+	char want[512];
 	ssize_t r;
 
 	T_CHECK(devmemtcp_tx_new(t->ctx, fd, t->b, NULL, &tx) == 0, "devmemtcp_tx_new: %s",
 		devmemtcp_ctx_errmsg(t->ctx));
 	r = devmemtcp_tx_send(tx, &p, 1, 0);
 	m = devmemtcp_tx_errmsg(tx);
+	/* ERRORS devmemtcp_tx_send ENODEV */
 	T_CHECK(r == -ENODEV, "%s: expected -ENODEV, got %zd (%s)", dev, r, m);
-	T_CHECK(strstr(m, dev) && strstr(m, bound) && strstr(m, how) &&
-		strstr(m, "SO_BINDTODEVICE"),
-		"%s: the message does not name %s, %s and the fix: %s", dev, dev, bound, m);
+	snprintf(want, sizeof(want),
+		 "sendmsg on fd %d failed with ENODEV: the socket%s %s but the dma-buf is bound to %s (binding %u): SO_BINDTODEVICE the socket to %s / fix the route to the peer so it leaves through %s",
+		 fd, strstr(how, "route") ? "'s route leaves through" : " is bound (SO_BINDTODEVICE) to",
+		 dev, bound, devmemtcp_binding_id(t->b), bound, bound);
+	T_CHECK(!strcmp(m, want), "%s: the message does not name %s, %s and the fix: %s", dev, dev,
+		bound, m);
 	devmemtcp_tx_stats(tx, &st);
 	T_CHECK(!st.bytes_sent && !st.sends_in_flight && devmemtcp_tx_wait(tx, 100) == 0,
 		"%s: a failed send left something in flight", dev);

@@ -13,10 +13,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 #include <net/if.h>
 
@@ -565,6 +568,62 @@ static int expect_msg(int ret, int want_ret, const char *want)
 	return 0;
 }
 
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* A signal interrupts the wait: EINTR, and no message (the handle's
+ * stays what it was). */
+static int wait_interrupted(struct devmemtcp_zcrx *z)
+{
+	struct sigaction sa = { .sa_handler = on_alarm }, old;
+	struct itimerval it = { .it_value = { 0, 100000 } };
+	char before[512];
+	int ret;
+
+	snprintf(before, sizeof(before), "%s", devmemtcp_zcrx_errmsg(z));
+	/* no SA_RESTART: io_uring_enter returns EINTR */
+	T_CHECK(sigaction(SIGALRM, &sa, &old) == 0, "sigaction");
+	T_CHECK(setitimer(ITIMER_REAL, &it, NULL) == 0, "setitimer");
+	ret = devmemtcp_zcrx_wait(z, 5000);
+	sigaction(SIGALRM, &old, NULL);
+	printf("errors: wait interrupted: %d: %s\n", ret, devmemtcp_zcrx_errmsg(z));
+	/* ERRORS devmemtcp_zcrx_wait EINTR */
+	T_CHECK(ret == -EINTR, "wait interrupted: %d", ret);
+	T_CHECK(!strcmp(devmemtcp_zcrx_errmsg(z), before), "message after EINTR: %s",
+		devmemtcp_zcrx_errmsg(z));
+	return 0;
+}
+
+/* A queue an AF_XDP socket uses, and a user-memory area the kernel cannot
+ * pin (its pages are PROT_NONE). */
+static int refused_by_kernel(struct devmemtcp_buf *buf)
+{
+	struct devmemtcp_zcrx *z2 = NULL;
+	struct devmemtcp_buf *locked;
+	uint64_t addr = 0;
+	char want[512];
+	int xsk = t_xsk_bind(ifindex, QUEUE - 1);
+
+	T_CHECK(xsk >= 0, "AF_XDP socket on queue %d", QUEUE - 1);
+	/* ERRORS devmemtcp_zcrx_new EBUSY */
+	snprintf(want, sizeof(want), "queue %d of %s is used by AF_XDP: pick another queue",
+		 QUEUE - 1, VM_RX_IF);
+	T_TRY(expect_msg(devmemtcp_zcrx_new(ctx, ifindex, QUEUE - 1, buf, NULL, &z2), -EBUSY, want));
+	close(xsk);
+	T_CHECK(t_udmabuf(ctx, 1 << 20, &locked) == 0, "udmabuf");
+	T_CHECK(devmemtcp_buf_addr(locked, 0, &addr) == 0, "addr");
+	T_CHECK(mprotect((void *)(uintptr_t)addr, 1 << 20, PROT_NONE) == 0, "mprotect");
+	/* ERRORS devmemtcp_zcrx_new EFAULT */
+	T_TRY(expect_msg(devmemtcp_zcrx_new(ctx, ifindex, QUEUE - 1, locked, NULL, &z2), -EFAULT,
+			 "the kernel could not pin the buffer's memory as a user-memory area: register it as a dma-buf area (DEVMEMTCP_ZCRX_DMABUF_AREA)"));
+	T_CHECK(!z2, "handle on failure");
+	mprotect((void *)(uintptr_t)addr, 1 << 20, PROT_READ | PROT_WRITE);
+	devmemtcp_buf_free(locked);
+	return 0;
+}
+
 static int test_errors(void)
 {
 	struct devmemtcp_zcrx *z2 = NULL;
@@ -576,10 +635,12 @@ static int test_errors(void)
 
 	T_TRY(setup_open(&s, &port, 1, NULL));
 	/* a second handle on the same queue */
+	/* ERRORS devmemtcp_zcrx_new EEXIST */
 	snprintf(want, sizeof(want),
 		 "queue %d of %s already has a memory provider (a dma-buf binding or another zcrx), or an XDP program is attached to %s: pick another queue or release it",
 		 QUEUE, VM_RX_IF, VM_RX_IF);
 	T_TRY(expect_msg(devmemtcp_zcrx_new(ctx, ifindex, QUEUE, s.buf, NULL, &z2), -EEXIST, want));
+	/* ERRORS devmemtcp_zcrx_new ERANGE */
 	snprintf(want, sizeof(want),
 		 "%s has no RX queue 99: pick a queue below its RX queue count (ethtool -l %s)",
 		 VM_RX_IF, VM_RX_IF);
@@ -594,6 +655,8 @@ static int test_errors(void)
 		 VM_RX_IF, QUEUE);
 	printf("errors: another thread: %d: %s\n", o.ret, o.msg);
 	T_CHECK(o.ret == -EBUSY && !strcmp(o.msg, want), "other thread: %d: %s", o.ret, o.msg);
+	T_TRY(wait_interrupted(s.z));
+	T_TRY(refused_by_kernel(s.buf));
 	T_TRY(setup_close(&s));
 	/* header split is off again: the kernel refuses, the library says why */
 	T_CHECK(t_udmabuf(ctx, 1 << 20, &s.buf) == 0, "udmabuf");
