@@ -206,7 +206,7 @@ struct report {
 				 * 'E' failed */
 	int err;
 	uint32_t nq, q[2], binding;
-	int provider;
+	bool brk_udmabuf;	/* the client cannot open /dev/udmabuf */
 	struct nic_rx_result rx;
 	char msg[768];
 };
@@ -481,7 +481,7 @@ static void client_main(const struct client_args *a, int cmd, int rep)
 		r.err = t_udmabuf(c, BUF_SIZE, &buf);
 		if (r.err)
 			fail(rep, r.err, "udmabuf: ", devmemtcp_ctx_errmsg(c));
-		r.provider = access("/dev/udmabuf", R_OK | W_OK) ? 1 : 0;
+		r.brk_udmabuf = access("/dev/udmabuf", R_OK | W_OK) != 0;
 	}
 	o.buf = buf;
 	before = genl_fds();
@@ -691,7 +691,7 @@ static int test_rx(void)
 		c.setup.q[0], c.setup.binding);
 	printf("rx: uid 1001 set up queue %u, binding %u, udmabuf %s; the broker's netlink socket refused bind-rx and rings-set with EPERM\n",
 	       c.setup.q[0], c.setup.binding,
-	       c.setup.provider ? "made by the broker" : "opened directly");
+	       c.setup.brk_udmabuf ? "made by the broker" : "opened directly");
 	snd = vm_send_start(VM_RX_ADDR4, a.port, 64ull << 20, PATTERN_PERIOD_DEFAULT);
 	T_CHECK(snd, "sender");
 	T_TRY(hear(&c, 'R', &r));
