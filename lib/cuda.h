@@ -91,6 +91,33 @@ enum {
 #define CU_STREAM_WAIT_VALUE_GEQ 0x0
 #define CU_STREAM_WRITE_VALUE_DEFAULT 0x0
 #define CU_STREAM_CAPTURE_STATUS_NONE 0
+#define CU_STREAM_MEM_OP_WAIT_VALUE_32 1
+#define CU_STREAM_MEM_OP_WRITE_VALUE_32 2
+#define CU_STREAM_MEM_OP_WRITE_VALUE_64 5
+
+/* CUstreamBatchMemOpParams (the wait and write members). */
+struct dmt_memop_value {
+	int operation;
+	CUdeviceptr address;
+	union {
+		uint32_t value;
+		uint64_t value64;
+	};
+	unsigned int flags;
+	CUdeviceptr alias;	/* the driver's */
+};
+
+typedef union {
+	int operation;
+	struct dmt_memop_value waitValue;
+	struct dmt_memop_value writeValue;
+	uint64_t pad[6];
+} CUstreamBatchMemOpParams;
+
+_Static_assert(sizeof(CUstreamBatchMemOpParams) == 48,
+	       "CUstreamBatchMemOpParams");
+_Static_assert(offsetof(struct dmt_memop_value, flags) == 24,
+	       "CUstreamBatchMemOpParams.waitValue.flags");
 
 typedef struct {
 	int type;
@@ -203,8 +230,8 @@ typedef struct {
 	  (float *ms, CUevent a, CUevent b))
 
 /* Entry points the library can do without (NULL when the driver lacks
- * them): stream memory operations for persistent gathers, stream capture
- * state, and CUDA graphs (the benchmark's comparison). */
+ * them): stream memory operations (fences, persistent gathers), stream
+ * capture state, and CUDA graphs (the benchmark's comparison). */
 #define DMT_CUDA_OPTIONAL(X)                                                   \
 	X(cuStreamWriteValue32, "cuStreamWriteValue32_v2",                     \
 	  (CUstream s, CUdeviceptr addr, uint32_t value, unsigned int flags))  \
@@ -212,6 +239,9 @@ typedef struct {
 	  (CUstream s, CUdeviceptr addr, uint64_t value, unsigned int flags))  \
 	X(cuStreamWaitValue32, "cuStreamWaitValue32_v2",                       \
 	  (CUstream s, CUdeviceptr addr, uint32_t value, unsigned int flags))  \
+	X(cuStreamBatchMemOp, "cuStreamBatchMemOp_v2",                         \
+	  (CUstream s, unsigned int count, CUstreamBatchMemOpParams *ops,      \
+	   unsigned int flags))                                                \
 	X(cuStreamIsCapturing, "cuStreamIsCapturing",                          \
 	  (CUstream s, int *status))                                           \
 	X(cuGraphCreate, "cuGraphCreate", (CUgraph *g, unsigned int flags))    \

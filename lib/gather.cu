@@ -11,10 +11,12 @@
 // dmt_gather_persist stays resident and takes jobs from slots announced by
 // stream memory operations (lib/gpu_persist.c).  All cut a batch into warps
 // as struct dmt_gather_args says: per descriptors a warp (large batches:
-// each lane loads one descriptor, one coalesced read, then the warp copies
-// them one after another) or split warps a descriptor (small batches: each
-// warp a 16-byte aligned slice of one fragment, so few fragments still
-// keep many SMs busy).
+// each lane takes one descriptor, then the warp copies them one after
+// another) or split warps a descriptor (small batches: each warp a 16-byte
+// aligned slice of one fragment, so few fragments still keep many SMs
+// busy).  Descriptors in memory are first staged in shared memory by the
+// whole block, one coalesced read over PCIe: a warp never fetches a
+// descriptor by itself, so splitting costs no extra PCIe round trips.
 //
 // A fragment is copied with 16-byte stores to the destination after a head
 // of up to 15 bytes; when the source is then not 16-byte aligned too, every
@@ -62,23 +64,6 @@ static __device__ __forceinline__ uint4 realign(uint4 a, uint4 b,
 	return r;
 }
 
-// CS: streaming cache hints (ld/st.global.cs), else plain accesses.
-template <bool CS>
-static __device__ __forceinline__ uint4 ld16(const uint4 *p)
-{
-	return CS ? __ldcs(p) : *p;
-}
-
-template <bool CS>
-static __device__ __forceinline__ void st16(uint4 *p, uint4 v)
-{
-	if (CS)
-		__stcs(p, v);
-	else
-		*p = v;
-}
-
-template <bool CS>
 static __device__ __forceinline__ void body_aligned(const uint4 *s, uint4 *d,
 						    unsigned int nch,
 						    unsigned int lane)
@@ -92,21 +77,21 @@ static __device__ __forceinline__ void body_aligned(const uint4 *s, uint4 *d,
 			unsigned int j = base + u * 32 + lane;
 
 			if (j < nch)
-				w[u] = ld16<CS>(s + j);
+				w[u] = s[j];
 		}
 #pragma unroll
 		for (int u = 0; u < DMT_UNROLL_ALIGNED; u++) {
 			unsigned int j = base + u * 32 + lane;
 
 			if (j < nch)
-				st16<CS>(d + j, w[u]);
+				d[j] = w[u];
 		}
 	}
 }
 
 // Chunk j of the output is realign(s[j], s[j + 1]); s is the aligned word
 // under the first source byte, so words 0..nch are read.
-template <bool CS, int Q>
+template <int Q>
 static __device__ __forceinline__ void body_shift(const uint4 *s, uint4 *d,
 						  unsigned int nch,
 						  unsigned int sh,
@@ -123,7 +108,7 @@ static __device__ __forceinline__ void body_shift(const uint4 *s, uint4 *d,
 
 			w[u] = make_uint4(0, 0, 0, 0);
 			if (j <= nch)
-				w[u] = ld16<CS>(s + j);
+				w[u] = s[j];
 		}
 		if (lane == 0 && je <= nch)
 			extra = s[je];	// next round's lane 0 word: keep cached
@@ -140,7 +125,7 @@ static __device__ __forceinline__ void body_shift(const uint4 *s, uint4 *d,
 							  : extra;
 			next = shfl_next(send, lane);
 			if (j < nch)
-				st16<CS>(d + j, realign<Q>(w[u], next, sh));
+				d[j] = realign<Q>(w[u], next, sh);
 		}
 	}
 }
@@ -149,7 +134,6 @@ static __device__ __forceinline__ void body_shift(const uint4 *s, uint4 *d,
 // issued before its first store: stores may alias later loads as far as
 // the compiler knows, so a load placed after a store waits for it, and a
 // fragment would cost several memory round trips instead of one.
-template <bool CS>
 static __device__ __forceinline__ void copy_frag(unsigned long long src,
 						 unsigned long long dst,
 						 unsigned int len,
@@ -186,22 +170,22 @@ static __device__ __forceinline__ void copy_frag(unsigned long long src,
 	s -= r;
 	switch (r ? 1 + (r >> 2) : 0) {
 	case 0:
-		body_aligned<CS>((const uint4 *)s, (uint4 *)(d + head), nch, lane);
+		body_aligned((const uint4 *)s, (uint4 *)(d + head), nch, lane);
 		break;
 	case 1:
-		body_shift<CS, 0>((const uint4 *)s, (uint4 *)(d + head), nch, sh,
+		body_shift<0>((const uint4 *)s, (uint4 *)(d + head), nch, sh,
 			      lane);
 		break;
 	case 2:
-		body_shift<CS, 1>((const uint4 *)s, (uint4 *)(d + head), nch, sh,
+		body_shift<1>((const uint4 *)s, (uint4 *)(d + head), nch, sh,
 			      lane);
 		break;
 	case 3:
-		body_shift<CS, 2>((const uint4 *)s, (uint4 *)(d + head), nch, sh,
+		body_shift<2>((const uint4 *)s, (uint4 *)(d + head), nch, sh,
 			      lane);
 		break;
 	default:
-		body_shift<CS, 3>((const uint4 *)s, (uint4 *)(d + head), nch, sh,
+		body_shift<3>((const uint4 *)s, (uint4 *)(d + head), nch, sh,
 			      lane);
 		break;
 	}
@@ -214,8 +198,8 @@ static __device__ __forceinline__ void copy_frag(unsigned long long src,
 // Destination tables of launches with ndst > 1 (dynamic shared memory).
 extern __shared__ struct dmt_gather_dst dmt_sdst[];
 
-// Where a launch's descriptors live: pinned host or device memory, read
-// with ld.global.cv (a slot is rewritten for every launch, so never from a
+// Where a table is read from: memory (pinned host or device memory, with
+// ld.global.cv: a slot is rewritten for every launch, so never from a
 // stale cache line), or the kernel parameter itself (inline launches).
 enum { DESC_GLOBAL, DESC_PARAM };
 
@@ -249,12 +233,31 @@ out_addr(const struct dmt_gather_dst *sdst, unsigned int ndst,
 	return bias + pos;
 }
 
-// Copy the share of warp vw of a launch cut as struct dmt_gather_args
-// says.  Every branch depends on vw alone, so the warp stays converged for
-// the shuffles of copy_frag.
-template <bool CS, int SRC>
+// Slice part of split of descriptor v: a 16-byte multiple of it, so that
+// every slice keeps the source/destination alignment of the whole.
 static __device__ __forceinline__ void
-gather_warp(const struct dmt_gather_desc *descs,
+copy_slice(uint4 v, const struct dmt_gather_dst *sdst, unsigned int ndst,
+	   unsigned long long bias, unsigned int split, unsigned int part,
+	   unsigned int lane)
+{
+	unsigned long long off, slice;
+
+	slice = (((unsigned long long)v.z + split - 1) / split + 15) & ~15ull;
+	off = part * slice;
+	if (off >= v.z)
+		return;
+	copy_frag(((unsigned long long)v.x |
+			  (unsigned long long)v.y << 32) + off,
+			 out_addr(sdst, ndst, bias, v.w) + off,
+			 (unsigned int)min(slice, v.z - off), lane);
+}
+
+// Copy the share of warp vw of a launch cut as struct dmt_gather_args
+// says; descs[i] is descriptor d0 + i (staged in shared memory, or the
+// kernel parameter).  Every branch depends on vw alone, so the warp stays
+// converged for the shuffles of copy_frag.
+static __device__ __forceinline__ void
+gather_warp(const struct dmt_gather_desc *descs, unsigned int d0,
 	    const struct dmt_gather_dst *sdst, unsigned int n,
 	    unsigned int ndst, unsigned long long bias, unsigned int per,
 	    unsigned int split, unsigned int vw, unsigned int lane)
@@ -263,25 +266,13 @@ gather_warp(const struct dmt_gather_desc *descs,
 	unsigned int my_len = 0, first, cnt;
 
 	if (split > 1) {
-		// a 16-byte multiple of the descriptor, so that every slice
-		// keeps the source/destination alignment of the whole
-		const unsigned int d = vw / split, part = vw % split;
-		unsigned long long off, slice;
-		uint4 v;
+		const unsigned int d = vw / split;
 
 		if (d >= n)
 			return;
-		v = load16<SRC>(descs + d);	// one address: one request
-		slice = (((unsigned long long)v.z + split - 1) / split + 15) &
-			~15ull;
-		off = part * slice;
-		if (off >= v.z)
-			return;
-		my_src = ((unsigned long long)v.x | (unsigned long long)v.y << 32) +
-			 off;
-		my_dst = out_addr(sdst, ndst, bias, v.w) + off;
-		copy_frag<CS>(my_src, my_dst,
-			      (unsigned int)min(slice, v.z - off), lane);
+		// one address for the whole warp: one request
+		copy_slice(*(const uint4 *)(descs + d - d0), sdst, ndst, bias,
+			   split, vw % split, lane);
 		return;
 	}
 	first = vw * per;
@@ -289,7 +280,7 @@ gather_warp(const struct dmt_gather_desc *descs,
 		return;
 	cnt = min(per, n - first);
 	if (lane < cnt) {
-		const uint4 v = load16<SRC>(descs + first + lane);
+		const uint4 v = *(const uint4 *)(descs + first - d0 + lane);
 
 		my_src = (unsigned long long)v.x | (unsigned long long)v.y << 32;
 		my_len = v.z;
@@ -300,7 +291,7 @@ gather_warp(const struct dmt_gather_desc *descs,
 		unsigned long long d = __shfl_sync(DMT_FULL, my_dst, k);
 		unsigned int l = __shfl_sync(DMT_FULL, my_len, k);
 
-		copy_frag<CS>(s, d, l, lane);
+		copy_frag(s, d, l, lane);
 	}
 }
 
@@ -321,37 +312,51 @@ stage_dsts(struct dmt_gather_dst *sdst, const struct dmt_gather_dst *dsts,
 	__syncthreads();
 }
 
-template <bool CS>
-static __device__ __forceinline__ void
-gather_launch(const struct dmt_gather_desc *descs,
-	      const struct dmt_gather_dst *dsts, const struct dmt_gather_args &a)
-{
-	struct dmt_gather_dst *sdst = dmt_sdst;
+// A block's descriptors, staged from memory.
+__shared__ uint4 dmt_sdesc[DMT_STAGE_MAX];
 
-	if (a.ndst > 1)
-		stage_dsts<DESC_GLOBAL>(sdst, dsts, a.ndst);
-	gather_warp<CS, DESC_GLOBAL>(descs, sdst, a.n, a.ndst, a.bias, a.per,
-				     a.split,
-				     blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5),
-				     threadIdx.x & 31);
+// Stage descriptors [d0, d1) of descs (at most DMT_STAGE_MAX), one
+// 16-byte load a thread: the block's whole share in one coalesced read
+// instead of one read over PCIe per warp (or per warp of a split).
+static __device__ __forceinline__ void
+stage_descs(const struct dmt_gather_desc *descs, unsigned int d0,
+	    unsigned int d1)
+{
+	for (unsigned int i = threadIdx.x; d0 + i < d1; i += blockDim.x)
+		dmt_sdesc[i] = __ldcv((const uint4 *)(descs + d0 + i));
+	__syncthreads();
 }
 
-// One launch per batch, descriptors in a pinned slot.  Plain loads and
-// stores measured faster than streaming hints (.cs) on an H200 for every
-// size distribution (bench/results/gather-h200.md).
+// The warps of one block, vw0 onwards, of a launch whose descriptors and
+// destinations are in memory.
+static __device__ __forceinline__ void
+gather_block(const struct dmt_gather_desc *descs,
+	     const struct dmt_gather_dst *sdst, unsigned int n,
+	     unsigned int ndst, unsigned long long bias, unsigned int per,
+	     unsigned int split, unsigned int vw0)
+{
+	const unsigned int warps = blockDim.x >> 5;
+	unsigned int d0, d1;
+
+	dmt_warp_range(vw0, warps, n, per, split, &d0, &d1);
+	stage_descs(descs, d0, d1);
+	gather_warp((const struct dmt_gather_desc *)dmt_sdesc, d0, sdst, n,
+		    ndst, bias, per, split, vw0 + (threadIdx.x >> 5),
+		    threadIdx.x & 31);
+}
+
+// One launch per batch, descriptors in a pinned slot (or in device memory
+// with DEVMEMTCP_GPU_DESC_COPY).  Plain loads and stores measured faster
+// than streaming hints (.cs) on an H200 for every size distribution
+// (bench/results/gather-h200.md).
 extern "C" __global__ void __launch_bounds__(256)
 dmt_gather(const struct dmt_gather_desc *descs,
 	   const struct dmt_gather_dst *dsts, const struct dmt_gather_args a)
 {
-	gather_launch<false>(descs, dsts, a);
-}
-
-// The same with streaming cache hints (DEVMEMTCP_GATHER_KERNEL, benchmark).
-extern "C" __global__ void __launch_bounds__(256)
-dmt_gather_cs(const struct dmt_gather_desc *descs,
-	      const struct dmt_gather_dst *dsts, const struct dmt_gather_args a)
-{
-	gather_launch<true>(descs, dsts, a);
+	if (a.ndst > 1)
+		stage_dsts<DESC_GLOBAL>(dmt_sdst, dsts, a.ndst);
+	gather_block(descs, dmt_sdst, a.n, a.ndst, a.bias, a.per, a.split,
+		     blockIdx.x * (blockDim.x >> 5));
 }
 
 // ---- inline launches ------------------------------------------------------
@@ -375,19 +380,31 @@ static_assert(sizeof(struct dmt_persist_host) == 128, "dmt_persist_host");
 static_assert(sizeof(struct dmt_persist_job) == 64, "dmt_persist_job");
 
 // The parameter is read where the launch put it (__grid_constant__: no
-// per-thread copy), through the constant cache.
+// per-thread copy), through the constant cache.  With a two-dimensional
+// grid (split > 1) the warp's descriptor comes from its block's place, so
+// its load is issued beside those of the arguments rather than after them:
+// one round trip to the constant bank less before the first byte moves.
 template <unsigned int N>
 static __device__ __forceinline__ void
 gather_inline(const dmt_inline_param<N> &p)
 {
-	struct dmt_gather_dst *sdst = dmt_sdst;
+	const unsigned int warps = blockDim.x >> 5, warp = threadIdx.x >> 5;
+	const unsigned int d = blockIdx.x * warps + warp;
 
+	if (gridDim.y > 1) {
+		const uint4 v = *(const uint4 *)&p.desc[min(d, N - 1)];
+
+		if (p.a.ndst > 1)
+			stage_dsts<DESC_PARAM>(dmt_sdst, p.dst, p.a.ndst);
+		if (d < p.a.n)
+			copy_slice(v, dmt_sdst, p.a.ndst, p.a.bias, gridDim.y,
+				   blockIdx.y, threadIdx.x & 31);
+		return;
+	}
 	if (p.a.ndst > 1)
-		stage_dsts<DESC_PARAM>(sdst, p.dst, p.a.ndst);
-	gather_warp<false, DESC_PARAM>(p.desc, sdst, p.a.n, p.a.ndst, p.a.bias,
-				       p.a.per, p.a.split,
-				       blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5),
-				       threadIdx.x & 31);
+		stage_dsts<DESC_PARAM>(dmt_sdst, p.dst, p.a.ndst);
+	gather_warp(p.desc, 0, dmt_sdst, p.a.n, p.a.ndst, p.a.bias, p.a.per,
+		    p.a.split, d, threadIdx.x & 31);
 }
 
 #define DMT_INLINE_KERNEL(N)                                                   \
@@ -532,11 +549,12 @@ dmt_gather_persist(const __grid_constant__ struct dmt_persist_params p)
 			bias = __ldcv(&jobs[slot].bias);
 		}
 		nw = (n + per - 1) / per * split;
-		for (unsigned int vw = blockIdx.x * warps + (threadIdx.x >> 5);
-		     vw < nw; vw += gridDim.x * warps)
-			gather_warp<false, DESC_GLOBAL>(descs, sdst, n, ndst, bias,
-							per, split, vw,
-							threadIdx.x & 31);
+		// the same trip count for every thread of the block (barriers)
+		for (unsigned int vw0 = blockIdx.x * warps; vw0 < nw;
+		     vw0 += gridDim.x * warps) {
+			__syncthreads();	// the last round's descriptors are read
+			gather_block(descs, sdst, n, ndst, bias, per, split, vw0);
+		}
 		// every thread's bytes visible to the GPU, then the block's count
 		__threadfence();
 		__syncthreads();
@@ -576,4 +594,21 @@ extern "C" __global__ void dmt_spin(unsigned long long ns)
 // Nothing (the benchmark's cost of a bare launch).
 extern "C" __global__ void dmt_nop(void)
 {
+}
+
+// Spin for ns nanoseconds, then write value into the 32-bit word at addr
+// (device or mapped host memory) as the persistent kernel publishes a job:
+// the benchmark's measure of how soon a stream waiting on such a word (or
+// the CPU) sees it.
+extern "C" __global__ void dmt_spin_write(unsigned long long ns,
+					  unsigned long long addr,
+					  unsigned int value)
+{
+	unsigned long long t0 = globaltimer();
+
+	while (globaltimer() - t0 < ns)
+		__nanosleep(500);
+	__threadfence_system();
+	*(volatile unsigned int *)addr = value;
+	__threadfence_system();
 }

@@ -31,7 +31,11 @@ struct dmt_gather_dst {
  * How one launch is cut into warps.  With split == 1, warp w copies
  * descriptors [w * per, w * per + per); with split > 1 (then per == 1),
  * split warps share descriptor w / split, each a 16-byte aligned slice of
- * it, so that a launch of few fragments still keeps many SMs busy.
+ * it, so that a launch of few fragments still keeps many SMs busy.  An
+ * inline launch with split > 1 has a two-dimensional grid instead: warp w
+ * of block (x, y) copies slice y of descriptor x * warps_per_block + w, so
+ * that it knows its descriptor from its block's place alone and loads it
+ * at once, beside the arguments (gridDim.y == split).
  */
 struct dmt_gather_args {
 	uint64_t bias;		/* ndst <= 1: output position p goes to bias + p */
@@ -42,6 +46,42 @@ struct dmt_gather_args {
 };
 
 #define DMT_SPLIT_MAX 32u
+
+/* Host and device code alike (gather.cu is compiled by nvcc as C++). */
+#ifdef __CUDACC__
+#define DMT_HD __host__ __device__
+#else
+#define DMT_HD
+#endif
+
+/*
+ * Launches whose descriptors are in memory (pinned slots, the persistent
+ * kernel) stage a block's descriptors in shared memory first, one
+ * coalesced read: warps of a block then never fetch the same descriptor
+ * over PCIe twice, whatever the split.  A block of up to 8 warps covers at
+ * most 8 x 32 descriptors.
+ */
+#define DMT_STAGE_MAX 256u
+
+/* The descriptors [*d0, *d1) that the nwarps warps vw0, vw0 + 1, ... of a
+ * launch of n descriptors cut as per and split say take. */
+static inline DMT_HD void dmt_warp_range(uint32_t vw0, uint32_t nwarps,
+					 uint32_t n, uint32_t per,
+					 uint32_t split, uint32_t *d0,
+					 uint32_t *d1)
+{
+	uint64_t lo, hi;
+
+	if (split > 1) {
+		lo = vw0 / split;
+		hi = ((uint64_t)vw0 + nwarps - 1) / split + 1;
+	} else {
+		lo = (uint64_t)vw0 * per;
+		hi = ((uint64_t)vw0 + nwarps) * per;
+	}
+	*d0 = (uint32_t)(lo < n ? lo : n);
+	*d1 = (uint32_t)(hi < n ? hi : n);
+}
 
 /*
  * Inline launches carry their descriptors in the kernel parameter itself

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
  * GPU layer (8): the handle (its context, the kernels, pinned slots, the
- * persistent kernel when asked for), gathers' entry point, and fences that
- * hold token releases back until the GPU is done with the bytes.  The
- * launches are in gpu_launch.c, the persistent kernel's host side in
- * gpu_persist.c, descriptors and views in gpu_desc.c.
+ * persistent kernel when asked for) and the entry points.  The launches
+ * are in gpu_launch.c, the persistent kernel's host side in gpu_persist.c,
+ * descriptors and views in gpu_desc.c, fences and releases held back by
+ * them in gpu_fence.c.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -23,12 +23,6 @@
 #define GPU_INLINE_MAX_DEFAULT 1024u
 
 static const uint32_t inline_sizes[DMT_INLINE_NSIZES] = DMT_INLINE_SIZES;
-
-struct devmemtcp_gpu_fence {
-	struct devmemtcp_gpu *gpu;
-	CUevent ev;
-	struct devmemtcp_gpu_fence *next;
-};
 
 static size_t slot_bytes(const struct devmemtcp_gpu *gpu)
 {
@@ -66,7 +60,6 @@ void dmt_gpu_ctx_leave(struct devmemtcp_gpu *gpu, bool pushed)
 static void gpu_destroy(struct devmemtcp_gpu *gpu)
 {
 	const struct dmt_cuda *cu = gpu->cu;
-	struct devmemtcp_gpu_fence *f, *next;
 
 	for (uint32_t i = 0; gpu->slots && i < gpu->nslots; i++) {
 		if (gpu->slots[i].done) {
@@ -76,12 +69,10 @@ static void gpu_destroy(struct devmemtcp_gpu *gpu)
 		}
 	}
 	dmt_persist_fini(gpu);	/* before the slots it reads go */
-	for (f = gpu->free_fences; f; f = next) {
-		next = f->next;
-		cu->cuEventDestroy(f->ev);
-		free(f);
-	}
-	gpu->free_fences = NULL;
+	dmt_gpu_fences_fini(gpu);
+	if (gpu->aux)
+		cu->cuStreamDestroy(gpu->aux);
+	gpu->aux = NULL;
 	if (gpu->dev_copy)
 		cu->cuMemFree(gpu->dev_copy);
 	if (gpu->host)
@@ -94,7 +85,7 @@ static void gpu_destroy(struct devmemtcp_gpu *gpu)
 	gpu->inl = NULL;
 }
 
-static void gpu_unref(struct devmemtcp_gpu *gpu)
+void dmt_gpu_unref(struct devmemtcp_gpu *gpu)
 {
 	bool last;
 
@@ -129,6 +120,7 @@ static void gpu_knobs(struct devmemtcp_gpu *gpu)
 		gpu->warps_per_block = (uint32_t)v;
 	if (mode && !strcmp(mode, "ring") && gpu->mode == DMT_GATHER_AUTO)
 		gpu->mode = DMT_GATHER_RING;
+	gpu->inline_1d = dmt_hook_env_int("DEVMEMTCP_GATHER_INLINE_1D") > 0;
 	if (dmt_hook_env("DEVMEMTCP_GATHER_INLINE_MAX")) {
 		v = dmt_hook_env_int("DEVMEMTCP_GATHER_INLINE_MAX");
 		gpu->inline_max = v < (int)gpu->inline_max ? (uint32_t)v
@@ -150,7 +142,6 @@ static int get_function(struct devmemtcp_gpu *gpu, CUfunction *fn,
 static int gpu_load_kernels(struct devmemtcp_gpu *gpu)
 {
 	const struct dmt_cuda *cu = gpu->cu;
-	const char *name;
 	char iname[32];
 	CUresult r;
 	int ret, sms = 0;
@@ -167,9 +158,7 @@ static int gpu_load_kernels(struct devmemtcp_gpu *gpu)
 	cu->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
 				 gpu->dev);
 	gpu->sms = sms > 0 ? (uint32_t)sms : 1;
-	name = dmt_hook_env("DEVMEMTCP_GATHER_KERNEL");	/* test builds */
-	ret = get_function(gpu, &gpu->fn_gather,
-			   name && *name ? name : "dmt_gather");
+	ret = get_function(gpu, &gpu->fn_gather, "dmt_gather");
 	for (int k = 0; !ret && k < DMT_INLINE_NSIZES; k++) {
 		snprintf(iname, sizeof(iname), "dmt_gather_inline%u",
 			 inline_sizes[k]);
@@ -237,6 +226,20 @@ static int gpu_alloc_slots(struct devmemtcp_gpu *gpu)
 			return dmt_cuda_err(gpu->ctx, &gpu->ctx->err, r,
 					    "cuEventCreate", NULL);
 		}
+	}
+	return 0;
+}
+
+/* A stream of the handle's own that stays idle: querying it tells
+ * whether the context failed (a fence whose write never comes). */
+static int gpu_aux_stream(struct devmemtcp_gpu *gpu)
+{
+	CUresult r = gpu->cu->cuStreamCreate(&gpu->aux, CU_STREAM_NON_BLOCKING);
+
+	if (r != CUDA_SUCCESS) {
+		gpu->aux = NULL;
+		return dmt_cuda_err(gpu->ctx, &gpu->ctx->err, r,
+				    "cuStreamCreate", NULL);
 	}
 	return 0;
 }
@@ -326,8 +329,11 @@ static int gpu_new_impl(struct devmemtcp_ctx *ctx,
 		goto err_free;
 	ret = gpu_load_kernels(gpu);
 	gpu_knobs(gpu);
+	dmt_gpu_fences_init(gpu);
 	if (!ret)
 		ret = gpu_alloc_slots(gpu);
+	if (!ret)
+		ret = gpu_aux_stream(gpu);
 	if (!ret && gpu->mode == DMT_GATHER_PERSIST && gpu->mod)
 		ret = dmt_persist_init(gpu);
 	if (ret) {
@@ -349,7 +355,7 @@ DEVMEMTCP_EXPORT void devmemtcp_gpu_free(struct devmemtcp_gpu *gpu)
 {
 	DMT_KEEP_ERRNO;
 	if (gpu)
-		gpu_unref(gpu);
+		dmt_gpu_unref(gpu);
 }
 
 DEVMEMTCP_EXPORT const char *devmemtcp_gpu_errmsg(const struct devmemtcp_gpu *gpu)
@@ -404,101 +410,17 @@ DEVMEMTCP_EXPORT int devmemtcp_gpu_view(struct devmemtcp_gpu *gpu,
 }
 
 /* ------------------------------------------------------------------------ */
-/* Fences and deferred release.                                              */
+/* Fences and deferred release: the arguments here, the rest in gpu_fence.c. */
 
-static int gpu_fence_new_impl(struct devmemtcp_gpu *gpu,
-			      void *stream,
+static int gpu_fence_new_impl(struct devmemtcp_gpu *gpu, void *stream,
 			      struct devmemtcp_gpu_fence **fencep)
 {
-	struct devmemtcp_gpu_fence *f;
-	bool pushed = false;
-	CUresult r;
-	int ret;
-
 	if (!gpu)
 		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_gpu_fence_new: gpu is NULL");
 	if (!fencep)
 		return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
 			       "devmemtcp_gpu_fence_new: fence pointer is NULL");
-	*fencep = NULL;
-	pthread_mutex_lock(&gpu->lock);
-	f = gpu->free_fences;
-	if (f)
-		gpu->free_fences = f->next;
-	gpu->refs++;
-	pthread_mutex_unlock(&gpu->lock);
-	ret = dmt_gpu_ctx_enter(gpu, &pushed);
-	if (ret)
-		goto err_put;
-	if (!f) {
-		f = dmt_calloc(1, sizeof(*f));
-		if (!f) {
-			ret = dmt_err_nomem(gpu->ctx, &gpu->err,
-					    "devmemtcp_gpu_fence_new");
-			goto err_pop;
-		}
-		f->gpu = gpu;
-		r = gpu->cu->cuEventCreate(&f->ev, CU_EVENT_DISABLE_TIMING);
-		if (r != CUDA_SUCCESS) {
-			free(f);
-			f = NULL;
-			ret = dmt_cuda_err(gpu->ctx, &gpu->err, r,
-					   "cuEventCreate", NULL);
-			goto err_pop;
-		}
-	}
-	r = gpu->cu->cuEventRecord(f->ev, (CUstream)stream);
-	if (r != CUDA_SUCCESS) {
-		ret = dmt_cuda_err(gpu->ctx, &gpu->err, r, "cuEventRecord",
-				   "is stream a stream of this GPU's primary context?");
-		goto err_pop;
-	}
-	dmt_gpu_ctx_leave(gpu, pushed);
-	*fencep = f;
-	return 0;
-
-err_pop:
-	dmt_gpu_ctx_leave(gpu, pushed);
-err_put:
-	pthread_mutex_lock(&gpu->lock);
-	if (f) {
-		f->next = gpu->free_fences;
-		gpu->free_fences = f;
-	}
-	pthread_mutex_unlock(&gpu->lock);
-	gpu_unref(gpu);
-	return ret;
-}
-
-static void fence_put(struct devmemtcp_gpu_fence *f)
-{
-	struct devmemtcp_gpu *gpu = f->gpu;
-
-	pthread_mutex_lock(&gpu->lock);
-	f->next = gpu->free_fences;
-	gpu->free_fences = f;
-	pthread_mutex_unlock(&gpu->lock);
-	gpu_unref(gpu);
-}
-
-static int gpu_fence_done_impl(void *arg, bool wait)
-{
-	struct devmemtcp_gpu_fence *f = arg;
-	CUresult r;
-
-	if (!f)
-		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_gpu_fence_done: fence is NULL");
-	r = wait ? f->gpu->cu->cuEventSynchronize(f->ev)
-		 : f->gpu->cu->cuEventQuery(f->ev);
-	if (r == CUDA_ERROR_NOT_READY)
-		return 0;
-	if (r != CUDA_SUCCESS)
-		return dmt_cuda_err(f->gpu->ctx, &f->gpu->err, r,
-				    wait ? "cuEventSynchronize(fence)"
-					 : "cuEventQuery(fence)",
-				    "a kernel on the fenced stream failed");
-	fence_put(f);
-	return 1;
+	return dmt_gpu_fence_new(gpu, stream, fencep);
 }
 
 static int gpu_release_after_impl(struct devmemtcp_gpu *gpu,
@@ -506,26 +428,12 @@ static int gpu_release_after_impl(struct devmemtcp_gpu *gpu,
 				  const struct devmemtcp_frag *frags,
 				  size_t n, void *stream)
 {
-	struct devmemtcp_gpu_fence *f;
-	int ret;
-
 	if (!gpu)
 		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_gpu_release_after: gpu is NULL");
 	if (!rx)
 		return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
 			       "devmemtcp_gpu_release_after: rx is NULL");
-	ret = gpu_fence_new_impl(gpu, stream, &f);
-	if (ret)
-		return ret;
-	ret = devmemtcp_rx_release_after(rx, frags, n, devmemtcp_gpu_fence_done,
-					 f);
-	if (ret < 0) {
-		fence_put(f);
-		return dmt_err(gpu->ctx, &gpu->err, ret,
-			       "devmemtcp_rx_release_after: %s",
-			       devmemtcp_rx_errmsg(rx));
-	}
-	return ret;
+	return dmt_gpu_release_after(gpu, rx, frags, n, stream);
 }
 
 int dmt_gpu_spin(struct devmemtcp_gpu *gpu, void *stream, uint64_t ns)
@@ -593,8 +501,11 @@ DEVMEMTCP_EXPORT int devmemtcp_gpu_fence_new(struct devmemtcp_gpu *gpu,
 DEVMEMTCP_EXPORT int devmemtcp_gpu_fence_done(void *fence, bool wait)
 {
 	DMT_KEEP_ERRNO;
-	int saved = errno, ret = gpu_fence_done_impl(fence, wait);
+	int saved = errno, ret;
 
+	ret = fence ? dmt_gpu_fence_done(fence, wait)
+		    : dmt_err(NULL, NULL, -EINVAL,
+			      "devmemtcp_gpu_fence_done: fence is NULL");
 	errno = saved;
 	return ret;
 }

@@ -6,7 +6,7 @@
  * (gpu_desc.c: descriptors, launch geometry, views), the launches
  * (gpu_launch.c: inline or from pinned slots), the persistent kernel
  * (gpu_persist.c), and fences that hold token releases back until the GPU
- * is done with the bytes (gpu.c).  It may call the CUDA driver table
+ * is done with the bytes (gpu_fence.c).  It may call the CUDA driver table
  * (cuda.h), the buffer layer's segment index (buf.h) and the public
  * receive API (to defer releases on a fence); it knows nothing of sockets,
  * buffers' providers or the NIC.
@@ -56,6 +56,7 @@ struct dmt_persist {
 	uint32_t blocks;
 	uint64_t idle_ns;
 	uint64_t launches;		/* kernel (re)starts, for the benchmark */
+	bool single_ops;		/* test knob: no cuStreamBatchMemOp */
 };
 
 struct devmemtcp_gpu {
@@ -77,6 +78,7 @@ struct devmemtcp_gpu {
 	uint32_t warps_per_block;
 	int mode;			/* enum dmt_gather_mode */
 	uint32_t inline_max;		/* descriptors of an inline launch */
+	bool inline_1d;			/* test knob: no two-dimensional grids */
 	uint32_t flags;
 	uint32_t max_frags;
 	uint32_t nslots;
@@ -87,10 +89,14 @@ struct devmemtcp_gpu {
 	CUdeviceptr dev_copy;		/* DEVMEMTCP_GPU_DESC_COPY buffers */
 	struct dmt_gather_inline *inl;	/* an inline launch's parameter */
 	struct dmt_persist *ps;		/* DEVMEMTCP_GPU_PERSISTENT */
+	CUstream aux;			/* idle: tells whether the context failed */
 	/* Fences outlive devmemtcp_gpu_free: the last reference frees. */
 	pthread_mutex_t lock;
 	unsigned long refs;
+	bool fence_events;		/* events, not words (gpu_fence.c) */
 	struct devmemtcp_gpu_fence *free_fences;
+	struct devmemtcp_gpu_fence *retired_fences;
+	struct dmt_fence_page *fence_pages;
 };
 
 /* The parameter of dmt_gather_inline<N>: header, then N descriptors
@@ -110,6 +116,20 @@ _Static_assert(sizeof(struct dmt_gather_args) == 24, "dmt_gather_args");
 _Static_assert(sizeof(struct dmt_persist_dev) == 128, "dmt_persist_dev");
 _Static_assert(sizeof(struct dmt_persist_host) == 128, "dmt_persist_host");
 _Static_assert(sizeof(struct dmt_persist_job) == 64, "dmt_persist_job");
+
+/* Drop a reference; the last one destroys the handle (gpu.c). */
+void dmt_gpu_unref(struct devmemtcp_gpu *gpu);
+
+/* gpu_fence.c: fences and releases held back by them.  init after the
+ * driver table is known; fini once no fence is out (last reference). */
+void dmt_gpu_fences_init(struct devmemtcp_gpu *gpu);
+void dmt_gpu_fences_fini(struct devmemtcp_gpu *gpu);
+int dmt_gpu_fence_new(struct devmemtcp_gpu *gpu, void *stream,
+		      struct devmemtcp_gpu_fence **fencep);
+int dmt_gpu_fence_done(struct devmemtcp_gpu_fence *f, bool wait);
+int dmt_gpu_release_after(struct devmemtcp_gpu *gpu, struct devmemtcp_rx *rx,
+			  const struct devmemtcp_frag *frags, size_t n,
+			  void *stream);
 
 /* Make gpu's context current if it is not; *pushed says whether
  * gpu_ctx_leave must pop it. */
@@ -187,7 +207,8 @@ struct dmt_gather_geom {
 	uint32_t split;		/* warps per descriptor */
 	uint32_t warps;		/* warps of the launch */
 	uint32_t wpb;		/* warps per block */
-	uint32_t blocks;
+	uint32_t blocks;	/* gx * gy */
+	uint32_t gx, gy;	/* the grid (gy > 1: split, inline launches) */
 };
 
 /*
@@ -200,6 +221,14 @@ struct dmt_gather_geom {
 void dmt_gather_geometry(uint32_t nd, uint64_t bytes, uint32_t sms,
 			 uint32_t per, uint32_t split, uint32_t wpb,
 			 struct dmt_gather_geom *g);
+/* For launches that stage their descriptors (from memory): blocks of at
+ * least min(split, 8) warps, so that the warps splitting a fragment share
+ * one block and its one read of the descriptor. */
+void dmt_gather_geometry_staged(struct dmt_gather_geom *g);
+/* The same cut as a two-dimensional grid (gather_abi.h) when g splits
+ * descriptors: an inline launch of nd descriptors loads its warps'
+ * descriptors without waiting for its arguments. */
+void dmt_gather_geometry_2d(uint32_t nd, struct dmt_gather_geom *g);
 
 /* devmemtcp_gpu_view; with err NULL the message is the thread's.  At most
  * dmt_gpu_view_max ranges (INT32_MAX; tests lower it). */

@@ -352,6 +352,28 @@ void dmt_gather_geometry(uint32_t nd, uint64_t bytes, uint32_t sms,
 			g->wpb /= 2;
 	}
 	g->blocks = (uint32_t)((warps + g->wpb - 1) / g->wpb);
+	g->gx = g->blocks;
+	g->gy = 1;
+}
+
+void dmt_gather_geometry_staged(struct dmt_gather_geom *g)
+{
+	uint32_t wpb = g->split < 8 ? g->split : 8;
+
+	if (wpb <= g->wpb)
+		return;
+	g->wpb = wpb;
+	g->blocks = (g->warps + wpb - 1) / wpb;
+	g->gx = g->blocks;
+}
+
+void dmt_gather_geometry_2d(uint32_t nd, struct dmt_gather_geom *g)
+{
+	if (g->split < 2)
+		return;
+	g->gx = (nd + g->wpb - 1) / g->wpb;
+	g->gy = g->split;
+	g->blocks = g->gx * g->gy;
 }
 
 /* ---- the no-copy view ---------------------------------------------------- */

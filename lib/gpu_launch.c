@@ -15,7 +15,10 @@
  *
  * Every launch is cut by dmt_gather_geometry: a batch of a few fragments
  * is spread over many warps (several per fragment) so that it keeps the
- * SMs busy rather than a handful of them.
+ * SMs busy rather than a handful of them.  Inline launches that split
+ * fragments do so on a two-dimensional grid (the warp's descriptor follows
+ * from its block), launches from slots stage each block's descriptors in
+ * shared memory (gather.cu).
  */
 #include "gpu.h"
 
@@ -39,11 +42,15 @@ static int slot_acquire(struct devmemtcp_gpu *gpu, struct gpu_slot **sp)
 	return 0;
 }
 
+/* staged: the kernel reads the descriptors from memory (a slot). */
 static void geometry(const struct devmemtcp_gpu *gpu,
-		     const struct dmt_gather_batch *b, struct dmt_gather_geom *g)
+		     const struct dmt_gather_batch *b, bool staged,
+		     struct dmt_gather_geom *g)
 {
 	dmt_gather_geometry(b->nd, b->bytes, gpu->sms, gpu->per_warp,
 			    gpu->split, gpu->warps_per_block, g);
+	if (staged && !gpu->warps_per_block)
+		dmt_gather_geometry_staged(g);
 }
 
 static struct dmt_gather_args launch_args(const struct dmt_gather_batch *b,
@@ -60,7 +67,7 @@ static int launch(struct devmemtcp_gpu *gpu, CUfunction fn,
 {
 	CUresult r;
 
-	r = gpu->cu->cuLaunchKernel(fn, g->blocks, 1, 1, 32 * g->wpb, 1, 1,
+	r = gpu->cu->cuLaunchKernel(fn, g->gx, g->gy, 1, 32 * g->wpb, 1, 1,
 				    ndst > 1 ? ndst * sizeof(struct dmt_gather_dst)
 					     : 0,
 				    stream, params, NULL);
@@ -148,7 +155,7 @@ static int gather_slots(struct devmemtcp_gpu *gpu,
 		first = false;
 		if (!b.nd)
 			continue;	/* only holes */
-		geometry(gpu, &b, &g);
+		geometry(gpu, &b, true, &g);
 		ret = persist ? dmt_persist_queue(gpu, s, &b, &g, stream)
 			      : slot_launch(gpu, s, &b, &g, stream);
 		if (ret)
@@ -186,7 +193,9 @@ static int gather_inline(struct devmemtcp_gpu *gpu,
 		return 1;
 	while (inline_sizes[k] < b.nd)
 		k++;
-	geometry(gpu, &b, &g);
+	geometry(gpu, &b, false, &g);
+	if (!gpu->inline_1d)
+		dmt_gather_geometry_2d(b.nd, &g);
 	p->a = launch_args(&b, &g);
 	ret = launch(gpu, gpu->fn_inline[k], &g, b.ndst, params, stream);
 	return ret ? ret : 1;

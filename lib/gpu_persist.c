@@ -7,10 +7,11 @@
  * batch in slot j % nslots (descriptors and destinations in pinned host
  * memory, as for launches, and a job record).  A gather costs no launch:
  * it writes the batch, then queues two stream memory operations on the
- * caller's stream: a 64-bit write of the job's go word (performed once the
- * work queued before it has finished, so the gather is ordered after that
- * work) and a wait for the kernel's done word to reach j (so the work
- * queued after it is ordered after the gather).
+ * caller's stream, in one cuStreamBatchMemOp where the driver has it: a
+ * 64-bit write of the job's go word (performed once the work queued before
+ * it has finished, so the gather is ordered after that work) and a wait
+ * for the kernel's done word to reach j (so the work queued after it is
+ * ordered after the gather).
  *
  * The kernel stops by itself after idle_ns without a job, so that a device
  * synchronisation (cudaDeviceSynchronize) returns, and the next gather
@@ -214,14 +215,50 @@ static void abandon(struct devmemtcp_gpu *gpu, struct gpu_slot *s, uint32_t j)
 	s->seq = j;
 }
 
+/* The go word of job j and the wait for it, in one call of the driver
+ * when it has cuStreamBatchMemOp (about the cost of one stream memory
+ * operation instead of two).  The wait is queued only after the write:
+ * nothing else of the caller's can come between them. */
+static CUresult queue_ops(struct devmemtcp_gpu *gpu, CUstream stream,
+			  uint32_t j, uint64_t go, bool *wrote)
+{
+	struct dmt_persist *ps = gpu->ps;
+	const struct dmt_cuda *cu = gpu->cu;
+	CUdeviceptr go_addr = ps->go + (j & (gpu->nslots - 1)) * sizeof(uint64_t);
+	CUdeviceptr done = ps->dev + offsetof(struct dmt_persist_dev, done);
+	CUresult r;
+
+	*wrote = false;
+	if (cu->cuStreamBatchMemOp && !ps->single_ops) {
+		CUstreamBatchMemOpParams ops[2] = {
+			{ .writeValue = { .operation = CU_STREAM_MEM_OP_WRITE_VALUE_64,
+					  .address = go_addr, .value64 = go,
+					  .flags = CU_STREAM_WRITE_VALUE_DEFAULT } },
+			{ .waitValue = { .operation = CU_STREAM_MEM_OP_WAIT_VALUE_32,
+					 .address = done, .value = j,
+					 .flags = CU_STREAM_WAIT_VALUE_GEQ } },
+		};
+
+		r = cu->cuStreamBatchMemOp(stream, 2, ops, 0);
+		*wrote = r == CUDA_SUCCESS;
+		return r;
+	}
+	r = cu->cuStreamWriteValue64(stream, go_addr, go,
+				     CU_STREAM_WRITE_VALUE_DEFAULT);
+	if (r != CUDA_SUCCESS)
+		return r;
+	*wrote = true;
+	return cu->cuStreamWaitValue32(stream, done, j, CU_STREAM_WAIT_VALUE_GEQ);
+}
+
 int dmt_persist_queue(struct devmemtcp_gpu *gpu, struct gpu_slot *s,
 		      const struct dmt_gather_batch *b,
 		      const struct dmt_gather_geom *g, CUstream stream)
 {
 	struct dmt_persist *ps = gpu->ps;
-	const struct dmt_cuda *cu = gpu->cu;
 	uint32_t j = ps->seq + 1, k = j & (gpu->nslots - 1);
 	struct dmt_persist_job *job = &ps->jobs[k];
+	bool wrote;
 	CUresult r;
 	int ret;
 
@@ -236,12 +273,9 @@ int dmt_persist_queue(struct devmemtcp_gpu *gpu, struct gpu_slot *s,
 	ret = announce(gpu, j);
 	if (ret)
 		return ret;
-	r = cu->cuStreamWriteValue64(stream,
-				     ps->go + k * sizeof(uint64_t),
-				     DMT_GO(j, b->nd, g->per, g->split,
-					    b->ndst > 1),
-				     CU_STREAM_WRITE_VALUE_DEFAULT);
-	if (r != CUDA_SUCCESS) {
+	r = queue_ops(gpu, stream, j,
+		      DMT_GO(j, b->nd, g->per, g->split, b->ndst > 1), &wrote);
+	if (!wrote) {
 		abandon(gpu, s, j);
 		return dmt_cuda_err(gpu->ctx, &gpu->err, r,
 				    "cuStreamWriteValue64(persistent gather)",
@@ -249,9 +283,6 @@ int dmt_persist_queue(struct devmemtcp_gpu *gpu, struct gpu_slot *s,
 	}
 	ps->seq = j;
 	s->seq = j;
-	r = cu->cuStreamWaitValue32(stream,
-				    ps->dev + offsetof(struct dmt_persist_dev, done),
-				    j, CU_STREAM_WAIT_VALUE_GEQ);
 	if (r != CUDA_SUCCESS)
 		return dmt_cuda_err(gpu->ctx, &gpu->err, r,
 				    "cuStreamWaitValue32(persistent gather)",
@@ -348,6 +379,8 @@ int dmt_persist_init(struct devmemtcp_gpu *gpu)
 	ps->blocks = gpu->sms ? gpu->sms : 1;
 	us = dmt_hook_env_int("DEVMEMTCP_GATHER_IDLE_US");
 	ps->idle_ns = us > 0 ? (uint64_t)us * 1000 : PERSIST_IDLE_NS;
+	/* test builds: two calls per gather, for the benchmark's comparison */
+	ps->single_ops = dmt_hook_env_int("DEVMEMTCP_GATHER_SINGLE_MEMOPS") > 0;
 	return persist_alloc(gpu);
 }
 

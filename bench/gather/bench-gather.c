@@ -11,7 +11,14 @@
  *            cuMemcpyDtoDAsync of the same size per call; every variant
  *   cpu      CPU time of a call, 16 ... 4096 fragments, every variant
  *   latency  call to bytes in place on an idle GPU (gather + stream
- *            synchronise), against copy + synchronise
+ *            synchronise), against copy + synchronise; a column per
+ *            variant, the persistent kernel's among them
+ *   fence    how soon the CPU sees a kernel done: the kernel's own write
+ *            of a pinned word (dmt_spin_write), library fences polled and
+ *            waited for, events, stream synchronise
+ *   graph    gathers as a CUDA graph's kernel node, its parameter set per
+ *            call, against the library's inline launch; every call's
+ *            bytes checked
  *   micro    CPU cost of the driver calls a gather could be built from
  *            (launches by parameter size, events, stream memory
  *            operations, CUDA graphs, context switches)
@@ -99,8 +106,9 @@ static double time_gather(struct devmemtcp_gpu *g,
 	return median(t, reps);
 }
 
-/* The gathered bytes against the source. */
-static int verify(const struct devmemtcp_frag *f, size_t n, uint64_t total)
+/* The bytes gathered into to against the source. */
+static int verify_at(const struct devmemtcp_frag *f, size_t n, uint64_t total,
+		     CUdeviceptr to)
 {
 	uint8_t *got = malloc(total);
 	uint64_t pos = 0;
@@ -108,7 +116,7 @@ static int verify(const struct devmemtcp_frag *f, size_t n, uint64_t total)
 
 	if (!got)
 		abort();
-	CK(B.cu->cuMemcpyDtoH(got, B.dst, total));
+	CK(B.cu->cuMemcpyDtoH(got, to, total));
 	for (size_t i = 0; i < n && !ret; i++) {
 		if (bench_same(&B, got + pos, f[i].addr - B.src, f[i].len)) {
 			fprintf(stderr, "MISMATCH fragment %zu\n", i);
@@ -118,6 +126,11 @@ static int verify(const struct devmemtcp_frag *f, size_t n, uint64_t total)
 	}
 	free(got);
 	return ret;
+}
+
+static int verify(const struct devmemtcp_frag *f, size_t n, uint64_t total)
+{
+	return verify_at(f, n, total, B.dst);
 }
 
 /* One cuMemcpyAsync per fragment, on a prefix of the list (it is slow). */
@@ -449,6 +462,54 @@ static void latency_restart(struct devmemtcp_gpu *g,
 	       t[25], t[45], (unsigned long long)(dmt_gpu_persist_launches(g) - l0));
 }
 
+/* Median (and into *p90 the 90th percentile) µs of R calls of fn. */
+#define LAT_R 200
+static double lat_us(void (*fn)(int r, void *arg), void *arg, double *p90)
+{
+	double t[LAT_R];
+
+	for (int r = 0; r < LAT_R; r++) {
+		double t0 = now_s();
+
+		fn(r, arg);
+		CK(B.cu->cuStreamSynchronize(B.st));
+		t[r] = (now_s() - t0) * 1e6;
+	}
+	median(t, LAT_R);
+	*p90 = t[LAT_R * 9 / 10];
+	return t[LAT_R / 2];
+}
+
+struct lat_arg {
+	struct devmemtcp_gpu *g;
+	const struct devmemtcp_frag *f;
+	size_t n, k;
+	uint64_t size;
+};
+
+static void lat_nop(int r, void *arg)
+{
+	(void)r;
+	(void)arg;
+	nop_launch(B.st);
+}
+
+static void lat_d2d(int r, void *arg)
+{
+	const struct lat_arg *a = arg;
+
+	(void)r;
+	CK(B.cu->cuMemcpyDtoDAsync(B.dst, B.src, a->size, B.st));
+}
+
+static void lat_gather(int r, void *arg)
+{
+	const struct lat_arg *a = arg;
+
+	gather(&B, a->g, a->f + (r * a->k) % (a->n - a->k), a->k, B.dst,
+	       a->size, B.st);
+}
+
 static int section_latency(void)
 {
 	static const uint64_t sizes[] = { 64 << 10, 256 << 10, 1 << 20, 4 << 20 };
@@ -458,60 +519,169 @@ static int section_latency(void)
 	struct devmemtcp_frag *f;
 	uint64_t total;
 	size_t n = make_frags(D_4K, 64ull << 20, B.src, B.src_size, &f, &total);
-	const int R = 200;
-	double t[200];
+	double persist_1m = -1, p90;
 
 	for (int v = 0; v < 3; v++)
 		g[v] = variant_open(&B, vs[v]);
-	printf("\n## Latency on an idle GPU: from the call to the bytes in place (call + cuStreamSynchronize), 4 KiB fragments, median of %d (90th percentile)\n\n", R);
-	printf("| bytes | empty kernel + sync µs | d2d copy + sync µs | variant | gather + sync µs |\n");
-	printf("|---:|---:|---:|---|---:|\n");
+	printf("\n## Latency on an idle GPU: from the call to the bytes in place (call + cuStreamSynchronize), 4 KiB fragments, µs, median of %d (90th percentile)\n\n", LAT_R);
+	printf("| bytes | empty kernel | d2d copy | gather: launch (inline) | gather: pinned slot | gather: persistent kernel |\n");
+	printf("|---:|---:|---:|---:|---:|---:|\n");
 	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-		size_t k = sizes[s] / 4096;
-		double e, e90, d, d90;
+		struct lat_arg a = { .f = f, .n = n, .k = sizes[s] / 4096,
+				     .size = sizes[s] };
+		double m;
 
-		for (int r = 0; r < R; r++) {
-			double t0 = now_s();
-
-			nop_launch(B.st);
-			CK(B.cu->cuStreamSynchronize(B.st));
-			t[r] = (now_s() - t0) * 1e6;
-		}
-		e = median(t, R);
-		e90 = t[R * 9 / 10];
-		for (int r = 0; r < R; r++) {
-			double t0 = now_s();
-
-			CK(B.cu->cuMemcpyDtoDAsync(B.dst, B.src, sizes[s], B.st));
-			CK(B.cu->cuStreamSynchronize(B.st));
-			t[r] = (now_s() - t0) * 1e6;
-		}
-		d = median(t, R);
-		d90 = t[R * 9 / 10];
+		printf("| %llu KiB", (unsigned long long)(sizes[s] >> 10));
+		m = lat_us(lat_nop, NULL, &p90);
+		printf(" | %.1f (%.1f)", m, p90);
+		m = lat_us(lat_d2d, &a, &p90);
+		printf(" | %.1f (%.1f)", m, p90);
 		for (int v = 0; v < 3; v++) {
-			if (!g[v])
+			if (!g[v]) {
+				printf(" | -");
 				continue;
-			for (int r = 0; r < R; r++) {
-				double t0 = now_s();
-
-				gather(&B, g[v], f + (r * k) % (n - k), k, B.dst,
-				       sizes[s], B.st);
-				CK(B.cu->cuStreamSynchronize(B.st));
-				t[r] = (now_s() - t0) * 1e6;
 			}
-			median(t, R);
-			printf("| %llu KiB | %.1f (%.1f) | %.1f (%.1f) | %s | **%.1f** (%.1f) |\n",
-			       (unsigned long long)(sizes[s] >> 10), e, e90, d, d90,
-			       vs[v]->name, t[R / 2], t[R * 9 / 10]);
-			fflush(stdout);
+			a.g = g[v];
+			m = lat_us(lat_gather, &a, &p90);
+			printf(" | %s%.1f%s (%.1f)", v == 2 ? "**" : "", m,
+			       v == 2 ? "**" : "", p90);
+			if (v == 2 && sizes[s] == 1 << 20)
+				persist_1m = m;
 		}
+		printf(" |\n");
+		fflush(stdout);
 	}
 	if (g[2])
 		latency_restart(g[2], f, n);
+	if (persist_1m >= 0)
+		printf("\nPersistent kernel, 1 MiB, call to bytes in place: %.1f µs median (target <= 20 µs: %s).\n",
+		       persist_1m, persist_1m <= 20 ? "met" : "not met");
 	printf("\nTarget: <= 20 µs at 1 MiB.\n");
 	for (int v = 0; v < 3; v++)
 		devmemtcp_gpu_free(g[v]);
 	free(f);
+	return 0;
+}
+
+/* ---- fence: how soon a waiter sees what the GPU published --------------------- */
+
+#define FENCE_DELAY_NS 50000ull	/* the kernel's work before it publishes */
+
+static CUfunction fn_spin_write;
+static volatile uint32_t *fence_word;	/* pinned, mapped */
+static CUdeviceptr fence_word_dev;
+static CUevent fence_ev;
+
+/* The kernel writes the word itself; the CPU polls it. */
+static void fw_word(int r, void *arg)
+{
+	unsigned long long ns = FENCE_DELAY_NS, addr = fence_word_dev;
+	unsigned int value = (unsigned int)r + 1;
+	void *params[] = { &ns, &addr, &value };
+	double t0 = now_s();
+
+	(void)arg;
+	CK(B.cu->cuLaunchKernel(fn_spin_write, 1, 1, 1, 1, 1, 1, 0, B.st,
+				params, NULL));
+	while (__atomic_load_n(fence_word, __ATOMIC_ACQUIRE) != value) {
+		if (now_s() - t0 > 1.0) {
+			fprintf(stderr, "dmt_spin_write: the word did not change within 1 s\n");
+			exit(1);
+		}
+	}
+}
+
+/* A library fence behind the kernel, polled (wait: waited for). */
+static void fence_after(bool wait)
+{
+	struct devmemtcp_gpu_fence *f;
+	int ret;
+
+	if (dmt_gpu_spin(B.gpu, B.st, FENCE_DELAY_NS) ||
+	    devmemtcp_gpu_fence_new(B.gpu, B.st, &f)) {
+		fprintf(stderr, "fence: %s\n", devmemtcp_gpu_errmsg(B.gpu));
+		exit(1);
+	}
+	while ((ret = devmemtcp_gpu_fence_done(f, wait)) == 0)
+		;
+	if (ret != 1) {
+		fprintf(stderr, "fence_done: %s\n", devmemtcp_gpu_errmsg(B.gpu));
+		exit(1);
+	}
+}
+
+static void fw_fence_poll(int r, void *arg)
+{
+	(void)r;
+	(void)arg;
+	fence_after(false);
+}
+
+static void fw_fence_wait(int r, void *arg)
+{
+	(void)r;
+	(void)arg;
+	fence_after(true);
+}
+
+static void fw_event(int r, void *arg)
+{
+	CUresult res;
+
+	(void)r;
+	(void)arg;
+	dmt_gpu_spin(B.gpu, B.st, FENCE_DELAY_NS);
+	CK(B.cu->cuEventRecord(fence_ev, B.st));
+	while ((res = B.cu->cuEventQuery(fence_ev)) == CUDA_ERROR_NOT_READY)
+		;
+	CK(res);
+}
+
+static void fw_sync(int r, void *arg)
+{
+	(void)r;
+	(void)arg;
+	dmt_gpu_spin(B.gpu, B.st, FENCE_DELAY_NS);
+}
+
+static int section_fence(void)
+{
+	static const struct {
+		const char *name;
+		void (*fn)(int r, void *arg);
+	} ways[] = {
+		{ "the kernel writes a pinned word (dmt_spin_write), the CPU polls it: the floor", fw_word },
+		{ "devmemtcp_gpu_fence_new behind the kernel, fence_done(f, false) polled", fw_fence_poll },
+		{ "devmemtcp_gpu_fence_new behind the kernel, fence_done(f, true)", fw_fence_wait },
+		{ "cuEventRecord behind the kernel, cuEventQuery polled", fw_event },
+		{ "cuStreamSynchronize", fw_sync },
+	};
+	void *host;
+
+	if (B.cu->cuModuleGetFunction(&fn_spin_write, B.gpu->mod,
+				      "dmt_spin_write") != CUDA_SUCCESS) {
+		printf("\n## Fence latency: skipped (the kernels have no dmt_spin_write)\n");
+		return 0;
+	}
+	CK(B.cu->cuMemHostAlloc(&host, 64, CU_MEMHOSTALLOC_DEVICEMAP));
+	CK(B.cu->cuMemHostGetDevicePointer(&fence_word_dev, host, 0));
+	fence_word = host;
+	*fence_word = 0;
+	CK(B.cu->cuEventCreate(&fence_ev, CU_EVENT_DISABLE_TIMING));
+	printf("\n## Fence latency: a kernel works %llu µs, then how soon the CPU sees it done (µs from the launch, median of %d; 90th percentile)\n\n",
+	       FENCE_DELAY_NS / 1000, LAT_R);
+	printf("| wait | µs | 90th | µs past the kernel's %llu |\n|---|---:|---:|---:|\n",
+	       FENCE_DELAY_NS / 1000);
+	for (size_t i = 0; i < sizeof(ways) / sizeof(ways[0]); i++) {
+		double p90, m = lat_us(ways[i].fn, NULL, &p90);
+
+		*fence_word = 0;
+		printf("| %s | %.1f | %.1f | **%.1f** |\n", ways[i].name, m, p90,
+		       m - FENCE_DELAY_NS / 1e3);
+		fflush(stdout);
+	}
+	B.cu->cuEventDestroy(fence_ev);
+	CK(B.cu->cuMemFreeHost(host));
 	return 0;
 }
 
@@ -524,6 +694,7 @@ struct micro {
 };
 
 static CUdeviceptr word;
+static CUgraph graph;
 static CUgraphExec gexec;
 static CUgraphNode gnode;
 static CUfunction inline_fn[DMT_INLINE_NSIZES];
@@ -658,7 +829,6 @@ static bool graph_setup(void)
 				      .gridDimY = 1, .gridDimZ = 1,
 				      .blockDimX = 32, .blockDimY = 1,
 				      .blockDimZ = 1, .kernelParams = params };
-	CUgraph graph;
 
 	if (!B.cu->cuGraphCreate || !B.cu->cuGraphAddKernelNode ||
 	    !B.cu->cuGraphInstantiate || !B.cu->cuGraphLaunch ||
@@ -667,7 +837,6 @@ static bool graph_setup(void)
 	CK(B.cu->cuGraphCreate(&graph, 0));
 	CK(B.cu->cuGraphAddKernelNode(&gnode, graph, NULL, 0, &p));
 	CK(B.cu->cuGraphInstantiate(&gexec, graph, 0));
-	CK(B.cu->cuGraphDestroy(graph));
 	return true;
 }
 
@@ -727,12 +896,186 @@ static int section_micro(void)
 		printf("| %s | %.2f |\n", m[i].name, micro_us(&m[i]));
 		fflush(stdout);
 	}
-	if (graphs)
+	if (graphs) {
 		B.cu->cuGraphExecDestroy(gexec);
+		B.cu->cuGraphDestroy(graph);
+	}
 	B.cu->cuEventDestroy(ev_done);
 	B.cu->cuMemFree(word);
 	free(inl);
 	return 0;
+}
+
+/* ---- graph: gathers through a CUDA graph, the node's parameter set per call ---- */
+
+/* One graph per inline kernel size: a kernel node of that kernel (the node's
+ * function cannot change once instantiated). */
+struct graph_gather {
+	struct devmemtcp_gpu *g;
+	struct dmt_gather_inline *p;
+	CUgraph graph[DMT_INLINE_NSIZES];
+	CUgraphNode node[DMT_INLINE_NSIZES];
+	CUgraphExec exec[DMT_INLINE_NSIZES];
+};
+
+/* Queue the gather of f[0..n) into [to, to + len) as a launch of the graph
+ * of its size, after setting the node's parameter to this gather's
+ * descriptors and grid (built as the library builds an inline launch). */
+static void graph_gather(struct graph_gather *gg,
+			 const struct devmemtcp_frag *f, size_t n,
+			 CUdeviceptr to, uint64_t len)
+{
+	static const uint32_t sizes[DMT_INLINE_NSIZES] = DMT_INLINE_SIZES;
+	struct devmemtcp_gpu *g = gg->g;
+	struct devmemtcp_gpu_iov iov = { to, len };
+	struct dmt_gather_cursor cur = { 0 };
+	struct dmt_gather_batch b = { .desc = gg->p->desc, .dst = gg->p->dst,
+				      .max_desc = sizes[DMT_INLINE_NSIZES - 1],
+				      .max_dst = DMT_INLINE_DST_MAX };
+	struct dmt_gather_geom geo;
+	void *params[] = { gg->p };
+	CUDA_KERNEL_NODE_PARAMS np;
+	int k = 0;
+
+	if (dmt_gather_build(g->ctx, &g->err, f, n, &iov, 1, &cur, &b) ||
+	    cur.i < n || !b.nd) {
+		fprintf(stderr, "graph gather: %zu fragments do not fit one inline launch: %s\n",
+			n, devmemtcp_gpu_errmsg(g));
+		exit(1);
+	}
+	while (sizes[k] < b.nd)
+		k++;
+	dmt_gather_geometry(b.nd, b.bytes, g->sms, g->per_warp, g->split,
+			    g->warps_per_block, &geo);
+	if (!g->inline_1d)
+		dmt_gather_geometry_2d(b.nd, &geo);
+	gg->p->a = (struct dmt_gather_args){ .bias = b.dst[0].bias,
+					     .n = b.nd, .ndst = b.ndst,
+					     .per = geo.per,
+					     .split = geo.split };
+	np = (CUDA_KERNEL_NODE_PARAMS){ .func = g->fn_inline[k],
+					.gridDimX = geo.gx, .gridDimY = geo.gy,
+					.gridDimZ = 1, .blockDimX = 32 * geo.wpb,
+					.blockDimY = 1, .blockDimZ = 1,
+					.kernelParams = params };
+	if (!gg->exec[k]) {
+		CK(B.cu->cuGraphCreate(&gg->graph[k], 0));
+		CK(B.cu->cuGraphAddKernelNode(&gg->node[k], gg->graph[k], NULL,
+					      0, &np));
+		CK(B.cu->cuGraphInstantiate(&gg->exec[k], gg->graph[k], 0));
+	} else {
+		CK(B.cu->cuGraphExecKernelNodeSetParams(gg->exec[k],
+							gg->node[k], &np));
+	}
+	CK(B.cu->cuGraphLaunch(gg->exec[k], B.st));
+}
+
+static void graph_gather_free(struct graph_gather *gg)
+{
+	for (int k = 0; k < DMT_INLINE_NSIZES; k++) {
+		if (gg->exec[k])
+			B.cu->cuGraphExecDestroy(gg->exec[k]);
+		if (gg->graph[k])
+			B.cu->cuGraphDestroy(gg->graph[k]);
+	}
+	free(gg->p);
+}
+
+/* Gather call c of size bytes from f (graph: through gg, else g). */
+static void graph_row_call(struct graph_gather *gg, struct devmemtcp_gpu *g,
+			   const struct devmemtcp_frag *f, size_t k,
+			   CUdeviceptr to, uint64_t size)
+{
+	if (gg)
+		graph_gather(gg, f, k, to, size);
+	else
+		gather(&B, g, f, k, to, size, B.st);
+}
+
+/* One row: CPU µs per call, GPU GB/s of calls queued behind a spin, call
+ * to bytes in place, and every queued call's bytes checked. */
+static int graph_row(const char *name, struct graph_gather *gg,
+		     struct devmemtcp_gpu *g, const struct devmemtcp_frag *f,
+		     size_t n, size_t k, double d2d)
+{
+	const uint64_t size = (uint64_t)k * 4096;
+	size_t calls = B.dst_size / size < 64 ? B.dst_size / size : 64;
+	double ct[64], lt[LAT_R], gbps;
+	int bad = 0;
+
+	graph_row_call(gg, g, f, k, B.dst, size);	/* warm */
+	CK(B.cu->cuStreamSynchronize(B.st));
+	dmt_gpu_spin(B.gpu, B.st, 20 * 1000 * 1000);
+	CK(B.cu->cuEventRecord(B.ev0, B.st));
+	for (size_t c = 0; c < calls; c++) {
+		double t0 = now_s();
+
+		graph_row_call(gg, g, f + (c * k) % (n - k), k, B.dst + c * size,
+			       size);
+		ct[c] = (now_s() - t0) * 1e6;
+	}
+	CK(B.cu->cuEventRecord(B.ev1, B.st));
+	gbps = calls * size / (event_ms(&B) * 1e-3) / 1e9;
+	/* each call's own bytes: a parameter set for a later call must not
+	 * have reached an earlier launch */
+	for (size_t c = 0; c < calls && !bad; c++)
+		bad = verify_at(f + (c * k) % (n - k), k, size,
+				B.dst + c * size) != 0;
+	for (int r = 0; r < LAT_R; r++) {
+		double t0 = now_s();
+
+		graph_row_call(gg, g, f + (r * k) % (n - k), k, B.dst, size);
+		CK(B.cu->cuStreamSynchronize(B.st));
+		lt[r] = (now_s() - t0) * 1e6;
+	}
+	median(lt, LAT_R);
+	printf("| %llu KiB (%zu frags) | %s | %.2f | %.0f | %.1f %% | %.1f | %s |\n",
+	       (unsigned long long)(size >> 10), k, name, median(ct, (int)calls),
+	       gbps, 100 * gbps / d2d, lt[LAT_R / 2],
+	       bad ? "MISMATCH" : "bytes equal");
+	fflush(stdout);
+	return bad;
+}
+
+static int section_graph(void)
+{
+	static const size_t counts[] = { 16, 64, 256, 1024 };
+	struct graph_gather gg = { 0 };
+	struct devmemtcp_gpu *g = variant_open(&B, &var_auto);
+	struct devmemtcp_frag *f;
+	uint64_t total;
+	size_t n = make_frags(D_4K, 256ull << 20, B.src, B.src_size, &f, &total);
+	int bad = 0;
+
+	if (!B.cu->cuGraphCreate || !B.cu->cuGraphAddKernelNode ||
+	    !B.cu->cuGraphInstantiate || !B.cu->cuGraphLaunch ||
+	    !B.cu->cuGraphExecKernelNodeSetParams || !g) {
+		printf("\n## CUDA graphs: skipped (the driver has no graph calls)\n");
+		devmemtcp_gpu_free(g);
+		free(f);
+		return 0;
+	}
+	gg.g = g;
+	gg.p = calloc(1, DMT_INLINE_HDR + 1024 * sizeof(struct dmt_gather_desc));
+	if (!gg.p)
+		abort();
+	printf("\n## CUDA graph launches against the library's inline launch (4 KiB fragments)\n\n");
+	printf("The graph: one kernel node (the inline gather kernel of the call's size), its parameter set with cuGraphExecKernelNodeSetParams, then cuGraphLaunch. CPU µs: median of up to 64 calls queued behind a spinning kernel; GB/s: those calls, GPU time, against as many d2d copies of the size; latency: call + cuStreamSynchronize on an idle GPU; check: every queued call's destination.\n\n");
+	printf("| bytes per call | launch | CPU µs per call | GB/s | of d2d | call to bytes µs | check |\n");
+	printf("|---|---|---:|---:|---:|---:|---|\n");
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		uint64_t size = counts[i] * 4096;
+		size_t calls = B.dst_size / size < 64 ? B.dst_size / size : 64;
+		double d2d = queued_d2d_gbps(calls, size);
+
+		bad |= graph_row("library, inline", NULL, g, f, n, counts[i], d2d);
+		bad |= graph_row("CUDA graph, node parameter set per call", &gg,
+				 g, f, n, counts[i], d2d);
+	}
+	graph_gather_free(&gg);
+	devmemtcp_gpu_free(g);
+	free(f);
+	return bad;
 }
 
 /* ---- tune: warps per fragment at receive sizes --------------------------------- */
@@ -855,6 +1198,8 @@ static const struct {
 	{ "sweep", section_sweep },
 	{ "cpu", section_cpu },
 	{ "latency", section_latency },
+	{ "fence", section_fence },
+	{ "graph", section_graph },
 	{ "micro", section_micro },
 	{ "tune", section_tune },
 	{ "tune-large", section_tune_large },
@@ -862,14 +1207,14 @@ static const struct {
 
 static int usage(const char *argv0, int status)
 {
-	fprintf(stderr, "usage: %s [-d device] [-s MiB] [-r reps] [-t dist,sweep,cpu,latency,micro,tune,tune-large]\n",
+	fprintf(stderr, "usage: %s [-d device] [-s MiB] [-r reps] [-t dist,sweep,cpu,latency,fence,graph,micro,tune,tune-large]\n",
 		argv0);
 	return status;
 }
 
 int main(int argc, char **argv)
 {
-	const char *which = "dist,sweep,cpu,latency,micro,tune";
+	const char *which = "dist,sweep,cpu,latency,fence,graph,micro,tune";
 	int device = 0, opt, status = 0;
 
 	while ((opt = getopt(argc, argv, "d:s:r:t:h")) != -1) {

@@ -12,6 +12,8 @@
  *   3. devmemtcp_gpu_release_after on the same stream, and
  *      devmemtcp_rx_flush (which devmemtcp_rx_recv does before it blocks):
  *      completed fences hand their tokens to a counting DONTNEED hook.
+ *      Coalesced rows release COALESCE receives at a time, with one
+ *      release_after (one fence) after the last one's gather.
  *
  * The recvmsg system call itself is not run (there is no devmem NIC here).
  * Per receive size and gather variant: receives and GB/s sustained (wall
@@ -40,6 +42,8 @@
 #define CTRLS 256		/* control buffers, used in turn */
 #define IN_FLIGHT 128		/* receives queued on the GPU at most */
 #define CMSG_FRAG CMSG_SPACE(sizeof(struct dmt_dmabuf_cmsg))
+#define COALESCE 8		/* receives behind one release_after */
+#define MAX_FRAGS 1024		/* per receive */
 
 static struct bench B;
 static double seconds = 1.0;
@@ -115,12 +119,36 @@ struct row {
 	bool ok;
 };
 
-/* Receive i: process its control messages, gather (or copy), release;
- * the wall time of the three steps into *t[0..2] unless t is NULL. */
+/* Release the cnt fragments at frags (behind the stream's work unless
+ * kind is K_NONE), then flush. */
+static void release(struct devmemtcp_gpu *g, enum kind kind,
+		    struct devmemtcp_rx *rx, const struct devmemtcp_frag *frags,
+		    size_t cnt)
+{
+	int ret = 0;
+
+	if (cnt)
+		ret = kind == K_NONE
+			      ? devmemtcp_rx_release(rx, frags, cnt)
+			      : devmemtcp_gpu_release_after(g, rx, frags, cnt,
+							    B.st);
+	if (ret < 0 || devmemtcp_rx_flush(rx) < 0) {
+		fprintf(stderr, "release: %s / %s\n", devmemtcp_rx_errmsg(rx),
+			g ? devmemtcp_gpu_errmsg(g) : "");
+		exit(1);
+	}
+}
+
+/* Receive i: process its control messages, gather (or copy), release
+ * (with coalesce > 1: the fragments wait in all, and every coalesce-th
+ * receive releases those of the last coalesce receives); the wall time of
+ * the three steps into *t[0..2] unless t is NULL. */
 static void one_receive(struct devmemtcp_gpu *g, enum kind kind, uint32_t n,
 			struct devmemtcp_rx *rx, const char *ctrls, uint64_t i,
-			struct devmemtcp_frag *frags, double *const *t)
+			struct devmemtcp_frag *all, uint32_t coalesce,
+			double *const *t)
 {
+	struct devmemtcp_frag *frags = all + (i % coalesce) * n;
 	const uint64_t size = (uint64_t)n * 4096;
 	struct msghdr msg = {
 		.msg_control = (void *)(ctrls + (i % CTRLS) * n * CMSG_FRAG),
@@ -128,7 +156,6 @@ static void one_receive(struct devmemtcp_gpu *g, enum kind kind, uint32_t n,
 	};
 	CUdeviceptr to = B.dst + (i % RING) * size;
 	double a, b, c;
-	int ret;
 
 	a = now_s();
 	if (dmt_rx_process(rx, &msg, size, frags, n) != (int)n)
@@ -140,13 +167,8 @@ static void one_receive(struct devmemtcp_gpu *g, enum kind kind, uint32_t n,
 		CK(B.cu->cuMemcpyDtoDAsync(to, B.src + (i % 64) * size, size,
 					   B.st));
 	c = now_s();
-	ret = kind == K_NONE ? devmemtcp_rx_release(rx, frags, n)
-			     : devmemtcp_gpu_release_after(g, rx, frags, n, B.st);
-	if (ret < 0 || devmemtcp_rx_flush(rx) < 0) {
-		fprintf(stderr, "release: %s / %s\n", devmemtcp_rx_errmsg(rx),
-			g ? devmemtcp_gpu_errmsg(g) : "");
-		exit(1);
-	}
+	release(g, kind, rx, all,
+		(i + 1) % coalesce ? 0 : (size_t)coalesce * n);
 	if (t) {
 		*t[0] = b - a;
 		*t[1] = c - b;
@@ -154,11 +176,12 @@ static void one_receive(struct devmemtcp_gpu *g, enum kind kind, uint32_t n,
 	}
 }
 
-/* Run receives of n fragments for `seconds`. */
+/* Run receives of n fragments for `seconds`, coalesce at a time released. */
 static void run(struct devmemtcp_gpu *g, enum kind kind, uint32_t n,
-		struct devmemtcp_rx *rx, const char *ctrls, struct row *row)
+		uint32_t coalesce, struct devmemtcp_rx *rx, const char *ctrls,
+		struct row *row)
 {
-	static struct devmemtcp_frag frags[4096];
+	static struct devmemtcp_frag frags[COALESCE * MAX_FRAGS];
 	static double st[3][1 << 16];
 	const uint64_t size = (uint64_t)n * 4096;
 	CUevent marks[IN_FLIGHT / 32];
@@ -184,12 +207,14 @@ static void run(struct devmemtcp_gpu *g, enum kind kind, uint32_t n,
 				CK(B.cu->cuEventSynchronize(*e));
 			CK(B.cu->cuEventRecord(*e, B.st));
 		}
-		one_receive(g, kind, n, rx, ctrls, i, frags,
+		one_receive(g, kind, n, rx, ctrls, i, frags, coalesce,
 			    ns < (1 << 16) ? (double *[]){ &st[0][ns], &st[1][ns],
 							   &st[2][ns] }
 					   : NULL);
 		ns += ns < (1 << 16);
 	}
+	/* the receives of an incomplete last group */
+	release(g, kind, rx, frags, (size_t)(i % coalesce) * n);
 	CK(B.cu->cuStreamSynchronize(B.st));
 	row->wall = now_s() - w0;
 	row->cpu = thread_cpu_s() - c0;
@@ -204,12 +229,15 @@ static void run(struct devmemtcp_gpu *g, enum kind kind, uint32_t n,
 
 		if (!got)
 			abort();
+		const struct devmemtcp_frag *last =
+			frags + ((i - 1) % coalesce) * n;
+
 		CK(B.cu->cuMemcpyDtoH(got, B.dst + ((i - 1) % RING) * size, size));
 		for (uint32_t k = 0; k < n; k++) {
-			if (bench_same(&B, got + pos, frags[k].addr - B.src,
-				       frags[k].len))
+			if (bench_same(&B, got + pos, last[k].addr - B.src,
+				       last[k].len))
 				row->ok = false;
-			pos += frags[k].len;
+			pos += last[k].len;
 		}
 		free(got);
 	}
@@ -306,15 +334,28 @@ int main(int argc, char **argv)
 		char *ctrls = make_ctrls(n);
 		struct row r;
 
-		run(NULL, K_NONE, n, rx, ctrls, &r);
+		run(NULL, K_NONE, n, 1, rx, ctrls, &r);
 		print_row(n, "no GPU work: receive processing + immediate release", &r);
-		run(B.gpu, K_D2D, n, rx, ctrls, &r);
+		run(B.gpu, K_D2D, n, 1, rx, ctrls, &r);
 		print_row(n, "one contiguous cuMemcpyDtoDAsync of the receive's size (baseline)", &r);
 		for (int v = 0; v < 3; v++) {
 			if (!g[v])
 				continue;
-			run(g[v], K_GATHER, n, rx, ctrls, &r);
+			run(g[v], K_GATHER, n, 1, rx, ctrls, &r);
 			print_row(n, vs[v].name, &r);
+			bad |= !r.ok;
+		}
+		/* one fence per COALESCE receives */
+		for (int v = 0; v < 3; v += 2) {
+			char name[128];
+
+			if (!g[v])
+				continue;
+			run(g[v], K_GATHER, n, COALESCE, rx, ctrls, &r);
+			snprintf(name, sizeof(name),
+				 "%s; one release_after per %d receives",
+				 vs[v].name, COALESCE);
+			print_row(n, name, &r);
 			bad |= !r.ok;
 		}
 		free(ctrls);

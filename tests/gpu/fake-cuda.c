@@ -128,7 +128,7 @@ static const struct alloc *alloc_find(uintptr_t p)
 
 /* ---- kernels ------------------------------------------------------------------ */
 
-enum fn_id { F_GATHER, F_INLINE, F_PERSIST, F_SPIN, F_NOP };
+enum fn_id { F_GATHER, F_INLINE, F_PERSIST, F_SPIN, F_SPIN_WRITE, F_NOP };
 
 struct CUfunc_st {
 	const char *name;
@@ -138,23 +138,26 @@ struct CUfunc_st {
 
 static struct CUfunc_st fns[] = {
 	{ "dmt_gather", F_GATHER, 0 },
-	{ "dmt_gather_cs", F_GATHER, 0 },
 	{ "dmt_gather_inline16", F_INLINE, DMT_INLINE_HDR + 16 * 16 },
 	{ "dmt_gather_inline64", F_INLINE, DMT_INLINE_HDR + 64 * 16 },
 	{ "dmt_gather_inline256", F_INLINE, DMT_INLINE_HDR + 256 * 16 },
 	{ "dmt_gather_inline1024", F_INLINE, DMT_INLINE_HDR + 1024 * 16 },
 	{ "dmt_gather_persist", F_PERSIST, sizeof(struct dmt_persist_params) },
 	{ "dmt_spin", F_SPIN, 0 },
+	{ "dmt_spin_write", F_SPIN_WRITE, 0 },
 	{ "dmt_nop", F_NOP, 0 },
 };
 
 struct launch {
 	const struct CUfunc_st *fn;
-	unsigned int grid, block, smem;
+	unsigned int grid, gridy, block, smem;
 	CUdeviceptr descs, dsts;	/* F_GATHER */
 	struct dmt_gather_args a;	/* F_GATHER */
-	unsigned long long ns;		/* F_SPIN */
-	unsigned char param[DMT_INLINE_HDR + 1024 * 16];
+	unsigned long long ns;		/* F_SPIN, F_SPIN_WRITE */
+	uint64_t addr;			/* F_SPIN_WRITE */
+	uint32_t value;
+	/* the kernel's parameter struct is 16-byte aligned */
+	unsigned char param[DMT_INLINE_HDR + 1024 * 16] __attribute__((aligned(16)));
 };
 
 static uint64_t out_addr(const struct dmt_gather_dst *sdst, uint32_t ndst,
@@ -181,54 +184,128 @@ static void copy(uint64_t src, uint64_t dst, uint64_t len)
 	memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, len);
 }
 
+/* copy_slice of gather.cu: slice part of split of descriptor v. */
+static void copy_slice(const struct dmt_gather_desc *v,
+		       const struct dmt_gather_dst *sdst, uint32_t ndst,
+		       uint64_t bias, uint32_t split, uint32_t part)
+{
+	uint64_t slice = (((uint64_t)v->len + split - 1) / split + 15) & ~15ull;
+	uint64_t off = part * slice;
+
+	if (off >= v->len)
+		return;
+	copy(v->src + off, out_addr(sdst, ndst, bias, v->pos) + off,
+	     slice < v->len - off ? slice : v->len - off);
+}
+
+/* Descriptor d of a block that has [d0, d1) of them (staged in shared
+ * memory, or the whole parameter of an inline launch). */
+static const struct dmt_gather_desc *desc_at(const struct dmt_gather_desc *descs,
+					     uint32_t d0, uint32_t d1,
+					     uint32_t d)
+{
+	if (d < d0 || d >= d1)
+		die("a warp reads a descriptor its block did not stage");
+	return &descs[d - d0];
+}
+
 /* gather_warp of gather.cu. */
-static void gather_warp(const struct dmt_gather_desc *descs,
-			const struct dmt_gather_dst *sdst, uint32_t n,
-			uint32_t ndst, uint64_t bias, uint32_t per,
+static void gather_warp(const struct dmt_gather_desc *descs, uint32_t d0,
+			uint32_t d1, const struct dmt_gather_dst *sdst,
+			uint32_t n, uint32_t ndst, uint64_t bias, uint32_t per,
 			uint32_t split, uint32_t vw)
 {
-	struct dmt_gather_desc v;
-
 	if (split > 1) {
-		uint32_t d = vw / split, part = vw % split;
-		uint64_t slice, off;
+		uint32_t d = vw / split;
 
-		if (d >= n)
-			return;
-		memcpy(&v, (const void *)&descs[d], sizeof(v));
-		slice = (((uint64_t)v.len + split - 1) / split + 15) & ~15ull;
-		off = part * slice;
-		if (off >= v.len)
-			return;
-		copy(v.src + off, out_addr(sdst, ndst, bias, v.pos) + off,
-		     slice < v.len - off ? slice : v.len - off);
+		if (d < n)
+			copy_slice(desc_at(descs, d0, d1, d), sdst, ndst, bias,
+				   split, vw % split);
 		return;
 	}
 	if ((uint64_t)vw * per >= n)
 		return;
 	for (uint32_t k = vw * per; k < vw * per + per && k < n; k++) {
-		memcpy(&v, (const void *)&descs[k], sizeof(v));
-		copy(v.src, out_addr(sdst, ndst, bias, v.pos), v.len);
+		const struct dmt_gather_desc *v = desc_at(descs, d0, d1, k);
+
+		copy(v->src, out_addr(sdst, ndst, bias, v->pos), v->len);
 	}
 }
 
+/* gather_block of gather.cu: the block stages the descriptors its warps
+ * vw0 .. vw0 + warps - 1 take, once, then each warp copies its share. */
+static void gather_block(const struct dmt_gather_desc *descs,
+			 const struct dmt_gather_dst *sdst, uint32_t n,
+			 uint32_t ndst, uint64_t bias, uint32_t per,
+			 uint32_t split, uint32_t vw0, uint32_t warps)
+{
+	struct dmt_gather_desc staged[DMT_STAGE_MAX];
+	uint32_t d0, d1;
+
+	dmt_warp_range(vw0, warps, n, per, split, &d0, &d1);
+	if (d1 - d0 > DMT_STAGE_MAX)
+		die("a block stages more descriptors than its shared memory holds");
+	memcpy(staged, (const void *)&descs[d0], (d1 - d0) * sizeof(*staged));
+	for (uint32_t w = 0; w < warps; w++)
+		gather_warp(staged, d0, d1, sdst, n, ndst, bias, per, split,
+			    vw0 + w);
+}
+
+static const struct dmt_gather_dst *stage_dsts(const struct launch *l,
+					       const struct dmt_gather_dst *dsts,
+					       uint32_t ndst)
+{
+	static __thread struct dmt_gather_dst sdst[DMT_GATHER_DST_MAX];
+
+	if (ndst > 1) {
+		if (ndst > DMT_GATHER_DST_MAX || l->smem < ndst * sizeof(*sdst))
+			die("destination table larger than the shared memory of the launch");
+		memcpy(sdst, dsts, ndst * sizeof(*sdst));
+	}
+	return sdst;
+}
+
+/* dmt_gather: descriptors in memory, a one-dimensional grid. */
 static void gather_grid(const struct launch *l,
 			const struct dmt_gather_desc *descs,
 			const struct dmt_gather_dst *dsts,
 			const struct dmt_gather_args *a)
 {
-	static __thread struct dmt_gather_dst sdst[DMT_GATHER_DST_MAX];
-	uint32_t warps = l->grid * (l->block / 32);
+	const struct dmt_gather_dst *sdst = stage_dsts(l, dsts, a->ndst);
+	uint32_t warps = l->block / 32;
 
-	if (a->ndst > 1) {
-		if (a->ndst > DMT_GATHER_DST_MAX ||
-		    l->smem < a->ndst * sizeof(*sdst))
-			die("destination table larger than the shared memory of the launch");
-		memcpy(sdst, dsts, a->ndst * sizeof(*sdst));
+	if (l->gridy != 1)
+		die("a launch from a slot with a two-dimensional grid");
+	for (uint32_t b = 0; b < l->grid; b++)
+		gather_block(descs, sdst, a->n, a->ndst, a->bias, a->per,
+			     a->split, b * warps, warps);
+}
+
+/* dmt_gather_inline<N>: descriptors in the parameter; with gridDim.y > 1,
+ * warp w of block (x, y) copies slice y of descriptor x * warps + w. */
+static void gather_inline(const struct launch *l,
+			  const struct dmt_gather_inline *in, uint32_t nmax)
+{
+	const struct dmt_gather_args *a = &in->a;
+	const struct dmt_gather_dst *sdst = stage_dsts(l, in->dst, a->ndst);
+	uint32_t warps = l->block / 32;
+
+	if (a->n > nmax)
+		die("an inline launch with more descriptors than its parameter holds");
+	if (l->gridy == 1) {
+		for (uint32_t vw = 0; vw < l->grid * warps; vw++)
+			gather_warp(in->desc, 0, nmax, sdst, a->n, a->ndst,
+				    a->bias, a->per, a->split, vw);
+		return;
 	}
-	for (uint32_t vw = 0; vw < warps; vw++)
-		gather_warp(descs, sdst, a->n, a->ndst, a->bias, a->per,
-			    a->split, vw);
+	if (a->split != l->gridy || a->per != 1)
+		die("a two-dimensional inline launch whose arguments disagree with its grid");
+	for (uint32_t x = 0; x < l->grid; x++)
+		for (uint32_t y = 0; y < l->gridy; y++)
+			for (uint32_t w = 0; w < warps; w++)
+				if (x * warps + w < a->n)
+					copy_slice(&in->desc[x * warps + w], sdst,
+						   a->ndst, a->bias, l->gridy, y);
 }
 
 /* ---- the persistent kernel, one thread per block -------------------------------- */
@@ -333,9 +410,8 @@ static void *persist_block(void *arg)
 		}
 		nw = ((uint64_t)n + per - 1) / per * split;
 		for (uint64_t vw = bl->b * 8; vw < nw; vw += bl->grid * 8)
-			for (uint32_t w = 0; w < 8 && vw + w < nw; w++)
-				gather_warp(descs, sdst, n, ndst, bias, per, split,
-					    (uint32_t)(vw + w));
+			gather_block(descs, sdst, n, ndst, bias, per, split,
+				     (uint32_t)vw, 8);
 		atomic_thread_fence(memory_order_seq_cst);
 		if (__atomic_fetch_add(&cnt[slot], 1, __ATOMIC_SEQ_CST) ==
 		    bl->grid - 1) {
@@ -381,13 +457,19 @@ static void run_kernel(const struct launch *l)
 			    (const void *)(uintptr_t)l->dsts, &l->a);
 		break;
 	case F_INLINE:
-		gather_grid(l, in->desc, in->dst, &in->a);
+		gather_inline(l, in, (uint32_t)((l->fn->psize - DMT_INLINE_HDR) /
+						sizeof(struct dmt_gather_desc)));
 		break;
 	case F_PERSIST:
 		persist_grid(l);
 		break;
 	case F_SPIN:
 		pause_us(l->ns / 1000);
+		break;
+	case F_SPIN_WRITE:
+		pause_us(l->ns / 1000);
+		__atomic_store_n((uint32_t *)(uintptr_t)l->addr, l->value,
+				 __ATOMIC_SEQ_CST);
 		break;
 	case F_NOP:
 		break;
@@ -940,18 +1022,21 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 }
 
 static struct launch *launch_new(CUfunction f, unsigned int gx,
-				 unsigned int bx, unsigned int smem,
-				 void **params)
+				 unsigned int gy, unsigned int bx,
+				 unsigned int smem, void **params)
 {
 	struct launch *l = calloc(1, sizeof(*l));
 
 	if (!l)
 		die("out of memory");
-	if (!gx || !bx || bx > 256 ||
+	if (!gx || !gy || !bx || bx > 256 ||
 	    (bx % 32 && (f->id == F_GATHER || f->id == F_INLINE)))
 		die("launch with an empty grid, a block of more than 256 threads or a gather of part of a warp");
+	if (gy > 1 && f->id != F_INLINE)
+		die("a two-dimensional grid for a kernel that has none");
 	l->fn = f;
 	l->grid = gx;
+	l->gridy = gy;
 	l->block = bx;
 	l->smem = smem;
 	switch (f->id) {
@@ -967,6 +1052,11 @@ static struct launch *launch_new(CUfunction f, unsigned int gx,
 	case F_SPIN:
 		l->ns = *(unsigned long long *)params[0];
 		break;
+	case F_SPIN_WRITE:
+		l->ns = *(unsigned long long *)params[0];
+		l->addr = *(unsigned long long *)params[1];
+		l->value = *(unsigned int *)params[2];
+		break;
 	case F_NOP:
 		break;
 	}
@@ -980,14 +1070,14 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
 {
 	struct op *o;
 
-	if (gy != 1 || gz != 1 || by != 1 || bz != 1 || extra)
+	if (gz != 1 || by != 1 || bz != 1 || extra)
 		die("launch of a shape the library never uses");
 	if (injected(__func__))
 		return injected(__func__);
 	if (smem > 48 * 1024)
 		return ERR_LAUNCH;
 	o = op_new(OP_KERNEL);
-	o->l = launch_new(f, gx, bx, smem, params);
+	o->l = launch_new(f, gx, gy, bx, smem, params);
 	enqueue(st, o);
 	return CUDA_SUCCESS;
 }
@@ -1026,6 +1116,8 @@ EXPORT CUresult cuStreamSynchronize(CUstream s)
 
 EXPORT CUresult cuStreamQuery(CUstream s)
 {
+	if (injected(__func__))
+		return injected(__func__);
 	return stream_busy(stream_of(s)) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
@@ -1100,6 +1192,8 @@ EXPORT CUresult cuStreamWriteValue32_v2(CUstream s, CUdeviceptr addr,
 					uint32_t v, unsigned int flags)
 {
 	(void)flags;
+	if (injected(__func__))
+		return injected(__func__);
 	return write_value(s, addr, v, 4);
 }
 
@@ -1123,6 +1217,43 @@ EXPORT CUresult cuStreamWaitValue32_v2(CUstream s, CUdeviceptr addr,
 	o->to = addr;
 	o->value = v;
 	enqueue(s, o);
+	return CUDA_SUCCESS;
+}
+
+/* The operations in order, as their single calls would queue them. */
+EXPORT CUresult cuStreamBatchMemOp_v2(CUstream s, unsigned int count,
+				      CUstreamBatchMemOpParams *ops,
+				      unsigned int flags)
+{
+	if (!count || count > 256 || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (unsigned int i = 0; i < count; i++) {
+		const struct dmt_memop_value *v = &ops[i].writeValue;
+
+		switch (ops[i].operation) {
+		case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+		case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+			if (v->address % 4)
+				return CUDA_ERROR_INVALID_VALUE;
+			break;
+		case CU_STREAM_MEM_OP_WRITE_VALUE_64:
+			if (v->address % 8)
+				return CUDA_ERROR_INVALID_VALUE;
+			break;
+		default:
+			die("a batch of stream memory operations of a kind the library never uses");
+		}
+	}
+	for (unsigned int i = 0; i < count; i++) {
+		const struct dmt_memop_value *v = &ops[i].writeValue;
+
+		if (ops[i].operation == CU_STREAM_MEM_OP_WAIT_VALUE_32)
+			cuStreamWaitValue32_v2(s, v->address, v->value, v->flags);
+		else if (ops[i].operation == CU_STREAM_MEM_OP_WRITE_VALUE_32)
+			cuStreamWriteValue32_v2(s, v->address, v->value, v->flags);
+		else
+			cuStreamWriteValue64_v2(s, v->address, v->value64, v->flags);
+	}
 	return CUDA_SUCCESS;
 }
 
@@ -1153,8 +1284,8 @@ EXPORT CUresult cuGraphCreate(CUgraph *g, unsigned int flags)
 
 static struct launch *node_launch(const CUDA_KERNEL_NODE_PARAMS *p)
 {
-	return launch_new(p->func, p->gridDimX, p->blockDimX, p->sharedMemBytes,
-			  p->kernelParams);
+	return launch_new(p->func, p->gridDimX, p->gridDimY, p->blockDimX,
+			  p->sharedMemBytes, p->kernelParams);
 }
 
 EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph g,

@@ -102,10 +102,54 @@ static void copy(uint64_t from, uint64_t to, uint64_t len)
 		hits_hi = to - DST_BASE + len;
 }
 
+/* Slice part of split of descriptor e (16-byte multiples). */
+static void copy_slice(const struct dmt_gather_batch *b,
+		       const struct dmt_gather_desc *e, uint32_t split,
+		       uint32_t part)
+{
+	uint64_t slice = (((uint64_t)e->len + split - 1) / split + 15) & ~15ull;
+	uint64_t off = part * slice;
+
+	if (off < e->len)
+		copy(e->src + off, out_addr(b, e->pos) + off,
+		     slice < e->len - off ? slice : e->len - off);
+}
+
+/* One block of a one-dimensional launch, as gather.cu's gather_block does
+ * it: the descriptors its warps need are staged first (dmt_warp_range),
+ * and every warp takes its own from what was staged. */
+static void execute_block(const struct dmt_gather_batch *b,
+			  const struct dmt_gather_geom *g, uint32_t vw0)
+{
+	uint32_t d0, d1;
+
+	dmt_warp_range(vw0, g->wpb, b->nd, g->per, g->split, &d0, &d1);
+	assert_true(d1 - d0 <= DMT_STAGE_MAX);
+	for (uint32_t vw = vw0; vw < vw0 + g->wpb; vw++) {
+		if (g->split > 1) {
+			uint32_t d = vw / g->split;
+
+			if (d >= b->nd)
+				continue;
+			assert_true(d >= d0 && d < d1);
+			copy_slice(b, &b->desc[d], g->split, vw % g->split);
+			continue;
+		}
+		for (uint64_t k = (uint64_t)vw * g->per;
+		     k < (uint64_t)vw * g->per + g->per && k < b->nd; k++) {
+			assert_true(k >= d0 && k < d1);
+			copy(b->desc[k].src, out_addr(b, b->desc[k].pos),
+			     b->desc[k].len);
+		}
+	}
+}
+
 /*
- * What the kernel does with one launch, warp by warp as gather.cu's
- * gather_warp cuts it (per descriptors a warp, or split warps a
- * descriptor in 16-byte multiples), on host memory.
+ * What the kernel does with one launch, as gather.cu cuts it: block by
+ * block of a one-dimensional grid (per descriptors a warp, or split warps
+ * a descriptor in 16-byte multiples), or on the two-dimensional grid of an
+ * inline launch that splits (warp w of block (x, y): slice y of descriptor
+ * x * wpb + w), on host memory.
  */
 static void execute(const struct dmt_gather_batch *b)
 {
@@ -130,31 +174,33 @@ static void execute(const struct dmt_gather_batch *b)
 	assert_true(g.wpb >= 1 && g.wpb <= 8);
 	assert_true((uint64_t)g.blocks * g.wpb >= g.warps);
 	assert_int_equal(g.warps, (b->nd + g.per - 1) / g.per * g.split);
+	assert_int_equal(g.gy, 1);
+	assert_int_equal(g.gx, g.blocks);
 	for (uint32_t k = 0; k < b->nd; k++) {
 		assert_true(b->desc[k].len > 0);
 		assert_true(b->desc[k].pos + (uint64_t)b->desc[k].len <= b->bytes);
 	}
-	for (uint64_t vw = 0; vw < (uint64_t)g.blocks * g.wpb; vw++) {
-		if (g.split > 1) {
-			uint64_t d = vw / g.split, part = vw % g.split, slice, off;
-			const struct dmt_gather_desc *e;
-
-			if (d >= b->nd)
-				continue;
-			e = &b->desc[d];
-			slice = (((uint64_t)e->len + g.split - 1) / g.split + 15) &
-				~15ull;
-			off = part * slice;
-			if (off >= e->len)
-				continue;
-			copy(e->src + off, out_addr(b, e->pos) + off,
-			     slice < e->len - off ? slice : e->len - off);
-			continue;
+	if (rnd() % 3 == 0) {	/* from a slot */
+		dmt_gather_geometry_staged(&g);
+		assert_true(g.wpb >= (g.split < 8 ? g.split : 8));
+		assert_true((uint64_t)g.blocks * g.wpb >= g.warps);
+	} else if (rnd() % 2) {	/* as an inline launch */
+		dmt_gather_geometry_2d(b->nd, &g);
+		assert_int_equal(g.blocks, g.gx * g.gy);
+		if (g.gy > 1) {
+			assert_int_equal(g.gy, g.split);
+			assert_true((uint64_t)g.gx * g.wpb >= b->nd);
+			for (uint32_t x = 0; x < g.gx; x++)
+				for (uint32_t y = 0; y < g.gy; y++)
+					for (uint32_t w = 0; w < g.wpb; w++)
+						if (x * g.wpb + w < b->nd)
+							copy_slice(b, &b->desc[x * g.wpb + w],
+								   g.split, y);
+			return;
 		}
-		for (uint64_t k = vw * g.per; k < vw * g.per + g.per && k < b->nd; k++)
-			copy(b->desc[k].src, out_addr(b, b->desc[k].pos),
-			     b->desc[k].len);
 	}
+	for (uint32_t x = 0; x < g.gx; x++)
+		execute_block(b, &g, x * g.wpb);
 }
 
 /* Gather batch after batch; returns the number of batches. */
@@ -698,12 +744,92 @@ static void test_geometry(void **state)
 	dmt_gather_geometry(1, 1, 132, 0, 0, 0, &g);
 	assert_int_equal(g.warps, 1);
 	assert_int_equal(g.blocks, 1);
+	dmt_gather_geometry_2d(1, &g);
+	assert_int_equal(g.gx, 1);
+	assert_int_equal(g.gy, 1);
+	/* inline launches that split: descriptors along x, slices along y */
+	dmt_gather_geometry(16, 16 * 4096, 132, 0, 0, 0, &g);
+	dmt_gather_geometry_2d(16, &g);
+	assert_int_equal(g.gx, 16);
+	assert_int_equal(g.gy, 8);
+	assert_int_equal(g.blocks, 128);
+	dmt_gather_geometry(100, 100 * 4096, 132, 0, 3, 2, &g);
+	dmt_gather_geometry_2d(100, &g);
+	assert_int_equal(g.gx, 50);
+	assert_int_equal(g.gy, 3);
+	assert_int_equal(g.blocks, 150);
+	/* from a slot: the warps of a split share a block (one read) */
+	dmt_gather_geometry(16, 16 * 4096, 132, 0, 0, 0, &g);
+	dmt_gather_geometry_staged(&g);
+	assert_int_equal(g.wpb, 8);
+	assert_int_equal(g.blocks, 16);
+	assert_int_equal(g.gx, 16);
+	dmt_gather_geometry(100, 100 * 4096, 132, 0, 3, 0, &g);
+	assert_int_equal(g.wpb, 2);
+	dmt_gather_geometry_staged(&g);
+	assert_int_equal(g.wpb, 3);
+	assert_int_equal(g.blocks, 100);
+	dmt_gather_geometry(65536, 65536ull * 4096, 132, 0, 0, 0, &g);
+	dmt_gather_geometry_staged(&g);
+	assert_int_equal(g.wpb, 8);
+	assert_int_equal(g.blocks, 4096);
+	/* one descriptor a warp or more: nothing to turn */
+	dmt_gather_geometry(100, 100 * 4096, 132, 7, 0, 0, &g);
+	dmt_gather_geometry_2d(100, &g);
+	assert_int_equal(g.gy, 1);
+	assert_int_equal(g.gx, g.blocks);
+}
+
+/* The descriptors a block stages: every one its warps take, none past
+ * the launch's, never more than shared memory holds. */
+static void test_warp_range(void **state)
+{
+	uint32_t d0, d1;
+
+	(void)state;
+	dmt_warp_range(0, 8, 100, 32, 1, &d0, &d1);
+	assert_int_equal(d0, 0);
+	assert_int_equal(d1, 100);
+	dmt_warp_range(8, 8, 1000, 32, 1, &d0, &d1);
+	assert_int_equal(d0, 256);
+	assert_int_equal(d1, 512);
+	/* split 3: warps 7..14 take descriptors 2..4 */
+	dmt_warp_range(7, 8, 100, 1, 3, &d0, &d1);
+	assert_int_equal(d0, 2);
+	assert_int_equal(d1, 5);
+	/* past the end: empty */
+	dmt_warp_range(400, 8, 100, 1, 3, &d0, &d1);
+	assert_int_equal(d0, 100);
+	assert_int_equal(d1, 100);
+	/* no overflow at the top of the range */
+	dmt_warp_range(UINT32_MAX - 7, 8, UINT32_MAX, 32, 1, &d0, &d1);
+	assert_int_equal(d0, UINT32_MAX);
+	assert_int_equal(d1, UINT32_MAX);
+	for (int i = 0; i < 10000; i++) {
+		uint32_t n = (uint32_t)rnd_range(1, 100000);
+		uint32_t split = (uint32_t)rnd_range(1, DMT_SPLIT_MAX);
+		uint32_t per = split > 1 ? 1 : (uint32_t)rnd_range(1, 32);
+		uint32_t warps = (uint32_t)rnd_range(1, 8);
+		uint32_t vw0 = (uint32_t)rnd_range(0, (uint64_t)n * split / per);
+
+		dmt_warp_range(vw0, warps, n, per, split, &d0, &d1);
+		assert_true(d0 <= d1 && d1 <= n);
+		assert_true(d1 - d0 <= DMT_STAGE_MAX);
+		for (uint32_t w = vw0; w < vw0 + warps; w++) {
+			uint64_t lo = split > 1 ? w / split : (uint64_t)w * per;
+			uint64_t hi = split > 1 ? lo + 1 : lo + per;
+
+			for (uint64_t d = lo; d < hi && d < n; d++)
+				assert_true(d >= d0 && d < d1);
+		}
+	}
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_geometry),
+		cmocka_unit_test(test_warp_range),
 		cmocka_unit_test(test_descriptors_one_dst),
 		cmocka_unit_test(test_descriptors_cut_at_destination),
 		cmocka_unit_test(test_errors),

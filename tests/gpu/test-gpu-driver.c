@@ -231,23 +231,26 @@ static void test_fences_refused(void **state)
 	assert_int_equal(devmemtcp_gpu_fence_new(gpu, NULL, NULL), -EINVAL);
 	assert_string_equal(devmemtcp_gpu_errmsg(gpu), "devmemtcp_gpu_fence_new: fence pointer is NULL");
 	/* ERRORS devmemtcp_gpu_fence_new EIO */
-	driver_fails("cuEventRecord", 400);	/* CUDA_ERROR_INVALID_HANDLE */
+	driver_fails("cuStreamWriteValue32_v2", 400);	/* CUDA_ERROR_INVALID_HANDLE */
 	assert_int_equal(devmemtcp_gpu_fence_new(gpu, NULL, &fence), -EIO);
 	driver_works();
 	assert_string_equal(devmemtcp_gpu_errmsg(gpu),
-			    "cuEventRecord failed: CUDA_ERROR_FAKE (fake-cuda error): is stream a stream of this GPU's primary context?");
+			    "cuStreamWriteValue32(fence) failed: CUDA_ERROR_FAKE (fake-cuda error): is stream a stream of this GPU's primary context?");
 	assert_null(fence);
 	/* ERRORS devmemtcp_gpu_fence_done EINVAL */
 	assert_int_equal(devmemtcp_gpu_fence_done(NULL, false), -EINVAL);
 	assert_string_equal(devmemtcp_ctx_errmsg(NULL), "devmemtcp_gpu_fence_done: fence is NULL");
-	/* a kernel on the fenced stream failed: the fence stays valid */
+	/* a kernel on the fenced stream failed (the context says so while
+	 * the fence is waited for): the fence stays valid */
+	assert_int_equal(dmt_gpu_spin(gpu, NULL, 200 * 1000 * 1000), 0);
 	assert_int_equal(devmemtcp_gpu_fence_new(gpu, NULL, &fence), 0);
-	driver_fails("cuEventQuery", 719);
+	assert_int_equal(devmemtcp_gpu_fence_done(fence, false), 0);
+	driver_fails("cuStreamQuery", 719);
 	/* ERRORS devmemtcp_gpu_fence_done EIO */
-	assert_int_equal(devmemtcp_gpu_fence_done(fence, false), -EIO);
+	assert_int_equal(devmemtcp_gpu_fence_done(fence, true), -EIO);
 	driver_works();
 	assert_string_equal(devmemtcp_gpu_errmsg(gpu),
-			    "cuEventQuery(fence) failed: CUDA_ERROR_FAKE (fake-cuda error): a kernel on the fenced stream failed");
+			    "waiting for a fence failed: CUDA_ERROR_FAKE (fake-cuda error): a kernel on the fenced stream failed");
 	assert_int_equal(devmemtcp_gpu_fence_done(fence, true), 1);
 
 	assert_int_equal(t_tcp_pair(sv), 0);
@@ -259,11 +262,11 @@ static void test_fences_refused(void **state)
 	assert_string_equal(devmemtcp_gpu_errmsg(gpu),
 			    "devmemtcp_rx_release_after: devmemtcp_rx_release_after: token 3 of fragment 0 is not outstanding (released already, listed twice, or never received): nothing was released");
 	/* ERRORS devmemtcp_gpu_release_after EIO */
-	driver_fails("cuEventRecord", 400);
+	driver_fails("cuStreamWriteValue32_v2", 400);
 	assert_int_equal(devmemtcp_gpu_release_after(gpu, rx, &f, 1, NULL), -EIO);
 	driver_works();
 	assert_string_equal(devmemtcp_gpu_errmsg(gpu),
-			    "cuEventRecord failed: CUDA_ERROR_FAKE (fake-cuda error): is stream a stream of this GPU's primary context?");
+			    "cuStreamWriteValue32(fence) failed: CUDA_ERROR_FAKE (fake-cuda error): is stream a stream of this GPU's primary context?");
 	devmemtcp_rx_free(rx);
 	close(sv[0]);
 	close(sv[1]);

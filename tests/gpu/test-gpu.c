@@ -934,28 +934,111 @@ static void fence_holds_tokens(struct devmemtcp_gpu *g)
 	free(f);
 }
 
+/* A handle whose fences are CUDA events (what drivers without stream
+ * memory operations get). */
+static struct devmemtcp_gpu *events_new(void)
+{
+	struct devmemtcp_gpu *g = NULL;
+
+	setenv("DEVMEMTCP_GPU_FENCE_EVENTS", "1", 1);
+	assert_int_equal(devmemtcp_gpu_new(ctx, NULL, &g), 0);
+	unsetenv("DEVMEMTCP_GPU_FENCE_EVENTS");
+	assert_true(g->fence_events);
+	return g;
+}
+
 static void test_tokens_held_until_fence(void **state)
 {
 	struct devmemtcp_gpu *g = persistent_new(1000);
+	struct devmemtcp_gpu *ev = events_new();
 
+	assert_false(gpu->fence_events);	/* words, written by the stream */
 	fence_holds_tokens(gpu);
 	fence_holds_tokens(g);
+	fence_holds_tokens(ev);
 	devmemtcp_gpu_free(g);
+	devmemtcp_gpu_free(ev);
 }
 
-static void test_fence_done_polls(void **state)
+static void fence_polls(struct devmemtcp_gpu *g)
 {
 	struct devmemtcp_gpu_fence *fence;
 
-	assert_int_equal(dmt_gpu_spin(gpu, stream, 300ull * 1000 * 1000), 0);
-	assert_int_equal(devmemtcp_gpu_fence_new(gpu, stream, &fence), 0);
+	assert_int_equal(dmt_gpu_spin(g, stream, 300ull * 1000 * 1000), 0);
+	assert_int_equal(devmemtcp_gpu_fence_new(g, stream, &fence), 0);
 	assert_int_equal(devmemtcp_gpu_fence_done(fence, false), 0);
 	assert_int_equal(devmemtcp_gpu_fence_done(fence, false), 0);
 	assert_int_equal(devmemtcp_gpu_fence_done(fence, true), 1);
 	/* fence is freed (recycled) now; a new one on an idle stream */
-	assert_int_equal(devmemtcp_gpu_fence_new(gpu, stream, &fence), 0);
+	assert_int_equal(devmemtcp_gpu_fence_new(g, stream, &fence), 0);
 	assert_int_equal(devmemtcp_gpu_fence_done(fence, true), 1);
-	assert_int_equal(devmemtcp_gpu_fence_new(gpu, stream, NULL), -EINVAL);
+	/* the same object again: its next use waits for its own write */
+	assert_int_equal(dmt_gpu_spin(g, stream, 100ull * 1000 * 1000), 0);
+	assert_int_equal(devmemtcp_gpu_fence_new(g, stream, &fence), 0);
+	assert_int_equal(devmemtcp_gpu_fence_done(fence, false), 0);
+	assert_int_equal(devmemtcp_gpu_fence_done(fence, true), 1);
+	assert_int_equal(devmemtcp_gpu_fence_new(g, stream, NULL), -EINVAL);
+	assert_int_equal(devmemtcp_gpu_fence_done(NULL, false), -EINVAL);
+}
+
+static void test_fence_done_polls(void **state)
+{
+	struct devmemtcp_gpu *ev = events_new();
+
+	fence_polls(gpu);
+	fence_polls(ev);
+	devmemtcp_gpu_free(ev);
+}
+
+/*
+ * A fence made for a release that then failed is never handed out, but
+ * its stream still writes its word: it is not used again before that
+ * write has landed (a later use's value could be overwritten by it), and
+ * the handle's end waits for it.
+ */
+static void test_fence_retired_until_written(void **state)
+{
+	struct devmemtcp_frag f = { .addr = 0x1000, .len = 1, .token = 7 };
+	struct devmemtcp_gpu_fence *fence, *again;
+	struct devmemtcp_gpu *g;
+	struct devmemtcp_rx *rx;
+	CUstream other;
+	int sv[2];
+
+	assert_int_equal(devmemtcp_gpu_new(ctx, NULL, &g), 0);
+	assert_int_equal(t_tcp_pair(sv), 0);
+	assert_int_equal(devmemtcp_rx_new(ctx, sv[0], NULL, &rx), 0);
+	CK(cu->cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+	/* one fence object, recycled: it is the one the release takes */
+	assert_int_equal(devmemtcp_gpu_fence_new(g, stream, &fence), 0);
+	assert_int_equal(devmemtcp_gpu_fence_done(fence, true), 1);
+	assert_int_equal(dmt_gpu_spin(g, stream, 300ull * 1000 * 1000), 0);
+	assert_int_equal(devmemtcp_gpu_release_after(g, rx, &f, 1, stream),
+			 -EINVAL);
+	assert_ptr_equal(g->retired_fences, fence);
+	assert_null(g->free_fences);
+	/* another stream's fence gets another object, and completes */
+	assert_int_equal(devmemtcp_gpu_fence_new(g, other, &again), 0);
+	assert_ptr_not_equal(again, fence);
+	assert_int_equal(devmemtcp_gpu_fence_done(again, true), 1);
+	assert_ptr_equal(g->retired_fences, fence);
+	/* once the spin is over, the retired one is taken back */
+	CK(cu->cuStreamSynchronize(stream));
+	assert_int_equal(devmemtcp_gpu_fence_new(g, other, &again), 0);
+	assert_int_equal(devmemtcp_gpu_fence_new(g, other, &fence), 0);
+	assert_null(g->retired_fences);
+	assert_int_equal(devmemtcp_gpu_fence_done(again, true), 1);
+	assert_int_equal(devmemtcp_gpu_fence_done(fence, true), 1);
+	/* retired at the handle's end: freeing waits for the write */
+	assert_int_equal(dmt_gpu_spin(g, stream, 100ull * 1000 * 1000), 0);
+	assert_int_equal(devmemtcp_gpu_release_after(g, rx, &f, 1, stream),
+			 -EINVAL);
+	assert_non_null(g->retired_fences);
+	devmemtcp_gpu_free(g);
+	CK(cu->cuStreamDestroy(other));
+	devmemtcp_rx_free(rx);
+	close(sv[0]);
+	close(sv[1]);
 }
 
 /* A fence may outlive its handle. */
@@ -1036,6 +1119,7 @@ int main(void)
 		T(test_view_of_received),
 		T(test_tokens_held_until_fence),
 		T(test_fence_done_polls),
+		T(test_fence_retired_until_written),
 		T(test_fence_outlives_gpu),
 		T(test_release_after_refuses_unknown_tokens),
 	};
