@@ -57,7 +57,9 @@ def main():
     conn, _ = ls.accept()
     cfd = conn.dup()  # the C side's own descriptor
     ctx = dm.Context()
-    imp = dm.Buffer(ctx, SIZE, "import", fd=conn.fileno(), keep_fd=True,
+    # the fake kernel's fragments carry no bytes: a memfd stands in for the
+    # dma-buf, and the addresses are never dereferenced
+    imp = dm.Buffer(ctx, SIZE, "import", fd=fake.dmabuf_stand_in(SIZE),
                     segments=[(0, SIZE, 0x7f0000000000)], view_cap=SIZE)
     rx = dm.Rx(ctx, conn)
     rx.add_buf(BINDING, imp)

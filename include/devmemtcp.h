@@ -308,6 +308,12 @@ int devmemtcp_rx_add_buf(struct devmemtcp_rx *rx, uint32_t binding_id,
 int devmemtcp_rx_recv(struct devmemtcp_rx *rx, struct devmemtcp_frag *frags,
 		      size_t max_frags, void *linear, size_t len);
 
+/* Defined: devmemtcp_rx_release, _release_after, _flush, _release_all,
+ * _add_buf, _stats and devmemtcp_gpu_release_after may be called from any
+ * thread while another thread is in devmemtcp_rx_recv on the same handle,
+ * so callers can test for it instead of serialising those calls. */
+#define DEVMEMTCP_RELEASE_ANY_THREAD 1
+
 /* Queue the tokens of n fragments for release (linear entries are
  * skipped).  -EINVAL if a token is not outstanding: nothing is queued.  A
  * failed SO_DEVMEM_DONTNEED returns its errno, but the tokens stay queued

@@ -19,6 +19,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -953,11 +954,13 @@ static int write_all(int fd, const char *text, size_t len)
 	return 0;
 }
 
-int dmt_file_write(const struct dmt_rundir *rd, const char *name,
-		   const char *text, size_t len, struct dmt_err *err)
+/* The file's text in pieces, written one after the other. */
+static int file_write_pieces(const struct dmt_rundir *rd, const char *name,
+			     const struct iovec *piece, int npieces,
+			     struct dmt_err *err)
 {
 	char tmp[NAME_MAX + 1];
-	int fd, e;
+	int fd, e = 0;
 
 	temp_name(tmp, sizeof(tmp), name);
 	fd = openat(rd->fd, tmp,
@@ -967,7 +970,8 @@ int dmt_file_write(const struct dmt_rundir *rd, const char *name,
 				   "cannot create %s/%s: %s (run as root, or set DEVMEMTCP_RUN_DIR "
 				   "to a directory of yours that only you can write)",
 				   rd->path, tmp, strerror(errno));
-	e = write_all(fd, text, len);
+	for (int i = 0; i < npieces && !e; i++)
+		e = write_all(fd, piece[i].iov_base, piece[i].iov_len);
 	if (!e && fsync(fd) < 0)
 		e = -errno;
 	close(fd);
@@ -981,6 +985,33 @@ int dmt_file_write(const struct dmt_rundir *rd, const char *name,
 	/* The rename itself must survive a crash of the machine too. */
 	fsync(rd->fd);
 	return 0;
+}
+
+int dmt_file_write(const struct dmt_rundir *rd, const char *name,
+		   const char *text, size_t len, struct dmt_err *err)
+{
+	struct iovec all = { (void *)text, len };
+
+	return file_write_pieces(rd, name, &all, 1, err);
+}
+
+int dmt_owner_write_closed(const struct dmt_rundir *rd, const char *name,
+			   const char *text, size_t len, struct dmt_err *err)
+{
+	static const char open_line[] = "\nstate open\n";
+	const char *p = memmem(text, len, open_line, sizeof(open_line) - 1);
+	size_t head, tail;
+	struct iovec piece[3];
+
+	if (!p)		/* closed already */
+		return dmt_file_write(rd, name, text, len, err);
+	/* "...\nstate " "closed" "\nkeep-rss ..." */
+	head = (size_t)(p - text) + strlen("\nstate ");
+	tail = head + strlen("open");
+	piece[0] = (struct iovec){ (void *)text, head };
+	piece[1] = (struct iovec){ (void *)"closed", strlen("closed") };
+	piece[2] = (struct iovec){ (void *)(text + tail), len - tail };
+	return file_write_pieces(rd, name, piece, 3, err);
 }
 
 int dmt_file_remove(const struct dmt_rundir *rd, const char *name)

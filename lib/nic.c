@@ -43,6 +43,9 @@ struct devmemtcp_nic {
 	struct dmt_owner me;		/* this owner's journal */
 	char name[NAME_MAX + 1];	/* its file */
 	bool saved;			/* the file exists */
+	bool marked;			/* it says closed */
+	char *text;			/* what it says */
+	size_t text_len;
 	uint32_t nrx;
 	uint32_t flags;
 	bool use_ctx;
@@ -168,11 +171,57 @@ static uint64_t nl_rt(const struct devmemtcp_nic *nic)
 
 static int save_me(struct devmemtcp_nic *nic, struct dmt_op *op)
 {
-	int err = dmt_op_save_owner(op, &nic->me);
+	char *text;
+	size_t len;
+	int err = dmt_op_save_owner(op, &nic->me, &text, &len);
 
-	if (!err)
-		nic->saved = true;
-	return err;
+	if (err < 0)
+		return err;
+	free(nic->text);
+	nic->text = text;
+	nic->text_len = len;
+	nic->saved = true;
+	nic->marked = nic->me.closed;
+	return 0;
+}
+
+/* This owner is gone although its process lives: its file says closed,
+ * so that the next operation of anyone undoes what is left.  Without
+ * the memory to write what is left, the text written last is marked: it
+ * has everything on the device (each change is written before it is
+ * made), and what is gone since is found gone. */
+static int mark_closed(struct devmemtcp_nic *nic, struct dmt_op *op)
+{
+	struct dmt_err why = nic->eerr;
+	int err;
+
+	nic->me.closed = true;
+	if (!nic->saved)
+		return 0;
+	err = save_me(nic, op);
+	if (err == -ENOMEM)
+		err = dmt_owner_write_closed(&op->rd, nic->name, nic->text,
+					     nic->text_len, &nic->eerr);
+	if (err < 0)
+		return err;
+	nic->marked = true;
+	nic->eerr = why;	/* the failure that made this necessary */
+	return 0;
+}
+
+/* Who finishes what a failed open or close left. */
+static void finish_hint(const struct devmemtcp_nic *nic, char *buf, size_t len)
+{
+	const char *ifname = nic->eth.ifname;
+
+	if (nic->saved && !nic->marked)	/* an owner whose process lives */
+		snprintf(buf, len,
+			 "the next open or close on %s after this process ends, or 'devmemtcp restore --all %s', finishes it",
+			 ifname, ifname);
+	else
+		snprintf(buf, len,
+			 "the next open or close on %s, or 'devmemtcp restore %s', finishes it",
+			 ifname, ifname);
 }
 
 /* Compose "what failed" on ctx from nic->eerr. */
@@ -414,19 +463,28 @@ static int journal_rule(struct devmemtcp_nic *nic, struct dmt_op *op,
 	return 0;
 }
 
-/* Remember our new rule among the device's. */
-static int note_rule(struct dmt_op *op, const struct dmt_orule *r)
+/* Room for one more rule in the operation's copy of the device's rules,
+ * made before the insert: once the rule is on the device, recording it
+ * there must not fail, or undo, which trusts that copy, would take the
+ * rule for gone and leave it (and the context it uses). */
+static int reserve_rule(struct devmemtcp_nic *nic, struct dmt_op *op)
 {
 	struct dmt_rule *v = dmt_realloc(op->rules, ((size_t)op->nrules + 1) * sizeof(*v));
 
 	if (!v)
-		return -ENOMEM;
+		return dmt_err_set(&nic->eerr, -ENOMEM, "out of memory");
 	op->rules = v;
-	v[op->nrules].location = r->location;
-	v[op->nrules].rss_context = r->rss_context;
-	v[op->nrules].fs = r->fs;
-	op->nrules++;
 	return 0;
+}
+
+/* Remember our new rule among the device's (in the reserved room). */
+static void note_rule(struct dmt_op *op, const struct dmt_orule *r)
+{
+	struct dmt_rule *d = &op->rules[op->nrules++];
+
+	d->location = r->location;
+	d->rss_context = r->rss_context;
+	d->fs = r->fs;
 }
 
 /* Our rule at the end of the list is taken out again (where it is). */
@@ -470,6 +528,8 @@ static int add_rule(struct devmemtcp_nic *nic, struct dmt_op *op,
 	if (!err)
 		err = dmt_op_rules(op);
 	if (!err)
+		err = reserve_rule(nic, op);
+	if (!err)
 		err = journal_rule(nic, op, &fs, to_ctx, &r);
 	if (!err)
 		err = dmt_op_step(op, "ntuple rule for flow %zu", index);
@@ -477,6 +537,7 @@ static int add_rule(struct devmemtcp_nic *nic, struct dmt_op *op,
 		err = nic->eth.ops->rule_insert(&nic->eth, &fs, r->rss_context, &loc);
 	if (err < 0)
 		return err;
+	/* on the device: recorded in memory first, where nothing can fail */
 	op->changes++;
 	r->placed = true;
 	r->location = loc;
@@ -484,9 +545,8 @@ static int add_rule(struct devmemtcp_nic *nic, struct dmt_op *op,
 	free(r->before);
 	r->before = NULL;
 	r->nbefore = 0;
+	note_rule(op, r);
 	err = save_me(nic, op);
-	if (!err)
-		err = note_rule(op, r);
 	if (!err)
 		err = check_shadow(nic, op, &r->fs, loc, index);
 	if (err == -EEXIST) {
@@ -515,6 +575,7 @@ static void nic_free(struct devmemtcp_nic *nic)
 	dmt_nl_close(nic->nl);
 	dmt_brk_close(nic->brk);
 	dmt_owner_free(&nic->me);
+	free(nic->text);
 	free(nic);
 }
 
@@ -784,14 +845,16 @@ static int apply(struct devmemtcp_nic *nic, struct dmt_op *op,
 	return err;
 }
 
-/* Undo this owner's rules and context, remove its file and bring the
- * shared settings to what the others need.  What cannot be undone stays
- * in its file, marked closed, for the next operation of anyone. */
-static int leave(struct devmemtcp_nic *nic, struct dmt_op *op)
+/* Undo this owner's rules and context and remove its file; what cannot
+ * be undone stays in the file, marked closed, for the next operation of
+ * anyone.  A failure's message on nic->eerr. */
+static int undo_own(struct devmemtcp_nic *nic, struct dmt_op *op)
 {
 	bool gone = false;
-	int err = dmt_op_undo_owner(op, &nic->me, &gone), e2;
+	int err, e2;
 
+	dmt_err_clear(&nic->eerr);	/* the callers keep the cause */
+	err = dmt_op_undo_owner(op, &nic->me, &gone);
 	if (!err && gone) {
 		err = dmt_file_remove(&op->rd, nic->name);
 		if (err < 0)
@@ -800,24 +863,55 @@ static int leave(struct devmemtcp_nic *nic, struct dmt_op *op)
 		else
 			nic->saved = false;
 	}
+	if (err < 0 && !nic->eerr.msg[0])
+		dmt_err_set(&nic->eerr, err, "%s", dmt_errno_name(err));
 	if (err < 0 || !gone) {
-		nic->me.closed = true;
-		e2 = nic->saved ? save_me(nic, op) : 0;
+		e2 = mark_closed(nic, op);
 		if (!err)
 			err = e2;
 	}
-	/* the shared settings follow the others even when this failed */
-	e2 = dmt_op_reconcile(op, nic->saved ? &nic->me : NULL, false);
-	return err < 0 ? err : e2;
+	return err;
 }
 
-/* Apply failed at op->doing: undo this owner's steps and say both. */
-static int rollback(struct devmemtcp_nic *nic, struct dmt_op *op, int err)
+/* undo_own(), then the shared settings to what the others need, also
+ * when that failed (whose message stays the one given).  Without the
+ * others' files (unread: why not) the shared settings, which need every
+ * owner's file, wait for the next operation. */
+static int leave(struct devmemtcp_nic *nic, struct dmt_op *op,
+		 const struct dmt_err *unread)
+{
+	char doing[sizeof(op->doing)];
+	struct dmt_err first;
+	int err = undo_own(nic, op);
+
+	if (unread && err < 0)
+		return err;
+	if (unread) {
+		nic->eerr = *unread;
+		if (!nic->eerr.msg[0])
+			dmt_err_set(&nic->eerr, unread->code, "%s",
+				    dmt_errno_name(unread->code));
+		return unread->code;
+	}
+	if (!err)
+		return dmt_op_reconcile(op, nic->saved ? &nic->me : NULL, false);
+	first = nic->eerr;
+	memcpy(doing, op->doing, sizeof(doing));
+	dmt_op_reconcile(op, nic->saved ? &nic->me : NULL, false);
+	nic->eerr = first;
+	memcpy(op->doing, doing, sizeof(doing));
+	return err;
+}
+
+/* Apply failed at op->doing: undo this owner's steps and say both
+ * (unread: the owners' files could not be read again, see leave()). */
+static int rollback(struct devmemtcp_nic *nic, struct dmt_op *op, int err,
+		    const struct dmt_err *unread)
 {
 	struct devmemtcp_ctx *ctx = nic->ctx;
 	struct dmt_err cause = nic->eerr;
 	const char *ifname = nic->eth.ifname;
-	char doing[sizeof(op->doing)];
+	char doing[sizeof(op->doing)], hint[256];
 	uint32_t done = op->changes;
 
 	memcpy(doing, op->doing, sizeof(doing));
@@ -826,12 +920,13 @@ static int rollback(struct devmemtcp_nic *nic, struct dmt_op *op, int err)
 	devmemtcp_binding_close(nic->binding);
 	nic->binding = NULL;
 	op->fail_step = op->crash_step = 0;
-	if (leave(nic, op) < 0)
+	if (leave(nic, op, unread) < 0) {
+		finish_hint(nic, hint, sizeof(hint));
 		return dmt_err(ctx, &ctx->err, err,
 			       "setting up %s for devmem failed at %s: %s; "
-			       "undoing the finished steps failed too (%s): the next open or close on %s, "
-			       "or 'devmemtcp restore %s', finishes it",
-			       ifname, doing, cause.msg, nic->eerr.msg, ifname, ifname);
+			       "undoing the finished steps failed too (%s): %s",
+			       ifname, doing, cause.msg, nic->eerr.msg, hint);
+	}
 	return dmt_err(ctx, &ctx->err, err,
 		       "setting up %s for devmem failed at %s: %s; "
 		       "the %u finished steps were undone",
@@ -874,8 +969,8 @@ static int bind_queues(struct devmemtcp_nic *nic, struct dmt_op *op,
 /* The lock again, to undo a failed bind. */
 static int rollback_bind(struct devmemtcp_nic *nic, struct dmt_op *op, int err)
 {
-	struct dmt_err cause = nic->eerr;
-	char doing[sizeof(op->doing)];
+	struct dmt_err cause = nic->eerr, unread;
+	char doing[sizeof(op->doing)], hint[256];
 	uint32_t done = op->changes;
 	int ret;
 
@@ -883,18 +978,19 @@ static int rollback_bind(struct devmemtcp_nic *nic, struct dmt_op *op, int err)
 	ret = dmt_op_begin(op, nic->ctx, &nic->eth, nic->nl, nic->run_dir, &nic->eerr);
 	if (!ret)
 		ret = dmt_op_load(op, nic->name);
-	if (ret < 0) {
+	if (ret < 0 && !op->locked) {
 		dmt_op_end(op);
+		finish_hint(nic, hint, sizeof(hint));
 		return dmt_err(nic->ctx, &nic->ctx->err, err,
-			       "setting up %s for devmem failed at %s: %s; undoing the finished steps failed too (%s): "
-			       "the next open or close on %s after this process ends, or 'devmemtcp restore --all %s', finishes it",
-			       nic->eth.ifname, doing, cause.msg, nic->eerr.msg,
-			       nic->eth.ifname, nic->eth.ifname);
+			       "setting up %s for devmem failed at %s: %s; undoing the finished steps failed too (%s): %s",
+			       nic->eth.ifname, doing, cause.msg, nic->eerr.msg, hint);
 	}
+	unread = nic->eerr;
+	unread.code = ret;
 	nic->eerr = cause;
 	memcpy(op->doing, doing, sizeof(doing));
 	op->changes = done;
-	ret = rollback(nic, op, err);
+	ret = rollback(nic, op, err, ret < 0 ? &unread : NULL);
 	dmt_op_end(op);
 	return ret;
 }
@@ -945,7 +1041,7 @@ static int open_locked(struct devmemtcp_nic *nic, struct dmt_op *op,
 		return report(nic, err, "cannot set up devmem");
 	err = apply(nic, op, opts);
 	if (err < 0)
-		return rollback(nic, op, err);
+		return rollback(nic, op, err, NULL);
 	return 0;
 }
 
@@ -1120,7 +1216,9 @@ static int handle_op(struct devmemtcp_nic *nic, struct dmt_op *op)
 DEVMEMTCP_EXPORT int devmemtcp_nic_close(struct devmemtcp_nic *nic)
 {
 	DMT_KEEP_ERRNO;
+	struct dmt_err unread;
 	struct dmt_op op;
+	char hint[256];
 	int err;
 
 	if (!nic)
@@ -1143,15 +1241,30 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_close(struct devmemtcp_nic *nic)
 				: dmt_hook_env_int("DEVMEMTCP_TEST_NIC_CLOSE_CRASH_STEP");
 	op.hook_name = "DEVMEMTCP_TEST_NIC_CLOSE_FAIL_STEP";
 #endif
-	if (!err)
-		err = leave(nic, &op);
-	if (err < 0)
+	/* without the others' files, still this owner's own changes */
+	unread = nic->eerr;
+	unread.code = err;
+	if (op.locked) {
+		char doing[sizeof(op.doing)];
+		int e2;
+
+		memcpy(doing, op.doing, sizeof(doing));
+		e2 = leave(nic, &op, err < 0 ? &unread : NULL);
+		if (err < 0) {	/* the first failure is the one named */
+			nic->eerr = unread;
+			memcpy(op.doing, doing, sizeof(doing));
+		} else {
+			err = e2;
+		}
+	}
+	if (err < 0) {
+		finish_hint(nic, hint, sizeof(hint));
 		dmt_err(nic->ctx, &nic->ctx->err, err,
-			"closing the devmem setup of %s failed%s%s: %s; what is left is recorded in %s: "
-			"the next open or close on %s, or 'devmemtcp restore %s', finishes it",
+			"closing the devmem setup of %s failed%s%s: %s; what is left is recorded in %s: %s",
 			nic->eth.ifname, op.doing[0] ? " at " : "", op.doing,
 			nic->eerr.msg[0] ? nic->eerr.msg : dmt_errno_name(err),
-			nic->run_dir, nic->eth.ifname, nic->eth.ifname);
+			nic->run_dir, hint);
+	}
 	dmt_op_end(&op);
 	nic_free(nic);
 	return err;

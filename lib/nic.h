@@ -153,6 +153,11 @@ int dmt_file_read(const struct dmt_rundir *rd, const char *name, char **text,
 		  size_t *len, struct dmt_err *err);
 int dmt_file_write(const struct dmt_rundir *rd, const char *name,
 		   const char *text, size_t len, struct dmt_err *err);
+/* text, as dmt_owner_format() wrote it, written as name with "state
+ * closed": the owner is dead from then on although its process lives.
+ * Allocates nothing, for when memory has run out. */
+int dmt_owner_write_closed(const struct dmt_rundir *rd, const char *name,
+			   const char *text, size_t len, struct dmt_err *err);
 /* 0 also when absent. */
 int dmt_file_remove(const struct dmt_rundir *rd, const char *name);
 /* The names in the run directory that start with prefix (*names and each
@@ -270,8 +275,10 @@ int dmt_op_dev_rss(struct dmt_op *op, const struct dmt_rss **rss);
 /* "; "-joined report of an item left alone. */
 void dmt_op_report(struct dmt_op *op, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* Write o's file (name from its identity). */
-int dmt_op_save_owner(struct dmt_op *op, const struct dmt_owner *o);
+/* Write o's file (name from its identity); *text (malloc'd, *len bytes)
+ * gets what was written when text is not NULL. */
+int dmt_op_save_owner(struct dmt_op *op, const struct dmt_owner *o,
+		      char **text, size_t *len);
 /* The RX queue count (channels, else queue-get, else sysfs). */
 int dmt_op_count_rx(struct dmt_op *op);
 /*

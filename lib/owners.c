@@ -384,7 +384,8 @@ static int save_base(struct dmt_op *op)
 	return err;
 }
 
-int dmt_op_save_owner(struct dmt_op *op, const struct dmt_owner *o)
+int dmt_op_save_owner(struct dmt_op *op, const struct dmt_owner *o,
+		      char **keep, size_t *keep_len)
 {
 	char name[NAME_MAX + 1], *text;
 	size_t len;
@@ -395,6 +396,11 @@ int dmt_op_save_owner(struct dmt_op *op, const struct dmt_owner *o)
 		return dmt_err_set(op->err, err, "writing %s/%s: out of memory",
 				   op->rd.path, name);
 	err = dmt_file_write(&op->rd, name, text, len, op->err);
+	if (!err && keep) {
+		*keep = text;
+		*keep_len = len;
+		return 0;
+	}
 	free(text);
 	return err;
 }
@@ -711,12 +717,21 @@ static int delete_ctx(struct dmt_op *op, const struct dmt_owner *o, uint32_t id)
 static int undo_placed_ctx(struct dmt_op *op, const struct dmt_owner *o)
 {
 	struct dmt_rss cur = { 0 };
-	int err = op->e->ops->rss_get(op->e, o->ctx_id, &cur);
-	bool ours = err == 0 && table_is(&cur, o);
+	bool ours;
+	int err;
+
+	snprintf(op->doing, sizeof(op->doing), "RSS context %u", o->ctx_id);
+	err = op->e->ops->rss_get(op->e, o->ctx_id, &cur);
+	ours = err == 0 && table_is(&cur, o);
 
 	dmt_rss_free(&cur);
 	if (err == -ENOENT)
 		return 0;
+	if (err == -ENOMEM || err == -ENOBUFS || err == -EAGAIN || err == -EINTR)
+		/* cannot tell yet: the record stays for the next attempt */
+		return dmt_err_set(op->err, err,
+				   "reading RSS context %u on %s: %s", o->ctx_id,
+				   op->e->ifname, dmt_errno_name(err));
 	if (err < 0) {
 		/* cannot tell: leave it rather than delete what may not be ours */
 		dmt_op_report(op, "RSS context %u on %s that pid %ld (%s) created cannot be read (%s): left alone",
@@ -819,7 +834,7 @@ int dmt_op_clean(struct dmt_op *op, bool all)
 		 * claimed meanwhile */
 		o->closed = true;
 		op->alive[i] = false;
-		dmt_op_save_owner(op, o);
+		dmt_op_save_owner(op, o, NULL, NULL);
 		if (!first)
 			first = dmt_err_set(op->err, err,
 					    "undoing what pid %ld (%s) left on %s failed at %s: %s",
@@ -1144,6 +1159,7 @@ int dmt_op_reconcile(struct dmt_op *op, const struct dmt_owner *me,
 	size_t n = 0;
 	int err;
 
+	snprintf(op->doing, sizeof(op->doing), "the shared settings");
 	list = dmt_calloc(op->nowners + 1, sizeof(*list));
 	if (!list)
 		return dmt_err_set(op->err, -ENOMEM, "%s: out of memory", op->e->ifname);

@@ -6,6 +6,7 @@
  * at once with several requests in flight, as NCCL's proxy thread does.
  *
  *   test-nccl-net PLUGIN [--version 8|9|10|11] [--bytes N] [--quiet]
+ *                        [--corrupt K]
  *       two threads of this process over loopback (NCCL_DEVMEMTCP_IFNAME=lo
  *       unless set), every version: properties, N bytes (64 MiB) each way
  *       in messages of mixed sizes (0 bytes, sizes not a multiple of 4) with
@@ -15,7 +16,9 @@
  *       is not one); the plugin must log the path of every connection.
  *
  *       With NCCL_DEVMEMTCP_FAMILY=AF_INET6 the same over ::1 (exit 77
- *       when lo has no IPv6 address).
+ *       when lo has no IPv6 address).  --corrupt K changes a byte of rank
+ *       0's message K after it is written (a test of the checks: rank 1
+ *       must report the mismatch and both ranks stop).
  *
  *   test-nccl-net PLUGIN --fork --ns0 NS --if0 IF --ns1 NS --if1 IF
  *       [--devmem] [--dmabuf-tx] ...
@@ -63,6 +66,7 @@
 static const char *plugin_path;
 static uint64_t total = 64ull << 20;
 static int only_version;
+static long corrupt_msg = -1;
 static bool quiet, fork_mode, want_devmem, dmabuf_tx;
 static const char *rank_ns[2], *rank_if[2];
 
@@ -287,6 +291,26 @@ static int sync_recv(struct rank *r, void *buf, size_t len)
 	return 0;
 }
 
+/* The peer gave up: it shut down (a thread) or closed (a process) its end
+ * of the side channel.  Loops that wait on the plugin check it, so that
+ * one rank's failure ends the run at once instead of leaving the other
+ * waiting for bytes that will never come. */
+static bool peer_gone(struct rank *r)
+{
+	struct pollfd p = { .fd = r->sync_fd, .events = POLLRDHUP };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP));
+}
+
+/* A loop waiting on the plugin may go on: the peer is there, and end (a
+ * TIMEOUT_S deadline) has not passed. */
+static int still_waiting(struct rank *r, double end, const char *what)
+{
+	CHECK(r, !peer_gone(r), "the peer stopped while %s (see its message)", what);
+	CHECK(r, now_s() < end, "%s: nothing for %d s", what, TIMEOUT_S);
+	return 0;
+}
+
 /* Both ranks reach the same point. */
 static int barrier(struct rank *r)
 {
@@ -321,7 +345,8 @@ static int connect_pair(struct rank *r, void **sc, void **rc)
 			ret = net_accept(&r->net, lc, rc);
 			CHECK(r, ret == NCCL_OK, "accept: %d", ret);
 		}
-		CHECK(r, now_s() < end, "no connection after %d s", TIMEOUT_S);
+		if (still_waiting(r, end, "connecting"))
+			return -1;
 	}
 	CHECK(r, CALL(&r->net, close_listen, lc) == NCCL_OK, "closeListen");
 	return 0;
@@ -432,15 +457,20 @@ static uint8_t pat(uint64_t pos, unsigned int seed)
 }
 
 /* The pattern repeats every 251 bytes: copy it from a table of a few
- * periods instead of computing every byte. */
+ * periods instead of computing every byte.  main() fills it before the
+ * ranks start: both read it, and a rank that found it half filled by the
+ * other would send (or expect) zeros. */
 #define PAT_CHUNK (251 * 64)
 static uint8_t pat_table[PAT_CHUNK + 251];
 
+static void pat_init(void)
+{
+	for (size_t i = 0; i < sizeof(pat_table); i++)
+		pat_table[i] = (uint8_t)(i % 251);
+}
+
 static const uint8_t *pat_at(uint64_t pos, unsigned int seed)
 {
-	if (!pat_table[1])
-		for (size_t i = 0; i < sizeof(pat_table); i++)
-			pat_table[i] = (uint8_t)(i % 251);
 	return pat_table + (pos + seed) % 251;
 }
 
@@ -527,6 +557,8 @@ static int post_send(struct rank *r, struct dir *d, unsigned int seed)
 		return 0;
 	if (put(r, p, size, d->pos, seed))
 		return -1;
+	if (r->id == 0 && corrupt_msg == (long)d->next && size)
+		p[size / 2] ^= 0x5a;
 	ret = net_isend(&r->net, r->sc, p, size, r->id, r->smh, &d->req[slot]);
 	CHECK(r, ret == NCCL_OK, "isend of message %u (%zu bytes): %d", d->next,
 	      size, ret);
@@ -624,7 +656,8 @@ static int transfer(struct rank *r)
 	unsigned int seed_out = r->id ? 101 : 0, seed_in = r->id ? 0 : 101;
 	unsigned int n = messages();
 	struct dir s = { 0 }, v = { 0 };
-	double t0 = now_s(), end = t0 + TIMEOUT_S * 3;
+	double t0 = now_s(), end = t0 + TIMEOUT_S;
+	unsigned int seen = 0;
 
 	while (s.done < n || v.done < n) {
 		while (s.next < n && !s.req[s.next % WINDOW] && s.next - s.done < WINDOW) {
@@ -645,8 +678,14 @@ static int transfer(struct rank *r)
 		}
 		if (poll_dir(r, &s, false, seed_out) || poll_dir(r, &v, true, seed_in))
 			return -1;
-		CHECK(r, now_s() < end, "stuck: %u/%u sent, %u/%u received", s.done,
-		      n, v.done, n);
+		if (s.done + v.done != seen) {
+			seen = s.done + v.done;
+			end = now_s() + TIMEOUT_S;
+		}
+		CHECK(r, !peer_gone(r), "the peer stopped (see its message) with %u/%u sent, %u/%u received",
+		      s.done, n, v.done, n);
+		CHECK(r, now_s() < end, "stuck: nothing completed for %d s, %u/%u sent, %u/%u received",
+		      TIMEOUT_S, s.done, n, v.done, n);
 	}
 	printf("rank %d v%d: %" PRIu64 " bytes each way in %u messages, %.0f MB/s per direction with the pattern fill and check\n",
 	       r->id, r->net.v, total, n, (double)total / (now_s() - t0) / 1e6);
@@ -703,7 +742,9 @@ static int grouped(struct rank *r)
 		for (int i = 0; i < 4; i++) {
 			for (done = 0; !done;) {
 				ret = CALL(&r->net, test, reqs[i], &done, NULL);
-				CHECK(r, ret == NCCL_OK && now_s() < end, "test: %d", ret);
+				CHECK(r, ret == NCCL_OK, "test: %d", ret);
+				if (still_waiting(r, end, "sending tagged messages"))
+					return -1;
 			}
 		}
 		return barrier(r);
@@ -721,7 +762,9 @@ static int grouped(struct rank *r)
 	}
 	while (!done) {
 		ret = CALL(&r->net, test, req, &done, sizes_out);
-		CHECK(r, ret == NCCL_OK && now_s() < end, "test: %d", ret);
+		CHECK(r, ret == NCCL_OK, "test: %d", ret);
+		if (still_waiting(r, end, "receiving tagged messages"))
+			return -1;
 	}
 	for (int i = 0; i < 4; i++) {
 		const uint8_t *p = data[i];
@@ -748,8 +791,11 @@ static int wait_error(struct rank *r, void *req, int want, const char *what)
 	double end = now_s() + TIMEOUT_S;
 	int done = 0, ret = NCCL_OK;
 
-	while (ret == NCCL_OK && !done && now_s() < end)
+	while (ret == NCCL_OK && !done) {
+		if (still_waiting(r, end, what))
+			return -1;
 		ret = CALL(&r->net, test, req, &done, NULL);
+	}
 	CHECK(r, ret == want, "%s: test returned %d (done %d), expected %d", what,
 	      ret, done, want);
 	return 0;
@@ -1084,7 +1130,7 @@ static uint64_t parse_bytes(const char *s)
 
 static void usage(int code)
 {
-	printf("usage: test-nccl-net PLUGIN.so [--version 8|9|10|11] [--bytes N] [--quiet]\n"
+	printf("usage: test-nccl-net PLUGIN.so [--version 8|9|10|11] [--bytes N] [--quiet] [--corrupt K]\n"
 	       "       test-nccl-net PLUGIN.so --fork [--ns0 NS --if0 IF --ns1 NS --if1 IF]\n"
 	       "                     [--devmem] [--dmabuf-tx] [--version V] [--bytes N]\n");
 	exit(code);
@@ -1103,6 +1149,7 @@ static void parse_args(int argc, char **argv)
 		{ "if1", required_argument, NULL, 4 },
 		{ "devmem", no_argument, NULL, 5 },
 		{ "dmabuf-tx", no_argument, NULL, 6 },
+		{ "corrupt", required_argument, NULL, 7 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -1120,6 +1167,7 @@ static void parse_args(int argc, char **argv)
 		case 4: rank_if[1] = optarg; break;
 		case 5: want_devmem = true; break;
 		case 6: dmabuf_tx = true; break;
+		case 7: corrupt_msg = atol(optarg); break;
 		case 'h': usage(0); break;
 		default: usage(2);
 		}
@@ -1159,6 +1207,7 @@ int main(int argc, char **argv)
 
 	parse_args(argc, argv);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	pat_init();
 	ipv6_or_skip();
 	if (!fork_mode && !rank_if[0])
 		setenv("NCCL_DEVMEMTCP_IFNAME", "=lo", 0);

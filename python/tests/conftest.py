@@ -94,14 +94,15 @@ def conn():
 
 
 class HostMem:
-    """Host memory standing in for a dma-buf: a memfd mapping, imported as
+    """Host memory standing in for a dma-buf: a memfd mapping (which test
+    builds take as a dma-buf, see _testing.dmabuf_stand_in), imported as
     a Buffer whose segment addresses are CPU addresses (kDLCPU; or device
     addresses of the fake CUDA driver, device=(kDLCUDA, 0))."""
 
     def __init__(self, ctx, size, device=(dm.kDLCPU, 0), **kw):
+        from devmemtcp import _testing
         self.size = size
-        self.fd = os.memfd_create("devmemtcp-test")
-        os.ftruncate(self.fd, size)
+        self.fd = _testing.dmabuf_stand_in(size)
         self.mem = mmap.mmap(self.fd, size)
         self.base = ctypes.addressof(ctypes.c_char.from_buffer(self.mem))
         self.mem[:] = os.urandom(size)

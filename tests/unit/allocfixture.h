@@ -28,6 +28,13 @@ static inline void alloc_arm(struct devmemtcp_ctx *ctx, long n)
 	dmt_test_alloc_fail(n, false);
 }
 
+/* The same, and every allocation after it fails too: memory stays out. */
+static inline void alloc_arm_sticky(struct devmemtcp_ctx *ctx, long n)
+{
+	dmt_err_clear(&ctx->err);
+	dmt_test_alloc_fail(n, true);
+}
+
 /* Disarm; true when the armed allocation was reached (and failed). */
 static inline bool alloc_injected(long n)
 {

@@ -161,9 +161,12 @@ static int f_rss_get(struct dmt_eth *e, uint32_t context, struct dmt_rss *rss)
 	if (context > FAKE_CTX || (context && !n->ctx[context].used))
 		return -ENOENT;
 	t = context ? n->ctx[context].indir : n->indir;
+	/* allocated as the real layer does: the allocation walks count it */
+	rss->indir = dmt_malloc(sizeof(n->indir));
+	if (!rss->indir)
+		return -ENOMEM;
 	rss->context = context;
 	rss->indir_size = FAKE_INDIR;
-	rss->indir = malloc(sizeof(n->indir));
 	memcpy(rss->indir, t, sizeof(n->indir));
 	return 0;
 }
@@ -171,19 +174,30 @@ static int f_rss_get(struct dmt_eth *e, uint32_t context, struct dmt_rss *rss)
 static int f_rss_dump(struct dmt_eth *e, struct dmt_rss **list, size_t *cnt)
 {
 	struct fake_nic *n = FN(e);
-	struct dmt_rss *v = calloc(FAKE_CTX + 1, sizeof(*v));
+	struct dmt_rss *v;
 	size_t k = 0;
+	int err = 0;
 
+	*list = NULL;
+	*cnt = 0;
 	if (!n->rss) {
-		free(v);
 		n->calls++;
 		return -EOPNOTSUPP;
 	}
-	for (uint32_t c = 0; c <= FAKE_CTX; c++)
+	v = dmt_calloc(FAKE_CTX + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (uint32_t c = 0; c <= FAKE_CTX && !err; c++)
 		if (c == 0 || n->ctx[c].used)
-			f_rss_get(e, c, &v[k++]);
+			err = f_rss_get(e, c, &v[k++]);
 	n->calls -= (int)k - 1;		/* one dump */
 	n->nl_calls -= (int)k - 1;
+	if (err < 0) {
+		for (size_t i = 0; i < k; i++)
+			free(v[i].indir);
+		free(v);
+		return err;
+	}
 	*list = v;
 	*cnt = k;
 	return 0;
@@ -310,14 +324,17 @@ static int f_rule_delete(struct dmt_eth *e, uint32_t loc)
 static int f_rule_list(struct dmt_eth *e, struct dmt_rule **rules, size_t *cnt, uint32_t *size)
 {
 	struct fake_nic *n = FN(e);
-	struct dmt_rule *v = calloc(FAKE_RULES, sizeof(*v));
+	struct dmt_rule *v;
 	size_t k = 0;
 
 	n->calls++;
-	if (!n->rules_supported) {
-		free(v);
+	*rules = NULL;
+	*cnt = 0;
+	if (!n->rules_supported)
 		return -EOPNOTSUPP;
-	}
+	v = dmt_calloc(FAKE_RULES, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
 	for (int i = 0; i < FAKE_RULES; i++) {
 		if (!n->rule[i].used)
 			continue;

@@ -7,8 +7,11 @@
  * that says out of memory (where the call has an object to put one on),
  * leave nothing behind (the sanitizer and valgrind runs check leaks; the
  * fake NIC is compared with its state before; no journal is left), and the
- * path must work afterwards.  Each walk prints how many allocations its
- * path makes.  The bind paths are in tests/host/test-alloc.c, the GPU ones
+ * path must work afterwards.  The NIC walks run twice, the second time with
+ * every allocation from the N-th on failing (memory stays out): there, and
+ * for a failed close, what the call could not undo must be finished by a
+ * plain recover, as its message says.  Each walk prints how many
+ * allocations its path makes.  The bind paths are in tests/host/test-alloc.c, the GPU ones
  * in tests/gpu.
  */
 #include <dirent.h>
@@ -378,8 +381,26 @@ static struct devmemtcp_nic_opts nic_opts(struct devmemtcp_flow *f)
 	return o;
 }
 
-static void test_nic_open_close(void **state)
+/* What a failed call left: nothing, or what a plain recover (by anyone:
+ * this process lives, so its owner file must say closed) finishes, as
+ * the message says. */
+static void assert_recover_finishes(const char *path, long n, const char *msg)
 {
+	if (journal_exists() && !strstr(msg, "'devmemtcp restore eth0'"))
+		fail_msg("%s, allocation %ld failed: files are left but the message does not say restore finishes: \"%s\"",
+			 path, n, msg);
+	assert_true(devmemtcp_nic_recover(ctx, "eth0", NULL) >= 0);
+	assert_nic_unchanged(path, n);
+}
+
+/* The walks of open and close; sticky: memory stays out from the N-th
+ * allocation on. */
+static void nic_walks(bool sticky)
+{
+	const char *open_path = sticky ? "devmemtcp_nic_open (memory stays out)"
+				       : "devmemtcp_nic_open";
+	const char *close_path = sticky ? "devmemtcp_nic_close (memory stays out)"
+					: "devmemtcp_nic_close";
 	struct devmemtcp_flow f[2];
 	struct devmemtcp_nic_opts o = nic_opts(f);
 	struct devmemtcp_nic *nic;
@@ -388,34 +409,61 @@ static void test_nic_open_close(void **state)
 
 	nic_reset();
 	for (n = 1;; n++) {
-		alloc_arm(ctx, n);
+		if (sticky)
+			alloc_arm_sticky(ctx, n);
+		else
+			alloc_arm(ctx, n);
 		ret = devmemtcp_nic_open(ctx, "eth0", &o, &nic);
 		if (!alloc_injected(n))
 			break;
 		assert_int_equal(ret, -ENOMEM);
-		alloc_expect_oom("devmemtcp_nic_open", n, devmemtcp_ctx_errmsg(ctx));
-		assert_nic_unchanged("devmemtcp_nic_open", n);
+		alloc_expect_oom(open_path, n, devmemtcp_ctx_errmsg(ctx));
+		if (sticky)
+			assert_recover_finishes(open_path, n, devmemtcp_ctx_errmsg(ctx));
+		else
+			assert_nic_unchanged(open_path, n);
 	}
 	assert_int_equal(ret, 0);
 	assert_int_equal(devmemtcp_nic_close(nic), 0);
-	assert_nic_unchanged("devmemtcp_nic_open", 0);
-	alloc_walked("devmemtcp_nic_open", n);
+	assert_nic_unchanged(open_path, 0);
+	alloc_walked(open_path, n);
 
 	/* close: whatever it could not undo, recover finishes */
 	for (n = 1;; n++) {
 		assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), 0);
-		alloc_arm(ctx, n);
+		if (sticky)
+			alloc_arm_sticky(ctx, n);
+		else
+			alloc_arm(ctx, n);
 		ret = devmemtcp_nic_close(nic);
 		if (!alloc_injected(n))
 			break;
 		assert_int_equal(ret, -ENOMEM);
-		alloc_expect_oom("devmemtcp_nic_close", n, devmemtcp_ctx_errmsg(ctx));
-		assert_true(devmemtcp_nic_recover(ctx, "eth0", NULL) >= 0);
-		assert_nic_unchanged("devmemtcp_nic_close", n);
+		alloc_expect_oom(close_path, n, devmemtcp_ctx_errmsg(ctx));
+		assert_recover_finishes(close_path, n, devmemtcp_ctx_errmsg(ctx));
 	}
 	assert_int_equal(ret, 0);
-	assert_nic_unchanged("devmemtcp_nic_close", 0);
-	alloc_walked("devmemtcp_nic_close", n);
+	assert_nic_unchanged(close_path, 0);
+	alloc_walked(close_path, n);
+}
+
+/* A failed open undoes everything itself; a failed close leaves what
+ * recover finishes. */
+static void test_nic_open_close(void **state)
+{
+	nic_walks(false);
+}
+
+/*
+ * Memory stays out, so that the undo of a failed open or close cannot
+ * allocate either.  What undo cannot reach without memory (the shared
+ * settings need every owner's file read) must stay recorded where the
+ * next operation of anyone finds it: a recover afterwards restores the
+ * NIC and leaves no file.
+ */
+static void test_nic_sticky(void **state)
+{
+	nic_walks(true);
 }
 
 /* A process set the NIC up and died: its journal is left. */
@@ -509,6 +557,7 @@ int main(void)
 		cmocka_unit_test(test_rx_release_after),
 		cmocka_unit_test(test_tx_new_send),
 		cmocka_unit_test(test_nic_open_close),
+		cmocka_unit_test(test_nic_sticky),
 		cmocka_unit_test(test_nic_recover),
 		cmocka_unit_test(test_flow_parse),
 	};

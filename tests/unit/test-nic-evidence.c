@@ -231,6 +231,40 @@ static void test_no_namespace(void **state)
 	assert_string_equal(before, after);
 }
 
+/* Another owner's file cannot be read (malformed): the close still undoes
+ * the handle's own rule and context, which the device shows, and leaves
+ * the shared settings, which depend on every owner, to the next
+ * operation; once the file is dealt with, a recover restores the rest. */
+static void test_close_with_malformed_file(void **state)
+{
+	struct devmemtcp_flow f = flow("dst-ip 10.0.0.1 dst-port 5201");
+	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 2, .flows = &f, .nflows = 1);
+	struct devmemtcp_nic *nic;
+	char path[PATH_MAX];
+	struct dmt_err e;
+
+	fake_dump(nic_state, before, sizeof(before));
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), 0);
+	assert_int_equal(dmt_file_write(nicfix_rd(dir), "eth0.owner.1.1.1", "garbage\n", 8, &e), 0);
+	snprintf(path, sizeof(path), "%s/eth0.owner.1.1.1", dir);
+	assert_int_equal(devmemtcp_nic_close(nic), -EBADMSG);
+	nicfix_expect_errmsg(ctx, "closing the devmem setup of eth0 failed: %s is malformed (line 1): undo what it records by hand, then delete it; "
+			     "what is left is recorded in %s: the next open or close on eth0, or 'devmemtcp restore eth0', finishes it",
+			     path, dir);
+	for (int i = 0; i < FAKE_RULES; i++)
+		assert_false(nic_state->rule[i].used);
+	for (int c = 1; c <= FAKE_CTX; c++)
+		assert_false(nic_state->ctx[c].used);
+	assert_int_equal(nic_state->tds_cfg, DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED);
+	assert_int_equal(unlink(path), 0);
+	assert_true(nicfix_files_left(dir, "eth0"));	/* the baseline */
+
+	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 1);
+	fake_dump(nic_state, after, sizeof(after));
+	assert_string_equal(before, after);
+	assert_false(nicfix_files_left(dir, "eth0"));
+}
+
 /* ---- item: shadowing foreign rules ---- */
 
 /* A foreign rule more specific than ours, at a lower location (matched
@@ -299,6 +333,7 @@ int main(void)
 		cmocka_unit_test_setup(test_journal_of_another_interface, each),
 		cmocka_unit_test_setup(test_ifindex_changed, each),
 		cmocka_unit_test_setup(test_no_namespace, each),
+		cmocka_unit_test_setup(test_close_with_malformed_file, each),
 		cmocka_unit_test_setup(test_shadowed_by_more_specific, each),
 		cmocka_unit_test_setup(test_add_flow_shadowed, each),
 	};

@@ -525,6 +525,11 @@ struct thread_arg {
 	int ret;
 };
 
+/* Every thread's open is done (or failed) before any receives and
+ * closes: the handles exist at once, so their queues are distinct (a
+ * queue given back by a close may well go to the next open). */
+static pthread_barrier_t all_open;
+
 static void *thread_main(void *p)
 {
 	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = t_quiet);
@@ -542,13 +547,16 @@ static void *thread_main(void *p)
 	a->ret = -1;
 	snprintf(text, sizeof(text), "dst-ip %s dst-port %d", VM_RX_ADDR4, a->port);
 	devmemtcp_flow_parse(text, &f);
-	if (devmemtcp_ctx_new(&co, &tctx) || t_udmabuf(tctx, 16u << 20, &buf))
-		goto out;
-	o.buf = buf;
-	if (devmemtcp_nic_open(tctx, ifname, &o, &nic)) {
-		snprintf(a->msg, sizeof(a->msg), "open: %s", devmemtcp_ctx_errmsg(tctx));
-		goto out;
+	if (devmemtcp_ctx_new(&co, &tctx) || t_udmabuf(tctx, 16u << 20, &buf)) {
+		snprintf(a->msg, sizeof(a->msg), "context or buffer");
+	} else {
+		o.buf = buf;
+		if (devmemtcp_nic_open(tctx, ifname, &o, &nic))
+			snprintf(a->msg, sizeof(a->msg), "open: %s", devmemtcp_ctx_errmsg(tctx));
 	}
+	pthread_barrier_wait(&all_open);
+	if (!nic)
+		goto out;
 	devmemtcp_nic_queues(nic, &q);
 	a->queue = q[0];
 	l = t_listen(VM_RX_ADDR4, a->port);
@@ -576,6 +584,7 @@ static int test_threads(void)
 	double t0 = t_now();
 	uint32_t seen = 0;
 
+	T_CHECK(pthread_barrier_init(&all_open, NULL, 8) == 0, "barrier");
 	for (int i = 0; i < 8; i++) {
 		a[i] = (struct thread_arg){ .port = 5600 + i };
 		T_CHECK(pthread_create(&t[i], NULL, thread_main, &a[i]) == 0, "thread");
@@ -591,6 +600,7 @@ static int test_threads(void)
 		T_CHECK(!(seen & (1u << a[i].queue)), "queue %u twice", a[i].queue);
 		seen |= 1u << a[i].queue;
 	}
+	pthread_barrier_destroy(&all_open);
 	after = nic_dump();
 	T_TRY(nic_same(before, after, "after 8 threads closed"));
 	printf("threads: 8 handles in one process on queues 0x%x, 8 x 8 MiB validated, NIC as before (%.1f s)\n",

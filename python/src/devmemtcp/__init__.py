@@ -43,6 +43,7 @@ from ._devmemtcp import (  # noqa: F401
     LOG_ERR,
     LOG_INFO,
     LOG_NONE,
+    LOG_OFF,
     LOG_WARN,
     PROVIDER_CUDA,
     PROVIDER_DRM,
@@ -62,7 +63,7 @@ __all__ = [
     "Binding", "Buffer", "Context", "Error", "Fragment", "Fragments", "Gpu",
     "Nic", "Queue", "Rx", "Tx", "TxDone", "version",
     "FRAG_FOREIGN", "FRAG_LINEAR", "LOG_DEBUG", "LOG_ERR", "LOG_INFO",
-    "LOG_NONE", "LOG_WARN", "PROVIDER_CUDA", "PROVIDER_DRM", "PROVIDER_IMPORT",
+    "LOG_NONE", "LOG_OFF", "LOG_WARN", "PROVIDER_CUDA", "PROVIDER_DRM", "PROVIDER_IMPORT",
     "PROVIDER_UDMABUF", "QUEUE_RX", "QUEUE_TX", "RELEASE_ANY_THREAD",
     "TX_DONE_COPIED", "kDLCPU", "kDLCUDA",
 ]

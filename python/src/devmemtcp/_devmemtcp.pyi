@@ -183,6 +183,7 @@ FRAG_FOREIGN: int
 QUEUE_RX: int
 QUEUE_TX: int
 TX_DONE_COPIED: int
+LOG_OFF: int
 LOG_NONE: int
 LOG_ERR: int
 LOG_WARN: int

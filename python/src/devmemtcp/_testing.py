@@ -46,7 +46,7 @@ def _load():
     for f in (lib.fakedev_push, lib.fakedev_cycle):
         f.argtypes = [ctypes.c_int, ctypes.POINTER(Frag), ctypes.c_size_t]
     lib.fakedev_stats.argtypes = [ctypes.c_int, ctypes.POINTER(Stats)]
-    lib.fakedev_bench_c.argtypes = [ctypes.c_int, ctypes.c_uint64,
+    lib.fakedev_bench_c.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_uint64,
                                     ctypes.c_uint32, ctypes.c_uint32,
                                     ctypes.c_uint32, ctypes.c_uint64]
     lib.fakedev_bench_c.restype = ctypes.c_double
@@ -70,6 +70,17 @@ def _frags(frags):
         else:
             arr[i] = Frag(f[0], f[1], f[2])
     return arr, len(frags)
+
+
+def dmabuf_stand_in(size):
+    """A memfd of size bytes for an import Buffer, which must be a dma-buf:
+    test builds of the library take a memfd instead while
+    DEVMEMTCP_TEST_DMABUF_MEMFD=1, set here for the whole process (a test
+    of the refusal unsets it).  Returns the descriptor."""
+    os.environ["DEVMEMTCP_TEST_DMABUF_MEMFD"] = "1"
+    fd = os.memfd_create("devmemtcp-test")
+    os.ftruncate(fd, size)
+    return fd
 
 
 def fileno(sock):
@@ -109,8 +120,12 @@ def stats(sock):
 def bench_c(sock, iterations, max_frags, max_bytes, binding_id, size):
     """Nanoseconds per devmemtcp_rx_recv + devmemtcp_rx_release through
     the C API on sock (attached, with a cycle)."""
-    r = _lib.fakedev_bench_c(fileno(sock), iterations, max_frags, max_bytes,
-                             binding_id, size)
+    buf_fd = dmabuf_stand_in(size)
+    try:
+        r = _lib.fakedev_bench_c(fileno(sock), buf_fd, iterations, max_frags,
+                                 max_bytes, binding_id, size)
+    finally:
+        os.close(buf_fd)
     if r < 0:
         raise OSError(int(-r), os.strerror(int(-r)))
     return r

@@ -32,20 +32,15 @@
 #include "dlpack.h"
 
 /*
- * Releases from any thread.  When the library declares (with the macro
- * DEVMEMTCP_RELEASE_ANY_THREAD) that devmemtcp_rx_release(),
- * _release_after(), _flush() and devmemtcp_gpu_release_after() may run on
- * any thread while another blocks in devmemtcp_rx_recv(), the extension
- * calls them directly.  Otherwise it serialises every call on a receiver
- * with its own lock and never holds that lock while blocking: a receive
- * waits with poll() first (waking every FLUSH_SLICE_MS to hand releases
- * that became due to the kernel).  Either way a release from a thread other
- * than the receiving one flushes at once.
+ * Releases from any thread.  The library lets devmemtcp_rx_release(),
+ * _release_after(), _flush(), _add_buf(), _stats() and
+ * devmemtcp_gpu_release_after() run on any thread while another blocks in
+ * devmemtcp_rx_recv() (DEVMEMTCP_RELEASE_ANY_THREAD), so the extension
+ * calls them directly; a release from a thread other than the receiving
+ * one flushes at once.  Builds against a library without it are refused.
  */
-#ifdef DEVMEMTCP_RELEASE_ANY_THREAD
-#define DMT_LIB_THREAD_SAFE 1
-#else
-#define DMT_LIB_THREAD_SAFE 0
+#ifndef DEVMEMTCP_RELEASE_ANY_THREAD
+#error "libdevmemtcp is too old: the binding needs releases from any thread (DEVMEMTCP_RELEASE_ANY_THREAD)"
 #endif
 
 #define RX_MAX_BUFS 16
@@ -117,7 +112,7 @@ struct rx_core {
 	struct ctx_core *ctx;
 	struct devmemtcp_rx *rx;
 	int fd;				/* our dup of the socket */
-	pthread_mutex_t lock;		/* library calls (DMT_LIB_THREAD_SAFE 0) */
+	pthread_mutex_t add_lock;	/* one add_buf at a time (bufs, nbufs) */
 	pthread_mutex_t recv_lock;	/* one receive at a time, and its scratch */
 	atomic_int receiving;		/* threads inside recv() */
 	struct devmemtcp_frag *scratch;
@@ -252,24 +247,11 @@ struct gpu_core *dmt_gpu_core_new(struct ctx_core *ctx, int device,
  * NULL with an exception set. */
 struct gpu_core *dmt_rx_gpu(struct rx_core *rx, int device);
 
-/* Fragment sets.  rx_lock/unlock serialise library calls when the library
- * is not thread-safe for releases. */
-static inline void rx_lock(struct rx_core *rx)
-{
-	if (!DMT_LIB_THREAD_SAFE)
-		pthread_mutex_lock(&rx->lock);
-}
-
-static inline void rx_unlock(struct rx_core *rx)
-{
-	if (!DMT_LIB_THREAD_SAFE)
-		pthread_mutex_unlock(&rx->lock);
-}
-
-/* Drop a reference; the last one hands the tokens to the library (after
- * the fences pushed on the set).  from_any_thread: the caller is not the
- * receiving thread (the tokens then go to the kernel at once).  Returns what the release
- * returned; msg gets the library's message on failure (may be NULL). */
+/* Fragment sets.  Drop a reference; the last one hands the tokens to the
+ * library (after the fences pushed on the set).  from_any_thread: the
+ * caller is not the receiving thread (the tokens then go to the kernel at
+ * once).  Returns what the release returned; msg gets the library's
+ * message on failure (may be NULL). */
 int dmt_set_put(struct frag_set *set, bool from_any_thread, char *msg,
 		size_t msglen);
 /* Release after the work queued on stream (devmemtcp_gpu_release_after),

@@ -259,6 +259,7 @@ static const struct int_const constants[] = {
 	{ "QUEUE_RX", DEVMEMTCP_QUEUE_RX },
 	{ "QUEUE_TX", DEVMEMTCP_QUEUE_TX },
 	{ "TX_DONE_COPIED", DEVMEMTCP_TX_DONE_COPIED },
+	{ "LOG_OFF", DEVMEMTCP_LOG_OFF },
 	{ "LOG_NONE", DEVMEMTCP_LOG_NONE },
 	{ "LOG_ERR", DEVMEMTCP_LOG_ERR },
 	{ "LOG_WARN", DEVMEMTCP_LOG_WARN },
@@ -275,7 +276,7 @@ static int add_constants(PyObject *m)
 				       PyLong_FromLongLong(constants[i].value)))
 			return -1;
 	if (PyModule_AddObject(m, "RELEASE_ANY_THREAD",
-			       PyBool_FromLong(DMT_LIB_THREAD_SAFE)))
+			       PyBool_FromLong(DEVMEMTCP_RELEASE_ANY_THREAD)))
 		return -1;
 	return 0;
 }

@@ -38,15 +38,14 @@ static int flows_of(PyObject *obj, struct devmemtcp_flow **flows, size_t *n)
 	}
 	for (size_t i = 0; i < *n; i++) {
 		const char *s = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, (Py_ssize_t)i));
-		char msg[256];
+		int ret;
 
 		if (!s)
 			break;
-		if (devmemtcp_flow_parse(s, &(*flows)[i])) {
-			snprintf(msg, sizeof(msg),
-				 "flow '%s' does not parse: use '[tcp4|tcp6] [src-ip A[/L]] [dst-ip A[/L]] [src-port N] [dst-port N] [queue I]'",
-				 s);
-			dmt_raise(-EINVAL, msg);
+		ret = devmemtcp_flow_parse(s, &(*flows)[i]);
+		if (ret) {
+			/* what is wrong with it, kept for this thread */
+			dmt_raise(ret, devmemtcp_ctx_errmsg(NULL));
 			break;
 		}
 	}

@@ -80,32 +80,35 @@ void dmt_ctx_destroy(struct core *c)
 	free(x);
 }
 
-static void drop_log(void *user, int level, const char *msg)
-{
-}
-
+/* The library's log_level for the argument: None leaves it to the library
+ * ($DEVMEMTCP_LOG, else silent); 'none', LOG_NONE and LOG_OFF print
+ * nothing whatever the environment says. */
 static int log_level_of(PyObject *obj, int *level)
 {
 	static const char *names[] = { "none", "err", "warn", "info", "debug" };
-	static const int levels[] = { DEVMEMTCP_LOG_NONE, DEVMEMTCP_LOG_ERR,
+	static const int levels[] = { DEVMEMTCP_LOG_OFF, DEVMEMTCP_LOG_ERR,
 				      DEVMEMTCP_LOG_WARN, DEVMEMTCP_LOG_INFO,
 				      DEVMEMTCP_LOG_DEBUG };
+	bool ok = false;
 
-	*level = -1;
+	*level = 0;
 	if (obj == Py_None)
 		return 0;
 	if (PyUnicode_Check(obj)) {
 		const char *s = PyUnicode_AsUTF8(obj);
 
 		for (size_t i = 0; s && i < 5; i++)
-			if (!strcmp(s, names[i]))
+			if (!strcmp(s, names[i])) {
 				*level = levels[i];
+				ok = true;
+			}
 	} else if (PyLong_Check(obj)) {
-		*level = (int)PyLong_AsLong(obj);
-		if (*level < 0 || *level > DEVMEMTCP_LOG_DEBUG)
-			*level = -2;
+		long v = PyLong_AsLong(obj);
+
+		ok = v >= DEVMEMTCP_LOG_OFF && v <= DEVMEMTCP_LOG_DEBUG;
+		*level = v == DEVMEMTCP_LOG_NONE ? DEVMEMTCP_LOG_OFF : (int)v;
 	}
-	if (*level < 0) {
+	if (!ok) {
 		if (!PyErr_Occurred())
 			PyErr_SetString(PyExc_ValueError,
 					"log_level is one of 'none', 'err', 'warn', 'info', 'debug' or a LOG_* number");
@@ -127,18 +130,15 @@ static int Context_init(ContextObject *self, PyObject *args, PyObject *kw)
 		return -1;
 	if (dmt_fresh((PyObject *)self, "Context"))
 		return -1;
-	/* Errors raise with their message: by default nothing is printed,
-	 * unless $DEVMEMTCP_LOG asks for it. */
-	if (level < 0 && !secure_getenv("DEVMEMTCP_LOG"))
-		level = DEVMEMTCP_LOG_NONE;
 	{
-		DEVMEMTCP_OPTS(ctx_opts, o, .log_level = level > 0 ? level : 0,
-			       .log_fn = level == DEVMEMTCP_LOG_NONE ? drop_log : NULL);
+		DEVMEMTCP_OPTS(ctx_opts, o, .log_level = level);
 
 		ret = devmemtcp_ctx_new(&o, &ctx);
 	}
 	if (ret) {
-		dmt_raise(ret, "devmemtcp_ctx_new failed");
+		/* the calling thread's message; an allocation failure records
+		 * none, and the thread's may then be an older one */
+		dmt_raise(ret, ret == -ENOMEM ? NULL : devmemtcp_ctx_errmsg(NULL));
 		return -1;
 	}
 	core = calloc(1, sizeof(*core));
@@ -265,10 +265,11 @@ static PyGetSetDef Context_getset[] = {
 PyDoc_STRVAR(Context_doc,
 "Context(log_level=None)\n--\n\n"
 "The library context.  Every other object is made with one.  Errors raise\n"
-"devmemtcp.Error with the library's message, so by default the library\n"
-"prints nothing; log_level ('none', 'err', 'warn', 'info', 'debug', or\n"
-"$DEVMEMTCP_LOG when None and set) sends its messages to stderr.  A context\n"
-"manager: close() on exit.");
+"devmemtcp.Error with the library's message, and the library prints\n"
+"nothing unless asked: log_level ('err', 'warn', 'info', 'debug', or\n"
+"$DEVMEMTCP_LOG when None and set) sends its messages to stderr; 'none'\n"
+"(LOG_NONE, LOG_OFF) prints nothing whatever $DEVMEMTCP_LOG says.  A\n"
+"context manager: close() on exit.");
 
 PyTypeObject Context_Type = {
 	PyVarObject_HEAD_INIT(NULL, 0)
@@ -707,7 +708,8 @@ PyDoc_STRVAR(Buffer_doc,
 "provider 'udmabuf': host memory (hugetlb: 2 MiB pages); 'cuda': GPU memory\n"
 "of CUDA device `device` (ptr: export that existing allocation instead;\n"
 "chunk_size: build it from physical chunks); 'import': the dma-buf `fd`\n"
-"with `segments` [(offset, len, addr)] (keep_fd: do not take ownership;\n"
+"(size: at most its size) with `segments` [(offset, len, addr)] (keep_fd:\n"
+"do not take ownership; when Buffer() raises, fd stays the caller's;\n"
 "dl_device: where its addresses point, for DLPack); 'drm': a GEM buffer.\n"
 "view_cap: see Buffer.view_cap.  Errors raise devmemtcp.Error.");
 

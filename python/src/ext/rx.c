@@ -4,16 +4,12 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
 
 #define DEFAULT_MAX_FRAGS 1024
 #define DEFAULT_MAX_BYTES (4u << 20)
-/* Without a thread-safe library, a waiting receive wakes this often to
- * hand the releases that became due (GPU fences) to the kernel. */
-#define FLUSH_SLICE_MS 20
 
 static void rx_destroy(struct core *c)
 {
@@ -29,7 +25,7 @@ static void rx_destroy(struct core *c)
 	for (int i = 0; i < MAX_GPUS; i++)
 		core_put(rx->gpus[i] ? &rx->gpus[i]->c : NULL);
 	core_put(&rx->ctx->c);
-	pthread_mutex_destroy(&rx->lock);
+	pthread_mutex_destroy(&rx->add_lock);
 	pthread_mutex_destroy(&rx->recv_lock);
 	free(rx->scratch);
 	free(rx->linear);
@@ -112,8 +108,11 @@ static void copy_msg(char *msg, size_t len, const char *src)
 
 /*
  * The tokens of set go back to the library: after gpu's stream, after the
- * set's fences, or now.  The set is freed here or, when deferred on its
- * fences, by set_done().  The set's receiver reference goes last.
+ * set's fences, or now, from whatever thread drops the set, while another
+ * may be receiving.  The set is freed here or, when deferred on its
+ * fences, by set_done().  The set's receiver reference goes last.  The
+ * handle's message is the last failure of any thread: it is copied at
+ * once, and names this release's failure unless another failed meanwhile.
  */
 static int set_release(struct frag_set *set, struct gpu_core *gpu,
 		       void *stream, bool from_any_thread, char *msg,
@@ -126,7 +125,6 @@ static int set_release(struct frag_set *set, struct gpu_core *gpu,
 	set_unhold(set);
 	if (dev >= 0)
 		dmt_cuda_sync(dev);	/* a view had no stream to fence */
-	rx_lock(rx);
 	if (gpu) {
 		ret = devmemtcp_gpu_release_after(gpu->gpu, rx->rx, set->frags,
 						  set->n, stream);
@@ -155,7 +153,6 @@ static int set_release(struct frag_set *set, struct gpu_core *gpu,
 	 * for the very buffers they hold */
 	if (from_any_thread || atomic_load(&rx->receiving))
 		devmemtcp_rx_flush(rx->rx);
-	rx_unlock(rx);
 	if (!deferred)
 		set_free(set);
 	core_put(&rx->c);
@@ -288,52 +285,29 @@ static int ensure_scratch(struct rx_core *rx, size_t max_frags, size_t len)
 	return 0;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Wait for data with poll(), flushing releases first (and, without a
- * thread-safe library, every FLUSH_SLICE_MS), so that no lock is held
- * while waiting.  0 when readable, or a negative errno. */
+/* A receive with a timeout: flush releases as a blocking receive does,
+ * then wait for data with poll().  0 when readable, or a negative errno.
+ * (Without a timeout the library's receive blocks itself while other
+ * threads release.) */
 static int wait_readable(struct rx_core *rx, int timeout_ms, struct recv_out *o)
 {
 	struct pollfd p = { .fd = rx->fd, .events = POLLIN };
-	int64_t deadline;
-	bool nonblock;
-	int ret, slice;
+	int ret;
 
 	/* the common case: data is waiting, and the receive flushes itself */
 	if (poll(&p, 1, 0) > 0)
 		return 0;
-	deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : -1;
-	nonblock = fcntl(rx->fd, F_GETFL) & O_NONBLOCK;
-	for (;;) {
-		rx_lock(rx);
-		ret = devmemtcp_rx_flush(rx->rx);
-		if (ret < 0)
-			copy_msg(o->msg, sizeof(o->msg), devmemtcp_rx_errmsg(rx->rx));
-		rx_unlock(rx);
-		if (ret < 0)
-			return ret;
-		slice = nonblock ? 0 : deadline < 0 ? -1 : (int)(deadline - now_ms());
-		if (slice < 0 && deadline >= 0)
-			slice = 0;
-		if (!DMT_LIB_THREAD_SAFE && (slice < 0 || slice > FLUSH_SLICE_MS))
-			slice = FLUSH_SLICE_MS;
-		ret = poll(&p, 1, slice);
-		if (ret > 0)
-			return 0;
-		if (ret < 0)
-			return -errno;
-		if (nonblock)
-			return -EAGAIN;
-		if (deadline >= 0 && now_ms() >= deadline)
-			return -ETIMEDOUT;
+	ret = devmemtcp_rx_flush(rx->rx);
+	if (ret < 0) {
+		copy_msg(o->msg, sizeof(o->msg), devmemtcp_rx_errmsg(rx->rx));
+		return ret;
 	}
+	if (fcntl(rx->fd, F_GETFL) & O_NONBLOCK)
+		return -EAGAIN;
+	ret = poll(&p, 1, timeout_ms);
+	if (ret > 0)
+		return 0;
+	return ret < 0 ? -errno : -ETIMEDOUT;
 }
 
 /* Turn n fragments of the scratch array into a set; account the bytes
@@ -396,16 +370,14 @@ static int recv_locked(struct rx_core *rx, size_t max_frags, size_t len,
 
 	if (ret)
 		return ret;
-	if (!DMT_LIB_THREAD_SAFE || timeout_ms >= 0) {
+	if (timeout_ms >= 0) {
 		ret = wait_readable(rx, timeout_ms, o);
 		if (ret)
 			return ret;
 	}
-	rx_lock(rx);
 	ret = devmemtcp_rx_recv(rx->rx, rx->scratch, max_frags, rx->linear, len);
 	if (ret < 0 && ret != -EAGAIN && ret != -EINTR)
 		copy_msg(o->msg, sizeof(o->msg), devmemtcp_rx_errmsg(rx->rx));
-	rx_unlock(rx);
 	if (ret > 0)
 		ret = make_set(rx, ret, o);
 	return ret;
@@ -570,8 +542,9 @@ static PyObject *Rx_add_buf(PyObject *self, PyObject *args)
 	PyObject *bobj, *bufobj;
 	struct buf_core *buf;
 	unsigned long id;
+	bool full;
 	size_t nb;
-	int ret;
+	int ret = 0;
 
 	if (!rx || !PyArg_ParseTuple(args, "OO:add_buf", &bobj, &bufobj) ||
 	    !(buf = dmt_buf_of(bufobj)))
@@ -589,28 +562,28 @@ static PyObject *Rx_add_buf(PyObject *self, PyObject *args)
 	}
 	if (id == (unsigned long)-1 && PyErr_Occurred())
 		return NULL;
-	if (atomic_load(&rx->nbufs) == RX_MAX_BUFS) {
-		PyErr_Format(PyExc_ValueError, "a receiver takes at most %d buffers", RX_MAX_BUFS);
-		return NULL;
-	}
 	core_get(&rx->c);
+	/* a receive may be waiting: the entry is published after the
+	 * library has it, and receives read only published entries */
 	Py_BEGIN_ALLOW_THREADS
-	pthread_mutex_lock(&rx->recv_lock);
-	rx_lock(rx);
-	ret = devmemtcp_rx_add_buf(rx->rx, (uint32_t)id, buf->buf);
-	rx_unlock(rx);
-	if (!ret) {
-		nb = atomic_load(&rx->nbufs);
+	pthread_mutex_lock(&rx->add_lock);
+	nb = atomic_load(&rx->nbufs);
+	full = nb == RX_MAX_BUFS;
+	if (!full)
+		ret = devmemtcp_rx_add_buf(rx->rx, (uint32_t)id, buf->buf);
+	if (!full && !ret) {
 		core_get(&buf->c);
 		rx->bufs[nb] = (struct rx_buf){ (uint32_t)id, buf };
 		atomic_store(&rx->nbufs, nb + 1);
 	}
-	pthread_mutex_unlock(&rx->recv_lock);
+	pthread_mutex_unlock(&rx->add_lock);
 	Py_END_ALLOW_THREADS
-	if (ret)
+	if (full)
+		PyErr_Format(PyExc_ValueError, "a receiver takes at most %d buffers", RX_MAX_BUFS);
+	else if (ret)
 		dmt_raise(ret, devmemtcp_rx_errmsg(rx->rx));
 	core_put(&rx->c);
-	if (ret)
+	if (full || ret)
 		return NULL;
 	Py_RETURN_NONE;
 }
@@ -623,11 +596,9 @@ static PyObject *Rx_flush(PyObject *self, PyObject *unused)
 
 	if (!rx)
 		return NULL;
-	rx_lock(rx);
 	ret = devmemtcp_rx_flush(rx->rx);
 	if (ret < 0)
 		copy_msg(msg, sizeof(msg), devmemtcp_rx_errmsg(rx->rx));
-	rx_unlock(rx);
 	return ret < 0 ? dmt_raise(ret, msg) : PyLong_FromLong(ret);
 }
 
@@ -656,9 +627,7 @@ static PyObject *Rx_stats(PyObject *self, PyObject *unused)
 
 	if (!rx)
 		return NULL;
-	rx_lock(rx);
 	ret = devmemtcp_rx_stats(rx->rx, &st);
-	rx_unlock(rx);
 	if (ret)
 		return dmt_raise(ret, NULL);
 	return dmt_fields_dict(&st, rx_stats_fields,
@@ -723,7 +692,7 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 	rx->fd = fd;
 	atomic_init(&rx->nbufs, 0);
 	atomic_init(&rx->receiving, 0);
-	pthread_mutex_init(&rx->lock, NULL);
+	pthread_mutex_init(&rx->add_lock, NULL);
 	pthread_mutex_init(&rx->recv_lock, NULL);
 	if (gpuobj != Py_None) {
 		struct gpu_core *g = ((GpuObject *)gpuobj)->core;

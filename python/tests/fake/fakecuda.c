@@ -36,6 +36,7 @@
 #define FC_MAX_STREAMS 256
 #define FC_LOG 4096
 #define FC_FN_GATHER ((CUfunction)(uintptr_t)0x6a7)
+#define FC_FN_GATHER_INLINE ((CUfunction)(uintptr_t)0x6a8)
 #define FC_FN_SPIN ((CUfunction)(uintptr_t)0x5b1)
 
 enum fc_kind { FC_LAUNCH = 1, FC_RECORD, FC_COPY, FC_CTX_SYNC, FC_STREAM_SYNC,
@@ -314,6 +315,15 @@ CUresult cuCtxPopCurrent_v2(CUcontext *c)
 	return CUDA_SUCCESS;
 }
 
+/* The context on top of this thread's stack (the library pushes its own
+ * only when another is current). */
+CUresult cuCtxGetCurrent(CUcontext *c);
+CUresult cuCtxGetCurrent(CUcontext *c)
+{
+	*c = fc_depth ? (CUcontext)(uintptr_t)0xc0 : NULL;
+	return CUDA_SUCCESS;
+}
+
 /* Every stream's long kernels end: the host waited for them. */
 CUresult cuCtxSynchronize(void);
 CUresult cuCtxSynchronize(void)
@@ -341,6 +351,24 @@ CUresult cuStreamSynchronize(CUstream st)
 	s->done = s->queued;
 	pthread_mutex_unlock(&fc.lock);
 	return CUDA_SUCCESS;
+}
+
+/* Done once the work queued on st has ended; a query, not a wait, so it
+ * ends nothing and is not logged. */
+CUresult cuStreamQuery(CUstream st);
+CUresult cuStreamQuery(CUstream st)
+{
+	struct fc_stream *s;
+	CUresult r;
+
+	if (!fc_depth)
+		return 201;	/* CUDA_ERROR_INVALID_CONTEXT */
+	pthread_mutex_lock(&fc.lock);
+	s = fc_stream(st);
+	r = !s ? CUDA_ERROR_INVALID_VALUE
+	       : s->done >= s->queued ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+	pthread_mutex_unlock(&fc.lock);
+	return r;
 }
 
 /* Host memory, pinned or not, is what the device sees. */
@@ -432,31 +460,44 @@ CUresult cuModuleUnload(CUmodule m)
 CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name);
 CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 {
-	*f = !strncmp(name, "dmt_gather", 10) ? FC_FN_GATHER : FC_FN_SPIN;
+	*f = !strncmp(name, "dmt_gather_inline", 17) ? FC_FN_GATHER_INLINE
+	     : !strncmp(name, "dmt_gather", 10)	  ? FC_FN_GATHER
+						  : FC_FN_SPIN;
 	return CUDA_SUCCESS;
 }
 
-/* The gather kernel's work (lib/gather.cu), done at launch: each
+/* The gather kernels' work (lib/gather.cu), done at launch: each
  * descriptor's bytes go to the destination holding its output position. */
-static void fc_gather(void **params)
+static void fc_gather_run(const struct dmt_gather_args *a,
+			  const struct dmt_gather_desc *d,
+			  const struct dmt_gather_dst *dst)
 {
-	const struct dmt_gather_desc *d =
-		(const void *)(uintptr_t)*(CUdeviceptr *)params[0];
-	uint32_t nd = *(uint32_t *)params[1];
-	const struct dmt_gather_dst *dst =
-		(const void *)(uintptr_t)*(CUdeviceptr *)params[2];
-	uint32_t ndst = *(uint32_t *)params[3];
-	uint64_t bias = *(unsigned long long *)params[4];
+	for (uint32_t i = 0; i < a->n; i++) {
+		uint64_t b = a->bias;
 
-	for (uint32_t i = 0; i < nd; i++) {
-		uint64_t b = bias;
-
-		for (uint32_t k = 0; ndst > 1 && k < ndst; k++)
+		for (uint32_t k = 0; a->ndst > 1 && k < a->ndst; k++)
 			if (dst[k].start <= d[i].pos)
 				b = dst[k].bias;
 		memcpy((void *)(uintptr_t)(b + d[i].pos),
 		       (const void *)(uintptr_t)d[i].src, d[i].len);
 	}
+}
+
+/* dmt_gather(descs, dsts, args): the descriptors in a pinned slot. */
+static void fc_gather(void **params)
+{
+	fc_gather_run((const struct dmt_gather_args *)params[2],
+		      (const void *)(uintptr_t)*(CUdeviceptr *)params[0],
+		      (const void *)(uintptr_t)*(CUdeviceptr *)params[1]);
+}
+
+/* dmt_gather_inline<N>(p): args, destinations and descriptors in the
+ * parameter itself. */
+static void fc_gather_inline(void **params)
+{
+	const struct dmt_gather_inline *p = params[0];
+
+	fc_gather_run(&p->a, p->desc, p->dst);
 }
 
 CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
@@ -472,6 +513,8 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
 
 	if (r == CUDA_SUCCESS && f == FC_FN_GATHER)
 		fc_gather(params);
+	if (r == CUDA_SUCCESS && f == FC_FN_GATHER_INLINE)
+		fc_gather_inline(params);
 	return r;
 }
 

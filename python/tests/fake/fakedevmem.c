@@ -94,7 +94,7 @@ int fakedev_push(int fd, const struct fake_frag *f, size_t n);
 int fakedev_cycle(int fd, const struct fake_frag *f, size_t n);
 int fakedev_stats(int fd, struct fakedev_stats *st);
 int fakedev_active(void);
-double fakedev_bench_c(int fd, uint64_t iters, uint32_t max_frags,
+double fakedev_bench_c(int fd, int buf_fd, uint64_t iters, uint32_t max_frags,
 		       uint32_t max_bytes, uint32_t binding, uint64_t size);
 
 int fakedev_active(void)
@@ -435,10 +435,11 @@ static double now_ns(void)
 
 /*
  * iters receive + release calls through the public C API on fd (attached
- * with a cycle by the caller), the same work Rx.recv() + release() does;
- * returns nanoseconds per call, or a negative errno.
+ * with a cycle by the caller), the same work Rx.recv() + release() does,
+ * with buf_fd (a dma-buf, or what the test build takes as one) imported as
+ * the binding's buffer; returns nanoseconds per call, or a negative errno.
  */
-double fakedev_bench_c(int fd, uint64_t iters, uint32_t max_frags,
+double fakedev_bench_c(int fd, int buf_fd, uint64_t iters, uint32_t max_frags,
 		       uint32_t max_bytes, uint32_t binding, uint64_t size)
 {
 	struct devmemtcp_segment seg = { 0, size, 0x7f0000000000ull };
@@ -449,7 +450,7 @@ double fakedev_bench_c(int fd, uint64_t iters, uint32_t max_frags,
 	struct devmemtcp_rx *rx = NULL;
 	double t0, t1, ret = -ENOMEM;
 	DEVMEMTCP_OPTS(buf_opts, bo, .provider = DEVMEMTCP_PROVIDER_IMPORT,
-		       .size = size, .fd = fd, .segments = &seg, .nsegments = 1,
+		       .size = size, .fd = buf_fd, .segments = &seg, .nsegments = 1,
 		       .flags = DEVMEMTCP_BUF_KEEP_FD);
 
 	if (!f || !linear)

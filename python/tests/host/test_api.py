@@ -69,5 +69,6 @@ def test_constants():
     assert (dm.PROVIDER_UDMABUF, dm.PROVIDER_IMPORT, dm.PROVIDER_CUDA, dm.PROVIDER_DRM) == (1, 2, 3, 4)
     assert (dm.FRAG_LINEAR, dm.FRAG_FOREIGN) == (1, 2)
     assert (dm.kDLCPU, dm.kDLCUDA) == (1, 2)
+    assert (dm.LOG_OFF, dm.LOG_NONE, dm.LOG_ERR, dm.LOG_WARN, dm.LOG_INFO, dm.LOG_DEBUG) == (-1, 0, 3, 4, 6, 7)
     assert dm.version() == dm.__version__
-    assert isinstance(dm.RELEASE_ANY_THREAD, bool)
+    assert dm.RELEASE_ANY_THREAD is True

@@ -43,8 +43,43 @@ def test_rx_on_a_pipe(ctx):
 
 def test_rx_on_udp(ctx):
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
-        raises(errno.EPROTOTYPE, r"devmemtcp_rx_new: fd \d+ is not a stream socket: devmem TCP needs a connected TCP socket",
+        raises(errno.EPROTOTYPE, r"devmemtcp_rx_new: fd \d+ is not a TCP socket \(a datagram socket\): devmem TCP needs a connected TCP socket \(IPv4 or IPv6\)",
                dm.Rx, ctx, u)
+
+
+def test_rx_on_a_unix_stream(ctx):
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with a, b:
+        raises(errno.EPROTOTYPE, r"devmemtcp_rx_new: fd \d+ is not a TCP socket \(an AF_UNIX socket\): devmem TCP needs a connected TCP socket \(IPv4 or IPv6\)",
+               dm.Rx, ctx, a)
+
+
+def test_rx_on_unconnected_tcp(ctx):
+    """A new socket and a listening one: the receiver takes the socket
+    accept() returns."""
+    with socket.socket() as s, socket.create_server(("127.0.0.1", 0)) as ls:
+        for sock in (s, ls):
+            raises(errno.ENOTCONN, r"devmemtcp_rx_new: fd \d+ is not connected \(Transport endpoint is not connected\): connect\(\) it first, or pass the socket accept\(\) returns",
+                   dm.Rx, ctx, sock)
+
+
+@pytest.mark.parametrize("env,level,printed", [
+    (None, None, False),                # silent unless asked
+    ("err", None, True),                # $DEVMEMTCP_LOG asks
+    (None, "err", True),
+    (None, dm.LOG_ERR, True),
+    ("err", "none", False),             # 'none' whatever the environment says
+    ("err", dm.LOG_NONE, False),
+    ("err", dm.LOG_OFF, False),
+])
+def test_logging(monkeypatch, capfd, env, level, printed):
+    if env:
+        monkeypatch.setenv("DEVMEMTCP_LOG", env)
+    else:
+        monkeypatch.delenv("DEVMEMTCP_LOG", raising=False)
+    with dm.Context(log_level=level) as c, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+        e = raises(errno.EPROTOTYPE, r"devmemtcp_rx_new: fd \d+ is not a TCP socket .*", dm.Rx, c, u)
+    assert capfd.readouterr() == ("", "devmemtcp: %s\n" % e.strerror if printed else "")
 
 
 def test_nic_unknown_interface(ctx):
@@ -53,15 +88,25 @@ def test_nic_unknown_interface(ctx):
 
 
 def test_nic_bad_flow(ctx):
-    raises(errno.EINVAL, re.escape("flow 'dst-port many' does not parse: use '[tcp4|tcp6] [src-ip A[/L]] [dst-ip A[/L]] [src-port N] [dst-port N] [queue I]'"),
-           dm.Nic, ctx, "lo", flows=["dst-port many"])
+    """The library's explanation of each refused flow (the message of the
+    calling thread's last failed call without an object)."""
+    for flow, why in (
+            ("dst-port many", 'port "many" is not 1..65535'),
+            ("tcp4 tcp4 dst-port 1", "tcp4 is given twice: give each word once"),
+            ("dst-ip 10.0.0.0/0", "dst-ip 10.0.0.0/0 matches every address: "
+             "leave dst-ip out, or give a prefix length of 1 or more")):
+        raises(errno.EINVAL, re.escape('flow "%s": %s' % (flow, why)),
+               dm.Nic, ctx, "lo", flows=["tcp4 dst-port 5201", flow])
     with pytest.raises(TypeError, match="^flows is a list of strings"):
         dm.Nic(ctx, "lo", flows="tcp4 dst-port 1")
 
 
-def test_nic_on_loopback(ctx):
+def test_nic_on_loopback(ctx, tmp_path):
+    # a run directory of the test's own: the machine's may be refused
+    # (another owner's, or writable by others)
+    tmp_path.chmod(0o700)
     raises(errno.EINVAL, re.escape("lo: all 1 RX queues would be devmem queues, leaving none for other traffic: use fewer queues or add channels with ethtool -L"),
-           dm.Nic, ctx, "lo")
+           dm.Nic, ctx, "lo", run_dir=str(tmp_path))
 
 
 def test_bind_rx_on_loopback(ctx, hostmem):
@@ -78,6 +123,27 @@ def test_interface_index_and_name(ctx, hostmem):
 def test_import_without_fd(ctx):
     raises(errno.EBADF, "import: opts.fd -1 is not a dma-buf fd: pass the fd your exporter gave you",
            dm.Buffer, ctx, 4096, "import")
+
+
+def test_import_needs_a_dmabuf(ctx, monkeypatch):
+    """Without the test build's stand-in a memfd is refused, and a size
+    beyond the dma-buf's end is refused with it (the pipe is not seekable:
+    only the kind of file is checked)."""
+    from devmemtcp import _testing
+    fd = _testing.dmabuf_stand_in(8192)
+    r, w = os.pipe()
+    try:
+        raises(errno.EINVAL, r"import: opts.size 12288 is larger than the dma-buf \(8192 bytes\): pass its size \(lseek\(fd, 0, SEEK_END\) gives it\)",
+               dm.Buffer, ctx, 12288, "import", fd=fd, keep_fd=True)
+        with dm.Buffer(ctx, 8192, "import", fd=fd, keep_fd=True) as b:
+            assert b.size == 8192
+        monkeypatch.delenv("DEVMEMTCP_TEST_DMABUF_MEMFD")
+        for f in (fd, r):
+            raises(errno.EINVAL, re.escape("import: opts.fd %d is not a dma-buf: pass the fd your exporter gave you (cuMemGetHandleForAddressRange, drmPrimeHandleToFD, UDMABUF_CREATE)" % f),
+                   dm.Buffer, ctx, 4096, "import", fd=f, keep_fd=True)
+    finally:
+        for f in (fd, r, w):
+            os.close(f)
 
 
 def test_import_segment_outside(ctx, hostmem):
@@ -114,8 +180,9 @@ def test_timeout_and_nonblocking(rx, conn):
 
 
 def test_argument_errors(ctx, rx, hostmem):
-    with pytest.raises(ValueError, match="^log_level is one of 'none', 'err', 'warn', 'info', 'debug' or a LOG_\\* number$"):
-        dm.Context(log_level="loud")
+    for bad in ("loud", -2, 8):
+        with pytest.raises(ValueError, match="^log_level is one of 'none', 'err', 'warn', 'info', 'debug' or a LOG_\\* number$"):
+            dm.Context(log_level=bad)
     with pytest.raises(ValueError, match="^provider is 'udmabuf', 'import', 'cuda', 'drm' or a PROVIDER_\\* number$"):
         dm.Buffer(ctx, 4096, "gpu")
     with pytest.raises(ValueError, match="^max_bytes must be between 1 and 2\\*\\*31 - 1$"):

@@ -9,6 +9,7 @@ import errno
 import faulthandler
 import gc
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -313,12 +314,20 @@ def test_send_from_a_dmabuf():
                         result["refused"] = e
                     return
                 with dm.Binding.tx(c, "dsim0", buf) as b, socket.socket() as s:
+                    result["unconnected"] = tx_refused(c, s, b)
+                    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+                        result["udp"] = tx_refused(c, u, b)
                     s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b"dsim0")
                     s.connect((RX_ADDR, port))
                     with dm.Tx(c, s, b) as tx:
                         send_ring(tx, buf, result)
         except BaseException as e:      # reported by the test's thread
             result["error"] = e
+
+    def tx_refused(c, sock, b):
+        with pytest.raises(dm.Error) as e:
+            dm.Tx(c, sock, b)
+        return e.value
 
     def send_ring(tx, buf, result):
         """total bytes through a ring of 4 slots, each rewritten only
@@ -377,6 +386,15 @@ def test_send_from_a_dmabuf():
         e = result["refused"]
         assert e.errno == errno.EOPNOTSUPP and "needs Linux 6.16" in e.strerror
         return
+    # a Tx takes connected TCP sockets only
+    for key, eno, why in (
+            ("unconnected", errno.ENOTCONN, "is not connected (Transport endpoint is not connected): "
+             "connect() it first, or pass the socket accept() returns"),
+            ("udp", errno.EPROTOTYPE, "is not a TCP socket (a datagram socket): "
+             "devmem TX needs a connected TCP socket (IPv4 or IPv6)")):
+        e = result[key]
+        assert e.errno == eno, e
+        assert re.fullmatch(r"devmemtcp_tx_new: fd \d+ " + re.escape(why), e.strerror), e.strerror
     st = result["stats"]
     print("tx: %d bytes in %d sendmsg calls, %d completions (%d copied), %d ranges done"
           % (st["bytes_sent"], st["sendmsg_calls"], st["completions"],
