@@ -305,13 +305,13 @@ static void test_opts_reserved_bytes(void **state)
 	assert_null(c2);
 	assert_string_equal(devmemtcp_ctx_errmsg(NULL),
 			    reserved_msg("devmemtcp_ctx_opts", sizeof(co) - 1, END(ctx_opts, log_level)));
-	/* bind_opts: byte 13, refused before the interface is looked at */
-	assert_true(END(bind_opts, no_verify) < sizeof(bo));
-	((unsigned char *)&bo)[END(bind_opts, no_verify) + 1] = 1;
+	/* bind_opts: byte 14, refused before the interface is looked at */
+	assert_true(END(bind_opts, broker) < sizeof(bo));
+	((unsigned char *)&bo)[END(bind_opts, broker)] = 1;
 	assert_int_equal(devmemtcp_bind_tx(ctx, 0, NULL, &bo, &b), -EINVAL);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
-			    reserved_msg("devmemtcp_bind_opts", END(bind_opts, no_verify) + 1,
-					 END(bind_opts, no_verify)));
+			    reserved_msg("devmemtcp_bind_opts", END(bind_opts, broker),
+					 END(bind_opts, broker)));
 	/* probe_opts: byte 12, the reserved field before run_dir, refused
 	 * before the interface is looked at */
 	assert_true(END(probe_opts, flags) < offsetof(struct devmemtcp_probe_opts, run_dir));
