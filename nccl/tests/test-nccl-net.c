@@ -805,6 +805,21 @@ static int wait_error(struct rank *r, void *req, int want, const char *what)
 	return 0;
 }
 
+/* A receive of one cap-byte buffer that fails with want, from irecv itself
+ * or from testing its request; what names it.  0 or -1. */
+static int irecv_fails(struct rank *r, size_t cap, int want, const char *what)
+{
+	void *req, *data = r->rbuf;
+	int tag = 1 - r->id, ret;
+
+	ret = net_irecv(&r->net, r->rc, 1, &data, &cap, &tag, &r->rmh, &req);
+	if (ret == NCCL_OK && req != (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION && req)
+		ret = wait_error(r, req, want, what) ? -1 : want;
+	CHECK(r, ret == want, "%s: %d, expected %d", what, ret,
+	      want);
+	return 0;
+}
+
 static int bad_handle(struct rank *r)
 {
 	char h[NCCL_NET_HANDLE_MAXSIZE];
@@ -823,41 +838,48 @@ static int bad_handle(struct rank *r)
 	return 0;
 }
 
-/* The peer closes with a receive posted and nothing sent. */
-static int peer_closes(struct rank *r)
+/* Rank 0 of the closing tests: close the send comm, say so with c, wait
+ * until the peer has seen it, then close the rest. */
+static int close_first(struct rank *r, char c)
 {
-	void *req = NULL, *data = r->rbuf;
-	size_t cap = 4096;
-	int tag = 1 - r->id, ret;
-	char c = 'c';
+	if (close_send(r) || sync_send(r, &c, 1) || sync_recv(r, &c, 1))
+		return -1;
+	return close_recv(r);
+}
 
-	if (open_pair(r))
-		return -1;
-	if (r->id == 0) {
-		if (close_send(r) || sync_send(r, &c, 1) || sync_recv(r, &c, 1))
-			return -1;
-		return close_recv(r);
-	}
-	if (sync_recv(r, &c, 1))
-		return -1;
-	ret = net_irecv(&r->net, r->rc, 1, &data, &cap, &tag, &r->rmh, &req);
-	if (ret == NCCL_OK && req)
-		ret = wait_error(r, req, NCCL_ERR_REMOTE, "receive from a closed peer") ? -1 : NCCL_ERR_REMOTE;
-	CHECK(r, ret == NCCL_ERR_REMOTE, "irecv after the peer closed: %d", ret);
-	CHECK(r, log_count(0, "closed by the peer", NULL) > 0,
-	      "no message says the peer closed");
+/* Rank 1 of the closing tests, once done: close both comms and say so. */
+static int close_after(struct rank *r, char c)
+{
 	if (close_send(r) || close_recv(r))
 		return -1;
 	return sync_send(r, &c, 1);
 }
 
+/* The peer closes with a receive posted and nothing sent. */
+static int peer_closes(struct rank *r)
+{
+	char c = 'c';
+
+	if (open_pair(r))
+		return -1;
+	if (r->id == 0)
+		return close_first(r, c);
+	if (sync_recv(r, &c, 1))
+		return -1;
+	if (irecv_fails(r, 4096, NCCL_ERR_REMOTE, "receive from a closed peer"))
+		return -1;
+	CHECK(r, log_count(0, "closed by the peer", NULL) > 0,
+	      "no message says the peer closed");
+	return close_after(r, c);
+}
+
 /* The peer closes in the middle of a message. */
 static int peer_dies_midway(struct rank *r)
 {
-	void *req = NULL, *data = r->rbuf;
+	void *req = NULL;
 	/* more than loopback's socket buffers hold */
 	size_t cap = (size_t)WINDOW * SLOT;
-	int tag = 1 - r->id, ret, done = 0;
+	int ret, done = 0;
 	char c = 'm';
 
 	if (open_pair(r))
@@ -869,27 +891,20 @@ static int peer_dies_midway(struct rank *r)
 		for (int i = 0; i < 100 && !done; i++)
 			CHECK(r, CALL(&r->net, test, req, &done, NULL) == NCCL_OK, "test");
 		CHECK(r, !done, "%zu bytes went out with nobody reading", cap);
-		if (close_send(r) || sync_send(r, &c, 1) || sync_recv(r, &c, 1))
-			return -1;
-		return close_recv(r);
+		return close_first(r, c);
 	}
 	if (sync_recv(r, &c, 1))
 		return -1;
-	ret = net_irecv(&r->net, r->rc, 1, &data, &cap, &tag, &r->rmh, &req);
-	if (ret == NCCL_OK && req != (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION && req)
-		ret = wait_error(r, req, NCCL_ERR_REMOTE, "receive cut short") ? -1 : NCCL_ERR_REMOTE;
-	CHECK(r, ret == NCCL_ERR_REMOTE, "message cut short by the peer: %d", ret);
-	if (close_send(r) || close_recv(r))
+	if (irecv_fails(r, cap, NCCL_ERR_REMOTE, "message cut short by the peer"))
 		return -1;
-	return sync_send(r, &c, 1);
+	return close_after(r, c);
 }
 
 /* A message larger than the receive posted for it. */
 static int too_large(struct rank *r)
 {
-	void *req = NULL, *data = r->rbuf;
-	size_t cap = 10;
-	int tag = 1 - r->id, ret, done = 0;
+	void *req = NULL;
+	int ret, done = 0;
 
 	if (open_pair(r))
 		return -1;
@@ -899,10 +914,8 @@ static int too_large(struct rank *r)
 		while (!done)
 			CHECK(r, CALL(&r->net, test, req, &done, NULL) == NCCL_OK, "test");
 	} else {
-		ret = net_irecv(&r->net, r->rc, 1, &data, &cap, &tag, &r->rmh, &req);
-		if (ret == NCCL_OK && req)
-			ret = wait_error(r, req, NCCL_ERR_INVALID_USAGE, "1000 bytes into 10") ? -1 : NCCL_ERR_INVALID_USAGE;
-		CHECK(r, ret == NCCL_ERR_INVALID_USAGE, "1000 bytes into 10: %d", ret);
+		if (irecv_fails(r, 10, NCCL_ERR_INVALID_USAGE, "1000 bytes into 10"))
+			return -1;
 		CHECK(r, log_count(0, "does not fit the 10-byte receive buffer", NULL) > 0,
 		      "no message names the sizes");
 	}
