@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "cmsgfixture.h"
 #include "rx.h"
 
 #define CMSG_FRAG CMSG_SPACE(sizeof(struct dmt_dmabuf_cmsg))
@@ -68,10 +69,7 @@ static void fill_ctrl(struct msghdr *msg, char *ctrl, uint32_t batch,
 			.frag_token = tok + i,
 			.dmabuf_id = 1,
 		};
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_DEVMEM_DMABUF;
-		cm->cmsg_len = CMSG_LEN(sizeof(d));
-		memcpy(CMSG_DATA(cm), &d, sizeof(d));
+		cmsgfix_dmabuf(cm, &d);
 	}
 }
 

@@ -209,7 +209,11 @@ struct devmemtcp_bind_opts {
 	uint32_t rx_page_size;
 	/* Skip the queue-get check that every queue shows the binding. */
 	bool no_verify;
-	uint8_t reserved[3];	/* zero */
+	/* Bind through devmemtcp-broker(8) even with CAP_NET_ADMIN (without
+	 * it, bind-rx goes through the broker whenever one is installed, and
+	 * bind-tx when the kernel refuses it with EPERM). */
+	bool broker;
+	uint8_t reserved[2];	/* zero */
 };
 
 struct devmemtcp_binding;
@@ -468,6 +472,10 @@ enum devmemtcp_nic_flags {
 	/* devmemtcp_nic_recover(): undo the setups of live owners too (their
 	 * bindings stay until they exit). */
 	DEVMEMTCP_NIC_RECOVER_ALL = 1u << 4,
+	/* Set up through devmemtcp-broker(8) even with CAP_NET_ADMIN; a
+	 * process without CAP_NET_ADMIN goes through it whenever one is
+	 * installed (devmemtcp(7), "Privileges"). */
+	DEVMEMTCP_NIC_BROKER = 1u << 5,
 };
 
 struct devmemtcp_nic_opts {
@@ -632,6 +640,21 @@ struct devmemtcp_probe {
 	 * directory cannot be read (not root, say). */
 	int nowners;
 	struct devmemtcp_probe_owner owners[DEVMEMTCP_PROBE_MAX_OWNERS];
+	/* devmemtcp-broker(8) (devmemtcp(7), "Privileges"): 1 when this
+	 * process would set up through it (no CAP_NET_ADMIN and a broker
+	 * installed), else 0. */
+	int broker;
+	/* 1: the broker answered; 0: none is installed; < 0: the errno of
+	 * reaching or asking it (broker_msg says why). */
+	int broker_state;
+	/* What its policy lets this user do on ifname: 1 allowed, 0 not, -1
+	 * unknown; the rest is valid when allowed is 1. */
+	int broker_allowed;
+	uint32_t broker_queues;		/* the most queues it may own on ifname */
+	uint32_t broker_queues_used;	/* owned now through the broker */
+	uint32_t broker_tx;		/* 1: bind-tx through the broker */
+	uint64_t broker_udmabuf;	/* largest udmabuf it makes, 0: none */
+	char broker_msg[256];		/* the flows allowed and the rule, or why not */
 };
 
 /* Collect the report of ifname.  Returns the number of problems (>= 0), or

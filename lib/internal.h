@@ -180,7 +180,7 @@ static inline int dmt_err_nomem(const struct devmemtcp_ctx *ctx,
  */
 #define DMT_OPTS_END_devmemtcp_ctx_opts dmt_offsetofend(struct devmemtcp_ctx_opts, log_level)
 #define DMT_OPTS_END_devmemtcp_buf_opts dmt_offsetofend(struct devmemtcp_buf_opts, drm_handle)
-#define DMT_OPTS_END_devmemtcp_bind_opts dmt_offsetofend(struct devmemtcp_bind_opts, no_verify)
+#define DMT_OPTS_END_devmemtcp_bind_opts dmt_offsetofend(struct devmemtcp_bind_opts, broker)
 #define DMT_OPTS_END_devmemtcp_rx_opts dmt_offsetofend(struct devmemtcp_rx_opts, zcrx)
 #define DMT_OPTS_END_devmemtcp_nic_opts dmt_offsetofend(struct devmemtcp_nic_opts, run_dir)
 #define DMT_OPTS_END_devmemtcp_probe_opts dmt_offsetofend(struct devmemtcp_probe_opts, run_dir)

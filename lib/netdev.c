@@ -6,6 +6,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "broker.h"
 #include "buf.h"
 #include "netdev.h"
 #include "uapi.h"
@@ -492,6 +493,7 @@ struct bind_args {
 	struct devmemtcp_buf *buf;
 	uint32_t page_size;	/* 0: the kernel's default */
 	bool verify;		/* check with queue-get that the queues took it */
+	bool remote;		/* through devmemtcp-broker */
 	bool sent;		/* out: the request reached the kernel */
 };
 
@@ -624,9 +626,52 @@ static int bind_request(struct dmt_err *err, struct devmemtcp_binding *b,
 	return 0;
 }
 
+int dmt_binding_adopt(struct devmemtcp_ctx *ctx, struct dmt_err *err, bool tx,
+		      int ifindex, const uint32_t *queues, size_t nqueues,
+		      struct devmemtcp_buf *buf, int fd, uint32_t id,
+		      struct devmemtcp_binding **bindingp)
+{
+	struct bind_args a = { .tx = tx, .ifindex = ifindex, .queues = queues,
+			       .nqueues = nqueues, .buf = buf };
+	struct devmemtcp_binding *b = binding_new(ctx, &a);
+	int ret;
+
+	if (!b) {
+		close(fd);
+		return dmt_err_set(err, -ENOMEM, "the binding of devmemtcp-broker: out of memory");
+	}
+	ret = dmt_nl_adopt(&b->nl, fd);
+	if (ret) {
+		close(fd);
+		devmemtcp_binding_close(b);
+		return dmt_err_set(err, ret,
+				   "the netlink socket devmemtcp-broker sent for binding %u: %s",
+				   id, dmt_errno_name(ret));
+	}
+	b->id = id;
+	*bindingp = b;
+	return 0;
+}
+
+/* The same through devmemtcp-broker: it binds, we keep its socket. */
+static int bind_remote(struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		       struct bind_args *a, struct devmemtcp_binding **bindingp)
+{
+	uint32_t id = 0;
+	int fd, ret;
+
+	ret = dmt_brk_bind(err, a->tx, a->ifindex, a->queues, a->nqueues,
+			   devmemtcp_buf_fd(a->buf), a->page_size, a->verify, &fd, &id);
+	if (ret)
+		return ret;
+	return dmt_binding_adopt(ctx, err, a->tx, a->ifindex, a->queues, a->nqueues,
+				 a->buf, fd, id, bindingp);
+}
+
 /*
  * bind-rx or bind-tx of a->buf over a new netlink socket that the returned
- * binding owns.  On failure the message is recorded on err, not logged.
+ * binding owns (a->remote: the broker's, handed over).  On failure the
+ * message is recorded on err, not logged.
  */
 static int bind_dmabuf(struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		       struct bind_args *a,
@@ -642,6 +687,8 @@ static int bind_dmabuf(struct devmemtcp_ctx *ctx, struct dmt_err *err,
 	ret = bind_args_check(err, a);
 	if (ret)
 		return ret;
+	if (a->remote)
+		return bind_remote(ctx, err, a, bindingp);
 	b = binding_new(ctx, a);
 	if (!b)
 		return dmt_err_set(err, -ENOMEM, "%s: out of memory", a->op);
@@ -704,6 +751,7 @@ DEVMEMTCP_EXPORT int devmemtcp_bind_rx(struct devmemtcp_ctx *ctx, int ifindex,
 	}
 	a.page_size = DMT_OPT(opts, devmemtcp_bind_opts, rx_page_size, 0);
 	a.verify = !DMT_OPT(opts, devmemtcp_bind_opts, no_verify, false);
+	a.remote = dmt_brk_wanted(DMT_OPT(opts, devmemtcp_bind_opts, broker, false));
 	ret = bind_dmabuf(ctx, &err, &a, binding);
 	return ret ? bind_failed(ctx, &err, ret) : 0;
 }
@@ -750,7 +798,16 @@ DEVMEMTCP_EXPORT int devmemtcp_bind_tx(struct devmemtcp_ctx *ctx, int ifindex,
 	if (DMT_OPT(opts, devmemtcp_bind_opts, rx_page_size, 0))
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "devmemtcp_bind_tx: rx_page_size is an RX setting: leave it 0 for bind-tx");
+	a.remote = DMT_OPT(opts, devmemtcp_bind_opts, broker, false);
 	ret = bind_dmabuf(ctx, &err, &a, binding);
+	/* Kernels let anyone bind-tx (it has no permission flag); where one
+	 * does not, the broker does it. */
+	if (ret == -EPERM && a.sent && !dmt_cap_net_admin() && dmt_brk_present()) {
+		dmt_err_clear(&err);
+		a.remote = true;
+		a.sent = false;
+		ret = bind_dmabuf(ctx, &err, &a, binding);
+	}
 	if (!ret)
 		return 0;
 	/* An unknown genl command is EOPNOTSUPP without text, like a driver

@@ -48,6 +48,16 @@ struct nlmsghdr *dmt_bind_msg(void *buf, uint16_t family, bool tx,
 int dmt_bind_explain(struct dmt_err *err, bool tx, int ifindex, int code,
 		     const char *extack);
 
+/*
+ * A binding over fd, the netlink socket devmemtcp-broker made it on and
+ * sent (taken over; closed on failure), with its id: what a direct bind
+ * would have returned.  The message of a failure on err, not logged.
+ */
+int dmt_binding_adopt(struct devmemtcp_ctx *ctx, struct dmt_err *err, bool tx,
+		      int ifindex, const uint32_t *queues, size_t nqueues,
+		      struct devmemtcp_buf *buf, int fd, uint32_t id,
+		      struct devmemtcp_binding **bindingp);
+
 /* Parse one queue-get reply into q; exposed for unit tests. */
 int dmt_queue_parse(const struct nlmsghdr *nlh, struct devmemtcp_queue *q);
 

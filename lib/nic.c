@@ -20,6 +20,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "broker.h"
+#include "buf.h"
 #include "netdev.h"
 #include "nic.h"
 #include "uapi.h"
@@ -53,6 +55,9 @@ struct devmemtcp_nic {
 	int fail_step, crash_step;
 	uint64_t setup_rt, setup_ioctls;
 	uint32_t setup_steps;
+	struct dmt_brk *brk;		/* set up by devmemtcp-broker: its connection */
+	uint32_t brk_handle;		/* ... and its handle there */
+	uint32_t brk_rules;
 };
 
 /* ---------------------------------------------------------------------- */
@@ -568,6 +573,7 @@ static void nic_free(struct devmemtcp_nic *nic)
 	devmemtcp_binding_close(nic->binding);
 	dmt_eth_fini(&nic->eth);
 	dmt_nl_close(nic->nl);
+	dmt_brk_close(nic->brk);
 	dmt_owner_free(&nic->me);
 	free(nic->text);
 	free(nic);
@@ -596,7 +602,8 @@ static int check_open_args(struct devmemtcp_ctx *ctx,
 			   struct devmemtcp_nic **nicp)
 {
 	const uint32_t known = DEVMEMTCP_NIC_RECOVER | DEVMEMTCP_NIC_NO_RSS_CONTEXT |
-			       DEVMEMTCP_NIC_KEEP_RSS | DEVMEMTCP_NIC_ALLOW_SHADOW;
+			       DEVMEMTCP_NIC_KEEP_RSS | DEVMEMTCP_NIC_ALLOW_SHADOW |
+			       DEVMEMTCP_NIC_BROKER;
 	int err;
 
 	if (!nicp)
@@ -662,9 +669,18 @@ static int nic_new(struct devmemtcp_ctx *ctx, const char *ifname,
 
 /* Who this owner is: the process (or, for the broker, its client), a
  * handle number of its own, where. */
+static atomic_uint handles;
+
+void dmt_nic_handle_base(unsigned int base)
+{
+	unsigned int cur = atomic_load(&handles);
+
+	while (cur < base && !atomic_compare_exchange_weak(&handles, &cur, base))
+		;
+}
+
 static int identity(struct devmemtcp_nic *nic, pid_t pid, uint64_t start)
 {
-	static atomic_uint handles;
 	struct dmt_owner *me = &nic->me;
 	char path[64];
 	FILE *f;
@@ -1084,6 +1100,95 @@ int dmt_nic_open_as(struct devmemtcp_ctx *ctx, const char *ifname,
 	return 0;
 }
 
+/* ---------------------------------------------------------------------- */
+/* through devmemtcp-broker                                                */
+
+/* What the broker's open gave this handle: queues, binding, setup cost. */
+static int remote_opened(struct devmemtcp_nic *nic, const char *ifname,
+			 const struct dmt_brk_open_reply *r, int fd,
+			 struct devmemtcp_buf *buf)
+{
+	nic->me.queues = dmt_calloc(r->nqueues ? r->nqueues : 1, sizeof(uint32_t));
+	if (!nic->me.queues) {
+		if (fd >= 0)
+			close(fd);
+		return dmt_err_set(&nic->eerr, -ENOMEM, "devmemtcp_nic_open: out of memory");
+	}
+	memcpy(nic->me.queues, r->queues, r->nqueues * sizeof(uint32_t));
+	nic->me.nqueues = r->nqueues;
+	nic->me.ctx = r->rss_context ? DMT_CTX_PLACED : DMT_CTX_NONE;
+	nic->me.ctx_id = r->rss_context;
+	nic->brk_handle = r->handle;
+	nic->brk_rules = r->rules;
+	nic->setup_rt = r->setup_round_trips;
+	nic->setup_ioctls = r->setup_ioctls;
+	nic->setup_steps = r->steps;
+	snprintf(nic->eth.ifname, sizeof(nic->eth.ifname), "%s", ifname);
+	nic->eth.ifindex = (int)if_nametoindex(ifname);
+	if (fd < 0)
+		return 0;
+	return dmt_binding_adopt(nic->ctx, &nic->eerr, false, nic->eth.ifindex,
+				 nic->me.queues, nic->me.nqueues, buf, fd, r->binding_id,
+				 &nic->binding);
+}
+
+/* The handle set up by devmemtcp-broker for this process (devmemtcp(7),
+ * "Privileges"): the broker owns the NIC state on the process's behalf
+ * for as long as the handle's connection to it lives. */
+static int open_remote(struct devmemtcp_ctx *ctx, const char *ifname,
+		       const struct devmemtcp_nic_opts *opts,
+		       struct devmemtcp_nic **nicp)
+{
+	struct devmemtcp_buf *buf = DMT_OPT(opts, devmemtcp_nic_opts, buf, NULL);
+	const struct devmemtcp_bind_opts *bo =
+		DMT_OPT(opts, devmemtcp_nic_opts, bind_opts, NULL);
+	uint32_t page = DMT_OPT(bo, devmemtcp_bind_opts, rx_page_size, 0);
+	struct dmt_brk_open_reply r;
+	struct devmemtcp_nic *nic;
+	int fd, err;
+
+	err = check_open_args(ctx, opts, nicp);
+	if (err)
+		return err;
+	/* the broker sees the dma-buf, not its segments */
+	if (buf && dmt_buf_check_pages(buf, page ? page : (uint64_t)sysconf(_SC_PAGESIZE),
+				       page, "devmemtcp_nic_open", &ctx->err))
+		return dmt_err_log(ctx, &ctx->err);
+	nic = dmt_calloc(1, sizeof(*nic));
+	if (!nic)
+		return dmt_err_nomem(ctx, &ctx->err, "devmemtcp_nic_open");
+	nic->ctx = ctx;
+	nic->eth.ioctl_fd = -1;
+	err = dmt_brk_open(&nic->eerr, ifname, opts, &nic->brk, &r, &fd);
+	if (!err)
+		err = remote_opened(nic, ifname, &r, fd, buf);
+	if (err) {
+		dmt_err(ctx, &ctx->err, err, "%s", nic->eerr.msg);
+		nic_free(nic);
+		return err;
+	}
+	*nicp = nic;
+	return 0;
+}
+
+/* close, add_flow, remove_flow of a broker's handle; message on the
+ * handle (close: the context). */
+static int remote_call(struct devmemtcp_nic *nic, unsigned int type, uint32_t flow_id,
+		       const struct devmemtcp_flow *flow)
+{
+	int ret = dmt_brk_handle_call(nic->brk, &nic->eerr, type, nic->brk_handle,
+				      flow_id, flow);
+
+	if (ret < 0)
+		dmt_err(nic->ctx, type == DMT_BRK_CLOSE ? &nic->ctx->err : &nic->err, ret,
+			"%s", nic->eerr.msg);
+	else if (type == DMT_BRK_ADD_FLOW)
+		nic->brk_rules++;
+	else if (type == DMT_BRK_REMOVE_FLOW)
+		nic->brk_rules--;
+	return ret;
+}
+
 DEVMEMTCP_EXPORT int devmemtcp_nic_open(struct devmemtcp_ctx *ctx,
 					const char *ifname,
 					const struct devmemtcp_nic_opts *opts,
@@ -1095,6 +1200,8 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_open(struct devmemtcp_ctx *ctx,
 
 	if (!ctx)
 		return -EINVAL;
+	if (dmt_brk_wanted(DMT_OPT(opts, devmemtcp_nic_opts, flags, 0) & DEVMEMTCP_NIC_BROKER))
+		return open_remote(ctx, ifname, opts, nicp);
 	if (dmt_proc_start(getpid(), &start, &zombie) < 0)
 		return dmt_err(ctx, &ctx->err, -EIO,
 			       "cannot read this process's start time (/proc/self/stat): is /proc mounted?");
@@ -1128,6 +1235,11 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_close(struct devmemtcp_nic *nic)
 	/* the binding first: header split cannot go off under it */
 	devmemtcp_binding_close(nic->binding);
 	nic->binding = NULL;
+	if (nic->brk) {
+		err = remote_call(nic, DMT_BRK_CLOSE, 0, NULL);
+		nic_free(nic);
+		return err;
+	}
 	err = handle_op(nic, &op);
 #if DMT_TEST_HOOKS
 	op.fail_step = dmt_test_nic_close_fail_step
@@ -1203,6 +1315,8 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_add_flow(struct devmemtcp_nic *nic,
 	if (!flow)
 		return dmt_err(nic->ctx, &nic->err, -EINVAL,
 			       "devmemtcp_nic_add_flow: flow is NULL");
+	if (nic->brk)
+		return remote_call(nic, DMT_BRK_ADD_FLOW, 0, flow);
 	ret = handle_op(nic, &op);
 	if (!ret)
 		ret = dmt_op_reconcile(&op, &nic->me, true);
@@ -1237,6 +1351,11 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_remove_flow(struct devmemtcp_nic *nic,
 
 	if (!nic)
 		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_nic_remove_flow: nic is NULL");
+	if (nic->brk)
+		return flow_id < 0 ? dmt_err(nic->ctx, &nic->err, -ENOENT,
+					     "flow %d is not a flow of this handle: use the id devmemtcp_nic_add_flow() returned",
+					     flow_id)
+				   : remote_call(nic, DMT_BRK_REMOVE_FLOW, (uint32_t)flow_id, NULL);
 	for (i = 0; i < nic->me.nrules; i++)
 		if ((int)nic->me.rules[i].id == flow_id && nic->me.rules[i].placed)
 			break;
@@ -1285,10 +1404,23 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_stats(const struct devmemtcp_nic *nic,
 	s.round_trips = nl_rt(nic) + binding_rt(nic);
 	s.ioctls = nic->eth.ioctls;
 	s.steps = nic->setup_steps;
-	s.rules = nic->me.nrules;
+	s.rules = nic->brk ? nic->brk_rules : nic->me.nrules;
 	s.rss_context = nic->me.ctx == DMT_CTX_PLACED ? nic->me.ctx_id : 0;
 	dmt_copy_out(stats, &s, sizeof(s));
 	return 0;
+}
+
+struct devmemtcp_binding *dmt_nic_take_binding(struct devmemtcp_nic *nic)
+{
+	struct devmemtcp_binding *b = nic->binding;
+
+	nic->binding = NULL;
+	return b;
+}
+
+void dmt_nic_forget(struct devmemtcp_nic *nic)
+{
+	nic_free(nic);
 }
 
 /* eth_init failed: with files for a device this namespace does not have,

@@ -331,6 +331,19 @@ int dmt_nic_open_as(struct devmemtcp_ctx *ctx, const char *ifname,
 		    const struct devmemtcp_nic_opts *opts, pid_t pid,
 		    uint64_t start, struct devmemtcp_nic **nic);
 
+/* For the broker: number its handles above base (the largest number of
+ * the owners' files it found), so that a restarted broker does not give
+ * a client the file name of a setup the previous one left for it. */
+void dmt_nic_handle_base(unsigned int base);
+/* For the broker: the handle's binding, which is the caller's from now
+ * on (the broker hands its netlink socket to the client and closes its
+ * own copy); NULL when it has none. */
+struct devmemtcp_binding *dmt_nic_take_binding(struct devmemtcp_nic *nic);
+/* For the broker: free the handle and leave its setup (and its file) as
+ * it is, for its owner's next close or the next operation after the
+ * owner died (the broker exiting while a client still holds a binding). */
+void dmt_nic_forget(struct devmemtcp_nic *nic);
+
 /* Test hooks: fail (or SIGKILL the process at) the n-th change of the
  * next opens (also DEVMEMTCP_NIC_FAIL_STEP, DEVMEMTCP_NIC_CRASH_STEP) or
  * closes (DEVMEMTCP_TEST_NIC_CLOSE_FAIL_STEP, _CRASH_STEP); 0 off. */

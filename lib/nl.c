@@ -71,6 +71,46 @@ err_free:
 	return ret;
 }
 
+int dmt_nl_adopt(struct dmt_nl **nlp, int fd)
+{
+	int one = 1, dom = 0, proto = -1, ret;
+	socklen_t len = sizeof(dom);
+	struct dmt_nl *nl;
+
+	/* from another process: it must be what it is said to be */
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &len) || dom != AF_NETLINK ||
+	    getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) ||
+	    proto != NETLINK_GENERIC)
+		return -EPROTO;
+	nl = dmt_calloc(1, sizeof(*nl));
+	if (!nl)
+		return -ENOMEM;
+	nl->rxbuf_size = DMT_NL_RXBUF;
+	nl->rxbuf = dmt_malloc(nl->rxbuf_size);
+	if (!nl->rxbuf) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	nl->bus = NETLINK_GENERIC;
+	nl->sock = mnl_socket_fdopen(fd);
+	if (!nl->sock) {
+		ret = -errno;
+		goto err_free;
+	}
+	mnl_socket_setsockopt(nl->sock, NETLINK_EXT_ACK, &one, sizeof(one));
+	mnl_socket_setsockopt(nl->sock, NETLINK_CAP_ACK, &one, sizeof(one));
+	nl->portid = mnl_socket_get_portid(nl->sock);
+	/* above the sequence numbers its first owner used */
+	nl->seq = 1u << 16;
+	*nlp = nl;
+	return 0;
+
+err_free:
+	free(nl->rxbuf);
+	free(nl);
+	return ret;
+}
+
 void dmt_nl_close(struct dmt_nl *nl)
 {
 	if (!nl)

@@ -41,6 +41,11 @@ struct dmt_nl {
  * 0 or negative errno. */
 int dmt_nl_open(struct dmt_nl **nl, int bus);
 void dmt_nl_close(struct dmt_nl *nl);
+/* The same over fd, a generic netlink socket another process opened and
+ * bound (devmemtcp-broker's, holding a binding): taken over on success
+ * (dmt_nl_close closes it), left to the caller on failure (-EPROTO when
+ * it is not a generic netlink socket). */
+int dmt_nl_adopt(struct dmt_nl **nl, int fd);
 
 /* What CTRL_CMD_GETFAMILY says of a family: its id and the commands the
  * kernel has (the only way to tell what a kernel supports). */

@@ -426,10 +426,26 @@ int dmt_tokens_defer(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 	return 0;
 }
 
+/*
+ * Queue @tok for release, or, once a flush has failed (*err set), keep it in
+ * the backlog without flushing: the failure is the next flush's to report.
+ */
+static void queue_or_keep(struct dmt_tokens *t, uint32_t tok, int *err)
+{
+	int ret;
+
+	if (*err) {
+		backlog_add(t, tok);
+		return;
+	}
+	ret = dmt_tokens_queue(t, tok);
+	if (ret < 0)
+		*err = ret;
+}
+
 int dmt_tokens_poll(struct dmt_tokens *t, bool wait)
 {
-	bool failed = false;	/* a flush failed: queue without flushing */
-	int queued = 0, ret;
+	int queued = 0, failed = 0, ret;
 
 	while (t->dq_len) {
 		struct dmt_deferred *d = &t->dq[t->dq_head];
@@ -439,15 +455,8 @@ int dmt_tokens_poll(struct dmt_tokens *t, bool wait)
 			return ret;
 		if (ret == 0)
 			break;	/* in order: later entries wait behind it */
-		/* a failed flush is the next flush's to report */
-		for (size_t i = 0; i < d->ntokens; i++) {
-			uint32_t tok = t->dtoks[t->dt_head + i];
-
-			if (failed)
-				backlog_add(t, tok);
-			else if (dmt_tokens_queue(t, tok) < 0)
-				failed = true;
-		}
+		for (size_t i = 0; i < d->ntokens; i++)
+			queue_or_keep(t, t->dtoks[t->dt_head + i], &failed);
 		t->dt_head += d->ntokens;
 		t->deferred_pending -= d->ntokens;
 		queued += (int)d->ntokens;
@@ -461,7 +470,7 @@ int dmt_tokens_poll(struct dmt_tokens *t, bool wait)
 
 int dmt_tokens_queue_all(struct dmt_tokens *t)
 {
-	int ret, queued = 0, err = 0;
+	int queued = 0, err = 0;
 
 	for (size_t w = 0; w < t->nwords; w++) {
 		/* a copy: a token that cannot be kept queued comes back here */
@@ -475,13 +484,7 @@ int dmt_tokens_queue_all(struct dmt_tokens *t)
 
 			word &= word - 1;
 			queued++;
-			if (err) {
-				backlog_add(t, tok);
-				continue;
-			}
-			ret = dmt_tokens_queue(t, tok);
-			if (ret < 0)
-				err = ret;
+			queue_or_keep(t, tok, &err);
 		}
 	}
 	/* the tokens too large for the bitmap */
@@ -490,13 +493,7 @@ int dmt_tokens_queue_all(struct dmt_tokens *t)
 
 		t->outstanding--;
 		queued++;
-		if (err) {
-			backlog_add(t, tok);
-			continue;
-		}
-		ret = dmt_tokens_queue(t, tok);
-		if (ret < 0)
-			err = ret;
+		queue_or_keep(t, tok, &err);
 	}
 	return err ? err : queued;
 }

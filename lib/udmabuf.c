@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "broker.h"
 #include "buf.h"
 #include "uapi.h"
 
@@ -172,6 +173,68 @@ static int udmabuf_map(struct devmemtcp_ctx *ctx, struct devmemtcp_buf *buf,
 	return dmt_buf_set_segments(buf, &seg, 1);
 }
 
+/* Why we cannot open /dev/udmabuf (-EACCES, -ENOENT ...) when a broker
+ * can make the buffer instead; 0 when we can or none is there. */
+static int broker_makes_it(void)
+{
+	int why;
+
+	if (strcmp(udmabuf_dev(), "/dev/udmabuf") ||
+	    !faccessat(AT_FDCWD, "/dev/udmabuf", R_OK | W_OK, AT_EACCESS))
+		return 0;
+	why = -errno;
+	if (why != -EACCES && why != -EPERM && why != -ENOENT)
+		return 0;
+	return dmt_brk_present() ? why : 0;
+}
+
+/*
+ * Without access to /dev/udmabuf (a user, a container) devmemtcp-broker
+ * makes the dma-buf: over our memfd, whose pages we allocate first, so
+ * that they are ours (our memory cgroup's) before the broker pins them.
+ * Each page is also written once through our mapping: a page that
+ * fallocate() made is not up to date, and the first fault on it zeroes
+ * it, which after the pinning would wipe what the NIC wrote there.
+ */
+static int udmabuf_via_broker(struct devmemtcp_ctx *ctx, struct devmemtcp_buf *buf,
+			      bool huge, const char *dev, int why)
+{
+	uint64_t page = huge ? 2u << 20 : (uint64_t)sysconf(_SC_PAGESIZE);
+	struct dmt_err err = { 0 };
+	int memfd, fd, ret;
+
+	memfd = udmabuf_memfd(ctx, buf->size, huge);
+	if (memfd < 0)
+		return memfd;
+	if (fallocate(memfd, 0, 0, (off_t)buf->size)) {
+		ret = dmt_err(ctx, &ctx->err, -errno,
+			      "udmabuf: allocating the %llu bytes of the memfd failed: %s",
+			      (unsigned long long)buf->size, strerror(errno));
+		goto out;
+	}
+	ret = udmabuf_map(ctx, buf, memfd);
+	if (ret)
+		goto out;
+	for (uint64_t off = 0; off < buf->size; off += page)
+		((volatile char *)buf->cpu_map)[off] = 0;
+	if (fcntl(memfd, F_ADD_SEALS, F_SEAL_GROW)) {
+		ret = dmt_err(ctx, &ctx->err, -errno, "udmabuf: sealing the memfd failed: %s",
+			      strerror(errno));
+		goto out;
+	}
+	ret = dmt_brk_udmabuf(&err, memfd, &fd);
+	if (ret) {
+		dmt_err(ctx, &ctx->err, ret, "udmabuf: cannot open %s (%s) and devmemtcp-broker did not make the buffer: %s",
+			dev, dmt_errno_name(why), err.msg);
+		goto out;
+	}
+	buf->fd = fd;
+	buf->own_fd = true;
+out:
+	close(memfd);
+	return ret;
+}
+
 static int udmabuf_create(struct devmemtcp_ctx *ctx,
 			  const struct devmemtcp_buf_opts *opts,
 			  struct devmemtcp_buf *buf)
@@ -183,6 +246,9 @@ static int udmabuf_create(struct devmemtcp_ctx *ctx,
 	ret = udmabuf_size(ctx, opts, limit, &buf->size);
 	if (ret)
 		return ret;
+	ret = broker_makes_it();
+	if (ret)
+		return udmabuf_via_broker(ctx, buf, huge, udmabuf_dev(), ret);
 	devfd = udmabuf_open(ctx, udmabuf_dev());
 	if (devfd < 0)
 		return devfd;

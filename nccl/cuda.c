@@ -1,9 +1,16 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
  * The few CUDA driver calls the plugin makes itself: which GPU a pointer
- * is on, synchronous copies between host and GPU memory (CUDA buffers on
- * connections without devmem, fragments that arrived as plain data), and
- * a stream for the gathers.  libcuda.so.1 is loaded on first use, so the
+ * is on, copies between host and GPU memory (CUDA buffers on connections
+ * without devmem, fragments that arrived as plain data), and a stream for
+ * the gathers.
+ *
+ * Copies run on a non-blocking stream of the plugin's own, one per device,
+ * and are waited for with cuStreamSynchronize: never on the legacy default
+ * stream.  The application has work queued there that waits for the
+ * collective (PyTorch's current stream waits for the NCCL stream), and the
+ * collective's kernel waits for the bytes being copied; a copy queued
+ * behind that work would never run.  libcuda.so.1 is loaded on first use, so the
  * plugin loads and runs the plain path on machines without a GPU.  Each
  * call runs in the device's primary context, the one NCCL and PyTorch use.
  */
@@ -36,12 +43,14 @@ static struct {
 	CUresult (*cuCtxGetCurrent)(CUcontext *);
 	CUresult (*cuCtxGetDevice)(CUdevice *);
 	CUresult (*cuPointerGetAttribute)(void *, int, CUdeviceptr);
-	CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
-	CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
+	CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+	CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+	CUresult (*cuStreamSynchronize)(CUstream);
 	CUresult (*cuStreamCreate)(CUstream *, unsigned int);
 	CUresult (*cuStreamDestroy)(CUstream);
 	CUresult (*cuGetErrorName)(CUresult, const char **);
 	CUcontext ctx[MAX_GPUS];
+	CUstream copy_stream[MAX_GPUS];	/* non-blocking, for copies */
 } cu;
 
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
@@ -79,8 +88,9 @@ static void cu_load(void)
 	CU_SYM(cuCtxGetCurrent, "cuCtxGetCurrent");
 	CU_SYM(cuCtxGetDevice, "cuCtxGetDevice");
 	CU_SYM(cuPointerGetAttribute, "cuPointerGetAttribute");
-	CU_SYM(cuMemcpyHtoD, "cuMemcpyHtoD_v2");
-	CU_SYM(cuMemcpyDtoH, "cuMemcpyDtoH_v2");
+	CU_SYM(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+	CU_SYM(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+	CU_SYM(cuStreamSynchronize, "cuStreamSynchronize");
 	CU_SYM(cuStreamCreate, "cuStreamCreate");
 	CU_SYM(cuStreamDestroy, "cuStreamDestroy_v2");
 	CU_SYM(cuGetErrorName, "cuGetErrorName");
@@ -179,17 +189,45 @@ int dmtn_cuda_current_device(int *dev)
 	return 0;
 }
 
-/* Synchronous copy between host memory and GPU memory of device dev. */
+/* With dev's context current: its copy stream, made on first use. */
+static CUstream copy_stream(int dev, CUresult *r)
+{
+	CUstream s;
+
+	pthread_mutex_lock(&cu_lock);
+	s = cu.copy_stream[dev];
+	*r = 0;
+	if (!s) {
+		*r = cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
+		if (!*r)
+			cu.copy_stream[dev] = s;
+	}
+	pthread_mutex_unlock(&cu_lock);
+	return *r ? NULL : s;
+}
+
+/* Copy between host memory and GPU memory of device dev, done on return. */
 static int copy(int dev, void *host, uint64_t dptr, size_t n, bool to_gpu)
 {
+	const char *what = "cuStreamCreate";
+	CUstream s;
 	CUresult r;
 	int ret = ctx_push(dev);
 
 	if (ret)
 		return ret;
-	r = to_gpu ? cu.cuMemcpyHtoD(dptr, host, n) : cu.cuMemcpyDtoH(host, dptr, n);
+	s = copy_stream(dev, &r);
+	if (s) {
+		what = to_gpu ? "cuMemcpyHtoDAsync" : "cuMemcpyDtoHAsync";
+		r = to_gpu ? cu.cuMemcpyHtoDAsync(dptr, host, n, s)
+			   : cu.cuMemcpyDtoHAsync(host, dptr, n, s);
+	}
+	if (!r) {
+		what = "cuStreamSynchronize";
+		r = cu.cuStreamSynchronize(s);
+	}
 	ctx_pop();
-	return r ? cu_fail(to_gpu ? "cuMemcpyHtoD" : "cuMemcpyDtoH", r) : 0;
+	return r ? cu_fail(what, r) : 0;
 }
 
 int dmtn_cuda_copy_htod(int dev, uint64_t dst, const void *src, size_t n)

@@ -216,6 +216,17 @@ static nccl_result_t post_start(void *p, enum dmtn_comm_kind kind,
 	return c->error;
 }
 
+/* The common end of isend and irecv: the request goes to NCCL once the
+ * progress made on the comm has not failed. */
+static nccl_result_t post_end(nccl_result_t progress, struct dmtn_req *r,
+			      void **request)
+{
+	if (progress)
+		return progress;
+	*request = r;
+	return NCCL_OK;
+}
+
 /* A request at the end of the comm's queue; NULL when the comm is full
  * (NCCL posts again later). */
 static struct dmtn_req *req_queue(struct dmtn_comm *c, enum dmtn_req_kind kind)
@@ -376,11 +387,7 @@ nccl_result_t dmtn_isend(void *send_comm, void *data, size_t size, int tag,
 		       dmtn_devmem_tx_ready(c, mr);
 	memcpy(c->ctrl_out + c->ctrl_out_len, &m, sizeof(m));
 	c->ctrl_out_len += sizeof(m);
-	ret = send_progress(c);
-	if (ret)
-		return ret;
-	*request = r;
-	return NCCL_OK;
+	return post_end(send_progress(c), r, request);
 }
 
 /* ---- receive path ------------------------------------------------------- */
@@ -578,11 +585,7 @@ nccl_result_t dmtn_irecv(void *recv_comm, int n, void **data,
 			.tag = tags ? tags[i] : 0,
 			.mr = mhandles ? mhandles[i] : NULL,
 		};
-	ret = recv_progress(c);
-	if (ret)
-		return ret;
-	*request = r;
-	return NCCL_OK;
+	return post_end(recv_progress(c), r, request);
 }
 
 nccl_result_t dmtn_iflush(void *recv_comm, int n, void **data, int *sizes,

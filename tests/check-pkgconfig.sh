@@ -20,7 +20,7 @@ int main(void)
 	return 0;
 }
 PROG
-export PKG_CONFIG_PATH="$build/meson-uninstalled"
+export PKG_CONFIG_PATH="$build/meson-uninstalled${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 cflags=$(pkg-config --cflags devmemtcp)
 libs=$(pkg-config --libs devmemtcp)
 # a sanitizer build of the library needs the program built the same way

@@ -36,7 +36,7 @@ san=
 ldd "$build/lib/libdevmemtcp.so" | grep -q libasan && san="-fsanitize=address,undefined"
 ${CC:-cc} $san -I"$src/include" -o "$tmp/prog" "$tmp/prog.c" \
 	"$build/lib/libdevmemtcp.a" \
-	$(PKG_CONFIG_PATH="$build/meson-uninstalled" pkg-config --static --libs-only-l devmemtcp |
+	$(PKG_CONFIG_PATH="$build/meson-uninstalled${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" pkg-config --static --libs-only-l devmemtcp |
 		sed 's/-ldevmemtcp//') -pthread
 if ldd "$tmp/prog" | grep -q libdevmemtcp; then
 	echo "check-static: the program links the shared library, not libdevmemtcp.a"

@@ -115,6 +115,28 @@ static void print_owners(const struct devmemtcp_probe *p)
 	printf("\n");
 }
 
+/* devmemtcp-broker: whether setup would go through it, what it allows. */
+static void print_broker(const struct devmemtcp_probe *p)
+{
+	printf("broker         ");
+	if (p->broker_state <= 0) {
+		printf("%s%s\n", p->broker_state ? "not answering: " : "", p->broker_msg);
+		return;
+	}
+	printf("%s; ", p->broker ? "would be used (no CAP_NET_ADMIN)" : "not needed (CAP_NET_ADMIN)");
+	if (p->broker_allowed != 1) {
+		printf("%s\n", p->broker_msg);
+		return;
+	}
+	printf("%s allowed: %u queue%s (%u in use), %s, udmabuf ", p->ifname, p->broker_queues,
+	       p->broker_queues == 1 ? "" : "s", p->broker_queues_used, p->broker_msg);
+	if (p->broker_udmabuf)
+		printf("up to %llu MiB", (unsigned long long)(p->broker_udmabuf >> 20));
+	else
+		printf("none");
+	printf(", bind-tx %s\n", p->broker_tx ? "yes" : "no");
+}
+
 static void print_text(const struct devmemtcp_probe *p,
 		       const struct devmemtcp_queue *q, int nq)
 {
@@ -173,6 +195,7 @@ static void print_text(const struct devmemtcp_probe *p,
 		printf("size limit %lld MiB\n", (long long)p->udmabuf_limit_mb);
 	print_drm(p);
 	printf("CAP_NET_ADMIN  %s\n", p->cap_net_admin ? "yes" : "no");
+	print_broker(p);
 	printf("optmem_max     ");
 	num_or_unknown(stdout, p->optmem_max);
 	printf("\n");
@@ -246,6 +269,12 @@ static void print_json(const struct devmemtcp_probe *p,
 	fprintf(f, ",\"zcrx\":%d,\"zcrx_dmabuf\":%d,\"zcrx_msg\":", p->zcrx,
 		p->zcrx_dmabuf);
 	json_str(f, p->zcrx_msg);
+	fprintf(f, ",\"broker\":{\"used\":%s,\"state\":%d,\"allowed\":%d,\"queues\":%u,\"queues_used\":%u,\"tx\":%s,\"udmabuf\":%llu,\"msg\":",
+		p->broker ? "true" : "false", p->broker_state, p->broker_allowed, p->broker_queues,
+		p->broker_queues_used, p->broker_tx ? "true" : "false",
+		(unsigned long long)p->broker_udmabuf);
+	json_str(f, p->broker_msg);
+	fprintf(f, "}");
 	fprintf(f, ",\"queue_use_reported\":%s,\"nowners\":%d,\"owners\":[",
 		p->queue_use_reported ? "true" : "false", p->nowners);
 	for (int i = 0; i < p->nowners && i < DEVMEMTCP_PROBE_MAX_OWNERS; i++) {

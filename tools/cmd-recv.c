@@ -34,7 +34,6 @@ struct recv_opts {
 	uint32_t queues[MAX_QUEUES];
 	size_t nqueues;			/* 0: the last RX queue */
 	int port, setup, ifindex;
-	const char *after_bare_v;	/* the word after a -v without value */
 };
 
 /* What one run holds; recv_close() gives it all back. */
@@ -114,8 +113,9 @@ static int parse_buf_size(const char *arg, long long *size)
 }
 
 /* One option; returns -1 to go on, else the exit status. */
-static int recv_option(int c, const char *arg, struct recv_opts *o)
+static int recv_option(int c, const char *arg, void *opts)
 {
+	struct recv_opts *o = opts;
 	unsigned long long v;
 
 	switch (c) {
@@ -173,25 +173,12 @@ static int recv_parse(int argc, char **argv, struct recv_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	int c, status;
+	int status;
 
-	optind = 1;
-	opterr = 0;	/* we name the bad option ourselves */
-	while ((c = getopt_long(argc, argv, ":i:q:p:l:b:v::e:sM:h", opts, NULL)) != -1) {
-		if (c == '?' || c == ':')
-			return getopt_error(CMD, c, opts, argv);
-		/* "-v 7": 7 is not -v's value, which goes with the option */
-		if (c == 'v' && !optarg && optind < argc && argv[optind][0] != '-')
-			o->after_bare_v = argv[optind];
-		status = recv_option(c, optarg, o);
-		if (status >= 0)
-			return status;
-	}
-	if (optind < argc && argv[optind] == o->after_bare_v)
-		return usage_error(CMD, "unexpected argument \"%s\": an optional value goes with the option (--validate=%s or -v%s)",
-				   argv[optind], argv[optind], argv[optind]);
-	if (optind < argc)
-		return usage_error(CMD, "unexpected argument \"%s\"", argv[optind]);
+	status = tool_getopt(CMD, argc, argv, ":i:q:p:l:b:v::e:sM:h", opts,
+			     recv_option, o);
+	if (status >= 0)
+		return status;
 	if (!o->ifname)
 		return usage_error(CMD, "--iface is required");
 	o->ifindex = (int)if_nametoindex(o->ifname);

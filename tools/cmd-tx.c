@@ -89,8 +89,9 @@ static int size_option(const char *opt, const char *arg, long long min,
 }
 
 /* One option; returns -1 to go on, else the exit status. */
-static int send_option(int c, const char *arg, struct send_opts *o)
+static int send_option(int c, const char *arg, void *opts)
 {
+	struct send_opts *o = opts;
 	unsigned long long v;
 
 	switch (c) {
@@ -143,20 +144,12 @@ static int send_parse(int argc, char **argv, struct send_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	int c, status;
+	int status;
 
-	optind = 1;
-	opterr = 0;	/* we name the bad option ourselves */
-	while ((c = getopt_long(argc, argv, ":i:c:p:n:P:f:b:C:z:qM:h", lopts,
-				NULL)) != -1) {
-		if (c == '?' || c == ':')
-			return getopt_error(CMD, c, lopts, argv);
-		status = send_option(c, optarg, o);
-		if (status >= 0)
-			return status;
-	}
-	if (optind < argc)
-		return usage_error(CMD, "unexpected argument \"%s\"", argv[optind]);
+	status = tool_getopt(CMD, argc, argv, ":i:c:p:n:P:f:b:C:z:qM:h", lopts,
+			     send_option, o);
+	if (status >= 0)
+		return status;
 	if (!o->ifname)
 		return usage_error(CMD, "--iface is required");
 	if (!o->addr)

@@ -84,19 +84,61 @@ int usage_error(const char *cmd, const char *fmt, ...)
 	return 2;
 }
 
+/* The option of opts that getopt_long() returns as c, or NULL. */
+static const struct option *option_of(const struct option *opts, int c)
+{
+	for (; opts->name; opts++)
+		if (opts->val == c)
+			return opts;
+	return NULL;
+}
+
 int getopt_error(const char *cmd, int c, const struct option *opts,
 		 char **argv)
 {
+	const struct option *opt = option_of(opts, optopt);
+
 	if (c == ':') {
-		for (; opts->name; opts++)
-			if (opts->val == optopt)
-				return usage_error(cmd, "--%s needs a value",
-						   opts->name);
+		if (opt)
+			return usage_error(cmd, "--%s needs a value", opt->name);
 		return usage_error(cmd, "-%c needs a value", optopt);
 	}
 	if (optopt)
 		return usage_error(cmd, "unknown option \"-%c\"", optopt);
 	return usage_error(cmd, "unknown option \"%s\"", argv[optind - 1]);
+}
+
+int tool_getopt(const char *cmd, int argc, char **argv, const char *optstring,
+		const struct option *opts, tool_option_fn *fn, void *o)
+{
+	const char *bare = NULL;	/* the word after an option without value */
+	const struct option *bare_opt = NULL;
+	const struct option *opt;
+	int c, status;
+
+	optind = 1;
+	opterr = 0;	/* we name the bad option ourselves */
+	while ((c = getopt_long(argc, argv, optstring, opts, NULL)) != -1) {
+		if (c == '?' || c == ':')
+			return getopt_error(cmd, c, opts, argv);
+		/* "-v 7": 7 is not -v's value, which goes with the option */
+		opt = option_of(opts, c);
+		if (opt && opt->has_arg == optional_argument && !optarg &&
+		    optind < argc && argv[optind][0] != '-') {
+			bare = argv[optind];
+			bare_opt = opt;
+		}
+		status = fn(c, optarg, o);
+		if (status >= 0)
+			return status;
+	}
+	if (optind < argc && argv[optind] == bare)
+		return usage_error(cmd, "unexpected argument \"%s\": an optional value goes with the option (--%s=%s or -%c%s)",
+				   bare, bare_opt->name, bare, bare_opt->val,
+				   bare);
+	if (optind < argc)
+		return usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
+	return -1;
 }
 
 int tool_sockaddr(const char *cmd, const char *addr, int port,

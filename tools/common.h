@@ -48,6 +48,17 @@ int getopt_error(const char *cmd, int c, const struct option *opts,
 		 char **argv);
 
 /*
+ * A command's options: getopt_long() over argv (optstring starting with
+ * ':'), each option given to fn (which returns -1 to go on, else the exit
+ * status), then no argument may be left; a word right after an option whose
+ * value is optional is named as that value written apart.  Returns -1 to go
+ * on, else the exit status (2 for a usage error, printed).
+ */
+typedef int tool_option_fn(int c, const char *arg, void *o);
+int tool_getopt(const char *cmd, int argc, char **argv, const char *optstring,
+		const struct option *opts, tool_option_fn *fn, void *o);
+
+/*
  * An IPv4 or IPv6 address and a port into *sa; addr NULL: the IPv6 wildcard
  * (which also accepts IPv4 connections).  Prints "CMD: bad address" and
  * returns -1 when addr is neither.

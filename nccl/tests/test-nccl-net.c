@@ -6,7 +6,7 @@
  * at once with several requests in flight, as NCCL's proxy thread does.
  *
  *   test-nccl-net PLUGIN [--version 8|9|10|11] [--bytes N] [--quiet]
- *                        [--corrupt K]
+ *                        [--corrupt K] [--cuda]
  *       two threads of this process over loopback (NCCL_DEVMEMTCP_IFNAME=lo
  *       unless set), every version: properties, N bytes (64 MiB) each way
  *       in messages of mixed sizes (0 bytes, sizes not a multiple of 4) with
@@ -18,7 +18,11 @@
  *       With NCCL_DEVMEMTCP_FAMILY=AF_INET6 the same over ::1 (exit 77
  *       when lo has no IPv6 address).  --corrupt K changes a byte of rank
  *       0's message K after it is written (a test of the checks: rank 1
- *       must report the mismatch and both ranks stop).
+ *       must report the mismatch and both ranks stop).  --cuda registers
+ *       the buffers as CUDA memory (NCCL_DEVMEMTCP_CUDA_PTR=1) with the
+ *       tests' fake libcuda.so.1 on LD_LIBRARY_PATH, where a copy on the
+ *       legacy default stream fails as the deadlock it is under NCCL; every
+ *       byte must go through the plugin's host copy.
  *
  *   test-nccl-net PLUGIN --fork --ns0 NS --if0 IF --ns1 NS --if1 IF
  *       [--devmem] [--dmabuf-tx] ...
@@ -67,7 +71,7 @@ static const char *plugin_path;
 static uint64_t total = 64ull << 20;
 static int only_version;
 static long corrupt_msg = -1;
-static bool quiet, fork_mode, want_devmem, dmabuf_tx;
+static bool quiet, fork_mode, want_devmem, dmabuf_tx, cuda_mode;
 static const char *rank_ns[2], *rank_if[2];
 
 /* ---- NCCL's logger: print, and keep the lines for the checks ------------- */
@@ -416,7 +420,7 @@ static int check_props(struct rank *r)
 		ret = T11(&r->net)->get_properties(0, &p);
 	}
 	CHECK(r, ret == NCCL_OK, "getProperties: %d", ret);
-	if (want_devmem)
+	if (want_devmem || cuda_mode)
 		want_ptr |= NCCL_PTR_CUDA | NCCL_PTR_DMABUF;
 	CHECK(r, p.name && !strcmp(p.name, rank_if[r->id] ? rank_if[r->id] : "lo"),
 	      "device name %s", p.name ? p.name : "(null)");
@@ -801,6 +805,21 @@ static int wait_error(struct rank *r, void *req, int want, const char *what)
 	return 0;
 }
 
+/* A receive of one cap-byte buffer that fails with want, from irecv itself
+ * or from testing its request; what names it.  0 or -1. */
+static int irecv_fails(struct rank *r, size_t cap, int want, const char *what)
+{
+	void *req, *data = r->rbuf;
+	int tag = 1 - r->id, ret;
+
+	ret = net_irecv(&r->net, r->rc, 1, &data, &cap, &tag, &r->rmh, &req);
+	if (ret == NCCL_OK && req != (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION && req)
+		ret = wait_error(r, req, want, what) ? -1 : want;
+	CHECK(r, ret == want, "%s: %d, expected %d", what, ret,
+	      want);
+	return 0;
+}
+
 static int bad_handle(struct rank *r)
 {
 	char h[NCCL_NET_HANDLE_MAXSIZE];
@@ -819,41 +838,48 @@ static int bad_handle(struct rank *r)
 	return 0;
 }
 
-/* The peer closes with a receive posted and nothing sent. */
-static int peer_closes(struct rank *r)
+/* Rank 0 of the closing tests: close the send comm, say so with c, wait
+ * until the peer has seen it, then close the rest. */
+static int close_first(struct rank *r, char c)
 {
-	void *req = NULL, *data = r->rbuf;
-	size_t cap = 4096;
-	int tag = 1 - r->id, ret;
-	char c = 'c';
+	if (close_send(r) || sync_send(r, &c, 1) || sync_recv(r, &c, 1))
+		return -1;
+	return close_recv(r);
+}
 
-	if (open_pair(r))
-		return -1;
-	if (r->id == 0) {
-		if (close_send(r) || sync_send(r, &c, 1) || sync_recv(r, &c, 1))
-			return -1;
-		return close_recv(r);
-	}
-	if (sync_recv(r, &c, 1))
-		return -1;
-	ret = net_irecv(&r->net, r->rc, 1, &data, &cap, &tag, &r->rmh, &req);
-	if (ret == NCCL_OK && req)
-		ret = wait_error(r, req, NCCL_ERR_REMOTE, "receive from a closed peer") ? -1 : NCCL_ERR_REMOTE;
-	CHECK(r, ret == NCCL_ERR_REMOTE, "irecv after the peer closed: %d", ret);
-	CHECK(r, log_count(0, "closed by the peer", NULL) > 0,
-	      "no message says the peer closed");
+/* Rank 1 of the closing tests, once done: close both comms and say so. */
+static int close_after(struct rank *r, char c)
+{
 	if (close_send(r) || close_recv(r))
 		return -1;
 	return sync_send(r, &c, 1);
 }
 
+/* The peer closes with a receive posted and nothing sent. */
+static int peer_closes(struct rank *r)
+{
+	char c = 'c';
+
+	if (open_pair(r))
+		return -1;
+	if (r->id == 0)
+		return close_first(r, c);
+	if (sync_recv(r, &c, 1))
+		return -1;
+	if (irecv_fails(r, 4096, NCCL_ERR_REMOTE, "receive from a closed peer"))
+		return -1;
+	CHECK(r, log_count(0, "closed by the peer", NULL) > 0,
+	      "no message says the peer closed");
+	return close_after(r, c);
+}
+
 /* The peer closes in the middle of a message. */
 static int peer_dies_midway(struct rank *r)
 {
-	void *req = NULL, *data = r->rbuf;
+	void *req = NULL;
 	/* more than loopback's socket buffers hold */
 	size_t cap = (size_t)WINDOW * SLOT;
-	int tag = 1 - r->id, ret, done = 0;
+	int ret, done = 0;
 	char c = 'm';
 
 	if (open_pair(r))
@@ -865,27 +891,20 @@ static int peer_dies_midway(struct rank *r)
 		for (int i = 0; i < 100 && !done; i++)
 			CHECK(r, CALL(&r->net, test, req, &done, NULL) == NCCL_OK, "test");
 		CHECK(r, !done, "%zu bytes went out with nobody reading", cap);
-		if (close_send(r) || sync_send(r, &c, 1) || sync_recv(r, &c, 1))
-			return -1;
-		return close_recv(r);
+		return close_first(r, c);
 	}
 	if (sync_recv(r, &c, 1))
 		return -1;
-	ret = net_irecv(&r->net, r->rc, 1, &data, &cap, &tag, &r->rmh, &req);
-	if (ret == NCCL_OK && req != (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION && req)
-		ret = wait_error(r, req, NCCL_ERR_REMOTE, "receive cut short") ? -1 : NCCL_ERR_REMOTE;
-	CHECK(r, ret == NCCL_ERR_REMOTE, "message cut short by the peer: %d", ret);
-	if (close_send(r) || close_recv(r))
+	if (irecv_fails(r, cap, NCCL_ERR_REMOTE, "message cut short by the peer"))
 		return -1;
-	return sync_send(r, &c, 1);
+	return close_after(r, c);
 }
 
 /* A message larger than the receive posted for it. */
 static int too_large(struct rank *r)
 {
-	void *req = NULL, *data = r->rbuf;
-	size_t cap = 10;
-	int tag = 1 - r->id, ret, done = 0;
+	void *req = NULL;
+	int ret, done = 0;
 
 	if (open_pair(r))
 		return -1;
@@ -895,10 +914,8 @@ static int too_large(struct rank *r)
 		while (!done)
 			CHECK(r, CALL(&r->net, test, req, &done, NULL) == NCCL_OK, "test");
 	} else {
-		ret = net_irecv(&r->net, r->rc, 1, &data, &cap, &tag, &r->rmh, &req);
-		if (ret == NCCL_OK && req)
-			ret = wait_error(r, req, NCCL_ERR_INVALID_USAGE, "1000 bytes into 10") ? -1 : NCCL_ERR_INVALID_USAGE;
-		CHECK(r, ret == NCCL_ERR_INVALID_USAGE, "1000 bytes into 10: %d", ret);
+		if (irecv_fails(r, 10, NCCL_ERR_INVALID_USAGE, "1000 bytes into 10"))
+			return -1;
 		CHECK(r, log_count(0, "does not fit the 10-byte receive buffer", NULL) > 0,
 		      "no message names the sizes");
 	}
@@ -910,6 +927,8 @@ static int too_large(struct rank *r)
 static int regs(struct rank *r)
 {
 	struct net *n = &r->net;
+	/* --cuda: the buffers stand for GPU memory (the fake libcuda) */
+	int type = cuda_mode ? NCCL_PTR_CUDA : NCCL_PTR_HOST;
 	int ret;
 
 	if (r->ubuf) {
@@ -923,16 +942,16 @@ static int regs(struct rank *r)
 
 		CHECK(r, fd >= 0, "memfd_create: %s", strerror(errno));
 		ret = CALL(n, reg_mr_dmabuf, r->sc, r->sbuf, (size_t)WINDOW * SLOT,
-			   NCCL_PTR_HOST, 0, fd, &r->smh);
+			   type, 0, fd, &r->smh);
 		close(fd);	/* as NCCL does after registering */
 		CHECK(r, ret == NCCL_OK, "regMrDmaBuf: %d", ret);
 	} else {
 		ret = CALL(n, reg_mr, r->sc, r->sbuf, (size_t)WINDOW * SLOT,
-			   NCCL_PTR_HOST, &r->smh);
+			   type, &r->smh);
 		CHECK(r, ret == NCCL_OK, "regMr send: %d", ret);
 	}
 	ret = CALL(n, reg_mr, r->rc, r->rbuf, (size_t)WINDOW * SLOT,
-		   NCCL_PTR_HOST, &r->rmh);
+		   type, &r->rmh);
 	CHECK(r, ret == NCCL_OK, "regMr recv: %d", ret);
 	return 0;
 }
@@ -945,6 +964,21 @@ static bool kernel_has_tx(void)
 	uname(&u);
 	sscanf(u.release, "%d.%d", &maj, &min);
 	return maj > 6 || (maj == 6 && min >= 16);
+}
+
+/* --cuda without devmem: every byte of either comm went through the
+ * plugin's host copy (the fake libcuda's memcpy). */
+static int check_bounce(struct rank *r, const void *sc, const void *rc,
+			uint64_t received)
+{
+	uint64_t sent = total + (r->id ? 0 : GROUPED_BYTES);
+	uint64_t rx = close_stat(rc, "copied through host memory");
+	uint64_t tx = close_stat(sc, "copied through host memory");
+
+	CHECK(r, rx == received && tx == sent,
+	      "%" PRIu64 " of %" PRIu64 " bytes received and %" PRIu64 " of %" PRIu64 " sent were copied through host memory",
+	      rx, received, tx, sent);
+	return 0;
 }
 
 /* The plugin's own account of the paths (its NCCL_DEBUG=INFO lines). */
@@ -964,6 +998,8 @@ static int check_paths(struct rank *r, size_t mark, const void *sc,
 			 log_count(mark, "recv comm", "plain TCP") >= 1,
 		      "the plugin did not log the path (plain TCP) of both comms");
 		CHECK(r, rx_dm == 0 && tx_dm == 0, "devmem bytes without devmem");
+		if (cuda_mode)
+			return check_bounce(r, sc, rc, want);
 		return 0;
 	}
 	CHECK(r, log_count(mark, "recv comm", "devmem RX (binding") >= 1,
@@ -1130,7 +1166,7 @@ static uint64_t parse_bytes(const char *s)
 
 static void usage(int code)
 {
-	printf("usage: test-nccl-net PLUGIN.so [--version 8|9|10|11] [--bytes N] [--quiet] [--corrupt K]\n"
+	printf("usage: test-nccl-net PLUGIN.so [--version 8|9|10|11] [--bytes N] [--quiet] [--corrupt K] [--cuda]\n"
 	       "       test-nccl-net PLUGIN.so --fork [--ns0 NS --if0 IF --ns1 NS --if1 IF]\n"
 	       "                     [--devmem] [--dmabuf-tx] [--version V] [--bytes N]\n");
 	exit(code);
@@ -1150,6 +1186,7 @@ static void parse_args(int argc, char **argv)
 		{ "devmem", no_argument, NULL, 5 },
 		{ "dmabuf-tx", no_argument, NULL, 6 },
 		{ "corrupt", required_argument, NULL, 7 },
+		{ "cuda", no_argument, NULL, 8 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -1168,6 +1205,7 @@ static void parse_args(int argc, char **argv)
 		case 5: want_devmem = true; break;
 		case 6: dmabuf_tx = true; break;
 		case 7: corrupt_msg = atol(optarg); break;
+		case 8: cuda_mode = true; break;
 		case 'h': usage(0); break;
 		default: usage(2);
 		}
@@ -1211,6 +1249,10 @@ int main(int argc, char **argv)
 	ipv6_or_skip();
 	if (!fork_mode && !rank_if[0])
 		setenv("NCCL_DEVMEMTCP_IFNAME", "=lo", 0);
+	/* the buffers are CUDA memory to the plugin: it loads libcuda.so.1,
+	 * the fake one of the tests (LD_LIBRARY_PATH) */
+	if (cuda_mode)
+		setenv("NCCL_DEVMEMTCP_CUDA_PTR", "1", 1);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
 		perror("socketpair");
 		return 1;

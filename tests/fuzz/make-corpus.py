@@ -191,6 +191,159 @@ def program_seeds():
     write("segments", "one", bytes([0, 1, 16, 0, 16, 1]) + bytes([0, 15, 16, 17]))
 
 
+# devmemtcp-broker protocol (lib/broker.h): host order (x86-64), as
+# dmt_brk_hdr_init and the client's requests lay it out.
+BRK_MAGIC, BRK_VERSION = 0x424d5444, 1
+BRK_OPEN, BRK_CLOSE, BRK_ADD_FLOW, BRK_REMOVE_FLOW = 1, 2, 3, 4
+BRK_BIND_RX, BRK_BIND_TX, BRK_UDMABUF, BRK_POLICY = 5, 6, 7, 8
+BRK_REPLY = 0x8000
+BRK_OPEN_BIND, BRK_OPEN_NO_VERIFY = 4, 8
+AF_INET, AF_INET6 = 2, 10
+
+
+def brk_msg(rtype, body, seq=1, version=BRK_VERSION, magic=BRK_MAGIC, length=None):
+    n = 16 + len(body) if length is None else length
+    return struct.pack("<IHHII", magic, version, rtype, n, seq) + body
+
+
+def brk_ifname(name):
+    return name.encode() + b"\0" * (16 - len(name))
+
+
+def brk_flow(family, dst, dport, src=b"", sport=0, queue=None, reserved=0):
+    """struct dmt_brk_flow: addresses and masks of 16 bytes (IPv4 in the
+    first 4), ports with whole masks when given."""
+    def addr(a):
+        return a + b"\0" * (16 - len(a))
+
+    def mask(a):
+        return b"\xff" * len(a) + b"\0" * (16 - len(a))
+
+    return struct.pack("<II", family, 1 if queue is not None else 0) + \
+        addr(src) + mask(src) + addr(dst) + mask(dst) + \
+        struct.pack("<HHHHII", sport, 0xffff if sport else 0, dport,
+                    0xffff if dport else 0, queue or 0, reserved)
+
+
+def brk_open(ifname, flags=0, nqueues=0, ids=(), flows=(), page=0, nids=None):
+    return struct.pack("<16sIIIIII", brk_ifname(ifname), flags, nqueues,
+                       len(ids) if nids is None else nids, len(flows), page, 0) + \
+        b"".join(struct.pack("<I", q) for q in ids) + b"".join(flows)
+
+
+def brk_bind(ifindex, queues=(), page=0, flags=0, nqueues=None):
+    return struct.pack("<IIII", ifindex, len(queues) if nqueues is None else nqueues,
+                       page, flags) + b"".join(struct.pack("<I", q) for q in queues)
+
+
+def brk_reply(rtype, seq, err=0, msg=b"", nfds=0, answer=b""):
+    body = struct.pack("<iI", err, nfds) + msg + b"\0" * (1024 - len(msg)) + \
+        answer + b"\0" * (360 - len(answer))
+    return brk_msg(rtype | BRK_REPLY, body, seq)
+
+
+def broker_seeds():
+    """One request of each type as the client library sends it, then
+    edge cases; the first byte is the fds that came (bits 0-2; 5: a cut
+    control buffer) and MSG_TRUNC (bit 3), see fuzz-broker-req.c."""
+    def seed(name, msg, nfds=0, trunc=False):
+        write("broker-req", name, bytes([nfds | (8 if trunc else 0)]) + msg)
+
+    v4 = brk_flow(AF_INET, bytes([10, 0, 0, 2]), 5201)
+    v6 = brk_flow(AF_INET6, bytes.fromhex("20010db8") + b"\0" * 11 + b"\1", 6000,
+                  queue=15)
+    seed("open", brk_msg(BRK_OPEN, brk_open("eth1", BRK_OPEN_BIND, 2, flows=[v4])), 1)
+    seed("open-ids", brk_msg(BRK_OPEN, brk_open("eth1", 0, ids=[14, 15],
+                                                flows=[v4, v6], page=16384), 7))
+    seed("close", brk_msg(BRK_CLOSE, struct.pack("<II", 1, 0), 3))
+    seed("add-flow", brk_msg(BRK_ADD_FLOW, struct.pack("<II", 1, 0) + v4, 4))
+    seed("remove-flow", brk_msg(BRK_REMOVE_FLOW, struct.pack("<II", 1, 2), 5))
+    seed("bind-rx", brk_msg(BRK_BIND_RX, brk_bind(5, [14, 15])), 1)
+    seed("bind-tx", brk_msg(BRK_BIND_TX, brk_bind(5, flags=1)), 1)
+    seed("udmabuf", brk_msg(BRK_UDMABUF, b"\0" * 8), 1)
+    seed("policy", brk_msg(BRK_POLICY, brk_ifname("eth1")))
+    # edge cases, each refused for one reason
+    seed("edge-short", brk_msg(BRK_CLOSE, b"")[:10])
+    seed("edge-magic", brk_msg(BRK_CLOSE, struct.pack("<II", 1, 0), magic=0x11223344))
+    seed("edge-version", brk_msg(BRK_CLOSE, struct.pack("<II", 1, 0), version=2))
+    seed("edge-len", brk_msg(BRK_CLOSE, struct.pack("<II", 1, 0), length=8192))
+    seed("edge-trunc", brk_msg(BRK_CLOSE, struct.pack("<II", 1, 0)), 0, True)
+    seed("edge-oversize", brk_msg(BRK_BIND_RX, brk_bind(5, range(64)) + b"\0" * 7936))
+    seed("edge-type", brk_msg(9, b""))
+    seed("edge-counts", brk_msg(BRK_OPEN, brk_open("eth1", nqueues=65)))
+    seed("edge-nids-body", brk_msg(BRK_OPEN, brk_open("eth1", ids=[1], nids=2)))
+    seed("edge-ids-twice", brk_msg(BRK_OPEN, brk_open("eth1", ids=[3, 3])))
+    seed("edge-id-range", brk_msg(BRK_BIND_RX, brk_bind(5, [4096])), 1)
+    seed("edge-ifname-junk", brk_msg(BRK_POLICY, b"eth1\0x" + b"\0" * 10))
+    seed("edge-ifname-full", brk_msg(BRK_POLICY, b"a" * 16))
+    seed("edge-flow-family", brk_msg(BRK_ADD_FLOW, struct.pack("<II", 1, 0) +
+                                     brk_flow(0, bytes(4), 80)))
+    seed("edge-flow-reserved", brk_msg(BRK_ADD_FLOW, struct.pack("<II", 1, 0) +
+                                       brk_flow(AF_INET, bytes(4), 80, reserved=1)))
+    seed("edge-close-flow", brk_msg(BRK_CLOSE, struct.pack("<II", 1, 1)))
+    seed("edge-bind-rx-none", brk_msg(BRK_BIND_RX, brk_bind(5)), 1)
+    seed("edge-bind-tx-queues", brk_msg(BRK_BIND_TX, brk_bind(5, nqueues=1)), 1)
+    seed("edge-ifindex", brk_msg(BRK_BIND_RX, brk_bind(0x80000000, [1])), 1)
+    seed("edge-no-fd", brk_msg(BRK_UDMABUF, b"\0" * 8))
+    seed("edge-extra-fd", brk_msg(BRK_POLICY, brk_ifname("eth1")), 1)
+    seed("edge-ctrunc", brk_msg(BRK_BIND_TX, brk_bind(5)), 5)
+    seed("edge-open-flags", brk_msg(BRK_OPEN, brk_open("eth1", 0x20)))
+    seed("edge-udmabuf-flags", brk_msg(BRK_UDMABUF, struct.pack("<II", 1, 0)), 1)
+    # replies as the client checks them (an input of a reply's size)
+    queues = struct.pack("<64I", *([14, 15] + [0] * 62))
+    seed("reply-open", brk_reply(BRK_OPEN, 1, nfds=1, answer=struct.pack(
+        "<IIIIIIQQ", 1, 9, 2, 7, 1, 3, 11, 8) + queues), 1)
+    seed("reply-policy", brk_reply(BRK_POLICY, 2, answer=struct.pack(
+        "<IIIIQII", 1, 2, 0, 1, 256 << 20, 0, 1) + struct.pack("<HH", 5201, 5299) +
+        b"\0" * 60 + struct.pack("<II", 3, 1000) + b"/etc/devmemtcp/broker.conf"))
+    seed("reply-refused", brk_reply(BRK_OPEN, 3, -13, b"devmemtcp-broker: uid 1000 "
+                                    b"may not use eth1: no rule of /etc/devmemtcp/"
+                                    b"broker.conf allows it"))
+
+
+POLICY = """# devmemtcp-broker policy
+allow group ml interface eth1 queues 2 ports 5201-5299 udmabuf 256M tx
+allow user loader interface eth1,eth2 queues 8 ports 6000-6999,7000
+\tallow   uid 1001\tinterface * ports any udmabuf 1G
+allow gid 100 interface eth3 udmabuf 65536
+allow everyone interface eth1 queues 1 ports 5201
+
+"""
+
+
+def policy_seeds():
+    """The example of broker.conf, every keyword, and files refused for
+    one reason each."""
+    write("broker-policy", "example", open(os.path.join(
+        HERE, "..", "..", "tools", "broker", "broker.conf"), "rb").read())
+    write("broker-policy", "every-keyword", POLICY.encode())
+    write("broker-policy", "empty", b"")
+    write("broker-policy", "no-newline", b"allow uid 0 interface lo tx")
+    for name, text in [
+            ("edge-long-line", "allow everyone interface " + "a" * 1000 + "\n"),
+            ("edge-nul", "allow everyone interface eth1\0\n"),
+            ("edge-twice", "allow everyone interface eth1 queues 1 queues 2\n"),
+            ("edge-overlap", "allow everyone interface eth1 ports 1-10,10-20\n"),
+            ("edge-range", "allow everyone interface eth1 ports 5-5\n"),
+            ("edge-unknown", "allow everyone interface eth1 rx\n"),
+            ("edge-no-interface", "allow user a.b-c_d queues 2\n"),
+            ("edge-uid-max", "allow uid 4294967295 interface eth1\n"),
+            ("edge-leading-zero", "allow uid 01 interface eth1\n"),
+            ("edge-name", "allow user -x interface eth1\n"),
+            ("edge-ifname", "allow everyone interface eth1,,eth2\n"),
+            ("edge-if-twice", "allow everyone interface eth1,eth1\n"),
+            ("edge-ifs", "allow everyone interface " +
+             ",".join("e%d" % i for i in range(33)) + "\n"),
+            ("edge-ports", "allow everyone interface eth1 ports " +
+             ",".join(str(i) for i in range(1, 18)) + "\n"),
+            ("edge-queues", "allow everyone interface eth1 queues 65\n"),
+            ("edge-size", "allow everyone interface eth1 udmabuf 1025G\n"),
+            ("edge-deny", "deny everyone interface eth1\n"),
+            ("edge-crlf", "allow everyone interface eth1\r\n"),
+            ("edge-comment", "allow everyone interface eth1 # comment\n")]:
+        write("broker-policy", name, text.encode())
+
+
 def main():
     cmsg_seeds()
     rx_seeds()
@@ -199,6 +352,8 @@ def main():
     journal_seeds()
     flow_seeds()
     program_seeds()
+    broker_seeds()
+    policy_seeds()
     return 0
 
 

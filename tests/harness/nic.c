@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /* The harness for the NIC-layer vm tests; see harness-nic.h. */
+#include <errno.h>
 #include <libgen.h>
 #include <limits.h>
 #include <net/if.h>
@@ -161,9 +162,13 @@ int nic_receive(struct devmemtcp_ctx *ctx, int lfd, struct devmemtcp_buf *buf,
 	if (!frags || !linear || !tmp)
 		goto out;
 	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0 || devmemtcp_rx_new(ctx, fd, NULL, &rx) ||
-	    devmemtcp_rx_add_buf(rx, binding, buf)) {
-		fprintf(stderr, "FAIL: receiver: accept or rx: %s\n", devmemtcp_ctx_errmsg(ctx));
+	if (fd < 0) {
+		fprintf(stderr, "FAIL: receiver: accept: %s\n", strerror(errno));
+		goto out;
+	}
+	if (devmemtcp_rx_new(ctx, fd, NULL, &rx) || devmemtcp_rx_add_buf(rx, binding, buf)) {
+		fprintf(stderr, "FAIL: receiver: rx: %s\n",
+			rx ? devmemtcp_rx_errmsg(rx) : devmemtcp_ctx_errmsg(ctx));
 		goto out;
 	}
 	while ((n = devmemtcp_rx_recv(rx, frags, MAX_FRAGS, linear, LINEAR)) > 0) {

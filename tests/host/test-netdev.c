@@ -30,6 +30,7 @@
 #include <netlink/genl/genl.h>
 #include <netlink/netlink.h>
 
+#include "../unit/ctxfixture.h"
 #include "devmemtcp.h"
 #include "netdev.h"
 #include "nl.h"
@@ -85,7 +86,6 @@ static void test_queue_list_sysfs(void **state)
 {
 	struct devmemtcp_queue q[16];
 	int n, rx = 0, tx = 0;
-	char want[256];
 
 	n = devmemtcp_queue_list(ctx, va, q, 16);
 	assert_int_equal(n, 4 + 3);
@@ -107,10 +107,9 @@ static void test_queue_list_sysfs(void **state)
 			    "no network interface has index 99999: check the name with 'ip link'");
 	/* ERRORS devmemtcp_queue_list EINVAL */
 	assert_int_equal(devmemtcp_queue_list(ctx, 0, q, 16), -EINVAL);
-	snprintf(want, sizeof(want),
-		 "devmemtcp_queue_list: ifindex 0 and 16 entries at %p: pass an ifindex from if_nametoindex() and an array for max entries",
-		 (void *)q);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "devmemtcp_queue_list: ifindex 0 and 16 entries at %p: pass an ifindex from if_nametoindex() and an array for max entries",
+			     (void *)q);
 }
 
 /* A kernel without the netdev family (before 6.9 for queue-get): a test
@@ -318,7 +317,6 @@ static void test_udmabuf_missing(void **state)
 	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
 		       .size = 1 << 20);
 	struct devmemtcp_buf *buf;
-	char want[256];
 	const char *dev = "/dev/udmabuf";
 
 	if (access(dev, F_OK) == 0) {
@@ -327,10 +325,9 @@ static void test_udmabuf_missing(void **state)
 		setenv("DEVMEMTCP_UDMABUF_DEV", dev, 1);
 	}
 	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -ENOENT);
-	snprintf(want, sizeof(want),
-		 "udmabuf: %s does not exist: load the module with 'modprobe udmabuf' (kernel option CONFIG_UDMABUF)",
-		 dev);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "udmabuf: %s does not exist: load the module with 'modprobe udmabuf' (kernel option CONFIG_UDMABUF)",
+			     dev);
 	unsetenv("DEVMEMTCP_UDMABUF_DEV");
 }
 

@@ -34,6 +34,7 @@
 #include <linux/rtnetlink.h>
 #include <sys/syscall.h>
 
+#include "../unit/ctxfixture.h"
 #include "devmemtcp.h"
 #include "harness.h"
 #include "nic.h"
@@ -382,9 +383,9 @@ static void test_lock_busy(void **state)
 	assert_int_equal(devmemtcp_nic_open(ctx, "va", NULL, &nic), -EBUSY);
 	/* the holder's program name as the kernel has it (under valgrind
 	 * that is valgrind's tool, not test-host-nic) */
-	nicfix_expect_errmsg(ctx, busy, child, t_own_comm(), dir);
+	ctxfix_expect_errmsg(ctx, busy, child, t_own_comm(), dir);
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -EBUSY);
-	nicfix_expect_errmsg(ctx, busy, child, t_own_comm(), dir);
+	ctxfix_expect_errmsg(ctx, busy, child, t_own_comm(), dir);
 	nicfix_kill(child);
 	/* free again: now the device itself is the problem */
 	assert_int_equal(devmemtcp_nic_open(ctx, "va", NULL, &nic), -EOPNOTSUPP);
@@ -424,7 +425,7 @@ static void test_stale_journal_and_restore(void **state)
 	fclose(f);
 	chmod(path, 0600);
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -EBADMSG);
-	nicfix_expect_errmsg(ctx, "%s is malformed (line 1): undo what it records by hand, then delete it", path);
+	ctxfix_expect_errmsg(ctx, "%s is malformed (line 1): undo what it records by hand, then delete it", path);
 	assert_int_equal(tool(out, sizeof(out), "restore va"), 1);
 	assert_non_null(strstr(out, "devmemtcp restore: "));
 	assert_non_null(strstr(out, "va.owner.1.1.1 is malformed (line 1)"));
@@ -436,9 +437,9 @@ static void test_stale_journal_and_restore(void **state)
 	 * this namespace's device of the same name */
 	dead = nicfix_dead_owner(dir, "va", ifindex, 12345, name, sizeof(name));
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -EXDEV);
-	nicfix_expect_errmsg(ctx, "%s/%s was written in network namespace net:[12345], this is net:[%llu]: "
-		      "run devmemtcp restore va in that namespace (ip netns exec NAME ...)",
-		      dir, name, (unsigned long long)dmt_netns_id());
+	ctxfix_expect_errmsg(ctx, "%s/%s was written in network namespace net:[12345], this is net:[%llu]: "
+			     "run devmemtcp restore va in that namespace (ip netns exec NAME ...)",
+			     dir, name, (unsigned long long)dmt_netns_id());
 	assert_true(exists(name));
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	assert_int_equal(unlink(path), 0);
@@ -447,9 +448,9 @@ static void test_stale_journal_and_restore(void **state)
 	dead = nicfix_dead_owner(dir, "gone0", 77, dmt_netns_id(), name, sizeof(name));
 	/* ERRORS devmemtcp_nic_recover ENODEV */
 	assert_int_equal(devmemtcp_nic_recover(ctx, "gone0", NULL), -ENODEV);
-	nicfix_expect_errmsg(ctx, "no interface \"gone0\" in this network namespace (see ip link show): %s has devmemtcp files of gone0 (gone0.*) "
-		      "but this network namespace has no such interface: restore where the interface is, or delete the files if it is gone for good",
-		      dir);
+	ctxfix_expect_errmsg(ctx, "no interface \"gone0\" in this network namespace (see ip link show): %s has devmemtcp files of gone0 (gone0.*) "
+			     "but this network namespace has no such interface: restore where the interface is, or delete the files if it is gone for good",
+			     dir);
 	assert_true(exists(name));
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	assert_int_equal(unlink(path), 0);
@@ -460,8 +461,8 @@ static void test_stale_journal_and_restore(void **state)
 	fputs("devmemtcp-journal 1\nend\n", f);
 	fclose(f);
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", NULL), -ESTALE);
-	nicfix_expect_errmsg(ctx, "%s was written by an older libdevmemtcp (journal version 1): "
-		      "undo its changes with that version's 'devmemtcp restore va' or by hand, then delete it", path);
+	ctxfix_expect_errmsg(ctx, "%s was written by an older libdevmemtcp (journal version 1): "
+			     "undo its changes with that version's 'devmemtcp restore va' or by hand, then delete it", path);
 	assert_int_equal(unlink(path), 0);
 }
 
@@ -610,8 +611,8 @@ static void test_foreign_owned(void **state)
 	assert_int_equal(mkdir(run, 0700), 0);
 	assert_int_equal(chown(run, 65534, 65534), 0);
 	assert_int_equal(devmemtcp_nic_open(ctx, "va", &o, &nic), -EACCES);
-	nicfix_expect_errmsg(ctx, "the run directory %s is owned by uid 65534, not by root or this user (uid 0): "
-		      "use a directory owned by root (or by uid 0), not writable by others", run);
+	ctxfix_expect_errmsg(ctx, "the run directory %s is owned by uid 65534, not by root or this user (uid 0): "
+			     "use a directory owned by root (or by uid 0), not writable by others", run);
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", &o), -EACCES);
 	assert_int_equal(chown(run, 0, 0), 0);
 
@@ -623,8 +624,8 @@ static void test_foreign_owned(void **state)
 	assert_int_equal(chmod(path, 0600), 0);
 	assert_int_equal(chown(path, 65534, 65534), 0);
 	assert_int_equal(devmemtcp_nic_recover(ctx, "va", &o), -EACCES);
-	nicfix_expect_errmsg(ctx, "%s is owned by uid 65534, not by the run directory's owner (uid 0): remove it",
-		      path);
+	ctxfix_expect_errmsg(ctx, "%s is owned by uid 65534, not by the run directory's owner (uid 0): remove it",
+			     path);
 	nicfix_rmdir(top);
 }
 

@@ -22,6 +22,7 @@
 
 #include "devmemtcp.h"
 #include "harness.h"
+#include "../unit/ctxfixture.h"
 
 static struct devmemtcp_ctx *ctx;
 static int va;
@@ -32,21 +33,14 @@ static struct devmemtcp_buf *buf;
  * (no CPU mapping), so it becomes a dma-buf area. */
 static int setup(void **state)
 {
-	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = t_quiet);
-
 	(void)state;
-	if (devmemtcp_ctx_new(&co, &ctx))
-		return -1;
-	return t_memfd_buf(ctx, 1 << 20, &memfd, &buf) ? -1 : 0;
+	return ctxfix_memfd_setup(1 << 20, &ctx, &memfd, &buf);
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	devmemtcp_buf_free(buf);
-	close(memfd);
-	devmemtcp_ctx_free(ctx);
-	return 0;
+	return ctxfix_memfd_teardown(ctx, memfd, buf);
 }
 
 /* What this kernel must say before it looks at the device, or NULL. */

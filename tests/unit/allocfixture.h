@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cmsgfixture.h"
 #include "rx.h"
 
 /* Arm the failure of the n-th allocation from now (0: none); ctx's last
@@ -113,10 +114,7 @@ static inline void alloc_receive_tokens(struct devmemtcp_rx *rx,
 		struct cmsghdr *cm = (struct cmsghdr *)(ctrl + i * space);
 		struct dmt_dmabuf_cmsg c = { i * 4096, 4096, (uint32_t)i, 9, 0 };
 
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_DEVMEM_DMABUF;
-		cm->cmsg_len = CMSG_LEN(sizeof(c));
-		memcpy(CMSG_DATA(cm), &c, sizeof(c));
+		cmsgfix_dmabuf(cm, &c);
 	}
 	assert_int_equal(dmt_rx_process(rx, &msg, ntok * 4096, f, ntok),
 			 (int)ntok);

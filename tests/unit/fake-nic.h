@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "ethtool.h"
 #include "nic.h"
@@ -402,6 +403,16 @@ static void fake_init(struct fake_nic *n)
 	n->rules_supported = true;
 	dmt_eth_ops_override = &fake_ops;
 	dmt_eth_priv_override = n;
+}
+
+/* A fake NIC in shared memory, so that forked owners and the test see one
+ * device (initialised by fake_init()); NULL on failure. */
+static inline struct fake_nic *fake_shared(void)
+{
+	void *n = mmap(NULL, sizeof(struct fake_nic), PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	return n == MAP_FAILED ? NULL : n;
 }
 
 /* Everything ethtool would show, as text, for "identical" comparisons. */

@@ -34,6 +34,15 @@ static inline int nicfix_rmdir(const char *dir)
 	return system(cmd);
 }
 
+/* Remove the files of dir that the shell pattern glob matches. */
+static inline int nicfix_rm(const char *dir, const char *glob)
+{
+	char cmd[160];
+
+	snprintf(cmd, sizeof(cmd), "rm -f %s/%s", dir, glob);
+	return system(cmd);
+}
+
 /* A fresh run directory, made the library's (DEVMEMTCP_RUN_DIR), and a
  * context that logs nothing; 0 or -1. */
 static inline int nicfix_setup(char *dir, size_t len, const char *prefix,
@@ -141,21 +150,6 @@ static inline bool nicfix_files_left(const char *dir, const char *ifname)
 	free(names);
 	return any;
 }
-
-#ifdef assert_string_equal
-/* The context's message is exactly the formatted text (cmocka suites). */
-__attribute__((format(printf, 2, 3)))
-static inline void nicfix_expect_errmsg(struct devmemtcp_ctx *ctx, const char *fmt, ...)
-{
-	char want[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(want, sizeof(want), fmt, ap);
-	va_end(ap);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
-}
-#endif
 
 /* A child that holds <dir>/<ifname>.lock until nicfix_kill(): its pid
  * once it holds the lock, or -1. */

@@ -24,7 +24,6 @@
 #include <string.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -67,6 +66,41 @@ static void test_ctx_new(void **state)
 	alloc_walked("devmemtcp_ctx_new", n);
 }
 
+/*
+ * devmemtcp_buf_new(o) with the n-th allocation failing, n = 1, 2, ... until
+ * no allocation failed: each failure -ENOMEM saying out of memory, after
+ * which intact(arg) must hold.  The last call's result (*buf set on 0);
+ * *n: the walk's end, for alloc_walked().
+ */
+static int walk_buf_new(const struct devmemtcp_buf_opts *o, const char *what,
+			void (*intact)(const void *arg), const void *arg,
+			struct devmemtcp_buf **buf, long *n)
+{
+	int ret;
+
+	for (*n = 1;; ++*n) {
+		alloc_arm(ctx, *n);
+		ret = devmemtcp_buf_new(ctx, o, buf);
+		if (!alloc_injected(*n))
+			return ret;
+		assert_int_equal(ret, -ENOMEM);
+		alloc_expect_oom(what, *n, devmemtcp_ctx_errmsg(ctx));
+		intact(arg);
+	}
+}
+
+/* The caller's fd is still open. */
+static void fd_open(const void *fd)
+{
+	assert_true(fcntl(*(const int *)fd, F_GETFD) >= 0);
+}
+
+/* The process has as many fds open as before. */
+static void fds_as_before(const void *fds)
+{
+	assert_int_equal(t_count_fds(), *(const int *)fds);
+}
+
 static void test_buf_import(void **state)
 {
 	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_IMPORT,
@@ -80,15 +114,8 @@ static void test_buf_import(void **state)
 	o.fd = memfd_create("dmt-alloc", MFD_CLOEXEC);
 	assert_true(o.fd >= 0);
 	assert_int_equal(ftruncate(o.fd, 1 << 20), 0);
-	for (n = 1;; n++) {
-		alloc_arm(ctx, n);
-		ret = devmemtcp_buf_new(ctx, &o, &buf);
-		if (!alloc_injected(n))
-			break;
-		assert_int_equal(ret, -ENOMEM);
-		alloc_expect_oom("devmemtcp_buf_new(import)", n, devmemtcp_ctx_errmsg(ctx));
-		assert_true(fcntl(o.fd, F_GETFD) >= 0);	/* the caller's fd */
-	}
+	ret = walk_buf_new(&o, "devmemtcp_buf_new(import)", fd_open, &o.fd,
+			   &buf, &n);
 	assert_int_not_equal(ret, -ENOMEM);
 	if (!ret)
 		devmemtcp_buf_free(buf);
@@ -109,15 +136,8 @@ static void test_buf_udmabuf(void **state)
 		print_message("skipped: /dev/udmabuf is missing (modprobe udmabuf)\n");
 		skip();
 	}
-	for (n = 1;; n++) {
-		alloc_arm(ctx, n);
-		ret = devmemtcp_buf_new(ctx, &o, &buf);
-		if (!alloc_injected(n))
-			break;
-		assert_int_equal(ret, -ENOMEM);
-		alloc_expect_oom("devmemtcp_buf_new(udmabuf)", n, devmemtcp_ctx_errmsg(ctx));
-		assert_int_equal(t_count_fds(), fds);
-	}
+	ret = walk_buf_new(&o, "devmemtcp_buf_new(udmabuf)", fds_as_before,
+			   &fds, &buf, &n);
 	assert_int_equal(ret, 0);
 	devmemtcp_buf_free(buf);
 	assert_int_equal(t_count_fds(), fds);
@@ -541,10 +561,8 @@ static void test_flow_parse(void **state)
 
 static int setup(void **state)
 {
-	/* shared with the forked owners */
-	fnic = mmap(NULL, sizeof(*fnic), PROT_READ | PROT_WRITE,
-		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (fnic == MAP_FAILED)
+	fnic = fake_shared();	/* shared with the forked owners */
+	if (!fnic)
 		return -1;
 	fake_init(fnic);
 	return nicfix_setup(dir, sizeof(dir), "dmt-alloc", &ctx);

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "devmemtcp.h"
+#include "ctxfixture.h"
 #include "harness.h"
 #include "testhooks.h"
 
@@ -25,9 +26,7 @@ static struct devmemtcp_ctx *ctx;
 
 static int setup(void **state)
 {
-	DEVMEMTCP_OPTS(ctx_opts, o, .log_level = DEVMEMTCP_LOG_NONE);
-
-	return devmemtcp_ctx_new(&o, &ctx);
+	return ctxfix_ctx_silent(&ctx);
 }
 
 static int teardown(void **state)
@@ -47,17 +46,15 @@ static void test_udmabuf_size_near_2_64(void **state)
 	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
 		       .size = UINT64_MAX - 4095);
 	struct devmemtcp_buf *buf = (void *)1;
-	char want[256];
 
 	/* the device is never opened: a missing one would say so */
 	setenv("DEVMEMTCP_UDMABUF_DEV", "/nonexistent/udmabuf", 1);
 	/* ERRORS devmemtcp_buf_new E2BIG */
 	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -E2BIG);
 	assert_null(buf);
-	snprintf(want, sizeof(want),
-		 "udmabuf: %llu bytes is more than a memfd can hold (at most %lld bytes): give a smaller size",
-		 (unsigned long long)o.size, (long long)INT64_MAX);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "udmabuf: %llu bytes is more than a memfd can hold (at most %lld bytes): give a smaller size",
+			     (unsigned long long)o.size, (long long)INT64_MAX);
 	/* rounding up to 2 MiB pages must not wrap either */
 	o.flags = DEVMEMTCP_BUF_HUGETLB;
 	o.size = (uint64_t)INT64_MAX - 4095;
@@ -72,7 +69,6 @@ static void test_segment_count_overflow(void **state)
 		       .flags = DEVMEMTCP_BUF_KEEP_FD, .size = 8192,
 		       .segments = segs);
 	struct devmemtcp_buf *buf = (void *)1;
-	char want[256];
 
 	o.fd = memfd_create("t", MFD_CLOEXEC);
 	assert_int_equal(ftruncate(o.fd, 8192), 0);
@@ -81,10 +77,9 @@ static void test_segment_count_overflow(void **state)
 	o.nsegments = SIZE_MAX / sizeof(struct devmemtcp_segment) + 2;
 	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -EINVAL);
 	assert_null(buf);
-	snprintf(want, sizeof(want),
-		 "segment table: %zu segments for a 8192-byte dma-buf: every segment covers at least one byte, so there are at most as many segments as bytes",
-		 o.nsegments);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "segment table: %zu segments for a 8192-byte dma-buf: every segment covers at least one byte, so there are at most as many segments as bytes",
+			     o.nsegments);
 	/* more segments than bytes, without overflow */
 	o.nsegments = 8193;
 	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -EINVAL);
@@ -100,7 +95,6 @@ static void test_ctrl_size_max(void **state)
 {
 	DEVMEMTCP_OPTS(rx_opts, o, .ctrl_size = SIZE_MAX);
 	struct devmemtcp_rx *rx = (void *)1;
-	char want[256];
 	int sv[2];
 
 	assert_int_equal(t_tcp_pair(sv), 0);
@@ -108,10 +102,9 @@ static void test_ctrl_size_max(void **state)
 	assert_int_equal(devmemtcp_rx_new(ctx, sv[1], &o, &rx), -EINVAL);
 	assert_int_equal(allocations(), 0);
 	assert_null(rx);
-	snprintf(want, sizeof(want),
-		 "devmemtcp_rx_new: opts.ctrl_size %zu is more than 16777216 bytes: 0 (the default, room for 64 fragments) or what max_frags of devmemtcp_rx_recv needs is enough; the buffer grows when the kernel needs more",
-		 (size_t)SIZE_MAX);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "devmemtcp_rx_new: opts.ctrl_size %zu is more than 16777216 bytes: 0 (the default, room for 64 fragments) or what max_frags of devmemtcp_rx_recv needs is enough; the buffer grows when the kernel needs more",
+			     (size_t)SIZE_MAX);
 	/* the largest allowed one is allocated */
 	o.ctrl_size = 16u << 20;
 	assert_int_equal(devmemtcp_rx_new(ctx, sv[1], &o, &rx), 0);

@@ -14,6 +14,8 @@
 #include <cmocka.h>
 
 #include "buf.h"
+#include "ctxfixture.h"
+#include "cmsgfixture.h"
 #include "harness.h"
 #include "rx.h"
 
@@ -21,9 +23,7 @@ static struct devmemtcp_ctx *ctx;
 
 static int setup(void **state)
 {
-	DEVMEMTCP_OPTS(ctx_opts, o, .log_level = DEVMEMTCP_LOG_NONE);
-
-	return devmemtcp_ctx_new(&o, &ctx);
+	return ctxfix_ctx_silent(&ctx);
 }
 
 static int teardown(void **state)
@@ -167,24 +167,21 @@ static void test_import_not_dmabuf(void **state)
 	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_IMPORT,
 		       .size = 4096, .flags = DEVMEMTCP_BUF_KEEP_FD);
 	struct devmemtcp_buf *buf = (void *)1;
-	char want[256];
 
 	o.fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -EINVAL);
 	assert_null(buf);
-	snprintf(want, sizeof(want),
-		 "import: opts.fd %d is not a dma-buf: pass the fd your exporter gave you (cuMemGetHandleForAddressRange, drmPrimeHandleToFD, UDMABUF_CREATE)",
-		 o.fd);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "import: opts.fd %d is not a dma-buf: pass the fd your exporter gave you (cuMemGetHandleForAddressRange, drmPrimeHandleToFD, UDMABUF_CREATE)",
+			     o.fd);
 	close(o.fd);
 	/* a memfd is not one either, outside the tests' stand-in */
 	o.fd = memfd_create("t", MFD_CLOEXEC);
 	assert_int_equal(ftruncate(o.fd, 4096), 0);
 	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -EINVAL);
-	snprintf(want, sizeof(want),
-		 "import: opts.fd %d is not a dma-buf: pass the fd your exporter gave you (cuMemGetHandleForAddressRange, drmPrimeHandleToFD, UDMABUF_CREATE)",
-		 o.fd);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "import: opts.fd %d is not a dma-buf: pass the fd your exporter gave you (cuMemGetHandleForAddressRange, drmPrimeHandleToFD, UDMABUF_CREATE)",
+			     o.fd);
 	/* larger than the dma-buf */
 	setenv("DEVMEMTCP_TEST_DMABUF_MEMFD", "1", 1);
 	o.size = 8192;
@@ -258,10 +255,7 @@ static void test_rx_keeps_buffer(void **state)
 	assert_int_equal(devmemtcp_rx_add_buf(rx, 9, buf), 0);
 	devmemtcp_buf_free(buf);
 	assert_true(fcntl(fd, F_GETFD) >= 0);	/* still the handle's */
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_DEVMEM_DMABUF;
-	cm->cmsg_len = CMSG_LEN(sizeof(d));
-	memcpy(CMSG_DATA(cm), &d, sizeof(d));
+	cmsgfix_dmabuf(cm, &d);
 	assert_int_equal(dmt_rx_process(rx, &msg, 100, &f, 1), 1);
 	assert_int_equal(f.addr, 0x40000 + 4096);
 	assert_int_equal(devmemtcp_rx_release(rx, &f, 1), 0);

@@ -15,12 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "ctxfixture.h"
 #include "fake-nic.h"
 #include "nicfixture.h"
 
@@ -32,9 +32,8 @@ static char before[16384], after[16384];
 /* Keep what the library logs at warning level and above. */
 static int setup(void **state)
 {
-	nic_state = mmap(NULL, sizeof(*nic_state), PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (nic_state == MAP_FAILED)
+	nic_state = fake_shared();
+	if (!nic_state)
 		return -1;
 	setenv("DEVMEMTCP_TEST_LOCK_WAIT_MS", "50", 1);
 	return nicfix_setup_logged(dir, sizeof(dir), "dmt-evidence", &ctx);
@@ -47,12 +46,9 @@ static int teardown(void **state)
 
 static int each(void **state)
 {
-	char cmd[128];
-
 	fake_init(nic_state);
-	snprintf(cmd, sizeof(cmd), "rm -f %s/*", dir);
 	nicfix_logged[0] = '\0';
-	return system(cmd);
+	return nicfix_rm(dir, "*");
 }
 
 static struct devmemtcp_flow flow(const char *text)
@@ -216,10 +212,10 @@ static void test_ifindex_changed(void **state)
 	fake_dump(nic_state, before, sizeof(before));
 	/* ERRORS devmemtcp_nic_recover ESTALE */
 	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), -ESTALE);
-	nicfix_expect_errmsg(ctx, replaced, dir);
+	ctxfix_expect_errmsg(ctx, replaced, dir);
 	/* ERRORS devmemtcp_nic_open ESTALE */
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), -ESTALE);
-	nicfix_expect_errmsg(ctx, replaced, dir);
+	ctxfix_expect_errmsg(ctx, replaced, dir);
 	fake_dump(nic_state, after, sizeof(after));
 	assert_string_equal(before, after);
 }
@@ -253,10 +249,10 @@ static void test_other_namespace(void **state)
 	fake_dump(nic_state, before, sizeof(before));
 	/* ERRORS devmemtcp_nic_recover EXDEV */
 	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), -EXDEV);
-	nicfix_expect_errmsg(ctx, other, dir, (unsigned long long)dmt_netns_id());
+	ctxfix_expect_errmsg(ctx, other, dir, (unsigned long long)dmt_netns_id());
 	/* ERRORS devmemtcp_nic_open EXDEV */
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), -EXDEV);
-	nicfix_expect_errmsg(ctx, other, dir, (unsigned long long)dmt_netns_id());
+	ctxfix_expect_errmsg(ctx, other, dir, (unsigned long long)dmt_netns_id());
 	fake_dump(nic_state, after, sizeof(after));
 	assert_string_equal(before, after);
 }
@@ -283,10 +279,10 @@ static void test_malformed(void **state)
 	fake_dump(nic_state, before, sizeof(before));
 	/* ERRORS devmemtcp_nic_recover EBADMSG */
 	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), -EBADMSG);
-	nicfix_expect_errmsg(ctx, bad, dir, name);
+	ctxfix_expect_errmsg(ctx, bad, dir, name);
 	/* ERRORS devmemtcp_nic_open EBADMSG */
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), -EBADMSG);
-	nicfix_expect_errmsg(ctx, bad, dir, name);
+	ctxfix_expect_errmsg(ctx, bad, dir, name);
 	fake_dump(nic_state, after, sizeof(after));
 	assert_string_equal(before, after);
 }
@@ -308,7 +304,7 @@ static void test_close_with_malformed_file(void **state)
 	assert_int_equal(dmt_file_write(nicfix_rd(dir), "eth0.owner.1.1.1", "garbage\n", 8, &e), 0);
 	snprintf(path, sizeof(path), "%s/eth0.owner.1.1.1", dir);
 	assert_int_equal(devmemtcp_nic_close(nic), -EBADMSG);
-	nicfix_expect_errmsg(ctx, "closing the devmem setup of eth0 failed: %s is malformed (line 1): undo what it records by hand, then delete it; "
+	ctxfix_expect_errmsg(ctx, "closing the devmem setup of eth0 failed: %s is malformed (line 1): undo what it records by hand, then delete it; "
 			     "what is left is recorded in %s: the next open or close on eth0, or 'devmemtcp restore eth0', finishes it",
 			     path, dir);
 	for (int i = 0; i < FAKE_RULES; i++)

@@ -18,11 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "ctxfixture.h"
 #include "fake-nic.h"
 #include "nicfixture.h"
 
@@ -34,9 +34,8 @@ static struct dmt_err jerr;
 
 static int setup(void **state)
 {
-	nic_state = mmap(NULL, sizeof(*nic_state), PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (nic_state == MAP_FAILED)
+	nic_state = fake_shared();
+	if (!nic_state)
 		return -1;
 	dmt_test_lock_wait_ms = 2000;
 	return nicfix_setup_logged(dir, sizeof(dir), "dmt-owners", &ctx);
@@ -49,15 +48,12 @@ static int teardown(void **state)
 
 static int each(void **state)
 {
-	char cmd[128];
-
 	fake_init(nic_state);
 	dmt_nic_fail_step = dmt_nic_crash_step = 0;
 	dmt_test_nic_close_fail_step = dmt_test_nic_close_crash_step = 0;
 	nicfix_logged[0] = '\0';
-	snprintf(cmd, sizeof(cmd), "rm -f %s/eth0.*", dir);
 	fake_dump(nic_state, before, sizeof(before));
-	return system(cmd);
+	return nicfix_rm(dir, "eth0.*");
 }
 
 static void dump_is(const char *want)
@@ -268,15 +264,13 @@ static void test_queue_plan(void **state)
 	DEVMEMTCP_OPTS(nic_opts, o, .queues = q7, .nqueues = 1);
 	struct devmemtcp_nic *a, *b, *c;
 	const uint32_t *q;
-	char want[512];
 
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &a), 0);
 	/* explicit ids another owner holds */
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &b), -EBUSY);
-	snprintf(want, sizeof(want),
-		 "eth0: RX queue 7 of eth0 is owned by pid %d (%s): pick another queue, or let the library pick free ones (queues = NULL)",
-		 getpid(), t_own_comm());
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "eth0: RX queue 7 of eth0 is owned by pid %d (%s): pick another queue, or let the library pick free ones (queues = NULL)",
+			     getpid(), t_own_comm());
 	/* free ones: the highest not taken */
 	o.queues = NULL;
 	o.nqueues = 2;
@@ -320,17 +314,15 @@ static void test_owners_flows_disjoint(void **state)
 	struct devmemtcp_flow f = flow("src-ip 10.0.0.9 dst-port 5201");
 	DEVMEMTCP_OPTS(nic_opts, o, .flows = &f, .nflows = 1);
 	struct devmemtcp_nic *a, *b;
-	char want[512];
 
 	assert_int_equal(own(&a, 1, 5201), 0);
 	fake_dump(nic_state, with_owners, sizeof(with_owners));
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &b), -EEXIST);
-	snprintf(want, sizeof(want),
-		 "setting up eth0 for devmem failed at ntuple rule for flow 0: flow 0 (tcp4 10.0.0.9:* -> *:5201) overlaps flow 0 "
-		 "(tcp4 *:* -> *:5201) of pid %d (%s) on eth0: each process must steer packets no other one does; "
-		 "the 1 finished steps were undone",
-		 getpid(), t_own_comm());
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "setting up eth0 for devmem failed at ntuple rule for flow 0: flow 0 (tcp4 10.0.0.9:* -> *:5201) overlaps flow 0 "
+			     "(tcp4 *:* -> *:5201) of pid %d (%s) on eth0: each process must steer packets no other one does; "
+			     "the 1 finished steps were undone",
+			     getpid(), t_own_comm());
 	dump_is(with_owners);
 	f = flow("src-ip 10.0.0.9 dst-port 5202");
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &b), 0);

@@ -14,13 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "ctxfixture.h"
 #include "fake-nic.h"
 #include "nicfixture.h"
 
@@ -33,9 +33,8 @@ static char before[16384], after[16384];
 
 static int setup(void **state)
 {
-	nic_state = mmap(NULL, sizeof(*nic_state), PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (nic_state == MAP_FAILED)
+	nic_state = fake_shared();
+	if (!nic_state)
 		return -1;
 	dmt_test_lock_wait_ms = 50;	/* -EBUSY at once, not after 10 s */
 	return nicfix_setup(dir, sizeof(dir), "dmt-nic", &ctx);
@@ -48,14 +47,11 @@ static int teardown(void **state)
 
 static int each(void **state)
 {
-	char cmd[128];
-
 	fake_init(nic_state);
 	dmt_nic_fail_step = 0;
 	dmt_nic_crash_step = 0;
-	snprintf(cmd, sizeof(cmd), "rm -f %s/eth0.*", dir);
 	fake_dump(nic_state, before, sizeof(before));
-	return system(cmd);
+	return nicfix_rm(dir, "eth0.*");
 }
 
 static void assert_unchanged(void)
@@ -333,7 +329,6 @@ static void test_fail_every_step(void **state)
 		"ntuple rule for flow 0", "ntuple rule for flow 1",
 	};
 	struct devmemtcp_nic *nic;
-	char want[512];
 	int n, ret;
 
 	for (n = 1;; n++) {
@@ -344,10 +339,9 @@ static void test_fail_every_step(void **state)
 		assert_true(n <= (int)ARRAY_SIZE(at));
 		/* ERRORS devmemtcp_nic_open EIO */
 		assert_int_equal(ret, -EIO);
-		snprintf(want, sizeof(want),
-			 "setting up eth0 for devmem failed at %s: failure injected by DEVMEMTCP_NIC_FAIL_STEP=%d; the %d finished steps were undone",
-			 at[n - 1], n, n - 1);
-		assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+		ctxfix_expect_errmsg(ctx,
+				     "setting up eth0 for devmem failed at %s: failure injected by DEVMEMTCP_NIC_FAIL_STEP=%d; the %d finished steps were undone",
+				     at[n - 1], n, n - 1);
 		assert_unchanged();
 		assert_false(journal_exists());
 	}
@@ -382,7 +376,6 @@ static void test_undo_failure_keeps_journal(void **state)
 {
 	DEVMEMTCP_OPTS(nic_opts, o);
 	struct devmemtcp_nic *nic;
-	char want[512];
 
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), 0);
 	/* the first change of close (RSS back to default) fails */
@@ -390,10 +383,9 @@ static void test_undo_failure_keeps_journal(void **state)
 	nic_state->fail_op_at = 1;
 	/* ERRORS devmemtcp_nic_close EIO */
 	assert_int_equal(devmemtcp_nic_close(nic), -EIO);
-	snprintf(want, sizeof(want),
-		 "closing the devmem setup of eth0 failed at RSS table: rss-set on eth0 failed: EIO; what is left is recorded in %s: "
-		 "the next open or close on eth0, or 'devmemtcp restore eth0', finishes it", dir);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "closing the devmem setup of eth0 failed at RSS table: rss-set on eth0 failed: EIO; what is left is recorded in %s: "
+			     "the next open or close on eth0, or 'devmemtcp restore eth0', finishes it", dir);
 	assert_true(journal_exists());
 	nic_state->fail_op_at = 0;
 	/* what was left is finished by recover */
@@ -769,7 +761,6 @@ static void test_kernel_refuses(void **state)
 {
 	static const int errs[] = { EPERM, ENODEV };
 	struct devmemtcp_nic *nic;
-	char want[512];
 	int status;
 	pid_t dead;
 
@@ -789,11 +780,10 @@ static void test_kernel_refuses(void **state)
 		nic_state->fail_errno = errs[i];
 		/* ERRORS devmemtcp_nic_close EPERM ENODEV */
 		assert_int_equal(devmemtcp_nic_close(nic), -errs[i]);
-		snprintf(want, sizeof(want),
-			 "closing the devmem setup of eth0 failed at RSS table: rss-set on eth0 failed: %s; what is left is recorded in %s: "
-			 "the next open or close on eth0, or 'devmemtcp restore eth0', finishes it",
-			 errs[i] == EPERM ? "EPERM" : "ENODEV", dir);
-		assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+		ctxfix_expect_errmsg(ctx,
+				     "closing the devmem setup of eth0 failed at RSS table: rss-set on eth0 failed: %s; what is left is recorded in %s: "
+				     "the next open or close on eth0, or 'devmemtcp restore eth0', finishes it",
+				     errs[i] == EPERM ? "EPERM" : "ENODEV", dir);
 		nic_state->fail_op_at = 0;
 		assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 1);
 		assert_unchanged();
@@ -806,10 +796,9 @@ static void test_kernel_refuses(void **state)
 	nic_state->fail_errno = EPERM;
 	/* ERRORS devmemtcp_nic_recover EPERM */
 	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), -EPERM);
-	snprintf(want, sizeof(want),
-		 "undoing what pid %d (%s) left on eth0 failed at deleting the rule at location 30: EPERM",
-		 dead, t_own_comm());
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "undoing what pid %d (%s) left on eth0 failed at deleting the rule at location 30: EPERM",
+			     dead, t_own_comm());
 	nic_state->fail_op_at = 0;
 	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 1);
 	assert_unchanged();
@@ -821,7 +810,6 @@ static void test_close_busy(void **state)
 {
 	DEVMEMTCP_OPTS(nic_opts, all, .flags = DEVMEMTCP_NIC_RECOVER_ALL);
 	struct devmemtcp_nic *nic;
-	char want[512];
 	pid_t child;
 
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", NULL, &nic), 0);
@@ -829,12 +817,11 @@ static void test_close_busy(void **state)
 	assert_true(child > 0);
 	/* ERRORS devmemtcp_nic_close EBUSY */
 	assert_int_equal(devmemtcp_nic_close(nic), -EBUSY);
-	snprintf(want, sizeof(want),
-		 "closing the devmem setup of eth0 failed: eth0: pid %d (%s) holds %s/eth0.lock and has not let go for 50 ms: "
-		 "if that process hangs, stop it; what is left is recorded in %s: the next open or close on eth0 "
-		 "after this process ends, or 'devmemtcp restore --all eth0', finishes it",
-		 child, t_own_comm(), dir, dir);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "closing the devmem setup of eth0 failed: eth0: pid %d (%s) holds %s/eth0.lock and has not let go for 50 ms: "
+			     "if that process hangs, stop it; what is left is recorded in %s: the next open or close on eth0 "
+			     "after this process ends, or 'devmemtcp restore --all eth0', finishes it",
+			     child, t_own_comm(), dir, dir);
 	nicfix_kill(child);
 	/* the file is this live process's: kept until it exits, or until
 	 * restore --all */

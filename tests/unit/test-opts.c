@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "ctxfixture.h"
 #include "devmemtcp.h"
 #include "harness.h"
 
@@ -198,11 +199,9 @@ static void test_opts_tail(void **state)
 	/* a non-zero field this version does not know is refused */
 	big.newer_field = 1;
 	assert_int_equal(devmemtcp_rx_new(ctx, sv[0], &big.o, &rx), -EINVAL);
-	char want[256];
-	snprintf(want, sizeof(want),
-		 "struct devmemtcp_rx_opts has non-zero bytes at offset %zu, beyond the %zu bytes this library version knows: upgrade libdevmemtcp or leave newer fields zero",
-		 sizeof(struct devmemtcp_rx_opts), sizeof(struct devmemtcp_rx_opts));
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "struct devmemtcp_rx_opts has non-zero bytes at offset %zu, beyond the %zu bytes this library version knows: upgrade libdevmemtcp or leave newer fields zero",
+			     sizeof(struct devmemtcp_rx_opts), sizeof(struct devmemtcp_rx_opts));
 	/* an older caller's shorter struct is accepted: sz covers ctrl_size only */
 	struct devmemtcp_rx_opts small = { .sz = offsetof(struct devmemtcp_rx_opts, release_batch),
 					   .ctrl_size = 4096, .release_batch = 12345 };
@@ -224,18 +223,16 @@ static void test_rx_new_checks(void **state)
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	/* ERRORS devmemtcp_rx_new EPROTOTYPE */
 	assert_int_equal(devmemtcp_rx_new(ctx, fd, NULL, &rx), -EPROTOTYPE);
-	snprintf(want, sizeof(want),
-		 "devmemtcp_rx_new: fd %d is not a TCP socket (a datagram socket): devmem TCP needs a connected TCP socket (IPv4 or IPv6)",
-		 fd);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "devmemtcp_rx_new: fd %d is not a TCP socket (a datagram socket): devmem TCP needs a connected TCP socket (IPv4 or IPv6)",
+			     fd);
 	close(fd);
 	/* a Unix stream socket is a stream, not TCP */
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	assert_int_equal(devmemtcp_rx_new(ctx, sv[0], NULL, &rx), -EPROTOTYPE);
-	snprintf(want, sizeof(want),
-		 "devmemtcp_rx_new: fd %d is not a TCP socket (an AF_UNIX socket): devmem TCP needs a connected TCP socket (IPv4 or IPv6)",
-		 sv[0]);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "devmemtcp_rx_new: fd %d is not a TCP socket (an AF_UNIX socket): devmem TCP needs a connected TCP socket (IPv4 or IPv6)",
+			     sv[0]);
 	close(sv[0]);
 	close(sv[1]);
 	/* TCP, but not connected: a new socket, a listening one */
@@ -253,10 +250,9 @@ static void test_rx_new_checks(void **state)
 	fd = memfd_create("x", 0);
 	/* ERRORS devmemtcp_rx_new ENOTSOCK */
 	assert_int_equal(devmemtcp_rx_new(ctx, fd, NULL, &rx), -ENOTSOCK);
-	snprintf(want, sizeof(want),
-		 "devmemtcp_rx_new: fd %d is not a socket (Socket operation on non-socket): pass a connected TCP socket",
-		 fd);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "devmemtcp_rx_new: fd %d is not a socket (Socket operation on non-socket): pass a connected TCP socket",
+			     fd);
 	close(fd);
 	/* ERRORS devmemtcp_rx_new EINVAL */
 	assert_int_equal(devmemtcp_rx_new(ctx, 0, NULL, NULL), -EINVAL);
@@ -288,7 +284,6 @@ static void test_opts_reserved_bytes(void **state)
 	struct devmemtcp_binding *b;
 	struct devmemtcp_ctx *ctx, *c2;
 	struct devmemtcp_rx *rx;
-	char want[512];
 	int sv[2];
 
 	assert_int_equal(devmemtcp_ctx_new(NULL, &ctx), 0);
@@ -298,10 +293,9 @@ static void test_opts_reserved_bytes(void **state)
 	((unsigned char *)&ro)[END(rx_opts, release_batch)] = 1;
 	/* ERRORS devmemtcp_rx_new EINVAL */
 	assert_int_equal(devmemtcp_rx_new(ctx, sv[0], &ro, &rx), -EINVAL);
-	snprintf(want, sizeof(want),
-		 "struct devmemtcp_rx_opts has a non-zero reserved byte at offset %zu: declare it with DEVMEMTCP_OPTS() or zero it with memset, and leave reserved fields zero",
-		 END(rx_opts, release_batch));
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "struct devmemtcp_rx_opts has a non-zero reserved byte at offset %zu: declare it with DEVMEMTCP_OPTS() or zero it with memset, and leave reserved fields zero",
+			     END(rx_opts, release_batch));
 	/* ctx_opts: byte 28 */
 	assert_true(END(ctx_opts, log_level) < sizeof(co));
 	((unsigned char *)&co)[sizeof(co) - 1] = 1;
@@ -311,22 +305,21 @@ static void test_opts_reserved_bytes(void **state)
 	assert_null(c2);
 	assert_string_equal(devmemtcp_ctx_errmsg(NULL),
 			    reserved_msg("devmemtcp_ctx_opts", sizeof(co) - 1, END(ctx_opts, log_level)));
-	/* bind_opts: byte 13, refused before the interface is looked at */
-	assert_true(END(bind_opts, no_verify) < sizeof(bo));
-	((unsigned char *)&bo)[END(bind_opts, no_verify) + 1] = 1;
+	/* bind_opts: byte 14, refused before the interface is looked at */
+	assert_true(END(bind_opts, broker) < sizeof(bo));
+	((unsigned char *)&bo)[END(bind_opts, broker)] = 1;
 	assert_int_equal(devmemtcp_bind_tx(ctx, 0, NULL, &bo, &b), -EINVAL);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
-			    reserved_msg("devmemtcp_bind_opts", END(bind_opts, no_verify) + 1,
-					 END(bind_opts, no_verify)));
+			    reserved_msg("devmemtcp_bind_opts", END(bind_opts, broker),
+					 END(bind_opts, broker)));
 	/* probe_opts: byte 12, the reserved field before run_dir, refused
 	 * before the interface is looked at */
 	assert_true(END(probe_opts, flags) < offsetof(struct devmemtcp_probe_opts, run_dir));
 	((unsigned char *)&po)[END(probe_opts, flags)] = 1;
 	assert_int_equal(devmemtcp_nic_probe(ctx, "lo", &po, &report), -EINVAL);
-	snprintf(want, sizeof(want),
-		 "struct devmemtcp_probe_opts has a non-zero reserved byte at offset %zu: declare it with DEVMEMTCP_OPTS() or zero it with memset, and leave reserved fields zero",
-		 END(probe_opts, flags));
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "struct devmemtcp_probe_opts has a non-zero reserved byte at offset %zu: declare it with DEVMEMTCP_OPTS() or zero it with memset, and leave reserved fields zero",
+			     END(probe_opts, flags));
 	close(sv[0]);
 	close(sv[1]);
 	devmemtcp_ctx_free(ctx);

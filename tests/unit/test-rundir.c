@@ -16,12 +16,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "ctxfixture.h"
 #include "fake-nic.h"
 #include "nicfixture.h"
 
@@ -31,9 +31,8 @@ static char top[64], run[128], victim[128];
 
 static int setup(void **state)
 {
-	nic_state = mmap(NULL, sizeof(*nic_state), PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (nic_state == MAP_FAILED)
+	nic_state = fake_shared();
+	if (!nic_state)
 		return -1;
 	return nicfix_setup(top, sizeof(top), "dmt-rundir", &ctx);
 }
@@ -141,14 +140,14 @@ static void test_dir_writable_by_others(void **state)
 		assert_int_equal(chmod(run, modes[i]), 0);
 		/* ERRORS devmemtcp_nic_open EACCES */
 		assert_int_equal(open_close(run), -EACCES);
-		nicfix_expect_errmsg(ctx, "the run directory %s is writable by group or others (mode %04o): "
-			      "make it writable by its owner only (chmod 0700 %s) or use another one",
-			      run, (unsigned)modes[i], run);
+		ctxfix_expect_errmsg(ctx, "the run directory %s is writable by group or others (mode %04o): "
+				     "make it writable by its owner only (chmod 0700 %s) or use another one",
+				     run, (unsigned)modes[i], run);
 		/* ERRORS devmemtcp_nic_recover EACCES */
 		assert_int_equal(recover(run), -EACCES);
-		nicfix_expect_errmsg(ctx, "the run directory %s is writable by group or others (mode %04o): "
-			      "make it writable by its owner only (chmod 0700 %s) or use another one",
-			      run, (unsigned)modes[i], run);
+		ctxfix_expect_errmsg(ctx, "the run directory %s is writable by group or others (mode %04o): "
+				     "make it writable by its owner only (chmod 0700 %s) or use another one",
+				     run, (unsigned)modes[i], run);
 	}
 	assert_int_equal(chmod(run, 0700), 0);
 	assert_int_equal(open_close(run), 0);
@@ -162,8 +161,8 @@ static void test_dir_symlink(void **state)
 	assert_int_equal(mkdir(real, 0700), 0);
 	assert_int_equal(symlink(real, run), 0);
 	assert_int_equal(open_close(run), -EACCES);
-	nicfix_expect_errmsg(ctx, "the run directory %s is a symbolic link or not a directory: "
-		      "use a real directory owned by root, not writable by others", run);
+	ctxfix_expect_errmsg(ctx, "the run directory %s is a symbolic link or not a directory: "
+			     "use a real directory owned by root, not writable by others", run);
 	assert_int_equal(recover(run), -EACCES);
 	/* nothing was made through the link */
 	assert_int_equal(rmdir(real), 0);
@@ -186,7 +185,7 @@ static void test_symlinked_files(void **state)
 	assert_int_equal(mkdir(run, 0700), 0);
 	plant_link("eth0.lock");
 	assert_int_equal(open_close(run), -EACCES);
-	nicfix_expect_errmsg(ctx, "%s/eth0.lock is a symbolic link, not a file devmemtcp made: remove it", run);
+	ctxfix_expect_errmsg(ctx, "%s/eth0.lock is a symbolic link, not a file devmemtcp made: remove it", run);
 	assert_int_equal(recover(run), -EACCES);
 	assert_victim_intact();
 	snprintf(path, sizeof(path), "%s/eth0.lock", run);
@@ -195,7 +194,7 @@ static void test_symlinked_files(void **state)
 	/* in place of the baseline, read before anything is written */
 	plant_link("eth0.base");
 	assert_int_equal(open_close(run), -EACCES);
-	nicfix_expect_errmsg(ctx, "%s/eth0.base is a symbolic link, not a file devmemtcp made: remove it", run);
+	ctxfix_expect_errmsg(ctx, "%s/eth0.base is a symbolic link, not a file devmemtcp made: remove it", run);
 	assert_victim_intact();
 	snprintf(path, sizeof(path), "%s/eth0.base", run);
 	assert_int_equal(unlink(path), 0);
@@ -264,12 +263,12 @@ static void test_big_file(void **state)
 	assert_int_equal(chmod(path, 0600), 0);
 	/* ERRORS devmemtcp_nic_recover EFBIG */
 	assert_int_equal(recover(run), -EFBIG);
-	nicfix_expect_errmsg(ctx, "%s/eth0.base has 2097152 bytes, more than the 1048576 a devmemtcp file has: remove it",
-		      run);
+	ctxfix_expect_errmsg(ctx, "%s/eth0.base has 2097152 bytes, more than the 1048576 a devmemtcp file has: remove it",
+			     run);
 	/* ERRORS devmemtcp_nic_open EFBIG */
 	assert_int_equal(open_close(run), -EFBIG);
-	nicfix_expect_errmsg(ctx, "%s/eth0.base has 2097152 bytes, more than the 1048576 a devmemtcp file has: remove it",
-		      run);
+	ctxfix_expect_errmsg(ctx, "%s/eth0.base has 2097152 bytes, more than the 1048576 a devmemtcp file has: remove it",
+			     run);
 }
 
 /* Only the last component of the run directory is created: a missing
@@ -288,17 +287,17 @@ static void test_dir_unusable(void **state)
 	snprintf(path, sizeof(path), "%s/missing/run", top);
 	/* ERRORS devmemtcp_nic_open ENOENT */
 	assert_int_equal(open_close(path), -ENOENT);
-	nicfix_expect_errmsg(ctx, missing, path);
+	ctxfix_expect_errmsg(ctx, missing, path);
 	/* ERRORS devmemtcp_nic_recover ENOENT */
 	assert_int_equal(recover(path), -ENOENT);
-	nicfix_expect_errmsg(ctx, missing, path);
+	ctxfix_expect_errmsg(ctx, missing, path);
 	snprintf(path, sizeof(path), "%s/run", victim);
 	assert_int_equal(open_close(path), -EACCES);
-	nicfix_expect_errmsg(ctx, notdir, path);
+	ctxfix_expect_errmsg(ctx, notdir, path);
 	assert_int_equal(recover(path), -EACCES);
-	nicfix_expect_errmsg(ctx, notdir, path);
+	ctxfix_expect_errmsg(ctx, notdir, path);
 	assert_int_equal(open_close(victim), -EACCES);
-	nicfix_expect_errmsg(ctx, notdir, victim);
+	ctxfix_expect_errmsg(ctx, notdir, victim);
 	assert_victim_intact();
 }
 

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "buf.h"
+#include "cmsgfixture.h"
 #include "harness.h"
 #include "rx.h"
 
@@ -118,10 +119,7 @@ static int feed(uint32_t first, uint32_t n, struct devmemtcp_frag *frags)
 			.dmabuf_id = 1,
 		};
 
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_DEVMEM_DMABUF;
-		cm->cmsg_len = CMSG_LEN(sizeof(d));
-		memcpy(CMSG_DATA(cm), &d, sizeof(d));
+		cmsgfix_dmabuf(cm, &d);
 	}
 	return dmt_rx_process(rx, &msg, (size_t)n * 4096, frags, n);
 }

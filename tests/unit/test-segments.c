@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "ctxfixture.h"
 #include "buf.h"
 
 static struct devmemtcp_ctx *ctx;
@@ -142,22 +143,19 @@ static void test_bind_rx_refuses_boundary_off_page(void **state)
 	struct devmemtcp_binding *b = (void *)1;
 	uint32_t q = 0, nic_page = (uint32_t)page * 4;
 	DEVMEMTCP_OPTS(bind_opts, o, .rx_page_size = nic_page);
-	char want[512];
 
 	assert_int_equal(devmemtcp_bind_rx(ctx, 1, &q, 1, b_odd, NULL, &b),
 			 -EINVAL);
 	assert_null(b);
-	snprintf(want, sizeof(want),
-		 "devmemtcp_bind_rx: segment [0x0, +0x64) of the buffer ends at 0x64, not a multiple of the %llu-byte page: a fragment of the NIC could span two device ranges; make every segment boundary a multiple of %llu",
-		 (unsigned long long)page, (unsigned long long)page);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "devmemtcp_bind_rx: segment [0x0, +0x64) of the buffer ends at 0x64, not a multiple of the %llu-byte page: a fragment of the NIC could span two device ranges; make every segment boundary a multiple of %llu",
+			     (unsigned long long)page, (unsigned long long)page);
 	/* fine for the host page, not for 4 pages per NIC buffer */
 	assert_int_equal(devmemtcp_bind_rx(ctx, 1, &q, 1, buf, &o, &b), -EINVAL);
-	snprintf(want, sizeof(want),
-		 "devmemtcp_bind_rx: segment [0x0, +%#llx) of the buffer ends at %#llx, not a multiple of the %u-byte page (rx_page_size): a fragment of the NIC could span two device ranges; make every segment boundary a multiple of %u, or lower rx_page_size",
-		 (unsigned long long)(2 * page), (unsigned long long)(2 * page),
-		 nic_page, nic_page);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "devmemtcp_bind_rx: segment [0x0, +%#llx) of the buffer ends at %#llx, not a multiple of the %u-byte page (rx_page_size): a fragment of the NIC could span two device ranges; make every segment boundary a multiple of %u, or lower rx_page_size",
+			     (unsigned long long)(2 * page), (unsigned long long)(2 * page),
+			     nic_page, nic_page);
 	devmemtcp_buf_free(buf);
 	devmemtcp_buf_free(b_odd);
 }

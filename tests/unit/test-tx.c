@@ -26,6 +26,7 @@
 #include <linux/errqueue.h>
 #include <linux/genetlink.h>
 
+#include "ctxfixture.h"
 #include "devmemtcp.h"
 #include "buf.h"
 #include "harness.h"
@@ -936,7 +937,6 @@ static void test_public_args(void **state)
 	DEVMEMTCP_OPTS(tx_stats, st);
 	int sv[2], cfd, sfd, one = 0;
 	socklen_t len = sizeof(one);
-	char want[256];
 	ssize_t r;
 
 	assert_int_equal(devmemtcp_tx_new(NULL, 0, &txb, NULL, &t), -EINVAL);
@@ -956,29 +956,26 @@ static void test_public_args(void **state)
 	sv[0] = memfd_create("t", MFD_CLOEXEC);
 	/* ERRORS devmemtcp_tx_new ENOTSOCK */
 	assert_int_equal(devmemtcp_tx_new(ctx, sv[0], &txb, &o, &t), -ENOTSOCK);
-	snprintf(want, sizeof(want),
-		 "devmemtcp_tx_new: fd %d is not a socket (Socket operation on non-socket): pass a connected TCP socket",
-		 sv[0]);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "devmemtcp_tx_new: fd %d is not a socket (Socket operation on non-socket): pass a connected TCP socket",
+			     sv[0]);
 	close(sv[0]);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	/* ERRORS devmemtcp_tx_new EPROTOTYPE */
 	assert_int_equal(devmemtcp_tx_new(ctx, sv[0], &txb, NULL, &t),
 			 -EPROTOTYPE);
-	snprintf(want, sizeof(want),
-		 "devmemtcp_tx_new: fd %d is not a TCP socket (an AF_UNIX socket): devmem TX needs a connected TCP socket (IPv4 or IPv6)",
-		 sv[0]);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "devmemtcp_tx_new: fd %d is not a TCP socket (an AF_UNIX socket): devmem TX needs a connected TCP socket (IPv4 or IPv6)",
+			     sv[0]);
 	close(sv[0]);
 	close(sv[1]);
 	sv[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	/* ERRORS devmemtcp_tx_new ENOTCONN */
 	assert_int_equal(devmemtcp_tx_new(ctx, sv[0], &txb, NULL, &t),
 			 -ENOTCONN);
-	snprintf(want, sizeof(want),
-		 "devmemtcp_tx_new: fd %d is not connected (Transport endpoint is not connected): connect() it first, or pass the socket accept() returns",
-		 sv[0]);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "devmemtcp_tx_new: fd %d is not connected (Transport endpoint is not connected): connect() it first, or pass the socket accept() returns",
+			     sv[0]);
 	close(sv[0]);
 
 	assert_int_equal(devmemtcp_tx_errmsg(NULL)[0], '\0');

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "buf.h"
+#include "ctxfixture.h"
 #include "zcrx.h"
 #include "harness.h"
 #include "testhooks.h"
@@ -198,21 +199,14 @@ static int memfd = -1;
 
 static int setup(void **state)
 {
-	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = t_quiet);
-
 	(void)state;
-	if (devmemtcp_ctx_new(&co, &ctx))
-		return -1;
-	return t_memfd_buf(ctx, 2 * MB, &memfd, &buf) ? -1 : 0;
+	return ctxfix_memfd_setup(2 * MB, &ctx, &memfd, &buf);
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	devmemtcp_buf_free(buf);
-	close(memfd);
-	devmemtcp_ctx_free(ctx);
-	return 0;
+	return ctxfix_memfd_teardown(ctx, memfd, buf);
 }
 
 static void expect(int ret, int want, const char *msg)
@@ -830,17 +824,15 @@ static void test_fake_not_tcp(void **state)
 {
 	struct devmemtcp_rx *rx = (void *)1;
 	struct fake f;
-	char want[256];
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
 	(void)state;
 	fake_open(&f, 64, 0);
 	DEVMEMTCP_OPTS(rx_opts, ro, .zcrx = f.z);
 	assert_int_equal(devmemtcp_rx_new(ctx, fd, &ro, &rx), -EPROTOTYPE);
-	snprintf(want, sizeof(want),
-		 "devmemtcp_rx_new: fd %d is not a TCP socket (a datagram socket): devmem TCP needs a connected TCP socket (IPv4 or IPv6)",
-		 fd);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	ctxfix_expect_errmsg(ctx,
+			     "devmemtcp_rx_new: fd %d is not a TCP socket (a datagram socket): devmem TCP needs a connected TCP socket (IPv4 or IPv6)",
+			     fd);
 	assert_null(rx);
 	assert_int_equal(fstats(&f).sockets, 0);
 	close(fd);

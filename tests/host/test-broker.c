@@ -1,0 +1,906 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * host suite, devmemtcp-broker: hand-started brokers in a network and
+ * mount namespace the test creates (veth va/vb, no header split), their
+ * clients forked and switched to uids that lack every capability.  What
+ * needs no devmem-capable NIC is here: the policy file (errors with their
+ * line, the canonical text), the idle exit (with and without a client),
+ * malformed and oversized requests (answered with the reason, then the
+ * connection closed, no fd left behind in the broker), other
+ * connections' handle ids and queues, every policy refusal, a client in
+ * another network namespace, the udmabuf checks, probe's report, and
+ * that a setup through the broker fails with the message the library
+ * gives when called directly.  The vm suite (tests/vm/test-broker.c)
+ * does the rest on the simulated NIC.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <dirent.h>
+
+#include "broker.h"
+#include "devmemtcp.h"
+#include "harness.h"
+#include "../unit/nicfixture.h"
+
+#ifndef TEST_BUILDDIR
+#define TEST_BUILDDIR "."
+#endif
+
+#define BROKER TEST_BUILDDIR "/tools/broker/devmemtcp-broker"
+
+static struct devmemtcp_ctx *ctx;
+static char dir[64], sock[100], conf[128], logpath[128];
+
+static int setup(void **state)
+{
+	FILE *f;
+
+	if (nicfix_setup(dir, sizeof(dir), "dmt-host-broker", &ctx) || chmod(dir, 0755))
+		return -1;
+	snprintf(sock, sizeof(sock), "%s/broker.sock", dir);
+	snprintf(conf, sizeof(conf), "%s/broker.conf", dir);
+	snprintf(logpath, sizeof(logpath), "%s/broker.log", dir);
+	setenv("DEVMEMTCP_BROKER_SOCKET", sock, 1);
+	f = fopen(conf, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "# host-broker\n"
+		   "allow uid 65534 interface va queues 1 ports 5201-5210,6000 udmabuf 64M tx\n"
+		   "allow uid 65533 interface vb queues 2 ports any\n");
+	fclose(f);
+	return chmod(conf, 0644);
+}
+
+static int teardown(void **state)
+{
+	unsetenv("DEVMEMTCP_BROKER_SOCKET");
+	return nicfix_teardown(dir, ctx);
+}
+
+/* ---- brokers and raw clients ------------------------------------------- */
+
+static int raw_connect(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { 10, 0 };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+/* A broker with idle_s as --idle-exit; its pid.  Waits until it answers. */
+static pid_t start_broker(int idle_s)
+{
+	char idle[16];
+	pid_t pid;
+	int fd = -1;
+
+	snprintf(idle, sizeof(idle), "%d", idle_s);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int log = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+
+		if (log < 0 || dup2(log, 2) < 0)
+			_exit(126);
+		execl(BROKER, BROKER, "--config", conf, "--socket", sock, "--idle-exit", idle,
+		      (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 500 && fd < 0; i++) {
+		fd = raw_connect();
+		if (fd < 0)
+			usleep(10000);
+	}
+	assert_true(fd >= 0);
+	close(fd);
+	return pid;
+}
+
+static void stop_broker(pid_t pid)
+{
+	int st;
+
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* Files open in process pid. */
+static int fds_of(pid_t pid)
+{
+	char path[64];
+	struct dirent *d;
+	int n = 0;
+	DIR *dp;
+
+	snprintf(path, sizeof(path), "/proc/%ld/fd", (long)pid);
+	dp = opendir(path);
+	assert_non_null(dp);
+	while ((d = readdir(dp)))
+		n += d->d_name[0] != '.';
+	closedir(dp);
+	return n;
+}
+
+/* Send len bytes of msg with nfds fds, read the reply into r (its fd into
+ * *rfd when not NULL): the reply's length, 0 at EOF. */
+static ssize_t raw_call(int fd, const void *msg, size_t len, const int *fds, int nfds,
+			struct dmt_brk_reply *r, int *rfd)
+{
+	union {
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { r, sizeof(*r) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			    .msg_controllen = sizeof(ctl.buf) };
+	union {
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} sctl;
+	struct iovec siov = { (void *)msg, len };
+	struct msghdr s = { .msg_iov = &siov, .msg_iovlen = 1 };
+	int got[4], n;
+	ssize_t ret;
+
+	if (nfds) {
+		struct cmsghdr *cm;
+
+		memset(&sctl, 0, sizeof(sctl));
+		s.msg_control = sctl.buf;
+		s.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+		cm = CMSG_FIRSTHDR(&s);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, (size_t)nfds * sizeof(int));
+	}
+	if (sendmsg(fd, &s, MSG_NOSIGNAL) != (ssize_t)len)
+		return -errno;
+	memset(r, 0, sizeof(*r));
+	ret = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+	if (ret < 0)
+		return -errno;
+	n = dmt_brk_take_fds(&m, got, 4);
+	for (int i = 0; i < n && i < 4; i++) {
+		if (rfd && i == 0)
+			*rfd = got[0];
+		else
+			close(got[i]);
+	}
+	return ret;
+}
+
+/* The broker answered err with msg, then closed the connection. */
+static void expect_refused_and_closed(int fd, const void *msg, size_t len, const int *fds,
+				      int nfds, int err, const char *text)
+{
+	struct dmt_brk_reply r;
+
+	assert_int_equal(raw_call(fd, msg, len, fds, nfds, &r, NULL), sizeof(r));
+	assert_int_equal(r.err, err);
+	assert_string_equal(r.msg, text);
+	assert_int_equal(recv(fd, &r, sizeof(r), 0), 0);	/* EOF */
+}
+
+/* A request of type with body bytes from body. */
+static size_t req(void *buf, unsigned int type, const void *body, size_t n)
+{
+	dmt_brk_hdr_init(buf, type, n, 7);
+	memcpy((char *)buf + sizeof(struct dmt_brk_hdr), body, n);
+	return sizeof(struct dmt_brk_hdr) + n;
+}
+
+/* ---- in a child with another uid ---------------------------------------- */
+
+struct answer {
+	int ret;
+	char msg[1024];
+	struct devmemtcp_probe probe;
+};
+
+/* Run fn as uid (no capabilities: a non-root uid loses them all) and
+ * bring back what it answered. */
+typedef void as_uid_fn(struct answer *a, struct devmemtcp_ctx *c, const void *arg);
+
+static void as_uid(uid_t uid, as_uid_fn *fn, const void *arg, struct answer *a)
+{
+	struct answer *shared = mmap(NULL, sizeof(*a), PROT_READ | PROT_WRITE,
+				     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pid_t pid;
+	int st;
+
+	assert_true(shared != MAP_FAILED);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = t_quiet);
+		struct devmemtcp_ctx *c;
+
+		if (setgroups(0, NULL) || setgid(uid) || setuid(uid) || devmemtcp_ctx_new(&co, &c))
+			_exit(9);
+		fn(shared, c, arg);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	*a = *shared;
+	munmap(shared, sizeof(*a));
+}
+
+static void keep(struct answer *a, struct devmemtcp_ctx *c, int ret)
+{
+	a->ret = ret;
+	snprintf(a->msg, sizeof(a->msg), "%s", devmemtcp_ctx_errmsg(c));
+}
+
+/* ---- tests ---------------------------------------------------------------- */
+
+/* A parse error refuses to start, naming the file and the line; --check
+ * prints the canonical rules. */
+static void test_config(void **state)
+{
+	char bad[160], out[1024], cmd[512], want[512];
+	FILE *f;
+
+	snprintf(bad, sizeof(bad), "%s/bad.conf", dir);
+	f = fopen(bad, "w");
+	assert_non_null(f);
+	fprintf(f, "allow uid 1 interface va\n\n# comment\nallow uid 2 interfaces va\n");
+	fclose(f);
+	chmod(bad, 0644);
+	snprintf(cmd, sizeof(cmd), "%s --check --config %s 2>&1", BROKER, bad);
+	assert_int_equal(t_capture(out, sizeof(out), cmd), 1);
+	snprintf(want, sizeof(want),
+		 "devmemtcp-broker: %s:4: unknown word \"interfaces\" (interface, queues, ports, udmabuf, tx)\n",
+		 bad);
+	assert_string_equal(out, want);
+	/* a starting broker refuses it the same way */
+	snprintf(cmd, sizeof(cmd), "%s --config %s --socket %s/x.sock 2>&1", BROKER, bad, dir);
+	assert_int_equal(t_capture(out, sizeof(out), cmd), 1);
+	assert_string_equal(out, want);
+	chmod(bad, 0666);
+	assert_int_equal(t_capture(out, sizeof(out), cmd), 1);
+	snprintf(want, sizeof(want),
+		 "devmemtcp-broker: %s must be a regular file of root's that others cannot write, of at most 65536 bytes\n",
+		 bad);
+	assert_string_equal(out, want);
+	snprintf(cmd, sizeof(cmd), "%s --check --config %s", BROKER, conf);
+	assert_int_equal(t_capture(out, sizeof(out), cmd), 0);
+	assert_string_equal(out,
+			    "allow uid 65534 interface va queues 1 ports 5201-5210,6000 udmabuf 64M tx\n"
+			    "allow uid 65533 interface vb queues 2 ports any\n");
+}
+
+/* Idle: no client connected and nothing held for --idle-exit seconds. */
+static void test_idle_exit(void **state)
+{
+	double t0 = t_now(), t;
+	pid_t pid = start_broker(1);
+	int st, fd;
+
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	t = t_now() - t0;
+	t_note("idle exit after %.2f s with --idle-exit 1", t);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_true(t >= 0.9 && t < 4);
+	assert_int_equal(access(sock, F_OK), -1);	/* its socket went with it */
+
+	pid = start_broker(1);
+	fd = raw_connect();
+	assert_true(fd >= 0);
+	usleep(2200 * 1000);
+	assert_int_equal(waitpid(pid, &st, WNOHANG), 0);	/* a client: it stays */
+	t0 = t_now();
+	close(fd);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	t = t_now() - t0;
+	t_note("exit %.2f s after its last client left", t);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_true(t >= 0.9 && t < 4);
+}
+
+/* Malformed and oversized requests: the reason, then the connection
+ * closes; the broker goes on, with no fd more than before. */
+static void test_malformed(void **state)
+{
+	char big[9000] = { 0 };
+	uint64_t m[DMT_BRK_MSG_MAX / 8 + 1];
+	struct dmt_brk_open o = { .ifname = "va" };
+	struct dmt_brk_policy p = { .ifname = "va" };
+	struct dmt_brk_flow w = { .family = 3 };
+	struct dmt_brk_hdr *h = (struct dmt_brk_hdr *)m;
+	pid_t pid = start_broker(0);
+	int fds0, fd, mfd = memfd_create("x", MFD_CLOEXEC), two[2];
+	struct dmt_brk_reply r;
+	size_t n;
+
+	/* counted once the connection start_broker() tried with is gone */
+	usleep(100 * 1000);
+	fds0 = fds_of(pid);
+	fd = raw_connect();
+	expect_refused_and_closed(fd, "abcd", 4, NULL, 0, -EPROTO,
+				  "devmemtcp-broker refused a malformed request: not a devmemtcp-broker request (4 bytes, no magic)");
+	close(fd);
+
+	n = req(m, DMT_BRK_POLICY, &p, sizeof(p));
+	h->version = 2;
+	fd = raw_connect();
+	expect_refused_and_closed(fd, m, n, NULL, 0, -EPROTONOSUPPORT,
+				  "devmemtcp-broker refused a malformed request: protocol version 2: this broker speaks version 1");
+	close(fd);
+
+	n = req(m, DMT_BRK_POLICY, &p, sizeof(p));
+	h->len = 100;
+	fd = raw_connect();
+	expect_refused_and_closed(fd, m, n, NULL, 0, -EINVAL,
+				  "devmemtcp-broker refused a malformed request: the header says 100 bytes but the message has 32");
+	close(fd);
+
+	req(big, DMT_BRK_POLICY, &p, sizeof(p));
+	fd = raw_connect();
+	expect_refused_and_closed(fd, big, sizeof(big), NULL, 0, -EMSGSIZE,
+				  "devmemtcp-broker refused a malformed request: a message of more than 8192 bytes");
+	close(fd);
+
+	n = req(m, 99, &p, sizeof(p));
+	fd = raw_connect();
+	expect_refused_and_closed(fd, m, n, NULL, 0, -EINVAL,
+				  "devmemtcp-broker refused a malformed request: unknown request type 99");
+	close(fd);
+
+	memcpy(o.ifname, "../x", 5);
+	n = req(m, DMT_BRK_OPEN, &o, sizeof(o));
+	fd = raw_connect();
+	expect_refused_and_closed(fd, m, n, NULL, 0, -EINVAL,
+				  "devmemtcp-broker refused a malformed request: the interface name is not a valid name (1-15 printable bytes, no '/', ':' or blank)");
+	close(fd);
+
+	memset(o.ifname, 0, sizeof(o.ifname));
+	memcpy(o.ifname, "va", 3);
+	o.nflows = 65;
+	n = req(m, DMT_BRK_OPEN, &o, sizeof(o));
+	fd = raw_connect();
+	expect_refused_and_closed(fd, m, n, NULL, 0, -EINVAL,
+				  "devmemtcp-broker refused a malformed request: 0 queue ids, 0 queues, 65 flows: at most 64 queues and 64 flows go in one open");
+	close(fd);
+
+	o.nflows = 1;	/* and no flow after it */
+	n = req(m, DMT_BRK_OPEN, &o, sizeof(o));
+	fd = raw_connect();
+	expect_refused_and_closed(fd, m, n, NULL, 0, -EINVAL,
+				  "devmemtcp-broker refused a malformed request: a open request of 40 body bytes, not 128");
+	close(fd);
+
+	memcpy((char *)m + sizeof(*h) + sizeof(o), &w, sizeof(w));
+	n = req(m, DMT_BRK_OPEN, &o, sizeof(o));
+	h->len += sizeof(w);
+	fd = raw_connect();
+	expect_refused_and_closed(fd, m, n + sizeof(w), NULL, 0, -EINVAL,
+				  "devmemtcp-broker refused a malformed request: family 3 is neither AF_INET nor AF_INET6");
+	close(fd);
+
+	n = req(m, DMT_BRK_POLICY, &p, sizeof(p));
+	fd = raw_connect();
+	expect_refused_and_closed(fd, m, n, &mfd, 1, -EINVAL,
+				  "devmemtcp-broker refused a malformed request: 1 file descriptors came with it, not 0");
+	close(fd);
+
+	n = req(m, DMT_BRK_UDMABUF, &(struct dmt_brk_udmabuf){ 0 }, sizeof(struct dmt_brk_udmabuf));
+	two[0] = two[1] = mfd;
+	fd = raw_connect();
+	expect_refused_and_closed(fd, m, n, two, 2, -EINVAL,
+				  "devmemtcp-broker refused a malformed request: 2 file descriptors came with it, not 1");
+	close(fd);
+
+	/* still there, as it was */
+	fd = raw_connect();
+	n = req(m, DMT_BRK_POLICY, &p, sizeof(p));
+	assert_int_equal(raw_call(fd, m, n, NULL, 0, &r, NULL), sizeof(r));
+	assert_int_equal(r.err, 0);
+	assert_int_equal(r.hdr.type, DMT_BRK_POLICY | DMT_BRK_REPLY);
+	assert_int_equal(r.hdr.seq, 7);
+	close(fd);
+	close(mfd);
+	usleep(100 * 1000);
+	assert_int_equal(fds_of(pid), fds0);
+	stop_broker(pid);
+}
+
+/* Handle ids are a connection's own: another's (or none) is ENOENT and
+ * the connection stays. */
+static void test_other_ids(void **state)
+{
+	uint64_t m[64];
+	struct dmt_brk_handle hc = { .handle = 1 }, hr = { .handle = 99, .flow_id = 7 };
+	struct dmt_brk_add_flow af = { .handle = 5, .flow = { .family = AF_INET } };
+	struct dmt_brk_policy p = { .ifname = "va" };
+	pid_t pid = start_broker(0);
+	struct dmt_brk_reply r;
+	int fd = raw_connect();
+	size_t n;
+
+	n = req(m, DMT_BRK_CLOSE, &hc, sizeof(hc));
+	assert_int_equal(raw_call(fd, m, n, NULL, 0, &r, NULL), sizeof(r));
+	assert_int_equal(r.err, -ENOENT);
+	assert_string_equal(r.msg, "devmemtcp-broker: 1 is not a handle of this connection");
+	n = req(m, DMT_BRK_REMOVE_FLOW, &hr, sizeof(hr));
+	assert_int_equal(raw_call(fd, m, n, NULL, 0, &r, NULL), sizeof(r));
+	assert_int_equal(r.err, -ENOENT);
+	assert_string_equal(r.msg, "devmemtcp-broker: 99 is not a handle of this connection");
+	n = req(m, DMT_BRK_ADD_FLOW, &af, sizeof(af));
+	assert_int_equal(raw_call(fd, m, n, NULL, 0, &r, NULL), sizeof(r));
+	assert_int_equal(r.err, -ENOENT);
+	n = req(m, DMT_BRK_POLICY, &p, sizeof(p));
+	assert_int_equal(raw_call(fd, m, n, NULL, 0, &r, NULL), sizeof(r));
+	assert_int_equal(r.err, 0);
+	assert_int_equal(r.u.policy.allowed, 0);	/* root has no rule */
+	close(fd);
+	stop_broker(pid);
+}
+
+static void bind_not_owned(struct answer *a, struct devmemtcp_ctx *c, const void *arg)
+{
+	struct devmemtcp_binding *b = NULL;
+	struct devmemtcp_buf *buf;
+	uint32_t q = 0;
+	int mfd;
+
+	if (t_memfd_buf(c, 1 << 20, &mfd, &buf))
+		_exit(8);
+	keep(a, c, devmemtcp_bind_rx(c, (int)if_nametoindex("va"), &q, 1, buf, NULL, &b));
+	devmemtcp_buf_free(buf);
+	close(mfd);
+}
+
+/* bind-rx on queue 0 of ifname, or bind-tx on it (arg "tx:IF"). */
+static void bind_on(struct answer *a, struct devmemtcp_ctx *c, const void *arg)
+{
+	DEVMEMTCP_OPTS(bind_opts, bo, .broker = true);
+	const char *ifname = arg;
+	struct devmemtcp_binding *b = NULL;
+	struct devmemtcp_buf *buf;
+	uint32_t q = 0;
+	int mfd;
+
+	if (t_memfd_buf(c, 1 << 20, &mfd, &buf))
+		_exit(8);
+	if (!strncmp(ifname, "tx:", 3))
+		keep(a, c, devmemtcp_bind_tx(c, (int)if_nametoindex(ifname + 3), buf, &bo, &b));
+	else
+		keep(a, c, devmemtcp_bind_rx(c, (int)if_nametoindex(ifname), &q, 1, buf, NULL, &b));
+	devmemtcp_buf_free(buf);
+	close(mfd);
+}
+
+/* A queue no handle of the process owns is not its to bind; a user no
+ * rule names binds nothing; bind-tx needs "tx" in the rule. */
+static void test_bind_not_owned(void **state)
+{
+	pid_t pid = start_broker(0);
+	struct answer a;
+	char want[512];
+	long p = 0;
+
+	as_uid(65534, bind_not_owned, NULL, &a);
+	assert_int_equal(a.ret, -EPERM);
+	assert_string_equal(a.msg,
+			    "devmemtcp-broker: RX queue 0 of va is not a queue of this process's handles: set it up with devmemtcp_nic_open first");
+
+	as_uid(65532, bind_on, "va", &a);
+	/* ERRORS devmemtcp_bind_rx EACCES */
+	assert_int_equal(a.ret, -EACCES);
+	assert_int_equal(sscanf(a.msg, "devmemtcp-broker: uid 65532 (pid %ld,", &p), 1);
+	snprintf(want, sizeof(want),
+		 "devmemtcp-broker: uid 65532 (pid %ld, test-host-broke) may not use va: no rule of %s allows it; an administrator can add one (devmemtcp-broker.conf(5))",
+		 p, conf);
+	assert_string_equal(a.msg, want);
+
+	as_uid(65533, bind_on, "tx:vb", &a);
+	/* ERRORS devmemtcp_bind_tx EACCES */
+	assert_int_equal(a.ret, -EACCES);
+	snprintf(want, sizeof(want),
+		 "devmemtcp-broker: uid 65533 may not bind-tx on vb: the rule at %s:3 has no \"tx\"",
+		 conf);
+	assert_string_equal(a.msg, want);
+	stop_broker(pid);
+}
+
+struct open_try {
+	const char *ifname;
+	const char *flow;	/* NULL: none */
+	uint32_t nqueues;
+	uint32_t flags;
+};
+
+static void open_as(struct answer *a, struct devmemtcp_ctx *c, const void *arg)
+{
+	const struct open_try *t = arg;
+	struct devmemtcp_flow f;
+	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = t->nqueues, .flags = t->flags,
+		       .flows = t->flow ? &f : NULL, .nflows = t->flow ? 1 : 0);
+	struct devmemtcp_nic *nic = NULL;
+
+	if (t->flow && devmemtcp_flow_parse(t->flow, &f))
+		_exit(7);
+	keep(a, c, devmemtcp_nic_open(c, t->ifname, &o, &nic));
+	devmemtcp_nic_close(nic);
+}
+
+/* What the policy refuses, refused before the NIC is touched. */
+static void try_open(uid_t uid, const struct open_try *t, struct answer *a)
+{
+	as_uid(uid, open_as, t, a);
+}
+
+static void test_policy(void **state)
+{
+	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 1);
+	struct devmemtcp_flow f;
+	struct devmemtcp_nic *nic = (void *)1;
+	char direct[1024], want[1024];
+	pid_t pid = start_broker(0);
+	struct answer a;
+
+	try_open(65534, &(struct open_try){ "va", "dst-port 22", 1, 0 }, &a);
+	assert_int_equal(a.ret, -EACCES);
+	snprintf(want, sizeof(want),
+		 "devmemtcp-broker: flow 0 steers destination port 22, and uid 65534 may steer only destination ports 5201-5210,6000 (rule at %s:2)",
+		 conf);
+	assert_string_equal(a.msg, want);
+
+	try_open(65534, &(struct open_try){ "va", "dst-ip 10.9.0.1", 1, 0 }, &a);
+	assert_int_equal(a.ret, -EACCES);
+	snprintf(want, sizeof(want),
+		 "devmemtcp-broker: flow 0 names no destination port, and uid 65534 may steer only destination ports 5201-5210,6000 (rule at %s:2)",
+		 conf);
+	assert_string_equal(a.msg, want);
+
+	try_open(65534, &(struct open_try){ "va", "dst-port 5201", 2, 0 }, &a);
+	/* ERRORS devmemtcp_nic_open EDQUOT */
+	assert_int_equal(a.ret, -EDQUOT);
+	snprintf(want, sizeof(want),
+		 "devmemtcp-broker: uid 65534 may own 1 queue of va at once (rule at %s:2) and owns 0: 2 more are too many",
+		 conf);
+	assert_string_equal(a.msg, want);
+
+	try_open(65534, &(struct open_try){ "va", "dst-port 5201", 1, DEVMEMTCP_NIC_KEEP_RSS }, &a);
+	assert_int_equal(a.ret, -EPERM);
+	assert_string_equal(a.msg,
+			    "devmemtcp-broker: DEVMEMTCP_NIC_KEEP_RSS leaves other traffic on the devmem queues of va, in memory the caller can read: not through the broker");
+
+	try_open(65534, &(struct open_try){ "vb", "dst-port 5201", 1, 0 }, &a);
+	assert_int_equal(a.ret, -EACCES);
+	assert_true(strstr(a.msg, conf) != NULL);
+	assert_true(!strncmp(a.msg, "devmemtcp-broker: uid 65534 (pid ", 33));
+
+	try_open(65532, &(struct open_try){ "va", "dst-port 5201", 1, 0 }, &a);
+	assert_int_equal(a.ret, -EACCES);
+	assert_true(strstr(a.msg, "may not use va: no rule of ") != NULL);
+	assert_true(strstr(a.msg, conf) != NULL);
+
+	/* allowed: the setup fails on veth with the message a direct call has */
+	assert_int_equal(devmemtcp_flow_parse("dst-port 5201", &f), 0);
+	o.flows = &f;
+	o.nflows = 1;
+	assert_int_equal(devmemtcp_nic_open(ctx, "va", &o, &nic), -EOPNOTSUPP);
+	snprintf(direct, sizeof(direct), "%s", devmemtcp_ctx_errmsg(ctx));
+	try_open(65534, &(struct open_try){ "va", "dst-port 5201", 1, 0 }, &a);
+	assert_int_equal(a.ret, -EOPNOTSUPP);
+	assert_string_equal(a.msg, direct);
+	stop_broker(pid);
+}
+
+static void open_other_netns(struct answer *a, struct devmemtcp_ctx *c, const void *arg)
+{
+	DEVMEMTCP_OPTS(nic_opts, o, .flags = DEVMEMTCP_NIC_BROKER);
+	struct devmemtcp_nic *nic = NULL;
+
+	keep(a, c, devmemtcp_nic_open(c, "va", &o, &nic));
+	devmemtcp_nic_close(nic);
+}
+
+/* A client in another network namespace sets up its own interfaces. */
+static void test_netns(void **state)
+{
+	pid_t pid = start_broker(0), child;
+	struct answer *a = mmap(NULL, sizeof(*a), PROT_READ | PROT_WRITE,
+				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int st;
+
+	child = fork();
+	if (child == 0) {
+		DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = t_quiet);
+		struct devmemtcp_ctx *c;
+
+		if (unshare(CLONE_NEWNET) || devmemtcp_ctx_new(&co, &c))
+			_exit(9);
+		open_other_netns(a, c, NULL);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(child, &st, 0), child);
+	assert_int_equal(a->ret, -EXDEV);
+	assert_true(strstr(a->msg, "is in another network namespace than the broker: it sets up the interfaces of its own namespace (run a broker there)") != NULL);
+	munmap(a, sizeof(*a));
+	stop_broker(pid);
+}
+
+static void udmabuf_try(struct answer *a, struct devmemtcp_ctx *c, const void *arg)
+{
+	uint64_t m[8];
+	struct dmt_brk_reply r;
+	int fd = raw_connect(), p[2], mfd, n, len;
+	char *out = a->msg;
+
+	/* each refusal as "errno:message\n" */
+	len = (int)req(m, DMT_BRK_UDMABUF, &(struct dmt_brk_udmabuf){ 0 },
+		       sizeof(struct dmt_brk_udmabuf));
+	if (pipe(p))
+		_exit(5);
+	n = 0;
+	raw_call(fd, m, (size_t)len, p, 1, &r, NULL);
+	n += snprintf(out + n, 1024 - (size_t)n, "%d:%s\n", r.err, r.msg);
+	mfd = memfd_create("x", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (mfd < 0 || ftruncate(mfd, 4096))
+		_exit(6);
+	raw_call(fd, m, (size_t)len, &mfd, 1, &r, NULL);
+	n += snprintf(out + n, 1024 - (size_t)n, "%d:%.150s\n", r.err, r.msg);
+	fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
+	raw_call(fd, m, (size_t)len, &mfd, 1, &r, NULL);
+	n += snprintf(out + n, 1024 - (size_t)n, "%d:%.150s\n", r.err, r.msg);
+	close(mfd);
+	mfd = memfd_create("x", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (mfd < 0 || ftruncate(mfd, 128 << 20))
+		_exit(6);
+	fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
+	raw_call(fd, m, (size_t)len, &mfd, 1, &r, NULL);
+	n += snprintf(out + n, 1024 - (size_t)n, "%d:%.150s\n", r.err, r.msg);
+	close(mfd);
+	close(fd);
+}
+
+static void udmabuf_denied(struct answer *a, struct devmemtcp_ctx *c, const void *arg)
+{
+	uint64_t m[8];
+	struct dmt_brk_reply r;
+	int fd = raw_connect(), mfd = memfd_create("x", MFD_CLOEXEC);
+	size_t len = req(m, DMT_BRK_UDMABUF, &(struct dmt_brk_udmabuf){ 0 },
+			 sizeof(struct dmt_brk_udmabuf));
+
+	raw_call(fd, m, len, &mfd, 1, &r, NULL);
+	a->ret = r.err;
+	snprintf(a->msg, sizeof(a->msg), "%s", r.msg);
+}
+
+/* The memfd of a udmabuf is looked at before /dev/udmabuf is asked. */
+static void test_udmabuf_checks(void **state)
+{
+	pid_t pid = start_broker(0);
+	struct answer a;
+	char want[1024];
+
+	as_uid(65534, udmabuf_try, NULL, &a);
+	assert_true(!strncmp(a.msg, "-9:devmemtcp-broker: the fd sent for a udmabuf is not a memfd (pipe:[", 68));
+	assert_non_null(strstr(a.msg,
+			       "\n-22:devmemtcp-broker: the memfd must be sealed with F_SEAL_SHRINK and F_SEAL_GROW, not F_SEAL_WRITE (seals 0x0)\n"
+			       "-22:devmemtcp-broker: the memfd's pages are not all allocated (0 of 4096 bytes): fallocate it first\n"
+			       "-7:devmemtcp-broker: a udmabuf of 134217728 bytes: it must be a multiple of 4096 bytes and at most 67108864 (the policy's udmabuf)\n"));
+	as_uid(65532, udmabuf_denied, NULL, &a);
+	assert_int_equal(a.ret, -EACCES);
+	snprintf(want, sizeof(want),
+		 "devmemtcp-broker: no rule of %s lets uid 65532 have udmabufs made (udmabuf SIZE, devmemtcp-broker.conf(5))",
+		 conf);
+	assert_string_equal(a.msg, want);
+	stop_broker(pid);
+}
+
+static void probe_as(struct answer *a, struct devmemtcp_ctx *c, const void *arg)
+{
+
+	a->probe.sz = sizeof(a->probe);
+	a->ret = devmemtcp_nic_probe(c, "va", NULL, &a->probe);
+}
+
+/* Probe says whether setup would go through the broker and what the
+ * policy allows. */
+static void test_probe(void **state)
+{
+	pid_t pid = start_broker(0);
+	struct answer a;
+	char want[512];
+
+	as_uid(65534, probe_as, NULL, &a);
+	assert_true(a.ret >= 0);
+	assert_int_equal(a.probe.broker, 1);
+	assert_int_equal(a.probe.broker_state, 1);
+	assert_int_equal(a.probe.broker_allowed, 1);
+	assert_int_equal(a.probe.broker_queues, 1);
+	assert_int_equal(a.probe.broker_queues_used, 0);
+	assert_int_equal(a.probe.broker_tx, 1);
+	assert_int_equal(a.probe.broker_udmabuf, 64ull << 20);
+	snprintf(want, sizeof(want), "flows to ports 5201-5210,6000 (rule at %s:2)", conf);
+	assert_string_equal(a.probe.broker_msg, want);
+	for (uint32_t i = 0; i < a.probe.nproblems; i++)
+		assert_null(strstr(a.probe.problems[i].what, "CAP_NET_ADMIN"));
+
+	as_uid(65532, probe_as, NULL, &a);
+	assert_int_equal(a.probe.broker_allowed, 0);
+	snprintf(want, sizeof(want), "no rule of %s lets uid 65532 use va", conf);
+	assert_string_equal(a.probe.broker_msg, want);
+	snprintf(want, sizeof(want),
+		 "this process lacks CAP_NET_ADMIN and devmemtcp-broker refuses it va: no rule of %s lets uid 65532 use va",
+		 conf);
+	assert_non_null(t_probe_problem(&a.probe, want));
+
+	/* root: not needed, but the policy still says what root may do */
+	a.probe.sz = sizeof(a.probe);
+	assert_true(devmemtcp_nic_probe(ctx, "va", NULL, &a.probe) >= 0);
+	assert_int_equal(a.probe.broker, 0);
+	assert_int_equal(a.probe.broker_state, 1);
+	stop_broker(pid);
+
+	/* no broker */
+	a.probe.sz = sizeof(a.probe);
+	assert_true(devmemtcp_nic_probe(ctx, "va", NULL, &a.probe) >= 0);
+	assert_int_equal(a.probe.broker_state, 0);
+	snprintf(want, sizeof(want), "none installed (no socket at %s)", sock);
+	assert_string_equal(a.probe.broker_msg, want);
+}
+
+/* ---- the transport: no broker, a dead one, one that hangs up -------------- */
+
+/* A UNIX seqpacket socket at path: listening, or only bound (what a killed
+ * broker leaves: connect is refused). */
+static int fake_socket(const char *path, bool listening)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	unlink(path);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	if (listening)
+		assert_int_equal(listen(fd, 4), 0);
+	return fd;
+}
+
+/* A "broker" of root's that reads one request and hangs up; its pid. */
+static pid_t hang_up_once(int lfd)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char m[DMT_BRK_MSG_MAX];
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (fd < 0 || recv(fd, m, sizeof(m), 0) <= 0)
+			_exit(1);
+		_exit(0);
+	}
+	return pid;
+}
+
+static int open_through(void)
+{
+	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 1, .flags = DEVMEMTCP_NIC_BROKER);
+	struct devmemtcp_nic *nic = NULL;
+
+	return devmemtcp_nic_open(ctx, "va", &o, &nic);
+}
+
+static int bind_through(void)
+{
+	DEVMEMTCP_OPTS(bind_opts, bo, .broker = true);
+	struct devmemtcp_binding *b = NULL;
+	struct devmemtcp_buf *buf;
+	uint32_t q = 0;
+	int mfd, ret;
+
+	assert_int_equal(t_memfd_buf(ctx, 1 << 20, &mfd, &buf), 0);
+	ret = devmemtcp_bind_rx(ctx, (int)if_nametoindex("va"), &q, 1, buf, &bo, &b);
+	devmemtcp_buf_free(buf);
+	close(mfd);
+	return ret;
+}
+
+static void test_transport(void **state)
+{
+	char path[128], want[512];
+	int lfd, st;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/none.sock", dir);
+	setenv("DEVMEMTCP_BROKER_SOCKET", path, 1);
+	unlink(path);
+	snprintf(want, sizeof(want),
+		 "cannot reach devmemtcp-broker at %s: ENOENT: start it (systemctl start devmemtcp-broker.socket), or run with CAP_NET_ADMIN",
+		 path);
+	/* ERRORS devmemtcp_nic_open ENOENT */
+	assert_int_equal(open_through(), -ENOENT);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	/* ERRORS devmemtcp_bind_rx ENOENT */
+	assert_int_equal(bind_through(), -ENOENT);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+
+	/* the socket file of a broker that was killed */
+	lfd = fake_socket(path, false);
+	snprintf(want, sizeof(want),
+		 "cannot reach devmemtcp-broker at %s: ECONNREFUSED: start it (systemctl start devmemtcp-broker.socket), or run with CAP_NET_ADMIN",
+		 path);
+	/* ERRORS devmemtcp_nic_open ECONNREFUSED */
+	assert_int_equal(open_through(), -ECONNREFUSED);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	/* ERRORS devmemtcp_bind_rx ECONNREFUSED */
+	assert_int_equal(bind_through(), -ECONNREFUSED);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	close(lfd);
+
+	/* one that hangs up on the request (exited, killed mid-setup) */
+	lfd = fake_socket(path, true);
+	pid = hang_up_once(lfd);
+	/* ERRORS devmemtcp_nic_open EPIPE */
+	assert_int_equal(open_through(), -EPIPE);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "devmemtcp-broker did not answer the open request: EPIPE: it closed the connection (it exited: see its log)");
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	pid = hang_up_once(lfd);
+	/* ERRORS devmemtcp_bind_rx EPIPE */
+	assert_int_equal(bind_through(), -EPIPE);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "devmemtcp-broker did not answer the bind-rx request: EPIPE: it closed the connection (it exited: see its log)");
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(lfd);
+	unlink(path);
+	setenv("DEVMEMTCP_BROKER_SOCKET", sock, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_config),
+		cmocka_unit_test(test_idle_exit),
+		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_other_ids),
+		cmocka_unit_test(test_bind_not_owned),
+		cmocka_unit_test(test_policy),
+		cmocka_unit_test(test_netns),
+		cmocka_unit_test(test_udmabuf_checks),
+		cmocka_unit_test(test_probe),
+		cmocka_unit_test(test_transport),
+	};
+
+	T_TRY(host_netns(NULL));
+	return cmocka_run_group_tests_name("host-broker", tests, setup, teardown);
+}

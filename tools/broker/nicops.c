@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * What devmemtcp-broker's requests do, through the library (struct
+ * brk_ops of session.h): the NIC layer with the client recorded as the
+ * owner (dmt_nic_open_as), bind-rx and bind-tx whose netlink socket goes
+ * to the client, UDMABUF_CREATE over the client's memfd, queue-get for
+ * bindings still on a handle's queues.  Every fd a client sent is looked
+ * at (/proc/self/fd, fstatfs, seals) before the kernel is asked to use it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "netdev.h"
+#include "nic.h"
+#include "nicops.h"
+#include "uapi.h"
+
+static struct devmemtcp_ctx *ctx_of(struct brk *b)
+{
+	return b->priv;
+}
+
+static void ctx_msg(struct devmemtcp_ctx *ctx, char *msg)
+{
+	snprintf(msg, DMT_ERRMSG_MAX, "%s", devmemtcp_ctx_errmsg(ctx));
+}
+
+static int fail(char *msg, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(char *msg, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, DMT_ERRMSG_MAX, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/* What fd is, as /proc/self/fd says ("/dmabuf:", "/memfd:name"). */
+static void fd_kind(int fd, char *link, size_t len)
+{
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, len - 1);
+	link[n > 0 ? n : 0] = '\0';
+}
+
+/* A client's dma-buf as a buffer of ours: a dma-buf it must be (never a
+ * file whose stat could block), its size the file's. */
+static int import_dmabuf(struct devmemtcp_ctx *ctx, int fd, struct devmemtcp_buf **buf,
+			 char *msg)
+{
+	char kind[128];
+	off_t size;
+	int ret;
+
+	fd_kind(fd, kind, sizeof(kind));
+	if (strncmp(kind, "/dmabuf:", 8))
+		return fail(msg, -EBADF, "devmemtcp-broker: the fd sent is not a dma-buf (%.60s)",
+			    kind[0] ? kind : "unknown");
+	size = lseek(fd, 0, SEEK_END);
+	if (size <= 0)
+		return fail(msg, -EINVAL, "devmemtcp-broker: the dma-buf sent has no size (%s)",
+			    size < 0 ? strerror(errno) : "0 bytes");
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_IMPORT,
+		       .flags = DEVMEMTCP_BUF_KEEP_FD, .fd = fd, .size = (uint64_t)size);
+	ret = devmemtcp_buf_new(ctx, &o, buf);
+	if (ret)
+		ctx_msg(ctx, msg);
+	return ret;
+}
+
+/* The binding's netlink socket for the client (a copy: ours is closed
+ * here, so the binding lives exactly as long as the client's). */
+static int hand_over(struct devmemtcp_binding *bnd, int *fd, uint32_t *id, char *msg)
+{
+	if (!bnd)
+		return 0;
+	*fd = fcntl(mnl_socket_get_fd(bnd->nl->sock), F_DUPFD_CLOEXEC, 3);
+	*id = bnd->id;
+	devmemtcp_binding_close(bnd);
+	if (*fd < 0)
+		return fail(msg, -errno, "devmemtcp-broker: a copy of the binding's socket: %s",
+			    strerror(errno));
+	return 0;
+}
+
+static void open_reply(struct devmemtcp_nic *nic, struct dmt_brk_open_reply *r)
+{
+	DEVMEMTCP_OPTS(nic_stats, st);
+	const uint32_t *q;
+	int n = devmemtcp_nic_queues(nic, &q);
+
+	r->nqueues = n <= 0 ? 0 : n < DMT_BRK_MAX_QUEUES ? (uint32_t)n : DMT_BRK_MAX_QUEUES;
+	if (r->nqueues)
+		memcpy(r->queues, q, r->nqueues * sizeof(uint32_t));
+	devmemtcp_nic_stats(nic, &st);
+	r->steps = st.steps;
+	r->rules = st.rules;
+	r->rss_context = st.rss_context;
+	r->setup_round_trips = st.setup_round_trips;
+	r->setup_ioctls = st.setup_ioctls;
+}
+
+static int op_open(struct brk *b, const char *ifname, const struct devmemtcp_nic_opts *opts,
+		   int dmabuf, pid_t pid, uint64_t start, void **nicp,
+		   struct dmt_brk_open_reply *r, int *nl_fd, char *msg)
+{
+	struct devmemtcp_ctx *ctx = ctx_of(b);
+	struct devmemtcp_nic_opts o = *opts;
+	struct devmemtcp_buf *buf = NULL;
+	struct devmemtcp_nic *nic;
+	int ret;
+
+	*nl_fd = -1;
+	if (dmabuf >= 0) {
+		ret = import_dmabuf(ctx, dmabuf, &buf, msg);
+		if (ret)
+			return ret;
+		o.buf = buf;
+	}
+	ret = dmt_nic_open_as(ctx, ifname, &o, pid, start, &nic);
+	devmemtcp_buf_free(buf);	/* the binding keeps its own reference */
+	if (ret) {
+		ctx_msg(ctx, msg);
+		return ret;
+	}
+	open_reply(nic, r);
+	ret = hand_over(dmt_nic_take_binding(nic), nl_fd, &r->binding_id, msg);
+	if (ret) {
+		devmemtcp_nic_close(nic);
+		return ret;
+	}
+	*nicp = nic;
+	return 0;
+}
+
+static int op_close(struct brk *b, void *nic, char *msg)
+{
+	int ret = devmemtcp_nic_close(nic);
+
+	if (ret)
+		ctx_msg(ctx_of(b), msg);
+	return ret;
+}
+
+static void op_forget(struct brk *b, void *nic)
+{
+	dmt_nic_forget(nic);
+}
+
+static int op_add_flow(struct brk *b, void *nic, const struct devmemtcp_flow *f, char *msg)
+{
+	int ret = devmemtcp_nic_add_flow(nic, f);
+
+	if (ret < 0)
+		snprintf(msg, DMT_ERRMSG_MAX, "%s", devmemtcp_nic_errmsg(nic));
+	return ret;
+}
+
+static int op_remove_flow(struct brk *b, void *nic, int id, char *msg)
+{
+	int ret = devmemtcp_nic_remove_flow(nic, id);
+
+	if (ret < 0)
+		snprintf(msg, DMT_ERRMSG_MAX, "%s", devmemtcp_nic_errmsg(nic));
+	return ret;
+}
+
+static int op_bind(struct brk *b, bool tx, int ifindex, const uint32_t *queues, size_t n,
+		   int dmabuf, uint32_t rx_page_size, bool verify, int *nl_fd, uint32_t *id,
+		   char *msg)
+{
+	DEVMEMTCP_OPTS(bind_opts, bo, .rx_page_size = rx_page_size, .no_verify = !verify);
+	struct devmemtcp_ctx *ctx = ctx_of(b);
+	struct devmemtcp_binding *bnd;
+	struct devmemtcp_buf *buf;
+	int ret;
+
+	*nl_fd = -1;
+	ret = import_dmabuf(ctx, dmabuf, &buf, msg);
+	if (ret)
+		return ret;
+	ret = tx ? devmemtcp_bind_tx(ctx, ifindex, buf, &bo, &bnd)
+		 : devmemtcp_bind_rx(ctx, ifindex, queues, n, buf, &bo, &bnd);
+	devmemtcp_buf_free(buf);
+	if (ret) {
+		ctx_msg(ctx, msg);
+		return ret;
+	}
+	return hand_over(bnd, nl_fd, id, msg);
+}
+
+/* The client's memfd, as UDMABUF_CREATE takes it and as the policy
+ * allows: shmem or hugetlbfs, sealed against shrinking and growing, of at
+ * most max bytes, every page allocated (by the client, who pays for it). */
+static int memfd_ok(int memfd, uint64_t max, struct stat *st, char *msg)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct statfs sfs;
+	char kind[128];
+	int seals;
+
+	fd_kind(memfd, kind, sizeof(kind));
+	if (strncmp(kind, "/memfd:", 7) || fstatfs(memfd, &sfs) ||
+	    (sfs.f_type != TMPFS_MAGIC && sfs.f_type != HUGETLBFS_MAGIC) || fstat(memfd, st))
+		return fail(msg, -EBADF, "devmemtcp-broker: the fd sent for a udmabuf is not a memfd (%.60s)",
+			    kind[0] ? kind : "unknown");
+	seals = fcntl(memfd, F_GET_SEALS);
+	if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW) ||
+	    seals & F_SEAL_WRITE)
+		return fail(msg, -EINVAL,
+			    "devmemtcp-broker: the memfd must be sealed with F_SEAL_SHRINK and F_SEAL_GROW, not F_SEAL_WRITE (seals 0x%x)",
+			    seals);
+	if (st->st_size <= 0 || st->st_size % page || (uint64_t)st->st_size > max)
+		return fail(msg, st->st_size > 0 && (uint64_t)st->st_size > max ? -E2BIG : -EINVAL,
+			    "devmemtcp-broker: a udmabuf of %lld bytes: it must be a multiple of %ld bytes and at most %llu (the policy's udmabuf)",
+			    (long long)st->st_size, page, (unsigned long long)max);
+	if ((uint64_t)st->st_blocks * 512 < (uint64_t)st->st_size)
+		return fail(msg, -EINVAL,
+			    "devmemtcp-broker: the memfd's pages are not all allocated (%lld of %lld bytes): fallocate it first",
+			    (long long)st->st_blocks * 512, (long long)st->st_size);
+	return 0;
+}
+
+static int op_udmabuf(struct brk *b, int memfd, uint64_t max, int *dmabuf, uint64_t *size,
+		      char *msg)
+{
+	struct dmt_udmabuf_create c = { .memfd = (uint32_t)memfd,
+					.flags = DMT_UDMABUF_FLAGS_CLOEXEC };
+	struct stat st;
+	int dev, ret = memfd_ok(memfd, max, &st, msg);
+
+	if (ret)
+		return ret;
+	dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
+	if (dev < 0)
+		return fail(msg, -errno, "devmemtcp-broker: cannot open /dev/udmabuf: %s",
+			    strerror(errno));
+	c.size = (uint64_t)st.st_size;
+	*dmabuf = ioctl(dev, DMT_UDMABUF_CREATE, &c);
+	ret = *dmabuf < 0 ? -errno : 0;
+	close(dev);
+	if (ret)
+		return fail(msg, ret, "devmemtcp-broker: UDMABUF_CREATE of %llu bytes failed: %s",
+			    (unsigned long long)c.size, strerror(-ret));
+	*size = c.size;
+	return 0;
+}
+
+static int op_bound(struct brk *b, int ifindex, const uint32_t *queues, size_t n)
+{
+	struct devmemtcp_queue *q = calloc(512, sizeof(*q));
+	int nq, bound = 0;
+
+	if (!q)
+		return -ENOMEM;
+	nq = devmemtcp_queue_list(ctx_of(b), ifindex, q, 512);
+	for (int i = 0; i < nq && i < 512 && !bound; i++)
+		for (size_t k = 0; k < n; k++)
+			if (q[i].type == DEVMEMTCP_QUEUE_RX && q[i].id == queues[k] &&
+			    q[i].dmabuf_id)
+				bound = 1;
+	free(q);
+	return nq < 0 ? nq : bound;
+}
+
+static int op_ifindex(struct brk *b, const char *ifname)
+{
+	return (int)if_nametoindex(ifname);
+}
+
+static int op_ifname(struct brk *b, int ifindex, char *name)
+{
+	return ifindex > 0 && if_indextoname((unsigned int)ifindex, name) ? 0 : -ENODEV;
+}
+
+static bool op_alive(pid_t pid, uint64_t start)
+{
+	uint64_t now;
+	bool zombie;
+
+	return dmt_proc_start(pid, &now, &zombie) == 0 && !zombie && now == start;
+}
+
+const struct brk_ops brk_nic_ops = {
+	.open = op_open,
+	.close = op_close,
+	.forget = op_forget,
+	.add_flow = op_add_flow,
+	.remove_flow = op_remove_flow,
+	.bind = op_bind,
+	.udmabuf = op_udmabuf,
+	.bound = op_bound,
+	.ifindex = op_ifindex,
+	.ifname = op_ifname,
+	.alive = op_alive,
+};
