@@ -70,6 +70,12 @@ def run(out, sizes):
     dist.destroy_process_group()
 
 
+def cell_missing(cfg_runs):
+    """A size a configuration has no figure for: "failed" when one of its
+    runs failed, "-" when none was asked to run it (a smaller size list)."""
+    return "failed" if any(not r["ok"] for r in cfg_runs) or not cfg_runs else "-"
+
+
 def fmt_size(n):
     return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
 
@@ -113,7 +119,8 @@ def report(out, ctx_file, run_files):
             vals = [row["busbw_gbs"] for r in by_cfg.get(cfg, []) if r.get("rows")
                     for row in r["rows"] if row["bytes"] == size]
             best[cfg] = max(vals) if vals else None
-        cells = [f"{best[c]:.2f}" if best[c] is not None else "failed" for c in cfgs]
+        cells = [f"{best[c]:.2f}" if best[c] is not None else cell_missing(by_cfg.get(c, []))
+                 for c in cfgs]
         ratio = ""
         if best.get("plugin") and best.get("socket"):
             ratio = f"{best['plugin'] / best['socket']:.2f}"
