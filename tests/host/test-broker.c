@@ -70,8 +70,11 @@ static int setup(void **state)
 	return chmod(conf, 0644);
 }
 
+static void reap_leftover(void);
+
 static int teardown(void **state)
 {
+	reap_leftover();
 	unsetenv("DEVMEMTCP_BROKER_SOCKET");
 	return nicfix_teardown(dir, ctx);
 }
@@ -109,6 +112,24 @@ static int raw_connect(void)
 	return fd;
 }
 
+/* The broker started last, until stop_broker reaps it. */
+static pid_t broker_pid;
+
+/* A broker that a failed test left running (its assertion jumped past
+ * stop_broker) goes, so that the next test's broker can take the socket. */
+static void reap_leftover(void)
+{
+	if (broker_pid <= 0)
+		return;
+	/* 0: still running; a test that waited for its exit reaped it */
+	if (waitpid(broker_pid, NULL, WNOHANG) == 0) {
+		kill(broker_pid, SIGKILL);
+		waitpid(broker_pid, NULL, 0);
+		unlink(sock);
+	}
+	broker_pid = 0;
+}
+
 /* A broker with idle_s as --idle-exit; its pid.  Waits until it answers. */
 static pid_t start_broker(int idle_s)
 {
@@ -116,6 +137,7 @@ static pid_t start_broker(int idle_s)
 	pid_t pid;
 	int fd = -1;
 
+	reap_leftover();
 	snprintf(idle, sizeof(idle), "%d", idle_s);
 	pid = fork();
 	assert_true(pid >= 0);
@@ -137,6 +159,7 @@ static pid_t start_broker(int idle_s)
 		if (fd < 0)
 			usleep(10000);
 	}
+	broker_pid = pid;
 	assert_true(fd >= 0);
 	close(fd);
 	return pid;
@@ -146,6 +169,8 @@ static void stop_broker(pid_t pid)
 {
 	int st;
 
+	if (pid == broker_pid)
+		broker_pid = 0;
 	assert_int_equal(kill(pid, SIGTERM), 0);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
