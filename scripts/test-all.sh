@@ -20,7 +20,9 @@ status=0
 # this run's test logs (a step that does not run leaves none to count)
 logs=$(mktemp -d "${TMPDIR:-/tmp}/devmemtcp-testlogs.XXXXXX") || exit 1
 trap 'rm -rf "$logs"' EXIT
-step() { echo; echo "=== $*"; }
+t_start=$(date +%s)
+# each step says when it starts, in seconds since the run began
+step() { echo; echo "=== [$(($(date +%s) - t_start)) s] $*"; }
 
 step "build ($B)"
 [ -d "$B" ] || meson setup "$B" -Dtest_hooks=true >/dev/null || exit 1
@@ -87,4 +89,5 @@ for path in sys.argv[1:]:
 print()
 print("%d passed, %d failed, %d skipped" % (p, f, s))
 PY
+echo "total: $(($(date +%s) - t_start)) s"
 exit $status
