@@ -27,21 +27,40 @@
 
 #define DMT_NL_RXBUF (32u * 1024u)
 
-int dmt_nl_open(struct dmt_nl **nlp, int bus)
+/* A handle on bus with its receive buffer, no socket yet. */
+static struct dmt_nl *nl_alloc(int bus)
 {
-	struct dmt_nl *nl;
-	int one = 1, ret;
+	struct dmt_nl *nl = dmt_calloc(1, sizeof(*nl));
 
-	nl = dmt_calloc(1, sizeof(*nl));
 	if (!nl)
-		return -ENOMEM;
+		return NULL;
 	nl->rxbuf_size = DMT_NL_RXBUF;
 	nl->rxbuf = dmt_malloc(nl->rxbuf_size);
 	if (!nl->rxbuf) {
-		ret = -ENOMEM;
-		goto err_free;
+		free(nl);
+		return NULL;
 	}
 	nl->bus = bus;
+	return nl;
+}
+
+/* Extended acks and capped acks; both best effort: old kernels simply
+ * give no extack. */
+static void nl_want_extack(struct mnl_socket *sock)
+{
+	int one = 1;
+
+	mnl_socket_setsockopt(sock, NETLINK_EXT_ACK, &one, sizeof(one));
+	mnl_socket_setsockopt(sock, NETLINK_CAP_ACK, &one, sizeof(one));
+}
+
+int dmt_nl_open(struct dmt_nl **nlp, int bus)
+{
+	struct dmt_nl *nl = nl_alloc(bus);
+	int ret;
+
+	if (!nl)
+		return -ENOMEM;
 	if (dmt_hook_alloc_fail()) {
 		ret = -ENOMEM;	/* test builds: as if libmnl's calloc failed */
 		goto err_free;
@@ -51,9 +70,7 @@ int dmt_nl_open(struct dmt_nl **nlp, int bus)
 		ret = -errno;
 		goto err_free;
 	}
-	/* Both are best effort: old kernels simply give no extack. */
-	mnl_socket_setsockopt(nl->sock, NETLINK_EXT_ACK, &one, sizeof(one));
-	mnl_socket_setsockopt(nl->sock, NETLINK_CAP_ACK, &one, sizeof(one));
+	nl_want_extack(nl->sock);
 	if (mnl_socket_bind(nl->sock, 0, MNL_SOCKET_AUTOPID) < 0) {
 		ret = -errno;
 		goto err_close;
@@ -73,7 +90,7 @@ err_free:
 
 int dmt_nl_adopt(struct dmt_nl **nlp, int fd)
 {
-	int one = 1, dom = 0, proto = -1, ret;
+	int dom = 0, proto = -1, ret;
 	socklen_t len = sizeof(dom);
 	struct dmt_nl *nl;
 
@@ -82,33 +99,22 @@ int dmt_nl_adopt(struct dmt_nl **nlp, int fd)
 	    getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) ||
 	    proto != NETLINK_GENERIC)
 		return -EPROTO;
-	nl = dmt_calloc(1, sizeof(*nl));
+	nl = nl_alloc(NETLINK_GENERIC);
 	if (!nl)
 		return -ENOMEM;
-	nl->rxbuf_size = DMT_NL_RXBUF;
-	nl->rxbuf = dmt_malloc(nl->rxbuf_size);
-	if (!nl->rxbuf) {
-		ret = -ENOMEM;
-		goto err_free;
-	}
-	nl->bus = NETLINK_GENERIC;
 	nl->sock = mnl_socket_fdopen(fd);
 	if (!nl->sock) {
 		ret = -errno;
-		goto err_free;
+		free(nl->rxbuf);
+		free(nl);
+		return ret;
 	}
-	mnl_socket_setsockopt(nl->sock, NETLINK_EXT_ACK, &one, sizeof(one));
-	mnl_socket_setsockopt(nl->sock, NETLINK_CAP_ACK, &one, sizeof(one));
+	nl_want_extack(nl->sock);
 	nl->portid = mnl_socket_get_portid(nl->sock);
 	/* above the sequence numbers its first owner used */
 	nl->seq = 1u << 16;
 	*nlp = nl;
 	return 0;
-
-err_free:
-	free(nl->rxbuf);
-	free(nl);
-	return ret;
 }
 
 void dmt_nl_close(struct dmt_nl *nl)
