@@ -39,6 +39,7 @@
 #include "broker.h"
 #include "devmemtcp.h"
 #include "harness.h"
+#include "../unit/ctxfixture.h"
 #include "../unit/nicfixture.h"
 
 #ifndef TEST_BUILDDIR
@@ -334,10 +335,9 @@ static void test_config(void **state)
 	assert_string_equal(out, want);
 	chmod(bad, 0666);
 	assert_int_equal(t_capture(out, sizeof(out), cmd), 1);
-	snprintf(want, sizeof(want),
-		 "devmemtcp-broker: %s must be a regular file of root's that others cannot write, of at most 65536 bytes\n",
-		 bad);
-	assert_string_equal(out, want);
+	ctxfix_expect_text(out,
+			   "devmemtcp-broker: %s must be a regular file of root's that others cannot write, of at most 65536 bytes\n",
+			   bad);
 	snprintf(cmd, sizeof(cmd), "%s --check --config %s", BROKER, conf);
 	assert_int_equal(t_capture(out, sizeof(out), cmd), 0);
 	assert_string_equal(out,
@@ -552,7 +552,6 @@ static void test_bind_not_owned(void **state)
 {
 	pid_t pid = start_broker(0);
 	struct answer a;
-	char want[512];
 	long p = 0;
 
 	as_uid(65534, bind_not_owned, NULL, &a);
@@ -564,18 +563,16 @@ static void test_bind_not_owned(void **state)
 	/* ERRORS devmemtcp_bind_rx EACCES */
 	assert_int_equal(a.ret, -EACCES);
 	assert_int_equal(sscanf(a.msg, "devmemtcp-broker: uid 65532 (pid %ld,", &p), 1);
-	snprintf(want, sizeof(want),
-		 "devmemtcp-broker: uid 65532 (pid %ld, %s) may not use va: no rule of %s allows it; an administrator can add one (devmemtcp-broker.conf(5))",
-		 p, self_comm(), conf);
-	assert_string_equal(a.msg, want);
+	ctxfix_expect_text(a.msg,
+			   "devmemtcp-broker: uid 65532 (pid %ld, %s) may not use va: no rule of %s allows it; an administrator can add one (devmemtcp-broker.conf(5))",
+			   p, self_comm(), conf);
 
 	as_uid(65533, bind_on, "tx:vb", &a);
 	/* ERRORS devmemtcp_bind_tx EACCES */
 	assert_int_equal(a.ret, -EACCES);
-	snprintf(want, sizeof(want),
-		 "devmemtcp-broker: uid 65533 may not bind-tx on vb: the rule at %s:3 has no \"tx\"",
-		 conf);
-	assert_string_equal(a.msg, want);
+	ctxfix_expect_text(a.msg,
+			   "devmemtcp-broker: uid 65533 may not bind-tx on vb: the rule at %s:3 has no \"tx\"",
+			   conf);
 	stop_broker(pid);
 }
 
@@ -611,31 +608,28 @@ static void test_policy(void **state)
 	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 1);
 	struct devmemtcp_flow f;
 	struct devmemtcp_nic *nic = (void *)1;
-	char direct[1024], want[1024];
+	char direct[1024];
 	pid_t pid = start_broker(0);
 	struct answer a;
 
 	try_open(65534, &(struct open_try){ "va", "dst-port 22", 1, 0 }, &a);
 	assert_int_equal(a.ret, -EACCES);
-	snprintf(want, sizeof(want),
-		 "devmemtcp-broker: flow 0 steers destination port 22, and uid 65534 may steer only destination ports 5201-5210,6000 (rule at %s:2)",
-		 conf);
-	assert_string_equal(a.msg, want);
+	ctxfix_expect_text(a.msg,
+			   "devmemtcp-broker: flow 0 steers destination port 22, and uid 65534 may steer only destination ports 5201-5210,6000 (rule at %s:2)",
+			   conf);
 
 	try_open(65534, &(struct open_try){ "va", "dst-ip 10.9.0.1", 1, 0 }, &a);
 	assert_int_equal(a.ret, -EACCES);
-	snprintf(want, sizeof(want),
-		 "devmemtcp-broker: flow 0 names no destination port, and uid 65534 may steer only destination ports 5201-5210,6000 (rule at %s:2)",
-		 conf);
-	assert_string_equal(a.msg, want);
+	ctxfix_expect_text(a.msg,
+			   "devmemtcp-broker: flow 0 names no destination port, and uid 65534 may steer only destination ports 5201-5210,6000 (rule at %s:2)",
+			   conf);
 
 	try_open(65534, &(struct open_try){ "va", "dst-port 5201", 2, 0 }, &a);
 	/* ERRORS devmemtcp_nic_open EDQUOT */
 	assert_int_equal(a.ret, -EDQUOT);
-	snprintf(want, sizeof(want),
-		 "devmemtcp-broker: uid 65534 may own 1 queue of va at once (rule at %s:2) and owns 0: 2 more are too many",
-		 conf);
-	assert_string_equal(a.msg, want);
+	ctxfix_expect_text(a.msg,
+			   "devmemtcp-broker: uid 65534 may own 1 queue of va at once (rule at %s:2) and owns 0: 2 more are too many",
+			   conf);
 
 	try_open(65534, &(struct open_try){ "va", "dst-port 5201", 1, DEVMEMTCP_NIC_KEEP_RSS }, &a);
 	assert_int_equal(a.ret, -EPERM);
@@ -750,7 +744,6 @@ static void test_udmabuf_checks(void **state)
 {
 	pid_t pid = start_broker(0);
 	struct answer a;
-	char want[1024];
 
 	as_uid(65534, udmabuf_try, NULL, &a);
 	assert_true(!strncmp(a.msg, "-9:devmemtcp-broker: the fd sent for a udmabuf is not a memfd (pipe:[", 68));
@@ -760,10 +753,9 @@ static void test_udmabuf_checks(void **state)
 			       "-7:devmemtcp-broker: a udmabuf of 134217728 bytes: it must be a multiple of 4096 bytes and at most 67108864 (the policy's udmabuf)\n"));
 	as_uid(65532, udmabuf_denied, NULL, &a);
 	assert_int_equal(a.ret, -EACCES);
-	snprintf(want, sizeof(want),
-		 "devmemtcp-broker: no rule of %s lets uid 65532 have udmabufs made (udmabuf SIZE, devmemtcp-broker.conf(5))",
-		 conf);
-	assert_string_equal(a.msg, want);
+	ctxfix_expect_text(a.msg,
+			   "devmemtcp-broker: no rule of %s lets uid 65532 have udmabufs made (udmabuf SIZE, devmemtcp-broker.conf(5))",
+			   conf);
 	stop_broker(pid);
 }
 
@@ -791,15 +783,13 @@ static void test_probe(void **state)
 	assert_int_equal(a.probe.broker_queues_used, 0);
 	assert_int_equal(a.probe.broker_tx, 1);
 	assert_int_equal(a.probe.broker_udmabuf, 64ull << 20);
-	snprintf(want, sizeof(want), "flows to ports 5201-5210,6000 (rule at %s:2)", conf);
-	assert_string_equal(a.probe.broker_msg, want);
+	ctxfix_expect_text(a.probe.broker_msg, "flows to ports 5201-5210,6000 (rule at %s:2)", conf);
 	for (uint32_t i = 0; i < a.probe.nproblems; i++)
 		assert_null(strstr(a.probe.problems[i].what, "CAP_NET_ADMIN"));
 
 	as_uid(65532, probe_as, NULL, &a);
 	assert_int_equal(a.probe.broker_allowed, 0);
-	snprintf(want, sizeof(want), "no rule of %s lets uid 65532 use va", conf);
-	assert_string_equal(a.probe.broker_msg, want);
+	ctxfix_expect_text(a.probe.broker_msg, "no rule of %s lets uid 65532 use va", conf);
 	snprintf(want, sizeof(want),
 		 "this process lacks CAP_NET_ADMIN and devmemtcp-broker refuses it va: no rule of %s lets uid 65532 use va",
 		 conf);
@@ -816,8 +806,7 @@ static void test_probe(void **state)
 	a.probe.sz = sizeof(a.probe);
 	assert_true(devmemtcp_nic_probe(ctx, "va", NULL, &a.probe) >= 0);
 	assert_int_equal(a.probe.broker_state, 0);
-	snprintf(want, sizeof(want), "none installed (no socket at %s)", sock);
-	assert_string_equal(a.probe.broker_msg, want);
+	ctxfix_expect_text(a.probe.broker_msg, "none installed (no socket at %s)", sock);
 }
 
 /* ---- the transport: no broker, a dead one, one that hangs up -------------- */

@@ -47,18 +47,35 @@ static inline int ctxfix_memfd_teardown(struct devmemtcp_ctx *ctx, int memfd,
 	return 0;
 }
 
+static inline void ctxfix_vexpect(const char *got, const char *fmt, va_list ap)
+{
+	char want[1024];
+
+	vsnprintf(want, sizeof(want), fmt, ap);
+	assert_string_equal(got, want);
+}
+
+/* got is exactly the formatted text. */
+__attribute__((format(printf, 2, 3)))
+static inline void ctxfix_expect_text(const char *got, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	ctxfix_vexpect(got, fmt, ap);
+	va_end(ap);
+}
+
 /* The context's message is exactly the formatted text. */
 __attribute__((format(printf, 2, 3)))
 static inline void ctxfix_expect_errmsg(struct devmemtcp_ctx *ctx,
 					const char *fmt, ...)
 {
-	char want[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(want, sizeof(want), fmt, ap);
+	ctxfix_vexpect(devmemtcp_ctx_errmsg(ctx), fmt, ap);
 	va_end(ap);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
 }
 
 #endif
