@@ -61,7 +61,6 @@ struct fence_page {
 struct fence_pool {
 	struct fence_pool *next;
 	const struct dmt_cuda *cu;
-	CUdevice dev;
 	CUcontext cctx;
 	struct fence_page *pages;
 };
@@ -100,7 +99,6 @@ static int pool_of(struct devmemtcp_gpu *gpu, struct dmt_err *err,
 				    "cuDevicePrimaryCtxRetain(fences)", NULL);
 	}
 	pool->cu = gpu->cu;
-	pool->dev = gpu->dev;
 	pool->cctx = gpu->cctx;
 	pool->next = pools;
 	pools = pool;
@@ -142,22 +140,38 @@ static int page_new(struct devmemtcp_gpu *gpu, struct dmt_err *err,
 	return 0;
 }
 
+/* A page of gpu's pool with a free word, made if there is none
+ * (pools_lock held, the context current). */
+static int page_with_free(struct devmemtcp_gpu *gpu, struct dmt_err *err,
+			  const char *what, struct fence_page **pp)
+{
+	struct fence_pool *pool = NULL;
+	struct fence_page *p;
+	int ret = pool_of(gpu, err, what, &pool);
+
+	if (ret)
+		return ret;
+	for (p = pool->pages; p && !p->nfree; p = p->next)
+		;
+	if (!p) {
+		ret = page_new(gpu, err, what, pool);
+		if (ret)
+			return ret;
+		p = pool->pages;
+	}
+	*pp = p;
+	return 0;
+}
+
 /* A word for f from the pool (gpu->lock held, the context current). */
 static int word_get(struct devmemtcp_gpu *gpu, struct devmemtcp_gpu_fence *f)
 {
-	struct fence_pool *pool;
 	struct fence_page *p;
 	unsigned int i, b;
 	int ret;
 
 	pthread_mutex_lock(&pools_lock);
-	ret = pool_of(gpu, &gpu->err, "devmemtcp_gpu_fence_new", &pool);
-	for (p = ret ? NULL : pool->pages; p && !p->nfree; p = p->next)
-		;
-	if (!ret && !p) {
-		ret = page_new(gpu, &gpu->err, "devmemtcp_gpu_fence_new", pool);
-		p = ret ? NULL : pool->pages;
-	}
+	ret = page_with_free(gpu, &gpu->err, "devmemtcp_gpu_fence_new", &p);
 	if (ret) {
 		pthread_mutex_unlock(&pools_lock);
 		return ret;
@@ -483,18 +497,13 @@ void dmt_gpu_fences_init(struct devmemtcp_gpu *gpu)
  * handle take pinned memory without allocating it (the context current). */
 int dmt_gpu_fences_prepare(struct devmemtcp_gpu *gpu)
 {
-	struct fence_pool *pool;
 	struct fence_page *p;
 	int ret;
 
 	if (gpu->fence_events)
 		return 0;
 	pthread_mutex_lock(&pools_lock);
-	ret = pool_of(gpu, &gpu->ctx->err, "devmemtcp_gpu_new", &pool);
-	for (p = ret ? NULL : pool->pages; p && !p->nfree; p = p->next)
-		;
-	if (!ret && !p)
-		ret = page_new(gpu, &gpu->ctx->err, "devmemtcp_gpu_new", pool);
+	ret = page_with_free(gpu, &gpu->ctx->err, "devmemtcp_gpu_new", &p);
 	pthread_mutex_unlock(&pools_lock);
 	return ret;
 }
