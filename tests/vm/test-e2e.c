@@ -265,13 +265,12 @@ static int one_flow(int port, uint64_t bytes, const struct queue3 *s, bool relea
  * tests after it. */
 static int transfer_on(struct queue3 *q)
 {
-	const struct queue3 s = *q;
 	const uint64_t bytes = opt.bytes;
 	struct layout lay;
 	struct rx_args a;
 	int ret;
 
-	T_CHECK(s.id > 0, "no binding");
+	T_CHECK(q->id > 0, "no binding");
 	layout_init(&lay, opt.rx_page_size ? opt.rx_page_size : 4096);
 	ret = flow_layout(6001, bytes, q, true, &a, &lay);
 	layout_print(&lay, &a.r.st);
@@ -297,7 +296,7 @@ static int transfer_on(struct queue3 *q)
 	T_CHECK(a.r.st.tokens_released == a.r.st.frags, "released %llu of %llu",
 		(unsigned long long)a.r.st.tokens_released, (unsigned long long)a.r.st.frags);
 	T_CHECK(a.r.st.steering_misses == 0 && a.r.st.foreign_frags == 0, "steering");
-	T_CHECK(a.r.queue_ok, "queue-get did not show binding %u on queue %u", s.id, s.q);
+	T_CHECK(a.r.queue_ok, "queue-get did not show binding %u on queue %u", q->id, q->q);
 	/* more bytes than the buffer: tokens were recycled, merged, and
 	 * returned with at most one DONTNEED per receive (+ the last) */
 	T_CHECK(a.r.st.dontneed_calls > 0 &&
