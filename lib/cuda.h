@@ -43,6 +43,27 @@ typedef struct {
 	CUcontext ctx;
 } CUDA_KERNEL_NODE_PARAMS;
 
+/* CUlaunchAttribute and CUlaunchConfig (cuLaunchKernelEx), the members
+ * the library sets. */
+#define CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
+typedef struct {
+	int id;
+	char pad[4];
+	union {
+		char pad[64];
+		int programmaticStreamSerializationAllowed;
+	} value;
+} CUlaunchAttribute;
+
+typedef struct {
+	unsigned int gridDimX, gridDimY, gridDimZ;
+	unsigned int blockDimX, blockDimY, blockDimZ;
+	unsigned int sharedMemBytes;
+	CUstream hStream;
+	CUlaunchAttribute *attrs;
+	unsigned int numAttrs;
+} CUlaunchConfig;
+
 enum {
 	CUDA_SUCCESS = 0,
 	CUDA_ERROR_INVALID_VALUE = 1,
@@ -91,6 +112,7 @@ enum {
 #define CU_STREAM_WAIT_VALUE_GEQ 0x0
 #define CU_STREAM_WRITE_VALUE_DEFAULT 0x0
 #define CU_STREAM_CAPTURE_STATUS_NONE 0
+#define CU_STREAM_PER_THREAD ((CUstream)0x2)
 #define CU_STREAM_MEM_OP_WAIT_VALUE_32 1
 #define CU_STREAM_MEM_OP_WRITE_VALUE_32 2
 #define CU_STREAM_MEM_OP_WRITE_VALUE_64 5
@@ -114,6 +136,10 @@ typedef union {
 	uint64_t pad[6];
 } CUstreamBatchMemOpParams;
 
+_Static_assert(sizeof(CUlaunchAttribute) == 72, "CUlaunchAttribute");
+_Static_assert(offsetof(CUlaunchConfig, hStream) == 32 &&
+		       offsetof(CUlaunchConfig, numAttrs) == 48,
+	       "CUlaunchConfig");
 _Static_assert(sizeof(CUstreamBatchMemOpParams) == 48,
 	       "CUstreamBatchMemOpParams");
 _Static_assert(offsetof(struct dmt_memop_value, flags) == 24,
@@ -231,7 +257,8 @@ typedef struct {
 
 /* Entry points the library can do without (NULL when the driver lacks
  * them): stream memory operations (fences, persistent gathers), stream
- * capture state, and CUDA graphs (the benchmark's comparison). */
+ * capture state, launches with attributes (programmatic dependent
+ * launch) and CUDA graphs (inline gathers: gpu_launch.c). */
 #define DMT_CUDA_OPTIONAL(X)                                                   \
 	X(cuStreamWriteValue32, "cuStreamWriteValue32_v2",                     \
 	  (CUstream s, CUdeviceptr addr, uint32_t value, unsigned int flags))  \
@@ -242,6 +269,8 @@ typedef struct {
 	X(cuStreamBatchMemOp, "cuStreamBatchMemOp_v2",                         \
 	  (CUstream s, unsigned int count, CUstreamBatchMemOpParams *ops,      \
 	   unsigned int flags))                                                \
+	X(cuLaunchKernelEx, "cuLaunchKernelEx",                                \
+	  (const CUlaunchConfig *c, CUfunction f, void **params, void **extra)) \
 	X(cuStreamIsCapturing, "cuStreamIsCapturing",                          \
 	  (CUstream s, int *status))                                           \
 	X(cuGraphCreate, "cuGraphCreate", (CUgraph *g, unsigned int flags))    \

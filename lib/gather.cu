@@ -379,6 +379,29 @@ static_assert(sizeof(struct dmt_persist_dev) == 128, "dmt_persist_dev");
 static_assert(sizeof(struct dmt_persist_host) == 128, "dmt_persist_host");
 static_assert(sizeof(struct dmt_persist_job) == 64, "dmt_persist_job");
 
+// Programmatic dependent launch (sm_90 and later; no-ops before).  An
+// inline gather launched with it (gpu_launch.c) may start while the
+// kernel before it on the stream still runs: its blocks load their
+// descriptors from the parameter, then wait (griddepcontrol.wait) until
+// every earlier grid has completed and its writes are visible, and only
+// then touch memory.  Every gather lets the next one start as soon as all
+// its own blocks are running, so back-to-back gathers overlap one's
+// launch and descriptor loads with the previous one's copying.  A kernel
+// launched without the attribute returns from the wait at once.
+static __device__ __forceinline__ void pdl_allow_next(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+static __device__ __forceinline__ void pdl_wait_previous(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 // The parameter is read where the launch put it (__grid_constant__: no
 // per-thread copy), through the constant cache.  With a two-dimensional
 // grid (split > 1) the warp's descriptor comes from its block's place, so
@@ -391,11 +414,13 @@ gather_inline(const dmt_inline_param<N> &p)
 	const unsigned int warps = blockDim.x >> 5, warp = threadIdx.x >> 5;
 	const unsigned int d = blockIdx.x * warps + warp;
 
+	pdl_allow_next();
 	if (gridDim.y > 1) {
 		const uint4 v = *(const uint4 *)&p.desc[min(d, N - 1)];
 
 		if (p.a.ndst > 1)
 			stage_dsts<DESC_PARAM>(dmt_sdst, p.dst, p.a.ndst);
+		pdl_wait_previous();
 		if (d < p.a.n)
 			copy_slice(v, dmt_sdst, p.a.ndst, p.a.bias, gridDim.y,
 				   blockIdx.y, threadIdx.x & 31);
@@ -403,6 +428,7 @@ gather_inline(const dmt_inline_param<N> &p)
 	}
 	if (p.a.ndst > 1)
 		stage_dsts<DESC_PARAM>(dmt_sdst, p.dst, p.a.ndst);
+	pdl_wait_previous();
 	gather_warp(p.desc, 0, dmt_sdst, p.a.n, p.a.ndst, p.a.bias, p.a.per,
 		    p.a.split, d, threadIdx.x & 31);
 }

@@ -69,6 +69,7 @@ static void gpu_destroy(struct devmemtcp_gpu *gpu)
 		}
 	}
 	dmt_persist_fini(gpu);	/* before the slots it reads go */
+	dmt_gpu_graphs_fini(gpu);	/* before the kernels they launch go */
 	dmt_gpu_fences_fini(gpu);
 	if (gpu->aux)
 		cu->cuStreamDestroy(gpu->aux);
@@ -144,7 +145,7 @@ static int gpu_load_kernels(struct devmemtcp_gpu *gpu)
 	const struct dmt_cuda *cu = gpu->cu;
 	char iname[32];
 	CUresult r;
-	int ret, sms = 0;
+	int ret, sms = 0, cc = 0;
 
 	if (!dmt_gather_fatbin_size)
 		return 0;	/* built without nvcc: gathers say so */
@@ -158,6 +159,9 @@ static int gpu_load_kernels(struct devmemtcp_gpu *gpu)
 	cu->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
 				 gpu->dev);
 	gpu->sms = sms > 0 ? (uint32_t)sms : 1;
+	if (cu->cuDeviceGetAttribute(&cc, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+				     gpu->dev) == CUDA_SUCCESS && cc > 0)
+		gpu->cc_major = (uint32_t)cc;
 	ret = get_function(gpu, &gpu->fn_gather, "dmt_gather");
 	for (int k = 0; !ret && k < DMT_INLINE_NSIZES; k++) {
 		snprintf(iname, sizeof(iname), "dmt_gather_inline%u",
@@ -244,7 +248,11 @@ static int gpu_aux_stream(struct devmemtcp_gpu *gpu)
 	return 0;
 }
 
-#define GPU_FLAGS ((uint32_t)(DEVMEMTCP_GPU_DESC_COPY | DEVMEMTCP_GPU_PERSISTENT))
+#define GPU_FLAGS                                                              \
+	((uint32_t)(DEVMEMTCP_GPU_DESC_COPY | DEVMEMTCP_GPU_PERSISTENT |       \
+		    DEVMEMTCP_GPU_GRAPHS))
+#define GPU_NO_INLINE                                                          \
+	((uint32_t)(DEVMEMTCP_GPU_DESC_COPY | DEVMEMTCP_GPU_PERSISTENT))
 
 static int gpu_opts_check(struct devmemtcp_ctx *ctx,
 			  const struct devmemtcp_gpu_opts *opts)
@@ -257,9 +265,14 @@ static int gpu_opts_check(struct devmemtcp_ctx *ctx,
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "devmemtcp_gpu_new: unknown flags %#x in opts.flags",
 			       opts->flags & ~GPU_FLAGS);
-	if ((opts->flags & GPU_FLAGS) == GPU_FLAGS)
+	if ((opts->flags & GPU_NO_INLINE) == GPU_NO_INLINE)
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "devmemtcp_gpu_new: DEVMEMTCP_GPU_DESC_COPY and DEVMEMTCP_GPU_PERSISTENT do not go together: the persistent kernel reads descriptors from pinned memory");
+	if ((opts->flags & DEVMEMTCP_GPU_GRAPHS) && (opts->flags & GPU_NO_INLINE))
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "devmemtcp_gpu_new: DEVMEMTCP_GPU_GRAPHS changes how inline gathers are launched, and with DEVMEMTCP_GPU_%s there are none: leave one of the flags off",
+			       opts->flags & DEVMEMTCP_GPU_PERSISTENT ? "PERSISTENT"
+								    : "DESC_COPY");
 	if (opts->max_frags > (1u << 26))
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "devmemtcp_gpu_new: opts.max_frags %u is above %u: larger gathers are split into launches anyway",
@@ -329,6 +342,7 @@ static int gpu_new_impl(struct devmemtcp_ctx *ctx,
 		goto err_free;
 	ret = gpu_load_kernels(gpu);
 	gpu_knobs(gpu);
+	dmt_gpu_graphs_init(gpu);
 	dmt_gpu_fences_init(gpu);
 	if (!ret)
 		ret = gpu_alloc_slots(gpu);

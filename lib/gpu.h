@@ -60,6 +60,21 @@ struct dmt_persist {
 	bool done_host;			/* test knob: wait for host->done */
 };
 
+/*
+ * Inline gathers go through CUDA graphs (gpu_launch.c): for each stream a
+ * graph per inline kernel size, of one kernel node.  A few streams are
+ * kept, the one used least recently makes room for a new one.
+ */
+#define DMT_GRAPH_STREAMS 4
+
+struct gpu_graph {
+	CUstream stream;
+	uint64_t used;			/* 0: free, else the clock at its last use */
+	CUgraph graph[DMT_INLINE_NSIZES];
+	CUgraphNode node[DMT_INLINE_NSIZES];
+	CUgraphExec exec[DMT_INLINE_NSIZES];
+};
+
 struct devmemtcp_gpu {
 	struct devmemtcp_ctx *ctx;
 	struct dmt_err err;
@@ -73,6 +88,7 @@ struct devmemtcp_gpu {
 	CUfunction fn_spin;
 	CUfunction fn_nop;
 	uint32_t sms;			/* multiprocessors */
+	uint32_t cc_major;		/* compute capability, 0: unknown */
 	/* test-build knobs (0: automatic) */
 	uint32_t per_warp;
 	uint32_t split;
@@ -90,6 +106,12 @@ struct devmemtcp_gpu {
 	CUdeviceptr dev_copy;		/* DEVMEMTCP_GPU_DESC_COPY buffers */
 	struct dmt_gather_inline *inl;	/* an inline launch's parameter */
 	struct dmt_persist *ps;		/* DEVMEMTCP_GPU_PERSISTENT */
+	struct gpu_graph graphs[DMT_GRAPH_STREAMS];
+	uint64_t graph_clock;
+	bool graphs_off;		/* plain launches only */
+	bool pdl;			/* plain inline launches overlap (sm_90) */
+	uint64_t graph_launches;	/* gathers launched through a graph */
+	uint64_t pdl_launches;		/* and with programmatic dependence */
 	CUstream aux;			/* idle: tells whether the context failed */
 	/* Fences outlive devmemtcp_gpu_free: the last reference frees. */
 	pthread_mutex_t lock;
@@ -159,6 +181,12 @@ int dmt_gpu_release_after(struct devmemtcp_gpu *gpu, struct devmemtcp_rx *rx,
  * gpu_ctx_leave must pop it. */
 int dmt_gpu_ctx_enter(struct devmemtcp_gpu *gpu, bool *pushed);
 void dmt_gpu_ctx_leave(struct devmemtcp_gpu *gpu, bool pushed);
+
+/* gpu_launch.c: decide at devmemtcp_gpu_new how inline gathers are
+ * launched (graphs, programmatic dependent launch); destroy the handle's
+ * graphs (the context current). */
+void dmt_gpu_graphs_init(struct devmemtcp_gpu *gpu);
+void dmt_gpu_graphs_fini(struct devmemtcp_gpu *gpu);
 
 /* gpu_launch.c: the whole gather (validated already: n > 0), by launches
  * or through the persistent kernel; the context is current. */

@@ -94,6 +94,24 @@ static int build_one(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 	if (limit > DMT_GATHER_POS_MAX - pos)
 		limit = DMT_GATHER_POS_MAX - pos;
 	limit += pos;
+	if (!g) {
+		/* No segment table (the usual case): a loop of one test per
+		 * fragment, up to the first that is not a plain whole piece
+		 * with an address; the loop below takes that one on. */
+		size_t end = n - i < (size_t)(max - nd) ? n : i + (max - nd);
+
+		for (; i < end; i++) {
+			const struct devmemtcp_frag *f = &frags[i];
+			uint64_t next = pos + f->len;
+
+			if (next > limit || !f->addr || !f->len ||
+			    (f->flags & DEVMEMTCP_FRAG_LINEAR))
+				break;
+			d[nd++] = (struct dmt_gather_desc){ f->addr, f->len,
+							    (uint32_t)pos };
+			pos = next;
+		}
+	}
 	for (; i < n; i++) {
 		const struct devmemtcp_frag *f = &frags[i];
 

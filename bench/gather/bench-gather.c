@@ -46,22 +46,31 @@ static struct bench B;
 static uint64_t total_target = 1ull << 30;
 static int reps = 10;
 
-static const struct variant var_auto = { "launch (inline up to 1024 descriptors, else a slot)" };
+static const struct variant var_auto = { "inline, launch with programmatic dependence (default; more than 1024: a slot)" };
 /* the same with as many slots as calls are queued: no call waits */
 static const struct variant var_auto64 = {
-	"launch (inline up to 1024 descriptors, else a slot)", .slots = 64,
+	"inline, launch with programmatic dependence (default; more than 1024: a slot)",
+	.slots = 64, .max_frags = 65536 };
+static const struct variant var_graph = {
+	"inline through a graph (DEVMEMTCP_GPU_GRAPHS)",
+	.flags = DEVMEMTCP_GPU_GRAPHS };
+static const struct variant var_graph64 = {
+	"inline through a graph (DEVMEMTCP_GPU_GRAPHS)",
+	.flags = DEVMEMTCP_GPU_GRAPHS, .slots = 64, .max_frags = 65536 };
+static const struct variant var_nopdl = {
+	"inline, plain cuLaunchKernel", .no_pdl = true };
+static const struct variant var_nopdl64 = {
+	"inline, plain cuLaunchKernel", .no_pdl = true, .slots = 64,
 	.max_frags = 65536 };
 static const struct variant var_ring = { "launch, descriptors in a pinned slot",
 					 .mode = "ring", .slots = 64,
 					 .max_frags = 65536 };
-static const struct variant var_ring_cached = {
-	"launch, descriptors in a cached pinned slot", .mode = "ring",
-	.cached = true, .slots = 64, .max_frags = 65536 };
 static const struct variant var_persist = { "persistent kernel",
 					    .flags = DEVMEMTCP_GPU_PERSISTENT,
 					    .slots = 64, .max_frags = 65536 };
-static const struct variant *const variants[] = { &var_auto64, &var_ring,
-						  &var_persist };
+static const struct variant *const variants[] = { &var_auto64, &var_graph64,
+						  &var_nopdl64, &var_ring };
+#define NVARIANTS (sizeof(variants) / sizeof(variants[0]))
 
 /* ---- dist: large batches, the kernel against copies ------------------------ */
 
@@ -337,14 +346,29 @@ static double queued_d2d_gbps(size_t calls, uint64_t size)
 	return calls * size / (event_ms(&B) * 1e-3) / 1e9;
 }
 
+#define SWEEP_REPS 5
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median_of(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return v[n / 2];
+}
+
 static int section_sweep(void)
 {
-	struct devmemtcp_gpu *g[3];
+	struct devmemtcp_gpu *g[NVARIANTS];
 
-	for (int v = 0; v < 3; v++)
+	for (size_t v = 0; v < NVARIANTS; v++)
 		g[v] = variant_open(&B, variants[v]);
 	printf("\n## Batch-size sweep: up to 64 calls of each size queued behind a spinning kernel, GPU time\n\n");
-	printf("Baseline: one cuMemcpyDtoDAsync of the same size per call, queued the same way. CPU µs: median time of one gather call.\n\n");
+	printf("Baseline: one cuMemcpyDtoDAsync of the same size per call, queued the same way. Each GB/s is the median of %d measurements, the baseline's and the variants' taken in turn; CPU µs: median time of one gather call.\n\n", SWEEP_REPS);
 	printf("| fragments | bytes per call | frags per call | d2d per call GB/s | variant | gather GB/s | gather / d2d | CPU µs per call |\n");
 	printf("|---|---:|---:|---:|---|---:|---:|---:|\n");
 	for (int d = 0; d < 3; d++) {
@@ -355,32 +379,42 @@ static int section_sweep(void)
 
 		for (size_t s = 0; s < sizeof(sweep_sizes) / sizeof(sweep_sizes[0]); s++) {
 			uint64_t size = sweep_sizes[s];
+			double dt[SWEEP_REPS], gt[NVARIANTS][SWEEP_REPS],
+				cpu[NVARIANTS][SWEEP_REPS], dtm;
 			size_t calls;
-			double dt;
 
 			if (size > B.dst_size)
 				continue;
 			calls = cut_calls(f, n, size, starts, 64, bytes);
 			if (!calls)
 				continue;
-			dt = queued_d2d_gbps(calls, size);
-			for (int v = 0; v < 3; v++) {
-				double gt, cpu;
+			for (int r = 0; r < SWEEP_REPS; r++) {
+				dt[r] = queued_d2d_gbps(calls, size);
+				for (size_t v = 0; v < NVARIANTS; v++)
+					if (g[v])
+						gt[v][r] = queued_gbps(g[v], f, starts,
+								       bytes, calls,
+								       size,
+								       &cpu[v][r]);
+			}
+			dtm = median_of(dt, SWEEP_REPS);
+			for (size_t v = 0; v < NVARIANTS; v++) {
+				double gm;
 
 				if (!g[v])
 					continue;
-				gt = queued_gbps(g[v], f, starts, bytes, calls, size,
-						 &cpu);
+				gm = median_of(gt[v], SWEEP_REPS);
 				printf("| %s | %llu KiB | %zu | %.0f | %s | %.0f | **%.1f %%** | %.1f |\n",
 				       dist_short[d], (unsigned long long)(size >> 10),
-				       (starts[calls] - starts[0]) / calls, dt,
-				       variants[v]->name, gt, 100 * gt / dt, cpu);
+				       (starts[calls] - starts[0]) / calls, dtm,
+				       variants[v]->name, gm, 100 * gm / dtm,
+				       median_of(cpu[v], SWEEP_REPS));
 				fflush(stdout);
 			}
 		}
 		free(f);
 	}
-	for (int v = 0; v < 3; v++)
+	for (size_t v = 0; v < NVARIANTS; v++)
 		devmemtcp_gpu_free(g[v]);
 	return 0;
 }
@@ -390,8 +424,8 @@ static int section_sweep(void)
 static int section_cpu(void)
 {
 	static const size_t counts[] = { 16, 64, 256, 1024, 4096 };
-	static const struct variant *const vs[] = { &var_auto, &var_ring,
-						    &var_ring_cached,
+	static const struct variant *const vs[] = { &var_auto, &var_graph,
+						    &var_nopdl, &var_ring,
 						    &var_persist };
 	struct devmemtcp_frag *f;
 	uint64_t total;
@@ -1131,15 +1165,17 @@ static int section_graph(void)
 	static const size_t counts[] = { 16, 64, 256, 1024 };
 	struct graph_gather gg = { 0 };
 	struct devmemtcp_gpu *g = variant_open(&B, &var_auto);
+	struct devmemtcp_gpu *gp = variant_open(&B, &var_graph);
 	struct devmemtcp_frag *f;
 	uint64_t total;
 	size_t n = make_frags(D_4K, 256ull << 20, B.src, B.src_size, &f, &total);
 	int bad = 0;
 
-	if (!B.cu->cuGraphCreate || !B.cu->cuGraphAddKernelNode ||
+	if (!gp || !B.cu->cuGraphCreate || !B.cu->cuGraphAddKernelNode ||
 	    !B.cu->cuGraphInstantiate || !B.cu->cuGraphLaunch ||
 	    !B.cu->cuGraphExecKernelNodeSetParams || !g) {
 		printf("\n## CUDA graphs: skipped (the driver has no graph calls)\n");
+		devmemtcp_gpu_free(gp);
 		devmemtcp_gpu_free(g);
 		free(f);
 		return 0;
@@ -1157,11 +1193,15 @@ static int section_graph(void)
 		size_t calls = B.dst_size / size < 64 ? B.dst_size / size : 64;
 		double d2d = queued_d2d_gbps(calls, size);
 
-		bad |= graph_row("library, inline", NULL, g, f, n, counts[i], d2d);
-		bad |= graph_row("CUDA graph, node parameter set per call", &gg,
-				 g, f, n, counts[i], d2d);
+		bad |= graph_row("library, launch with programmatic dependence (default)",
+				 NULL, g, f, n, counts[i], d2d);
+		bad |= graph_row("library, inline through its graphs (DEVMEMTCP_GPU_GRAPHS)",
+				 NULL, gp, f, n, counts[i], d2d);
+		bad |= graph_row("the benchmark's own graph, node parameter set per call",
+				 &gg, g, f, n, counts[i], d2d);
 	}
 	graph_gather_free(&gg);
+	devmemtcp_gpu_free(gp);
 	devmemtcp_gpu_free(g);
 	free(f);
 	return bad;

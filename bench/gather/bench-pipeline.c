@@ -285,12 +285,13 @@ int main(int argc, char **argv)
 {
 	static const uint32_t sizes[] = { 16, 64, 256, 1024 };
 	static const struct variant vs[] = {
-		{ "gather, launch (inline up to 1024 descriptors)" },
-		{ "gather, launch from a pinned slot", .mode = "ring",
-		  .slots = 8, .max_frags = 4096 },
-		{ "gather, persistent kernel", .flags = DEVMEMTCP_GPU_PERSISTENT },
+		{ "gather, inline launch with programmatic dependence (default)" },
+		{ "gather, inline through a graph (DEVMEMTCP_GPU_GRAPHS)",
+		  .flags = DEVMEMTCP_GPU_GRAPHS },
+		{ "gather, inline by plain cuLaunchKernel", .no_pdl = true },
 	};
-	struct devmemtcp_gpu *g[3];
+	enum { NV = sizeof(vs) / sizeof(vs[0]) };
+	struct devmemtcp_gpu *g[NV];
 	struct devmemtcp_buf *buf;
 	struct devmemtcp_rx *rx;
 	int opt, status, fds[3], bad = 0;
@@ -324,7 +325,7 @@ int main(int argc, char **argv)
 	rx = receiver(&buf, fds);
 	if (!rx)
 		return 1;
-	for (int v = 0; v < 3; v++)
+	for (int v = 0; v < NV; v++)
 		g[v] = variant_open(&B, &vs[v]);
 
 	printf("| receive | per receive | receives/s | GB/s (wall) | GB/s per CPU core | CPU µs per receive | µs: receive processing / gather / release_after + flush | check |\n");
@@ -338,7 +339,7 @@ int main(int argc, char **argv)
 		print_row(n, "no GPU work: receive processing + immediate release", &r);
 		run(B.gpu, K_D2D, n, 1, rx, ctrls, &r);
 		print_row(n, "one contiguous cuMemcpyDtoDAsync of the receive's size (baseline)", &r);
-		for (int v = 0; v < 3; v++) {
+		for (int v = 0; v < NV; v++) {
 			if (!g[v])
 				continue;
 			run(g[v], K_GATHER, n, 1, rx, ctrls, &r);
@@ -346,7 +347,7 @@ int main(int argc, char **argv)
 			bad |= !r.ok;
 		}
 		/* one fence per COALESCE receives */
-		for (int v = 0; v < 3; v += 2) {
+		for (int v = 0; v < NV; v++) {
 			char name[128];
 
 			if (!g[v])
@@ -361,7 +362,7 @@ int main(int argc, char **argv)
 		free(ctrls);
 	}
 	printf("\nTarget: >= 50 GB/s per CPU core with 256 KiB receives.\n");
-	for (int v = 0; v < 3; v++)
+	for (int v = 0; v < NV; v++)
 		devmemtcp_gpu_free(g[v]);
 	devmemtcp_rx_free(rx);
 	for (int i = 0; i < 3; i++)

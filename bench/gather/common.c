@@ -222,6 +222,8 @@ struct devmemtcp_gpu *variant_open(const struct bench *b,
 		setenv("DEVMEMTCP_GATHER_INLINE_MAX", v->inline_max, 1);
 	if (v->cached)
 		setenv("DEVMEMTCP_GATHER_CACHED", "1", 1);
+	if (v->no_pdl)
+		setenv("DEVMEMTCP_GATHER_NO_PDL", "1", 1);
 	if (devmemtcp_gpu_new(b->ctx, &o, &g)) {
 		printf("\n(%s: %s)\n", v->name, devmemtcp_ctx_errmsg(b->ctx));
 		g = NULL;
@@ -230,6 +232,7 @@ struct devmemtcp_gpu *variant_open(const struct bench *b,
 	unsetenv("DEVMEMTCP_GATHER_SPLIT");
 	unsetenv("DEVMEMTCP_GATHER_INLINE_MAX");
 	unsetenv("DEVMEMTCP_GATHER_CACHED");
+	unsetenv("DEVMEMTCP_GATHER_NO_PDL");
 	return g;
 }
 

@@ -74,6 +74,7 @@ struct variant {
 	const char *split;	/* DEVMEMTCP_GATHER_SPLIT */
 	const char *inline_max;	/* DEVMEMTCP_GATHER_INLINE_MAX */
 	bool cached;		/* DEVMEMTCP_GATHER_CACHED */
+	bool no_pdl;		/* DEVMEMTCP_GATHER_NO_PDL: no programmatic dependence */
 	uint32_t flags, max_frags, slots;
 };
 /* NULL (and a message) when the variant cannot be opened. */

@@ -159,22 +159,73 @@ static void test_new_refused(void **state)
 
 static void test_gather_refused(void **state)
 {
+	DEVMEMTCP_OPTS(gpu_opts, graphs, .flags = DEVMEMTCP_GPU_GRAPHS);
 	struct devmemtcp_frag f = { .addr = (uintptr_t)src, .len = 100 };
 	struct devmemtcp_gpu_iov d = { (uintptr_t)dst, sizeof(dst) };
+	struct devmemtcp_gpu *g;
 
 	(void)state;
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (char)(i * 7 + 1);
 	/* ERRORS devmemtcp_gpu_gather EINVAL */
 	assert_int_equal(devmemtcp_gpu_gather(NULL, &f, 1, &d, 1, NULL), -EINVAL);
 	/* no handle: the message is the thread's */
 	assert_string_equal(devmemtcp_ctx_errmsg(NULL), "devmemtcp_gpu_gather: gpu is NULL");
 	/* ERRORS devmemtcp_gpu_gather EIO */
-	driver_fails("cuLaunchKernel", 719);	/* CUDA_ERROR_LAUNCH_FAILED */
+	assert_true(gpu->pdl);	/* the fake is a compute capability 9 device */
+	driver_fails("cuLaunchKernelEx", 719);	/* CUDA_ERROR_LAUNCH_FAILED */
+	assert_int_equal(devmemtcp_gpu_gather(gpu, &f, 1, &d, 1, NULL), -EIO);
+	driver_works();
+	assert_string_equal(devmemtcp_gpu_errmsg(gpu),
+			    "cuLaunchKernelEx(dmt_gather) failed: CUDA_ERROR_FAKE (fake-cuda error): is stream a stream of this GPU's primary context?");
+	/* without programmatic dependent launch (before sm_90): cuLaunchKernel */
+	gpu->pdl = false;
+	driver_fails("cuLaunchKernel", 719);
 	assert_int_equal(devmemtcp_gpu_gather(gpu, &f, 1, &d, 1, NULL), -EIO);
 	driver_works();
 	assert_string_equal(devmemtcp_gpu_errmsg(gpu),
 			    "cuLaunchKernel(dmt_gather) failed: CUDA_ERROR_FAKE (fake-cuda error): is stream a stream of this GPU's primary context?");
+	gpu->pdl = true;
 	/* the handle works on */
 	assert_int_equal(devmemtcp_gpu_gather(gpu, &f, 1, &d, 1, NULL), 0);
+	assert_int_equal(gpu->pdl_launches, 1);
+	assert_int_equal(gpu->graph_launches, 0);
+	assert_int_equal(dmt_gpu_cuda(gpu)->cuStreamSynchronize(NULL), CUDA_SUCCESS);
+	assert_memory_equal(dst, src, 100);
+	memset(dst, 0, sizeof(dst));
+
+	/* DEVMEMTCP_GPU_GRAPHS: a graph launch that fails */
+	assert_int_equal(devmemtcp_gpu_new(ctx, &graphs, &g), 0);
+	driver_fails("cuGraphLaunch", 719);
+	assert_int_equal(devmemtcp_gpu_gather(g, &f, 1, &d, 1, NULL), -EIO);
+	driver_works();
+	assert_string_equal(devmemtcp_gpu_errmsg(g),
+			    "cuGraphLaunch(dmt_gather) failed: CUDA_ERROR_FAKE (fake-cuda error): is stream a stream of this GPU's primary context?");
+	/* the handle works on, through its graphs */
+	assert_int_equal(devmemtcp_gpu_gather(g, &f, 1, &d, 1, NULL), 0);
+	assert_int_equal(g->graph_launches, 1);
+	/* a graph the driver cannot set: launches from then on */
+	driver_fails("cuGraphExecKernelNodeSetParams_v2", 1);
+	assert_int_equal(devmemtcp_gpu_gather(g, &f, 1, &d, 1, NULL), 0);
+	driver_works();
+	assert_true(g->graphs_off);
+	assert_int_equal(g->graph_launches, 1);
+	assert_int_equal(g->pdl_launches, 1);
+	assert_int_equal(devmemtcp_gpu_gather(g, &f, 1, &d, 1, NULL), 0);
+	assert_int_equal(g->graph_launches, 1);
+	assert_int_equal(g->pdl_launches, 2);
+	devmemtcp_gpu_free(g);
+	/* nor one it cannot make */
+	assert_int_equal(devmemtcp_gpu_new(ctx, &graphs, &g), 0);
+	driver_fails("cuGraphInstantiateWithFlags", 2);
+	assert_int_equal(devmemtcp_gpu_gather(g, &f, 1, &d, 1, NULL), 0);
+	driver_works();
+	assert_true(g->graphs_off);
+	assert_int_equal(g->graph_launches, 0);
+	assert_int_equal(g->pdl_launches, 1);
+	devmemtcp_gpu_free(g);
+	assert_int_equal(dmt_gpu_cuda(gpu)->cuStreamSynchronize(NULL), CUDA_SUCCESS);
+	assert_memory_equal(dst, src, 100);
 }
 
 /* A persistent handle's gathers cannot be captured into a graph, and a

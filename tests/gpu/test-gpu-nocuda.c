@@ -70,12 +70,18 @@ static void test_gpu_opts_checked_first(void **state)
 	} big = { .o = { .sz = sizeof(big) }, .tail = 1 };
 	DEVMEMTCP_OPTS(gpu_opts, flags, .flags = 1u << 7);
 	DEVMEMTCP_OPTS(gpu_opts, slots, .slots = 65);
+	DEVMEMTCP_OPTS(gpu_opts, gp, .flags = DEVMEMTCP_GPU_GRAPHS | DEVMEMTCP_GPU_PERSISTENT);
+	DEVMEMTCP_OPTS(gpu_opts, gc, .flags = DEVMEMTCP_GPU_GRAPHS | DEVMEMTCP_GPU_DESC_COPY);
 	struct devmemtcp_gpu *gpu;
 
 	assert_int_equal(devmemtcp_gpu_new(ctx, &big.o, &gpu), -EINVAL);
 	/* ERRORS devmemtcp_gpu_new EINVAL */
 	assert_int_equal(devmemtcp_gpu_new(ctx, &flags, &gpu), -EINVAL);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx), "devmemtcp_gpu_new: unknown flags 0x80 in opts.flags");
+	assert_int_equal(devmemtcp_gpu_new(ctx, &gp, &gpu), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), "devmemtcp_gpu_new: DEVMEMTCP_GPU_GRAPHS changes how inline gathers are launched, and with DEVMEMTCP_GPU_PERSISTENT there are none: leave one of the flags off");
+	assert_int_equal(devmemtcp_gpu_new(ctx, &gc, &gpu), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), "devmemtcp_gpu_new: DEVMEMTCP_GPU_GRAPHS changes how inline gathers are launched, and with DEVMEMTCP_GPU_DESC_COPY there are none: leave one of the flags off");
 	assert_int_equal(devmemtcp_gpu_new(ctx, &slots, &gpu), -EINVAL);
 	assert_non_null(strstr(devmemtcp_ctx_errmsg(ctx), "opts.slots 65"));
 	assert_int_equal(devmemtcp_gpu_new(ctx, NULL, NULL), -EINVAL);

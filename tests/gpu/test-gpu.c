@@ -470,10 +470,14 @@ struct variant {
 	const char *split;	/* DEVMEMTCP_GATHER_SPLIT */
 	uint32_t flags, max_frags, slots;
 	bool done_host;		/* DEVMEMTCP_GATHER_DONE_HOST */
+	bool no_pdl;		/* DEVMEMTCP_GATHER_NO_PDL */
 };
 
 static const struct variant variants[] = {
-	{ "auto (inline up to 1024 descriptors)" },
+	{ "auto (inline up to 1024 descriptors, programmatic dependent launch)" },
+	{ "inline through graphs", .flags = DEVMEMTCP_GPU_GRAPHS },
+	{ "inline by plain launches, without programmatic dependence",
+	  .no_pdl = true },
 	{ "slots only", .mode = "ring" },
 	{ "slots, 3 warps per fragment", .mode = "ring", .split = "3" },
 	{ "inline, 8 warps per fragment", .split = "8" },
@@ -496,12 +500,20 @@ static struct devmemtcp_gpu *variant_new(const struct variant *v)
 		setenv("DEVMEMTCP_GATHER_SPLIT", v->split, 1);
 	if (v->done_host)
 		setenv("DEVMEMTCP_GATHER_DONE_HOST", "1", 1);
+	if (v->no_pdl)
+		setenv("DEVMEMTCP_GATHER_NO_PDL", "1", 1);
 	if (devmemtcp_gpu_new(ctx, &o, &g))
 		fail_msg("%s: %s", v->name, devmemtcp_ctx_errmsg(ctx));
 	unsetenv("DEVMEMTCP_GATHER_MODE");
 	unsetenv("DEVMEMTCP_GATHER_SPLIT");
 	unsetenv("DEVMEMTCP_GATHER_DONE_HOST");
+	unsetenv("DEVMEMTCP_GATHER_NO_PDL");
 	assert_true(!v->done_host || g->ps->done_host);
+	/* the fake is a compute capability 9 device, like an H200 */
+	if (g->cc_major >= 9)
+		assert_int_equal(g->pdl, !v->no_pdl);
+	/* both drivers the suite runs on have graph calls */
+	assert_int_equal(g->graphs_off, !(v->flags & DEVMEMTCP_GPU_GRAPHS));
 	return g;
 }
 
@@ -730,6 +742,171 @@ static void test_gather_ordered_on_stream(void **state)
 		job_check(&j, copy, "copy queued after the gather");
 		CK(cu->cuMemFree(copy));
 		job_free(&j);
+		devmemtcp_gpu_free(g);
+	}
+}
+
+/*
+ * With DEVMEMTCP_GPU_GRAPHS, inline gathers go through graphs of their own
+ * stream: gathers of every
+ * inline size, alternating over more streams than the handle keeps graphs
+ * for, each after a spin on its stream, land each in its own destination,
+ * and each was one graph launch; the handle then holds the graphs of the
+ * streams used last.  Streams being captured and the per-thread default
+ * stream take plain launches.
+ */
+static void test_gather_graphs_per_stream(void **state)
+{
+	enum { NS = DMT_GRAPH_STREAMS + 2, ROUNDS = 3 };
+	static const size_t sizes[] = { 3, 16, 40, 64, 200, 256, 700, 1024 };
+	struct job j[ROUNDS][NS];
+	DEVMEMTCP_OPTS(gpu_opts, o, .flags = DEVMEMTCP_GPU_GRAPHS);
+	struct devmemtcp_gpu *g;
+	CUstream s[NS];
+	uint64_t launches0;
+	size_t k = 0;
+
+	(void)state;
+	assert_int_equal(devmemtcp_gpu_new(ctx, &o, &g), 0);
+	assert_false(g->graphs_off);
+	launches0 = g->graph_launches;
+	for (int i = 0; i < NS; i++)
+		CK(cu->cuStreamCreate(&s[i], CU_STREAM_NON_BLOCKING));
+	for (int r = 0; r < ROUNDS; r++) {
+		for (int i = 0; i < NS; i++) {
+			job_new(&j[r][i], sizes[k++ % ARRAY_SIZE(sizes)], D_4K);
+			assert_int_equal(dmt_gpu_spin(g, s[i], 20ull * 1000), 0);
+			CK(cu->cuMemsetD8Async(j[r][i].dst, POISON, j[r][i].total,
+					       s[i]));
+			job_gather(g, &j[r][i], s[i]);
+		}
+	}
+	for (int i = 0; i < NS; i++)
+		CK(cu->cuStreamSynchronize(s[i]));
+	for (int r = 0; r < ROUNDS; r++)
+		for (int i = 0; i < NS; i++) {
+			job_check(&j[r][i], j[r][i].dst, "gather through a graph");
+			job_free(&j[r][i]);
+		}
+	assert_int_equal(g->graph_launches - launches0, ROUNDS * NS);
+	for (int i = 0; i < DMT_GRAPH_STREAMS; i++) {
+		bool kept = false;
+
+		for (int c = 0; c < DMT_GRAPH_STREAMS; c++)
+			kept |= g->graphs[c].used &&
+				g->graphs[c].stream == s[NS - DMT_GRAPH_STREAMS + i];
+		assert_true(kept);
+	}
+
+	/* the per-thread default stream: a plain launch */
+	launches0 = g->graph_launches;
+	job_new(&j[0][0], 64, D_4K);
+	job_gather(g, &j[0][0], CU_STREAM_PER_THREAD);
+	CK(cu->cuStreamSynchronize(CU_STREAM_PER_THREAD));
+	job_check(&j[0][0], j[0][0].dst, "gather on the per-thread stream");
+	assert_int_equal(g->graph_launches, launches0);
+	/* a stream being captured (the fake driver's knob): a plain launch */
+	if (getenv("DEVMEMTCP_TEST_FAKE_GPU")) {
+		CK(cu->cuMemsetD8Async(j[0][0].dst, POISON, j[0][0].total, s[0]));
+		setenv("DEVMEMTCP_FAKE_CUDA_CAPTURING", "1", 1);
+		job_gather(g, &j[0][0], s[0]);
+		unsetenv("DEVMEMTCP_FAKE_CUDA_CAPTURING");
+		CK(cu->cuStreamSynchronize(s[0]));
+		job_check(&j[0][0], j[0][0].dst, "gather on a capturing stream");
+		assert_int_equal(g->graph_launches, launches0);
+	}
+	job_free(&j[0][0]);
+	for (int i = 0; i < NS; i++)
+		CK(cu->cuStreamDestroy(s[i]));
+	devmemtcp_gpu_free(g);
+}
+
+/*
+ * Gathers queued back to back, each reading what the one before wrote:
+ * stage k gathers the fragments of buffer k - 1, in a shuffled order,
+ * into buffer k.  All are queued behind a spinning kernel, so on a GPU
+ * that can, each launch is ready to start while the one before still
+ * runs (programmatic dependent launch): a gather that read its source or
+ * wrote its destination before the previous one completed gives the wrong
+ * bytes.  Fragments of 4 KiB (warps share a fragment: the two-dimensional
+ * grid) and of 256 bytes (a warp a fragment: the one-dimensional one),
+ * through every variant that launches.
+ */
+static void chain(struct devmemtcp_gpu *g, uint32_t fl, size_t n)
+{
+	enum { STAGES = 6 };
+	const uint64_t size = (uint64_t)fl * n;
+	struct devmemtcp_frag *f = calloc(n, sizeof(*f));
+	size_t *perm = calloc(n, sizeof(*perm));
+	uint8_t *want = malloc(size), *next = malloc(size), *got = malloc(size);
+	CUdeviceptr b[STAGES + 1];
+
+	assert_true(f && perm && want && next && got);
+	for (int k = 0; k <= STAGES; k++) {
+		CK(cu->cuMemAlloc(&b[k], size));
+		CK(cu->cuMemsetD8Async(b[k], POISON, size, stream));
+	}
+	CK(cu->cuStreamSynchronize(stream));
+	fill_random(want, size);
+	CK(cu->cuMemcpyHtoD(b[0], want, size));
+	assert_int_equal(dmt_gpu_spin(g, stream, 50ull * 1000 * 1000), 0);
+	for (int k = 1; k <= STAGES; k++) {
+		struct devmemtcp_gpu_iov d = { b[k], size };
+
+		for (size_t i = 0; i < n; i++)
+			perm[i] = i;
+		for (size_t i = n - 1; i > 0; i--) {
+			size_t j = rnd() % (i + 1), t = perm[i];
+
+			perm[i] = perm[j];
+			perm[j] = t;
+		}
+		for (size_t i = 0; i < n; i++) {
+			f[i] = (struct devmemtcp_frag){ .addr = b[k - 1] + perm[i] * fl,
+							.len = fl };
+			memcpy(next + i * fl, want + perm[i] * fl, fl);
+		}
+		memcpy(want, next, size);
+		if (devmemtcp_gpu_gather(g, f, n, &d, 1, stream))
+			fail_msg("gather: %s", devmemtcp_gpu_errmsg(g));
+	}
+	CK(cu->cuStreamSynchronize(stream));
+	CK(cu->cuMemcpyDtoH(got, b[STAGES], size));
+	assert_memory_equal(got, want, size);
+	for (int k = 0; k <= STAGES; k++)
+		CK(cu->cuMemFree(b[k]));
+	free(f);
+	free(perm);
+	free(want);
+	free(next);
+	free(got);
+}
+
+static void test_gather_chain_back_to_back(void **state)
+{
+	(void)state;
+	for (size_t v = 0; v < nvariants(); v++) {
+		struct devmemtcp_gpu *g;
+		uint64_t pdl0, graph0;
+
+		if (variants[v].flags & DEVMEMTCP_GPU_PERSISTENT)
+			continue;
+		g = variant_new(&variants[v]);
+		pdl0 = g->pdl_launches;
+		graph0 = g->graph_launches;
+		print_message("  %s\n", variants[v].name);
+		chain(g, 4096, 64);
+		chain(g, 256, 1024);
+		chain(g, 1448, 700);
+		/* how the 18 inline gathers were launched */
+		if (!variants[v].mode) {
+			bool graphs = variants[v].flags & DEVMEMTCP_GPU_GRAPHS;
+
+			assert_int_equal(g->graph_launches - graph0,
+					 graphs ? 18 : 0);
+			assert_int_equal(g->pdl_launches - pdl0,
+					 !graphs && g->pdl ? 18 : 0);
+		}
 		devmemtcp_gpu_free(g);
 	}
 }
@@ -1218,6 +1395,8 @@ int main(void)
 		T(test_gather_receive_sizes),
 		T(test_gather_variants_large),
 		T(test_gather_ordered_on_stream),
+		T(test_gather_graphs_per_stream),
+		T(test_gather_chain_back_to_back),
 		T(test_persistent_warns),
 		T(test_persistent_stops_when_idle),
 		T(test_persistent_streams_and_free),
