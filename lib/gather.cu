@@ -327,6 +327,30 @@ stage_descs(const struct dmt_gather_desc *descs, unsigned int d0,
 	__syncthreads();
 }
 
+// Programmatic dependent launch (sm_90 and later; no-ops before).  A
+// gather launched with it (gpu_launch.c) may start while the kernel before
+// it on the stream still runs: its blocks load their descriptors (from the
+// parameter, or over PCIe from a pinned slot that the CPU filled before
+// the launch), then wait (griddepcontrol.wait) until every earlier grid
+// has completed and its writes are visible, and only then touch the
+// fragments or the destinations.  Every gather lets the next one start as soon as all
+// its own blocks are running, so back-to-back gathers overlap one's
+// launch and descriptor loads with the previous one's copying.  A kernel
+// launched without the attribute returns from the wait at once.
+static __device__ __forceinline__ void pdl_allow_next(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+static __device__ __forceinline__ void pdl_wait_previous(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 // The warps of one block, vw0 onwards, of a launch whose descriptors and
 // destinations are in memory.
 static __device__ __forceinline__ void
@@ -349,14 +373,24 @@ gather_block(const struct dmt_gather_desc *descs,
 // with DEVMEMTCP_GPU_DESC_COPY).  Plain loads and stores measured faster
 // than streaming hints (.cs) on an H200 for every size distribution
 // (bench/results/gather-h200.md).
+// Launched with programmatic dependence (pdl_wait_previous below), it
+// reads its descriptors over PCIe while the kernel before it finishes.
 extern "C" __global__ void __launch_bounds__(256)
 dmt_gather(const struct dmt_gather_desc *descs,
 	   const struct dmt_gather_dst *dsts, const struct dmt_gather_args a)
 {
+	const unsigned int vw0 = blockIdx.x * (blockDim.x >> 5);
+	unsigned int d0, d1;
+
+	pdl_allow_next();
 	if (a.ndst > 1)
 		stage_dsts<DESC_GLOBAL>(dmt_sdst, dsts, a.ndst);
-	gather_block(descs, dmt_sdst, a.n, a.ndst, a.bias, a.per, a.split,
-		     blockIdx.x * (blockDim.x >> 5));
+	dmt_warp_range(vw0, blockDim.x >> 5, a.n, a.per, a.split, &d0, &d1);
+	stage_descs(descs, d0, d1);
+	pdl_wait_previous();
+	gather_warp((const struct dmt_gather_desc *)dmt_sdesc, d0, dmt_sdst,
+		    a.n, a.ndst, a.bias, a.per, a.split,
+		    vw0 + (threadIdx.x >> 5), threadIdx.x & 31);
 }
 
 // ---- inline launches ------------------------------------------------------
@@ -378,29 +412,6 @@ static_assert(sizeof(dmt_inline_param<16>) == DMT_INLINE_HDR + 16 * 16,
 static_assert(sizeof(struct dmt_persist_dev) == 128, "dmt_persist_dev");
 static_assert(sizeof(struct dmt_persist_host) == 128, "dmt_persist_host");
 static_assert(sizeof(struct dmt_persist_job) == 64, "dmt_persist_job");
-
-// Programmatic dependent launch (sm_90 and later; no-ops before).  An
-// inline gather launched with it (gpu_launch.c) may start while the
-// kernel before it on the stream still runs: its blocks load their
-// descriptors from the parameter, then wait (griddepcontrol.wait) until
-// every earlier grid has completed and its writes are visible, and only
-// then touch memory.  Every gather lets the next one start as soon as all
-// its own blocks are running, so back-to-back gathers overlap one's
-// launch and descriptor loads with the previous one's copying.  A kernel
-// launched without the attribute returns from the wait at once.
-static __device__ __forceinline__ void pdl_allow_next(void)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-
-static __device__ __forceinline__ void pdl_wait_previous(void)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
 
 // The parameter is read where the launch put it (__grid_constant__: no
 // per-thread copy), through the constant cache.  With a two-dimensional

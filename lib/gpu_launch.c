@@ -13,10 +13,11 @@
  * is reused only after its event completed.  With DEVMEMTCP_GPU_PERSISTENT
  * the slots feed the persistent kernel instead (gpu_persist.c).
  *
- * An inline gather is launched with programmatic dependence (sm_90 and
- * later, cuLaunchKernelEx): it may start while the kernel before it on the
+ * A gather is launched with programmatic dependence (sm_90 and later,
+ * cuLaunchKernelEx): it may start while the kernel before it on the
  * stream finishes, loads its descriptors, and waits for that kernel before
- * it touches memory (gather.cu).  Gathers back to back on a stream, the
+ * it touches memory (gather.cu).  Not with DEVMEMTCP_GPU_DESC_COPY, whose
+ * descriptors a copy on the stream brings just before the kernel.  Gathers back to back on a stream, the
  * way a data loader queues them, thus overlap one's launch with the
  * previous one's copying: on an H200 the 4 KiB-fragment gathers of 64 KiB
  * to 4 MiB took 1.2 to 1.5 times less GPU time than one
@@ -83,8 +84,8 @@ static struct dmt_gather_args launch_args(const struct dmt_gather_batch *b,
 					 .split = g->split };
 }
 
-/* pdl: an inline kernel, allowed to start while the kernel before it on
- * the stream finishes (it waits for it before touching memory: gather.cu). */
+/* pdl: the kernel may start while the kernel before it on the stream
+ * finishes (it waits for it before touching memory: gather.cu). */
 static int launch(struct devmemtcp_gpu *gpu, CUfunction fn,
 		  const struct dmt_gather_geom *g, uint32_t ndst, void **params,
 		  CUstream stream, bool pdl)
@@ -143,7 +144,9 @@ static int slot_launch(struct devmemtcp_gpu *gpu, struct gpu_slot *s,
 					    "cuMemcpyHtoDAsync(descriptors)",
 					    NULL);
 	}
-	ret = launch(gpu, gpu->fn_gather, g, b->ndst, params, stream, false);
+	/* descriptors copied by the stream: the kernel must not start early */
+	ret = launch(gpu, gpu->fn_gather, g, b->ndst, params, stream,
+		     gpu->pdl && !(gpu->flags & DEVMEMTCP_GPU_DESC_COPY));
 	if (ret)
 		return ret;
 	r = cu->cuEventRecord(s->done, stream);

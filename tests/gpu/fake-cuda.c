@@ -1120,7 +1120,7 @@ EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f,
 	    extra || c->numAttrs != 1 ||
 	    c->attrs[0].id != CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION ||
 	    c->attrs[0].value.programmaticStreamSerializationAllowed != 1 ||
-	    f->id != F_INLINE)
+	    (f->id != F_INLINE && f->id != F_GATHER))
 		die("cuLaunchKernelEx of a shape or attribute the library never uses");
 	if (injected(__func__))
 		return injected(__func__);

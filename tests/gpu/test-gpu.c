@@ -830,7 +830,8 @@ static void test_gather_graphs_per_stream(void **state)
  * wrote its destination before the previous one completed gives the wrong
  * bytes.  Fragments of 4 KiB (warps share a fragment: the two-dimensional
  * grid) and of 256 bytes (a warp a fragment: the one-dimensional one),
- * through every variant that launches.
+ * and 3000 of them (launches from pinned slots), through every variant
+ * that launches.
  */
 static void chain(struct devmemtcp_gpu *g, uint32_t fl, size_t n)
 {
@@ -907,6 +908,12 @@ static void test_gather_chain_back_to_back(void **state)
 			assert_int_equal(g->pdl_launches - pdl0,
 					 !graphs && g->pdl ? 18 : 0);
 		}
+		/* more pieces than an inline launch takes: from slots, with
+		 * programmatic dependence too */
+		pdl0 = g->pdl_launches;
+		chain(g, 256, 3000);
+		if (g->pdl && !(variants[v].flags & DEVMEMTCP_GPU_DESC_COPY))
+			assert_true(g->pdl_launches - pdl0 >= 6);
 		devmemtcp_gpu_free(g);
 	}
 }
