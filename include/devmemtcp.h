@@ -853,6 +853,19 @@ int devmemtcp_gpu_gather(struct devmemtcp_gpu *gpu,
 			 void *stream);
 
 /*
+ * devmemtcp_gpu_gather, then the fragments' tokens go back through rx as
+ * soon as the gather has read them: its last kernel signals it, no stream
+ * operation is queued, and work queued on stream after the gather does not
+ * hold them.  On failure nothing is deferred (the gather may be queued:
+ * see devmemtcp_gpu_gather_release(3)).
+ */
+int devmemtcp_gpu_gather_release(struct devmemtcp_gpu *gpu,
+				 struct devmemtcp_rx *rx,
+				 const struct devmemtcp_frag *frags, size_t n,
+				 const struct devmemtcp_gpu_iov *dsts,
+				 size_t ndst, void *stream);
+
+/*
  * No-copy view: the device ranges holding the fragments' bytes, in order,
  * with fragments adjacent in device memory merged; linear fragments are
  * not part of it.  Fills up to max entries; returns the number needed

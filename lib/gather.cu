@@ -327,6 +327,28 @@ stage_descs(const struct dmt_gather_desc *descs, unsigned int d0,
 	__syncthreads();
 }
 
+// The launch's fence (gather_abi.h), by every block once all its warps
+// are done: their loads have returned (each fed a store), so the block has
+// read every fragment byte it will.  All threads of the block call it.
+static __device__ __forceinline__ void
+fence_signal(const struct dmt_gather_fence &f)
+{
+	if (!f.word)
+		return;
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		unsigned int *cnt = (unsigned int *)f.cnt;
+		const unsigned int blocks = gridDim.x * gridDim.y;
+
+		__threadfence();
+		if (atomicAdd(cnt, 1u) == blocks - 1) {
+			*(volatile unsigned int *)cnt = 0;	// for the word's next use
+			__threadfence_system();
+			*(volatile unsigned int *)f.word = f.seq;
+		}
+	}
+}
+
 // Programmatic dependent launch (sm_90 and later; no-ops before).  A
 // gather launched with it (gpu_launch.c) may start while the kernel before
 // it on the stream still runs: its blocks load their descriptors (from the
@@ -377,7 +399,8 @@ gather_block(const struct dmt_gather_desc *descs,
 // reads its descriptors over PCIe while the kernel before it finishes.
 extern "C" __global__ void __launch_bounds__(256)
 dmt_gather(const struct dmt_gather_desc *descs,
-	   const struct dmt_gather_dst *dsts, const struct dmt_gather_args a)
+	   const struct dmt_gather_dst *dsts, const struct dmt_gather_args a,
+	   const struct dmt_gather_fence f)
 {
 	const unsigned int vw0 = blockIdx.x * (blockDim.x >> 5);
 	unsigned int d0, d1;
@@ -391,6 +414,7 @@ dmt_gather(const struct dmt_gather_desc *descs,
 	gather_warp((const struct dmt_gather_desc *)dmt_sdesc, d0, dmt_sdst,
 		    a.n, a.ndst, a.bias, a.per, a.split,
 		    vw0 + (threadIdx.x >> 5), threadIdx.x & 31);
+	fence_signal(f);
 }
 
 // ---- inline launches ------------------------------------------------------
@@ -399,7 +423,7 @@ dmt_gather(const struct dmt_gather_desc *descs,
 template <unsigned int N>
 struct __align__(16) dmt_inline_param {
 	struct dmt_gather_args a;
-	uint32_t pad[2];
+	struct dmt_gather_fence f;
 	struct dmt_gather_dst dst[DMT_INLINE_DST_MAX];
 	struct dmt_gather_desc desc[N];
 };
@@ -407,6 +431,7 @@ struct __align__(16) dmt_inline_param {
 static_assert(offsetof(dmt_inline_param<16>, desc) == DMT_INLINE_HDR,
 	      "inline header size");
 static_assert(sizeof(struct dmt_gather_args) == 24, "dmt_gather_args");
+static_assert(sizeof(struct dmt_gather_fence) == 24, "dmt_gather_fence");
 static_assert(sizeof(dmt_inline_param<16>) == DMT_INLINE_HDR + 16 * 16,
 	      "inline parameter size");
 static_assert(sizeof(struct dmt_persist_dev) == 128, "dmt_persist_dev");
@@ -435,6 +460,7 @@ gather_inline(const dmt_inline_param<N> &p)
 		if (d < p.a.n)
 			copy_slice(v, dmt_sdst, p.a.ndst, p.a.bias, gridDim.y,
 				   blockIdx.y, threadIdx.x & 31);
+		fence_signal(p.f);
 		return;
 	}
 	if (p.a.ndst > 1)
@@ -442,6 +468,7 @@ gather_inline(const dmt_inline_param<N> &p)
 	pdl_wait_previous();
 	gather_warp(p.desc, 0, dmt_sdst, p.a.n, p.a.ndst, p.a.bias, p.a.per,
 		    p.a.split, d, threadIdx.x & 31);
+	fence_signal(p.f);
 }
 
 #define DMT_INLINE_KERNEL(N)                                                   \

@@ -47,6 +47,20 @@ struct dmt_gather_args {
 
 #define DMT_SPLIT_MAX 32u
 
+/*
+ * A fence that a launch signals when every block has finished reading its
+ * fragments (devmemtcp_gpu_gather_release): each block, once all its warps
+ * are done, adds one to the counter (device memory); the block that makes
+ * it the launch's block count sets it back to 0 and writes seq to the word
+ * (pinned host memory, mapped).  word == 0: no fence.
+ */
+struct dmt_gather_fence {
+	uint64_t word;		/* device address of the fence word */
+	uint64_t cnt;		/* device address of its block counter */
+	uint32_t seq;
+	uint32_t pad;
+};
+
 /* Host and device code alike (gather.cu is compiled by nvcc as C++). */
 #ifdef __CUDACC__
 #define DMT_HD __host__ __device__
@@ -90,7 +104,7 @@ static inline DMT_HD void dmt_warp_range(uint32_t vw0, uint32_t nwarps,
  * dmt_gather_inline<N> (N of DMT_INLINE_SIZES).
  */
 #define DMT_INLINE_DST_MAX 8u
-#define DMT_INLINE_HDR 160u	/* offset of the descriptors */
+#define DMT_INLINE_HDR 176u	/* offset of the descriptors */
 #define DMT_INLINE_NSIZES 4
 #define DMT_INLINE_SIZES { 16u, 64u, 256u, 1024u }
 

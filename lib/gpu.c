@@ -410,7 +410,84 @@ static int gpu_gather_impl(struct devmemtcp_gpu *gpu,
 	ret = dmt_gpu_ctx_enter(gpu, &pushed);
 	if (ret)
 		return ret;
-	ret = dmt_gpu_gather(gpu, frags, n, dsts, ndst, (CUstream)stream);
+	ret = dmt_gpu_gather(gpu, frags, n, dsts, ndst, NULL, NULL,
+			     (CUstream)stream);
+	dmt_gpu_ctx_leave(gpu, pushed);
+	return ret;
+}
+
+/*
+ * A gather whose last launch signals a fence once it has read every
+ * fragment; the tokens wait on that fence.  Where no launch can carry one
+ * (a gather of holes only, the persistent kernel, a handle whose fences
+ * are events), the release waits for the stream instead, as
+ * devmemtcp_gpu_release_after would.
+ */
+static int gather_release(struct devmemtcp_gpu *gpu, struct devmemtcp_rx *rx,
+			  const struct devmemtcp_frag *frags, size_t n,
+			  const struct devmemtcp_gpu_iov *dsts, size_t ndst,
+			  CUstream stream)
+{
+	struct devmemtcp_gpu_fence *f = NULL;
+	struct dmt_gather_fence kf;
+	bool fenced = false;
+	int ret;
+
+	if (gpu->mode != DMT_GATHER_PERSIST) {
+		ret = dmt_gpu_fence_kernel(gpu, &f, &kf);
+		if (ret)
+			return ret;
+	}
+	ret = dmt_gpu_gather(gpu, frags, n, dsts, ndst, f ? &kf : NULL,
+			     &fenced, stream);
+	if (f)
+		dmt_gpu_fence_kernel_end(f, &kf, fenced);
+	if (ret) {
+		if (fenced)
+			dmt_gpu_fence_retire(f);	/* its write may come */
+		return ret;
+	}
+	if (!fenced)
+		return dmt_gpu_release_after(gpu, rx, frags, n, stream);
+	gpu->kernel_fences++;
+	ret = devmemtcp_rx_release_after(rx, frags, n, devmemtcp_gpu_fence_done,
+					 f);
+	if (ret < 0) {
+		dmt_gpu_fence_retire(f);
+		return dmt_err(gpu->ctx, &gpu->err, ret,
+			       "devmemtcp_rx_release_after: %s (the gather is queued; the fragments are still the caller's)",
+			       devmemtcp_rx_errmsg(rx));
+	}
+	return 0;
+}
+
+static int gpu_gather_release_impl(struct devmemtcp_gpu *gpu,
+				   struct devmemtcp_rx *rx,
+				   const struct devmemtcp_frag *frags,
+				   size_t n,
+				   const struct devmemtcp_gpu_iov *dsts,
+				   size_t ndst, void *stream)
+{
+	bool pushed;
+	int ret;
+
+	if (!gpu)
+		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_gpu_gather_release: gpu is NULL");
+	if (!rx)
+		return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
+			       "devmemtcp_gpu_gather_release: rx is NULL");
+	if ((n && !frags) || (ndst && !dsts))
+		return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
+			       "devmemtcp_gpu_gather_release: frags or dsts is NULL with a non-zero count");
+	if (!gpu->fn_gather)
+		return dmt_err(gpu->ctx, &gpu->err, -EOPNOTSUPP,
+			       "this libdevmemtcp was built without the gather kernels: install the CUDA toolkit (nvcc) and rebuild with -Dcuda=enabled");
+	if (!n)
+		return 0;
+	ret = dmt_gpu_ctx_enter(gpu, &pushed);
+	if (ret)
+		return ret;
+	ret = gather_release(gpu, rx, frags, n, dsts, ndst, (CUstream)stream);
 	dmt_gpu_ctx_leave(gpu, pushed);
 	return ret;
 }
@@ -498,6 +575,20 @@ DEVMEMTCP_EXPORT int devmemtcp_gpu_gather(struct devmemtcp_gpu *gpu,
 	DMT_KEEP_ERRNO;
 	int saved = errno;
 	int ret = gpu_gather_impl(gpu, frags, n, dsts, ndst, stream);
+
+	errno = saved;
+	return ret;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_gpu_gather_release(
+	struct devmemtcp_gpu *gpu, struct devmemtcp_rx *rx,
+	const struct devmemtcp_frag *frags, size_t n,
+	const struct devmemtcp_gpu_iov *dsts, size_t ndst, void *stream)
+{
+	DMT_KEEP_ERRNO;
+	int saved = errno;
+	int ret = gpu_gather_release_impl(gpu, rx, frags, n, dsts, ndst,
+					  stream);
 
 	errno = saved;
 	return ret;

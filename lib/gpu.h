@@ -112,6 +112,7 @@ struct devmemtcp_gpu {
 	bool pdl;			/* plain inline launches overlap (sm_90) */
 	uint64_t graph_launches;	/* gathers launched through a graph */
 	uint64_t pdl_launches;		/* and with programmatic dependence */
+	uint64_t kernel_fences;		/* gather_release fences a launch carried */
 	CUstream aux;			/* idle: tells whether the context failed */
 	/* Fences outlive devmemtcp_gpu_free: the last reference frees. */
 	pthread_mutex_t lock;
@@ -127,7 +128,7 @@ struct devmemtcp_gpu {
  * here). */
 struct dmt_gather_inline {
 	struct dmt_gather_args a;
-	uint32_t pad[2];
+	struct dmt_gather_fence f;
 	struct dmt_gather_dst dst[DMT_INLINE_DST_MAX];
 	struct dmt_gather_desc desc[];
 };
@@ -136,6 +137,7 @@ struct dmt_gather_inline {
 _Static_assert(offsetof(struct dmt_gather_inline, desc) == DMT_INLINE_HDR,
 	       "inline parameter header");
 _Static_assert(sizeof(struct dmt_gather_args) == 24, "dmt_gather_args");
+_Static_assert(sizeof(struct dmt_gather_fence) == 24, "dmt_gather_fence");
 _Static_assert(sizeof(struct dmt_persist_dev) == 128, "dmt_persist_dev");
 _Static_assert(sizeof(struct dmt_persist_host) == 128, "dmt_persist_host");
 _Static_assert(sizeof(struct dmt_persist_job) == 64, "dmt_persist_job");
@@ -176,6 +178,17 @@ int dmt_gpu_fence_done(struct devmemtcp_gpu_fence *f, bool wait);
 int dmt_gpu_release_after(struct devmemtcp_gpu *gpu, struct devmemtcp_rx *rx,
 			  const struct devmemtcp_frag *frags, size_t n,
 			  void *stream);
+/* A fence for a gather kernel to signal (gpu_fence.c, the context
+ * current): *fp and *kf set, or *fp NULL when this handle's fences are
+ * events (then release after the stream instead).  Once the gather is
+ * queued, dmt_gpu_fence_kernel_end says whether a launch carried it; a
+ * carried fence not handed to anyone goes to dmt_gpu_fence_retire. */
+int dmt_gpu_fence_kernel(struct devmemtcp_gpu *gpu,
+			 struct devmemtcp_gpu_fence **fp,
+			 struct dmt_gather_fence *kf);
+void dmt_gpu_fence_kernel_end(struct devmemtcp_gpu_fence *f,
+			      const struct dmt_gather_fence *kf, bool launched);
+void dmt_gpu_fence_retire(struct devmemtcp_gpu_fence *f);
 
 /* Make gpu's context current if it is not; *pushed says whether
  * gpu_ctx_leave must pop it. */
@@ -189,10 +202,15 @@ void dmt_gpu_graphs_init(struct devmemtcp_gpu *gpu);
 void dmt_gpu_graphs_fini(struct devmemtcp_gpu *gpu);
 
 /* gpu_launch.c: the whole gather (validated already: n > 0), by launches
- * or through the persistent kernel; the context is current. */
+ * or through the persistent kernel; the context is current.  fence, if
+ * not NULL, rides on the last launch; *fenced (fenced may be NULL) says
+ * whether a launch that carries it was queued, also when the call fails
+ * after it (not when nothing but holes was launched, nor through the
+ * persistent kernel). */
 int dmt_gpu_gather(struct devmemtcp_gpu *gpu,
 		   const struct devmemtcp_frag *frags, size_t n,
 		   const struct devmemtcp_gpu_iov *dsts, size_t ndst,
+		   const struct dmt_gather_fence *fence, bool *fenced,
 		   CUstream stream);
 
 /* Logged by devmemtcp_gpu_new with DEVMEMTCP_GPU_PERSISTENT: the mode

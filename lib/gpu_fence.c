@@ -53,6 +53,7 @@ struct fence_page {
 	struct fence_page *next;
 	uint32_t *words;
 	CUdeviceptr dev;
+	CUdeviceptr cnt;	/* the words' block counters (gather_release) */
 	uint32_t nfree;
 	uint64_t free[FENCE_PAGE_WORDS / 64];	/* bit set: word free */
 };
@@ -164,14 +165,15 @@ static int page_with_free(struct devmemtcp_gpu *gpu, struct dmt_err *err,
 }
 
 /* A word for f from the pool (gpu->lock held, the context current). */
-static int word_get(struct devmemtcp_gpu *gpu, struct devmemtcp_gpu_fence *f)
+static int word_get(struct devmemtcp_gpu *gpu, struct devmemtcp_gpu_fence *f,
+		    const char *what)
 {
 	struct fence_page *p;
 	unsigned int i, b;
 	int ret;
 
 	pthread_mutex_lock(&pools_lock);
-	ret = page_with_free(gpu, &gpu->err, "devmemtcp_gpu_fence_new", &p);
+	ret = page_with_free(gpu, &gpu->err, what, &p);
 	if (ret) {
 		pthread_mutex_unlock(&pools_lock);
 		return ret;
@@ -223,9 +225,10 @@ static void reclaim(struct devmemtcp_gpu *gpu)
 	}
 }
 
-/* A fence object of gpu's, with a reference on gpu for it. */
+/* A fence object of gpu's, with a reference on gpu for it; what: the
+ * public call, for messages. */
 static int fence_get(struct devmemtcp_gpu *gpu,
-		     struct devmemtcp_gpu_fence **fp)
+		     struct devmemtcp_gpu_fence **fp, const char *what)
 {
 	struct devmemtcp_gpu_fence *f;
 	int ret = 0;
@@ -239,10 +242,9 @@ static int fence_get(struct devmemtcp_gpu *gpu,
 	} else {
 		f = dmt_calloc(1, sizeof(*f));
 		if (!f)
-			ret = dmt_err_nomem(gpu->ctx, &gpu->err,
-					    "devmemtcp_gpu_fence_new");
+			ret = dmt_err_nomem(gpu->ctx, &gpu->err, what);
 		else if (!gpu->fence_events)
-			ret = word_get(gpu, f);
+			ret = word_get(gpu, f, what);
 		if (ret) {
 			free(f);
 			f = NULL;
@@ -344,7 +346,7 @@ int dmt_gpu_fence_new(struct devmemtcp_gpu *gpu, void *stream,
 	ret = dmt_gpu_ctx_enter(gpu, &pushed);
 	if (ret)
 		return ret;
-	ret = fence_get(gpu, &f);
+	ret = fence_get(gpu, &f, "devmemtcp_gpu_fence_new");
 	if (!ret) {
 		ret = fence_queue(gpu, f, (CUstream)stream);
 		if (ret)
@@ -463,6 +465,88 @@ int dmt_gpu_fence_done(struct devmemtcp_gpu_fence *f, bool wait)
 				    "a kernel on the fenced stream failed");
 	fence_put(f);
 	return 1;
+}
+
+/*
+ * Fences that a gather kernel signals (devmemtcp_gpu_gather_release): the
+ * word is a pool word as for any fence, the kernel's last block writes its
+ * value, counting blocks in a counter of device memory beside the word
+ * (one per word, zero between uses: the last block resets it before it
+ * writes the word, and a word is used again only once its write landed).
+ * A page's counters are allocated when one of its words is first used so,
+ * with pools_lock held and the context current.
+ */
+static int page_counters(struct devmemtcp_gpu *gpu, struct fence_page *p)
+{
+	static const uint32_t zero[FENCE_PAGE_WORDS];
+	CUdeviceptr cnt;
+	CUresult r;
+	int ret = 0;
+
+	pthread_mutex_lock(&pools_lock);
+	if (!p->cnt) {
+		r = gpu->cu->cuMemAlloc(&cnt, sizeof(zero));
+		if (r == CUDA_SUCCESS) {
+			r = gpu->cu->cuMemcpyHtoD(cnt, zero, sizeof(zero));
+			if (r == CUDA_SUCCESS)
+				p->cnt = cnt;
+			else
+				gpu->cu->cuMemFree(cnt);
+		}
+		if (r != CUDA_SUCCESS)
+			ret = dmt_cuda_err(gpu->ctx, &gpu->err, r,
+					   "cuMemAlloc(fence counters)", NULL);
+	}
+	pthread_mutex_unlock(&pools_lock);
+	return ret;
+}
+
+int dmt_gpu_fence_kernel(struct devmemtcp_gpu *gpu,
+			 struct devmemtcp_gpu_fence **fp,
+			 struct dmt_gather_fence *kf)
+{
+	struct devmemtcp_gpu_fence *f;
+	int ret;
+
+	*fp = NULL;
+	if (__atomic_load_n(&gpu->fence_events, __ATOMIC_RELAXED))
+		return 0;
+	ret = fence_get(gpu, &f, "devmemtcp_gpu_gather_release");
+	if (ret)
+		return ret;
+	if (!f->word) {
+		fence_put(f);
+		return 0;
+	}
+	ret = page_counters(gpu, f->page);
+	if (ret) {
+		fence_put(f);
+		return ret;
+	}
+	f->evented = false;
+	*kf = (struct dmt_gather_fence){
+		.word = f->word_dev,
+		.cnt = f->page->cnt + (CUdeviceptr)(f->word - f->page->words) *
+						sizeof(uint32_t),
+		.seq = f->seq + 1 ?: 1,
+	};
+	*fp = f;
+	return 0;
+}
+
+void dmt_gpu_fence_kernel_end(struct devmemtcp_gpu_fence *f,
+			      const struct dmt_gather_fence *kf, bool launched)
+{
+	if (!launched) {
+		fence_put(f);	/* nothing will write its word */
+		return;
+	}
+	f->seq = kf->seq;
+}
+
+void dmt_gpu_fence_retire(struct devmemtcp_gpu_fence *f)
+{
+	fence_retire(f);
 }
 
 int dmt_gpu_release_after(struct devmemtcp_gpu *gpu, struct devmemtcp_rx *rx,

@@ -120,12 +120,15 @@ static int launch(struct devmemtcp_gpu *gpu, CUfunction fn,
 
 static int slot_launch(struct devmemtcp_gpu *gpu, struct gpu_slot *s,
 		       const struct dmt_gather_batch *b,
-		       const struct dmt_gather_geom *g, CUstream stream)
+		       const struct dmt_gather_geom *g,
+		       const struct dmt_gather_fence *fence, bool *fenced,
+		       CUstream stream)
 {
 	const struct dmt_cuda *cu = gpu->cu;
 	struct dmt_gather_args a = launch_args(b, g);
+	struct dmt_gather_fence f = fence ? *fence : (struct dmt_gather_fence){ 0 };
 	CUdeviceptr descs = s->desc_dev, dsts = s->dst_dev;
-	void *params[] = { &descs, &dsts, &a };
+	void *params[] = { &descs, &dsts, &a, &f };
 	CUresult r;
 	int ret;
 
@@ -149,6 +152,7 @@ static int slot_launch(struct devmemtcp_gpu *gpu, struct gpu_slot *s,
 		     gpu->pdl && !(gpu->flags & DEVMEMTCP_GPU_DESC_COPY));
 	if (ret)
 		return ret;
+	*fenced = fence != NULL;	/* the kernel will write it */
 	r = cu->cuEventRecord(s->done, stream);
 	if (r != CUDA_SUCCESS)
 		return dmt_cuda_err(gpu->ctx, &gpu->err, r, "cuEventRecord",
@@ -165,6 +169,7 @@ static int slot_launch(struct devmemtcp_gpu *gpu, struct gpu_slot *s,
 static int gather_slots(struct devmemtcp_gpu *gpu,
 			const struct devmemtcp_frag *frags, size_t n,
 			const struct devmemtcp_gpu_iov *dsts, size_t ndst,
+			const struct dmt_gather_fence *fence, bool *fenced,
 			CUstream stream)
 {
 	bool persist = gpu->mode == DMT_GATHER_PERSIST;
@@ -198,8 +203,12 @@ static int gather_slots(struct devmemtcp_gpu *gpu,
 		if (!b.nd)
 			continue;	/* only holes */
 		geometry(gpu, &b, true, &g);
+		/* the fence rides on the last launch: it starts after the
+		 * others ended (same stream), so it ends last */
 		ret = persist ? dmt_persist_queue(gpu, s, &b, &g, stream)
-			      : slot_launch(gpu, s, &b, &g, stream);
+			      : slot_launch(gpu, s, &b, &g,
+					    cur.i == n ? fence : NULL, fenced,
+					    stream);
 		if (ret)
 			return ret;
 	}
@@ -328,6 +337,7 @@ static int graph_launch(struct devmemtcp_gpu *gpu, int k,
 static int gather_inline(struct devmemtcp_gpu *gpu,
 			 const struct devmemtcp_frag *frags, size_t n,
 			 const struct devmemtcp_gpu_iov *dsts, size_t ndst,
+			 const struct dmt_gather_fence *fence, bool *fenced,
 			 CUstream stream)
 {
 	struct dmt_gather_inline *p = gpu->inl;
@@ -354,26 +364,35 @@ static int gather_inline(struct devmemtcp_gpu *gpu,
 	if (!gpu->inline_1d)
 		dmt_gather_geometry_2d(b.nd, &g);
 	p->a = launch_args(&b, &g);
+	p->f = fence ? *fence : (struct dmt_gather_fence){ 0 };
 	ret = gpu->graphs_off ? 0
 			      : graph_launch(gpu, (int)k, &g, b.ndst, params,
 					     stream);
 	if (!ret)
 		ret = launch(gpu, gpu->fn_inline[k], &g, b.ndst, params, stream,
 			     gpu->pdl);
-	return ret < 0 ? ret : 1;
+	if (ret < 0)
+		return ret;
+	*fenced = fence != NULL;
+	return 1;
 }
 
 int dmt_gpu_gather(struct devmemtcp_gpu *gpu,
 		   const struct devmemtcp_frag *frags, size_t n,
 		   const struct devmemtcp_gpu_iov *dsts, size_t ndst,
+		   const struct dmt_gather_fence *fence, bool *fenced,
 		   CUstream stream)
 {
+	bool dummy;
 	int ret;
 
+	fenced = fenced ? fenced : &dummy;
+	*fenced = false;
 	if (gpu->mode == DMT_GATHER_AUTO && n <= gpu->inline_max) {
-		ret = gather_inline(gpu, frags, n, dsts, ndst, stream);
+		ret = gather_inline(gpu, frags, n, dsts, ndst, fence, fenced,
+				    stream);
 		if (ret)
 			return ret < 0 ? ret : 0;
 	}
-	return gather_slots(gpu, frags, n, dsts, ndst, stream);
+	return gather_slots(gpu, frags, n, dsts, ndst, fence, fenced, stream);
 }

@@ -13,7 +13,9 @@
  *      devmemtcp_rx_flush (which devmemtcp_rx_recv does before it blocks):
  *      completed fences hand their tokens to a counting DONTNEED hook.
  *      Coalesced rows release COALESCE receives at a time, with one
- *      release_after (one fence) after the last one's gather.
+ *      release_after (one fence) after the last one's gather; gather_release
+ *      rows do 2 and 3 in one devmemtcp_gpu_gather_release (the gather's
+ *      kernel signals the fence), then flush.
  *
  * The recvmsg system call itself is not run (there is no devmem NIC here).
  * Per receive size and gather variant: receives and GB/s sustained (wall
@@ -110,7 +112,8 @@ static char *make_ctrls(uint32_t n)
 	return all;
 }
 
-enum kind { K_NONE, K_D2D, K_GATHER };
+/* K_GATHER_REL: devmemtcp_gpu_gather_release, then a flush */
+enum kind { K_NONE, K_D2D, K_GATHER, K_GATHER_REL };
 
 struct row {
 	double wall, cpu;
@@ -161,14 +164,27 @@ static void one_receive(struct devmemtcp_gpu *g, enum kind kind, uint32_t n,
 	if (dmt_rx_process(rx, &msg, size, frags, n) != (int)n)
 		abort();
 	b = now_s();
-	if (kind == K_GATHER)
+	if (kind == K_GATHER) {
 		gather(&B, g, frags, n, to, size, B.st);
-	else if (kind == K_D2D)
+	} else if (kind == K_GATHER_REL) {
+		struct devmemtcp_gpu_iov d = { to, size };
+
+		if (devmemtcp_gpu_gather_release(g, rx, frags, n, &d, 1, B.st)) {
+			fprintf(stderr, "gather_release: %s\n",
+				devmemtcp_gpu_errmsg(g));
+			exit(1);
+		}
+	} else if (kind == K_D2D)
 		CK(B.cu->cuMemcpyDtoDAsync(to, B.src + (i % 64) * size, size,
 					   B.st));
 	c = now_s();
-	release(g, kind, rx, all,
-		(i + 1) % coalesce ? 0 : (size_t)coalesce * n);
+	if (kind == K_GATHER_REL) {
+		if (devmemtcp_rx_flush(rx) < 0)
+			exit(1);
+	} else {
+		release(g, kind, rx, all,
+			(i + 1) % coalesce ? 0 : (size_t)coalesce * n);
+	}
 	if (t) {
 		*t[0] = b - a;
 		*t[1] = c - b;
@@ -214,7 +230,8 @@ static void run(struct devmemtcp_gpu *g, enum kind kind, uint32_t n,
 		ns += ns < (1 << 16);
 	}
 	/* the receives of an incomplete last group */
-	release(g, kind, rx, frags, (size_t)(i % coalesce) * n);
+	if (kind != K_GATHER_REL)
+		release(g, kind, rx, frags, (size_t)(i % coalesce) * n);
 	CK(B.cu->cuStreamSynchronize(B.st));
 	row->wall = now_s() - w0;
 	row->cpu = thread_cpu_s() - c0;
@@ -223,7 +240,7 @@ static void run(struct devmemtcp_gpu *g, enum kind kind, uint32_t n,
 		row->us[k] = median(st[k], ns) * 1e6;
 	/* the last receive's bytes are in its slice */
 	row->ok = true;
-	if (kind == K_GATHER) {
+	if (kind == K_GATHER || kind == K_GATHER_REL) {
 		uint8_t *got = malloc(size);
 		uint64_t pos = 0;
 
@@ -344,6 +361,19 @@ int main(int argc, char **argv)
 				continue;
 			run(g[v], K_GATHER, n, 1, rx, ctrls, &r);
 			print_row(n, vs[v].name, &r);
+			bad |= !r.ok;
+		}
+		/* the gather signals the release itself */
+		for (int v = 0; v < 2; v++) {
+			char name[160];
+
+			if (!g[v])
+				continue;
+			run(g[v], K_GATHER_REL, n, 1, rx, ctrls, &r);
+			snprintf(name, sizeof(name),
+				 "%s; devmemtcp_gpu_gather_release (one call) + flush",
+				 vs[v].name);
+			print_row(n, name, &r);
 			bad |= !r.ok;
 		}
 		/* one fence per COALESCE receives */

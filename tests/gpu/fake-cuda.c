@@ -154,6 +154,7 @@ struct launch {
 	unsigned int grid, gridy, block, smem;
 	CUdeviceptr descs, dsts;	/* F_GATHER */
 	struct dmt_gather_args a;	/* F_GATHER */
+	struct dmt_gather_fence f;	/* F_GATHER */
 	unsigned long long ns;		/* F_SPIN, F_SPIN_WRITE */
 	uint64_t addr;			/* F_SPIN_WRITE */
 	uint32_t value;
@@ -449,6 +450,21 @@ static void persist_grid(const struct launch *l)
 		pthread_join(th[b], NULL);
 }
 
+/* The launch's fence, once every block has run (gather.cu's fence_signal:
+ * the last block to finish resets the counter and writes the word). */
+static void fence_signal(const struct dmt_gather_fence *f)
+{
+	uint32_t *cnt = (uint32_t *)(uintptr_t)f->cnt;
+
+	if (!f->word)
+		return;
+	if (!f->cnt || *cnt)
+		die("a gather fence whose block counter is missing or not zero");
+	/* the blocks' increments end with the last one's reset */
+	__atomic_store_n((uint32_t *)(uintptr_t)f->word, f->seq,
+			 __ATOMIC_SEQ_CST);
+}
+
 static void run_kernel(const struct launch *l)
 {
 	const struct dmt_gather_inline *in = (const void *)l->param;
@@ -457,10 +473,12 @@ static void run_kernel(const struct launch *l)
 	case F_GATHER:
 		gather_grid(l, (const void *)(uintptr_t)l->descs,
 			    (const void *)(uintptr_t)l->dsts, &l->a);
+		fence_signal(&l->f);
 		break;
 	case F_INLINE:
 		gather_inline(l, in, (uint32_t)((l->fn->psize - DMT_INLINE_HDR) /
 						sizeof(struct dmt_gather_desc)));
+		fence_signal(&in->f);
 		break;
 	case F_PERSIST:
 		persist_grid(l);
@@ -1070,6 +1088,7 @@ static struct launch *launch_new(CUfunction f, unsigned int gx,
 		l->descs = *(CUdeviceptr *)params[0];
 		l->dsts = *(CUdeviceptr *)params[1];
 		l->a = *(struct dmt_gather_args *)params[2];
+		l->f = *(struct dmt_gather_fence *)params[3];
 		break;
 	case F_INLINE:
 	case F_PERSIST:

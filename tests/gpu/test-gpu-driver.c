@@ -354,6 +354,70 @@ static void test_view_refused(void **state)
 	assert_int_equal(devmemtcp_gpu_view(gpu, f, 3, iov, 3), 3);
 }
 
+/* devmemtcp_gpu_gather_release: what devmemtcp_gpu_gather refuses, and
+ * what can fail after the gather is queued. */
+static void test_gather_release_refused(void **state)
+{
+	DEVMEMTCP_OPTS(gpu_opts, persist, .flags = DEVMEMTCP_GPU_PERSISTENT);
+	struct devmemtcp_frag f = { .addr = (uintptr_t)src, .len = 100, .token = 3 };
+	struct devmemtcp_gpu_iov d = { (uintptr_t)dst, sizeof(dst) };
+	struct devmemtcp_gpu *g;
+	struct devmemtcp_rx *rx;
+	uint64_t fences0;
+	int sv[2];
+
+	(void)state;
+	assert_int_equal(t_tcp_pair(sv), 0);
+	assert_int_equal(devmemtcp_rx_new(ctx, sv[0], NULL, &rx), 0);
+	/* ERRORS devmemtcp_gpu_gather_release EIO */
+	driver_fails("cuLaunchKernelEx", 719);
+	assert_int_equal(devmemtcp_gpu_gather_release(gpu, rx, &f, 1, &d, 1, NULL), -EIO);
+	driver_works();
+	assert_string_equal(devmemtcp_gpu_errmsg(gpu),
+			    "cuLaunchKernelEx(dmt_gather) failed: CUDA_ERROR_FAKE (fake-cuda error): is stream a stream of this GPU's primary context?");
+	/* queued, then the deferral refuses token 3 (rx never received it):
+	 * the fence, whose word the kernel writes, waits for that write */
+	fences0 = gpu->kernel_fences;
+	/* ERRORS devmemtcp_gpu_gather_release EINVAL */
+	assert_int_equal(devmemtcp_gpu_gather_release(gpu, rx, &f, 1, &d, 1, NULL), -EINVAL);
+	assert_string_equal(devmemtcp_gpu_errmsg(gpu),
+			    "devmemtcp_rx_release_after: devmemtcp_rx_release_after: token 3 of fragment 0 is not outstanding (released already, listed twice, or never received): nothing was released (the gather is queued; the fragments are still the caller's)");
+	assert_int_equal(gpu->kernel_fences, fences0 + 1);	/* a launch carried it */
+	assert_non_null(gpu->retired_fences);
+
+	/* a launch from a slot queued with the fence, then a failure: the
+	 * handle's end waits for the kernel's write (and returns) */
+	setenv("DEVMEMTCP_GATHER_MODE", "ring", 1);
+	assert_int_equal(devmemtcp_gpu_new(ctx, NULL, &g), 0);
+	unsetenv("DEVMEMTCP_GATHER_MODE");
+	driver_fails("cuEventRecord", 400);
+	assert_int_equal(devmemtcp_gpu_gather_release(g, rx, &f, 1, &d, 1, NULL), -EIO);
+	driver_works();
+	assert_string_equal(devmemtcp_gpu_errmsg(g), "cuEventRecord failed: CUDA_ERROR_FAKE (fake-cuda error)");
+	assert_non_null(g->retired_fences);
+	devmemtcp_gpu_free(g);
+
+	/* ERRORS devmemtcp_gpu_gather_release ENOMEM */
+	assert_int_equal(devmemtcp_gpu_new(ctx, NULL, &g), 0);
+	dmt_test_alloc_fail(1, false);
+	assert_int_equal(devmemtcp_gpu_gather_release(g, rx, &f, 1, &d, 1, NULL), -ENOMEM);
+	dmt_test_alloc_fail(0, false);
+	assert_string_equal(devmemtcp_gpu_errmsg(g), "devmemtcp_gpu_gather_release: out of memory");
+	devmemtcp_gpu_free(g);
+
+	/* ERRORS devmemtcp_gpu_gather_release EOPNOTSUPP */
+	assert_int_equal(devmemtcp_gpu_new(ctx, &persist, &g), 0);
+	setenv("DEVMEMTCP_FAKE_CUDA_CAPTURING", "1", 1);
+	assert_int_equal(devmemtcp_gpu_gather_release(g, rx, &f, 1, &d, 1, NULL), -EOPNOTSUPP);
+	unsetenv("DEVMEMTCP_FAKE_CUDA_CAPTURING");
+	assert_string_equal(devmemtcp_gpu_errmsg(g),
+			    "a gather of a handle with DEVMEMTCP_GPU_PERSISTENT cannot be captured into a CUDA graph: capture with a handle without it");
+	devmemtcp_gpu_free(g);
+	devmemtcp_rx_free(rx);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -362,6 +426,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gather_refused),
 		cmocka_unit_test(test_persistent_refused),
 		cmocka_unit_test(test_fences_refused),
+		cmocka_unit_test(test_gather_release_refused),
 		cmocka_unit_test(test_view_refused),
 	};
 

@@ -1347,6 +1347,273 @@ static void test_fence_does_not_wait_for_device(void **state)
 
 /* release_after through a real receiver: tokens it never handed out are
  * refused and the fence is not leaked. */
+/* ---- devmemtcp_gpu_gather_release ---------------------------------------- */
+
+#define GR_TOKENS (1u << 16)
+static uint8_t gr_live[GR_TOKENS];	/* 1: with the application */
+static uint32_t gr_returned;
+
+static int gr_dontneed(void *arg, const struct dmt_dmabuf_token *t, size_t n)
+{
+	int freed = 0;
+
+	(void)arg;
+	for (size_t i = 0; i < n; i++)
+		for (uint32_t j = 0; j < t[i].token_count; j++) {
+			uint32_t tok = t[i].token_start + j;
+
+			if (tok >= GR_TOKENS || !gr_live[tok])
+				fail_msg("token %u returned twice or never received", tok);
+			gr_live[tok] = 0;
+			freed++;
+		}
+	gr_returned += (uint32_t)freed;
+	return freed;
+}
+
+/* A receiver whose binding 1 is srcs[0] (dma-buf offset = offset in it),
+ * its token returns counted by gr_dontneed. */
+struct gr {
+	struct devmemtcp_buf *buf;
+	struct devmemtcp_rx *rx;
+	int sv[2];
+	uint32_t next_tok;
+};
+
+static void gr_open(struct gr *r)
+{
+	const struct devmemtcp_segment *seg;
+	struct devmemtcp_segment s;
+
+	memset(gr_live, 0, sizeof(gr_live));
+	gr_returned = 0;
+	r->next_tok = 0;
+	devmemtcp_buf_segments(srcs[0].buf, &seg);
+	s = (struct devmemtcp_segment){ 0, srcs[0].size, seg[0].addr };
+	assert_int_equal(t_tcp_pair(r->sv), 0);
+	assert_int_equal(dmt_buf_alloc(ctx, DEVMEMTCP_PROVIDER_IMPORT, &r->buf), 0);
+	r->buf->size = s.len;
+	assert_int_equal(dmt_buf_set_segments(r->buf, &s, 1), 0);
+	assert_int_equal(devmemtcp_rx_new(ctx, r->sv[1], NULL, &r->rx), 0);
+	assert_int_equal(devmemtcp_rx_add_buf(r->rx, 1, r->buf), 0);
+	dmt_rx_tokens(r->rx)->dontneed = gr_dontneed;
+}
+
+static void gr_close(struct gr *r)
+{
+	devmemtcp_rx_free(r->rx);
+	devmemtcp_buf_free(r->buf);
+	close(r->sv[0]);
+	close(r->sv[1]);
+}
+
+/* n fragments of len bytes at random offsets of srcs[0], received through
+ * r->rx (new tokens); their bytes, in order, into want. */
+static void gr_receive(struct gr *r, struct devmemtcp_frag *f, uint32_t n,
+		       uint32_t len, uint8_t *want)
+{
+	const size_t sp = CMSG_SPACE(sizeof(struct dmt_dmabuf_cmsg));
+	char *ctrl = aligned_alloc(8, n * sp);
+	struct msghdr msg = { .msg_control = ctrl, .msg_controllen = n * sp };
+	struct cmsghdr *cm;
+	uint32_t i = 0;
+
+	assert_non_null(ctrl);
+	memset(ctrl, 0, n * sp);
+	for (cm = CMSG_FIRSTHDR(&msg); i < n; i++, cm = CMSG_NXTHDR(&msg, cm)) {
+		struct dmt_dmabuf_cmsg d = {
+			.frag_offset = rnd_range(0, srcs[0].size / len - 1) * len,
+			.frag_size = len,
+			.frag_token = r->next_tok % GR_TOKENS,
+			.dmabuf_id = 1,
+		};
+
+		assert_int_equal(gr_live[d.frag_token], 0);
+		gr_live[d.frag_token] = 1;
+		r->next_tok++;
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_DEVMEM_DMABUF;
+		cm->cmsg_len = CMSG_LEN(sizeof(d));
+		memcpy(CMSG_DATA(cm), &d, sizeof(d));
+		if (want)
+			memcpy(want + (size_t)i * len, srcs[0].host + d.frag_offset,
+			       len);
+	}
+	assert_int_equal(dmt_rx_process(r->rx, &msg, (size_t)n * len, f, n),
+			 (int)n);
+	free(ctrl);
+}
+
+/* Flush until `count` tokens came back in all or timeout_s passed. */
+static bool gr_wait(struct gr *r, uint32_t count, double timeout_s)
+{
+	double t0 = now_s();
+
+	while (gr_returned < count && now_s() - t0 < timeout_s)
+		assert_true(devmemtcp_rx_flush(r->rx) >= 0);
+	return gr_returned >= count;
+}
+
+/*
+ * The tokens of a gather_release come back once the gather has read the
+ * bytes: not while the kernel queued before it runs, and while a long
+ * kernel queued after it still runs.  The gather's kernel signals the
+ * fence (no stream operation but the launch: on the fake driver, one that
+ * refuses stream memory operations); the bytes are the fragments'.
+ */
+static void test_gather_release_tokens(void **state)
+{
+	const uint64_t before_ns = 300ull * 1000 * 1000, after_ns = 3000ull * 1000 * 1000;
+	struct devmemtcp_frag f[64];
+	uint8_t *want = malloc(64 * 4096), *got = malloc(64 * 4096);
+	struct devmemtcp_gpu_iov d;
+	CUdeviceptr dst;
+	bool fake = getenv("DEVMEMTCP_TEST_FAKE_GPU") != NULL;
+	uint64_t fences0;
+	struct gr r;
+	double t0, t_back;
+
+	(void)state;
+	assert_true(want && got);
+	gr_open(&r);
+	CK(cu->cuMemAlloc(&dst, 64 * 4096));
+	d = (struct devmemtcp_gpu_iov){ dst, 64 * 4096 };
+	gr_receive(&r, f, 64, 4096, want);
+	t0 = now_s();
+	fences0 = gpu->kernel_fences;
+	assert_int_equal(dmt_gpu_spin(gpu, stream, before_ns), 0);
+	if (fake)
+		setenv("DEVMEMTCP_FAKE_CUDA_FAIL", "cuStreamWriteValue32_v2=1", 1);
+	assert_int_equal(devmemtcp_gpu_gather_release(gpu, r.rx, f, 64, &d, 1, stream), 0);
+	unsetenv("DEVMEMTCP_FAKE_CUDA_FAIL");
+	assert_int_equal(gpu->kernel_fences - fences0, 1);
+	assert_int_equal(dmt_gpu_spin(gpu, stream, after_ns), 0);
+	/* the kernel before still runs: nothing back */
+	assert_true(devmemtcp_rx_flush(r.rx) >= 0);
+	assert_int_equal(gr_returned, 0);
+	assert_true(now_s() - t0 < before_ns / 1e9);	/* else this proves nothing */
+	assert_true(gr_wait(&r, 64, after_ns / 1e9));
+	t_back = now_s() - t0;
+	assert_true(t_back >= before_ns / 1e9 * 0.99);
+	assert_true(t_back < (before_ns + after_ns) / 1e9 * 0.9);
+	CK(cu->cuStreamSynchronize(stream));
+	CK(cu->cuMemcpyDtoH(got, dst, 64 * 4096));
+	assert_memory_equal(got, want, 64 * 4096);
+	for (uint32_t i = 0; i < 64; i++)
+		assert_int_equal(gr_live[f[i].token], 0);
+	CK(cu->cuMemFree(dst));
+	gr_close(&r);
+	free(want);
+	free(got);
+}
+
+/*
+ * Every way a gather is queued: inline (1 to 1024 pieces), from slots
+ * (3000), in several launches (a handle of 256 descriptors a launch), a
+ * handle whose fences are events and a persistent one (both release after
+ * the stream instead), all back to back; each token comes back once, each
+ * destination holds its bytes, and the handles' fences are reused (300
+ * gathers, more than a page of words is never needed).
+ */
+static void test_gather_release_every_way(void **state)
+{
+	DEVMEMTCP_OPTS(gpu_opts, small, .max_frags = 256);
+	static const uint32_t sizes[] = { 1, 16, 64, 200, 1024, 3000 };
+	enum { CALLS = 60 };
+	struct devmemtcp_gpu *hs[4] = { gpu, NULL, NULL, NULL };
+	struct devmemtcp_frag *f = calloc(3000, sizeof(*f));
+	uint8_t *want = malloc(3000 * 1448), *got = malloc(3000 * 1448);
+	uint32_t sent = 0;
+	CUdeviceptr dst[2];
+	struct gr r;
+
+	(void)state;
+	assert_true(f && want && got);
+	assert_int_equal(devmemtcp_gpu_new(ctx, &small, &hs[1]), 0);
+	hs[2] = events_new();
+	hs[3] = persistent_new(0);
+	gr_open(&r);
+	CK(cu->cuMemAlloc(&dst[0], 3000 * 1448));
+	CK(cu->cuMemAlloc(&dst[1], 3000 * 1448));
+	for (int h = 0; h < 4; h++) {
+		uint64_t fences0 = hs[h]->kernel_fences;
+
+		for (int c = 0; c < CALLS; c++) {
+			uint32_t n = sizes[c % ARRAY_SIZE(sizes)];
+			uint32_t len = c & 1 ? 1448 : 4096;
+			struct devmemtcp_gpu_iov d;
+
+			if ((uint64_t)n * len > 3000 * 1448)
+				len = 1448;
+			d = (struct devmemtcp_gpu_iov){ dst[c & 1], (uint64_t)n * len };
+			gr_receive(&r, f, n, len, c == CALLS - 1 ? want : NULL);
+			if (devmemtcp_gpu_gather_release(hs[h], r.rx, f, n, &d, 1, stream))
+				fail_msg("handle %d, call %d: %s", h, c,
+					 devmemtcp_gpu_errmsg(hs[h]));
+			sent += n;
+			if (c == CALLS - 1) {
+				CK(cu->cuStreamSynchronize(stream));
+				CK(cu->cuMemcpyDtoH(got, dst[c & 1], d.len));
+				assert_memory_equal(got, want, d.len);
+			}
+		}
+		assert_true(gr_wait(&r, sent, 30));
+		assert_int_equal(gr_returned, sent);
+		/* launches signalled them, but for events and the persistent
+		 * kernel (after the stream) */
+		assert_int_equal(hs[h]->kernel_fences - fences0, h < 2 ? CALLS : 0);
+	}
+	for (int h = 1; h < 4; h++)
+		devmemtcp_gpu_free(hs[h]);
+	CK(cu->cuMemFree(dst[0]));
+	CK(cu->cuMemFree(dst[1]));
+	gr_close(&r);
+	free(f);
+	free(want);
+	free(got);
+}
+
+static void test_gather_release_errors(void **state)
+{
+	struct devmemtcp_frag f[4];
+	struct devmemtcp_gpu_iov d;
+	CUdeviceptr dst;
+	struct gr r;
+
+	(void)state;
+	gr_open(&r);
+	CK(cu->cuMemAlloc(&dst, 4 * 4096));
+	gr_receive(&r, f, 4, 4096, NULL);
+	/* ERRORS devmemtcp_gpu_gather_release EINVAL */
+	assert_int_equal(devmemtcp_gpu_gather_release(NULL, r.rx, f, 4, &d, 1, stream), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(NULL), "devmemtcp_gpu_gather_release: gpu is NULL");
+	d = (struct devmemtcp_gpu_iov){ dst, 4 * 4096 };
+	assert_int_equal(devmemtcp_gpu_gather_release(gpu, NULL, f, 4, &d, 1, stream), -EINVAL);
+	assert_string_equal(devmemtcp_gpu_errmsg(gpu), "devmemtcp_gpu_gather_release: rx is NULL");
+	assert_int_equal(devmemtcp_gpu_gather_release(gpu, r.rx, NULL, 4, &d, 1, stream), -EINVAL);
+	assert_string_equal(devmemtcp_gpu_errmsg(gpu), "devmemtcp_gpu_gather_release: frags or dsts is NULL with a non-zero count");
+	/* ERRORS devmemtcp_gpu_gather_release ENOSPC */
+	d.len = 4 * 4096 - 1;
+	assert_int_equal(devmemtcp_gpu_gather_release(gpu, r.rx, f, 4, &d, 1, stream), -ENOSPC);
+	assert_string_equal(devmemtcp_gpu_errmsg(gpu), "the fragments hold 16384 bytes but the destinations only 16383: give more room");
+	/* a token rx does not hold: the gather is queued, nothing deferred */
+	d.len = 4 * 4096;
+	f[2].token = GR_TOKENS - 1;
+	assert_int_equal(devmemtcp_gpu_gather_release(gpu, r.rx, f, 4, &d, 1, stream), -EINVAL);
+	assert_non_null(strstr(devmemtcp_gpu_errmsg(gpu),
+			       "(the gather is queued; the fragments are still the caller's)"));
+	CK(cu->cuStreamSynchronize(stream));
+	assert_true(devmemtcp_rx_flush(r.rx) >= 0);
+	assert_int_equal(gr_returned, 0);
+	/* the caller still holds them: released after all */
+	f[2].token = 2;
+	assert_int_equal(devmemtcp_gpu_gather_release(gpu, r.rx, f, 4, &d, 1, stream), 0);
+	assert_true(gr_wait(&r, 4, 10));
+	assert_int_equal(devmemtcp_gpu_gather_release(gpu, r.rx, f, 0, &d, 1, stream), 0);
+	CK(cu->cuMemFree(dst));
+	gr_close(&r);
+}
+
 static void test_release_after_refuses_unknown_tokens(void **state)
 {
 	struct devmemtcp_frag f = { .addr = 0x1000, .len = 1, .token = 7 };
@@ -1417,6 +1684,9 @@ int main(void)
 		T(test_fence_outlives_gpu),
 		T(test_fence_does_not_wait_for_device),
 		T(test_release_after_refuses_unknown_tokens),
+		T(test_gather_release_tokens),
+		T(test_gather_release_every_way),
+		T(test_gather_release_errors),
 	};
 	const char *seed = getenv("DEVMEMTCP_TEST_SEED");
 	const char *only = getenv("DEVMEMTCP_TEST_ONLY");	/* a glob */

@@ -281,6 +281,11 @@ static void c_gpu_fence_new(void)
 	(void)devmemtcp_gpu_fence_new(NULL, NULL, &f);
 }
 static void c_gpu_fence_done(void) { (void)devmemtcp_gpu_fence_done(NULL, false); }
+static void c_gpu_gather_release(void)
+{
+	(void)devmemtcp_gpu_gather_release(NULL, NULL, NULL, 0, NULL, 0, NULL);
+}
+
 static void c_gpu_release_after(void)
 {
 	(void)devmemtcp_gpu_release_after(NULL, NULL, NULL, 0, NULL);
@@ -333,6 +338,7 @@ static const struct {
 	CALL(tx_reap), CALL(tx_wait), CALL(tx_stats), CALL(gpu_new),
 	CALL(gpu_free), CALL(gpu_errmsg), CALL(gpu_gather), CALL(gpu_view),
 	CALL(gpu_fence_new), CALL(gpu_fence_done), CALL(gpu_release_after),
+	CALL(gpu_gather_release),
 	CALL(zcrx_new), CALL(zcrx_free), CALL(zcrx_errmsg), CALL(zcrx_wait),
 	CALL(zcrx_stats),
 };
