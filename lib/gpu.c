@@ -388,33 +388,6 @@ const struct dmt_cuda *dmt_gpu_cuda(const struct devmemtcp_gpu *gpu)
 /* ------------------------------------------------------------------------ */
 /* Gather.                                                                   */
 
-static int gpu_gather_impl(struct devmemtcp_gpu *gpu,
-			   const struct devmemtcp_frag *frags,
-			   size_t n,
-			   const struct devmemtcp_gpu_iov *dsts,
-			   size_t ndst, void *stream)
-{
-	bool pushed;
-	int ret;
-
-	if (!gpu)
-		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_gpu_gather: gpu is NULL");
-	if ((n && !frags) || (ndst && !dsts))
-		return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
-			       "devmemtcp_gpu_gather: frags or dsts is NULL with a non-zero count");
-	if (!gpu->fn_gather)
-		return dmt_err(gpu->ctx, &gpu->err, -EOPNOTSUPP,
-			       "this libdevmemtcp was built without the gather kernels: install the CUDA toolkit (nvcc) and rebuild with -Dcuda=enabled");
-	if (!n)
-		return 0;
-	ret = dmt_gpu_ctx_enter(gpu, &pushed);
-	if (ret)
-		return ret;
-	ret = dmt_gpu_gather(gpu, frags, n, dsts, ndst, NULL, NULL,
-			     (CUstream)stream);
-	dmt_gpu_ctx_leave(gpu, pushed);
-	return ret;
-}
 
 /*
  * A gather whose last launch signals a fence once it has read every
@@ -461,24 +434,26 @@ static int gather_release(struct devmemtcp_gpu *gpu, struct devmemtcp_rx *rx,
 	return 0;
 }
 
-static int gpu_gather_release_impl(struct devmemtcp_gpu *gpu,
-				   struct devmemtcp_rx *rx,
-				   const struct devmemtcp_frag *frags,
-				   size_t n,
-				   const struct devmemtcp_gpu_iov *dsts,
-				   size_t ndst, void *stream)
+
+/* devmemtcp_gpu_gather, and with release (rx) devmemtcp_gpu_gather_release;
+ * fn: the public call, for messages. */
+static int gpu_gather_impl(struct devmemtcp_gpu *gpu, struct devmemtcp_rx *rx,
+			   bool release, const struct devmemtcp_frag *frags,
+			   size_t n, const struct devmemtcp_gpu_iov *dsts,
+			   size_t ndst, void *stream, const char *fn)
 {
 	bool pushed;
 	int ret;
 
 	if (!gpu)
-		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_gpu_gather_release: gpu is NULL");
-	if (!rx)
-		return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
-			       "devmemtcp_gpu_gather_release: rx is NULL");
+		return dmt_err(NULL, NULL, -EINVAL, "%s: gpu is NULL", fn);
+	if (release && !rx)
+		return dmt_err(gpu->ctx, &gpu->err, -EINVAL, "%s: rx is NULL",
+			       fn);
 	if ((n && !frags) || (ndst && !dsts))
 		return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
-			       "devmemtcp_gpu_gather_release: frags or dsts is NULL with a non-zero count");
+			       "%s: frags or dsts is NULL with a non-zero count",
+			       fn);
 	if (!gpu->fn_gather)
 		return dmt_err(gpu->ctx, &gpu->err, -EOPNOTSUPP,
 			       "this libdevmemtcp was built without the gather kernels: install the CUDA toolkit (nvcc) and rebuild with -Dcuda=enabled");
@@ -487,7 +462,10 @@ static int gpu_gather_release_impl(struct devmemtcp_gpu *gpu,
 	ret = dmt_gpu_ctx_enter(gpu, &pushed);
 	if (ret)
 		return ret;
-	ret = gather_release(gpu, rx, frags, n, dsts, ndst, (CUstream)stream);
+	ret = release ? gather_release(gpu, rx, frags, n, dsts, ndst,
+				       (CUstream)stream)
+		      : dmt_gpu_gather(gpu, frags, n, dsts, ndst, NULL, NULL,
+				       (CUstream)stream);
 	dmt_gpu_ctx_leave(gpu, pushed);
 	return ret;
 }
@@ -574,7 +552,8 @@ DEVMEMTCP_EXPORT int devmemtcp_gpu_gather(struct devmemtcp_gpu *gpu,
 {
 	DMT_KEEP_ERRNO;
 	int saved = errno;
-	int ret = gpu_gather_impl(gpu, frags, n, dsts, ndst, stream);
+	int ret = gpu_gather_impl(gpu, NULL, false, frags, n, dsts, ndst,
+				  stream, "devmemtcp_gpu_gather");
 
 	errno = saved;
 	return ret;
@@ -587,8 +566,8 @@ DEVMEMTCP_EXPORT int devmemtcp_gpu_gather_release(
 {
 	DMT_KEEP_ERRNO;
 	int saved = errno;
-	int ret = gpu_gather_release_impl(gpu, rx, frags, n, dsts, ndst,
-					  stream);
+	int ret = gpu_gather_impl(gpu, rx, true, frags, n, dsts, ndst, stream,
+				  "devmemtcp_gpu_gather_release");
 
 	errno = saved;
 	return ret;
