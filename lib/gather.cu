@@ -355,10 +355,10 @@ fence_signal(const struct dmt_gather_fence &f)
 // parameter, or over PCIe from a pinned slot that the CPU filled before
 // the launch), then wait (griddepcontrol.wait) until every earlier grid
 // has completed and its writes are visible, and only then touch the
-// fragments or the destinations.  Every gather lets the next one start as soon as all
-// its own blocks are running, so back-to-back gathers overlap one's
-// launch and descriptor loads with the previous one's copying.  A kernel
-// launched without the attribute returns from the wait at once.
+// fragments or the destinations.  Every gather lets the next one start as
+// soon as all its own blocks are running, so back-to-back gathers overlap
+// one's launch and descriptor loads with the previous one's copying.  A
+// kernel launched without the attribute returns from the wait at once.
 static __device__ __forceinline__ void pdl_allow_next(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

@@ -17,11 +17,12 @@
  * cuLaunchKernelEx): it may start while the kernel before it on the
  * stream finishes, loads its descriptors, and waits for that kernel before
  * it touches memory (gather.cu).  Not with DEVMEMTCP_GPU_DESC_COPY, whose
- * descriptors a copy on the stream brings just before the kernel.  Gathers back to back on a stream, the
- * way a data loader queues them, thus overlap one's launch with the
- * previous one's copying: on an H200 the 4 KiB-fragment gathers of 64 KiB
- * to 4 MiB took 1.2 to 1.5 times less GPU time than one
- * cuMemcpyDtoDAsync each of the same bytes (bench/results).
+ * descriptors a copy on the stream brings just before the kernel.
+ * Gathers back to back on a stream, the way a data loader queues them,
+ * thus overlap one's launch with the previous one's copying: on an H200
+ * the 4 KiB-fragment gathers of 64 KiB to 4 MiB ran at 1.1 to 1.6 times
+ * the speed of one cuMemcpyDtoDAsync each of the same bytes
+ * (bench/results/gather-h200-round3.md).
  *
  * With DEVMEMTCP_GPU_GRAPHS an inline gather is queued instead through a
  * CUDA graph of one kernel node, kept per stream and kernel size: the node
@@ -203,8 +204,8 @@ static int gather_slots(struct devmemtcp_gpu *gpu,
 		if (!b.nd)
 			continue;	/* only holes */
 		geometry(gpu, &b, true, &g);
-		/* the fence rides on the last launch: it starts after the
-		 * others ended (same stream), so it ends last */
+		/* the fence rides on the last launch: it copies only once
+		 * the others ended (same stream), so it ends last */
 		ret = persist ? dmt_persist_queue(gpu, s, &b, &g, stream)
 			      : slot_launch(gpu, s, &b, &g,
 					    cur.i == n ? fence : NULL, fenced,
