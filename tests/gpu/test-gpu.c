@@ -1084,20 +1084,29 @@ static void test_view_of_received(void **state)
 
 /* ---- deferred release --------------------------------------------------- */
 
-static uint8_t live[4096];
-static int dontneed_calls;
+/* Tokens the application holds (1), as received; returned by
+ * count_dontneed, which fails the test on a token returned twice or never
+ * received, and counts what came back in `returned`. */
+#define NTOKENS (1u << 16)
+static uint8_t live[NTOKENS];
+static uint32_t returned;
 
-static int fake_dontneed(void *arg, const struct dmt_dmabuf_token *t, size_t n)
+static int count_dontneed(void *arg, const struct dmt_dmabuf_token *t,
+			  size_t n)
 {
 	int freed = 0;
 
-	dontneed_calls++;
+	(void)arg;
 	for (size_t i = 0; i < n; i++)
-		for (uint32_t j = 0; j < t[i].token_count; j++)
-			if (live[t[i].token_start + j]) {
-				live[t[i].token_start + j] = 0;
-				freed++;
-			}
+		for (uint32_t j = 0; j < t[i].token_count; j++) {
+			uint32_t tok = t[i].token_start + j;
+
+			if (tok >= NTOKENS || !live[tok])
+				fail_msg("token %u returned twice or never received", tok);
+			live[tok] = 0;
+			freed++;
+		}
+	returned += (uint32_t)freed;
 	return freed;
 }
 
@@ -1122,7 +1131,7 @@ static void fence_holds_tokens(struct devmemtcp_gpu *g)
 	total = make_frags(f, n, D_4K, false);
 	CK(cu->cuMemAlloc(&mem, total));
 	dst = (struct devmemtcp_gpu_iov){ mem, total };
-	dmt_tokens_init(&t, 0, fake_dontneed, NULL);
+	dmt_tokens_init(&t, 0, count_dontneed, NULL);
 	for (size_t i = 0; i < n; i++) {
 		assert_int_equal(dmt_tokens_received(&t, f[i].token), 0);
 		live[f[i].token] = 1;
@@ -1345,34 +1354,10 @@ static void test_fence_does_not_wait_for_device(void **state)
 	CK(cu->cuStreamDestroy(other));
 }
 
-/* release_after through a real receiver: tokens it never handed out are
- * refused and the fence is not leaked. */
 /* ---- devmemtcp_gpu_gather_release ---------------------------------------- */
 
-#define GR_TOKENS (1u << 16)
-static uint8_t gr_live[GR_TOKENS];	/* 1: with the application */
-static uint32_t gr_returned;
-
-static int gr_dontneed(void *arg, const struct dmt_dmabuf_token *t, size_t n)
-{
-	int freed = 0;
-
-	(void)arg;
-	for (size_t i = 0; i < n; i++)
-		for (uint32_t j = 0; j < t[i].token_count; j++) {
-			uint32_t tok = t[i].token_start + j;
-
-			if (tok >= GR_TOKENS || !gr_live[tok])
-				fail_msg("token %u returned twice or never received", tok);
-			gr_live[tok] = 0;
-			freed++;
-		}
-	gr_returned += (uint32_t)freed;
-	return freed;
-}
-
 /* A receiver whose binding 1 is srcs[0] (dma-buf offset = offset in it),
- * its token returns counted by gr_dontneed. */
+ * its token returns counted by count_dontneed. */
 struct gr {
 	struct devmemtcp_buf *buf;
 	struct devmemtcp_rx *rx;
@@ -1385,8 +1370,8 @@ static void gr_open(struct gr *r)
 	const struct devmemtcp_segment *seg;
 	struct devmemtcp_segment s;
 
-	memset(gr_live, 0, sizeof(gr_live));
-	gr_returned = 0;
+	memset(live, 0, sizeof(live));
+	returned = 0;
 	r->next_tok = 0;
 	devmemtcp_buf_segments(srcs[0].buf, &seg);
 	s = (struct devmemtcp_segment){ 0, srcs[0].size, seg[0].addr };
@@ -1396,7 +1381,7 @@ static void gr_open(struct gr *r)
 	assert_int_equal(dmt_buf_set_segments(r->buf, &s, 1), 0);
 	assert_int_equal(devmemtcp_rx_new(ctx, r->sv[1], NULL, &r->rx), 0);
 	assert_int_equal(devmemtcp_rx_add_buf(r->rx, 1, r->buf), 0);
-	dmt_rx_tokens(r->rx)->dontneed = gr_dontneed;
+	dmt_rx_tokens(r->rx)->dontneed = count_dontneed;
 }
 
 static void gr_close(struct gr *r)
@@ -1424,12 +1409,12 @@ static void gr_receive(struct gr *r, struct devmemtcp_frag *f, uint32_t n,
 		struct dmt_dmabuf_cmsg d = {
 			.frag_offset = rnd_range(0, srcs[0].size / len - 1) * len,
 			.frag_size = len,
-			.frag_token = r->next_tok % GR_TOKENS,
+			.frag_token = r->next_tok % NTOKENS,
 			.dmabuf_id = 1,
 		};
 
-		assert_int_equal(gr_live[d.frag_token], 0);
-		gr_live[d.frag_token] = 1;
+		assert_int_equal(live[d.frag_token], 0);
+		live[d.frag_token] = 1;
 		r->next_tok++;
 		cm->cmsg_level = SOL_SOCKET;
 		cm->cmsg_type = SCM_DEVMEM_DMABUF;
@@ -1449,9 +1434,9 @@ static bool gr_wait(struct gr *r, uint32_t count, double timeout_s)
 {
 	double t0 = now_s();
 
-	while (gr_returned < count && now_s() - t0 < timeout_s)
+	while (returned < count && now_s() - t0 < timeout_s)
 		assert_true(devmemtcp_rx_flush(r->rx) >= 0);
-	return gr_returned >= count;
+	return returned >= count;
 }
 
 /*
@@ -1490,7 +1475,7 @@ static void test_gather_release_tokens(void **state)
 	assert_int_equal(dmt_gpu_spin(gpu, stream, after_ns), 0);
 	/* the kernel before still runs: nothing back */
 	assert_true(devmemtcp_rx_flush(r.rx) >= 0);
-	assert_int_equal(gr_returned, 0);
+	assert_int_equal(returned, 0);
 	assert_true(now_s() - t0 < before_ns / 1e9);	/* else this proves nothing */
 	assert_true(gr_wait(&r, 64, after_ns / 1e9));
 	t_back = now_s() - t0;
@@ -1500,7 +1485,7 @@ static void test_gather_release_tokens(void **state)
 	CK(cu->cuMemcpyDtoH(got, dst, 64 * 4096));
 	assert_memory_equal(got, want, 64 * 4096);
 	for (uint32_t i = 0; i < 64; i++)
-		assert_int_equal(gr_live[f[i].token], 0);
+		assert_int_equal(live[f[i].token], 0);
 	CK(cu->cuMemFree(dst));
 	gr_close(&r);
 	free(want);
@@ -1558,7 +1543,7 @@ static void test_gather_release_every_way(void **state)
 			}
 		}
 		assert_true(gr_wait(&r, sent, 30));
-		assert_int_equal(gr_returned, sent);
+		assert_int_equal(returned, sent);
 		/* launches signalled them, but for events and the persistent
 		 * kernel (after the stream) */
 		assert_int_equal(hs[h]->kernel_fences - fences0, h < 2 ? CALLS : 0);
@@ -1598,13 +1583,13 @@ static void test_gather_release_errors(void **state)
 	assert_string_equal(devmemtcp_gpu_errmsg(gpu), "the fragments hold 16384 bytes but the destinations only 16383: give more room");
 	/* a token rx does not hold: the gather is queued, nothing deferred */
 	d.len = 4 * 4096;
-	f[2].token = GR_TOKENS - 1;
+	f[2].token = NTOKENS - 1;
 	assert_int_equal(devmemtcp_gpu_gather_release(gpu, r.rx, f, 4, &d, 1, stream), -EINVAL);
 	assert_non_null(strstr(devmemtcp_gpu_errmsg(gpu),
 			       "(the gather is queued; the fragments are still the caller's)"));
 	CK(cu->cuStreamSynchronize(stream));
 	assert_true(devmemtcp_rx_flush(r.rx) >= 0);
-	assert_int_equal(gr_returned, 0);
+	assert_int_equal(returned, 0);
 	/* the caller still holds them: released after all */
 	f[2].token = 2;
 	assert_int_equal(devmemtcp_gpu_gather_release(gpu, r.rx, f, 4, &d, 1, stream), 0);
@@ -1614,6 +1599,8 @@ static void test_gather_release_errors(void **state)
 	gr_close(&r);
 }
 
+/* release_after through a real receiver: tokens it never handed out are
+ * refused and the fence is not leaked. */
 static void test_release_after_refuses_unknown_tokens(void **state)
 {
 	struct devmemtcp_frag f = { .addr = 0x1000, .len = 1, .token = 7 };
