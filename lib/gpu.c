@@ -342,7 +342,7 @@ static int gpu_new_impl(struct devmemtcp_ctx *ctx,
 		goto err_free;
 	ret = gpu_load_kernels(gpu);
 	gpu_knobs(gpu);
-	dmt_gpu_graphs_init(gpu);
+	dmt_gpu_launch_init(gpu);
 	dmt_gpu_fences_init(gpu);
 	if (!ret)
 		ret = gpu_alloc_slots(gpu);

@@ -198,7 +198,7 @@ void dmt_gpu_ctx_leave(struct devmemtcp_gpu *gpu, bool pushed);
 /* gpu_launch.c: decide at devmemtcp_gpu_new how inline gathers are
  * launched (graphs, programmatic dependent launch); destroy the handle's
  * graphs (the context current). */
-void dmt_gpu_graphs_init(struct devmemtcp_gpu *gpu);
+void dmt_gpu_launch_init(struct devmemtcp_gpu *gpu);
 void dmt_gpu_graphs_fini(struct devmemtcp_gpu *gpu);
 
 /* gpu_launch.c: the whole gather (validated already: n > 0), by launches

@@ -272,7 +272,7 @@ static void fence_put(struct devmemtcp_gpu_fence *f)
 }
 
 /* Never handed out, its write still to come: retired until it lands. */
-static void fence_retire(struct devmemtcp_gpu_fence *f)
+void dmt_gpu_fence_retire(struct devmemtcp_gpu_fence *f)
 {
 	struct devmemtcp_gpu *gpu = f->gpu;
 
@@ -544,11 +544,6 @@ void dmt_gpu_fence_kernel_end(struct devmemtcp_gpu_fence *f,
 	f->seq = kf->seq;
 }
 
-void dmt_gpu_fence_retire(struct devmemtcp_gpu_fence *f)
-{
-	fence_retire(f);
-}
-
 int dmt_gpu_release_after(struct devmemtcp_gpu *gpu, struct devmemtcp_rx *rx,
 			  const struct devmemtcp_frag *frags, size_t n,
 			  void *stream)
@@ -562,7 +557,7 @@ int dmt_gpu_release_after(struct devmemtcp_gpu *gpu, struct devmemtcp_rx *rx,
 	ret = devmemtcp_rx_release_after(rx, frags, n, devmemtcp_gpu_fence_done,
 					 f);
 	if (ret < 0) {
-		fence_retire(f);
+		dmt_gpu_fence_retire(f);
 		return dmt_err(gpu->ctx, &gpu->err, ret,
 			       "devmemtcp_rx_release_after: %s",
 			       devmemtcp_rx_errmsg(rx));

@@ -218,7 +218,7 @@ static int gather_slots(struct devmemtcp_gpu *gpu,
 
 /* ---- inline launches through graphs ---------------------------------------- */
 
-void dmt_gpu_graphs_init(struct devmemtcp_gpu *gpu)
+void dmt_gpu_launch_init(struct devmemtcp_gpu *gpu)
 {
 	const struct dmt_cuda *cu = gpu->cu;
 
