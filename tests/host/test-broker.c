@@ -867,36 +867,39 @@ static int bind_through(void)
 	return ret;
 }
 
+/* An open and a bind-rx through the broker at path both fail with err,
+ * its name in the message. */
+static void expect_unreachable(const char *path, int err, const char *name)
+{
+	char want[512];
+
+	snprintf(want, sizeof(want),
+		 "cannot reach devmemtcp-broker at %s: %s: start it (systemctl start devmemtcp-broker.socket), or run with CAP_NET_ADMIN",
+		 path, name);
+	assert_int_equal(open_through(), err);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	assert_int_equal(bind_through(), err);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+}
+
 static void test_transport(void **state)
 {
-	char path[128], want[512];
+	char path[128];
 	int lfd, st;
 	pid_t pid;
 
 	snprintf(path, sizeof(path), "%s/none.sock", dir);
 	setenv("DEVMEMTCP_BROKER_SOCKET", path, 1);
 	unlink(path);
-	snprintf(want, sizeof(want),
-		 "cannot reach devmemtcp-broker at %s: ENOENT: start it (systemctl start devmemtcp-broker.socket), or run with CAP_NET_ADMIN",
-		 path);
 	/* ERRORS devmemtcp_nic_open ENOENT */
-	assert_int_equal(open_through(), -ENOENT);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
 	/* ERRORS devmemtcp_bind_rx ENOENT */
-	assert_int_equal(bind_through(), -ENOENT);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	expect_unreachable(path, -ENOENT, "ENOENT");
 
 	/* the socket file of a broker that was killed */
 	lfd = fake_socket(path, false);
-	snprintf(want, sizeof(want),
-		 "cannot reach devmemtcp-broker at %s: ECONNREFUSED: start it (systemctl start devmemtcp-broker.socket), or run with CAP_NET_ADMIN",
-		 path);
 	/* ERRORS devmemtcp_nic_open ECONNREFUSED */
-	assert_int_equal(open_through(), -ECONNREFUSED);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
 	/* ERRORS devmemtcp_bind_rx ECONNREFUSED */
-	assert_int_equal(bind_through(), -ECONNREFUSED);
-	assert_string_equal(devmemtcp_ctx_errmsg(ctx), want);
+	expect_unreachable(path, -ECONNREFUSED, "ECONNREFUSED");
 	close(lfd);
 
 	/* one that hangs up on the request (exited, killed mid-setup) */
