@@ -41,7 +41,7 @@ before=$(state)
 ip netns exec dmtB "$tool" recv -i dsim1 -p 5411 -l 10.77.0.2 -s -v -e 16777216 \
 	--provider drm >/tmp/drm-recv.log 2>&1 &
 rpid=$!
-sleep 1
+ip netns exec dmtB "$harness" wait-listen 5411 || fail "no receiver on port 5411"
 ip netns exec dmtA "$tool" send -i dsim0 -c 10.77.0.2 -p 5411 -n 16M -z 4097 \
 	--provider drm || fail "devmemtcp send --provider drm"
 wait $rpid; rc=$?

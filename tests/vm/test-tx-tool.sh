@@ -32,7 +32,7 @@ fi
 # 1. pattern, small pieces, validated by devmem RX
 ip netns exec dmtB "$tool" recv -i dsim1 -p 5401 -l 10.77.0.2 -s -v -e 33554432 >/tmp/tx-tool-recv.log 2>&1 &
 rpid=$!
-sleep 1
+ip netns exec dmtB "$harness" wait-listen 5401 || fail "no receiver on port 5401"
 tx -p 5401 -n 32M -z 4097 || fail "devmemtcp send (pattern)"
 wait $rpid; rc=$?
 cat /tmp/tx-tool-recv.log
@@ -41,7 +41,7 @@ cat /tmp/tx-tool-recv.log
 # 2. a file through a 64 KiB ring (4 slots, reused) to a plain receiver
 ip netns exec dmtB nc -l -p 5402 >/tmp/tx-tool-got &
 npid=$!
-sleep 1
+ip netns exec dmtB "$harness" wait-listen 5402 || fail "no receiver on port 5402"
 tx -p 5402 -f "$tool" -b 64K -C 16K || fail "devmemtcp send -f"
 wait $npid
 cmp "$tool" /tmp/tx-tool-got || fail "the file arrived changed"
