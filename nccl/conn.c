@@ -4,7 +4,9 @@
  * (control and data), connect opens both without blocking and sends a
  * hello on the control socket carrying the handle's nonce and the data
  * socket's source port, accept pairs the two up.  NCCL calls connect and
- * accept again and again until they return a comm.
+ * accept again and again until they return a comm.  Everything in a handle
+ * and a hello comes from the peer (wire.h checks it): no byte of either
+ * is trusted as a pointer or an index.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -122,28 +124,6 @@ static int listen_socket(const struct dmtn_dev *d, uint16_t *port)
 	return fd;
 }
 
-static void handle_fill(struct dmtn_handle *h, const struct dmtn_dev *d,
-			const struct dmtn_comm *l, uint16_t ctrl_port,
-			uint16_t data_port)
-{
-	memset(h, 0, NCCL_NET_HANDLE_MAXSIZE);
-	h->magic = DMTN_HANDLE_MAGIC;
-	h->version = DMTN_PROTO_VERSION;
-	h->family = (uint16_t)d->addr.ss_family;
-	if (d->addr.ss_family == AF_INET) {
-		memcpy(h->addr, &((const struct sockaddr_in *)&d->addr)->sin_addr, 4);
-	} else {
-		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&d->addr;
-
-		memcpy(h->addr, &s6->sin6_addr, 16);
-		h->scope_id = s6->sin6_scope_id;
-	}
-	h->ctrl_port = ctrl_port;
-	h->data_port = data_port;
-	h->nonce = l->nonce;
-	h->stage = NULL;
-}
-
 nccl_result_t dmtn_listen(int dev, void *handle, void **listen_comm)
 {
 	struct dmtn_comm *l;
@@ -169,15 +149,19 @@ nccl_result_t dmtn_listen(int dev, void *handle, void **listen_comm)
 		DMTN_WARN("listen on %s: %s", d->name, strerror(-ret));
 		goto err;
 	}
-	if (getrandom(&l->nonce, sizeof(l->nonce), 0) != sizeof(l->nonce)) {
-		DMTN_WARN("listen: getrandom: %s", strerror(errno));
-		goto err;
-	}
+	/* never 0: connect refuses a handle with nonce 0 */
+	do {
+		if (getrandom(&l->nonce, sizeof(l->nonce), 0) != sizeof(l->nonce)) {
+			DMTN_WARN("listen: getrandom: %s", strerror(errno));
+			goto err;
+		}
+	} while (!l->nonce);
 	/* Steer the data port before the handle leaves: the peer's first
 	 * bytes already land in the bound buffer. */
 	if (d->devmem && dmtn.cfg.rx)
 		dmtn_devmem_steer(d, ntohs(dport), &l->flow);
-	handle_fill(handle, d, l, cport, dport);
+	dmtn_handle_write(handle, (const struct sockaddr *)&d->addr, cport, dport,
+			  l->nonce);
 	*listen_comm = l;
 	return NCCL_OK;
 err:
@@ -198,50 +182,171 @@ nccl_result_t dmtn_close_listen(void *listen_comm)
 
 /* ---- connect ------------------------------------------------------------ */
 
-static int handle_addr(const struct dmtn_handle *h, uint16_t port,
-		       struct sockaddr_storage *ss, socklen_t *len)
+/*
+ * Connections in progress.  NCCL calls connect again and again with the
+ * same handle buffer (the one its proxy keeps for that connection) until a
+ * comm comes back, so the connection in progress must be found from the
+ * handle; but the handle's bytes come from the peer, through NCCL's
+ * bootstrap, which nothing authenticates.  So the handle never holds a
+ * pointer: the first call puts the connection in this process's table
+ * and writes, into the 16 connector bytes that listen leaves zero, the
+ * slot and a random 64-bit key this process chose (it never leaves the
+ * process).  A later call finds the connection only when the slot is
+ * within the table, holds a connection in progress with that key, and was
+ * made for the same peer bytes (address, ports, nonce).
+ *
+ * So the same bytes from the peer can mean two things, told apart by the
+ * connector bytes alone: zero, a new connection; non-zero, the connection
+ * this buffer started.  A second buffer holding the same listen handle is
+ * a second connection to that listen, never a share of the first one's
+ * (each NCCL connector keeps its own buffer), and a buffer whose connect
+ * returned a comm or failed has its connector bytes zeroed again: it reads
+ * as listen wrote it, and a later connect with it is a new connection.
+ * Connector bytes that find nothing (written by the peer, or a copy of a
+ * buffer whose connect another call finished) are refused with
+ * ncclInternalError, never followed.
+ */
+struct dmtn_stage {
+	uint64_t key;		/* 0: a free slot */
+	bool busy;		/* a call is stepping it */
+	struct dmtn_comm *comm;
+	uint8_t peer[DMTN_HANDLE_PEER_BYTES];
+};
+
+#define DMTN_STAGE_MAX 65536	/* connections in progress at once */
+
+static struct {
+	pthread_mutex_t lock;
+	struct dmtn_stage *v;
+	size_t n;
+} stages = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* The handle buffer is NCCL's: no alignment is promised, so its
+ * connector bytes are copied, never read or written as fields. */
+static void stage_write(void *h, uint64_t key, uint64_t slot)
 {
-	memset(ss, 0, sizeof(*ss));
-	if (h->family == AF_INET) {
-		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-
-		s4->sin_family = AF_INET;
-		s4->sin_port = port;
-		memcpy(&s4->sin_addr, h->addr, 4);
-		*len = sizeof(*s4);
-		return 0;
-	}
-	if (h->family == AF_INET6) {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-
-		s6->sin6_family = AF_INET6;
-		s6->sin6_port = port;
-		memcpy(&s6->sin6_addr, h->addr, 16);
-		s6->sin6_scope_id = h->scope_id;
-		*len = sizeof(*s6);
-		return 0;
-	}
-	return -EAFNOSUPPORT;
+	memcpy((char *)h + offsetof(struct dmtn_handle, stage_key), &key,
+	       sizeof(key));
+	memcpy((char *)h + offsetof(struct dmtn_handle, stage_slot), &slot,
+	       sizeof(slot));
 }
 
-static int connect_socket(const struct dmtn_handle *h, uint16_t port,
+/* Record c, in progress for handle h: 0, -ENOMEM or -ENOSPC. */
+static int stage_add(struct dmtn_comm *c, void *h)
+{
+	uint64_t key;
+	size_t i;
+	int ret = 0;
+
+	do {
+		if (getrandom(&key, sizeof(key), 0) != sizeof(key))
+			return -errno;
+	} while (!key);
+	pthread_mutex_lock(&stages.lock);
+	for (i = 0; i < stages.n && stages.v[i].key; i++)
+		;
+	if (i == stages.n) {
+		size_t n = stages.n ? 2 * stages.n : 16;
+		struct dmtn_stage *v;
+
+		if (n > DMTN_STAGE_MAX) {
+			ret = -ENOSPC;
+			goto out;
+		}
+		v = realloc(stages.v, n * sizeof(*v));
+		if (!v) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		memset(v + stages.n, 0, (n - stages.n) * sizeof(*v));
+		stages.v = v;
+		stages.n = n;
+	}
+	stages.v[i] = (struct dmtn_stage){ .key = key, .busy = true, .comm = c };
+	memcpy(stages.v[i].peer, h, DMTN_HANDLE_PEER_BYTES);
+	stage_write(h, key, i + 1);
+out:
+	pthread_mutex_unlock(&stages.lock);
+	return ret;
+}
+
+/* The connection in progress the connector bytes of handle h (parsed
+ * into p) name, or NULL. */
+static struct dmtn_comm *stage_claim(const struct dmtn_peer *p, const void *h)
+{
+	struct dmtn_comm *c = NULL;
+	struct dmtn_stage *s;
+
+	pthread_mutex_lock(&stages.lock);
+	if (p->stage_slot < 1 || p->stage_slot > stages.n)
+		goto out;
+	s = &stages.v[p->stage_slot - 1];
+	if (!s->key || s->key != p->stage_key || s->busy ||
+	    memcmp(s->peer, h, DMTN_HANDLE_PEER_BYTES))
+		goto out;
+	s->busy = true;
+	c = s->comm;
+out:
+	pthread_mutex_unlock(&stages.lock);
+	return c;
+}
+
+/* The call that claimed the connection in slot (of handle h) is done
+ * with it: still in progress, or finished (a comm or an error: the slot is
+ * freed and h reads as listen wrote it). */
+static void stage_release(void *h, uint64_t slot, bool finished)
+{
+	struct dmtn_stage *s;
+
+	pthread_mutex_lock(&stages.lock);
+	s = &stages.v[slot - 1];
+	s->busy = false;
+	if (finished) {
+		memset(s, 0, sizeof(*s));
+		stage_write(h, 0, 0);
+	}
+	pthread_mutex_unlock(&stages.lock);
+}
+
+void dmtn_stage_teardown(void)
+{
+	size_t i;
+
+	pthread_mutex_lock(&stages.lock);
+	for (i = 0; i < stages.n; i++) {
+		struct dmtn_stage *s = &stages.v[i];
+
+		/* NCCL never finalizes during a connect; if it did, the
+		 * comm of that call is left to it */
+		if (!s->key || s->busy)
+			continue;
+		dmtn_comm_free(s->comm);
+		memset(s, 0, sizeof(*s));
+	}
+	for (i = 0; i < stages.n && !stages.v[i].key; i++)
+		;
+	if (i == stages.n) {
+		free(stages.v);
+		stages.v = NULL;
+		stages.n = 0;
+	}
+	pthread_mutex_unlock(&stages.lock);
+}
+
+static int connect_socket(const struct sockaddr_storage *ss, socklen_t len,
 			  const char *bind_dev, int traffic_class)
 {
-	struct sockaddr_storage ss;
-	socklen_t len;
 	int fd, err;
 
-	if (handle_addr(h, port, &ss, &len))
-		return -EAFNOSUPPORT;
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
-	sock_tune(fd, ss.ss_family, traffic_class);
+	sock_tune(fd, ss->ss_family, traffic_class);
 	/* devmem TX sends only through the device the dma-buf is bound to */
 	if (bind_dev && setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, bind_dev,
 				   (socklen_t)strlen(bind_dev)))
 		goto err;
-	if (connect(fd, (struct sockaddr *)&ss, len) && errno != EINPROGRESS)
+	if (connect(fd, (const struct sockaddr *)ss, len) && errno != EINPROGRESS)
 		goto err;
 	return fd;
 err:
@@ -278,7 +383,7 @@ static int send_some(int fd, const void *buf, size_t len, size_t *off)
 	return 1;
 }
 
-static int connect_start(struct dmtn_comm *c, const struct dmtn_handle *h)
+static int connect_start(struct dmtn_comm *c, const struct dmtn_peer *p)
 {
 	const struct dmtn_dev *d = &dmtn.dev[c->dev];
 	const char *bind_dev = d->devmem && dmtn.cfg.tx ? d->name : NULL;
@@ -286,11 +391,11 @@ static int connect_start(struct dmtn_comm *c, const struct dmtn_handle *h)
 	socklen_t len = sizeof(ss);
 	int fd;
 
-	fd = connect_socket(h, h->ctrl_port, NULL, c->traffic_class);
+	fd = connect_socket(&p->ctrl, p->addrlen, NULL, c->traffic_class);
 	if (fd < 0)
 		return fd;
 	c->ctrl_fd = fd;
-	fd = connect_socket(h, h->data_port, bind_dev, c->traffic_class);
+	fd = connect_socket(&p->data, p->addrlen, bind_dev, c->traffic_class);
 	if (fd < 0)
 		return fd;
 	c->data_fd = fd;
@@ -303,7 +408,7 @@ static int connect_start(struct dmtn_comm *c, const struct dmtn_handle *h)
 		.data_port = ss.ss_family == AF_INET
 				     ? ((struct sockaddr_in *)&ss)->sin_port
 				     : ((struct sockaddr_in6 *)&ss)->sin6_port,
-		.nonce = h->nonce,
+		.nonce = p->nonce,
 	};
 	c->stage = 1;
 	return 0;
@@ -342,10 +447,12 @@ static void log_send_path(const struct dmtn_comm *c)
 nccl_result_t dmtn_connect(int dev, int traffic_class, void *handle,
 			   void **send_comm)
 {
-	struct dmtn_handle *h = handle;
+	void *h = handle;
+	struct dmtn_peer peer;
 	struct dmtn_comm *c;
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
+	char why[160];
 	int ret;
 
 	if (!h || !send_comm)
@@ -355,29 +462,53 @@ nccl_result_t dmtn_connect(int dev, int traffic_class, void *handle,
 		DMTN_WARN("connect: no device %d (there are %d)", dev, dmtn.ndev);
 		return NCCL_ERR_INVALID_ARGUMENT;
 	}
-	if (h->magic != DMTN_HANDLE_MAGIC || h->version != DMTN_PROTO_VERSION) {
-		DMTN_WARN("connect: the handle (magic %#x, version %u) was not made by listen of this plugin (magic %#x, version %u): are both ranks using libnccl-net-devmemtcp?",
-			  h->magic, h->version, DMTN_HANDLE_MAGIC,
-			  DMTN_PROTO_VERSION);
+	switch (dmtn_handle_parse(h, &peer, why, sizeof(why))) {
+	case DMTN_HANDLE_OK:
+		break;
+	case DMTN_HANDLE_FOREIGN:
+		DMTN_WARN("connect: the handle (%s) was not made by listen of this plugin (magic %#x, version %u): are both ranks using libnccl-net-devmemtcp?",
+			  why, DMTN_HANDLE_MAGIC, DMTN_PROTO_VERSION);
+		return NCCL_ERR_INTERNAL;
+	default:
+		DMTN_WARN("connect: the handle from the listening rank is not valid: %s; it was changed on its way (NCCL's bootstrap is not authenticated) or written by another version of this plugin",
+			  why);
 		return NCCL_ERR_INTERNAL;
 	}
-	c = h->stage;
-	if (!c) {
+	if (!peer.stage_key && !peer.stage_slot) {
 		c = comm_alloc(DMTN_COMM_SEND, dev);
 		if (!c)
 			return NCCL_ERR_SYSTEM;
 		c->traffic_class = traffic_class;
-		h->stage = c;
-		ret = connect_start(c, h);
+		ret = stage_add(c, h);
+		if (ret < 0) {
+			DMTN_WARN("connect: %s", ret == -ENOSPC
+				  ? "65536 connections are in progress already"
+				  : strerror(-ret));
+			dmtn_comm_free(c);
+			return NCCL_ERR_SYSTEM;
+		}
+		memcpy(&peer.stage_slot,
+		       (char *)h + offsetof(struct dmtn_handle, stage_slot),
+		       sizeof(peer.stage_slot));
+		ret = connect_start(c, &peer);
 		if (ret < 0)
 			goto err;
+	} else {
+		c = stage_claim(&peer, h);
+		if (!c) {
+			DMTN_WARN("connect: the handle names a connection in progress (slot %llu) that this process did not start or has finished: listen writes its bytes 40 to 55 as zeros, so the handle was changed on its way (NCCL's bootstrap is not authenticated) or copied while its connect was in progress",
+				  (unsigned long long)peer.stage_slot);
+			return NCCL_ERR_INTERNAL;
+		}
 	}
 	ret = connect_step(c);
 	if (ret < 0)
 		goto err;
-	if (!ret)
+	if (!ret) {
+		stage_release(h, peer.stage_slot, false);
 		return NCCL_OK;
-	h->stage = NULL;
+	}
+	stage_release(h, peer.stage_slot, true);
 	c->stage = 0;
 	if (!getpeername(c->data_fd, (struct sockaddr *)&ss, &len))
 		addr_text((struct sockaddr *)&ss, len, c->peer, sizeof(c->peer));
@@ -385,11 +516,11 @@ nccl_result_t dmtn_connect(int dev, int traffic_class, void *handle,
 	*send_comm = c;
 	return NCCL_OK;
 err:
-	handle_addr(h, h->ctrl_port, &ss, &len);
-	addr_text((struct sockaddr *)&ss, len, c->peer, sizeof(c->peer));
+	stage_release(h, peer.stage_slot, true);
+	addr_text((const struct sockaddr *)&peer.ctrl, peer.addrlen, c->peer,
+		  sizeof(c->peer));
 	DMTN_WARN("connect to %s from %s: %s", c->peer, dmtn.dev[dev].name,
 		  strerror(-ret));
-	h->stage = NULL;
 	dmtn_comm_free(c);
 	return NCCL_ERR_SYSTEM;
 }

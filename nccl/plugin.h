@@ -22,6 +22,7 @@
 #include <sys/types.h>
 
 #include "net_abi.h"
+#include "wire.h"
 
 #define DMTN_NAME "DevmemTCP"
 #define DMTN_MAX_DEVS 16
@@ -29,11 +30,6 @@
 /* NCCL keeps at most NCCL_NET_MAX_REQUESTS grouped receives in flight,
  * so a send comm sees up to 32 * maxRecvs sends at once; twice that. */
 #define DMTN_NREQS 512
-
-#define DMTN_HANDLE_MAGIC 0x444d544eu	/* "DMTN" */
-#define DMTN_HELLO_MAGIC 0x444d5448u	/* "DMTH" */
-#define DMTN_MSG_MAGIC 0x444d544du	/* "DMTM" */
-#define DMTN_PROTO_VERSION 1
 
 #ifndef ARRAY_SIZE
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -122,51 +118,9 @@ struct dmtn_ctx {
 	int traffic_class;	/* NCCL_NET_TRAFFIC_CLASS_UNDEF: none */
 };
 
-/* ---- handles and wire format -------------------------------------------- */
+/* ---- memory registrations ----------------------------------------------- */
 
 struct dmtn_comm;
-
-/* What listen writes for NCCL to pass to the peer's connect (128 bytes at
- * most).  stage is the connector's own: NCCL hands the same handle to every
- * call of a non-blocking connect, so the connection in progress is kept
- * there; listen writes it as NULL. */
-struct dmtn_handle {
-	uint32_t magic;
-	uint16_t version;
-	uint16_t family;
-	uint8_t addr[16];
-	uint16_t ctrl_port;	/* network byte order */
-	uint16_t data_port;
-	uint32_t scope_id;
-	uint64_t nonce;
-	struct dmtn_comm *stage;
-};
-_Static_assert(sizeof(struct dmtn_handle) <= NCCL_NET_HANDLE_MAXSIZE,
-	       "the handle must fit NCCL_NET_HANDLE_MAXSIZE");
-
-/*
- * What the connector writes first on the control socket.  The data socket
- * carries payload only (on a devmem receiver its bytes land in device
- * memory, where a hello could not be read), so the hello names it by its
- * source port.
- */
-struct dmtn_hello {
-	uint32_t magic;
-	uint16_t version;
-	uint16_t data_port;	/* the data socket's source port, network order */
-	uint64_t nonce;
-};
-
-/* One per message on the control socket, all fields little endian. */
-struct dmtn_msg {
-	uint32_t magic;
-	int32_t tag;
-	uint64_t size;
-};
-_Static_assert(sizeof(struct dmtn_hello) == 16 && sizeof(struct dmtn_msg) == 16,
-	       "wire structs have no padding");
-
-/* ---- memory registrations ----------------------------------------------- */
 
 #define DMTN_MR_MAGIC 0x444d5452u	/* "DMTR" */
 
@@ -325,6 +279,8 @@ nccl_result_t dmtn_connect(int dev, int traffic_class, void *handle,
 nccl_result_t dmtn_accept(void *listen_comm, void **recv_comm);
 nccl_result_t dmtn_close_listen(void *listen_comm);
 void dmtn_comm_free(struct dmtn_comm *c);
+/* Free the comms of connects NCCL left in progress (at teardown). */
+void dmtn_stage_teardown(void);
 
 /* xfer.c */
 nccl_result_t dmtn_reg_mr(void *comm, void *data, size_t size, int type,

@@ -17,7 +17,8 @@
  *       listen wrote it), a second buffer holding the same listen handle (a
  *       second connection, never the first one's comm), and a copy of a
  *       buffer taken while its connect was in progress (one of the two gets
- *       the comm, the other an error, never both the comm).
+ *       the comm, the other an error, never both the comm); a connect
+ *       left in progress is freed by finalize.
  *
  * Every case runs in a child process, so that a crash (or a sanitizer's
  * report) is reported as the case that crashed; the others still run.
@@ -430,6 +431,44 @@ static int case_copy_in_progress(void)
 	return 0;
 }
 
+/* A connect NCCL leaves in progress (an abort, say): finalize frees it,
+ * and closes its control connection (which is up: only the data port's
+ * queue is full). */
+static int case_abandoned(void)
+{
+	struct nccl_net_comm_config cfg = { NCCL_NET_TRAFFIC_CLASS_UNDEF };
+	uint8_t h[NCCL_NET_HANDLE_MAXSIZE];
+	uint16_t cport, dport;
+	int cl = tcp_listener(4, &cport), dl = tcp_listener(0, &dport);
+	int filler = tcp_connect(dport), fd;
+	struct pollfd p = { .events = POLLIN };
+	void *lc, *sc = NULL;
+	char c;
+	int ret;
+
+	CHECK(cl >= 0 && dl >= 0 && filler >= 0, "loopback sockets: %s", strerror(errno));
+	if (listen_handle(h, &lc))
+		return -1;
+	put16(h, H_CTRL_PORT, cport);
+	put16(h, H_DATA_PORT, dport);
+	ret = net_connect(h, &sc);
+	CHECK(ret == NCCL_OK && !sc, "connect to a full accept queue: %d, sendComm %p (expected in progress)",
+	      ret, sc);
+	CHECK(net->close_listen(lc) == NCCL_OK, "closeListen");
+	fd = accept(cl, NULL, NULL);
+	CHECK(fd >= 0, "accept: %s", strerror(errno));
+	CHECK(net->finalize(ctx) == NCCL_OK, "finalize");
+	p.fd = fd;
+	CHECK(poll(&p, 1, 1000) == 1 && recv(fd, &c, 1, 0) == 0,
+	      "finalize did not close the control connection of a connect left in progress");
+	CHECK(net->init(&ctx, 0x5eed, &cfg, logger, NULL) == NCCL_OK, "init: %s", last_warn);
+	close(fd);
+	close(filler);
+	close(cl);
+	close(dl);
+	return 0;
+}
+
 /* ---- the run ------------------------------------------------------------------ */
 
 static int plugin_open(const char *path)
@@ -488,6 +527,7 @@ static const struct test_case handle_cases[] = {
 	{ "one field broken at a time", case_fields },
 	{ "NCCL's use: a buffer again and again, a second buffer", case_nccl_use },
 	{ "a copy of a buffer in progress", case_copy_in_progress },
+	{ "a connect left in progress at finalize", case_abandoned },
 	{ NULL, NULL }
 };
 
