@@ -20,6 +20,17 @@
  *       the comm, the other an error, never both the comm); a connect
  *       left in progress is freed by finalize.
  *
+ *   test-nccl-hostile PLUGIN accept
+ *       accept() while connections that say nothing, or the wrong thing,
+ *       reach the listen's ports: one silent connection to the control
+ *       port before the peer; 8 silent connections to the data port after
+ *       the peer's; 40 silent ones from another address (127.0.0.2) between
+ *       a peer's data connection and its hello; a hello with another
+ *       nonce.  The peer is accepted within 1 s each time (and its comm
+ *       carries its bytes); a wrong hello is dropped at once, silent
+ *       connections once their deadline passed (300 ms here, through the
+ *       test builds' DEVMEMTCP_TEST_NCCL_PENDING_MS).
+ *
  * Every case runs in a child process, so that a crash (or a sanitizer's
  * report) is reported as the case that crashed; the others still run.
  * Exit 0 pass, 1 fail.
@@ -131,6 +142,22 @@ static void put64(uint8_t *h, size_t off, uint64_t v)
 	memcpy(h + off, &v, sizeof(v));
 }
 
+static uint16_t get16(const uint8_t *h, size_t off)
+{
+	uint16_t v;
+
+	memcpy(&v, h + off, sizeof(v));
+	return v;
+}
+
+static uint64_t get64(const uint8_t *h, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, h + off, sizeof(v));
+	return v;
+}
+
 static int net_connect(void *h, void **sc)
 {
 	nccl_dev_handle_t *dh = NULL;
@@ -175,10 +202,11 @@ static int listen_handle(uint8_t *h, void **lc)
 	return 0;
 }
 
-/* Connect with buffer h and accept on lc until both give a comm. */
-static int pair(uint8_t *h, void *lc, void **sc, void **rc)
+/* Connect with buffer h and accept on lc until both give a comm, within
+ * limit seconds. */
+static int pair(uint8_t *h, void *lc, void **sc, void **rc, double limit)
 {
-	double end = now_s() + 10;
+	double end = now_s() + limit;
 
 	*sc = *rc = NULL;
 	while (!*sc || !*rc) {
@@ -186,8 +214,8 @@ static int pair(uint8_t *h, void *lc, void **sc, void **rc)
 			CHECK(net_connect(h, sc) == NCCL_OK, "connect: %s", last_warn);
 		if (!*rc)
 			CHECK(net_accept(lc, rc) == NCCL_OK, "accept: %s", last_warn);
-		CHECK(now_s() < end, "no connection after 10 s (sendComm %p, recvComm %p)",
-		      *sc, *rc);
+		CHECK(now_s() < end, "no connection after %g s (sendComm %p, recvComm %p)",
+		      limit, *sc, *rc);
 	}
 	return 0;
 }
@@ -260,7 +288,7 @@ static int case_stage_freed(void)
 	uint8_t h[NCCL_NET_HANDLE_MAXSIZE];
 	void *lc, *sc, *rc;
 
-	if (listen_handle(h, &lc) || pair(h, lc, &sc, &rc))
+	if (listen_handle(h, &lc) || pair(h, lc, &sc, &rc, 10))
 		return -1;
 	CHECK(net->close_send(sc) == NCCL_OK && net->close_recv(rc) == NCCL_OK &&
 	      net->close_listen(lc) == NCCL_OK, "closing");
@@ -469,6 +497,266 @@ static int case_abandoned(void)
 	return 0;
 }
 
+/* ---- accept against silent and stray connections ---------------------------- */
+
+#define HELLO_MAGIC 0x444d5448u
+#define MSG_MAGIC 0x444d544du
+#define SILENT_DATA 8		/* "four or more" */
+#define FLOOD 40		/* more than a listen keeps pending */
+
+/* A connection to 127.0.0.1:port (network order) from address from
+ * (NULL: 127.0.0.1) that says nothing: its fd. */
+static int silent(uint16_t port, const char *from)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = port,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in b = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	if (from && (inet_pton(AF_INET, from, &b.sin_addr) != 1 ||
+		     bind(fd, (struct sockaddr *)&b, sizeof(b)))) {
+		close(fd);
+		return -1;
+	}
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static uint16_t local_port(int fd)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+
+	return getsockname(fd, (struct sockaddr *)&a, &len) ? 0 : a.sin_port;
+}
+
+/* A hello as the plugin's connect writes it. */
+static int send_hello(int fd, uint16_t data_port, uint64_t nonce)
+{
+	uint8_t m[16];
+	uint32_t magic = HELLO_MAGIC;
+	uint16_t version = 1;
+
+	memcpy(m, &magic, 4);
+	memcpy(m + 4, &version, 2);
+	memcpy(m + 6, &data_port, 2);
+	memcpy(m + 8, &nonce, 8);
+	return send(fd, m, sizeof(m), MSG_NOSIGNAL) == sizeof(m) ? 0 : -1;
+}
+
+/* Has the plugin closed its end of fd? */
+static bool closed_by_peer(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char c;
+
+	return poll(&p, 1, 0) == 1 && recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
+}
+
+/* Accept on lc until a comm, within limit seconds (from t0). */
+static int accept_within(void *lc, void **rc, double t0, double limit,
+			 const char *what)
+{
+	*rc = NULL;
+	while (!*rc) {
+		CHECK(net_accept(lc, rc) == NCCL_OK, "accept: %s", last_warn);
+		CHECK(now_s() - t0 < limit, "%s: the peer was not accepted within %g s",
+		      what, limit);
+	}
+	return 0;
+}
+
+/* Five bytes from a hand-made peer (header on ctrl, payload on data)
+ * arrive on rc: it was paired with that data connection. */
+static int paired_with(void *rc, int ctrl, int data)
+{
+	uint8_t hdr[16], buf[64];
+	uint32_t magic = MSG_MAGIC;
+	int32_t tag = 0;
+	uint64_t size = 5;
+	size_t cap = sizeof(buf);
+	void *req = NULL, *p = buf, *ph = NULL;
+	int done = 0, got = -1;
+	double end = now_s() + 5;
+
+	memcpy(hdr, &magic, 4);
+	memcpy(hdr + 4, &tag, 4);
+	memcpy(hdr + 8, &size, 8);
+	CHECK(send(ctrl, hdr, sizeof(hdr), MSG_NOSIGNAL) == sizeof(hdr) &&
+	      send(data, "hello", 5, MSG_NOSIGNAL) == 5, "send: %s", strerror(errno));
+	CHECK(net->irecv(rc, 1, &p, &cap, &tag, NULL, &ph, &req) == NCCL_OK && req,
+	      "irecv: %s", last_warn);
+	while (!done) {
+		CHECK(net->test(req, &done, &got) == NCCL_OK, "test: %s", last_warn);
+		CHECK(now_s() < end, "the message did not arrive in 5 s");
+	}
+	CHECK(got == 5 && !memcmp(buf, "hello", 5),
+	      "received %d bytes \"%.*s\", expected \"hello\" from the peer's data connection",
+	      got, got > 0 ? got : 0, buf);
+	return 0;
+}
+
+static void close_all(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+/* A connection to the control port that never says hello, then the peer. */
+static int case_silent_ctrl(void)
+{
+	uint8_t h[NCCL_NET_HANDLE_MAXSIZE];
+	void *lc, *sc, *rc;
+	int s;
+
+	if (listen_handle(h, &lc))
+		return -1;
+	s = silent(get16(h, H_CTRL_PORT), NULL);
+	CHECK(s >= 0, "silent connection: %s", strerror(errno));
+	if (pair(h, lc, &sc, &rc, 1.0))
+		return -1;
+	CHECK(net->close_send(sc) == NCCL_OK && net->close_recv(rc) == NCCL_OK &&
+	      net->close_listen(lc) == NCCL_OK, "closing");
+	close(s);
+	return 0;
+}
+
+/* The peer connects (its connect returns a comm without any accept), then
+ * SILENT_DATA connections to the data port, then accept. */
+static int case_silent_data(void)
+{
+	uint8_t h[NCCL_NET_HANDLE_MAXSIZE];
+	int s[SILENT_DATA];
+	void *lc, *sc = NULL, *rc;
+	double t0 = now_s();
+
+	if (listen_handle(h, &lc))
+		return -1;
+	while (!sc) {
+		CHECK(net_connect(h, &sc) == NCCL_OK, "connect: %s", last_warn);
+		CHECK(now_s() - t0 < 1.0, "connect did not finish in 1 s");
+	}
+	for (int i = 0; i < SILENT_DATA; i++) {
+		s[i] = silent(get16(h, H_DATA_PORT), NULL);
+		CHECK(s[i] >= 0, "silent connection %d: %s", i, strerror(errno));
+	}
+	if (accept_within(lc, &rc, now_s(), 1.0, "after 8 silent data connections"))
+		return -1;
+	CHECK(net->close_send(sc) == NCCL_OK && net->close_recv(rc) == NCCL_OK &&
+	      net->close_listen(lc) == NCCL_OK, "closing");
+	close_all(s, SILENT_DATA);
+	return 0;
+}
+
+/* A hand-made peer opens its data connection; FLOOD silent ones from
+ * another address follow while NCCL keeps calling accept; then the peer's
+ * control connection and hello.  The comm is the peer's (its bytes). */
+static int case_flood_data(void)
+{
+	uint8_t h[NCCL_NET_HANDLE_MAXSIZE];
+	int s[FLOOD], ctrl, data;
+	void *lc, *rc = (void *)1;
+
+	if (listen_handle(h, &lc))
+		return -1;
+	data = silent(get16(h, H_DATA_PORT), NULL);
+	CHECK(data >= 0, "data connection: %s", strerror(errno));
+	for (int i = 0; i < FLOOD; i++) {
+		s[i] = silent(get16(h, H_DATA_PORT), "127.0.0.2");
+		CHECK(s[i] >= 0, "silent connection %d from 127.0.0.2: %s", i, strerror(errno));
+		CHECK(net_accept(lc, &rc) == NCCL_OK && !rc,
+		      "accept with no hello yet: recvComm %p (%s)", rc, last_warn);
+	}
+	ctrl = silent(get16(h, H_CTRL_PORT), NULL);
+	CHECK(ctrl >= 0 && !send_hello(ctrl, local_port(data), get64(h, H_NONCE)),
+	      "control connection: %s", strerror(errno));
+	if (accept_within(lc, &rc, now_s(), 1.0, "after 40 silent data connections from 127.0.0.2") ||
+	    paired_with(rc, ctrl, data))
+		return -1;
+	CHECK(net->close_recv(rc) == NCCL_OK && net->close_listen(lc) == NCCL_OK,
+	      "closing");
+	close_all(s, FLOOD);
+	close(ctrl);
+	close(data);
+	return 0;
+}
+
+/* Only a hello with the handle's nonce pairs: a wrong one is dropped at
+ * once, and its data connection waits for the right hello. */
+static int case_wrong_hello(void)
+{
+	uint8_t h[NCCL_NET_HANDLE_MAXSIZE];
+	int bad, ctrl, data;
+	void *lc, *rc = (void *)1;
+	double end = now_s() + 0.5;
+
+	if (listen_handle(h, &lc))
+		return -1;
+	data = silent(get16(h, H_DATA_PORT), NULL);
+	bad = silent(get16(h, H_CTRL_PORT), NULL);
+	CHECK(data >= 0 && bad >= 0 &&
+	      !send_hello(bad, local_port(data), get64(h, H_NONCE) ^ 1),
+	      "connections: %s", strerror(errno));
+	while (now_s() < end) {
+		CHECK(net_accept(lc, &rc) == NCCL_OK && !rc,
+		      "a hello with another nonce was accepted: recvComm %p", rc);
+		if (closed_by_peer(bad))
+			break;
+	}
+	CHECK(closed_by_peer(bad), "a control connection with another nonce was not closed in 0.5 s");
+	ctrl = silent(get16(h, H_CTRL_PORT), NULL);
+	CHECK(ctrl >= 0 && !send_hello(ctrl, local_port(data), get64(h, H_NONCE)),
+	      "control connection: %s", strerror(errno));
+	if (accept_within(lc, &rc, now_s(), 1.0, "the right hello after a wrong one") ||
+	    paired_with(rc, ctrl, data))
+		return -1;
+	CHECK(net->close_recv(rc) == NCCL_OK && net->close_listen(lc) == NCCL_OK,
+	      "closing");
+	close(bad);
+	close(ctrl);
+	close(data);
+	return 0;
+}
+
+/* Silent connections are dropped by age: with the test builds' deadline
+ * of 300 ms (DEVMEMTCP_TEST_NCCL_PENDING_MS), not before 250 ms and
+ * within 1.5 s, while NCCL keeps calling accept. */
+static int case_age(void)
+{
+	uint8_t h[NCCL_NET_HANDLE_MAXSIZE];
+	int c, d;
+	void *lc, *rc = NULL;
+	double t0, t;
+
+	setenv("DEVMEMTCP_TEST_NCCL_PENDING_MS", "300", 1);
+	if (listen_handle(h, &lc))
+		return -1;
+	c = silent(get16(h, H_CTRL_PORT), NULL);
+	d = silent(get16(h, H_DATA_PORT), NULL);
+	CHECK(c >= 0 && d >= 0, "silent connections: %s", strerror(errno));
+	t0 = now_s();
+	while (!closed_by_peer(c) || !closed_by_peer(d)) {
+		CHECK(net_accept(lc, &rc) == NCCL_OK && !rc, "accept: %p %s", rc, last_warn);
+		t = now_s() - t0;
+		CHECK(t < 1.5, "silent connections still open after %.2f s (control %s, data %s)",
+		      t, closed_by_peer(c) ? "closed" : "open",
+		      closed_by_peer(d) ? "closed" : "open");
+		usleep(10000);
+	}
+	t = now_s() - t0;
+	CHECK(t >= 0.25, "silent connections closed after %.2f s, before their 300 ms", t);
+	CHECK(net->close_listen(lc) == NCCL_OK, "closeListen");
+	close(c);
+	close(d);
+	return 0;
+}
+
 /* ---- the run ------------------------------------------------------------------ */
 
 static int plugin_open(const char *path)
@@ -510,7 +798,7 @@ static int run_case(const struct test_case *t)
 		return 1;
 	}
 	if (WIFSIGNALED(status)) {
-		printf("FAIL %s: killed by signal %d (%s): a crash, see the report above\n",
+		printf("FAIL %s: killed by signal %d (%s): a crash or a sanitizer's report, see above\n",
 		       t->name, WTERMSIG(status), strsignal(WTERMSIG(status)));
 		return 1;
 	}
@@ -531,9 +819,18 @@ static const struct test_case handle_cases[] = {
 	{ NULL, NULL }
 };
 
+static const struct test_case accept_cases[] = {
+	{ "a silent control connection, then the peer", case_silent_ctrl },
+	{ "the peer, then 8 silent data connections", case_silent_data },
+	{ "40 silent data connections from another address before the peer's hello", case_flood_data },
+	{ "a hello with another nonce, then the right one", case_wrong_hello },
+	{ "silent connections dropped by age", case_age },
+	{ NULL, NULL }
+};
+
 static void usage(void)
 {
-	fprintf(stderr, "usage: test-nccl-hostile PLUGIN handles [--seed N]\n");
+	fprintf(stderr, "usage: test-nccl-hostile PLUGIN handles|accept [--seed N]\n");
 	exit(2);
 }
 
@@ -546,6 +843,8 @@ int main(int argc, char **argv)
 		usage();
 	if (!strcmp(argv[2], "handles"))
 		cases = handle_cases;
+	else if (!strcmp(argv[2], "accept"))
+		cases = accept_cases;
 	else
 		usage();
 	if (argc == 5 && !strcmp(argv[3], "--seed"))
