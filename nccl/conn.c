@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "plugin.h"
@@ -32,7 +33,8 @@ static struct dmtn_comm *comm_alloc(enum dmtn_comm_kind kind, int dev)
 	c->dev = dev;
 	c->traffic_class = NCCL_NET_TRAFFIC_CLASS_UNDEF;
 	c->ctrl_lfd = c->data_lfd = c->ctrl_fd = c->data_fd = -1;
-	c->pend_ctrl.fd = -1;
+	for (int i = 0; i < DMTN_PENDING_CTRL; i++)
+		c->pend_ctrl[i].fd = -1;
 	for (int i = 0; i < DMTN_PENDING_DATA; i++)
 		c->pend_data[i].fd = -1;
 	for (int i = 0; i < DMTN_NREQS; i++)
@@ -57,7 +59,8 @@ void dmtn_comm_free(struct dmtn_comm *c)
 	dmtn_flow_put(c->flow);
 	close_fd(&c->ctrl_lfd);
 	close_fd(&c->data_lfd);
-	close_fd(&c->pend_ctrl.fd);
+	for (int i = 0; i < DMTN_PENDING_CTRL; i++)
+		close_fd(&c->pend_ctrl[i].fd);
 	for (int i = 0; i < DMTN_PENDING_DATA; i++)
 		close_fd(&c->pend_data[i].fd);
 	close_fd(&c->ctrl_fd);
@@ -112,7 +115,10 @@ static int listen_socket(const struct dmtn_dev *d, uint16_t *port)
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&ss, d->addrlen) || listen(fd, 16) ||
+	/* a burst of connections between two accept calls (NCCL's proxy
+	 * has other work) must not fill the queue: the kernel would drop the
+	 * peer's SYN, and its connect would wait a second for the retry */
+	if (bind(fd, (struct sockaddr *)&ss, d->addrlen) || listen(fd, 128) ||
 	    getsockname(fd, (struct sockaddr *)&ss, &len)) {
 		int err = -errno;
 
@@ -122,6 +128,20 @@ static int listen_socket(const struct dmtn_dev *d, uint16_t *port)
 	*port = ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
 					: ((struct sockaddr_in6 *)&ss)->sin6_port;
 	return fd;
+}
+
+/* How long an accepted connection may wait for its hello (control) or for
+ * a hello to name it (data).  Test builds take another value from
+ * DEVMEMTCP_TEST_NCCL_PENDING_MS. */
+static unsigned int pending_ms(void)
+{
+#if DMTN_TEST_HOOKS
+	const char *v = secure_getenv("DEVMEMTCP_TEST_NCCL_PENDING_MS");
+
+	if (v && *v)
+		return (unsigned int)strtoul(v, NULL, 10);
+#endif
+	return DMTN_PENDING_MS;
 }
 
 nccl_result_t dmtn_listen(int dev, void *handle, void **listen_comm)
@@ -142,6 +162,7 @@ nccl_result_t dmtn_listen(int dev, void *handle, void **listen_comm)
 	l = comm_alloc(DMTN_COMM_LISTEN, dev);
 	if (!l)
 		return NCCL_ERR_SYSTEM;
+	l->pending_ms = pending_ms();
 	l->ctrl_lfd = ret = listen_socket(d, &cport);
 	if (ret >= 0)
 		l->data_lfd = ret = listen_socket(d, &dport);
@@ -527,66 +548,26 @@ err:
 
 /* ---- accept ------------------------------------------------------------- */
 
-/* Accept the control connection and read its hello: 1 when it is ours. */
-static int accept_ctrl(struct dmtn_comm *l)
+/*
+ * Anyone who can reach a listen's ports can connect to them, so accept
+ * keeps several connections pending and lets none of them hold it up:
+ * control connections each read their hello, which must come within the
+ * deadline (DMTN_PENDING_MS from the accept); data connections wait for a
+ * hello with this listen's nonce to name them (same host, source port)
+ * and are dropped when none did by the deadline.  When a table is full the
+ * connection dropped for a new one is the oldest of the host that has the
+ * most pending, leaving alone control connections whose hello was good
+ * and the data connections they name: a flood from one host pushes out its
+ * own connections, not a peer's.  The peer's connect writes its hello as
+ * soon as both its connections are up, so a good hello is the common case
+ * on the first call that sees the connection.
+ */
+static uint64_t now_ms(void)
 {
-	struct dmtn_pending_ctrl *p = &l->pend_ctrl;
-	const struct dmtn_hello *h = &p->hello;
-	ssize_t n;
+	struct timespec ts;
 
-	if (p->fd < 0) {
-		p->fd = accept4(l->ctrl_lfd, NULL, NULL,
-				SOCK_NONBLOCK | SOCK_CLOEXEC);
-		p->got = 0;
-		if (p->fd < 0)
-			return 0;
-	}
-	while (p->got < sizeof(p->hello)) {
-		n = recv(p->fd, (char *)&p->hello + p->got,
-			 sizeof(p->hello) - p->got, MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return 0;
-		if (n <= 0)
-			goto stray;
-		p->got += (size_t)n;
-	}
-	if (h->magic == DMTN_HELLO_MAGIC && h->version == DMTN_PROTO_VERSION &&
-	    h->nonce == l->nonce)
-		return 1;
-stray:
-	/* not ours (a port scan, a stale peer): the real one may follow */
-	DMTN_INFO(NCCL_SUBSYS_NET, "listen comm %p: dropped a control connection that did not say hello with this handle",
-		  (void *)l);
-	close_fd(&p->fd);
-	return 0;
-}
-
-/* Accept what waits on the data port: the hello says which one is ours.
- * When all slots are taken, the oldest goes. */
-static void accept_data(struct dmtn_comm *l)
-{
-	struct dmtn_pending_data *p = l->pend_data;
-	static const int n = DMTN_PENDING_DATA;
-
-	for (;;) {
-		struct sockaddr_storage ss;
-		socklen_t len = sizeof(ss);
-		int fd = accept4(l->data_lfd, (struct sockaddr *)&ss, &len,
-				 SOCK_NONBLOCK | SOCK_CLOEXEC);
-		int i = 0;
-
-		if (fd < 0)
-			return;
-		while (i < n && p[i].fd >= 0)
-			i++;
-		if (i == n) {
-			close(p[0].fd);
-			memmove(p, p + 1, (n - 1) * sizeof(*p));
-			i = n - 1;
-		}
-		p[i].fd = fd;
-		p[i].peer = ss;
-	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static bool same_host(const struct sockaddr_storage *a,
@@ -601,27 +582,155 @@ static bool same_host(const struct sockaddr_storage *a,
 		       &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
 }
 
-/* The data connection the hello names (same host, its source port): its
- * fd, taken from the pending list, or -1. */
-static int data_of(struct dmtn_comm *l, const struct sockaddr_storage *ctrl_peer)
+static uint16_t port_of(const struct sockaddr_storage *ss)
 {
-	for (int i = 0; i < DMTN_PENDING_DATA; i++) {
-		struct dmtn_pending_data *p = &l->pend_data[i];
-		uint16_t port;
-		int fd;
+	return ss->ss_family == AF_INET
+		       ? ((const struct sockaddr_in *)ss)->sin_port
+		       : ((const struct sockaddr_in6 *)ss)->sin6_port;
+}
 
-		if (p->fd < 0 || !same_host(&p->peer, ctrl_peer))
-			continue;
-		port = p->peer.ss_family == AF_INET
-			       ? ((struct sockaddr_in *)&p->peer)->sin_port
-			       : ((struct sockaddr_in6 *)&p->peer)->sin6_port;
-		if (port != l->pend_ctrl.hello.data_port)
-			continue;
-		fd = p->fd;
-		p->fd = -1;
-		return fd;
+/* Does control connection c (with a good hello) name data connection d? */
+static bool names(const struct dmtn_pending *c, const struct dmtn_pending *d)
+{
+	return c->fd >= 0 && c->hello_ok && d->fd >= 0 &&
+	       same_host(&c->peer, &d->peer) &&
+	       port_of(&d->peer) == c->hello.data_port;
+}
+
+static bool named(const struct dmtn_comm *l, const struct dmtn_pending *d)
+{
+	for (int i = 0; i < DMTN_PENDING_CTRL; i++)
+		if (names(&l->pend_ctrl[i], d))
+			return true;
+	return false;
+}
+
+static void pending_drop(const struct dmtn_comm *l, struct dmtn_pending *p,
+			 bool ctrl, const char *why)
+{
+	char from[INET6_ADDRSTRLEN + 8];
+
+	addr_text((const struct sockaddr *)&p->peer, sizeof(p->peer), from,
+		  sizeof(from));
+	DMTN_INFO(NCCL_SUBSYS_NET, "listen comm %p: dropped a %s connection from %s: %s",
+		  (const void *)l, ctrl ? "control" : "data", from, why);
+	close_fd(&p->fd);
+}
+
+/* Read what has come of control connection p's hello and check it. */
+static void hello_read(const struct dmtn_comm *l, struct dmtn_pending *p)
+{
+	char why[160];
+
+	while (p->got < sizeof(p->hello)) {
+		ssize_t n = recv(p->fd, (char *)&p->hello + p->got,
+				 sizeof(p->hello) - p->got, MSG_DONTWAIT);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			pending_drop(l, p, true, n ? strerror(errno)
+					       : "closed before its hello");
+			return;
+		}
+		p->got += (size_t)n;
 	}
-	return -1;
+	if (p->hello_ok)
+		return;
+	if (dmtn_hello_check(&p->hello, l->nonce, why, sizeof(why))) {
+		pending_drop(l, p, true, why);
+		return;
+	}
+	p->hello_ok = true;
+}
+
+/* Drop what outlived the deadline. */
+static void pending_expire(struct dmtn_comm *l, uint64_t now)
+{
+	char why[96];
+
+	for (int i = 0; i < DMTN_PENDING_CTRL; i++) {
+		struct dmtn_pending *p = &l->pend_ctrl[i];
+
+		if (p->fd < 0 || now - p->since < l->pending_ms)
+			continue;
+		snprintf(why, sizeof(why), p->hello_ok
+			 ? "the data connection its hello names did not come within %u ms"
+			 : "no hello within %u ms", l->pending_ms);
+		pending_drop(l, p, true, why);
+	}
+	for (int i = 0; i < DMTN_PENDING_DATA; i++) {
+		struct dmtn_pending *p = &l->pend_data[i];
+
+		if (p->fd < 0 || now - p->since < l->pending_ms || named(l, p))
+			continue;
+		snprintf(why, sizeof(why), "no hello named it within %u ms",
+			 l->pending_ms);
+		pending_drop(l, p, false, why);
+	}
+}
+
+/* The entry of v (n of them) a new connection takes: a free one, or the
+ * one dropped for it. */
+static struct dmtn_pending *pending_slot(const struct dmtn_comm *l,
+					 struct dmtn_pending *v, int n,
+					 bool ctrl)
+{
+	bool kept[DMTN_PENDING_DATA > DMTN_PENDING_CTRL ? DMTN_PENDING_DATA
+							: DMTN_PENDING_CTRL];
+	struct dmtn_pending *victim = NULL;
+	int most = 0;
+
+	for (int i = 0; i < n; i++)
+		if (v[i].fd < 0)
+			return &v[i];
+	for (int i = 0; i < n; i++)
+		kept[i] = ctrl ? v[i].hello_ok : named(l, &v[i]);
+	for (int i = 0; i < n; i++) {
+		int count = 0;
+
+		if (kept[i])
+			continue;
+		for (int j = 0; j < n; j++)
+			count += !kept[j] && same_host(&v[i].peer, &v[j].peer);
+		if (!victim || count > most ||
+		    (count == most && v[i].since < victim->since)) {
+			victim = &v[i];
+			most = count;
+		}
+	}
+	/* every one kept: someone has the nonce and floods; oldest first */
+	if (!victim)
+		for (int i = 0; i < n; i++)
+			if (!victim || v[i].since < victim->since)
+				victim = &v[i];
+	pending_drop(l, victim, ctrl,
+		     "the listen has too many connections pending, most of them from this host");
+	return victim;
+}
+
+/* Take what waits on listening socket lfd into v; a control connection's
+ * hello is read at once, so that a good one protects its data connection
+ * from the drops that data connections accepted after it may cause. */
+static void accept_all(struct dmtn_comm *l, int lfd, struct dmtn_pending *v,
+		       int n, bool ctrl, uint64_t now)
+{
+	/* bounded, so that a flood cannot keep one call here */
+	for (int k = 0; k < 4 * n; k++) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		struct dmtn_pending *p;
+		int fd = accept4(lfd, (struct sockaddr *)&ss, &len,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		/* EAGAIN, or EMFILE and the like: the next call tries again */
+		if (fd < 0)
+			return;
+		p = pending_slot(l, v, n, ctrl);
+		*p = (struct dmtn_pending){ .fd = fd, .since = now, .peer = ss };
+		if (ctrl)
+			hello_read(l, p);
+	}
 }
 
 static void log_recv_path(const struct dmtn_comm *c)
@@ -641,34 +750,36 @@ nccl_result_t dmtn_accept(void *listen_comm, void **recv_comm)
 {
 	struct dmtn_comm *l = dmtn_comm_get(listen_comm, DMTN_COMM_LISTEN,
 					    __func__);
+	struct dmtn_pending *cp = NULL, *dp = NULL;
 	struct dmtn_comm *c;
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	int data_fd;
+	uint64_t now = now_ms();
 
 	if (!l || !recv_comm)
 		return NCCL_ERR_INTERNAL;
 	*recv_comm = NULL;
-	accept_data(l);
-	if (!accept_ctrl(l))
-		return NCCL_OK;
-	if (getpeername(l->pend_ctrl.fd, (struct sockaddr *)&ss, &len))
-		return NCCL_OK;
-	data_fd = data_of(l, &ss);
-	if (data_fd < 0)
-		return NCCL_OK;		/* its data connection is still coming */
+	pending_expire(l, now);
+	for (int i = 0; i < DMTN_PENDING_CTRL; i++)
+		if (l->pend_ctrl[i].fd >= 0)
+			hello_read(l, &l->pend_ctrl[i]);
+	accept_all(l, l->ctrl_lfd, l->pend_ctrl, DMTN_PENDING_CTRL, true, now);
+	accept_all(l, l->data_lfd, l->pend_data, DMTN_PENDING_DATA, false, now);
+	for (int i = 0; !dp && i < DMTN_PENDING_CTRL; i++)
+		for (int j = 0; !dp && j < DMTN_PENDING_DATA; j++)
+			if (names(&l->pend_ctrl[i], &l->pend_data[j])) {
+				cp = &l->pend_ctrl[i];
+				dp = &l->pend_data[j];
+			}
+	if (!dp)
+		return NCCL_OK;		/* a hello or its data connection is still coming */
 	c = comm_alloc(DMTN_COMM_RECV, l->dev);
-	if (!c) {
-		close(data_fd);
-		return NCCL_ERR_SYSTEM;
-	}
-	c->ctrl_fd = l->pend_ctrl.fd;
-	c->data_fd = data_fd;
-	l->pend_ctrl.fd = -1;
-	sock_tune(c->ctrl_fd, ss.ss_family, NCCL_NET_TRAFFIC_CLASS_UNDEF);
-	len = sizeof(ss);
-	if (!getpeername(c->data_fd, (struct sockaddr *)&ss, &len))
-		addr_text((struct sockaddr *)&ss, len, c->peer, sizeof(c->peer));
+	if (!c)
+		return NCCL_ERR_SYSTEM;	/* the pair stays pending */
+	c->ctrl_fd = cp->fd;
+	c->data_fd = dp->fd;
+	cp->fd = dp->fd = -1;
+	sock_tune(c->ctrl_fd, cp->peer.ss_family, NCCL_NET_TRAFFIC_CLASS_UNDEF);
+	addr_text((const struct sockaddr *)&dp->peer, sizeof(dp->peer), c->peer,
+		  sizeof(c->peer));
 	/* the data socket is steered to a devmem queue: plain reads of it
 	 * would fail, so a comm that cannot receive devmem is an error */
 	if (l->flow && dmtn_devmem_rx_open(c, l->flow)) {

@@ -194,18 +194,21 @@ enum dmtn_comm_kind {
 
 #define DMTN_COMM_MAGIC 0x444d544bu	/* "DMTK" */
 
-/* A control connection accepted, its hello being read. */
-struct dmtn_pending_ctrl {
-	int fd;
-	size_t got;		/* hello bytes read */
-	struct dmtn_hello hello;
-};
-
-/* Data connections accepted, waiting for the hello that names them. */
-#define DMTN_PENDING_DATA 4
-struct dmtn_pending_data {
-	int fd;
+/*
+ * A connection a listen accepted and has not paired yet: a control
+ * connection reading or holding its hello, or a data connection waiting
+ * for a hello that names it.  Either waits DMTN_PENDING_MS at most.
+ */
+#define DMTN_PENDING_CTRL 16
+#define DMTN_PENDING_DATA 32
+#define DMTN_PENDING_MS 10000
+struct dmtn_pending {
+	int fd;			/* -1: a free entry */
+	uint64_t since;		/* accepted at, ms of CLOCK_MONOTONIC */
 	struct sockaddr_storage peer;
+	size_t got;		/* control: hello bytes read */
+	struct dmtn_hello hello;
+	bool hello_ok;		/* control: a whole hello with the nonce */
 };
 
 struct dmtn_devmem_rx;
@@ -230,8 +233,9 @@ struct dmtn_comm {
 	/* listen */
 	int ctrl_lfd, data_lfd;
 	uint64_t nonce;
-	struct dmtn_pending_ctrl pend_ctrl;
-	struct dmtn_pending_data pend_data[DMTN_PENDING_DATA];
+	struct dmtn_pending pend_ctrl[DMTN_PENDING_CTRL];
+	struct dmtn_pending pend_data[DMTN_PENDING_DATA];
+	unsigned int pending_ms;
 	struct dmtn_flow *flow;	/* devmem steering of the data port */
 
 	/* connect in progress */

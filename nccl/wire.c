@@ -133,3 +133,23 @@ void dmtn_handle_write(void *handle, const struct sockaddr *addr,
 	memset(handle, 0, NCCL_NET_HANDLE_MAXSIZE);
 	memcpy(handle, &h, sizeof(h));
 }
+
+int dmtn_hello_check(const struct dmtn_hello *h, uint64_t nonce, char *why,
+		     size_t len)
+{
+	if (h->magic != DMTN_HELLO_MAGIC || h->version != DMTN_PROTO_VERSION) {
+		snprintf(why, len, "its hello has magic %#x, version %u: not a connect of this plugin (magic %#x, version %u)",
+			 h->magic, h->version, DMTN_HELLO_MAGIC,
+			 DMTN_PROTO_VERSION);
+		return -1;
+	}
+	if (!h->data_port) {
+		snprintf(why, len, "its hello names data port 0");
+		return -1;
+	}
+	if (h->nonce != nonce) {
+		snprintf(why, len, "its hello carries another nonce than this listen's handle (a stale peer, or not a peer)");
+		return -1;
+	}
+	return 0;
+}

@@ -103,4 +103,9 @@ enum dmtn_handle_verdict dmtn_handle_parse(const void *handle,
 void dmtn_handle_write(void *handle, const struct sockaddr *addr,
 		       uint16_t ctrl_port, uint16_t data_port, uint64_t nonce);
 
+/* A whole hello, for the listen whose handle carries nonce: 0, or -1 with
+ * why (len bytes) saying what is wrong. */
+int dmtn_hello_check(const struct dmtn_hello *h, uint64_t nonce, char *why,
+		     size_t len);
+
 #endif
