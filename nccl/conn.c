@@ -21,8 +21,9 @@
 #include <unistd.h>
 
 #include "plugin.h"
+#include "stage.h"
 
-static struct dmtn_comm *comm_alloc(enum dmtn_comm_kind kind, int dev)
+struct dmtn_comm *dmtn_comm_new(enum dmtn_comm_kind kind, int dev)
 {
 	struct dmtn_comm *c = calloc(1, sizeof(*c));
 
@@ -159,7 +160,7 @@ nccl_result_t dmtn_listen(int dev, void *handle, void **listen_comm)
 		return NCCL_ERR_INVALID_ARGUMENT;
 	}
 	d = &dmtn.dev[dev];
-	l = comm_alloc(DMTN_COMM_LISTEN, dev);
+	l = dmtn_comm_new(DMTN_COMM_LISTEN, dev);
 	if (!l)
 		return NCCL_ERR_SYSTEM;
 	l->pending_ms = pending_ms();
@@ -203,155 +204,17 @@ nccl_result_t dmtn_close_listen(void *listen_comm)
 
 /* ---- connect ------------------------------------------------------------ */
 
-/*
- * Connections in progress.  NCCL calls connect again and again with the
- * same handle buffer (the one its proxy keeps for that connection) until a
- * comm comes back, so the connection in progress must be found from the
- * handle; but the handle's bytes come from the peer, through NCCL's
- * bootstrap, which nothing authenticates.  So the handle never holds a
- * pointer: the first call puts the connection in this process's table
- * and writes, into the 16 connector bytes that listen leaves zero, the
- * slot and a random 64-bit key this process chose (it never leaves the
- * process).  A later call finds the connection only when the slot is
- * within the table, holds a connection in progress with that key, and was
- * made for the same peer bytes (address, ports, nonce).
- *
- * So the same bytes from the peer can mean two things, told apart by the
- * connector bytes alone: zero, a new connection; non-zero, the connection
- * this buffer started.  A second buffer holding the same listen handle is
- * a second connection to that listen, never a share of the first one's
- * (each NCCL connector keeps its own buffer), and a buffer whose connect
- * returned a comm or failed has its connector bytes zeroed again: it reads
- * as listen wrote it, and a later connect with it is a new connection.
- * Connector bytes that find nothing (written by the peer, or a copy of a
- * buffer whose connect another call finished) are refused with
- * ncclInternalError, never followed.
- */
-struct dmtn_stage {
-	uint64_t key;		/* 0: a free slot */
-	bool busy;		/* a call is stepping it */
-	struct dmtn_comm *comm;
-	uint8_t peer[DMTN_HANDLE_PEER_BYTES];
-};
+/* Connections in progress are kept in a table of the process, never in
+ * the handle (stage.c says how a call finds its own). */
 
-#define DMTN_STAGE_MAX 65536	/* connections in progress at once */
-
-static struct {
-	pthread_mutex_t lock;
-	struct dmtn_stage *v;
-	size_t n;
-} stages = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-/* The handle buffer is NCCL's: no alignment is promised, so its
- * connector bytes are copied, never read or written as fields. */
-static void stage_write(void *h, uint64_t key, uint64_t slot)
+static void comm_free_any(void *c)
 {
-	memcpy((char *)h + offsetof(struct dmtn_handle, stage_key), &key,
-	       sizeof(key));
-	memcpy((char *)h + offsetof(struct dmtn_handle, stage_slot), &slot,
-	       sizeof(slot));
-}
-
-/* Record c, in progress for handle h: 0, -ENOMEM or -ENOSPC. */
-static int stage_add(struct dmtn_comm *c, void *h)
-{
-	uint64_t key;
-	size_t i;
-	int ret = 0;
-
-	do {
-		if (getrandom(&key, sizeof(key), 0) != sizeof(key))
-			return -errno;
-	} while (!key);
-	pthread_mutex_lock(&stages.lock);
-	for (i = 0; i < stages.n && stages.v[i].key; i++)
-		;
-	if (i == stages.n) {
-		size_t n = stages.n ? 2 * stages.n : 16;
-		struct dmtn_stage *v;
-
-		if (n > DMTN_STAGE_MAX) {
-			ret = -ENOSPC;
-			goto out;
-		}
-		v = realloc(stages.v, n * sizeof(*v));
-		if (!v) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		memset(v + stages.n, 0, (n - stages.n) * sizeof(*v));
-		stages.v = v;
-		stages.n = n;
-	}
-	stages.v[i] = (struct dmtn_stage){ .key = key, .busy = true, .comm = c };
-	memcpy(stages.v[i].peer, h, DMTN_HANDLE_PEER_BYTES);
-	stage_write(h, key, i + 1);
-out:
-	pthread_mutex_unlock(&stages.lock);
-	return ret;
-}
-
-/* The connection in progress the connector bytes of handle h (parsed
- * into p) name, or NULL. */
-static struct dmtn_comm *stage_claim(const struct dmtn_peer *p, const void *h)
-{
-	struct dmtn_comm *c = NULL;
-	struct dmtn_stage *s;
-
-	pthread_mutex_lock(&stages.lock);
-	if (p->stage_slot < 1 || p->stage_slot > stages.n)
-		goto out;
-	s = &stages.v[p->stage_slot - 1];
-	if (!s->key || s->key != p->stage_key || s->busy ||
-	    memcmp(s->peer, h, DMTN_HANDLE_PEER_BYTES))
-		goto out;
-	s->busy = true;
-	c = s->comm;
-out:
-	pthread_mutex_unlock(&stages.lock);
-	return c;
-}
-
-/* The call that claimed the connection in slot (of handle h) is done
- * with it: still in progress, or finished (a comm or an error: the slot is
- * freed and h reads as listen wrote it). */
-static void stage_release(void *h, uint64_t slot, bool finished)
-{
-	struct dmtn_stage *s;
-
-	pthread_mutex_lock(&stages.lock);
-	s = &stages.v[slot - 1];
-	s->busy = false;
-	if (finished) {
-		memset(s, 0, sizeof(*s));
-		stage_write(h, 0, 0);
-	}
-	pthread_mutex_unlock(&stages.lock);
+	dmtn_comm_free(c);
 }
 
 void dmtn_stage_teardown(void)
 {
-	size_t i;
-
-	pthread_mutex_lock(&stages.lock);
-	for (i = 0; i < stages.n; i++) {
-		struct dmtn_stage *s = &stages.v[i];
-
-		/* NCCL never finalizes during a connect; if it did, the
-		 * comm of that call is left to it */
-		if (!s->key || s->busy)
-			continue;
-		dmtn_comm_free(s->comm);
-		memset(s, 0, sizeof(*s));
-	}
-	for (i = 0; i < stages.n && !stages.v[i].key; i++)
-		;
-	if (i == stages.n) {
-		free(stages.v);
-		stages.v = NULL;
-		stages.n = 0;
-	}
-	pthread_mutex_unlock(&stages.lock);
+	dmtn_stage_drain(comm_free_any);
 }
 
 static int connect_socket(const struct sockaddr_storage *ss, socklen_t len,
@@ -496,11 +359,11 @@ nccl_result_t dmtn_connect(int dev, int traffic_class, void *handle,
 		return NCCL_ERR_INTERNAL;
 	}
 	if (!peer.stage_key && !peer.stage_slot) {
-		c = comm_alloc(DMTN_COMM_SEND, dev);
+		c = dmtn_comm_new(DMTN_COMM_SEND, dev);
 		if (!c)
 			return NCCL_ERR_SYSTEM;
 		c->traffic_class = traffic_class;
-		ret = stage_add(c, h);
+		ret = dmtn_stage_add(c, h, &peer.stage_slot);
 		if (ret < 0) {
 			DMTN_WARN("connect: %s", ret == -ENOSPC
 				  ? "65536 connections are in progress already"
@@ -508,14 +371,11 @@ nccl_result_t dmtn_connect(int dev, int traffic_class, void *handle,
 			dmtn_comm_free(c);
 			return NCCL_ERR_SYSTEM;
 		}
-		memcpy(&peer.stage_slot,
-		       (char *)h + offsetof(struct dmtn_handle, stage_slot),
-		       sizeof(peer.stage_slot));
 		ret = connect_start(c, &peer);
 		if (ret < 0)
 			goto err;
 	} else {
-		c = stage_claim(&peer, h);
+		c = dmtn_stage_claim(&peer, h);
 		if (!c) {
 			DMTN_WARN("connect: the handle names a connection in progress (slot %llu) that this process did not start or has finished: listen writes its bytes 40 to 55 as zeros, so the handle was changed on its way (NCCL's bootstrap is not authenticated) or copied while its connect was in progress",
 				  (unsigned long long)peer.stage_slot);
@@ -526,10 +386,10 @@ nccl_result_t dmtn_connect(int dev, int traffic_class, void *handle,
 	if (ret < 0)
 		goto err;
 	if (!ret) {
-		stage_release(h, peer.stage_slot, false);
+		dmtn_stage_release(h, peer.stage_slot, false);
 		return NCCL_OK;
 	}
-	stage_release(h, peer.stage_slot, true);
+	dmtn_stage_release(h, peer.stage_slot, true);
 	c->stage = 0;
 	if (!getpeername(c->data_fd, (struct sockaddr *)&ss, &len))
 		addr_text((struct sockaddr *)&ss, len, c->peer, sizeof(c->peer));
@@ -537,7 +397,7 @@ nccl_result_t dmtn_connect(int dev, int traffic_class, void *handle,
 	*send_comm = c;
 	return NCCL_OK;
 err:
-	stage_release(h, peer.stage_slot, true);
+	dmtn_stage_release(h, peer.stage_slot, true);
 	addr_text((const struct sockaddr *)&peer.ctrl, peer.addrlen, c->peer,
 		  sizeof(c->peer));
 	DMTN_WARN("connect to %s from %s: %s", c->peer, dmtn.dev[dev].name,
@@ -771,7 +631,7 @@ nccl_result_t dmtn_accept(void *listen_comm, void **recv_comm)
 			}
 	if (!dp)
 		return NCCL_OK;		/* a hello or its data connection is still coming */
-	c = comm_alloc(DMTN_COMM_RECV, l->dev);
+	c = dmtn_comm_new(DMTN_COMM_RECV, l->dev);
 	if (!c)
 		return NCCL_ERR_SYSTEM;	/* the pair stays pending */
 	c->ctrl_fd = cp->fd;

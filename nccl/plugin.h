@@ -282,6 +282,8 @@ nccl_result_t dmtn_connect(int dev, int traffic_class, void *handle,
 			   void **send_comm);
 nccl_result_t dmtn_accept(void *listen_comm, void **recv_comm);
 nccl_result_t dmtn_close_listen(void *listen_comm);
+/* A comm of kind on device dev, no socket yet; NULL without memory. */
+struct dmtn_comm *dmtn_comm_new(enum dmtn_comm_kind kind, int dev);
 void dmtn_comm_free(struct dmtn_comm *c);
 /* Free the comms of connects NCCL left in progress (at teardown). */
 void dmtn_stage_teardown(void);

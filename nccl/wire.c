@@ -153,3 +153,9 @@ int dmtn_hello_check(const struct dmtn_hello *h, uint64_t nonce, char *why,
 	}
 	return 0;
 }
+
+int dmtn_msg_parse(const void *bytes, struct dmtn_msg *m)
+{
+	memcpy(m, bytes, sizeof(*m));
+	return m->magic == DMTN_MSG_MAGIC ? 0 : -1;
+}

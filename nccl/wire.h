@@ -108,4 +108,8 @@ void dmtn_handle_write(void *handle, const struct sockaddr *addr,
 int dmtn_hello_check(const struct dmtn_hello *h, uint64_t nonce, char *why,
 		     size_t len);
 
+/* The message header at bytes (16 of them, as read from the control
+ * socket) into *m: 0, or -1 when its magic is not DMTN_MSG_MAGIC. */
+int dmtn_msg_parse(const void *bytes, struct dmtn_msg *m);
+
 #endif
