@@ -559,13 +559,17 @@ static struct dmtn_pending *pending_slot(const struct dmtn_comm *l,
 			most = count;
 		}
 	}
+	if (victim) {
+		pending_drop(l, victim, ctrl,
+			     "the listen has too many connections pending, most of them from this host");
+		return victim;
+	}
 	/* every one kept: someone has the nonce and floods; oldest first */
-	if (!victim)
-		for (int i = 0; i < n; i++)
-			if (!victim || v[i].since < victim->since)
-				victim = &v[i];
+	for (int i = 0; i < n; i++)
+		if (!victim || v[i].since < victim->since)
+			victim = &v[i];
 	pending_drop(l, victim, ctrl,
-		     "the listen has too many connections pending, most of them from this host");
+		     "the listen has too many connections pending, all of them named by a good hello");
 	return victim;
 }
 
