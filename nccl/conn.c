@@ -4,7 +4,9 @@
  * (control and data), connect opens both without blocking and sends a
  * hello on the control socket carrying the handle's nonce and the data
  * socket's source port, accept pairs the two up.  NCCL calls connect and
- * accept again and again until they return a comm.
+ * accept again and again until they return a comm.  Everything in a handle
+ * and a hello comes from the peer (wire.h checks it): no byte of either
+ * is trusted as a pointer or an index.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,11 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "plugin.h"
+#include "stage.h"
 
-static struct dmtn_comm *comm_alloc(enum dmtn_comm_kind kind, int dev)
+struct dmtn_comm *dmtn_comm_new(enum dmtn_comm_kind kind, int dev)
 {
 	struct dmtn_comm *c = calloc(1, sizeof(*c));
 
@@ -30,7 +34,8 @@ static struct dmtn_comm *comm_alloc(enum dmtn_comm_kind kind, int dev)
 	c->dev = dev;
 	c->traffic_class = NCCL_NET_TRAFFIC_CLASS_UNDEF;
 	c->ctrl_lfd = c->data_lfd = c->ctrl_fd = c->data_fd = -1;
-	c->pend_ctrl.fd = -1;
+	for (int i = 0; i < DMTN_PENDING_CTRL; i++)
+		c->pend_ctrl[i].fd = -1;
 	for (int i = 0; i < DMTN_PENDING_DATA; i++)
 		c->pend_data[i].fd = -1;
 	for (int i = 0; i < DMTN_NREQS; i++)
@@ -55,7 +60,8 @@ void dmtn_comm_free(struct dmtn_comm *c)
 	dmtn_flow_put(c->flow);
 	close_fd(&c->ctrl_lfd);
 	close_fd(&c->data_lfd);
-	close_fd(&c->pend_ctrl.fd);
+	for (int i = 0; i < DMTN_PENDING_CTRL; i++)
+		close_fd(&c->pend_ctrl[i].fd);
 	for (int i = 0; i < DMTN_PENDING_DATA; i++)
 		close_fd(&c->pend_data[i].fd);
 	close_fd(&c->ctrl_fd);
@@ -110,7 +116,10 @@ static int listen_socket(const struct dmtn_dev *d, uint16_t *port)
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&ss, d->addrlen) || listen(fd, 16) ||
+	/* a burst of connections between two accept calls (NCCL's proxy
+	 * has other work) must not fill the queue: the kernel would drop the
+	 * peer's SYN, and its connect would wait a second for the retry */
+	if (bind(fd, (struct sockaddr *)&ss, d->addrlen) || listen(fd, 128) ||
 	    getsockname(fd, (struct sockaddr *)&ss, &len)) {
 		int err = -errno;
 
@@ -122,26 +131,18 @@ static int listen_socket(const struct dmtn_dev *d, uint16_t *port)
 	return fd;
 }
 
-static void handle_fill(struct dmtn_handle *h, const struct dmtn_dev *d,
-			const struct dmtn_comm *l, uint16_t ctrl_port,
-			uint16_t data_port)
+/* How long an accepted connection may wait for its hello (control) or for
+ * a hello to name it (data).  Test builds take another value from
+ * DEVMEMTCP_TEST_NCCL_PENDING_MS. */
+static unsigned int pending_ms(void)
 {
-	memset(h, 0, NCCL_NET_HANDLE_MAXSIZE);
-	h->magic = DMTN_HANDLE_MAGIC;
-	h->version = DMTN_PROTO_VERSION;
-	h->family = (uint16_t)d->addr.ss_family;
-	if (d->addr.ss_family == AF_INET) {
-		memcpy(h->addr, &((const struct sockaddr_in *)&d->addr)->sin_addr, 4);
-	} else {
-		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&d->addr;
+#if DMTN_TEST_HOOKS
+	const char *v = secure_getenv("DEVMEMTCP_TEST_NCCL_PENDING_MS");
 
-		memcpy(h->addr, &s6->sin6_addr, 16);
-		h->scope_id = s6->sin6_scope_id;
-	}
-	h->ctrl_port = ctrl_port;
-	h->data_port = data_port;
-	h->nonce = l->nonce;
-	h->stage = NULL;
+	if (v && *v)
+		return (unsigned int)strtoul(v, NULL, 10);
+#endif
+	return DMTN_PENDING_MS;
 }
 
 nccl_result_t dmtn_listen(int dev, void *handle, void **listen_comm)
@@ -159,9 +160,10 @@ nccl_result_t dmtn_listen(int dev, void *handle, void **listen_comm)
 		return NCCL_ERR_INVALID_ARGUMENT;
 	}
 	d = &dmtn.dev[dev];
-	l = comm_alloc(DMTN_COMM_LISTEN, dev);
+	l = dmtn_comm_new(DMTN_COMM_LISTEN, dev);
 	if (!l)
 		return NCCL_ERR_SYSTEM;
+	l->pending_ms = pending_ms();
 	l->ctrl_lfd = ret = listen_socket(d, &cport);
 	if (ret >= 0)
 		l->data_lfd = ret = listen_socket(d, &dport);
@@ -169,15 +171,19 @@ nccl_result_t dmtn_listen(int dev, void *handle, void **listen_comm)
 		DMTN_WARN("listen on %s: %s", d->name, strerror(-ret));
 		goto err;
 	}
-	if (getrandom(&l->nonce, sizeof(l->nonce), 0) != sizeof(l->nonce)) {
-		DMTN_WARN("listen: getrandom: %s", strerror(errno));
-		goto err;
-	}
+	/* never 0: connect refuses a handle with nonce 0 */
+	do {
+		if (getrandom(&l->nonce, sizeof(l->nonce), 0) != sizeof(l->nonce)) {
+			DMTN_WARN("listen: getrandom: %s", strerror(errno));
+			goto err;
+		}
+	} while (!l->nonce);
 	/* Steer the data port before the handle leaves: the peer's first
 	 * bytes already land in the bound buffer. */
 	if (d->devmem && dmtn.cfg.rx)
 		dmtn_devmem_steer(d, ntohs(dport), &l->flow);
-	handle_fill(handle, d, l, cport, dport);
+	dmtn_handle_write(handle, (const struct sockaddr *)&d->addr, cport, dport,
+			  l->nonce);
 	*listen_comm = l;
 	return NCCL_OK;
 err:
@@ -198,50 +204,33 @@ nccl_result_t dmtn_close_listen(void *listen_comm)
 
 /* ---- connect ------------------------------------------------------------ */
 
-static int handle_addr(const struct dmtn_handle *h, uint16_t port,
-		       struct sockaddr_storage *ss, socklen_t *len)
+/* Connections in progress are kept in a table of the process, never in
+ * the handle (stage.c says how a call finds its own). */
+
+static void comm_free_any(void *c)
 {
-	memset(ss, 0, sizeof(*ss));
-	if (h->family == AF_INET) {
-		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-
-		s4->sin_family = AF_INET;
-		s4->sin_port = port;
-		memcpy(&s4->sin_addr, h->addr, 4);
-		*len = sizeof(*s4);
-		return 0;
-	}
-	if (h->family == AF_INET6) {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-
-		s6->sin6_family = AF_INET6;
-		s6->sin6_port = port;
-		memcpy(&s6->sin6_addr, h->addr, 16);
-		s6->sin6_scope_id = h->scope_id;
-		*len = sizeof(*s6);
-		return 0;
-	}
-	return -EAFNOSUPPORT;
+	dmtn_comm_free(c);
 }
 
-static int connect_socket(const struct dmtn_handle *h, uint16_t port,
+void dmtn_stage_teardown(void)
+{
+	dmtn_stage_drain(comm_free_any);
+}
+
+static int connect_socket(const struct sockaddr_storage *ss, socklen_t len,
 			  const char *bind_dev, int traffic_class)
 {
-	struct sockaddr_storage ss;
-	socklen_t len;
 	int fd, err;
 
-	if (handle_addr(h, port, &ss, &len))
-		return -EAFNOSUPPORT;
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
-	sock_tune(fd, ss.ss_family, traffic_class);
+	sock_tune(fd, ss->ss_family, traffic_class);
 	/* devmem TX sends only through the device the dma-buf is bound to */
 	if (bind_dev && setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, bind_dev,
 				   (socklen_t)strlen(bind_dev)))
 		goto err;
-	if (connect(fd, (struct sockaddr *)&ss, len) && errno != EINPROGRESS)
+	if (connect(fd, (const struct sockaddr *)ss, len) && errno != EINPROGRESS)
 		goto err;
 	return fd;
 err:
@@ -278,7 +267,7 @@ static int send_some(int fd, const void *buf, size_t len, size_t *off)
 	return 1;
 }
 
-static int connect_start(struct dmtn_comm *c, const struct dmtn_handle *h)
+static int connect_start(struct dmtn_comm *c, const struct dmtn_peer *p)
 {
 	const struct dmtn_dev *d = &dmtn.dev[c->dev];
 	const char *bind_dev = d->devmem && dmtn.cfg.tx ? d->name : NULL;
@@ -286,11 +275,11 @@ static int connect_start(struct dmtn_comm *c, const struct dmtn_handle *h)
 	socklen_t len = sizeof(ss);
 	int fd;
 
-	fd = connect_socket(h, h->ctrl_port, NULL, c->traffic_class);
+	fd = connect_socket(&p->ctrl, p->addrlen, NULL, c->traffic_class);
 	if (fd < 0)
 		return fd;
 	c->ctrl_fd = fd;
-	fd = connect_socket(h, h->data_port, bind_dev, c->traffic_class);
+	fd = connect_socket(&p->data, p->addrlen, bind_dev, c->traffic_class);
 	if (fd < 0)
 		return fd;
 	c->data_fd = fd;
@@ -303,7 +292,7 @@ static int connect_start(struct dmtn_comm *c, const struct dmtn_handle *h)
 		.data_port = ss.ss_family == AF_INET
 				     ? ((struct sockaddr_in *)&ss)->sin_port
 				     : ((struct sockaddr_in6 *)&ss)->sin6_port,
-		.nonce = h->nonce,
+		.nonce = p->nonce,
 	};
 	c->stage = 1;
 	return 0;
@@ -342,10 +331,12 @@ static void log_send_path(const struct dmtn_comm *c)
 nccl_result_t dmtn_connect(int dev, int traffic_class, void *handle,
 			   void **send_comm)
 {
-	struct dmtn_handle *h = handle;
+	void *h = handle;
+	struct dmtn_peer peer;
 	struct dmtn_comm *c;
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
+	char why[160];
 	int ret;
 
 	if (!h || !send_comm)
@@ -355,29 +346,50 @@ nccl_result_t dmtn_connect(int dev, int traffic_class, void *handle,
 		DMTN_WARN("connect: no device %d (there are %d)", dev, dmtn.ndev);
 		return NCCL_ERR_INVALID_ARGUMENT;
 	}
-	if (h->magic != DMTN_HANDLE_MAGIC || h->version != DMTN_PROTO_VERSION) {
-		DMTN_WARN("connect: the handle (magic %#x, version %u) was not made by listen of this plugin (magic %#x, version %u): are both ranks using libnccl-net-devmemtcp?",
-			  h->magic, h->version, DMTN_HANDLE_MAGIC,
-			  DMTN_PROTO_VERSION);
+	switch (dmtn_handle_parse(h, &peer, why, sizeof(why))) {
+	case DMTN_HANDLE_OK:
+		break;
+	case DMTN_HANDLE_FOREIGN:
+		DMTN_WARN("connect: the handle (%s) was not made by listen of this plugin (magic %#x, version %u): are both ranks using libnccl-net-devmemtcp?",
+			  why, DMTN_HANDLE_MAGIC, DMTN_PROTO_VERSION);
+		return NCCL_ERR_INTERNAL;
+	default:
+		DMTN_WARN("connect: the handle from the listening rank is not valid: %s; it was changed on its way (NCCL's bootstrap is not authenticated) or written by another version of this plugin",
+			  why);
 		return NCCL_ERR_INTERNAL;
 	}
-	c = h->stage;
-	if (!c) {
-		c = comm_alloc(DMTN_COMM_SEND, dev);
+	if (!peer.stage_key && !peer.stage_slot) {
+		c = dmtn_comm_new(DMTN_COMM_SEND, dev);
 		if (!c)
 			return NCCL_ERR_SYSTEM;
 		c->traffic_class = traffic_class;
-		h->stage = c;
-		ret = connect_start(c, h);
+		ret = dmtn_stage_add(c, h, &peer.stage_slot);
+		if (ret < 0) {
+			DMTN_WARN("connect: %s", ret == -ENOSPC
+				  ? "65536 connections are in progress already"
+				  : strerror(-ret));
+			dmtn_comm_free(c);
+			return NCCL_ERR_SYSTEM;
+		}
+		ret = connect_start(c, &peer);
 		if (ret < 0)
 			goto err;
+	} else {
+		c = dmtn_stage_claim(&peer, h);
+		if (!c) {
+			DMTN_WARN("connect: the handle names a connection in progress (slot %llu) that this process did not start or has finished: listen writes its bytes 40 to 55 as zeros, so the handle was changed on its way (NCCL's bootstrap is not authenticated) or copied while its connect was in progress",
+				  (unsigned long long)peer.stage_slot);
+			return NCCL_ERR_INTERNAL;
+		}
 	}
 	ret = connect_step(c);
 	if (ret < 0)
 		goto err;
-	if (!ret)
+	if (!ret) {
+		dmtn_stage_release(h, peer.stage_slot, false);
 		return NCCL_OK;
-	h->stage = NULL;
+	}
+	dmtn_stage_release(h, peer.stage_slot, true);
 	c->stage = 0;
 	if (!getpeername(c->data_fd, (struct sockaddr *)&ss, &len))
 		addr_text((struct sockaddr *)&ss, len, c->peer, sizeof(c->peer));
@@ -385,77 +397,37 @@ nccl_result_t dmtn_connect(int dev, int traffic_class, void *handle,
 	*send_comm = c;
 	return NCCL_OK;
 err:
-	handle_addr(h, h->ctrl_port, &ss, &len);
-	addr_text((struct sockaddr *)&ss, len, c->peer, sizeof(c->peer));
+	dmtn_stage_release(h, peer.stage_slot, true);
+	addr_text((const struct sockaddr *)&peer.ctrl, peer.addrlen, c->peer,
+		  sizeof(c->peer));
 	DMTN_WARN("connect to %s from %s: %s", c->peer, dmtn.dev[dev].name,
 		  strerror(-ret));
-	h->stage = NULL;
 	dmtn_comm_free(c);
 	return NCCL_ERR_SYSTEM;
 }
 
 /* ---- accept ------------------------------------------------------------- */
 
-/* Accept the control connection and read its hello: 1 when it is ours. */
-static int accept_ctrl(struct dmtn_comm *l)
+/*
+ * Anyone who can reach a listen's ports can connect to them, so accept
+ * keeps several connections pending and lets none of them hold it up:
+ * control connections each read their hello, which must come within the
+ * deadline (DMTN_PENDING_MS from the accept); data connections wait for a
+ * hello with this listen's nonce to name them (same host, source port)
+ * and are dropped when none did by the deadline.  When a table is full the
+ * connection dropped for a new one is the oldest of the host that has the
+ * most pending, leaving alone control connections whose hello was good
+ * and the data connections they name: a flood from one host pushes out its
+ * own connections, not a peer's.  The peer's connect writes its hello as
+ * soon as both its connections are up, so a good hello is the common case
+ * on the first call that sees the connection.
+ */
+static uint64_t now_ms(void)
 {
-	struct dmtn_pending_ctrl *p = &l->pend_ctrl;
-	const struct dmtn_hello *h = &p->hello;
-	ssize_t n;
+	struct timespec ts;
 
-	if (p->fd < 0) {
-		p->fd = accept4(l->ctrl_lfd, NULL, NULL,
-				SOCK_NONBLOCK | SOCK_CLOEXEC);
-		p->got = 0;
-		if (p->fd < 0)
-			return 0;
-	}
-	while (p->got < sizeof(p->hello)) {
-		n = recv(p->fd, (char *)&p->hello + p->got,
-			 sizeof(p->hello) - p->got, MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return 0;
-		if (n <= 0)
-			goto stray;
-		p->got += (size_t)n;
-	}
-	if (h->magic == DMTN_HELLO_MAGIC && h->version == DMTN_PROTO_VERSION &&
-	    h->nonce == l->nonce)
-		return 1;
-stray:
-	/* not ours (a port scan, a stale peer): the real one may follow */
-	DMTN_INFO(NCCL_SUBSYS_NET, "listen comm %p: dropped a control connection that did not say hello with this handle",
-		  (void *)l);
-	close_fd(&p->fd);
-	return 0;
-}
-
-/* Accept what waits on the data port: the hello says which one is ours.
- * When all slots are taken, the oldest goes. */
-static void accept_data(struct dmtn_comm *l)
-{
-	struct dmtn_pending_data *p = l->pend_data;
-	static const int n = DMTN_PENDING_DATA;
-
-	for (;;) {
-		struct sockaddr_storage ss;
-		socklen_t len = sizeof(ss);
-		int fd = accept4(l->data_lfd, (struct sockaddr *)&ss, &len,
-				 SOCK_NONBLOCK | SOCK_CLOEXEC);
-		int i = 0;
-
-		if (fd < 0)
-			return;
-		while (i < n && p[i].fd >= 0)
-			i++;
-		if (i == n) {
-			close(p[0].fd);
-			memmove(p, p + 1, (n - 1) * sizeof(*p));
-			i = n - 1;
-		}
-		p[i].fd = fd;
-		p[i].peer = ss;
-	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static bool same_host(const struct sockaddr_storage *a,
@@ -470,27 +442,159 @@ static bool same_host(const struct sockaddr_storage *a,
 		       &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
 }
 
-/* The data connection the hello names (same host, its source port): its
- * fd, taken from the pending list, or -1. */
-static int data_of(struct dmtn_comm *l, const struct sockaddr_storage *ctrl_peer)
+static uint16_t port_of(const struct sockaddr_storage *ss)
 {
-	for (int i = 0; i < DMTN_PENDING_DATA; i++) {
-		struct dmtn_pending_data *p = &l->pend_data[i];
-		uint16_t port;
-		int fd;
+	return ss->ss_family == AF_INET
+		       ? ((const struct sockaddr_in *)ss)->sin_port
+		       : ((const struct sockaddr_in6 *)ss)->sin6_port;
+}
 
-		if (p->fd < 0 || !same_host(&p->peer, ctrl_peer))
-			continue;
-		port = p->peer.ss_family == AF_INET
-			       ? ((struct sockaddr_in *)&p->peer)->sin_port
-			       : ((struct sockaddr_in6 *)&p->peer)->sin6_port;
-		if (port != l->pend_ctrl.hello.data_port)
-			continue;
-		fd = p->fd;
-		p->fd = -1;
-		return fd;
+/* Does control connection c (with a good hello) name data connection d? */
+static bool names(const struct dmtn_pending *c, const struct dmtn_pending *d)
+{
+	return c->fd >= 0 && c->hello_ok && d->fd >= 0 &&
+	       same_host(&c->peer, &d->peer) &&
+	       port_of(&d->peer) == c->hello.data_port;
+}
+
+static bool named(const struct dmtn_comm *l, const struct dmtn_pending *d)
+{
+	for (int i = 0; i < DMTN_PENDING_CTRL; i++)
+		if (names(&l->pend_ctrl[i], d))
+			return true;
+	return false;
+}
+
+static void pending_drop(const struct dmtn_comm *l, struct dmtn_pending *p,
+			 bool ctrl, const char *why)
+{
+	char from[INET6_ADDRSTRLEN + 8];
+
+	addr_text((const struct sockaddr *)&p->peer, sizeof(p->peer), from,
+		  sizeof(from));
+	DMTN_INFO(NCCL_SUBSYS_NET, "listen comm %p: dropped a %s connection from %s: %s",
+		  (const void *)l, ctrl ? "control" : "data", from, why);
+	close_fd(&p->fd);
+}
+
+/* Read what has come of control connection p's hello and check it. */
+static void hello_read(const struct dmtn_comm *l, struct dmtn_pending *p)
+{
+	char why[160];
+
+	while (p->got < sizeof(p->hello)) {
+		ssize_t n = recv(p->fd, (char *)&p->hello + p->got,
+				 sizeof(p->hello) - p->got, MSG_DONTWAIT);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			pending_drop(l, p, true, n ? strerror(errno)
+					       : "closed before its hello");
+			return;
+		}
+		p->got += (size_t)n;
 	}
-	return -1;
+	if (p->hello_ok)
+		return;
+	if (dmtn_hello_check(&p->hello, l->nonce, why, sizeof(why))) {
+		pending_drop(l, p, true, why);
+		return;
+	}
+	p->hello_ok = true;
+}
+
+/* Drop what outlived the deadline. */
+static void pending_expire(struct dmtn_comm *l, uint64_t now)
+{
+	char why[96];
+
+	for (int i = 0; i < DMTN_PENDING_CTRL; i++) {
+		struct dmtn_pending *p = &l->pend_ctrl[i];
+
+		if (p->fd < 0 || now - p->since < l->pending_ms)
+			continue;
+		snprintf(why, sizeof(why), p->hello_ok
+			 ? "the data connection its hello names did not come within %u ms"
+			 : "no hello within %u ms", l->pending_ms);
+		pending_drop(l, p, true, why);
+	}
+	for (int i = 0; i < DMTN_PENDING_DATA; i++) {
+		struct dmtn_pending *p = &l->pend_data[i];
+
+		if (p->fd < 0 || now - p->since < l->pending_ms || named(l, p))
+			continue;
+		snprintf(why, sizeof(why), "no hello named it within %u ms",
+			 l->pending_ms);
+		pending_drop(l, p, false, why);
+	}
+}
+
+/* The entry of v (n of them) a new connection takes: a free one, or the
+ * one dropped for it. */
+static struct dmtn_pending *pending_slot(const struct dmtn_comm *l,
+					 struct dmtn_pending *v, int n,
+					 bool ctrl)
+{
+	bool kept[DMTN_PENDING_DATA > DMTN_PENDING_CTRL ? DMTN_PENDING_DATA
+							: DMTN_PENDING_CTRL];
+	struct dmtn_pending *victim = NULL;
+	int most = 0;
+
+	for (int i = 0; i < n; i++)
+		if (v[i].fd < 0)
+			return &v[i];
+	for (int i = 0; i < n; i++)
+		kept[i] = ctrl ? v[i].hello_ok : named(l, &v[i]);
+	for (int i = 0; i < n; i++) {
+		int count = 0;
+
+		if (kept[i])
+			continue;
+		for (int j = 0; j < n; j++)
+			count += !kept[j] && same_host(&v[i].peer, &v[j].peer);
+		if (!victim || count > most ||
+		    (count == most && v[i].since < victim->since)) {
+			victim = &v[i];
+			most = count;
+		}
+	}
+	if (victim) {
+		pending_drop(l, victim, ctrl,
+			     "the listen has too many connections pending, most of them from this host");
+		return victim;
+	}
+	/* every one kept: someone has the nonce and floods; oldest first */
+	for (int i = 0; i < n; i++)
+		if (!victim || v[i].since < victim->since)
+			victim = &v[i];
+	pending_drop(l, victim, ctrl,
+		     "the listen has too many connections pending, all of them named by a good hello");
+	return victim;
+}
+
+/* Take what waits on listening socket lfd into v; a control connection's
+ * hello is read at once, so that a good one protects its data connection
+ * from the drops that data connections accepted after it may cause. */
+static void accept_all(struct dmtn_comm *l, int lfd, struct dmtn_pending *v,
+		       int n, bool ctrl, uint64_t now)
+{
+	/* bounded, so that a flood cannot keep one call here */
+	for (int k = 0; k < 4 * n; k++) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		struct dmtn_pending *p;
+		int fd = accept4(lfd, (struct sockaddr *)&ss, &len,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		/* EAGAIN, or EMFILE and the like: the next call tries again */
+		if (fd < 0)
+			return;
+		p = pending_slot(l, v, n, ctrl);
+		*p = (struct dmtn_pending){ .fd = fd, .since = now, .peer = ss };
+		if (ctrl)
+			hello_read(l, p);
+	}
 }
 
 static void log_recv_path(const struct dmtn_comm *c)
@@ -510,34 +614,36 @@ nccl_result_t dmtn_accept(void *listen_comm, void **recv_comm)
 {
 	struct dmtn_comm *l = dmtn_comm_get(listen_comm, DMTN_COMM_LISTEN,
 					    __func__);
+	struct dmtn_pending *cp = NULL, *dp = NULL;
 	struct dmtn_comm *c;
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	int data_fd;
+	uint64_t now = now_ms();
 
 	if (!l || !recv_comm)
 		return NCCL_ERR_INTERNAL;
 	*recv_comm = NULL;
-	accept_data(l);
-	if (!accept_ctrl(l))
-		return NCCL_OK;
-	if (getpeername(l->pend_ctrl.fd, (struct sockaddr *)&ss, &len))
-		return NCCL_OK;
-	data_fd = data_of(l, &ss);
-	if (data_fd < 0)
-		return NCCL_OK;		/* its data connection is still coming */
-	c = comm_alloc(DMTN_COMM_RECV, l->dev);
-	if (!c) {
-		close(data_fd);
-		return NCCL_ERR_SYSTEM;
-	}
-	c->ctrl_fd = l->pend_ctrl.fd;
-	c->data_fd = data_fd;
-	l->pend_ctrl.fd = -1;
-	sock_tune(c->ctrl_fd, ss.ss_family, NCCL_NET_TRAFFIC_CLASS_UNDEF);
-	len = sizeof(ss);
-	if (!getpeername(c->data_fd, (struct sockaddr *)&ss, &len))
-		addr_text((struct sockaddr *)&ss, len, c->peer, sizeof(c->peer));
+	pending_expire(l, now);
+	for (int i = 0; i < DMTN_PENDING_CTRL; i++)
+		if (l->pend_ctrl[i].fd >= 0)
+			hello_read(l, &l->pend_ctrl[i]);
+	accept_all(l, l->ctrl_lfd, l->pend_ctrl, DMTN_PENDING_CTRL, true, now);
+	accept_all(l, l->data_lfd, l->pend_data, DMTN_PENDING_DATA, false, now);
+	for (int i = 0; !dp && i < DMTN_PENDING_CTRL; i++)
+		for (int j = 0; !dp && j < DMTN_PENDING_DATA; j++)
+			if (names(&l->pend_ctrl[i], &l->pend_data[j])) {
+				cp = &l->pend_ctrl[i];
+				dp = &l->pend_data[j];
+			}
+	if (!dp)
+		return NCCL_OK;		/* a hello or its data connection is still coming */
+	c = dmtn_comm_new(DMTN_COMM_RECV, l->dev);
+	if (!c)
+		return NCCL_ERR_SYSTEM;	/* the pair stays pending */
+	c->ctrl_fd = cp->fd;
+	c->data_fd = dp->fd;
+	cp->fd = dp->fd = -1;
+	sock_tune(c->ctrl_fd, cp->peer.ss_family, NCCL_NET_TRAFFIC_CLASS_UNDEF);
+	addr_text((const struct sockaddr *)&dp->peer, sizeof(dp->peer), c->peer,
+		  sizeof(c->peer));
 	/* the data socket is steered to a devmem queue: plain reads of it
 	 * would fail, so a comm that cannot receive devmem is an error */
 	if (l->flow && dmtn_devmem_rx_open(c, l->flow)) {

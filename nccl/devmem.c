@@ -449,11 +449,20 @@ ssize_t dmtn_devmem_recv(struct dmtn_comm *c, struct dmtn_req *r,
 			  devmemtcp_rx_errmsg(x->rx));
 		return -EPROTO;
 	}
+	/* the library promises no more than len bytes (the peer's stream
+	 * decides how they are cut, never how many): checked all the same,
+	 * since place() writes them at b */
+	for (int i = 0; i < n; i++)
+		got += x->frags[i].len;
+	if (got > len) {
+		DMTN_WARN("recv comm from %s: %zu bytes received where %zu were asked for",
+			  c->peer, got, len);
+		devmemtcp_rx_release(x->rx, x->frags, (size_t)n);
+		return -EPROTO;
+	}
 	ret = place(c, r, b->data + b->done, dst_dev, n);
 	if (ret)
 		return ret == -EIO ? -EIO : -EPROTO;
-	for (int i = 0; i < n; i++)
-		got += x->frags[i].len;
 	return (ssize_t)got;
 }
 

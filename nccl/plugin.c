@@ -86,6 +86,7 @@ static void global_teardown(void)
 {
 	if (!dmtn.initialized)
 		return;
+	dmtn_stage_teardown();
 	for (int i = 0; dmtn.pid == getpid() && i < dmtn.ndev; i++)
 		dmtn_devmem_teardown(&dmtn.dev[i]);
 	dmtn_devices_free(dmtn.dev, dmtn.ndev);

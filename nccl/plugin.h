@@ -22,6 +22,7 @@
 #include <sys/types.h>
 
 #include "net_abi.h"
+#include "wire.h"
 
 #define DMTN_NAME "DevmemTCP"
 #define DMTN_MAX_DEVS 16
@@ -29,11 +30,6 @@
 /* NCCL keeps at most NCCL_NET_MAX_REQUESTS grouped receives in flight,
  * so a send comm sees up to 32 * maxRecvs sends at once; twice that. */
 #define DMTN_NREQS 512
-
-#define DMTN_HANDLE_MAGIC 0x444d544eu	/* "DMTN" */
-#define DMTN_HELLO_MAGIC 0x444d5448u	/* "DMTH" */
-#define DMTN_MSG_MAGIC 0x444d544du	/* "DMTM" */
-#define DMTN_PROTO_VERSION 1
 
 #ifndef ARRAY_SIZE
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -122,51 +118,9 @@ struct dmtn_ctx {
 	int traffic_class;	/* NCCL_NET_TRAFFIC_CLASS_UNDEF: none */
 };
 
-/* ---- handles and wire format -------------------------------------------- */
+/* ---- memory registrations ----------------------------------------------- */
 
 struct dmtn_comm;
-
-/* What listen writes for NCCL to pass to the peer's connect (128 bytes at
- * most).  stage is the connector's own: NCCL hands the same handle to every
- * call of a non-blocking connect, so the connection in progress is kept
- * there; listen writes it as NULL. */
-struct dmtn_handle {
-	uint32_t magic;
-	uint16_t version;
-	uint16_t family;
-	uint8_t addr[16];
-	uint16_t ctrl_port;	/* network byte order */
-	uint16_t data_port;
-	uint32_t scope_id;
-	uint64_t nonce;
-	struct dmtn_comm *stage;
-};
-_Static_assert(sizeof(struct dmtn_handle) <= NCCL_NET_HANDLE_MAXSIZE,
-	       "the handle must fit NCCL_NET_HANDLE_MAXSIZE");
-
-/*
- * What the connector writes first on the control socket.  The data socket
- * carries payload only (on a devmem receiver its bytes land in device
- * memory, where a hello could not be read), so the hello names it by its
- * source port.
- */
-struct dmtn_hello {
-	uint32_t magic;
-	uint16_t version;
-	uint16_t data_port;	/* the data socket's source port, network order */
-	uint64_t nonce;
-};
-
-/* One per message on the control socket, all fields little endian. */
-struct dmtn_msg {
-	uint32_t magic;
-	int32_t tag;
-	uint64_t size;
-};
-_Static_assert(sizeof(struct dmtn_hello) == 16 && sizeof(struct dmtn_msg) == 16,
-	       "wire structs have no padding");
-
-/* ---- memory registrations ----------------------------------------------- */
 
 #define DMTN_MR_MAGIC 0x444d5452u	/* "DMTR" */
 
@@ -240,18 +194,21 @@ enum dmtn_comm_kind {
 
 #define DMTN_COMM_MAGIC 0x444d544bu	/* "DMTK" */
 
-/* A control connection accepted, its hello being read. */
-struct dmtn_pending_ctrl {
-	int fd;
-	size_t got;		/* hello bytes read */
-	struct dmtn_hello hello;
-};
-
-/* Data connections accepted, waiting for the hello that names them. */
-#define DMTN_PENDING_DATA 4
-struct dmtn_pending_data {
-	int fd;
+/*
+ * A connection a listen accepted and has not paired yet: a control
+ * connection reading or holding its hello, or a data connection waiting
+ * for a hello that names it.  Either waits DMTN_PENDING_MS at most.
+ */
+#define DMTN_PENDING_CTRL 16
+#define DMTN_PENDING_DATA 32
+#define DMTN_PENDING_MS 10000
+struct dmtn_pending {
+	int fd;			/* -1: a free entry */
+	uint64_t since;		/* accepted at, ms of CLOCK_MONOTONIC */
 	struct sockaddr_storage peer;
+	size_t got;		/* control: hello bytes read */
+	struct dmtn_hello hello;
+	bool hello_ok;		/* control: a whole hello with the nonce */
 };
 
 struct dmtn_devmem_rx;
@@ -276,8 +233,9 @@ struct dmtn_comm {
 	/* listen */
 	int ctrl_lfd, data_lfd;
 	uint64_t nonce;
-	struct dmtn_pending_ctrl pend_ctrl;
-	struct dmtn_pending_data pend_data[DMTN_PENDING_DATA];
+	struct dmtn_pending pend_ctrl[DMTN_PENDING_CTRL];
+	struct dmtn_pending pend_data[DMTN_PENDING_DATA];
+	unsigned int pending_ms;
 	struct dmtn_flow *flow;	/* devmem steering of the data port */
 
 	/* connect in progress */
@@ -324,7 +282,11 @@ nccl_result_t dmtn_connect(int dev, int traffic_class, void *handle,
 			   void **send_comm);
 nccl_result_t dmtn_accept(void *listen_comm, void **recv_comm);
 nccl_result_t dmtn_close_listen(void *listen_comm);
+/* A comm of kind on device dev, no socket yet; NULL without memory. */
+struct dmtn_comm *dmtn_comm_new(enum dmtn_comm_kind kind, int dev);
 void dmtn_comm_free(struct dmtn_comm *c);
+/* Free the comms of connects NCCL left in progress (at teardown). */
+void dmtn_stage_teardown(void);
 
 /* xfer.c */
 nccl_result_t dmtn_reg_mr(void *comm, void *data, size_t size, int type,

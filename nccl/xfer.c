@@ -412,9 +412,8 @@ static nccl_result_t read_headers(struct dmtn_comm *c)
 		c->ctrl_in_len += (size_t)n;
 		if (c->ctrl_in_len < sizeof(m))
 			continue;
-		memcpy(&m, c->ctrl_in, sizeof(m));
 		c->ctrl_in_len = 0;
-		if (m.magic != DMTN_MSG_MAGIC)
+		if (dmtn_msg_parse(c->ctrl_in, &m))
 			return comm_fail(c, NCCL_ERR_INTERNAL,
 					 "message header %u has magic %#x, not %#x: the peer does not speak this protocol",
 					 c->h_tail, m.magic, DMTN_MSG_MAGIC);

@@ -29,6 +29,12 @@ if nm "$a" 2>/dev/null | grep -Eq ' [TDB] (dmt_hook_|dmt_test_|dmt_nic_fail_step
 	nm "$a" | grep -E ' [TDB] (dmt_hook_|dmt_test_|dmt_nic_fail_step|dmt_nic_crash_step)'
 	fail=1
 fi
+# the NCCL plugin, when it was built, has no test hook either
+nccl=$b/nccl/libnccl-net-devmemtcp.so
+if [ -f "$nccl" ] && grep -aq DEVMEMTCP_TEST_ "$nccl"; then
+	echo "check-production: $nccl still reads DEVMEMTCP_TEST_* (a test hook)"
+	fail=1
+fi
 # the Python extension, when it was built, follows the same rules
 for ext in "$b"/python/src/devmemtcp/_devmemtcp*.so; do
 	[ -f "$ext" ] || continue

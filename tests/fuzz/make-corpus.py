@@ -5,7 +5,8 @@
 Seeds are what the parsers meet in real use: control buffers laid out as
 the kernel's put_cmsg() lays them out (x86-64), the netlink replies
 recorded from a real kernel (tests/unit/data/*.h), journals as the library
-writes them, flows as the documentation spells them.  Reproducers of bugs
+writes them, flows as the documentation spells them, the NCCL plugin's
+handles, hellos and headers as it writes them.  Reproducers of bugs
 (crash-*, regress-*) are committed next to the seeds by hand and never
 rewritten here.  Run from anywhere: python3 tests/fuzz/make-corpus.py
 """
@@ -343,6 +344,117 @@ def policy_seeds():
             ("edge-comment", "allow everyone interface eth1 # comment\n")]:
         write("broker-policy", name, text.encode())
 
+# The NCCL plugin's wire format (nccl/wire.h): handles as listen writes
+# them, hellos and headers as connect and isend write them.
+DMTN_HANDLE_MAGIC, DMTN_HELLO_MAGIC, DMTN_MSG_MAGIC = 0x444d544e, 0x444d5448, 0x444d544d
+AF_INET, AF_INET6 = 2, 10
+
+
+def nccl_handle(family=AF_INET, addr=b"\x7f\0\0\x01", cport=40000, dport=40001,
+                nonce=0x1122334455667788, scope=0, magic=DMTN_HANDLE_MAGIC,
+                version=1, stage=b""):
+    h = struct.pack("<IHH", magic, version, family) + addr.ljust(16, b"\0")
+    h += struct.pack(">HH", cport, dport) + struct.pack("<IQ", scope, nonce)
+    h += stage.ljust(16, b"\0")
+    return h.ljust(128, b"\0")
+
+
+def nccl_hello(dport, nonce, magic=DMTN_HELLO_MAGIC):
+    return struct.pack("<IH", magic, 1) + struct.pack(">H", dport) + struct.pack("<Q", nonce)
+
+
+def nccl_msg(tag, size, magic=DMTN_MSG_MAGIC):
+    return struct.pack("<IiQ", magic, tag, size)
+
+
+def nccl_seeds():
+    nonce = 0x1122334455667788
+    hello = nccl_hello(50000, nonce) + struct.pack("<Q", nonce)
+    msg = nccl_msg(0, 4096)
+
+    def hs(name, handle, program=b"", hello=hello, msg=msg):
+        write("nccl-handshake", name, handle + hello + msg + program)
+
+    def op(code, buf, *args):
+        return bytes([(buf << 3) | code]) + b"".join(args)
+
+    def connect(buf, finished):
+        return op(1, buf, bytes([finished]))
+
+    v4, v6 = nccl_handle(), nccl_handle(AF_INET6, bytes.fromhex("20010db8" + "0" * 22 + "01"))
+    hs("listen-ipv4", v4, connect(0, 0) + connect(0, 0) + connect(0, 1))
+    hs("listen-ipv6", v6, connect(0, 0) + connect(0, 1))
+    hs("two-buffers", v4, connect(0, 0) + connect(1, 0) + connect(1, 1) + connect(0, 1))
+    hs("copy-in-progress", v4, connect(0, 0) + op(3, 0, b"\x01") + connect(1, 1) + connect(0, 1))
+    hs("peer-connector-bytes", nccl_handle(stage=struct.pack("<QQ", 0x4141414141414141, 1)),
+       connect(0, 1) + op(4, 1, struct.pack("<QQB", 7, 1, 0)) + connect(1, 1))
+    hs("forged-slot", v4, connect(0, 0) + op(3, 0, b"\x02") + op(4, 2, struct.pack("<QQB", 0, 0, 3)) +
+       connect(2, 1) + connect(0, 1))
+    hs("changed-peer-byte", v4, connect(0, 0) + op(5, 0, b"\x21\x01") + connect(0, 1))
+    hs("drain", v4, connect(0, 0) + connect(1, 0) + op(6, 0) + connect(0, 1))
+    hs("listen-op", v4, op(0, 3, struct.pack("<HHQBI", 1234, 5678, 99, 0, 0x010203)) +
+       connect(3, 0) + op(0, 4, struct.pack("<HHQBB", 1, 2, 3, 1, 9)) + connect(4, 1) + connect(3, 1))
+    hs("foreign", nccl_handle(magic=0x12345678))
+    hs("version-2", nccl_handle(version=2))
+    hs("family-unix", nccl_handle(family=1))
+    hs("v4-bytes-after", nccl_handle(addr=b"\x7f\0\0\x01\x01"))
+    for name, addr in [("unspecified", b"\0\0\0\0"), ("multicast", b"\xe0\0\0\x01"),
+                       ("broadcast", b"\xff\xff\xff\xff")]:
+        hs("addr-" + name, nccl_handle(addr=addr))
+    for name, addr in [("unspecified", b""), ("multicast", bytes.fromhex("ff02" + "0" * 26 + "01")),
+                       ("link-local", bytes.fromhex("fe80" + "0" * 26 + "01")),
+                       ("v4-mapped", bytes.fromhex("0" * 20 + "ffff7f000001"))]:
+        hs("addr6-" + name, nccl_handle(AF_INET6, addr))
+    hs("scope", nccl_handle(AF_INET6, bytes.fromhex("20010db8" + "0" * 22 + "01"), scope=2))
+    hs("port-0", nccl_handle(cport=0))
+    hs("ports-same", nccl_handle(dport=40000))
+    hs("nonce-0", nccl_handle(nonce=0))
+    hs("reserved", nccl_handle()[:127] + b"\x01")
+    hs("hello-other-nonce", v4, hello=nccl_hello(50000, nonce ^ 1) + struct.pack("<Q", nonce))
+    hs("hello-port-0", v4, hello=nccl_hello(0, nonce) + struct.pack("<Q", nonce))
+    hs("msg-foreign", v4, msg=nccl_msg(0, 1, magic=0x41414141))
+
+    # nccl-msg: flags (1 control closed, 2 data closed), headers, a cut
+    # one, the data length, the receives, a byte per receive posted
+    # (1: test what is queued)
+    def header(tag, size, kind=0):
+        return bytes([(tag << 4) | kind]) + struct.pack("<I", size)
+
+    def recv(bufs):
+        # 9 buffers, one more than maxRecvs: refused, 8 are read
+        out = bytes([len(bufs) - 1])
+        for cap, tag in bufs[:8]:
+            out += struct.pack("<IB", cap, tag)
+        return out
+
+    def ms(name, flags, headers, dlen, recvs, cut=b"", tests=None):
+        body = bytes([flags, len(headers)]) + b"".join(headers)
+        body += (bytes([1, len(cut) - 1]) + cut) if cut else b"\0"
+        body += struct.pack("<I", dlen) + bytes([len(recvs)])
+        body += b"".join(recv(r) for r in recvs)
+        body += bytes(tests if tests is not None else [1] * len(recvs))
+        write("nccl-msg", name, body)
+
+    ms("one", 0, [header(0, 100)], 100, [[(200, 0)]])
+    ms("grouped", 0, [header(t, 10 * (t + 1)) for t in range(4)], 100,
+       [[(50, 3), (50, 2), (50, 1), (50, 0)]])
+    ms("in-order", 0, [header(0, s) for s in (0, 1, 300, 17, 0, 255)], 573,
+       [[(300, 0)] for _ in range(6)], tests=[0, 1, 0, 1, 0, 1])
+    ms("too-large", 0, [header(0, 300)], 300, [[(100, 0)]])
+    ms("tag-nobody", 0, [header(2, 10)], 10, [[(50, 0), (50, 1)]])
+    ms("foreign-header", 0, [header(0, 10), bytes([7]) + struct.pack("<III", 5, 0x41414141, 0)], 10,
+       [[(50, 0)], [(50, 0)]])
+    ms("huge-size", 0, [bytes([6]) + struct.pack("<IQ", 0, 1 << 63)], 0, [[(100, 0)]])
+    ms("data-cut", 2, [header(0, 100)], 60, [[(100, 0)]])
+    ms("ctrl-closed-waiting", 1, [header(0, 5)], 5, [[(10, 0)], [(10, 0)]])
+    ms("cut-header", 1, [header(0, 5)], 5, [[(10, 0)], [(10, 0)]], cut=b"\x4d\x54\x4d\x44\0\0")
+    ms("more-than-maxrecvs", 0, [header(0, 5)], 5, [[(10, 0)] * 9, [(10, 0)]])
+    ms("no-receive", 3, [header(0, 5), header(0, 6)], 11, [[(10, 0)]])
+    ms("many", 0, [header(i % 4, (i * 37) % 300) for i in range(40)],
+       sum((i * 37) % 300 for i in range(40)),
+       [[(300, 0)], [(300, 0), (300, 1), (300, 2), (300, 3)], [(300, 1)] * 8,
+        [(300, 2)], [(299, 0), (300, 3)]] + [[(300, 0)]] * 7)
+
 
 def main():
     cmsg_seeds()
@@ -354,6 +466,7 @@ def main():
     program_seeds()
     broker_seeds()
     policy_seeds()
+    nccl_seeds()
     return 0
 
 
