@@ -296,6 +296,30 @@ int dmt_cuda_htod(int device, uint64_t dst, const void *src, size_t len,
 		  void *stream);
 int dmt_cuda_sync(int device);
 
+/*
+ * Test builds (-Dtest_hooks=true, testhooks.c): dmt_test_point() holds a
+ * thread that released the GIL at a named point while a test acts from
+ * another thread; dmt_test_freed() counts the cores of a kind freed.  No-ops
+ * in every other build.
+ */
+#ifndef DMT_PY_TEST_HOOKS
+#define DMT_PY_TEST_HOOKS 0
+#endif
+#if DMT_PY_TEST_HOOKS
+void dmt_test_point(const char *name);
+void dmt_test_freed(const char *what);
+extern PyMethodDef dmt_test_methods[];
+#else
+static inline void dmt_test_point(const char *name)
+{
+	(void)name;
+}
+static inline void dmt_test_freed(const char *what)
+{
+	(void)what;
+}
+#endif
+
 /* Type setup. */
 int dmt_types_init(PyObject *m);
 

@@ -162,6 +162,7 @@ static PyObject *Fragments_read(PyObject *self, PyObject *unused)
 	if (out) {
 		linear = f->linear ? PyBytes_AS_STRING(f->linear) : NULL;
 		Py_BEGIN_ALLOW_THREADS
+		dmt_test_point("Fragments.read");
 		copy_out(set, linear, PyBytes_AS_STRING(out));
 		Py_END_ALLOW_THREADS
 	}
@@ -237,6 +238,7 @@ static int gather_cpu(FragmentsObject *f, struct frag_set *set,
 	if (host_sync(set, true))
 		return -1;
 	Py_BEGIN_ALLOW_THREADS
+	dmt_test_point("Fragments.gather_into(cpu)");
 	copy_out(set, linear, (char *)(uintptr_t)d->addr);
 	Py_END_ALLOW_THREADS
 	host_sync(set, false);
@@ -258,6 +260,7 @@ static int gather_cuda(FragmentsObject *f, struct frag_set *set,
 	if (!g)
 		return -1;
 	Py_BEGIN_ALLOW_THREADS
+	dmt_test_point("Fragments.gather_into(cuda)");
 	pthread_mutex_lock(&g->lock);
 	ret = devmemtcp_gpu_gather(g->gpu, set->frags, set->n, &iov, 1, stream);
 	if (ret)

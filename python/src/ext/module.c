@@ -344,6 +344,10 @@ PyMODINIT_FUNC PyInit__devmemtcp(void)
 		goto err;
 	if (add_constants(m) || dmt_types_init(m))
 		goto err;
+#if DMT_PY_TEST_HOOKS
+	if (PyModule_AddFunctions(m, dmt_test_methods))
+		goto err;
+#endif
 	return m;
 err:
 	Py_DECREF(m);

@@ -13,6 +13,7 @@ static void nic_destroy(struct core *c)
 	core_put(n->buf ? &n->buf->c : NULL);
 	core_put(&n->ctx->c);
 	free(n);
+	dmt_test_freed("Nic");
 }
 
 static int flows_of(PyObject *obj, struct devmemtcp_flow **flows, size_t *n)
@@ -108,6 +109,7 @@ static int nic_open(NicObject *self, struct ctx_core *ctx, struct buf_core *buf,
 		  (a->rss_context ? 0 : DEVMEMTCP_NIC_NO_RSS_CONTEXT) |
 		  (a->keep_rss ? DEVMEMTCP_NIC_KEEP_RSS : 0);
 	Py_BEGIN_ALLOW_THREADS
+	dmt_test_point("Nic()");
 	ret = devmemtcp_nic_open(ctx->ctx, a->ifname, &o, &nic);
 	Py_END_ALLOW_THREADS
 	if (ret) {
@@ -364,6 +366,7 @@ static PyObject *Nic_probe(PyObject *cls, PyObject *args, PyObject *kw)
 			       .flags = try_bind ? DEVMEMTCP_PROBE_TRY_BIND : 0);
 
 		Py_BEGIN_ALLOW_THREADS
+		dmt_test_point("Nic.probe");
 		ret = devmemtcp_nic_probe(ctx->ctx, ifname, &o, r);
 		Py_END_ALLOW_THREADS
 	}
@@ -409,6 +412,7 @@ static PyObject *Nic_recover(PyObject *cls, PyObject *args, PyObject *kw)
 		DEVMEMTCP_OPTS(nic_opts, o, .run_dir = run_dir);
 
 		Py_BEGIN_ALLOW_THREADS
+		dmt_test_point("Nic.recover");
 		ret = devmemtcp_nic_recover(ctx->ctx, ifname, &o);
 		Py_END_ALLOW_THREADS
 	}

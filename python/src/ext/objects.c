@@ -78,6 +78,7 @@ void dmt_ctx_destroy(struct core *c)
 
 	devmemtcp_ctx_free(x->ctx);
 	free(x);
+	dmt_test_freed("Context");
 }
 
 /* The library's log_level for the argument: None leaves it to the library
@@ -167,6 +168,7 @@ static PyObject *Context_queues(PyObject *self, PyObject *args)
 	if (!ifindex)
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
+	dmt_test_point("Context.queues");
 	n = devmemtcp_queue_list(c->ctx, ifindex, q, 256);
 	Py_END_ALLOW_THREADS
 	if (n < 0)
@@ -232,6 +234,7 @@ static PyObject *Context_qstats(PyObject *self, PyObject *args, PyObject *kw)
 	if (!ifindex)
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
+	dmt_test_point("Context.qstats");
 	ret = devmemtcp_qstats_get(c->ctx, ifindex, type, queue, &st);
 	Py_END_ALLOW_THREADS
 	if (ret < 0)
@@ -293,6 +296,7 @@ void dmt_buf_destroy(struct core *c)
 	devmemtcp_buf_free(b->buf);
 	core_put(&b->ctx->c);
 	free(b);
+	dmt_test_freed("Buffer");
 }
 
 int dmt_buf_sync(struct buf_core *buf, bool start, bool write)
@@ -428,6 +432,7 @@ static int Buffer_init(BufferObject *self, PyObject *args, PyObject *kw)
 		o.flags = (a.hugetlb ? DEVMEMTCP_BUF_HUGETLB : 0) |
 			  (a.keep_fd ? DEVMEMTCP_BUF_KEEP_FD : 0);
 		Py_BEGIN_ALLOW_THREADS
+		dmt_test_point("Buffer()");
 		ret = devmemtcp_buf_new(ctx->ctx, &o, &buf);
 		Py_END_ALLOW_THREADS
 	}
@@ -485,6 +490,7 @@ static PyObject *Buffer_read(PyObject *self, PyObject *args)
 	if (!out)
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
+	dmt_test_point("Buffer.read");
 	ret = devmemtcp_buf_read(b->buf, off, PyBytes_AS_STRING(out), (size_t)len);
 	Py_END_ALLOW_THREADS
 	if (ret) {
@@ -504,6 +510,7 @@ static PyObject *Buffer_readinto(PyObject *self, PyObject *args)
 	if (!b || !PyArg_ParseTuple(args, "Kw*:readinto", &off, &view))
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
+	dmt_test_point("Buffer.readinto");
 	ret = devmemtcp_buf_read(b->buf, off, view.buf, (size_t)view.len);
 	Py_END_ALLOW_THREADS
 	PyBuffer_Release(&view);
@@ -522,6 +529,7 @@ static PyObject *Buffer_write(PyObject *self, PyObject *args)
 	if (!b || !PyArg_ParseTuple(args, "Ky*:write", &off, &view))
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
+	dmt_test_point("Buffer.write");
 	ret = devmemtcp_buf_write(b->buf, off, view.buf, (size_t)view.len);
 	Py_END_ALLOW_THREADS
 	PyBuffer_Release(&view);
@@ -736,6 +744,7 @@ static void binding_destroy(struct core *c)
 	core_put(&b->buf->c);
 	core_put(&b->ctx->c);
 	free(b);
+	dmt_test_freed("Binding");
 }
 
 static int queues_of(PyObject *obj, uint32_t **q, size_t *n)
@@ -782,6 +791,7 @@ static PyObject *new_binding(PyTypeObject *type, PyObject *ctxobj,
 	if (!buf)
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
+	dmt_test_point("Binding");
 	ret = tx ? devmemtcp_bind_tx(ctx->ctx, ifindex, buf->buf, o, &b)
 		 : devmemtcp_bind_rx(ctx->ctx, ifindex, q, nq, buf->buf, o, &b);
 	Py_END_ALLOW_THREADS
@@ -927,6 +937,7 @@ static void gpu_destroy(struct core *c)
 	pthread_mutex_destroy(&g->lock);
 	core_put(&g->ctx->c);
 	free(g);
+	dmt_test_freed("Gpu");
 }
 
 struct gpu_core *dmt_gpu_core_new(struct ctx_core *ctx, int device,
@@ -937,6 +948,7 @@ struct gpu_core *dmt_gpu_core_new(struct ctx_core *ctx, int device,
 	struct gpu_core *g;
 
 	Py_BEGIN_ALLOW_THREADS
+	dmt_test_point("Gpu()");
 	*ret = devmemtcp_gpu_new(ctx->ctx, opts, &gpu);
 	Py_END_ALLOW_THREADS
 	if (*ret) {

@@ -30,6 +30,7 @@ static void rx_destroy(struct core *c)
 	free(rx->scratch);
 	free(rx->linear);
 	free(rx);
+	dmt_test_freed("Rx");
 }
 
 /* ---- fragment sets -------------------------------------------------------- */
@@ -516,6 +517,7 @@ static PyObject *Rx_recv(RxObject *self, PyObject *const *args,
 		memset(&o, 0, sizeof(o));
 		atomic_fetch_add(&rx->receiving, 1);
 		Py_BEGIN_ALLOW_THREADS
+		dmt_test_point("Rx.recv");
 		pthread_mutex_lock(&rx->recv_lock);
 		n = recv_locked(rx, max_frags, len, timeout_ms, &o);
 		pthread_mutex_unlock(&rx->recv_lock);
@@ -566,6 +568,7 @@ static PyObject *Rx_add_buf(PyObject *self, PyObject *args)
 	/* a receive may be waiting: the entry is published after the
 	 * library has it, and receives read only published entries */
 	Py_BEGIN_ALLOW_THREADS
+	dmt_test_point("Rx.add_buf");
 	pthread_mutex_lock(&rx->add_lock);
 	nb = atomic_load(&rx->nbufs);
 	full = nb == RX_MAX_BUFS;

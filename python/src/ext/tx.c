@@ -21,6 +21,7 @@ static void tx_destroy(struct core *c)
 	core_put(&x->t.ctx->c);
 	pthread_mutex_destroy(&x->lock);
 	free(x);
+	dmt_test_freed("Tx");
 }
 
 static int Tx_init(TxObject *self, PyObject *args, PyObject *kw)
