@@ -32,10 +32,10 @@ step "unit, host, vm and gpu suites"
 meson test -C "$B" --print-errorlogs --suite unit --suite host --suite nccl --suite python --suite vm --suite gpu || status=1
 cp "$B/meson-logs/testlog.json" "$logs/main.json" 2>/dev/null
 
-step "ASan/UBSan build ($S): unit and host suites"
+step "ASan/UBSan build ($S): unit and host suites, the Python binding's races"
 [ -d "$S" ] || meson setup "$S" --native-file build-dev.ini -Dcuda=disabled >/dev/null || exit 1
 ninja -C "$S" || exit 1
-meson test -C "$S" --print-errorlogs --suite unit --suite host --suite nccl || status=1
+meson test -C "$S" --print-errorlogs --suite unit --suite host --suite nccl --suite races || status=1
 cp "$S/meson-logs/testlog.json" "$logs/san.json" 2>/dev/null
 
 step "valgrind: unit and host suites"

@@ -22,7 +22,9 @@ void dmt_any_dealloc(PyObject *self);
 
 #define DMT_CLOSE_DOC(WHAT, EXTRA)                                             \
 	"close($self, /)\n--\n\n"                                              \
-	"Close the " WHAT ": " EXTRA " Further use raises ValueError.  Safe to call twice."
+	"Close the " WHAT ": " EXTRA "  A call already running on it (on\n"   \
+	"another thread) finishes first; what it uses is freed when it returns.\n" \
+	"Further use raises ValueError.  Safe to call twice."
 
 #define DMT_ENTER_METHOD                                                       \
 	{ "__enter__", dmt_any_enter, METH_NOARGS,                             \
@@ -69,6 +71,17 @@ static inline void *dmt_core(PyObject *self, const char *what)
 
 	if (!c)
 		dmt_closed(what);
+	return c;
+}
+
+/* The same with a reference of the caller's own, for a call that uses the
+ * core while other code may run (see dmt.h): core_put() when done. */
+static inline void *dmt_core_get(PyObject *self, const char *what)
+{
+	struct core *c = dmt_core(self, what);
+
+	if (c)
+		core_get(c);
 	return c;
 }
 

@@ -12,6 +12,17 @@
  * objects, so the last reference may go on any thread without the GIL (a
  * DLPack deleter called by PyTorch, say).
  *
+ * A call holds a reference of its own, too, on every core (and fragment
+ * set) it uses across anything that lets other Python code run: a section
+ * without the GIL, an argument's conversion (__index__, fileno()), a
+ * DLPack producer's methods, an allocation that starts the garbage
+ * collector (whose callbacks are Python code).  It takes it where it
+ * checks that the object is open, before any of these.  A close() or
+ * release() meanwhile, from another thread or from code the call runs,
+ * then takes effect when the call drops its reference: the call finishes
+ * on what it started with, and the handle is freed (the tokens go back)
+ * once, after it.
+ *
  * No callback into the library ever takes the GIL, and no library lock is
  * ever waited for while this code holds a lock the library may need: a
  * deleter can never deadlock against a Python thread.
@@ -222,9 +233,10 @@ PyObject *dmt_raise(int ret, const char *msg);
 PyObject *dmt_raise_ctx(int ret, const struct ctx_core *ctx);
 PyObject *dmt_closed(const char *what);
 
-/* Cores of the argument objects, or NULL with an exception set. */
-struct ctx_core *dmt_ctx_of(PyObject *obj);
-struct buf_core *dmt_buf_of(PyObject *obj);
+/* Cores of the argument objects with a reference of the caller's own
+ * (core_put when done), or NULL with an exception set. */
+struct ctx_core *dmt_ctx_get(PyObject *obj);
+struct buf_core *dmt_buf_get(PyObject *obj);
 /* int, or an object with fileno(); -1 with an exception set. */
 int dmt_fd_of(PyObject *obj);
 /* An interface name or index; 0 with an exception set. */
@@ -240,14 +252,21 @@ int dmt_stream_of(PyObject *obj, void **stream, long long *dl);
 
 void dmt_ctx_destroy(struct core *c);
 void dmt_buf_destroy(struct core *c);
+/* A new Gpu core on ctx, which the caller holds (the GIL is released). */
 struct gpu_core *dmt_gpu_core_new(struct ctx_core *ctx, int device,
 				  const struct devmemtcp_gpu_opts *opts,
 				  int *ret);
-/* The receiver's Gpu for device (created on first use); new reference,
- * NULL with an exception set. */
+/* The receiver's Gpu for device (created on first use, without the GIL:
+ * the caller holds rx); new reference, NULL with an exception set. */
 struct gpu_core *dmt_rx_gpu(struct rx_core *rx, int device);
 
-/* Fragment sets.  Drop a reference; the last one hands the tokens to the
+/* Fragment sets.  A call that uses a set while other code may run holds
+ * a reference of its own (dmt_set_get). */
+static inline void dmt_set_get(struct frag_set *set)
+{
+	atomic_fetch_add_explicit(&set->refs, 1, memory_order_relaxed);
+}
+/* Drop a reference; the last one hands the tokens to the
  * library (after the fences pushed on the set).  from_any_thread: the
  * caller is not the receiving thread (the tokens then go to the kernel at
  * once).  Returns what the release returned; msg gets the library's
@@ -270,7 +289,8 @@ struct buf_core *dmt_set_frag_buf(const struct frag_set *set, uint32_t i);
 /* DLPack producer side: __dlpack__(**kw) of len bytes at addr in buf
  * (whose device it is), kept alive by set (a reference is taken) or, for
  * a whole-buffer export, by buf; gpu records the fence of the consumer's
- * stream before a set's tokens go back. */
+ * stream before a set's tokens go back.  kw's values are Python code: the
+ * caller holds set (or buf) and gpu. */
 PyObject *dmt_dlpack_export(PyObject *kw, struct frag_set *set,
 			    struct buf_core *buf, struct gpu_core *gpu,
 			    uint64_t addr, uint64_t len);
@@ -295,6 +315,30 @@ int dmt_buf_sync(struct buf_core *buf, bool start, bool write);
 int dmt_cuda_htod(int device, uint64_t dst, const void *src, size_t len,
 		  void *stream);
 int dmt_cuda_sync(int device);
+
+/*
+ * Test builds (-Dtest_hooks=true, testhooks.c): dmt_test_point() holds a
+ * thread that released the GIL at a named point while a test acts from
+ * another thread; dmt_test_freed() counts the cores of a kind freed.  No-ops
+ * in every other build.
+ */
+#ifndef DMT_PY_TEST_HOOKS
+#define DMT_PY_TEST_HOOKS 0
+#endif
+#if DMT_PY_TEST_HOOKS
+void dmt_test_point(const char *name);
+void dmt_test_freed(const char *what);
+extern PyMethodDef dmt_test_methods[];
+#else
+static inline void dmt_test_point(const char *name)
+{
+	(void)name;
+}
+static inline void dmt_test_freed(const char *what)
+{
+	(void)what;
+}
+#endif
 
 /* Type setup. */
 int dmt_types_init(PyObject *m);

@@ -13,6 +13,19 @@ static struct frag_set *live_set(FragmentsObject *self)
 	return self->set;
 }
 
+/* Drop the reference a call took on set for its duration; when a
+ * release() meanwhile left it the last, the tokens go back now.  0, or -1
+ * with the release's error raised (unless the call raised already). */
+static int set_unuse(struct frag_set *set)
+{
+	char msg[512] = "";
+	int ret = dmt_set_put(set, false, msg, sizeof(msg));
+
+	if (ret < 0 && !PyErr_Occurred())
+		dmt_raise(ret, msg);
+	return ret < 0 ? -1 : 0;
+}
+
 /* Drop the object's reference on its set; raise on a release error. */
 static int frags_release(FragmentsObject *self)
 {
@@ -65,7 +78,7 @@ static Py_ssize_t Fragments_len(PyObject *self)
 static PyObject *Fragments_item(PyObject *self, Py_ssize_t i)
 {
 	FragmentsObject *f = (FragmentsObject *)self;
-	const struct devmemtcp_frag *fr;
+	struct devmemtcp_frag fr;
 	struct frag_set *set;
 	PyObject *t;
 
@@ -76,16 +89,18 @@ static PyObject *Fragments_item(PyObject *self, Py_ssize_t i)
 	set = live_set(f);
 	if (!set)
 		return NULL;
-	fr = &set->frags[i];
+	/* a copy: the allocation below may run the garbage collector, whose
+	 * callbacks may release the set */
+	fr = set->frags[i];
 	t = PyStructSequence_New(Fragment_Type);
 	if (!t)
 		return NULL;
-	PyStructSequence_SET_ITEM(t, 0, PyLong_FromUnsignedLongLong(fr->offset));
-	PyStructSequence_SET_ITEM(t, 1, PyLong_FromUnsignedLongLong(fr->addr));
-	PyStructSequence_SET_ITEM(t, 2, PyLong_FromUnsignedLong(fr->len));
-	PyStructSequence_SET_ITEM(t, 3, PyLong_FromUnsignedLong(fr->token));
-	PyStructSequence_SET_ITEM(t, 4, PyLong_FromUnsignedLong(fr->binding_id));
-	PyStructSequence_SET_ITEM(t, 5, PyLong_FromUnsignedLong(fr->flags));
+	PyStructSequence_SET_ITEM(t, 0, PyLong_FromUnsignedLongLong(fr.offset));
+	PyStructSequence_SET_ITEM(t, 1, PyLong_FromUnsignedLongLong(fr.addr));
+	PyStructSequence_SET_ITEM(t, 2, PyLong_FromUnsignedLong(fr.len));
+	PyStructSequence_SET_ITEM(t, 3, PyLong_FromUnsignedLong(fr.token));
+	PyStructSequence_SET_ITEM(t, 4, PyLong_FromUnsignedLong(fr.binding_id));
+	PyStructSequence_SET_ITEM(t, 5, PyLong_FromUnsignedLong(fr.flags));
 	return t;
 }
 
@@ -151,21 +166,29 @@ static PyObject *Fragments_read(PyObject *self, PyObject *unused)
 	FragmentsObject *f = (FragmentsObject *)self;
 	struct frag_set *set;
 	const char *linear;
-	PyObject *out;
+	PyObject *out = NULL;
 
 	if (!f->n)
 		return PyBytes_FromStringAndSize(NULL, 0);
 	set = live_set(f);
-	if (!set || check_addresses(set) || host_sync(set, true))
+	if (!set)
 		return NULL;
-	out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)f->nbytes);
-	if (out) {
-		linear = f->linear ? PyBytes_AS_STRING(f->linear) : NULL;
-		Py_BEGIN_ALLOW_THREADS
-		copy_out(set, linear, PyBytes_AS_STRING(out));
-		Py_END_ALLOW_THREADS
+	/* held through the copy without the GIL: a release() meanwhile hands
+	 * the tokens back when the copy is done */
+	dmt_set_get(set);
+	if (!check_addresses(set) && !host_sync(set, true)) {
+		out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)f->nbytes);
+		if (out) {
+			linear = f->linear ? PyBytes_AS_STRING(f->linear) : NULL;
+			Py_BEGIN_ALLOW_THREADS
+			dmt_test_point("Fragments.read");
+			copy_out(set, linear, PyBytes_AS_STRING(out));
+			Py_END_ALLOW_THREADS
+		}
+		host_sync(set, false);
 	}
-	host_sync(set, false);
+	if (set_unuse(set))
+		Py_CLEAR(out);
 	return out;
 }
 
@@ -229,18 +252,26 @@ static int set_device(struct frag_set *set, DLDevice *dev)
 	return found ? 1 : 0;
 }
 
+/* The gathers, each with the reference gather_into() took on set, which
+ * they drop: a successful gather releases the Fragments too, so that the
+ * tokens go back when it is done (on a GPU, after its stream's work). */
 static int gather_cpu(FragmentsObject *f, struct frag_set *set,
 		      struct dmt_dst *d)
 {
 	const char *linear = f->linear ? PyBytes_AS_STRING(f->linear) : NULL;
+	int ret;
 
-	if (host_sync(set, true))
+	if (host_sync(set, true)) {
+		set_unuse(set);
 		return -1;
+	}
 	Py_BEGIN_ALLOW_THREADS
+	dmt_test_point("Fragments.gather_into(cpu)");
 	copy_out(set, linear, (char *)(uintptr_t)d->addr);
 	Py_END_ALLOW_THREADS
 	host_sync(set, false);
-	return frags_release(f);
+	ret = frags_release(f);
+	return set_unuse(set) ? -1 : ret;
 }
 
 static int gather_cuda(FragmentsObject *f, struct frag_set *set,
@@ -255,9 +286,12 @@ static int gather_cuda(FragmentsObject *f, struct frag_set *set,
 	uint64_t pos = 0;
 	int ret;
 
-	if (!g)
+	if (!g) {
+		set_unuse(set);
 		return -1;
+	}
 	Py_BEGIN_ALLOW_THREADS
+	dmt_test_point("Fragments.gather_into(cuda)");
 	pthread_mutex_lock(&g->lock);
 	ret = devmemtcp_gpu_gather(g->gpu, set->frags, set->n, &iov, 1, stream);
 	if (ret)
@@ -280,9 +314,15 @@ static int gather_cuda(FragmentsObject *f, struct frag_set *set,
 	if (ret) {
 		core_put(&g->c);
 		dmt_raise(ret, msg);
+		set_unuse(set);
 		return -1;
 	}
-	f->set = NULL;
+	/* the Fragments' reference goes (unless a release() took it), never
+	 * the last: ours is left, and views' */
+	if (f->set) {
+		f->set = NULL;
+		dmt_set_put(set, false, NULL, 0);
+	}
 	if (atomic_load(&set->refs) == 1) {
 		/* no views: the library defers the release on the stream */
 		ret = dmt_set_release_gpu(set, g, stream, msg, sizeof(msg));
@@ -319,14 +359,21 @@ static PyObject *Fragments_gather_into(PyObject *self, PyObject *args,
 	int ret, have;
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:gather_into", kwlist,
-					 &dst, &streamobj) ||
-	    dmt_stream_of(streamobj, &stream, &dl))
+					 &dst, &streamobj))
 		return NULL;
 	set = live_set(f);
-	if (!set || check_addresses(set) || (have = set_device(set, &dev)) < 0)
+	if (!set)
 		return NULL;
-	if (dmt_dlpack_import(dst, stream, dl != -2, &d))
+	/* held until the gather is done: the stream's and dst's methods are
+	 * Python code, and the copy runs without the GIL; a release()
+	 * meanwhile takes effect when the gather returns */
+	dmt_set_get(set);
+	if (dmt_stream_of(streamobj, &stream, &dl) || check_addresses(set) ||
+	    (have = set_device(set, &dev)) < 0 ||
+	    dmt_dlpack_import(dst, stream, dl != -2, &d)) {
+		set_unuse(set);
 		return NULL;
+	}
 	ret = -1;
 	if (d.nbytes < f->nbytes) {
 		char msg[256];
@@ -343,12 +390,16 @@ static PyObject *Fragments_gather_into(PyObject *self, PyObject *args,
 			     dev.device_type, dev.device_id);
 	} else if (d.device.device_type == kDLCPU) {
 		ret = gather_cpu(f, set, &d);
+		set = NULL;
 	} else if (d.device.device_type == kDLCUDA) {
 		ret = gather_cuda(f, set, &d, stream);
+		set = NULL;
 	} else {
 		PyErr_Format(PyExc_ValueError, "dst is on DLPack device type %d: only CPU and CUDA",
 			     d.device.device_type);
 	}
+	if (set)
+		set_unuse(set);
 	dmt_dlpack_done(&d);
 	if (ret)
 		return NULL;
@@ -388,13 +439,18 @@ static PyObject *Fragments_dlpack(PyObject *self, PyObject *args, PyObject *kw)
 				"the buffer's device is unknown: give dl_device= when importing it");
 		return NULL;
 	}
-	if (b->device.device_type == kDLCUDA) {
+	/* held through making the Gpu (without the GIL) and the export, whose
+	 * keyword values are Python code: a release() meanwhile leaves the
+	 * set to the view */
+	dmt_set_get(set);
+	r = NULL;
+	if (b->device.device_type == kDLCUDA)
 		g = dmt_rx_gpu(set->rx, b->device.device_id);
-		if (!g)
-			return NULL;
-	}
-	r = dmt_dlpack_export(kw, set, b, g, addr, len);
+	if (g || b->device.device_type != kDLCUDA)
+		r = dmt_dlpack_export(kw, set, b, g, addr, len);
 	core_put(g ? &g->c : NULL);
+	if (set_unuse(set))
+		Py_CLEAR(r);
 	return r;
 }
 
@@ -449,7 +505,10 @@ static PyMethodDef Fragments_methods[] = {
 	{ "release", Fragments_release, METH_NOARGS,
 	  "release($self, /)\n--\n\n"
 	  "Hand the tokens back (once every DLPack view is gone too).  Safe to\n"
-	  "call twice; the tokens go back exactly once." },
+	  "call twice; the tokens go back exactly once.  A read() or gather_into()\n"
+	  "running on another thread finishes first: the tokens go back when it\n"
+	  "returns (after a GPU gather's stream work), and it raises the release's\n"
+	  "error, if any." },
 	DMT_ENTER_METHOD,
 	{ "__exit__", Fragments_exit, METH_VARARGS, "__exit__($self, *exc, /)\n--\n\nrelease()." },
 	{ "read", Fragments_read, METH_NOARGS,

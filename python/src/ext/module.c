@@ -14,11 +14,15 @@ PyTypeObject *Fragment_Type, *Queue_Type, *TxDone_Type;
 PyObject *dmt_raise(int ret, const char *msg)
 {
 	int e = ret < 0 ? -ret : ret;
-	PyObject *args;
+	PyObject *args, *str;
 
 	if (!msg || !*msg)
 		msg = strerror(e);
-	args = Py_BuildValue("(is)", e, msg);
+	/* msg is often a handle's: read it before allocating the tuple, which
+	 * may run the garbage collector (Python code that may close it) */
+	str = PyUnicode_FromString(msg);
+	args = str ? Py_BuildValue("(iO)", e, str) : NULL;
+	Py_XDECREF(str);
 	if (args) {
 		PyErr_SetObject(DmtError, args);
 		Py_DECREF(args);
@@ -37,7 +41,7 @@ PyObject *dmt_closed(const char *what)
 	return NULL;
 }
 
-struct ctx_core *dmt_ctx_of(PyObject *obj)
+struct ctx_core *dmt_ctx_get(PyObject *obj)
 {
 	if (!PyObject_TypeCheck(obj, &Context_Type)) {
 		PyErr_Format(PyExc_TypeError, "expected a devmemtcp.Context, got %s",
@@ -48,10 +52,11 @@ struct ctx_core *dmt_ctx_of(PyObject *obj)
 		dmt_closed("Context");
 		return NULL;
 	}
+	core_get(&((ContextObject *)obj)->core->c);
 	return ((ContextObject *)obj)->core;
 }
 
-struct buf_core *dmt_buf_of(PyObject *obj)
+struct buf_core *dmt_buf_get(PyObject *obj)
 {
 	if (!PyObject_TypeCheck(obj, &Buffer_Type)) {
 		PyErr_Format(PyExc_TypeError, "expected a devmemtcp.Buffer, got %s",
@@ -62,6 +67,7 @@ struct buf_core *dmt_buf_of(PyObject *obj)
 		dmt_closed("Buffer");
 		return NULL;
 	}
+	core_get(&((BufferObject *)obj)->core->c);
 	return ((BufferObject *)obj)->core;
 }
 
@@ -344,6 +350,10 @@ PyMODINIT_FUNC PyInit__devmemtcp(void)
 		goto err;
 	if (add_constants(m) || dmt_types_init(m))
 		goto err;
+#if DMT_PY_TEST_HOOKS
+	if (PyModule_AddFunctions(m, dmt_test_methods))
+		goto err;
+#endif
 	return m;
 err:
 	Py_DECREF(m);

@@ -13,6 +13,7 @@ static void nic_destroy(struct core *c)
 	core_put(n->buf ? &n->buf->c : NULL);
 	core_put(&n->ctx->c);
 	free(n);
+	dmt_test_freed("Nic");
 }
 
 static int flows_of(PyObject *obj, struct devmemtcp_flow **flows, size_t *n)
@@ -108,6 +109,7 @@ static int nic_open(NicObject *self, struct ctx_core *ctx, struct buf_core *buf,
 		  (a->rss_context ? 0 : DEVMEMTCP_NIC_NO_RSS_CONTEXT) |
 		  (a->keep_rss ? DEVMEMTCP_NIC_KEEP_RSS : 0);
 	Py_BEGIN_ALLOW_THREADS
+	dmt_test_point("Nic()");
 	ret = devmemtcp_nic_open(ctx->ctx, a->ifname, &o, &nic);
 	Py_END_ALLOW_THREADS
 	if (ret) {
@@ -153,11 +155,13 @@ static int Nic_init(NicObject *self, PyObject *args, PyObject *kw)
 					 &a.keep_rss, &a.run_dir, &a.page,
 					 &a.verify))
 		return -1;
-	ctx = dmt_ctx_of(a.ctx);
-	if (!ctx || (a.buf != Py_None && !(buf = dmt_buf_of(a.buf))))
-		return -1;
+	/* held through the other arguments' conversion (Python code) and the
+	 * setup without the GIL; the Nic takes references of its own */
+	ctx = dmt_ctx_get(a.ctx);
+	if (!ctx || (a.buf != Py_None && !(buf = dmt_buf_get(a.buf))))
+		goto out;
 	if (dmt_fresh((PyObject *)self, "Nic"))
-		return -1;
+		goto out;
 	if (queue_ids_of(a.queues, &q, &a.nqueues) ||
 	    (a.flows && flows_of(a.flows, &flows, &nflows)))
 		goto out;
@@ -167,6 +171,8 @@ static int Nic_init(NicObject *self, PyObject *args, PyObject *kw)
 out:
 	free(q);
 	free(flows);
+	core_put(buf ? &buf->c : NULL);
+	core_put(ctx ? &ctx->c : NULL);
 	return ret;
 }
 
@@ -176,8 +182,18 @@ static void Nic_dealloc(NicObject *self)
 	dmt_any_dealloc((PyObject *)self);
 }
 
-/* Undo now and report the first undo error, unless another thread is in a
- * call on this handle: then whoever finishes last closes it. */
+/* Drop a call's reference without the GIL: when a close() meanwhile left
+ * it the last, the undo (netlink round trips, the journal) runs here. */
+static void nic_put(struct nic_core *n)
+{
+	Py_BEGIN_ALLOW_THREADS
+	core_put(&n->c);
+	Py_END_ALLOW_THREADS
+}
+
+/* Undo now and report the first undo error, unless a call on this handle
+ * is running (another thread's): then whoever finishes last closes it,
+ * and its errors go to the library's log. */
 static PyObject *Nic_close(PyObject *self, PyObject *unused)
 {
 	struct nic_core *n = (struct nic_core *)((AnyObject *)self)->core;
@@ -187,7 +203,7 @@ static PyObject *Nic_close(PyObject *self, PyObject *unused)
 	if (!n)
 		Py_RETURN_NONE;
 	if (atomic_load(&n->c.refs) != 1) {
-		core_put(&n->c);
+		nic_put(n);
 		Py_RETURN_NONE;
 	}
 	Py_BEGIN_ALLOW_THREADS
@@ -204,47 +220,56 @@ static PyObject *Nic_close(PyObject *self, PyObject *unused)
 
 static PyObject *Nic_add_flow(PyObject *self, PyObject *args)
 {
-	struct nic_core *n = dmt_core(self, "Nic");
+	struct nic_core *n = dmt_core_get(self, "Nic");
 	struct devmemtcp_flow *flow;
 	PyObject *text, *list;
+	char msg[1024] = "";
 	size_t cnt;
 	int ret;
 
-	if (!n || !PyArg_ParseTuple(args, "U:add_flow", &text))
+	if (!n)
 		return NULL;
-	list = PyTuple_Pack(1, text);
-	if (!list || flows_of(list, &flow, &cnt)) {
-		Py_XDECREF(list);
+	if (!PyArg_ParseTuple(args, "U:add_flow", &text) ||
+	    !(list = PyTuple_Pack(1, text))) {
+		nic_put(n);
 		return NULL;
 	}
+	ret = flows_of(list, &flow, &cnt);
 	Py_DECREF(list);
-	core_get(&n->c);
+	if (ret) {
+		nic_put(n);
+		return NULL;
+	}
 	Py_BEGIN_ALLOW_THREADS
 	ret = devmemtcp_nic_add_flow(n->nic, flow);
+	if (ret < 0)
+		snprintf(msg, sizeof(msg), "%s", devmemtcp_nic_errmsg(n->nic));
+	core_put(&n->c);
 	Py_END_ALLOW_THREADS
 	free(flow);
-	if (ret < 0)
-		dmt_raise(ret, devmemtcp_nic_errmsg(n->nic));
-	core_put(&n->c);
-	return ret < 0 ? NULL : PyLong_FromLong(ret);
+	return ret < 0 ? dmt_raise(ret, msg) : PyLong_FromLong(ret);
 }
 
 static PyObject *Nic_remove_flow(PyObject *self, PyObject *args)
 {
-	struct nic_core *n = dmt_core(self, "Nic");
+	struct nic_core *n = dmt_core_get(self, "Nic");
+	char msg[1024] = "";
 	int id, ret;
 
-	if (!n || !PyArg_ParseTuple(args, "i:remove_flow", &id))
+	if (!n)
 		return NULL;
-	core_get(&n->c);
+	if (!PyArg_ParseTuple(args, "i:remove_flow", &id)) {
+		nic_put(n);
+		return NULL;
+	}
 	Py_BEGIN_ALLOW_THREADS
 	ret = devmemtcp_nic_remove_flow(n->nic, id);
+	if (ret < 0)
+		snprintf(msg, sizeof(msg), "%s", devmemtcp_nic_errmsg(n->nic));
+	core_put(&n->c);
 	Py_END_ALLOW_THREADS
 	if (ret < 0)
-		dmt_raise(ret, devmemtcp_nic_errmsg(n->nic));
-	core_put(&n->c);
-	if (ret < 0)
-		return NULL;
+		return dmt_raise(ret, msg);
 	Py_RETURN_NONE;
 }
 
@@ -262,20 +287,26 @@ static PyObject *Nic_stats(PyObject *self, PyObject *unused)
 {
 	struct nic_core *n = dmt_core(self, "Nic");
 	struct devmemtcp_nic_stats st = { .sz = sizeof(st) };
+	char msg[1024] = "";
 	int ret;
 
 	if (!n)
 		return NULL;
 	ret = devmemtcp_nic_stats(n->nic, &st);
-	if (ret)
-		return dmt_raise(ret, devmemtcp_nic_errmsg(n->nic));
+	if (ret) {
+		/* a copy: raising allocates, which may run Python code */
+		snprintf(msg, sizeof(msg), "%s", devmemtcp_nic_errmsg(n->nic));
+		return dmt_raise(ret, msg);
+	}
 	return dmt_fields_dict(&st, nic_stats_fields,
 			       sizeof(nic_stats_fields) / sizeof(nic_stats_fields[0]));
 }
 
 static PyObject *Nic_get_queues(PyObject *self, void *closure)
 {
-	struct nic_core *n = dmt_core(self, "Nic");
+	/* held: the allocations below may run the garbage collector's
+	 * callbacks (Python code), and q is the handle's */
+	struct nic_core *n = dmt_core_get(self, "Nic");
 	const uint32_t *q;
 	PyObject *t;
 	int cnt;
@@ -283,11 +314,14 @@ static PyObject *Nic_get_queues(PyObject *self, void *closure)
 	if (!n)
 		return NULL;
 	cnt = devmemtcp_nic_queues(n->nic, &q);
-	if (cnt < 0)
-		return dmt_raise(cnt, devmemtcp_nic_errmsg(n->nic));
-	t = PyTuple_New(cnt);
-	for (int i = 0; t && i < cnt; i++)
-		PyTuple_SET_ITEM(t, i, PyLong_FromUnsignedLong(q[i]));
+	if (cnt < 0) {
+		t = dmt_raise(cnt, devmemtcp_nic_errmsg(n->nic));
+	} else {
+		t = PyTuple_New(cnt);
+		for (int i = 0; t && i < cnt; i++)
+			PyTuple_SET_ITEM(t, i, PyLong_FromUnsignedLong(q[i]));
+	}
+	nic_put(n);
 	return t;
 }
 
@@ -352,24 +386,32 @@ static PyObject *Nic_probe(PyObject *cls, PyObject *args, PyObject *kw)
 	int try_bind = 0, ret;
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "Os|$p:probe", kwlist,
-					 &ctxobj, &ifname, &try_bind) ||
-	    !(ctx = dmt_ctx_of(ctxobj)))
+					 &ctxobj, &ifname, &try_bind))
 		return NULL;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return PyErr_NoMemory();
 	r->sz = sizeof(*r);
+	ctx = dmt_ctx_get(ctxobj);	/* held through the probe, without the GIL */
+	if (!ctx) {
+		free(r);
+		return NULL;
+	}
 	{
 		DEVMEMTCP_OPTS(probe_opts, o,
 			       .flags = try_bind ? DEVMEMTCP_PROBE_TRY_BIND : 0);
 
 		Py_BEGIN_ALLOW_THREADS
+		dmt_test_point("Nic.probe");
 		ret = devmemtcp_nic_probe(ctx->ctx, ifname, &o, r);
 		Py_END_ALLOW_THREADS
 	}
+	if (ret < 0)
+		dmt_raise_ctx(ret, ctx);
+	core_put(&ctx->c);
 	if (ret < 0) {
 		free(r);
-		return dmt_raise_ctx(ret, ctx);
+		return NULL;
 	}
 	d = dmt_fields_dict(r, probe_fields,
 			    sizeof(probe_fields) / sizeof(probe_fields[0]));
@@ -403,18 +445,20 @@ static PyObject *Nic_recover(PyObject *cls, PyObject *args, PyObject *kw)
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "Os|$z:recover", kwlist,
 					 &ctxobj, &ifname, &run_dir) ||
-	    !(ctx = dmt_ctx_of(ctxobj)))
+	    !(ctx = dmt_ctx_get(ctxobj)))	/* held through the recovery */
 		return NULL;
 	{
 		DEVMEMTCP_OPTS(nic_opts, o, .run_dir = run_dir);
 
 		Py_BEGIN_ALLOW_THREADS
+		dmt_test_point("Nic.recover");
 		ret = devmemtcp_nic_recover(ctx->ctx, ifname, &o);
 		Py_END_ALLOW_THREADS
 	}
 	if (ret < 0)
-		return dmt_raise_ctx(ret, ctx);
-	return PyBool_FromLong(ret);
+		dmt_raise_ctx(ret, ctx);
+	core_put(&ctx->c);
+	return ret < 0 ? NULL : PyBool_FromLong(ret);
 }
 
 static PyMethodDef Nic_methods[] = {
@@ -422,7 +466,9 @@ static PyMethodDef Nic_methods[] = {
 	  "close($self, /)\n--\n\n"
 	  "Undo every change this handle made, in reverse order (the binding\n"
 	  "first).  Raises Error with the first undo error; the rest is undone\n"
-	  "anyway.  Further use raises ValueError." },
+	  "anyway.  While a call on this Nic runs on another thread, the undo\n"
+	  "waits for it and runs when it returns, its errors going to the\n"
+	  "library's log.  Further use raises ValueError." },
 	DMT_ENTER_METHOD,
 	{ "__exit__", dmt_any_exit, METH_VARARGS, "__exit__($self, *exc, /)\n--\n\nclose()." },
 	{ "add_flow", Nic_add_flow, METH_VARARGS,

@@ -78,6 +78,7 @@ void dmt_ctx_destroy(struct core *c)
 
 	devmemtcp_ctx_free(x->ctx);
 	free(x);
+	dmt_test_freed("Context");
 }
 
 /* The library's log_level for the argument: None leaves it to the library
@@ -155,22 +156,27 @@ static int Context_init(ContextObject *self, PyObject *args, PyObject *kw)
 
 static PyObject *Context_queues(PyObject *self, PyObject *args)
 {
-	struct ctx_core *c = dmt_core(self, "Context");
+	struct ctx_core *c = dmt_core_get(self, "Context");
 	struct devmemtcp_queue q[256];
 	PyObject *ifobj, *list;
 	char name[IF_NAMESIZE];
-	int ifindex, n;
+	int ifindex = 0, n = 0;
 
-	if (!c || !PyArg_ParseTuple(args, "O:queues", &ifobj))
+	if (!c)
 		return NULL;
-	ifindex = dmt_ifindex_of(ifobj, name, sizeof(name));
-	if (!ifindex)
+	if (PyArg_ParseTuple(args, "O:queues", &ifobj))
+		ifindex = dmt_ifindex_of(ifobj, name, sizeof(name));
+	if (ifindex) {
+		Py_BEGIN_ALLOW_THREADS
+		dmt_test_point("Context.queues");
+		n = devmemtcp_queue_list(c->ctx, ifindex, q, 256);
+		Py_END_ALLOW_THREADS
+		if (n < 0)
+			dmt_raise_ctx(n, c);
+	}
+	core_put(&c->c);
+	if (!ifindex || n < 0)
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
-	n = devmemtcp_queue_list(c->ctx, ifindex, q, 256);
-	Py_END_ALLOW_THREADS
-	if (n < 0)
-		return dmt_raise_ctx(n, c);
 	if (n > 256)
 		n = 256;
 	list = PyList_New(n);
@@ -205,15 +211,17 @@ static const struct dmt_field qstats_fields[] = {
 static PyObject *Context_qstats(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "ifname", "type", "queue", NULL };
-	struct ctx_core *c = dmt_core(self, "Context");
+	struct ctx_core *c = dmt_core_get(self, "Context");
 	struct devmemtcp_qstats st = { .sz = sizeof(st) };
 	PyObject *ifobj, *typeobj = NULL;
 	char name[IF_NAMESIZE];
-	int ifindex, type = DEVMEMTCP_QUEUE_RX, queue = -1, ret;
+	int ifindex, type = DEVMEMTCP_QUEUE_RX, queue = -1, ret = -1;
 
-	if (!c || !PyArg_ParseTupleAndKeywords(args, kw, "O|Oi:qstats", kwlist,
-					       &ifobj, &typeobj, &queue))
+	if (!c)
 		return NULL;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Oi:qstats", kwlist,
+					 &ifobj, &typeobj, &queue))
+		goto out;
 	if (typeobj && PyUnicode_Check(typeobj)) {
 		const char *s = PyUnicode_AsUTF8(typeobj);
 
@@ -221,21 +229,26 @@ static PyObject *Context_qstats(PyObject *self, PyObject *args, PyObject *kw)
 			type = DEVMEMTCP_QUEUE_TX;
 		else if (!s || strcmp(s, "rx")) {
 			PyErr_SetString(PyExc_ValueError, "type is 'rx' or 'tx'");
-			return NULL;
+			goto out;
 		}
 	} else if (typeobj) {
 		type = (int)PyLong_AsLong(typeobj);
 		if (type == -1 && PyErr_Occurred())
-			return NULL;
+			goto out;
 	}
 	ifindex = dmt_ifindex_of(ifobj, name, sizeof(name));
 	if (!ifindex)
-		return NULL;
+		goto out;
 	Py_BEGIN_ALLOW_THREADS
+	dmt_test_point("Context.qstats");
 	ret = devmemtcp_qstats_get(c->ctx, ifindex, type, queue, &st);
 	Py_END_ALLOW_THREADS
 	if (ret < 0)
-		return dmt_raise_ctx(ret, c);
+		dmt_raise_ctx(ret, c);
+out:
+	core_put(&c->c);
+	if (ret < 0)
+		return NULL;
 	return dmt_fields_dict(&st, qstats_fields,
 			       sizeof(qstats_fields) / sizeof(qstats_fields[0]));
 }
@@ -293,6 +306,7 @@ void dmt_buf_destroy(struct core *c)
 	devmemtcp_buf_free(b->buf);
 	core_put(&b->ctx->c);
 	free(b);
+	dmt_test_freed("Buffer");
 }
 
 int dmt_buf_sync(struct buf_core *buf, bool start, bool write)
@@ -410,14 +424,16 @@ static int Buffer_init(BufferObject *self, PyObject *args, PyObject *kw)
 					 &a.keep_fd, &a.drm_path,
 					 &a.dl_device, &a.view_cap))
 		return -1;
-	ctx = dmt_ctx_of(ctxobj);
-	if (!ctx || (provobj && provider_of(provobj, &a.provider)) ||
-	    dl_device_of(a.dl_device, &dev))
+	/* held from here: the other arguments' conversion is Python code, and
+	 * the buffer is made without the GIL; the buffer keeps this reference */
+	ctx = dmt_ctx_get(ctxobj);
+	if (!ctx)
 		return -1;
-	if (dmt_fresh((PyObject *)self, "Buffer"))
-		return -1;
-	if (a.segments != Py_None && segments_of(a.segments, &segs, &nsegs))
-		return -1;
+	if ((provobj && provider_of(provobj, &a.provider)) ||
+	    dl_device_of(a.dl_device, &dev) ||
+	    dmt_fresh((PyObject *)self, "Buffer") ||
+	    (a.segments != Py_None && segments_of(a.segments, &segs, &nsegs)))
+		goto err;
 	{
 		DEVMEMTCP_OPTS(buf_opts, o, .provider = (uint32_t)a.provider,
 			       .size = a.size, .fd = a.fd, .segments = segs,
@@ -428,22 +444,22 @@ static int Buffer_init(BufferObject *self, PyObject *args, PyObject *kw)
 		o.flags = (a.hugetlb ? DEVMEMTCP_BUF_HUGETLB : 0) |
 			  (a.keep_fd ? DEVMEMTCP_BUF_KEEP_FD : 0);
 		Py_BEGIN_ALLOW_THREADS
+		dmt_test_point("Buffer()");
 		ret = devmemtcp_buf_new(ctx->ctx, &o, &buf);
 		Py_END_ALLOW_THREADS
 	}
 	free(segs);
 	if (ret) {
 		dmt_raise_ctx(ret, ctx);
-		return -1;
+		goto err;
 	}
 	core = calloc(1, sizeof(*core));
 	if (!core) {
 		devmemtcp_buf_free(buf);
 		PyErr_NoMemory();
-		return -1;
+		goto err;
 	}
 	core_init(&core->c, dmt_buf_destroy);
-	core_get(&ctx->c);
 	core->ctx = ctx;
 	core->buf = buf;
 	core->provider = a.provider;
@@ -459,6 +475,9 @@ static int Buffer_init(BufferObject *self, PyObject *args, PyObject *kw)
 	self->core = core;
 	Py_XSETREF(self->ctx, Py_NewRef(ctxobj));
 	return 0;
+err:
+	core_put(&ctx->c);
+	return -1;
 }
 
 static void Buffer_dealloc(BufferObject *self)
@@ -467,84 +486,100 @@ static void Buffer_dealloc(BufferObject *self)
 	dmt_any_dealloc((PyObject *)self);
 }
 
-static PyObject *Buffer_read(PyObject *self, PyObject *args)
+/* Read or write len bytes at off of b without the GIL.  0, or -1 raised. */
+static int buffer_io(struct buf_core *b, const char *point, uint64_t off,
+		     void *p, size_t len, bool write)
 {
-	struct buf_core *b = dmt_core(self, "Buffer");
-	unsigned long long off;
-	Py_ssize_t len;
-	PyObject *out;
 	int ret;
 
-	if (!b || !PyArg_ParseTuple(args, "Kn:read", &off, &len))
+	Py_BEGIN_ALLOW_THREADS
+	dmt_test_point(point);
+	ret = write ? devmemtcp_buf_write(b->buf, off, p, len)
+		    : devmemtcp_buf_read(b->buf, off, p, len);
+	Py_END_ALLOW_THREADS
+	if (ret)
+		dmt_raise(ret, devmemtcp_buf_errmsg(b->buf));
+	return ret ? -1 : 0;
+}
+
+static PyObject *Buffer_read(PyObject *self, PyObject *args)
+{
+	struct buf_core *b = dmt_core_get(self, "Buffer");
+	unsigned long long off;
+	PyObject *out = NULL;
+	Py_ssize_t len;
+
+	if (!b)
 		return NULL;
+	if (!PyArg_ParseTuple(args, "Kn:read", &off, &len))
+		goto out;
 	if (len < 0) {
 		PyErr_SetString(PyExc_ValueError, "negative length");
-		return NULL;
+		goto out;
 	}
 	out = PyBytes_FromStringAndSize(NULL, len);
-	if (!out)
-		return NULL;
-	Py_BEGIN_ALLOW_THREADS
-	ret = devmemtcp_buf_read(b->buf, off, PyBytes_AS_STRING(out), (size_t)len);
-	Py_END_ALLOW_THREADS
-	if (ret) {
-		Py_DECREF(out);
-		return dmt_raise(ret, devmemtcp_buf_errmsg(b->buf));
-	}
+	if (out && buffer_io(b, "Buffer.read", off, PyBytes_AS_STRING(out),
+			     (size_t)len, false))
+		Py_CLEAR(out);
+out:
+	core_put(&b->c);
 	return out;
 }
 
 static PyObject *Buffer_readinto(PyObject *self, PyObject *args)
 {
-	struct buf_core *b = dmt_core(self, "Buffer");
+	struct buf_core *b = dmt_core_get(self, "Buffer");
 	unsigned long long off;
 	Py_buffer view;
-	int ret;
+	int ret = -1;
 
-	if (!b || !PyArg_ParseTuple(args, "Kw*:readinto", &off, &view))
+	if (!b)
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
-	ret = devmemtcp_buf_read(b->buf, off, view.buf, (size_t)view.len);
-	Py_END_ALLOW_THREADS
-	PyBuffer_Release(&view);
-	if (ret)
-		return dmt_raise(ret, devmemtcp_buf_errmsg(b->buf));
-	return PyLong_FromSsize_t(view.len);
+	if (PyArg_ParseTuple(args, "Kw*:readinto", &off, &view)) {
+		ret = buffer_io(b, "Buffer.readinto", off, view.buf, (size_t)view.len, false);
+		PyBuffer_Release(&view);
+	}
+	core_put(&b->c);
+	return ret ? NULL : PyLong_FromSsize_t(view.len);
 }
 
 static PyObject *Buffer_write(PyObject *self, PyObject *args)
 {
-	struct buf_core *b = dmt_core(self, "Buffer");
+	struct buf_core *b = dmt_core_get(self, "Buffer");
 	unsigned long long off;
 	Py_buffer view;
-	int ret;
+	int ret = -1;
 
-	if (!b || !PyArg_ParseTuple(args, "Ky*:write", &off, &view))
+	if (!b)
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
-	ret = devmemtcp_buf_write(b->buf, off, view.buf, (size_t)view.len);
-	Py_END_ALLOW_THREADS
-	PyBuffer_Release(&view);
-	if (ret)
-		return dmt_raise(ret, devmemtcp_buf_errmsg(b->buf));
-	return PyLong_FromSsize_t(view.len);
+	if (PyArg_ParseTuple(args, "Ky*:write", &off, &view)) {
+		ret = buffer_io(b, "Buffer.write", off, view.buf, (size_t)view.len, true);
+		PyBuffer_Release(&view);
+	}
+	core_put(&b->c);
+	return ret ? NULL : PyLong_FromSsize_t(view.len);
 }
 
 static PyObject *Buffer_addr(PyObject *self, PyObject *args)
 {
-	struct buf_core *b = dmt_core(self, "Buffer");
+	struct buf_core *b = dmt_core_get(self, "Buffer");
 	unsigned long long off;
 	uint64_t addr;
 	int ret;
 
-	if (!b || !PyArg_ParseTuple(args, "K:addr", &off))
+	if (!b)
 		return NULL;
+	if (!PyArg_ParseTuple(args, "K:addr", &off)) {
+		core_put(&b->c);
+		return NULL;
+	}
 	ret = devmemtcp_buf_addr(b->buf, off, &addr);
 	if (ret == -ERANGE)
-		return dmt_raise(ret, "Buffer.addr: the offset is in no segment of the buffer");
-	if (ret)
-		return dmt_raise(ret, devmemtcp_buf_errmsg(b->buf));
-	return PyLong_FromUnsignedLongLong(addr);
+		dmt_raise(ret, "Buffer.addr: the offset is in no segment of the buffer");
+	else if (ret)
+		dmt_raise(ret, devmemtcp_buf_errmsg(b->buf));
+	core_put(&b->c);
+	return ret ? NULL : PyLong_FromUnsignedLongLong(addr);
 }
 
 /* The whole buffer as one device range, when its segments are contiguous. */
@@ -566,26 +601,24 @@ static int buffer_range(struct buf_core *b, uint64_t *addr, uint64_t *len)
 
 static PyObject *Buffer_dlpack(PyObject *self, PyObject *args, PyObject *kw)
 {
-	struct buf_core *b = dmt_core(self, "Buffer");
+	struct buf_core *b;
 	uint64_t addr, len;
+	PyObject *r = NULL;
 
-	if (!b)
+	if (!(b = dmt_core_get(self, "Buffer")))	/* kw's values are Python code */
 		return NULL;
-	if (PyTuple_GET_SIZE(args)) {
+	if (PyTuple_GET_SIZE(args))
 		PyErr_SetString(PyExc_TypeError, "__dlpack__ takes keyword arguments only");
-		return NULL;
-	}
-	if (!b->device.device_type) {
+	else if (!b->device.device_type)
 		PyErr_SetString(PyExc_BufferError,
 				"the buffer's device is unknown: give dl_device= when importing it");
-		return NULL;
-	}
-	if (!buffer_range(b, &addr, &len)) {
+	else if (!buffer_range(b, &addr, &len))
 		PyErr_SetString(PyExc_BufferError,
 				"the buffer is not one contiguous device range");
-		return NULL;
-	}
-	return dmt_dlpack_export(kw, NULL, b, NULL, addr, len);
+	else
+		r = dmt_dlpack_export(kw, NULL, b, NULL, addr, len);
+	core_put(&b->c);
+	return r;
 }
 
 static PyObject *Buffer_dlpack_device(PyObject *self, PyObject *unused)
@@ -599,7 +632,8 @@ static PyObject *Buffer_dlpack_device(PyObject *self, PyObject *unused)
 
 static PyObject *Buffer_get_segments(PyObject *self, void *closure)
 {
-	struct buf_core *b = dmt_core(self, "Buffer");
+	/* held: an allocation below may run the garbage collector's callbacks */
+	struct buf_core *b = dmt_core_get(self, "Buffer");
 	const struct devmemtcp_segment *s;
 	PyObject *list;
 	size_t n;
@@ -617,6 +651,7 @@ static PyObject *Buffer_get_segments(PyObject *self, void *closure)
 		}
 		PyList_SET_ITEM(list, (Py_ssize_t)i, t);
 	}
+	core_put(&b->c);
 	return list;
 }
 
@@ -642,20 +677,21 @@ static PyObject *Buffer_get_int(PyObject *self, void *closure)
 
 static int Buffer_set_view_cap(PyObject *self, PyObject *v, void *closure)
 {
-	struct buf_core *b = dmt_core(self, "Buffer");
-	unsigned long long cap;
+	struct buf_core *b = dmt_core_get(self, "Buffer");
+	unsigned long long cap = (unsigned long long)-1;
+	bool bad = true;
 
 	if (!b)
 		return -1;
-	if (!v) {
+	if (!v)
 		PyErr_SetString(PyExc_AttributeError, "view_cap cannot be deleted");
-		return -1;
-	}
-	cap = PyLong_AsUnsignedLongLong(v);
-	if (cap == (unsigned long long)-1 && PyErr_Occurred())
-		return -1;
-	atomic_store(&b->cap, cap);
-	return 0;
+	else
+		cap = PyLong_AsUnsignedLongLong(v);
+	bad = !v || (cap == (unsigned long long)-1 && PyErr_Occurred());
+	if (!bad)
+		atomic_store(&b->cap, cap);
+	core_put(&b->c);
+	return bad ? -1 : 0;
 }
 
 static PyMethodDef Buffer_methods[] = {
@@ -736,6 +772,7 @@ static void binding_destroy(struct core *c)
 	core_put(&b->buf->c);
 	core_put(&b->ctx->c);
 	free(b);
+	dmt_test_freed("Binding");
 }
 
 static int queues_of(PyObject *obj, uint32_t **q, size_t *n)
@@ -772,38 +809,45 @@ static PyObject *new_binding(PyTypeObject *type, PyObject *ctxobj,
 			     const uint32_t *q, size_t nq,
 			     const struct devmemtcp_bind_opts *o)
 {
-	struct ctx_core *ctx = dmt_ctx_of(ctxobj);
-	struct buf_core *buf = ctx ? dmt_buf_of(bufobj) : NULL;
+	/* held through the bind, without the GIL; the binding keeps them */
+	struct ctx_core *ctx = dmt_ctx_get(ctxobj);
+	struct buf_core *buf = ctx ? dmt_buf_get(bufobj) : NULL;
 	struct devmemtcp_binding *b = NULL;
 	struct binding_core *core;
 	BindingObject *self;
 	int ret;
 
 	if (!buf)
-		return NULL;
+		goto err;
 	Py_BEGIN_ALLOW_THREADS
+	dmt_test_point("Binding");
 	ret = tx ? devmemtcp_bind_tx(ctx->ctx, ifindex, buf->buf, o, &b)
 		 : devmemtcp_bind_rx(ctx->ctx, ifindex, q, nq, buf->buf, o, &b);
 	Py_END_ALLOW_THREADS
-	if (ret)
-		return dmt_raise_ctx(ret, ctx);
+	if (ret) {
+		dmt_raise_ctx(ret, ctx);
+		goto err;
+	}
 	self = (BindingObject *)type->tp_alloc(type, 0);
 	core = calloc(1, sizeof(*core));
 	if (!self || !core) {
 		devmemtcp_binding_close(b);
 		Py_XDECREF(self);
 		free(core);
-		return PyErr_NoMemory();
+		PyErr_NoMemory();
+		goto err;
 	}
 	core_init(&core->c, binding_destroy);
-	core_get(&ctx->c);
-	core_get(&buf->c);
 	core->ctx = ctx;
 	core->buf = buf;
 	core->b = b;
 	self->core = core;
 	self->buffer = Py_NewRef(bufobj);
 	return (PyObject *)self;
+err:
+	core_put(buf ? &buf->c : NULL);
+	core_put(ctx ? &ctx->c : NULL);
+	return NULL;
 }
 
 static PyObject *Binding_rx(PyObject *cls, PyObject *args, PyObject *kw)
@@ -927,6 +971,7 @@ static void gpu_destroy(struct core *c)
 	pthread_mutex_destroy(&g->lock);
 	core_put(&g->ctx->c);
 	free(g);
+	dmt_test_freed("Gpu");
 }
 
 struct gpu_core *dmt_gpu_core_new(struct ctx_core *ctx, int device,
@@ -937,6 +982,7 @@ struct gpu_core *dmt_gpu_core_new(struct ctx_core *ctx, int device,
 	struct gpu_core *g;
 
 	Py_BEGIN_ALLOW_THREADS
+	dmt_test_point("Gpu()");
 	*ret = devmemtcp_gpu_new(ctx->ctx, opts, &gpu);
 	Py_END_ALLOW_THREADS
 	if (*ret) {
@@ -971,11 +1017,13 @@ static int Gpu_init(GpuObject *self, PyObject *args, PyObject *kw)
 					 &ctxobj, &device, &desc_copy,
 					 &max_frags, &slots))
 		return -1;
-	ctx = dmt_ctx_of(ctxobj);
+	ctx = dmt_ctx_get(ctxobj);	/* held while the Gpu is made without the GIL */
 	if (!ctx)
 		return -1;
-	if (dmt_fresh((PyObject *)self, "Gpu"))
+	if (dmt_fresh((PyObject *)self, "Gpu")) {
+		core_put(&ctx->c);
 		return -1;
+	}
 	{
 		DEVMEMTCP_OPTS(gpu_opts, o, .cuda_device = device,
 			       .flags = desc_copy ? DEVMEMTCP_GPU_DESC_COPY : 0,
@@ -983,6 +1031,7 @@ static int Gpu_init(GpuObject *self, PyObject *args, PyObject *kw)
 
 		self->core = dmt_gpu_core_new(ctx, device, &o, &ret);
 	}
+	core_put(&ctx->c);
 	return self->core ? 0 : -1;
 }
 

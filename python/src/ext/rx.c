@@ -30,6 +30,7 @@ static void rx_destroy(struct core *c)
 	free(rx->scratch);
 	free(rx->linear);
 	free(rx);
+	dmt_test_freed("Rx");
 }
 
 /* ---- fragment sets -------------------------------------------------------- */
@@ -474,20 +475,19 @@ static int timeout_arg(PyObject *v, int *ms)
 
 static const char *const recv_kw[] = { "max_bytes", "max_frags", "timeout" };
 
-static PyObject *Rx_recv(RxObject *self, PyObject *const *args,
-			 Py_ssize_t nargs, PyObject *kwnames)
+/* recv()'s arguments; 0, or -1 raised.  Their conversion runs Python code
+ * (__index__, __float__). */
+static int recv_args(RxObject *self, PyObject *const *args, Py_ssize_t nargs,
+		     PyObject *kwnames, size_t *len, size_t *max_frags,
+		     int *timeout_ms)
 {
-	struct rx_core *rx = dmt_core((PyObject *)self, "Rx");
 	PyObject *v[3] = { Py_None, Py_None, Py_None };
-	size_t max_frags = self->max_frags, len = self->max_bytes;
-	struct recv_out o;
-	int timeout_ms, n = 0;
 
-	if (!rx)
-		return NULL;
+	*max_frags = self->max_frags;
+	*len = self->max_bytes;
 	if (nargs > 3) {
 		PyErr_SetString(PyExc_TypeError, "recv() takes at most 3 arguments");
-		return NULL;
+		return -1;
 	}
 	for (Py_ssize_t i = 0; i < nargs; i++)
 		v[i] = args[i];
@@ -499,14 +499,32 @@ static PyObject *Rx_recv(RxObject *self, PyObject *const *args,
 			j++;
 		if (!k || j == 3) {
 			PyErr_Format(PyExc_TypeError, "recv() got an unexpected keyword argument '%s'", k ? k : "?");
-			return NULL;
+			return -1;
 		}
 		v[j] = args[nargs + i];
 	}
-	if (size_arg(v[0], &len, "max_bytes") || size_arg(v[1], &max_frags, "max_frags") ||
-	    timeout_arg(v[2], &timeout_ms))
+	if (size_arg(v[0], len, "max_bytes") || size_arg(v[1], max_frags, "max_frags") ||
+	    timeout_arg(v[2], timeout_ms))
+		return -1;
+	return 0;
+}
+
+static PyObject *Rx_recv(RxObject *self, PyObject *const *args,
+			 Py_ssize_t nargs, PyObject *kwnames)
+{
+	/* held until the receive returns: close() from another thread, or
+	 * from the arguments' conversion, takes effect then */
+	struct rx_core *rx = dmt_core_get((PyObject *)self, "Rx");
+	size_t max_frags, len;
+	struct recv_out o;
+	int timeout_ms, n = 0;
+
+	if (!rx)
 		return NULL;
-	core_get(&rx->c);	/* close() from another thread waits for us */
+	if (recv_args(self, args, nargs, kwnames, &len, &max_frags, &timeout_ms)) {
+		core_put(&rx->c);
+		return NULL;
+	}
 	for (;;) {
 		len = cap_room(rx, len);
 		if (!len) {
@@ -516,6 +534,7 @@ static PyObject *Rx_recv(RxObject *self, PyObject *const *args,
 		memset(&o, 0, sizeof(o));
 		atomic_fetch_add(&rx->receiving, 1);
 		Py_BEGIN_ALLOW_THREADS
+		dmt_test_point("Rx.recv");
 		pthread_mutex_lock(&rx->recv_lock);
 		n = recv_locked(rx, max_frags, len, timeout_ms, &o);
 		pthread_mutex_unlock(&rx->recv_lock);
@@ -538,42 +557,45 @@ static PyObject *Rx_recv(RxObject *self, PyObject *const *args,
 
 static PyObject *Rx_add_buf(PyObject *self, PyObject *args)
 {
-	struct rx_core *rx = dmt_core(self, "Rx");
+	/* held through the add, without the GIL, and through reading the
+	 * binding's id, which may run Python code (a Nic subclass) */
+	struct rx_core *rx = dmt_core_get(self, "Rx");
+	struct buf_core *buf = NULL;
 	PyObject *bobj, *bufobj;
-	struct buf_core *buf;
 	unsigned long id;
-	bool full;
+	bool full = false;
 	size_t nb;
-	int ret = 0;
+	int ret = -1;
 
-	if (!rx || !PyArg_ParseTuple(args, "OO:add_buf", &bobj, &bufobj) ||
-	    !(buf = dmt_buf_of(bufobj)))
+	if (!rx)
 		return NULL;
+	if (!PyArg_ParseTuple(args, "OO:add_buf", &bobj, &bufobj) ||
+	    !(buf = dmt_buf_get(bufobj)))
+		goto out;
 	if (PyObject_TypeCheck(bobj, &Binding_Type) || PyObject_TypeCheck(bobj, &Nic_Type)) {
 		PyObject *v = PyObject_GetAttrString(bobj,
 			PyObject_TypeCheck(bobj, &Nic_Type) ? "binding_id" : "id");
 
 		if (!v)
-			return NULL;
+			goto out;
 		id = PyLong_AsUnsignedLong(v);
 		Py_DECREF(v);
 	} else {
 		id = PyLong_AsUnsignedLong(bobj);
 	}
 	if (id == (unsigned long)-1 && PyErr_Occurred())
-		return NULL;
-	core_get(&rx->c);
+		goto out;
 	/* a receive may be waiting: the entry is published after the
 	 * library has it, and receives read only published entries */
 	Py_BEGIN_ALLOW_THREADS
+	dmt_test_point("Rx.add_buf");
 	pthread_mutex_lock(&rx->add_lock);
 	nb = atomic_load(&rx->nbufs);
 	full = nb == RX_MAX_BUFS;
-	if (!full)
-		ret = devmemtcp_rx_add_buf(rx->rx, (uint32_t)id, buf->buf);
-	if (!full && !ret) {
-		core_get(&buf->c);
-		rx->bufs[nb] = (struct rx_buf){ (uint32_t)id, buf };
+	ret = full ? -1 : devmemtcp_rx_add_buf(rx->rx, (uint32_t)id, buf->buf);
+	if (!ret) {
+		rx->bufs[nb] = (struct rx_buf){ (uint32_t)id, buf };	/* our reference */
+		buf = NULL;
 		atomic_store(&rx->nbufs, nb + 1);
 	}
 	pthread_mutex_unlock(&rx->add_lock);
@@ -582,8 +604,10 @@ static PyObject *Rx_add_buf(PyObject *self, PyObject *args)
 		PyErr_Format(PyExc_ValueError, "a receiver takes at most %d buffers", RX_MAX_BUFS);
 	else if (ret)
 		dmt_raise(ret, devmemtcp_rx_errmsg(rx->rx));
+out:
+	core_put(buf ? &buf->c : NULL);
 	core_put(&rx->c);
-	if (full || ret)
+	if (ret)
 		return NULL;
 	Py_RETURN_NONE;
 }
@@ -650,30 +674,39 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 	PyObject *ctxobj, *sock, *gpuobj = Py_None;
 	unsigned int batch = 0;
 	struct devmemtcp_rx *h = NULL;
+	struct gpu_core *g = NULL;
 	struct ctx_core *ctx;
 	struct rx_core *rx;
 	int fd, ret;
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$nIOnn:Rx", kwlist,
 					 &ctxobj, &sock, &ctrl_size, &batch,
-					 &gpuobj, &max_frags, &max_bytes) ||
-	    !(ctx = dmt_ctx_of(ctxobj)))
+					 &gpuobj, &max_frags, &max_bytes))
 		return -1;
-	if (gpuobj != Py_None && (!PyObject_TypeCheck(gpuobj, &Gpu_Type) ||
-				  !((GpuObject *)gpuobj)->core)) {
-		PyErr_SetString(PyExc_TypeError, "gpu must be an open devmemtcp.Gpu");
+	/* held from here (sock.fileno() is Python code); the receiver keeps
+	 * them, or they are dropped at err */
+	ctx = dmt_ctx_get(ctxobj);
+	if (!ctx)
 		return -1;
+	if (gpuobj != Py_None) {
+		if (!PyObject_TypeCheck(gpuobj, &Gpu_Type) ||
+		    !((GpuObject *)gpuobj)->core) {
+			PyErr_SetString(PyExc_TypeError, "gpu must be an open devmemtcp.Gpu");
+			goto err;
+		}
+		g = ((GpuObject *)gpuobj)->core;
+		core_get(&g->c);
 	}
 	if (max_frags <= 0 || max_bytes <= 0 || max_frags > INT32_MAX ||
 	    max_bytes > INT32_MAX || ctrl_size < 0) {
 		PyErr_SetString(PyExc_ValueError, "max_frags and max_bytes must be between 1 and 2**31 - 1");
-		return -1;
+		goto err;
 	}
 	if (dmt_fresh((PyObject *)self, "Rx"))
-		return -1;
+		goto err;
 	fd = dmt_dup_sock(sock);
 	if (fd < 0)
-		return -1;
+		goto err;
 	{
 		DEVMEMTCP_OPTS(rx_opts, o, .ctrl_size = (size_t)ctrl_size,
 			       .release_batch = batch);
@@ -683,10 +716,10 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 	rx = ret ? NULL : calloc(1, sizeof(*rx));
 	if (!rx) {
 		devmemtcp_rx_free(h);
-		return dmt_new_failed(ret, ctx, fd);
+		dmt_new_failed(ret, ctx, fd);
+		goto err;
 	}
 	core_init(&rx->c, rx_destroy);
-	core_get(&ctx->c);
 	rx->ctx = ctx;
 	rx->rx = h;
 	rx->fd = fd;
@@ -694,19 +727,20 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 	atomic_init(&rx->receiving, 0);
 	pthread_mutex_init(&rx->add_lock, NULL);
 	pthread_mutex_init(&rx->recv_lock, NULL);
-	if (gpuobj != Py_None) {
-		struct gpu_core *g = ((GpuObject *)gpuobj)->core;
-
-		if (g->device >= 0 && g->device < MAX_GPUS) {
-			core_get(&g->c);
-			rx->gpus[g->device] = g;
-		}
+	if (g && g->device >= 0 && g->device < MAX_GPUS) {
+		rx->gpus[g->device] = g;
+		g = NULL;
 	}
+	core_put(g ? &g->c : NULL);
 	self->core = rx;
 	self->max_frags = (size_t)max_frags;
 	self->max_bytes = (size_t)max_bytes;
 	Py_XSETREF(self->sock, Py_NewRef(sock));
 	return 0;
+err:
+	core_put(g ? &g->c : NULL);
+	core_put(&ctx->c);
+	return -1;
 }
 
 static void Rx_dealloc(RxObject *self)

@@ -21,6 +21,7 @@ static void tx_destroy(struct core *c)
 	core_put(&x->t.ctx->c);
 	pthread_mutex_destroy(&x->lock);
 	free(x);
+	dmt_test_freed("Tx");
 }
 
 static int Tx_init(TxObject *self, PyObject *args, PyObject *kw)
@@ -38,21 +39,24 @@ static int Tx_init(TxObject *self, PyObject *args, PyObject *kw)
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|$IK:Tx", kwlist,
 					 &ctxobj, &sock, &bobj, &max_iovs,
-					 &max_call) ||
-	    !(ctx = dmt_ctx_of(ctxobj)))
+					 &max_call))
+		return -1;
+	/* held from here (sock.fileno() is Python code); the sender keeps
+	 * them, or they are dropped at err */
+	ctx = dmt_ctx_get(ctxobj);
+	if (!ctx)
 		return -1;
 	if (!PyObject_TypeCheck(bobj, &Binding_Type)) {
 		PyErr_SetString(PyExc_TypeError, "binding must be a devmemtcp.Binding made by Binding.tx()");
-		return -1;
+		b = NULL;
+	} else {
+		b = dmt_core_get(bobj, "Binding");
 	}
-	b = dmt_core(bobj, "Binding");
-	if (!b)
-		return -1;
-	if (dmt_fresh((PyObject *)self, "Tx"))
-		return -1;
+	if (!b || dmt_fresh((PyObject *)self, "Tx"))
+		goto err;
 	fd = dmt_dup_sock(sock);
 	if (fd < 0)
-		return -1;
+		goto err;
 	{
 		DEVMEMTCP_OPTS(tx_opts, o, .max_iovs = max_iovs,
 			       .max_call_bytes = max_call);
@@ -62,11 +66,10 @@ static int Tx_init(TxObject *self, PyObject *args, PyObject *kw)
 	x = ret ? NULL : calloc(1, sizeof(*x));
 	if (!x) {
 		devmemtcp_tx_free(h);
-		return dmt_new_failed(ret, ctx, fd);
+		dmt_new_failed(ret, ctx, fd);
+		goto err;
 	}
 	core_init(&x->t.c, tx_destroy);
-	core_get(&ctx->c);
-	core_get(&b->c);
 	x->t.ctx = ctx;
 	x->t.binding = b;
 	x->t.tx = h;
@@ -75,6 +78,10 @@ static int Tx_init(TxObject *self, PyObject *args, PyObject *kw)
 	self->core = &x->t;
 	Py_XSETREF(self->sock, Py_NewRef(sock));
 	return 0;
+err:
+	core_put(b ? &b->c : NULL);
+	core_put(&ctx->c);
+	return -1;
 }
 
 static void Tx_dealloc(TxObject *self)
