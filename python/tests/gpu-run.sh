@@ -38,7 +38,7 @@ ninja -C "$build/build" >"$build/ninja.log" 2>&1 || { tail -50 "$build/ninja.log
 grep -E 'warning' "$build/ninja.log" || true
 
 export LD_LIBRARY_PATH="$deps/libmnl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export LD_PRELOAD="$build/build/tests/libdevmemtcp-fake.so"
+export LD_PRELOAD="$build/build/tests/libdevmemtcp-emu.so"
 export PYTHONPATH="$build/build/src"
 export PYTHONDONTWRITEBYTECODE=1 DEVMEMTCP_LOG=none
 if ! "$py" -c 'import pytest' 2>/dev/null; then
