@@ -16,6 +16,9 @@
  * the queue is empty; otherwise the real socket answers (its data, or the
  * end of the stream).  Linear bytes are the pattern "stream byte i is
  * i % 251".
+ *
+ * The same library is the emulated devmem NIC (emu.h, tests/emu/README.md)
+ * when $DEVMEMTCP_EMU names its state: sockets not attached here go to it.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -31,6 +34,7 @@
 
 #include <devmemtcp.h>
 
+#include "emu.h"
 #include "uapi.h"
 
 #define FAKE_LINEAR 1u
@@ -346,6 +350,14 @@ ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 		}
 		pthread_mutex_unlock(&lock);
 	}
+	if (emu_on()) {
+		if (emu_nl_recv(fd, msg, flags, &ret))
+			return ret;
+		if ((flags & MSG_ERRQUEUE) && emu_tx_errqueue(fd, msg, flags, &ret))
+			return ret;
+		if ((flags & MSG_SOCK_DEVMEM) && emu_rx_recvmsg(fd, msg, flags, &ret))
+			return ret;
+	}
 	return real_recvmsg(fd, msg, flags);
 }
 
@@ -367,6 +379,7 @@ int poll(struct pollfd *fds, nfds_t n, int timeout)
 		}
 	}
 	pthread_mutex_unlock(&lock);
+	ready += emu_poll_ready(fds, n);
 	return ready ? ready : real_poll(fds, n, timeout);
 }
 
@@ -419,6 +432,8 @@ int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 			return ret;
 		}
 		pthread_mutex_unlock(&lock);
+		if (emu_rx_dontneed(fd, val, len, &ret))
+			return ret;
 	}
 	return real_setsockopt(fd, level, name, val, len);
 }
