@@ -10,7 +10,8 @@
 #   EMU_BUILD=BUILDDIR [EMU_LAYOUT="emuctl add options for dsim1"] . tests/emu/emu-env.sh
 #
 # Then: emu CMD... runs CMD with the emulator preloaded; rx CMD... and
-# tx CMD... run it in dmtB or dmtA; nic_state prints dsim1's state;
+# tx CMD... run it in dmtB or dmtA (rx_bg CMD... & in the background, $!
+# its pid); nic_state prints dsim1's state;
 # emu_done checks that no binding, page or unmodelled request is left and
 # returns its status.  Needs root (exit 77 otherwise: a skip).
 set -eu
@@ -61,6 +62,9 @@ ip -n dmtB link set dsim1 up
 emu() { LD_PRELOAD=$emu_lib "$@"; }
 rx() { LD_PRELOAD=$emu_lib ip netns exec dmtB "$@"; }
 tx() { LD_PRELOAD=$emu_lib ip netns exec dmtA "$@"; }
+# in the background (rx_bg CMD... &): $! is CMD's pid
+rx_bg() { LD_PRELOAD=$emu_lib exec ip netns exec dmtB "$@"; }
+tx_bg() { LD_PRELOAD=$emu_lib exec ip netns exec dmtA "$@"; }
 nic_state() { "$emuctl" show dsim1 --netns dmtB; }
 emu_stat() { "$emuctl" stats | sed -n "s/^$1=//p"; }
 

@@ -49,7 +49,7 @@ loader() {
 	log=$EMU_DIR/loader-$1.log
 	shift
 	port=5301
-	rx "$B/tests/gpu/dataloader" -l $port -i dsim1 "$@" >"$log" 2>&1 &
+	rx_bg "$B/tests/gpu/dataloader" -l $port -i dsim1 "$@" >"$log" 2>&1 &
 	pid=$!
 	wait_for "$log" binding || { kill $pid; return 1; }
 	tx "$B/tests/gpu/dataloader" -s 10.77.0.2 -p $port -n 40
