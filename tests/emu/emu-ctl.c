@@ -127,6 +127,7 @@ int devmemtcp_emu_add_nic(const char *ifname, uint32_t nq, uint32_t rx_buf_size,
 	n->rx_buf_size = rx_buf_size;
 	n->rx_pack = (uint8_t)pack;
 	n->rx_mix = (uint8_t)mix;
+	n->tso_segs = 45;
 	n->used = 1;
 	emu_unlock();
 	return 0;
@@ -172,6 +173,25 @@ int devmemtcp_emu_set_layout(const char *ifname, uint32_t rx_buf_size, int pack,
 	n->rx_mix = (uint8_t)mix;
 	emu_unlock();
 	return 0;
+}
+
+int devmemtcp_emu_set_tso(const char *ifname, uint32_t segs)
+{
+	struct emu_nic *n;
+	int err = need_state();
+
+	if (err)
+		return err;
+	if (!segs || segs > 45) {
+		fprintf(stderr, "emuctl: %u segments per TSO frame: 1 to 45 (64 KiB)\n", segs);
+		return -EINVAL;
+	}
+	emu_lock();
+	n = nic_named(ifname);
+	if (n)
+		n->tso_segs = segs;
+	emu_unlock();
+	return n ? 0 : -ENODEV;
 }
 
 int devmemtcp_emu_show(const char *ifname, FILE *out)

@@ -17,6 +17,8 @@ int devmemtcp_emu_create(const char *path);
 int devmemtcp_emu_add_nic(const char *ifname, uint32_t nq, uint32_t rx_buf_size, int pack,
 			  int mix);
 int devmemtcp_emu_set_layout(const char *ifname, uint32_t rx_buf_size, int pack, int mix);
+/* Segments per TSO frame on the emulated wire (1-45; 45 by default). */
+int devmemtcp_emu_set_tso(const char *ifname, uint32_t segs);
 int devmemtcp_emu_show(const char *ifname, FILE *out);
 int devmemtcp_emu_stats(FILE *out);
 int devmemtcp_emu_check(FILE *out);

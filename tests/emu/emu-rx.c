@@ -538,8 +538,8 @@ struct plan {
 
 /*
  * Buffers for up to `bytes` bytes on queue index qi of binding b, segment
- * by segment as the wire carries them: TSO frames of up to 45 segments of
- * one MSS (64 KiB), cut further into pieces of 1 byte to the segment with
+ * by segment as the wire carries them: TSO frames of tso_segs segments of
+ * one MSS (45 by default: 64 KiB, a fast sender's), cut further into pieces of 1 byte to the segment with
  * rx_mix (the sim's dsim_rx_tcp); the last segment before the data ends
  * (end) is as short as the data, a segment the byte count cuts otherwise
  * waits for the next receive.  A segment that cannot get all its buffers
@@ -556,7 +556,8 @@ static void plan_locked(struct emu_nic *n, int q, struct emu_binding *b, struct 
 	pl->status = PLAN_OK;
 	while (pl->bytes < bytes) {
 		uint64_t avail = bytes - pl->bytes, seg, rem;
-		uint32_t frame_left = s->frame_left ? s->frame_left : 45 * mss;
+		uint32_t frame_left = s->frame_left ? s->frame_left
+					: (n->tso_segs ? n->tso_segs : 45) * mss;
 		size_t first = pl->n;
 		bool fail = false, last = false;
 

@@ -89,6 +89,7 @@ struct emu_nic {
 	/* the sim's module parameters: the RX buffer layout */
 	uint32_t rx_buf_size;		/* 0: one NIC page per buffer */
 	uint8_t rx_pack, rx_mix;
+	uint32_t tso_segs;		/* segments per TSO frame on the wire (45: 64 KiB) */
 	/* fault knobs (debugfs of the sim) */
 	uint64_t corrupt_offset;	/* 1-based byte of the next connection */
 	uint32_t fail_alloc;		/* the next N page allocations fail */

@@ -6,6 +6,8 @@
  *   emuctl create FILE
  *   emuctl add IFNAME [--netns NAME] [--queues N] [--rx-buf-size N] [--pack] [--mix]
  *   emuctl layout IFNAME [--netns NAME] [--rx-buf-size N] [--pack] [--mix]
+ *   emuctl tso IFNAME SEGMENTS [--netns NAME]  segments per TSO frame on the
+ *                                         wire (45: 64 KiB, a fast sender's)
  *   emuctl show IFNAME [--netns NAME]     the NIC's state (compare before/after)
  *   emuctl stats                          counters, key=value
  *   emuctl check                          exit 1 when a binding or a page is
@@ -13,7 +15,6 @@
  *   emuctl knob IFNAME NAME VALUE         corrupt_offset, fail_alloc
  *   emuctl qstat IFNAME QUEUE WHAT        alloc_fail, bytes, bufs, pages
  */
-#define _GNU_SOURCE
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@ static void usage(void)
 		"usage: emuctl create FILE\n"
 		"       emuctl add IFNAME [--netns NAME] [--queues N] [--rx-buf-size N] [--pack] [--mix]\n"
 		"       emuctl layout IFNAME [--netns NAME] [--rx-buf-size N] [--pack] [--mix]\n"
+		"       emuctl tso IFNAME SEGMENTS [--netns NAME]\n"
 		"       emuctl show IFNAME [--netns NAME]\n"
 		"       emuctl stats | check\n"
 		"       emuctl knob IFNAME NAME VALUE\n"
@@ -72,6 +74,11 @@ int main(int argc, char **argv)
 	ifname = argv[2];
 	if (!strcmp(verb, "knob"))
 		return argc == 5 && !devmemtcp_emu_knob(ifname, argv[3], strtoull(argv[4], NULL, 0)) ? 0 : 1;
+	if (!strcmp(verb, "tso")) {
+		if (argc == 6 && !strcmp(argv[4], "--netns") && enter_netns(argv[5]))
+			return 1;
+		return argc >= 4 && !devmemtcp_emu_set_tso(ifname, (uint32_t)atoi(argv[3])) ? 0 : 1;
+	}
 	if (!strcmp(verb, "qstat")) {
 		if (argc != 5)
 			usage();
