@@ -75,8 +75,8 @@ static CUresult missing(void)
 
 #define TRAMPOLINE(sym)                                                              \
 	__attribute__((visibility("hidden"), used)) void *real_##sym = (void *)missing; \
-	__asm__(".text\n.globl " #sym "\n.type " #sym ", @function\n" #sym ":\n"    \
-		JUMP(sym) ".size " #sym ", .-" #sym "\n");
+	__asm__(".pushsection .text\n.globl " #sym "\n.type " #sym ", @function\n"  \
+		#sym ":\n" JUMP(sym) ".size " #sym ", .-" #sym "\n.popsection\n");
 SHIM_SYMS(TRAMPOLINE)
 
 static CUresult (*real_attr)(int *, int, int);
