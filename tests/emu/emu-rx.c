@@ -59,6 +59,7 @@ struct esock {
 	uint32_t frame_left;	/* of the TSO frame on the wire */
 	int64_t corrupt_at;	/* stream offset to flip, -1 */
 	int err;		/* to report on the next receive */
+	bool dead;		/* closed while a receive waited: it frees */
 	struct pbuf pend[EMU_MAX_PENDING];
 	uint32_t phead, pn;
 };
@@ -351,7 +352,12 @@ void emu_sock_closed(int fd)
 	pthread_mutex_unlock(&es_lock);
 	if (!s)
 		return;
-	pthread_mutex_lock(&s->lock);
+	if (pthread_mutex_trylock(&s->lock)) {
+		/* another thread waits in a receive on it: that thread gives
+		 * back what the socket held when it returns */
+		__atomic_store_n(&s->dead, true, __ATOMIC_RELEASE);
+		return;
+	}
 	esock_release(s);
 	pthread_mutex_unlock(&s->lock);
 	free(s);
@@ -921,7 +927,14 @@ int emu_rx_recvmsg(int fd, struct msghdr *msg, int flags, ssize_t *ret)
 		break;
 	}
 out:
-	pthread_mutex_unlock(&s->lock);
+	if (__atomic_load_n(&s->dead, __ATOMIC_ACQUIRE)) {
+		esock_release(s);
+		pthread_mutex_unlock(&s->lock);
+		free(s);
+		s = NULL;
+	} else {
+		pthread_mutex_unlock(&s->lock);
+	}
 	if (err && !out) {
 		errno = -err;
 		*ret = -1;
@@ -943,14 +956,25 @@ out:
 	emu_timing_add(&t);
 	return 1;
 plain:
-	pthread_mutex_unlock(&s->lock);
-	*ret = emu_real.recvmsg(fd, msg, flags);
-	if (*ret > 0) {
-		emu_lock();
-		emu_sh->nics[s->nic].rxq[s->last_q].bytes += (uint64_t)*ret;
-		emu_sh->nics[s->nic].rxq[s->last_q].packets += ((uint64_t)*ret + s->mss - 1) / s->mss;
-		emu_sh->st.plain_bytes += (uint64_t)*ret;
-		emu_unlock();
+	{
+		int nic = s->nic, q = s->last_q;
+		uint32_t mss = s->mss;
+
+		if (__atomic_load_n(&s->dead, __ATOMIC_ACQUIRE)) {
+			esock_release(s);
+			pthread_mutex_unlock(&s->lock);
+			free(s);
+		} else {
+			pthread_mutex_unlock(&s->lock);
+		}
+		*ret = emu_real.recvmsg(fd, msg, flags);
+		if (*ret > 0) {
+			emu_lock();
+			emu_sh->nics[nic].rxq[q].bytes += (uint64_t)*ret;
+			emu_sh->nics[nic].rxq[q].packets += ((uint64_t)*ret + mss - 1) / mss;
+			emu_sh->st.plain_bytes += (uint64_t)*ret;
+			emu_unlock();
+		}
 	}
 	return 1;
 }
