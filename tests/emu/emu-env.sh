@@ -59,12 +59,16 @@ ip -n dmtB link set dsim1 up
 "$emuctl" add dsim1 --netns dmtB ${EMU_LAYOUT:-}
 "$emuctl" add dsim0 --netns dmtA
 
-emu() { LD_PRELOAD=$emu_lib "$@"; }
-rx() { LD_PRELOAD=$emu_lib ip netns exec dmtB "$@"; }
-tx() { LD_PRELOAD=$emu_lib ip netns exec dmtA "$@"; }
+# a sanitizer build's emulator needs its runtimes loaded first
+emu_pre=$(ldd "$emu_lib" | sed -n 's/^[[:space:]]*\(libasan\|libubsan\)[^ ]* => \([^ ]*\).*/\2/p' |
+	tr '\n' ':')$emu_lib
+[ "$emu_pre" = "$emu_lib" ] || export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
+emu() { LD_PRELOAD=$emu_pre "$@"; }
+rx() { LD_PRELOAD=$emu_pre ip netns exec dmtB "$@"; }
+tx() { LD_PRELOAD=$emu_pre ip netns exec dmtA "$@"; }
 # in the background (rx_bg CMD... &): $! is CMD's pid
-rx_bg() { LD_PRELOAD=$emu_lib exec ip netns exec dmtB "$@"; }
-tx_bg() { LD_PRELOAD=$emu_lib exec ip netns exec dmtA "$@"; }
+rx_bg() { LD_PRELOAD=$emu_pre exec ip netns exec dmtB "$@"; }
+tx_bg() { LD_PRELOAD=$emu_pre exec ip netns exec dmtA "$@"; }
 nic_state() { "$emuctl" show dsim1 --netns dmtB; }
 emu_stat() { "$emuctl" stats | sed -n "s/^$1=//p"; }
 
