@@ -246,6 +246,36 @@ int emu_poll_ready(struct pollfd *fds, nfds_t n)
 	return ready;
 }
 
+int emu_poll_wait(struct pollfd *fds, nfds_t n, int timeout)
+{
+	uint64_t end = timeout > 0 ? emu_now_ns() + (uint64_t)timeout * 1000000ull : 0;
+	bool waiting = false;
+	int r;
+
+	for (nfds_t i = 0; emu_sh && i < n && !waiting; i++)
+		waiting = emu_tx_waiting(fds[i].fd);
+	if (!waiting)
+		return emu_real.poll(fds, n, timeout);
+	for (;;) {
+		int slice = 2;
+
+		if (timeout >= 0) {
+			uint64_t now = emu_now_ns();
+
+			if (timeout == 0 || now >= end)
+				slice = 0;
+			else if (end - now < 2000000ull)
+				slice = (int)((end - now + 999999) / 1000000);
+		}
+		r = emu_real.poll(fds, n, slice);
+		if (r)
+			return r;
+		r = emu_poll_ready(fds, n);
+		if (r || slice == 0)
+			return r;
+	}
+}
+
 int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
 {
 	int ready;

@@ -5,21 +5,27 @@
  * at those dma-buf offsets (each iov_base an offset) on the real socket,
  * read out of the dma-buf by the emulator, with the kernel's checks (an
  * unknown or RX binding: EINVAL; a route through another device: ENODEV;
- * an offset beyond the buffer: EFAULT).  The NIC is done with the bytes
- * when the send returns, so each send's completion is queued at once on
- * the socket's error queue as a MSG_ZEROCOPY notification (consecutive
- * ones merged into one range, as the kernel merges them), read with
- * recvmsg(MSG_ERRQUEUE) and announced by poll() as POLLERR.
+ * an offset beyond the buffer: EFAULT).  As the kernel frees a zerocopy
+ * send's buffers only once the peer has ACKed its bytes, each send's
+ * completion is queued on the socket's error queue as a MSG_ZEROCOPY
+ * notification once the real connection's ACKed byte count
+ * (tcpi_bytes_acked) passes its end (consecutive ones merged into one
+ * range, as the kernel merges them), read with recvmsg(MSG_ERRQUEUE) and
+ * announced by poll() as POLLERR.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <linux/errqueue.h>
+#include <linux/sockios.h>
+#include <linux/tcp.h>
 
 #include "emu.h"
 #include "uapi.h"
@@ -31,8 +37,11 @@ struct txsock {
 	uint64_t ino;
 	int family;
 	uint32_t next;			/* the zerocopy counter */
-	uint32_t lo[MAX_NOTES], hi[MAX_NOTES];
+	uint32_t lo[MAX_NOTES], hi[MAX_NOTES];	/* completions to read */
 	uint32_t head, n;
+	uint32_t sc[MAX_NOTES];		/* sends not ACKed yet: counter, */
+	uint64_t send_end[MAX_NOTES];	/* and stream offset of their end */
+	uint32_t shead, sn;
 };
 
 static pthread_mutex_t tx_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -75,9 +84,63 @@ void emu_tx_closed(int fd)
 	pthread_mutex_unlock(&tx_lock);
 }
 
+static uint64_t bytes_acked(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) ||
+	    len < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof(ti.tcpi_bytes_acked))
+		return 0;
+	return ti.tcpi_bytes_acked;
+}
+
+static void note_add(struct txsock *t, uint32_t c)
+{
+	if (t->n && t->hi[(t->head + t->n - 1) % MAX_NOTES] + 1 == c) {
+		t->hi[(t->head + t->n - 1) % MAX_NOTES] = c;
+	} else if (t->n < MAX_NOTES) {
+		t->lo[(t->head + t->n) % MAX_NOTES] = c;
+		t->hi[(t->head + t->n) % MAX_NOTES] = c;
+		t->n++;
+	}
+}
+
+/* The sends whose bytes the peer ACKed are complete (tx_lock held). */
+static void tx_refresh(int fd, struct txsock *t)
+{
+	uint64_t acked;
+
+	if (!t->sn)
+		return;
+	acked = bytes_acked(fd);
+	while (t->sn && t->send_end[t->shead] <= acked) {
+		note_add(t, t->sc[t->shead]);
+		t->shead = (t->shead + 1) % MAX_NOTES;
+		t->sn--;
+	}
+}
+
 bool emu_tx_pollerr(int fd)
 {
-	return fd >= 0 && fd < MAX_FD && txs[fd] && txs[fd]->n;
+	struct txsock *t;
+	bool ready;
+
+	if (fd < 0 || fd >= MAX_FD || !txs[fd])
+		return false;
+	pthread_mutex_lock(&tx_lock);
+	t = txs[fd];
+	if (t)
+		tx_refresh(fd, t);
+	ready = t && t->n;
+	pthread_mutex_unlock(&tx_lock);
+	return ready;
+}
+
+bool emu_tx_waiting(int fd)
+{
+	return fd >= 0 && fd < MAX_FD && txs[fd] && txs[fd]->sn;
 }
 
 /* The emulated NIC the socket's packets leave through (its bound device,
@@ -142,7 +205,7 @@ int emu_tx_sendmsg(int fd, const struct msghdr *msg, int flags, ssize_t *ret)
 	bool found = false;
 	int on = 0, err = 0, nic, proto = 0;
 	socklen_t len = sizeof(on);
-	uint64_t total = 0;
+	uint64_t total = 0, start;
 	uint8_t *bounce;
 	struct iovec iov;
 	struct msghdr mh = { 0 };
@@ -200,6 +263,14 @@ int emu_tx_sendmsg(int fd, const struct msghdr *msg, int flags, ssize_t *ret)
 		free(bounce);
 		return tx_fail(ret, EIO);
 	}
+	{
+		/* the stream offset of this send's first byte: ACKed, plus
+		 * what waits in the send queue */
+		int outq = 0;
+
+		emu_real.ioctl(fd, SIOCOUTQ, &outq);
+		start = bytes_acked(fd) + (uint64_t)(outq > 0 ? outq : 0);
+	}
 	iov = (struct iovec){ bounce, total };
 	mh.msg_name = msg->msg_name;
 	mh.msg_namelen = msg->msg_namelen;
@@ -211,16 +282,13 @@ int emu_tx_sendmsg(int fd, const struct msghdr *msg, int flags, ssize_t *ret)
 	if (sent > 0) {
 		pthread_mutex_lock(&tx_lock);
 		t = tx_get(fd, true);
-		if (t) {
-			uint32_t c = t->next++;
-
-			if (t->n && t->hi[(t->head + t->n - 1) % MAX_NOTES] + 1 == c) {
-				t->hi[(t->head + t->n - 1) % MAX_NOTES] = c;
-			} else if (t->n < MAX_NOTES) {
-				t->lo[(t->head + t->n) % MAX_NOTES] = c;
-				t->hi[(t->head + t->n) % MAX_NOTES] = c;
-				t->n++;
-			}
+		if (t && t->sn < MAX_NOTES) {
+			t->sc[(t->shead + t->sn) % MAX_NOTES] = t->next++;
+			t->send_end[(t->shead + t->sn) % MAX_NOTES] = start + (uint64_t)sent;
+			t->sn++;
+			tx_refresh(fd, t);
+		} else if (t) {
+			emu_unmodelled("more than %d devmem sends not ACKed on one socket", MAX_NOTES);
 		}
 		pthread_mutex_unlock(&tx_lock);
 		emu_lock();
@@ -249,8 +317,16 @@ int emu_tx_errqueue(int fd, struct msghdr *msg, int flags, ssize_t *ret)
 		return 0;
 	pthread_mutex_lock(&tx_lock);
 	t = tx_get(fd, false);
+	if (t)
+		tx_refresh(fd, t);
 	if (!t || !t->n) {
 		pthread_mutex_unlock(&tx_lock);
+		if (t) {
+			/* nothing completed yet: the error queue is empty */
+			errno = EAGAIN;
+			*ret = -1;
+			return 1;
+		}
 		return 0;
 	}
 	e.ee.ee_origin = SO_EE_ORIGIN_ZEROCOPY;

@@ -342,6 +342,12 @@ int emu_tx_sendmsg(int fd, const struct msghdr *msg, int flags, ssize_t *ret);
 int emu_tx_errqueue(int fd, struct msghdr *msg, int flags, ssize_t *ret);
 void emu_tx_closed(int fd);
 bool emu_tx_pollerr(int fd);
+/* fd has devmem sends waiting for the peer's ACK. */
+bool emu_tx_waiting(int fd);
+/* emu-hooks.c: poll() for fds the emulator may make ready while it waits
+ * (devmem sends completing with the peer's ACKs): the real poll in short
+ * slices, the emulator's readiness checked between them. */
+int emu_poll_wait(struct pollfd *fds, nfds_t n, int timeout);
 /* emu-hooks.c: POLLIN/POLLERR the emulator knows of, ORed into revents;
  * the number of fds it made ready. */
 int emu_poll_ready(struct pollfd *fds, nfds_t n);

@@ -83,11 +83,15 @@ static ssize_t (*real_recvmsg)(int, struct msghdr *, int);
 static int (*real_setsockopt)(int, int, int, const void *, socklen_t);
 static int (*real_poll)(struct pollfd *, nfds_t, int);
 
+/* The libc functions, as the emulator resolved them (a dlsym(RTLD_NEXT)
+ * here as the function's last call may become a tail call, and then asks
+ * for the symbol after the dynamic loader's instead of after ours). */
 __attribute__((constructor)) static void fake_init(void)
 {
-	*(void **)&real_recvmsg = dlsym(RTLD_NEXT, "recvmsg");
-	*(void **)&real_setsockopt = dlsym(RTLD_NEXT, "setsockopt");
-	*(void **)&real_poll = dlsym(RTLD_NEXT, "poll");
+	emu_real_init();
+	real_recvmsg = emu_real.recvmsg;
+	real_setsockopt = emu_real.setsockopt;
+	*(void **)&real_poll = *(void **)&emu_real.poll;
 }
 
 /* ---- control (ctypes) ----------------------------------------------------- */
@@ -380,7 +384,7 @@ int poll(struct pollfd *fds, nfds_t n, int timeout)
 	}
 	pthread_mutex_unlock(&lock);
 	ready += emu_poll_ready(fds, n);
-	return ready ? ready : real_poll(fds, n, timeout);
+	return ready ? ready : emu_poll_wait(fds, n, timeout);
 }
 
 static int dontneed(struct fake_sock *s, const struct dmt_dmabuf_token *t,
