@@ -3,13 +3,13 @@
 """Per-call cost of Rx.recv() + Fragments.release() through Python against
 devmemtcp_rx_recv() + devmemtcp_rx_release() through the C API, in the same
 process, on the same fake devmem kernel (synthetic fragments, see
-python/tests/fake/fakedevmem.c).  Both sides make the same calls into the
+tests/emu/fakedevmem.c).  Both sides make the same calls into the
 library and the same (fake) recvmsg and SO_DEVMEM_DONTNEED; the difference
 is what the binding adds.  Target: at most 2 us per call more than C.
 
 usage: python-rx.py [--iterations N] [--repeat R]
 Needs the test build's package on PYTHONPATH and LD_PRELOAD of
-libdevmemtcp-fake.so (meson test --benchmark --suite python sets both).
+libdevmemtcp-emu.so (meson test --benchmark --suite python sets both).
 """
 
 import argparse

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 # Every test suite of libdevmemtcp, from a fresh clone on a fresh machine
-# (as root): dependencies, a normal build with the unit, host, vm and gpu
+# (as root): dependencies, a normal build with the unit, host, emu, vm and gpu
 # suites, an ASan/UBSan build with unit and host, valgrind over unit and
 # host, the libFuzzer harnesses for a fixed budget, the multi-threaded
 # tests under ThreadSanitizer, a production build checked for test hooks,
@@ -28,8 +28,8 @@ step "build ($B)"
 [ -d "$B" ] || meson setup "$B" -Dtest_hooks=true >/dev/null || exit 1
 ninja -C "$B" || exit 1
 
-step "unit, host, vm and gpu suites"
-meson test -C "$B" --print-errorlogs --suite unit --suite host --suite nccl --suite python --suite vm --suite gpu || status=1
+step "unit, host, emu, vm and gpu suites"
+meson test -C "$B" --print-errorlogs --suite unit --suite host --suite nccl --suite python --suite emu --suite vm --suite gpu || status=1
 cp "$B/meson-logs/testlog.json" "$logs/main.json" 2>/dev/null
 
 step "ASan/UBSan build ($S): unit and host suites, the Python binding's races"

@@ -47,5 +47,16 @@ for ext in "$b"/python/src/devmemtcp/_devmemtcp*.so; do
 		fail=1
 	fi
 done
+# the emulated devmem NIC is a test tool: never built without the test hooks
+for f in tests/emu/libdevmemtcp-emu.so tests/emu/libdevmemtcp-emucuda.so tests/emu/emuctl; do
+	if [ -e "$b/$f" ]; then
+		echo "check-production: $b/$f exists: the emulated NIC is built only with -Dtest_hooks=true"
+		fail=1
+	fi
+done
+if nm -D "$so" | grep -q ' devmemtcp_emu_'; then
+	echo "check-production: $so exports the emulated NIC's functions"
+	fail=1
+fi
 [ $fail = 0 ] && echo "check-production: $b has no test hooks and reads the environment only with secure_getenv"
 exit $fail

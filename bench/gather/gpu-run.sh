@@ -28,9 +28,9 @@
 #                every GPU step runs on tests/gpu/fake-cuda.c (numbers
 #                meaningless; the static link on the real driver fails)
 # What the GPU machine lacks (libmnl, cmocka, libnl-genl-3 and their -dev
-# packages) comes from Debian's .deb files in bench/.gpu-deps/, unpacked
-# here (dpkg-deb, else Python); bench/gather/gpu-deps.sh puts them there on
-# the build machine, which then carries bench/.gpu-deps along.
+# packages) comes from Debian's .deb files in .gpu-deps/, unpacked here by
+# scripts/gpu-env.sh; scripts/gpu-deps.sh puts them there on the build
+# machine, which then carries .gpu-deps along.
 # Exit: 0 when the build and every test passed (benchmark numbers are
 # reported, never judged), 1 when a test or a benchmark's byte check
 # failed, 2 when the build failed, 3 when no NVIDIA GPU was visible (the
@@ -208,130 +208,11 @@ elif ! nvidia-smi -L >/dev/null 2>&1 || ! ls /dev/nvidia[0-9]* >/dev/null 2>&1; 
 fi
 
 # ---- libraries the machine lacks --------------------------------------------------
-# unpack DEB into ROOT: dpkg-deb where there is one, else the ar archive's
-# data.tar.* through Python
-deb_x() {
-	if command -v dpkg-deb >/dev/null; then
-		dpkg-deb -x "$1" "$2"
-		return
-	fi
-	python3 - "$1" "$2" <<-'PY'
-		import io, sys, tarfile
-		data = open(sys.argv[1], "rb").read()
-		assert data[:8] == b"!<arch>\n", "not a .deb"
-		pos = 8
-		while pos < len(data):
-		    name = data[pos:pos + 16].decode().strip().rstrip("/")
-		    size = int(data[pos + 48:pos + 58].decode().strip())
-		    body = data[pos + 60:pos + 60 + size]
-		    if name.startswith("data.tar"):
-		        tarfile.open(fileobj=io.BytesIO(body)).extractall(sys.argv[2])
-		        sys.exit(0)
-		    pos += 60 + size + (size & 1)
-		sys.exit("no data.tar in " + sys.argv[1])
-	PY
-}
-
-# Every .deb in bench/.gpu-deps unpacked into one root whose pkg-config
-# files point at it, beside the build directory (a reused build keeps the
-# paths meson found); the compiler, the linker and the loader look there.
-deps_from_debs() {
-	local root pc debs=("$src"/bench/.gpu-deps/*.deb)
-
-	root=$(dirname "$build")/gpu-deps
-	rm -rf "$root"
-	mkdir -p "$root"
-
-	if [ ! -e "${debs[0]}" ]; then
-		log "no .deb files in bench/.gpu-deps (made by bench/gather/gpu-deps.sh on the build machine and carried): using the machine's libraries"
-		return 0
-	fi
-	for d in "${debs[@]}"; do deb_x "$d" "$root" || return 1; done
-	mkdir -p "$root/usr/lib/$arch"
-	[ -d "$root/lib/$arch" ] && cp -a "$root/lib/$arch/." "$root/usr/lib/$arch/"
-	for pc in "$root/usr/lib/$arch/pkgconfig"/*.pc; do
-		sed -i "s|/usr|$root/usr|g" "$pc"
-	done
-	export PKG_CONFIG_PATH=$root/usr/lib/$arch/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
-	export LD_LIBRARY_PATH=$root/usr/lib/$arch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-	export LIBRARY_PATH=$root/usr/lib/$arch${LIBRARY_PATH:+:$LIBRARY_PATH}
-	export CPATH=$root/usr/include${CPATH:+:$CPATH}
-	log "libraries from $(basename -a "${debs[@]}" | tr '\n' ' ')"
-}
-
-pkgconfig_shim() {
-	mkdir -p "$work/bin"
-	cat >"$work/bin/pkg-config" <<-'PY'
-		#!/usr/bin/env python3
-		# The part of pkg-config that meson and the static-link check ask
-		# for, over PKG_CONFIG_PATH.
-		import os, re, sys
-		def find(name):
-		    path = os.environ.get("PKG_CONFIG_PATH", "").split(":") + [
-		        "/usr/local/lib/x86_64-linux-gnu/pkgconfig", "/usr/local/lib/pkgconfig",
-		        "/usr/local/share/pkgconfig", "/usr/lib/x86_64-linux-gnu/pkgconfig",
-		        "/usr/lib/pkgconfig", "/usr/share/pkgconfig"]
-		    for d in path:
-		        for f in (name + "-uninstalled.pc", name + ".pc"):
-		            if d and os.path.exists(os.path.join(d, f)):
-		                return os.path.join(d, f)
-		def load(name):
-		    p = find(name)
-		    if p:
-		            v, f = {}, {}
-		            for line in open(p):
-		                line = line.strip()
-		                m = re.match(r"^([A-Za-z0-9_.]+)\s*=\s*(.*)$", line)
-		                k = re.match(r"^([A-Za-z.]+):\s*(.*)$", line)
-		                sub = lambda s: re.sub(r"\$\{(\w+)\}", lambda x: v.get(x.group(1), ""), s)
-		                if m: v[m.group(1)] = sub(m.group(2))
-		                elif k: f[k.group(1)] = sub(k.group(2))
-		            return v, f
-		    return None
-		args = sys.argv[1:]
-		if "--version" in args: print("0.29.2"); sys.exit(0)
-		opts = [a for a in args if a.startswith("--")]
-		static = "--static" in opts
-		pkgs = [a for a in args if not a.startswith("--") and not re.match(r"^[<>=!]", a) and not re.match(r"^[0-9]", a)]
-		def walk(name, acc, seen):
-		    if name in seen: return True
-		    seen.add(name)
-		    r = load(name)
-		    if not r: return False
-		    acc.append(r)
-		    names = lambda k: [q for q in re.split(r"[,\s]+", r[1].get(k, "")) if q and not re.match(r"^[<>=!0-9]", q)]
-		    if not all(walk(q, acc, seen) for q in names("Requires")): return False
-		    # a private requirement that is not here: its libraries are not
-		    # needed unless the link is static, and then the link says so
-		    for q in names("Requires.private") if static else []:
-		        walk(q, acc, seen)
-		    return True
-		def libs(r):
-		    return r[1].get("Libs", "") + (" " + r[1].get("Libs.private", "") if static else "")
-		out = []
-		for p in pkgs:
-		    acc = []
-		    if not walk(p, acc, set()):
-		        if "--print-errors" in opts or "--exists" not in opts:
-		            sys.stderr.write("Package %s was not found\n" % p)
-		        sys.exit(1)
-		    for o in opts:
-		        if o == "--modversion": out.append(acc[0][1].get("Version", ""))
-		        elif o == "--cflags": out += [r[1].get("Cflags", "") for r in acc]
-		        elif o == "--cflags-only-I": out += [w for r in acc for w in r[1].get("Cflags", "").split() if w.startswith("-I")]
-		        elif o == "--libs": out += [libs(r) for r in acc]
-		        elif o == "--libs-only-l": out += [w for r in acc for w in libs(r).split() if w.startswith("-l")]
-		        elif o == "--libs-only-L": out += [w for r in acc for w in libs(r).split() if w.startswith("-L")]
-		        elif o.startswith("--variable="): out.append(acc[0][0].get(o.split("=", 1)[1], ""))
-		print(" ".join(s for s in out if s))
-	PY
-	chmod +x "$work/bin/pkg-config"
-	export PATH=$work/bin:$PATH
-	log "no pkg-config on this machine: a stand-in over PKG_CONFIG_PATH"
-}
-
-command -v pkg-config >/dev/null || pkgconfig_shim
-deps_from_debs || { log "unpacking bench/.gpu-deps failed"; finish 2; }
+# Debian's .deb files from .gpu-deps (scripts/gpu-deps.sh on the build
+# machine), unpacked beside the build directory (a reused build keeps the
+# paths meson found)
+. "$src/scripts/gpu-env.sh"
+gpu_deps "$src" "$(dirname "$build")/gpu-deps" || { log "unpacking .gpu-deps failed"; finish 2; }
 export PATH=$PATH:/usr/local/cuda/bin
 
 # ---- build ------------------------------------------------------------------------------

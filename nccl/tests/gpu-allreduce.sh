@@ -14,7 +14,8 @@
 #      SIZES_CUDA (sizes of the CUDA-pointer run), BUILD_ONLY=1 (stop after
 #      building).
 # libmnl: the system's if pkg-config knows it, else Debian's libmnl0 and
-# libmnl-dev packages from nccl/.gpu-deps/ (*.deb), unpacked here.
+# libmnl-dev packages from .gpu-deps/ (scripts/gpu-deps.sh), unpacked here
+# by scripts/gpu-env.sh.
 # Exit: 0 when every run passed its checks, 1 otherwise.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -28,43 +29,12 @@ log() { echo "[gpu-allreduce] $*" >&2; }
 die() { log "$*"; exit 1; }
 
 # ---- libmnl without the system's packages --------------------------------
-libmnl_from_debs() {
-	local debs=("$src"/nccl/.gpu-deps/libmnl*.deb) d lib
-	[ -e "${debs[0]}" ] ||
-		die "no libmnl here and no nccl/.gpu-deps/libmnl*.deb: unpack Debian's libmnl0 and libmnl-dev packages there"
-	for d in "${debs[@]}"; do dpkg-deb -x "$d" "$work/mnl"; done
-	lib=$(dirname "$(find "$work/mnl" -name 'libmnl.so.0*' | head -1)")
-	[ -e "$lib/libmnl.so" ] || ln -s libmnl.so.0 "$lib/libmnl.so"
-	mkdir -p "$work/pc" "$work/bin"
-	cat >"$work/pc/libmnl.pc" <<-EOF
-		Name: libmnl
-		Description: Minimalistic Netlink communication library
-		Version: 1.0.4
-		Libs: -L$lib -lmnl
-		Cflags: -I$work/mnl/usr/include
-	EOF
-	export PKG_CONFIG_PATH=$work/pc
-	export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-	if ! command -v pkg-config >/dev/null; then
-		# meson asks pkg-config; answer for libmnl alone
-		cat >"$work/bin/pkg-config" <<-EOF
-			#!/bin/sh
-			case "\$*" in
-			--version) echo 0.29.2 ;;
-			*--modversion*libmnl*) echo 1.0.4 ;;
-			*--cflags*libmnl*) echo "-I$work/mnl/usr/include" ;;
-			*--libs*libmnl*) echo "-L$lib -lmnl" ;;
-			*--exists*libmnl*|*--print-errors*libmnl*) exit 0 ;;
-			*) exit 1 ;;
-			esac
-		EOF
-		chmod +x "$work/bin/pkg-config"
-		export PATH=$work/bin:$PATH
-	fi
-	log "libmnl from $(basename -a "${debs[@]}" | tr '\n' ' ')"
-}
-
-pkg-config --exists libmnl 2>/dev/null || libmnl_from_debs
+if ! pkg-config --exists libmnl 2>/dev/null; then
+	. "$src/scripts/gpu-env.sh"
+	gpu_deps "$src" "$work/deps" || die "unpacking .gpu-deps failed"
+	pkg-config --exists libmnl ||
+		die "no libmnl here and none in .gpu-deps: run scripts/gpu-deps.sh on the build machine and carry .gpu-deps"
+fi
 
 # ---- build ------------------------------------------------------------------
 log "building the plugin in $build"

@@ -30,6 +30,7 @@
 
 #include "cuda.h"
 #include "gpu.h"
+#include "../emu/emu-cuda.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define FAKE_SMS 4
@@ -498,13 +499,14 @@ static void run_kernel(const struct launch *l)
 
 /* ---- streams ------------------------------------------------------------------ */
 
-enum op_kind { OP_KERNEL, OP_COPY, OP_SET, OP_EVENT, OP_WRITE, OP_WAIT32 };
+enum op_kind { OP_KERNEL, OP_COPY, OP_COPY2D, OP_SET, OP_EVENT, OP_WRITE, OP_WAIT32 };
 
 struct op {
 	enum op_kind k;
 	struct op *next;
 	struct launch *l;
 	uint64_t to, from, len, value;
+	uint64_t rows, spitch, dpitch;	/* OP_COPY2D: len bytes a row */
 	int width;
 	CUevent ev;
 	unsigned long evseq;
@@ -536,6 +538,10 @@ static void exec(struct op *o)
 		break;
 	case OP_COPY:
 		copy(o->from, o->to, o->len);
+		break;
+	case OP_COPY2D:
+		for (uint64_t r = 0; r < o->rows; r++)
+			copy(o->from + r * o->spitch, o->to + r * o->dpitch, o->len);
 		break;
 	case OP_SET:
 		memset((void *)(uintptr_t)o->to, (int)o->value, o->len);
@@ -777,6 +783,16 @@ EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *c)
 	return CUDA_SUCCESS;
 }
 
+/* Replaces the top of the stack (the data-loader example binds its
+ * context so). */
+EXPORT CUresult cuCtxSetCurrent(CUcontext c)
+{
+	if (!ctx_depth)
+		ctx_depth = 1;
+	ctx_stack[ctx_depth - 1] = c;
+	return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuCtxGetCurrent(CUcontext *c)
 {
 	*c = ctx_depth ? ctx_stack[ctx_depth - 1] : NULL;
@@ -1014,6 +1030,46 @@ EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n,
 				     CUstream st)
 {
 	return copy_async(d, (uintptr_t)s, n, st);
+}
+
+EXPORT CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, CUstream st)
+{
+	return copy_async((uintptr_t)d, s, n, st);
+}
+
+/* The 13.0 signature: every copy in order on the stream. */
+EXPORT CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+				      size_t count, struct emu_memcpy_attr *attrs,
+				      size_t *attr_idx, size_t nattrs, CUstream st)
+{
+	(void)attrs;
+	(void)attr_idx;
+	if (!nattrs || !count)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < count; i++)
+		copy_async(dsts[i], srcs[i], sizes[i], st);
+	return CUDA_SUCCESS;
+}
+
+/* Host or device memory on either side (the same here); no arrays. */
+EXPORT CUresult cuMemcpy2DAsync_v2(const struct emu_memcpy2d *c, CUstream st)
+{
+	struct op *o;
+
+	if (c->srcArray || c->dstArray || c->srcPitch < c->WidthInBytes ||
+	    c->dstPitch < c->WidthInBytes)
+		return CUDA_ERROR_INVALID_VALUE;
+	o = op_new(OP_COPY2D);
+	o->from = (c->srcMemoryType == EMU_CU_MEMORYTYPE_HOST ? (uintptr_t)c->srcHost : c->srcDevice) +
+		  c->srcXInBytes + c->srcY * c->srcPitch;
+	o->to = (c->dstMemoryType == EMU_CU_MEMORYTYPE_HOST ? (uintptr_t)c->dstHost : c->dstDevice) +
+		c->dstXInBytes + c->dstY * c->dstPitch;
+	o->len = c->WidthInBytes;
+	o->rows = c->Height;
+	o->spitch = c->srcPitch;
+	o->dpitch = c->dstPitch;
+	enqueue(st, o);
+	return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n,

@@ -4,7 +4,8 @@
  * simulated NIC.  Run as root in the guest:
  *
  *   test-e2e [--bytes N] [--flow-bytes N] [--buf N] [--rx-page-size N]
- *            [transfer|multiflow|miss|unbind|close-outstanding|hds-off|corrupt|all]...
+ *            [transfer|multiflow|miss|unbind|close-outstanding|hds-off|busy|
+ *             starve|corrupt|all]...
  *
  * Every payload byte is checked against the pattern "byte i is i % 251"
  * by reading the udmabuf the NIC wrote.  --bytes sizes the transfer
@@ -12,7 +13,8 @@
  * (32M); --rx-page-size binds with that NIC page size, backing the udmabuf
  * with huge pages.  The transfer prints the layout of the fragments it got
  * and checks it against the simulated NIC's buffer layout (its module
- * parameters rx_buf_size, rx_pack and rx_mix).
+ * parameters rx_buf_size, rx_pack and rx_mix).  The same program runs on
+ * the emulated NIC (tests/emu), whose results are compared with these.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 #include <net/if.h>
 
@@ -41,21 +44,27 @@ static struct {
 	uint32_t rx_page_size;	/* 0: the kernel's default NIC page */
 } opt = { 64ull << 20, 4ull << 20, 32ull << 20, 0 };
 
-/* The udmabuf most tests bind: huge pages for NIC pages over 4 KiB, whose
- * dma-buf segments must be aligned to the NIC page. */
-static int e2e_buf(struct devmemtcp_buf **buf)
+/* A udmabuf of size bytes for binding: huge pages for NIC pages over 4
+ * KiB, whose dma-buf segments must be aligned to the NIC page. */
+static int e2e_buf_of(uint64_t size, struct devmemtcp_buf **buf)
 {
 	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
-		       .size = opt.buf_size, .flags = DEVMEMTCP_BUF_HUGETLB);
+		       .size = size, .flags = DEVMEMTCP_BUF_HUGETLB);
 
 	if (opt.rx_page_size <= 4096)
-		return t_udmabuf(ctx, opt.buf_size, buf);
+		return t_udmabuf(ctx, size, buf);
 	if (devmemtcp_buf_new(ctx, &o, buf)) {
 		fprintf(stderr, "hugetlb udmabuf of %llu bytes: %s\n",
-			(unsigned long long)opt.buf_size, devmemtcp_ctx_errmsg(ctx));
+			(unsigned long long)size, devmemtcp_ctx_errmsg(ctx));
 		return -1;
 	}
 	return 0;
+}
+
+/* The udmabuf most tests bind. */
+static int e2e_buf(struct devmemtcp_buf **buf)
+{
+	return e2e_buf_of(opt.buf_size, buf);
 }
 
 struct rx_result {
@@ -63,6 +72,7 @@ struct rx_result {
 	int64_t bad_at;		/* stream offset of the first bad byte, -1 */
 	uint8_t got, want;
 	int queue_ok;		/* queue-get showed the binding during receive */
+	uint32_t first_token, max_token;
 	struct devmemtcp_rx_stats st;
 };
 
@@ -117,6 +127,10 @@ static void *receive_main(void *arg)
 			} else if (!(f->flags & DEVMEMTCP_FRAG_FOREIGN) && a->buf) {
 				if (a->layout)
 					layout_add(a->layout, f->offset, f->len);
+				if (!r->first_token)
+					r->first_token = f->token;
+				if (f->token > r->max_token)
+					r->max_token = f->token;
 				if (devmemtcp_buf_read(a->buf, f->offset, tmp, f->len)) {
 					fprintf(stderr, "%s\n", devmemtcp_buf_errmsg(a->buf));
 					goto out;
@@ -285,6 +299,7 @@ static int transfer_on(struct queue3 *q)
 	       (unsigned long long)a.r.st.dontneed_calls,
 	       (unsigned long long)a.r.st.recv_calls,
 	       (unsigned long long)a.r.st.tokens_outstanding_max);
+	printf("transfer: tokens from %u, highest %u\n", a.r.first_token, a.r.max_token);
 	T_CHECK(a.r.bytes == bytes, "got %llu bytes", (unsigned long long)a.r.bytes);
 	T_CHECK(a.r.bad_at < 0, "bad byte at %lld", (long long)a.r.bad_at);
 	T_CHECK(a.r.st.frags > 0 && a.r.st.dmabuf_bytes >= bytes - a.r.st.linear_bytes,
@@ -472,6 +487,135 @@ static int test_hds_off(void)
 	return 0;
 }
 
+/* A queue that has a dma-buf: a second bind-rx on it is refused. */
+static int test_busy(void)
+{
+	struct devmemtcp_buf *buf;
+	struct devmemtcp_binding *b = NULL;
+	int ifindex = (int)if_nametoindex(VM_RX_IF);
+	struct queue3 s;
+	int ret;
+
+	T_TRY(queue3_open(&s, 6600, true));
+	T_CHECK(t_udmabuf(ctx, 1 << 20, &buf) == 0, "udmabuf");
+	ret = devmemtcp_bind_rx(ctx, ifindex, &s.q, 1, buf, NULL, &b);
+	printf("busy: bind-rx returned %d: %s\n", ret, devmemtcp_ctx_errmsg(ctx));
+	T_CHECK(ret == -EEXIST, "expected -EEXIST, got %d", ret);
+	T_CHECK(!strcmp(devmemtcp_ctx_errmsg(ctx),
+			"bind-rx on dsim1 failed: a queue of dsim1 already has a dma-buf or io_uring bound: close that binding first or pick other queues (devmemtcp probe dsim1) (kernel: \"designated queue already memory provider bound\")"),
+		"message: %s", devmemtcp_ctx_errmsg(ctx));
+	devmemtcp_binding_close(b);
+	devmemtcp_buf_free(buf);
+	return queue3_close(&s);
+}
+
+/*
+ * Out of pages: a receiver that keeps every token starves the queue (a 2
+ * MiB buffer, 4 MiB sent): its receive times out (SO_RCVTIMEO) while the
+ * NIC counts rx-alloc-fail; once it gives the tokens back every byte
+ * arrives, none lost or wrong.
+ */
+static int test_starve(void)
+{
+	const uint64_t bytes = 4 << 20;
+	struct devmemtcp_frag *held = calloc(65536, sizeof(*held));
+	struct devmemtcp_frag *f = calloc(MAX_FRAGS, sizeof(*f));
+	uint8_t *linear = malloc(LINEAR), *tmp = malloc(65536);
+	struct devmemtcp_qstats qs = { .sz = sizeof(qs) };
+	struct timeval tv = { 1, 0 };
+	struct devmemtcp_rx *rx = NULL;
+	struct vm_sender *snd;
+	struct queue3 s;
+	uint64_t got = 0, at_stall = 0;
+	size_t nheld = 0;
+	int lfd, fd = -1, n, stall = 0, ret = T_EXIT_FAIL;
+
+	T_CHECK(held && f && linear && tmp, "memory");
+	memset(&s, 0, sizeof(s));
+	s.q = 3;
+	T_CHECK(e2e_buf_of(2 << 20, &s.buf) == 0, "udmabuf");
+	{
+		int port = 6700;
+
+		s.nic = prepare(&s.q, 1, &port, 1, s.buf);
+	}
+	T_CHECK(s.nic, "setup");
+	s.id = devmemtcp_binding_id(devmemtcp_nic_binding(s.nic));
+	lfd = t_listen(VM_RX_ADDR4, 6700);
+	T_CHECK(lfd >= 0, "listen");
+	snd = vm_send_start(VM_RX_ADDR4, 6700, bytes, PERIOD);
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
+	    devmemtcp_rx_new(ctx, fd, NULL, &rx) || devmemtcp_rx_add_buf(rx, s.id, s.buf))
+		goto out;
+	while (got < bytes) {
+		n = devmemtcp_rx_recv(rx, f, MAX_FRAGS, linear, LINEAR);
+		if (n == -EAGAIN && !stall) {
+			/* every page is held: the NIC has none for what comes */
+			stall = 1;
+			at_stall = got;
+			devmemtcp_qstats_get(ctx, (int)if_nametoindex(VM_RX_IF),
+					     DEVMEMTCP_QUEUE_RX, 3, &qs);
+			printf("starve: receive returned %d (%s) after %llu bytes with %zu tokens held; rx-alloc-fail %llu\n",
+			       n, strerror(-n), (unsigned long long)got, nheld,
+			       (unsigned long long)qs.rx_alloc_fail);
+			if (devmemtcp_rx_release(rx, held, nheld))
+				goto out;
+			nheld = 0;
+			continue;
+		}
+		if (n <= 0) {
+			fprintf(stderr, "starve: receive returned %d: %s\n", n, devmemtcp_rx_errmsg(rx));
+			goto out;
+		}
+		for (int i = 0; i < n; i++) {
+			const uint8_t *src = linear + f[i].offset;
+
+			if (!(f[i].flags & DEVMEMTCP_FRAG_LINEAR)) {
+				if (devmemtcp_buf_read(s.buf, f[i].offset, tmp, f[i].len))
+					goto out;
+				src = tmp;
+			}
+			if (pattern_check(src, f[i].len, got, PERIOD) >= 0) {
+				fprintf(stderr, "starve: bad byte in [%llu, +%u)\n",
+					(unsigned long long)got, f[i].len);
+				goto out;
+			}
+			got += f[i].len;
+			if (stall)
+				continue;
+			if (nheld == 65536)
+				goto out;
+			held[nheld++] = f[i];
+		}
+		if (stall && devmemtcp_rx_release(rx, f, (size_t)n))
+			goto out;
+	}
+	ret = 0;
+out:
+	T_CHECK(vm_send_wait(snd) == 0, "sender failed");
+	if (rx) {
+		devmemtcp_rx_release(rx, held, nheld);
+		devmemtcp_rx_flush(rx);
+	}
+	devmemtcp_rx_free(rx);
+	if (fd >= 0)
+		close(fd);
+	close(lfd);
+	free(held);
+	free(f);
+	free(linear);
+	free(tmp);
+	T_TRY(ret);
+	T_CHECK(stall, "the receiver never stalled");
+	T_CHECK(got == bytes, "got %llu bytes", (unsigned long long)got);
+	T_CHECK(qs.rx_alloc_fail > 0 && qs.rx_alloc_fail != UINT64_MAX,
+		"no rx-alloc-fail while starving (%llu)", (unsigned long long)qs.rx_alloc_fail);
+	printf("starve: stalled at %llu bytes, then all %llu bytes arrived intact\n",
+	       (unsigned long long)at_stall, (unsigned long long)got);
+	return queue3_close(&s);
+}
+
 static int test_corrupt(void)
 {
 	const uint64_t target = 5 * 1000 * 1000 + 7;	/* 1-based payload byte */
@@ -499,6 +643,8 @@ static const struct {
 	{ "miss", test_miss },
 	{ "unbind", test_unbind },
 	{ "close-outstanding", test_close_outstanding },
+	{ "busy", test_busy },
+	{ "starve", test_starve },
 	{ "corrupt", test_corrupt },
 };
 

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 """Synthetic fragments for tests and benchmarks (test builds only).
 
-The fake devmem kernel (libdevmemtcp-fake.so, built from
-python/tests/fake/fakedevmem.c) must be preloaded into the interpreter:
-``LD_PRELOAD=.../libdevmemtcp-fake.so``.  It answers recvmsg(MSG_SOCK_DEVMEM)
+The fake devmem kernel (libdevmemtcp-emu.so, built from
+tests/emu/fakedevmem.c, the emulated devmem NIC's library) must be
+preloaded into the interpreter: ``LD_PRELOAD=.../libdevmemtcp-emu.so``.  It answers recvmsg(MSG_SOCK_DEVMEM)
 and SO_DEVMEM_DONTNEED on the sockets attached to it, as the kernel would,
 and keeps the kernel's side of the token books.
 """
@@ -35,11 +35,11 @@ def _load():
     except AttributeError:
         raise RuntimeError(
             "the fake devmem kernel is not loaded: run with "
-            "LD_PRELOAD=<builddir>/python/tests/libdevmemtcp-fake.so "
+            "LD_PRELOAD=<builddir>/tests/emu/libdevmemtcp-emu.so "
             "(meson test --suite python does)") from None
     active.restype = ctypes.c_int
     if not active():
-        raise RuntimeError("libdevmemtcp-fake.so is loaded but not preloaded: "
+        raise RuntimeError("libdevmemtcp-emu.so is loaded but not preloaded: "
                            "it must come through LD_PRELOAD")
     lib.fakedev_attach.argtypes = [ctypes.c_int, ctypes.c_uint32]
     lib.fakedev_detach.argtypes = [ctypes.c_int]

@@ -16,6 +16,9 @@
  * the queue is empty; otherwise the real socket answers (its data, or the
  * end of the stream).  Linear bytes are the pattern "stream byte i is
  * i % 251".
+ *
+ * The same library is the emulated devmem NIC (emu.h, tests/emu/README.md)
+ * when $DEVMEMTCP_EMU names its state: sockets not attached here go to it.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -31,6 +34,7 @@
 
 #include <devmemtcp.h>
 
+#include "emu.h"
 #include "uapi.h"
 
 #define FAKE_LINEAR 1u
@@ -79,11 +83,15 @@ static ssize_t (*real_recvmsg)(int, struct msghdr *, int);
 static int (*real_setsockopt)(int, int, int, const void *, socklen_t);
 static int (*real_poll)(struct pollfd *, nfds_t, int);
 
+/* The libc functions, as the emulator resolved them (a dlsym(RTLD_NEXT)
+ * here as the function's last call may become a tail call, and then asks
+ * for the symbol after the dynamic loader's instead of after ours). */
 __attribute__((constructor)) static void fake_init(void)
 {
-	*(void **)&real_recvmsg = dlsym(RTLD_NEXT, "recvmsg");
-	*(void **)&real_setsockopt = dlsym(RTLD_NEXT, "setsockopt");
-	*(void **)&real_poll = dlsym(RTLD_NEXT, "poll");
+	emu_real_init();
+	real_recvmsg = emu_real.recvmsg;
+	real_setsockopt = emu_real.setsockopt;
+	*(void **)&real_poll = *(void **)&emu_real.poll;
 }
 
 /* ---- control (ctypes) ----------------------------------------------------- */
@@ -346,6 +354,14 @@ ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 		}
 		pthread_mutex_unlock(&lock);
 	}
+	if (emu_on()) {
+		if (emu_nl_recv(fd, msg, flags, &ret))
+			return ret;
+		if ((flags & MSG_ERRQUEUE) && emu_tx_errqueue(fd, msg, flags, &ret))
+			return ret;
+		if ((flags & MSG_SOCK_DEVMEM) && emu_rx_recvmsg(fd, msg, flags, &ret))
+			return ret;
+	}
 	return real_recvmsg(fd, msg, flags);
 }
 
@@ -367,7 +383,8 @@ int poll(struct pollfd *fds, nfds_t n, int timeout)
 		}
 	}
 	pthread_mutex_unlock(&lock);
-	return ready ? ready : real_poll(fds, n, timeout);
+	ready += emu_poll_ready(fds, n);
+	return ready ? ready : emu_poll_wait(fds, n, timeout);
 }
 
 static int dontneed(struct fake_sock *s, const struct dmt_dmabuf_token *t,
@@ -419,6 +436,8 @@ int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 			return ret;
 		}
 		pthread_mutex_unlock(&lock);
+		if (emu_rx_dontneed(fd, val, len, &ret))
+			return ret;
 	}
 	return real_setsockopt(fd, level, name, val, len);
 }

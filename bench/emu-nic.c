@@ -1,0 +1,398 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * emu-nic: receive throughput into GPU memory through the emulated devmem
+ * NIC (tests/emu), and the CPU cost of each stage of a receive: the
+ * emulation's own work (placing the payload, writing it into GPU memory,
+ * the real socket's calls) apart from the library's receive processing,
+ * the gather into a destination and the deferred release, so that the
+ * library's numbers stay honest.  A sender it forks in the sender's
+ * network namespace streams the pattern "byte i is i % 251"; every 16th
+ * receive's gathered bytes are read back and checked (outside the timing;
+ * MISMATCH on a wrong byte).  Run it in the receiver's namespace with the
+ * emulator preloaded (tests/emu/gpu-run.sh does):
+ *
+ *   emu-nic [--cpu] [--bytes N] [--recv-bytes N] [--rx-page-size N]
+ *           [--ifname IF] [--port P] [--addr A] [--sender-ns NS] [--label L]
+ *
+ * --cpu: a udmabuf and CPU copies (devmemtcp_buf_read) instead of a GPU.
+ * Prints a Markdown table and a line "EMU-NIC label=L bytes=N bad=N
+ * gbps=X ..." for scripts.
+ */
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <devmemtcp.h>
+
+#define PERIOD 251
+#define CHUNK (1u << 20)
+#define RING (64ull << 20)
+#define CHECK_EVERY 16
+
+/* The emulator's per-process timing (tests/emu/emu.h, struct emu_timing). */
+struct emu_timing {
+	uint64_t recvs, emu_ns, copy_ns, sys_ns, wait_ns, bytes;
+};
+
+static struct {
+	int (*init)(unsigned int);
+	int (*device_get)(int *, int);
+	int (*ctx_retain)(void **, int);
+	int (*ctx_set)(void *);
+	int (*alloc)(uint64_t *, size_t);
+	int (*dtoh)(void *, uint64_t, size_t);
+	int (*stream_new)(void **, unsigned int);
+	int (*stream_sync)(void *);
+} cu;
+
+static int cuda_open(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW);
+	void *c;
+	int dev;
+
+	if (!h)
+		return -1;
+	*(void **)&cu.init = dlsym(h, "cuInit");
+	*(void **)&cu.device_get = dlsym(h, "cuDeviceGet");
+	*(void **)&cu.ctx_retain = dlsym(h, "cuDevicePrimaryCtxRetain");
+	*(void **)&cu.ctx_set = dlsym(h, "cuCtxSetCurrent");
+	*(void **)&cu.alloc = dlsym(h, "cuMemAlloc_v2");
+	*(void **)&cu.dtoh = dlsym(h, "cuMemcpyDtoH_v2");
+	*(void **)&cu.stream_new = dlsym(h, "cuStreamCreate");
+	*(void **)&cu.stream_sync = dlsym(h, "cuStreamSynchronize");
+	if (!cu.init || !cu.device_get || !cu.ctx_retain || !cu.ctx_set || !cu.alloc ||
+	    !cu.dtoh || !cu.stream_new || !cu.stream_sync)
+		return -1;
+	if (cu.init(0) || cu.device_get(&dev, 0) || cu.ctx_retain(&c, dev) || cu.ctx_set(c))
+		return -1;
+	return 0;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t parse_bytes(const char *s)
+{
+	char *end;
+	uint64_t v = strtoull(s, &end, 0);
+
+	switch (*end) {
+	case 'G': case 'g': return v << 30;
+	case 'M': case 'm': return v << 20;
+	case 'K': case 'k': return v << 10;
+	}
+	return v;
+}
+
+/* The sender, in its own process and network namespace. */
+static void send_stream(const char *ns, const char *addr, int port, uint64_t bytes)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	uint8_t *buf = malloc(CHUNK + PERIOD);
+	char path[256];
+	uint64_t pos = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (!buf || fd < 0 || setns(fd, CLONE_NEWNET) || inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
+		perror("emu-nic sender");
+		_exit(1);
+	}
+	close(fd);
+	for (uint32_t i = 0; i < CHUNK + PERIOD; i++)
+		buf[i] = (uint8_t)(i % PERIOD);
+	for (int tries = 0;; tries++) {
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+			break;
+		if (fd >= 0)
+			close(fd);
+		if (tries == 200) {
+			perror("emu-nic sender: connect");
+			_exit(1);
+		}
+		usleep(50000);
+	}
+	while (pos < bytes) {
+		size_t n = bytes - pos < CHUNK ? bytes - pos : CHUNK;
+		ssize_t w = write(fd, buf + pos % PERIOD, n);
+
+		if (w <= 0) {
+			perror("emu-nic sender: write");
+			_exit(1);
+		}
+		pos += (uint64_t)w;
+	}
+	close(fd);
+	_exit(0);
+}
+
+static bool pattern_ok(const uint8_t *p, size_t n, uint64_t pos)
+{
+	unsigned int v = (unsigned int)(pos % PERIOD);
+
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] != v)
+			return false;
+		if (++v == PERIOD)
+			v = 0;
+	}
+	return true;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "cpu", no_argument, NULL, 'c' },
+		{ "bytes", required_argument, NULL, 'b' },
+		{ "recv-bytes", required_argument, NULL, 'r' },
+		{ "rx-page-size", required_argument, NULL, 'P' },
+		{ "ifname", required_argument, NULL, 'i' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "addr", required_argument, NULL, 'a' },
+		{ "sender-ns", required_argument, NULL, 'n' },
+		{ "label", required_argument, NULL, 'l' },
+		{ 0 },
+	};
+	const char *ifname = "dsim1", *addr = "10.77.0.2", *ns = "dmtA", *label = "default";
+	uint64_t bytes = 1ull << 30, recv_bytes = 256 << 10, got = 0, ring_pos = 0;
+	uint64_t t_recv = 0, t_gather = 0, t_release = 0, t_check = 0, recvs = 0, bad = 0;
+	uint32_t rx_page = 0;
+	int opt, port = 5701, lfd = -1, fd = -1, ret = 1, one = 1, n;
+	bool cpu = false;
+	struct devmemtcp_ctx *ctx = NULL;
+	struct devmemtcp_buf *buf = NULL;
+	struct devmemtcp_gpu *gpu = NULL;
+	struct devmemtcp_nic *nic = NULL;
+	struct devmemtcp_rx *rx = NULL;
+	struct devmemtcp_frag *frags;
+	struct devmemtcp_flow flow;
+	struct emu_timing e0 = { 0 }, e1 = { 0 };
+	void (*emu_timing)(struct emu_timing *);
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	uint8_t *linear, *host_ring = NULL, *check;
+	uint64_t dev_ring = 0, t0, t1, c0, c1, t_wall;
+	void *stream = NULL;
+	size_t max_frags;
+	char rule[64];
+	pid_t child;
+	int status;
+
+	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'c': cpu = true; break;
+		case 'b': bytes = parse_bytes(optarg); break;
+		case 'r': recv_bytes = parse_bytes(optarg); break;
+		case 'P': rx_page = (uint32_t)parse_bytes(optarg); break;
+		case 'i': ifname = optarg; break;
+		case 'p': port = atoi(optarg); break;
+		case 'a': addr = optarg; break;
+		case 'n': ns = optarg; break;
+		case 'l': label = optarg; break;
+		default:
+			fprintf(stderr, "usage: emu-nic [--cpu] [--bytes N] [--recv-bytes N] [--rx-page-size N] [--ifname IF] [--port P] [--addr A] [--sender-ns NS] [--label L]\n");
+			return 2;
+		}
+	}
+	*(void **)&emu_timing = dlsym(RTLD_DEFAULT, "devmemtcp_emu_timing");
+	if (!emu_timing) {
+		fprintf(stderr, "emu-nic: the emulated NIC (libdevmemtcp-emu.so) is not preloaded\n");
+		return 2;
+	}
+	max_frags = recv_bytes / 512 + 8;
+	frags = calloc(max_frags, sizeof(*frags));
+	linear = malloc(recv_bytes);
+	check = malloc(recv_bytes);
+	if (!frags || !linear || !check || devmemtcp_ctx_new(NULL, &ctx))
+		return 1;
+	if (cpu) {
+		DEVMEMTCP_OPTS(buf_opts, bo, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
+			       .size = 64 << 20,
+			       .flags = rx_page > 4096 ? DEVMEMTCP_BUF_HUGETLB : 0);
+
+		host_ring = malloc(RING);
+		if (!host_ring || devmemtcp_buf_new(ctx, &bo, &buf))
+			goto setup_failed;
+	} else {
+		DEVMEMTCP_OPTS(buf_opts, bo, .provider = DEVMEMTCP_PROVIDER_CUDA,
+			       .size = 256 << 20);
+
+		if (cuda_open() || cu.stream_new(&stream, 1) || cu.alloc(&dev_ring, RING) ||
+		    devmemtcp_gpu_new(ctx, NULL, &gpu) || devmemtcp_buf_new(ctx, &bo, &buf))
+			goto setup_failed;
+	}
+	snprintf(rule, sizeof(rule), "tcp4 dst-port %d", port);
+	devmemtcp_flow_parse(rule, &flow);
+	{
+		DEVMEMTCP_OPTS(bind_opts, bio, .rx_page_size = rx_page);
+		DEVMEMTCP_OPTS(nic_opts, no, .nqueues = 1, .flows = &flow, .nflows = 1,
+			       .buf = buf, .bind_opts = &bio);
+
+		if (devmemtcp_nic_open(ctx, ifname, &no, &nic))
+			goto setup_failed;
+	}
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	sa.sin_port = htons((uint16_t)port);
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 1)) {
+		perror("emu-nic: listen");
+		goto out;
+	}
+	child = fork();
+	if (child == 0)
+		send_stream(ns, addr, port, bytes);
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0 || devmemtcp_rx_new(ctx, fd, NULL, &rx) ||
+	    devmemtcp_rx_add_buf(rx, devmemtcp_binding_id(devmemtcp_nic_binding(nic)), buf)) {
+		fprintf(stderr, "emu-nic: receiver: %s\n", devmemtcp_ctx_errmsg(ctx));
+		goto out;
+	}
+	emu_timing(&e0);
+	t_wall = now_ns();
+	c0 = cpu_ns();
+	while (got < bytes) {
+		uint64_t len, a = now_ns(), b, c, d;
+
+		n = devmemtcp_rx_recv(rx, frags, max_frags, linear, recv_bytes);
+		b = now_ns();
+		if (n <= 0) {
+			fprintf(stderr, "emu-nic: recv returned %d: %s\n", n, devmemtcp_rx_errmsg(rx));
+			goto out;
+		}
+		len = 0;
+		for (int i = 0; i < n; i++)
+			len += frags[i].len;
+		if (ring_pos + len > RING)
+			ring_pos = 0;
+		if (cpu) {
+			for (int i = 0, off = 0; i < n; off += (int)frags[i++].len) {
+				if (frags[i].flags & DEVMEMTCP_FRAG_LINEAR)
+					memcpy(host_ring + ring_pos + off, linear + frags[i].offset, frags[i].len);
+				else if (devmemtcp_buf_read(buf, frags[i].offset, host_ring + ring_pos + off,
+							    frags[i].len))
+					goto out;
+			}
+			c = now_ns();
+			if (devmemtcp_rx_release(rx, frags, (size_t)n))
+				goto out;
+		} else {
+			struct devmemtcp_gpu_iov dst = { dev_ring + ring_pos, len };
+
+			if (devmemtcp_gpu_gather(gpu, frags, (size_t)n, &dst, 1, stream)) {
+				fprintf(stderr, "emu-nic: gather: %s\n", devmemtcp_gpu_errmsg(gpu));
+				goto out;
+			}
+			c = now_ns();
+			if (devmemtcp_gpu_release_after(gpu, rx, frags, (size_t)n, stream)) {
+				fprintf(stderr, "emu-nic: release: %s\n", devmemtcp_gpu_errmsg(gpu));
+				goto out;
+			}
+		}
+		d = now_ns();
+		t_recv += b - a;
+		t_gather += c - b;
+		t_release += d - c;
+		if (recvs % CHECK_EVERY == 0) {
+			/* outside the timing: read the gathered bytes back */
+			const uint8_t *p = host_ring + ring_pos;
+
+			if (!cpu) {
+				cu.stream_sync(stream);
+				cu.dtoh(check, dev_ring + ring_pos, len);
+				p = check;
+			}
+			if (!pattern_ok(p, len, got) && !bad++)
+				printf("MISMATCH in the %llu bytes at stream offset %llu\n",
+				       (unsigned long long)len, (unsigned long long)got);
+			t_check += now_ns() - d;
+		}
+		ring_pos += len;
+		got += len;
+		recvs++;
+	}
+	if (!cpu)
+		cu.stream_sync(stream);
+	c1 = cpu_ns();
+	t1 = now_ns();
+	t0 = t_wall;
+	emu_timing(&e1);
+	{
+		double r = (double)recvs, wall = (double)(t1 - t0 - t_check);
+		double emu = (double)(e1.emu_ns - e0.emu_ns), copy = (double)(e1.copy_ns - e0.copy_ns);
+		double sys = (double)(e1.sys_ns - e0.sys_ns), wait = (double)(e1.wait_ns - e0.wait_ns);
+		double lib = (double)t_recv - emu - copy - sys - wait;
+		double gbps = (double)got / wall;
+
+		printf("## Receive through the emulated NIC (%s, %s)\n\n", label,
+		       cpu ? "udmabuf, CPU copies" : "CUDA memory, GPU gather");
+		printf("%llu bytes in %llu receives of up to %llu bytes: %.2f GB/s into %s memory (every %dth receive checked: %s)\n\n",
+		       (unsigned long long)got, (unsigned long long)recvs,
+		       (unsigned long long)recv_bytes, gbps, cpu ? "host" : "GPU", CHECK_EVERY,
+		       bad ? "MISMATCH" : "ok");
+		printf("| per receive (us) | wall |\n|---|---:|\n");
+		printf("| emulation: placing, tokens, control messages | %.2f |\n", emu / r / 1e3);
+		printf("| emulation: payload into %s memory (copies, stream sync) | %.2f |\n",
+		       cpu ? "the dma-buf's" : "GPU", copy / r / 1e3);
+		printf("| emulation: the real socket's calls | %.2f |\n", sys / r / 1e3);
+		printf("| waiting for data or pages | %.2f |\n", wait / r / 1e3);
+		printf("| library receive processing (devmemtcp_rx_recv less the above) | %.2f |\n", lib / r / 1e3);
+		printf("| %s | %.2f |\n", cpu ? "CPU copies (devmemtcp_buf_read)" : "gather (devmemtcp_gpu_gather)",
+		       (double)t_gather / r / 1e3);
+		printf("| release (%s) | %.2f |\n", cpu ? "devmemtcp_rx_release" : "devmemtcp_gpu_release_after",
+		       (double)t_release / r / 1e3);
+		printf("| thread CPU time, all stages | %.2f |\n\n", (double)(c1 - c0) / r / 1e3);
+		printf("EMU-NIC label=%s bytes=%llu bad=%llu gbps=%.2f recvs=%llu us_emu=%.2f us_copy=%.2f us_sys=%.2f us_wait=%.2f us_lib=%.2f us_gather=%.2f us_release=%.2f us_cpu=%.2f\n",
+		       label, (unsigned long long)got, (unsigned long long)bad, gbps,
+		       (unsigned long long)recvs, emu / r / 1e3, copy / r / 1e3, sys / r / 1e3,
+		       wait / r / 1e3, lib / r / 1e3, (double)t_gather / r / 1e3,
+		       (double)t_release / r / 1e3, (double)(c1 - c0) / r / 1e3);
+	}
+	ret = bad ? 1 : 0;
+	goto out;
+setup_failed:
+	fprintf(stderr, "emu-nic: setup: %s\n", devmemtcp_ctx_errmsg(ctx));
+out:
+	if (rx)
+		devmemtcp_rx_flush(rx);
+	devmemtcp_rx_free(rx);
+	if (fd >= 0)
+		close(fd);
+	if (lfd >= 0)
+		close(lfd);
+	while (waitpid(-1, &status, 0) > 0)
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			ret = 1;
+	devmemtcp_nic_close(nic);
+	devmemtcp_gpu_free(gpu);
+	devmemtcp_buf_free(buf);
+	devmemtcp_ctx_free(ctx);
+	return ret;
+}
