@@ -15,7 +15,7 @@ set -eu
 repo=$(cd "$(dirname "$0")/.." && pwd)
 out=$repo/.gpu-deps
 pkgs="libmnl0 libmnl-dev libcmocka0 libcmocka-dev libnl-3-200 libnl-3-dev
-libnl-genl-3-200 libnl-genl-3-dev"
+libnl-genl-3-200 libnl-genl-3-dev iproute2 libbpf1"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -67,7 +67,7 @@ for pkg in $pkgs $pypkgs; do
 	deb=/var/cache/apt/archives/${pkg}_$(echo "$ver" | sed 's/:/%3a/')_$(dpkg-query -W -f='${Architecture}' "$pkg").deb
 	if [ -f "$deb" ]; then
 		cp "$deb" "$out/"
-	else
+	elif ! (cd "$out" && apt-get download -qq "$pkg=$ver" >/dev/null 2>&1); then
 		repack "$pkg" "$ver"
 	fi
 done

@@ -137,7 +137,10 @@ gpu_deps() {
 	LD_LIBRARY_PATH=$gd_root/usr/lib/$gd_arch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 	LIBRARY_PATH=$gd_root/usr/lib/$gd_arch${LIBRARY_PATH:+:$LIBRARY_PATH}
 	CPATH=$gd_root/usr/include${CPATH:+:$CPATH}
-	export PKG_CONFIG_PATH LD_LIBRARY_PATH LIBRARY_PATH CPATH
+	# programs the machine may lack (ip, for the emulated NIC's veth pair),
+	# after the machine's own
+	PATH=$PATH:$gd_root/usr/sbin:$gd_root/usr/bin:$gd_root/sbin:$gd_root/bin
+	export PKG_CONFIG_PATH LD_LIBRARY_PATH LIBRARY_PATH CPATH PATH
 	[ -d "$gd_root/usr/lib/python3/dist-packages" ] &&
 		GPU_DEPS_PYTHONPATH=$gd_root/usr/lib/python3/dist-packages
 	gpu_deps_log "libraries from $(for d in "$@"; do basename "$d"; done | tr '\n' ' ')"

@@ -179,14 +179,6 @@ if [ "$(id -u)" != 0 ]; then
 	log "needs root (network namespaces, veth)"
 	finish 1
 fi
-# the emulated NIC sits over a veth pair in network namespaces
-for tool in ip unshare timeout; do
-	command -v $tool >/dev/null || { log "no $tool on this machine (iproute2, util-linux)"; finish 1; }
-done
-if ! unshare -n ip link add emu-probe0 type veth peer name emu-probe1 2>"$work/veth.err"; then
-	log "this kernel cannot make a veth pair ($(cat "$work/veth.err")): the emulated NIC needs one"
-	finish 1
-fi
 if [ "$fake" = 1 ]; then
 	log "GPU_RUN_FAKE=1: tests/gpu/fake-cuda.c in place of the driver (a check of this script, not of a GPU)"
 	echo "- GPU_RUN_FAKE=1: tests/gpu/fake-cuda.c in place of a GPU; numbers meaningless" >>"$work/machine.md"
@@ -197,8 +189,17 @@ elif ! nvidia-smi -L >/dev/null 2>&1; then
 fi
 
 # ---- build ---------------------------------------------------------------------
+# ip may come from .gpu-deps (scripts/gpu-deps.sh)
 . "$src/scripts/gpu-env.sh"
 gpu_deps "$src" "$(dirname "$build")/emu-gpu-deps" || { log "unpacking .gpu-deps failed"; finish 2; }
+# the emulated NIC sits over a veth pair in network namespaces
+for tool in ip unshare timeout; do
+	command -v $tool >/dev/null || { log "no $tool on this machine (iproute2, util-linux)"; finish 1; }
+done
+if ! unshare -n ip link add emu-probe0 type veth peer name emu-probe1 2>"$work/veth.err"; then
+	log "this kernel cannot make a veth pair ($(cat "$work/veth.err")): the emulated NIC needs one"
+	finish 1
+fi
 export PATH=$PATH:/usr/local/cuda/bin
 opts=(-Dtest_hooks=true -Dvm_tests=false -Dpython=disabled -Dbuildtype=release)
 [ "$fake" = 1 ] || opts+=(-Dcuda=enabled)
