@@ -236,7 +236,7 @@ PyObject *dmt_closed(const char *what);
 /* Cores of the argument objects with a reference of the caller's own
  * (core_put when done), or NULL with an exception set. */
 struct ctx_core *dmt_ctx_get(PyObject *obj);
-struct buf_core *dmt_buf_get(PyObject *obj);
+struct buf_core *dmtpy_buf_get(PyObject *obj);
 /* int, or an object with fileno(); -1 with an exception set. */
 int dmt_fd_of(PyObject *obj);
 /* An interface name or index; 0 with an exception set. */

@@ -56,7 +56,7 @@ struct ctx_core *dmt_ctx_get(PyObject *obj)
 	return ((ContextObject *)obj)->core;
 }
 
-struct buf_core *dmt_buf_get(PyObject *obj)
+struct buf_core *dmtpy_buf_get(PyObject *obj)
 {
 	if (!PyObject_TypeCheck(obj, &Buffer_Type)) {
 		PyErr_Format(PyExc_TypeError, "expected a devmemtcp.Buffer, got %s",

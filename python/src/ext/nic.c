@@ -158,7 +158,7 @@ static int Nic_init(NicObject *self, PyObject *args, PyObject *kw)
 	/* held through the other arguments' conversion (Python code) and the
 	 * setup without the GIL; the Nic takes references of its own */
 	ctx = dmt_ctx_get(a.ctx);
-	if (!ctx || (a.buf != Py_None && !(buf = dmt_buf_get(a.buf))))
+	if (!ctx || (a.buf != Py_None && !(buf = dmtpy_buf_get(a.buf))))
 		goto out;
 	if (dmt_fresh((PyObject *)self, "Nic"))
 		goto out;

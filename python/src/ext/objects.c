@@ -811,7 +811,7 @@ static PyObject *new_binding(PyTypeObject *type, PyObject *ctxobj,
 {
 	/* held through the bind, without the GIL; the binding keeps them */
 	struct ctx_core *ctx = dmt_ctx_get(ctxobj);
-	struct buf_core *buf = ctx ? dmt_buf_get(bufobj) : NULL;
+	struct buf_core *buf = ctx ? dmtpy_buf_get(bufobj) : NULL;
 	struct devmemtcp_binding *b = NULL;
 	struct binding_core *core;
 	BindingObject *self;

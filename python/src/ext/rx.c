@@ -570,7 +570,7 @@ static PyObject *Rx_add_buf(PyObject *self, PyObject *args)
 	if (!rx)
 		return NULL;
 	if (!PyArg_ParseTuple(args, "OO:add_buf", &bobj, &bufobj) ||
-	    !(buf = dmt_buf_get(bufobj)))
+	    !(buf = dmtpy_buf_get(bufobj)))
 		goto out;
 	if (PyObject_TypeCheck(bobj, &Binding_Type) || PyObject_TypeCheck(bobj, &Nic_Type)) {
 		PyObject *v = PyObject_GetAttrString(bobj,
