@@ -6,11 +6,13 @@ set -eu
 # ethtool: the host suite's oracle for NIC state (not only the vm suite's)
 # clang, libclang-rt-dev: libFuzzer and the sanitizer runtimes of clang (the
 # fuzz harnesses, tests/fuzz; clang-14 and libclang-rt-14-dev on bookworm)
+# abigail-tools: abidw and abidiff, the abi test (tests/abi)
 pkgs="meson ninja-build pkg-config gcc g++ libmnl-dev libcmocka-dev
 libnl-genl-3-dev libdrm-dev valgrind iproute2 ethtool python3
 qemu-system-x86 debootstrap busybox-static cpio zstd kmod
 python3-dev python3-venv python3-pip python3-mesonpy python3-pytest python3-numpy
-patchelf clang libclang-rt-dev"
+patchelf clang libclang-rt-dev
+abigail-tools"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
