@@ -12,7 +12,7 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 sh scripts/deps.sh || exit 1
-B=${BUILD:-build}
+B=${BUILD:-build-test}
 S=${BUILD_SAN:-build-san}
 P=${BUILD_PROD:-build-prod}
 F=${BUILD_FUZZ:-build-fuzz}
