@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 """Copy man pages into the build tree as they are installed: the .TH line's
-source field gets the project's version ("libdevmemtcp 0.1.0"), and the
+source field gets the project's version ("libdevmemtcp X.Y.Z"), and the
 broker's policy path the configured sysconfdir.
 
 usage: configure-man.py VERSION SYSCONFDIR OUTDIR PAGE...

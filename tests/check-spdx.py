@@ -36,7 +36,7 @@ SKIP_DIRS = re.compile(r"^(\.git|\.device-build|\.pc|(.*/)?__pycache__|"
 
 
 def files(src):
-    if os.path.isdir(os.path.join(src, ".git")):
+    if os.path.exists(os.path.join(src, ".git")):
         out = subprocess.run(["git", "-C", src, "ls-files", "-z"], check=True,
                              stdout=subprocess.PIPE).stdout.decode()
         return [f for f in out.split("\0") if f]
