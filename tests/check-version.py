@@ -19,7 +19,7 @@ import sys
 # files that may carry the version string as text: the history, examples
 # of what devmemtcp_version() returns (its page, the Python docstring), a
 # test's note on what callers of the first release lack, benchmark results
-MAY_SAY_IT = re.compile(r"^(meson\.build|NEWS|debian/changelog|man/man3/devmemtcp_version\.3|"
+MAY_SAY_IT = re.compile(r"^(meson\.build|NEWS|debian/changelog|debian/libdevmemtcp0\.symbols|man/man3/devmemtcp_version\.3|"
                         r"python/src/ext/module\.c|tests/unit/test-drm\.c|"
                         r"bench/results/.*|tests/abi/libdevmemtcp\.abi)$")
 
