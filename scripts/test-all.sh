@@ -5,8 +5,10 @@
 # suites, an ASan/UBSan build with unit and host, valgrind over unit and
 # host, the libFuzzer harnesses for a fixed budget, the multi-threaded
 # tests under ThreadSanitizer, a production build checked for test hooks
-# with the tests that need none (the ABI against its baseline), and the
-# receive hot-path benchmark.  Ends with one line
+# with the tests that need none (the ABI against its baseline), the Python
+# wheel built from the sdist and the Debian packages with lintian
+# (scripts/check-wheel.sh, scripts/check-debs.sh), and the receive hot-path
+# benchmark.  Ends with one line
 # "N passed, N failed, N skipped".
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -71,11 +73,22 @@ echo "{\"name\": \"production\", \"result\": \"$r\"}" >"$logs/production.json"
 meson test -C "$P" --print-errorlogs --suite unit || status=1
 cp "$P/meson-logs/testlog.json" "$logs/prod.json" 2>/dev/null
 
+step "packages: the wheel from the sdist, the Debian packages and lintian"
+: >"$logs/packages.json"
+for s in wheel debs; do
+	t0=$(date +%s)
+	if sh "scripts/check-$s.sh"; then r=OK; else
+		case $? in 77) r=SKIP ;; *) r=FAIL; status=1 ;; esac
+	fi
+	echo "$s step: $(($(date +%s) - t0)) s"
+	echo "{\"name\": \"package-$s\", \"result\": \"$r\"}" >>"$logs/packages.json"
+done
+
 step "benchmark: receive hot path (ratios against one DONTNEED per fragment and unmerged 128-token batches)"
 "$B/bench/rx-hotpath" --frags 1048576 || status=1
 
 python3 - "$logs/main.json" "$logs/san.json" "$logs/valgrind.json" \
-	"$logs/fuzz.json" "$logs/tsan.json" "$logs/production.json" "$logs/prod.json" <<'PY'
+	"$logs/fuzz.json" "$logs/tsan.json" "$logs/production.json" "$logs/prod.json" "$logs/packages.json" <<'PY'
 import json, sys
 p = f = s = 0
 for path in sys.argv[1:]:
