@@ -5,7 +5,7 @@
 # instructions, so the figure does not depend on machine load): the
 # difference between two runs of different length, per extra fragment.
 set -eu
-bin=${1:-build/bench/rx-hotpath}
+bin=${1:-build-test/bench/rx-hotpath}
 "$bin"
 "$bin" --no-syscall
 if command -v valgrind >/dev/null; then

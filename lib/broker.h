@@ -35,7 +35,7 @@
 #include "internal.h"
 
 #define DMT_BRK_SOCKET "/run/devmemtcp-broker.sock"
-#define DMT_BRK_CONF "/etc/devmemtcp/broker.conf"
+#define DMT_BRK_CONF DMT_SYSCONFDIR "/devmemtcp/broker.conf"	/* meson.build */
 #define DMT_BRK_MAGIC 0x424d5444u	/* "DTMB" */
 #define DMT_BRK_VERSION 1
 #define DMT_BRK_MSG_MAX 8192		/* any request */

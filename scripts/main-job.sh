@@ -9,7 +9,7 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 sh scripts/deps.sh
-B=${BUILD:-build}
+B=${BUILD:-build-test}
 [ -d "$B" ] || meson setup "$B" -Dtest_hooks=true >/dev/null
 ninja -C "$B" >/dev/null
 exec tests/vm/run-vm.sh "${KERNEL:-newest}" "$B" "$(cd "$B" && pwd)/tests/vm/main-job-guest.sh"

@@ -4,14 +4,17 @@
 # (as root): dependencies, a normal build with the unit, host, emu, vm and gpu
 # suites, an ASan/UBSan build with unit and host, valgrind over unit and
 # host, the libFuzzer harnesses for a fixed budget, the multi-threaded
-# tests under ThreadSanitizer, a production build checked for test hooks,
-# and the receive hot-path benchmark.  Ends with one line
+# tests under ThreadSanitizer, a production build checked for test hooks
+# with the tests that need none (the ABI against its baseline), the Python
+# wheel built from the sdist and the Debian packages with lintian
+# (scripts/check-wheel.sh, scripts/check-debs.sh), and the receive hot-path
+# benchmark.  Ends with one line
 # "N passed, N failed, N skipped".
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 sh scripts/deps.sh || exit 1
-B=${BUILD:-build}
+B=${BUILD:-build-test}
 S=${BUILD_SAN:-build-san}
 P=${BUILD_PROD:-build-prod}
 F=${BUILD_FUZZ:-build-fuzz}
@@ -62,17 +65,30 @@ meson test -C "$T" --print-errorlogs --suite tsan || status=1
 echo "tsan step: $(($(date +%s) - t0)) s"
 cp "$T/meson-logs/testlog.json" "$logs/tsan.json" 2>/dev/null
 
-step "production build ($P): no test hooks, environment read with secure_getenv"
-[ -d "$P" ] || meson setup "$P" -Dtests=disabled -Dcuda=disabled >/dev/null || exit 1
+step "production build ($P): no test hooks, environment read with secure_getenv; its unit suite (the ABI)"
+[ -d "$P" ] || meson setup "$P" -Dcuda=disabled >/dev/null || exit 1
 ninja -C "$P" || exit 1
 if sh tests/check-production.sh "$P"; then r=OK; else r=FAIL; status=1; fi
 echo "{\"name\": \"production\", \"result\": \"$r\"}" >"$logs/production.json"
+meson test -C "$P" --print-errorlogs --suite unit || status=1
+cp "$P/meson-logs/testlog.json" "$logs/prod.json" 2>/dev/null
+
+step "packages: the wheel from the sdist, the Debian packages and lintian"
+: >"$logs/packages.json"
+for s in wheel debs; do
+	t0=$(date +%s)
+	if sh "scripts/check-$s.sh"; then r=OK; else
+		case $? in 77) r=SKIP ;; *) r=FAIL; status=1 ;; esac
+	fi
+	echo "$s step: $(($(date +%s) - t0)) s"
+	echo "{\"name\": \"package-$s\", \"result\": \"$r\"}" >>"$logs/packages.json"
+done
 
 step "benchmark: receive hot path (ratios against one DONTNEED per fragment and unmerged 128-token batches)"
 "$B/bench/rx-hotpath" --frags 1048576 || status=1
 
 python3 - "$logs/main.json" "$logs/san.json" "$logs/valgrind.json" \
-	"$logs/fuzz.json" "$logs/tsan.json" "$logs/production.json" <<'PY'
+	"$logs/fuzz.json" "$logs/tsan.json" "$logs/production.json" "$logs/prod.json" "$logs/packages.json" <<'PY'
 import json, sys
 p = f = s = 0
 for path in sys.argv[1:]:

@@ -5,6 +5,8 @@
 # shared library.
 set -eu
 src=$1 build=$2
+. "$src/tests/need-tool.sh"
+need_tool pkg-config pkg-config
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cat >"$tmp/prog.c" <<'PROG'

@@ -34,10 +34,10 @@ for s in $declared; do
 	case $s in devmemtcp_done_fn|devmemtcp_log_fn) continue ;; esac
 	echo "$map" | grep -qx "$s" || { echo "declared but not in the map: $s"; fail=1; }
 done
-# the map's version node matches the library version's major.minor
-ver=$(sed -n "s/^libversion = '\([0-9]*\)\.\([0-9]*\).*/\1.\2/p" "$src/meson.build")
+# the map's version node matches the project version's major.minor
+ver=$(sed -n "s/^  version: '\([0-9]*\)\.\([0-9]*\).*/\1.\2/p" "$src/meson.build" | head -1)
 grep -q "^DEVMEMTCP_$ver {" "$src/lib/devmemtcp.map" ||
-	{ echo "lib/devmemtcp.map has no node DEVMEMTCP_$ver for libversion $ver"; fail=1; }
+	{ echo "lib/devmemtcp.map has no node DEVMEMTCP_$ver for version $ver (meson.build)"; fail=1; }
 n=$(echo "$map" | wc -l)
 [ $fail = 0 ] && echo "$n symbols: map, header, exports, man pages and tests agree"
 exit $fail

@@ -213,88 +213,155 @@ static void print_text(const struct devmemtcp_probe *p,
 		return;
 	}
 	printf("\n%u problem%s:\n", p->nproblems, p->nproblems == 1 ? "" : "s");
-	for (uint32_t i = 0; i < p->nproblems; i++)
+	for (uint32_t i = 0; i < p->nproblems; i++) {
+		char fix[512];
+
 		printf("  - %s\n    fix: %s\n", p->problems[i].what,
-		       p->problems[i].fix);
+		       tool_fix(p->problems[i].fix, fix, sizeof(fix)));
+	}
 }
+
+/* JSON: a number, or null when it is unknown (< 0). */
+static void json_num(FILE *f, const char *key, long long v)
+{
+	if (v < 0)
+		fprintf(f, ",\"%s\":null", key);
+	else
+		fprintf(f, ",\"%s\":%lld", key, v);
+}
+
+/* JSON: 1 true, 0 false, < 0 (unknown or unsupported) null. */
+static void json_bool(FILE *f, const char *key, long long v)
+{
+	fprintf(f, ",\"%s\":%s", key, v < 0 ? "null" : v ? "true" : "false");
+}
+
+static void json_key_str(FILE *f, const char *key, const char *v)
+{
+	fprintf(f, ",\"%s\":", key);
+	json_str(f, v);
+}
+
+/*
+ * devmemtcp probe --json, schema PROBE_JSON_SCHEMA (devmemtcp(1), "JSON"):
+ * the schema number first; booleans as true/false; null for what is
+ * unknown (or that the device does not support); fixes said the command
+ * line's way, as in the text report.  A key changes meaning or goes only
+ * with a new schema number; new keys may come without one.
+ */
+#define PROBE_JSON_SCHEMA 1
 
 static void print_json(const struct devmemtcp_probe *p,
 		       const struct devmemtcp_queue *q, int nq)
 {
 	FILE *f = stdout;
+	char fix[512];
 
-	fprintf(f, "{\"ifname\":");
-	json_str(f, p->ifname);
-	fprintf(f, ",\"ifindex\":%d,\"kernel\":", p->ifindex);
-	json_str(f, p->kernel);
-	fprintf(f, ",\"bind_rx\":%s,\"bind_tx\":%s,\"driver\":",
+	fprintf(f, "{\"schema\":%d", PROBE_JSON_SCHEMA);
+	json_key_str(f, "ifname", p->ifname);
+	fprintf(f, ",\"ifindex\":%d", p->ifindex);
+	json_key_str(f, "kernel", p->kernel);
+	fprintf(f, ",\"bind_rx\":%s,\"bind_tx\":%s",
 		p->has_bind_rx ? "true" : "false", p->has_bind_tx ? "true" : "false");
-	json_str(f, p->driver);
-	fprintf(f, ",\"driver_version\":");
-	json_str(f, p->driver_version);
-	fprintf(f, ",\"bus_info\":");
-	json_str(f, p->bus_info);
-	fprintf(f, ",\"rx_queues\":%d,\"tx_queues\":%d", p->rx_queues,
-		p->tx_queues);
-	fprintf(f, ",\"tcp_data_split\":\"%s\",\"hds_thresh\":%lld,\"hds_thresh_max\":%lld",
-		tds_name(p->tcp_data_split), (long long)p->hds_thresh,
-		(long long)p->hds_thresh_max);
-	fprintf(f, ",\"ntuple\":%d,\"ntuple_fixed\":%d,\"ntuple_rules\":%d,\"ntuple_table_size\":%d",
-		p->ntuple, p->ntuple_fixed, p->ntuple_rules, p->ntuple_table_size);
-	fprintf(f, ",\"rss_table_size\":%d,\"rss_contexts\":%d,\"rss_context_count\":%d",
-		p->rss_table_size, p->rss_contexts, p->rss_context_count);
-	fprintf(f, ",\"xdp\":%s,\"xsk_queues\":%d,\"dmabuf_queues\":%d,\"io_uring_queues\":%d",
-		p->xdp ? "true" : "false", p->xsk_queues, p->dmabuf_queues,
-		p->io_uring_queues);
-	fprintf(f, ",\"queues\":[");
-	for (int i = 0; i < nq; i++)
-		fprintf(f, "%s{\"id\":%u,\"type\":\"%s\",\"dmabuf\":%u,\"io_uring\":%s,\"xsk\":%s}",
-			i ? "," : "", q[i].id, q[i].type ? "tx" : "rx",
-			q[i].dmabuf_id, q[i].io_uring ? "true" : "false",
-			q[i].xsk ? "true" : "false");
-	fprintf(f, "],\"udmabuf_limit_mb\":%lld,\"cap_net_admin\":%s,\"optmem_max\":%lld",
-		(long long)p->udmabuf_limit_mb, p->cap_net_admin ? "true" : "false",
-		(long long)p->optmem_max);
-	fprintf(f, ",\"drm_nodes\":%d,\"drm\":[", p->drm_nodes);
-	for (int i = 0; i < p->drm_nodes && i < DEVMEMTCP_PROBE_MAX_DRM; i++) {
-		fprintf(f, "%s{\"node\":", i ? "," : "");
-		json_str(f, p->drm[i].node);
-		fprintf(f, ",\"driver\":");
-		json_str(f, p->drm[i].driver);
-		fprintf(f, ",\"error\":%d}", p->drm[i].error);
+	if (p->driver[0])
+		json_key_str(f, "driver", p->driver);
+	else
+		fprintf(f, ",\"driver\":null");
+	json_key_str(f, "driver_version", p->driver_version);
+	json_key_str(f, "bus_info", p->bus_info);
+	json_num(f, "rx_queues", p->rx_queues);
+	json_num(f, "tx_queues", p->tx_queues);
+	if (p->tcp_data_split < 0)
+		fprintf(f, ",\"tcp_data_split\":null");
+	else
+		fprintf(f, ",\"tcp_data_split\":\"%s\"", tds_name(p->tcp_data_split));
+	json_num(f, "hds_thresh", p->hds_thresh);
+	json_num(f, "hds_thresh_max", p->hds_thresh_max);
+	json_bool(f, "ntuple", p->ntuple);
+	json_bool(f, "ntuple_fixed", p->ntuple_fixed);
+	json_num(f, "ntuple_rules", p->ntuple_rules);
+	json_num(f, "ntuple_table_size", p->ntuple_table_size);
+	json_num(f, "rss_table_size", p->rss_table_size);
+	json_bool(f, "rss_contexts", p->rss_contexts);
+	json_num(f, "rss_context_count", p->rss_context_count);
+	json_bool(f, "xdp", p->xdp);
+	json_num(f, "xsk_queues", p->xsk_queues);
+	json_num(f, "dmabuf_queues", p->dmabuf_queues);
+	json_num(f, "io_uring_queues", p->io_uring_queues);
+	if (nq < 0) {
+		fprintf(f, ",\"queues\":null");
+	} else {
+		fprintf(f, ",\"queues\":[");
+		for (int i = 0; i < nq; i++)
+			fprintf(f, "%s{\"id\":%u,\"type\":\"%s\",\"dmabuf\":%u,\"io_uring\":%s,\"xsk\":%s}",
+				i ? "," : "", q[i].id, q[i].type ? "tx" : "rx",
+				q[i].dmabuf_id, q[i].io_uring ? "true" : "false",
+				q[i].xsk ? "true" : "false");
+		fprintf(f, "]");
 	}
-	fprintf(f, "]");
-	fprintf(f, ",\"try_bind\":%d,\"try_bind_msg\":", p->try_bind);
-	json_str(f, p->try_bind_msg);
-	fprintf(f, ",\"zcrx\":%d,\"zcrx_dmabuf\":%d,\"zcrx_msg\":", p->zcrx,
-		p->zcrx_dmabuf);
-	json_str(f, p->zcrx_msg);
-	fprintf(f, ",\"broker\":{\"used\":%s,\"state\":%d,\"allowed\":%d,\"queues\":%u,\"queues_used\":%u,\"tx\":%s,\"udmabuf\":%llu,\"msg\":",
-		p->broker ? "true" : "false", p->broker_state, p->broker_allowed, p->broker_queues,
-		p->broker_queues_used, p->broker_tx ? "true" : "false",
+	json_bool(f, "queue_use_reported", p->queue_use_reported);
+	json_num(f, "udmabuf_limit_mb", p->udmabuf_limit_mb);
+	json_bool(f, "cap_net_admin", p->cap_net_admin);
+	json_num(f, "optmem_max", p->optmem_max);
+	json_num(f, "drm_nodes", p->drm_nodes);
+	if (p->drm_nodes < 0) {
+		fprintf(f, ",\"drm\":null");
+	} else {
+		fprintf(f, ",\"drm\":[");
+		for (int i = 0; i < p->drm_nodes && i < DEVMEMTCP_PROBE_MAX_DRM; i++) {
+			fprintf(f, "%s{\"node\":", i ? "," : "");
+			json_str(f, p->drm[i].node);
+			if (p->drm[i].error) {
+				fprintf(f, ",\"driver\":null,\"error\":");
+				json_str(f, p->drm[i].error == -ENOTTY ? "not a DRM node"
+					    : strerror(-p->drm[i].error));
+			} else {
+				json_key_str(f, "driver", p->drm[i].driver);
+				fprintf(f, ",\"error\":null");
+			}
+			fprintf(f, "}");
+		}
+		fprintf(f, "]");
+	}
+	/* not tried: null; bound: true; failed: false and why */
+	fprintf(f, ",\"try_bind\":%s", !p->try_bind ? "null" : p->try_bind > 0 ? "true" : "false");
+	json_key_str(f, "try_bind_msg", p->try_bind_msg);
+	json_bool(f, "zcrx", p->zcrx);
+	json_bool(f, "zcrx_dmabuf", p->zcrx_dmabuf);
+	json_key_str(f, "zcrx_msg", p->zcrx_msg);
+	fprintf(f, ",\"broker\":{\"used\":%s,\"state\":\"%s\"",
+		p->broker ? "true" : "false",
+		p->broker_state > 0 ? "answered" : p->broker_state ? "failed" : "none");
+	json_num(f, "errno", p->broker_state < 0 ? -p->broker_state : -1);
+	json_bool(f, "allowed", p->broker_allowed);
+	fprintf(f, ",\"queues\":%u,\"queues_used\":%u,\"tx\":%s,\"udmabuf\":%llu",
+		p->broker_queues, p->broker_queues_used, p->broker_tx ? "true" : "false",
 		(unsigned long long)p->broker_udmabuf);
-	json_str(f, p->broker_msg);
+	json_key_str(f, "msg", p->broker_msg);
 	fprintf(f, "}");
-	fprintf(f, ",\"queue_use_reported\":%s,\"nowners\":%d,\"owners\":[",
-		p->queue_use_reported ? "true" : "false", p->nowners);
-	for (int i = 0; i < p->nowners && i < DEVMEMTCP_PROBE_MAX_OWNERS; i++) {
-		const struct devmemtcp_probe_owner *o = &p->owners[i];
+	json_num(f, "nowners", p->nowners);
+	if (p->nowners < 0) {
+		fprintf(f, ",\"owners\":null");
+	} else {
+		fprintf(f, ",\"owners\":[");
+		for (int i = 0; i < p->nowners && i < DEVMEMTCP_PROBE_MAX_OWNERS; i++) {
+			const struct devmemtcp_probe_owner *o = &p->owners[i];
 
-		fprintf(f, "%s{\"pid\":%d,\"comm\":", i ? "," : "", o->pid);
-		json_str(f, o->comm);
-		fprintf(f, ",\"alive\":%s,\"queues\":[", o->alive ? "true" : "false");
-		for (uint32_t k = 0; k < o->nqueues && k < 16; k++)
-			fprintf(f, "%s%u", k ? "," : "", o->queues[k]);
-		fprintf(f, "],\"flows\":%u,\"rss_context\":%u,\"binding\":%u}",
-			o->nflows, o->rss_context, o->binding);
+			fprintf(f, "%s{\"pid\":%d", i ? "," : "", o->pid);
+			json_key_str(f, "comm", o->comm);
+			fprintf(f, ",\"alive\":%s,\"queues\":[", o->alive ? "true" : "false");
+			for (uint32_t k = 0; k < o->nqueues && k < 16; k++)
+				fprintf(f, "%s%u", k ? "," : "", o->queues[k]);
+			fprintf(f, "],\"flows\":%u,\"rss_context\":%u,\"binding\":%u}",
+				o->nflows, o->rss_context, o->binding);
+		}
+		fprintf(f, "]");
 	}
-	fprintf(f, "]");
 	fprintf(f, ",\"problems\":[");
 	for (uint32_t i = 0; i < p->nproblems; i++) {
 		fprintf(f, "%s{\"what\":", i ? "," : "");
 		json_str(f, p->problems[i].what);
-		fprintf(f, ",\"fix\":");
-		json_str(f, p->problems[i].fix);
+		json_key_str(f, "fix", tool_fix(p->problems[i].fix, fix, sizeof(fix)));
 		fprintf(f, "}");
 	}
 	fprintf(f, "]}\n");
@@ -310,6 +377,51 @@ static void probe_usage(FILE *f)
 		   "Exit status: 0 no problems, 1 problems found, 2 error.\n");
 }
 
+struct probe_args {
+	struct devmemtcp_probe_opts *po;
+	bool json;
+};
+
+static int probe_option(int c, const char *arg, void *opts)
+{
+	struct probe_args *a = opts;
+
+	switch (c) {
+	case 'j': a->json = true; break;
+	case 't': a->po->flags |= DEVMEMTCP_PROBE_TRY_BIND; break;
+	case 'd': a->po->run_dir = arg; break;
+	case 'h': probe_usage(stdout); return 0;
+	}
+	return -1;
+}
+
+/* IFACE, the one argument of probe and restore, goes anywhere among the
+ * options: it is taken out of argv before they are parsed, so that any
+ * other word is named as unexpected. */
+static const char *take_iface(int *argc, char **argv, const struct option *opts)
+{
+	for (int i = 1; i < *argc; i++) {
+		const struct option *o;
+		const char *w = argv[i];
+
+		if (!strcmp(w, "--"))
+			break;
+		if (w[0] == '-') {
+			/* an option's value written apart is not IFACE */
+			for (o = opts; o->name; o++)
+				if (o->has_arg == required_argument &&
+				    ((w[1] == '-' && !strcmp(w + 2, o->name)) ||
+				     (w[1] == o->val && !w[2])))
+					i++;
+			continue;
+		}
+		memmove(&argv[i], &argv[i + 1], (size_t)(*argc - i) * sizeof(*argv));
+		(*argc)--;
+		return w;
+	}
+	return NULL;
+}
+
 int cmd_probe(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -320,29 +432,22 @@ int cmd_probe(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	DEVMEMTCP_OPTS(probe_opts, po);
+	struct probe_args a = { .po = &po };
 	struct devmemtcp_probe p = { .sz = sizeof(p) };
 	struct devmemtcp_queue q[256];
 	struct devmemtcp_ctx *ctx;
-	bool json = false;
-	int c, ret, nq;
+	const char *ifname;
+	int ret, nq;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "jtd:h", lo, NULL)) != -1) {
-		switch (c) {
-		case 'j': json = true; break;
-		case 't': po.flags |= DEVMEMTCP_PROBE_TRY_BIND; break;
-		case 'd': po.run_dir = optarg; break;
-		case 'h': probe_usage(stdout); return 0;
-		default: probe_usage(stderr); return 2;
-		}
-	}
-	if (optind != argc - 1) {
-		probe_usage(stderr);
-		return 2;
-	}
+	ifname = take_iface(&argc, argv, lo);
+	ret = tool_getopt("devmemtcp probe", argc, argv, ":jtd:h", lo, probe_option, &a);
+	if (ret >= 0)
+		return ret;
+	if (!ifname)
+		return usage_error("devmemtcp probe", "IFACE, the interface to probe, is missing");
 	if (tool_ctx_new("devmemtcp probe", &ctx))
 		return 2;
-	ret = devmemtcp_nic_probe(ctx, argv[optind], &po, &p);
+	ret = devmemtcp_nic_probe(ctx, ifname, &po, &p);
 	if (ret < 0) {
 		fprintf(stderr, "devmemtcp probe: %s\n", devmemtcp_ctx_errmsg(ctx));
 		devmemtcp_ctx_free(ctx);
@@ -351,8 +456,8 @@ int cmd_probe(int argc, char **argv)
 	nq = devmemtcp_queue_list(ctx, p.ifindex, q, sizeof(q) / sizeof(q[0]));
 	if (nq > (int)(sizeof(q) / sizeof(q[0])))
 		nq = sizeof(q) / sizeof(q[0]);
-	if (json)
-		print_json(&p, q, nq < 0 ? 0 : nq);
+	if (a.json)
+		print_json(&p, q, nq);
 	else
 		print_text(&p, q, nq);
 	devmemtcp_ctx_free(ctx);
@@ -378,6 +483,18 @@ static void restore_log(void *user, int level, const char *msg)
 		fprintf(stderr, "devmemtcp restore: %s\n", msg);
 }
 
+static int restore_option(int c, const char *arg, void *opts)
+{
+	struct devmemtcp_nic_opts *no = opts;
+
+	switch (c) {
+	case 'd': no->run_dir = arg; break;
+	case 'a': no->flags |= DEVMEMTCP_NIC_RECOVER_ALL; break;
+	case 'h': restore_usage(stdout); return 0;
+	}
+	return -1;
+}
+
 int cmd_restore(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -389,33 +506,27 @@ int cmd_restore(int argc, char **argv)
 	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = restore_log, .log_level = DEVMEMTCP_LOG_WARN);
 	DEVMEMTCP_OPTS(nic_opts, no);
 	struct devmemtcp_ctx *ctx;
-	int c, ret;
+	const char *ifname;
+	int ret;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "d:ah", lo, NULL)) != -1) {
-		switch (c) {
-		case 'd': no.run_dir = optarg; break;
-		case 'a': no.flags |= DEVMEMTCP_NIC_RECOVER_ALL; break;
-		case 'h': restore_usage(stdout); return 0;
-		default: restore_usage(stderr); return 2;
-		}
-	}
-	if (optind != argc - 1) {
-		restore_usage(stderr);
-		return 2;
-	}
+	ifname = take_iface(&argc, argv, lo);
+	ret = tool_getopt("devmemtcp restore", argc, argv, ":d:ah", lo, restore_option, &no);
+	if (ret >= 0)
+		return ret;
+	if (!ifname)
+		return usage_error("devmemtcp restore", "IFACE, the interface to restore, is missing");
 	ret = devmemtcp_ctx_new(&co, &ctx);
 	if (ret) {
 		fprintf(stderr, "devmemtcp restore: %s\n", strerror(-ret));
 		return 2;
 	}
-	ret = devmemtcp_nic_recover(ctx, argv[optind], &no);
+	ret = devmemtcp_nic_recover(ctx, ifname, &no);
 	if (ret < 0)
 		fprintf(stderr, "devmemtcp restore: %s\n", devmemtcp_ctx_errmsg(ctx));
 	else if (ret == 0)
-		printf("%s: nothing to restore\n", argv[optind]);
+		printf("%s: nothing to restore\n", ifname);
 	else
-		printf("%s: restored\n", argv[optind]);
+		printf("%s: restored\n", ifname);
 	devmemtcp_ctx_free(ctx);
 	return ret < 0 ? 1 : 0;
 }

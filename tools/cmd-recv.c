@@ -130,7 +130,11 @@ static int recv_option(int c, const char *arg, void *opts)
 			return bad_value(CMD, "--port", arg, "a port number (1-65535)");
 		o->port = (int)v;
 		break;
-	case 'l': o->listen_addr = arg; break;
+	case 'l':
+		if (tool_addr_check(arg))
+			return bad_value(CMD, "--listen", arg, "an IPv4 or IPv6 address");
+		o->listen_addr = arg;
+		break;
 	case 'b': return parse_buf_size(arg, &o->buf_size);
 	case 'v':
 		if (!arg) {
@@ -227,8 +231,10 @@ static int recv_setup_nic(const struct recv_opts *o, struct recv_run *r)
 		       .nflows = 2, .buf = r->buf);
 	ret = devmemtcp_nic_open(r->ctx, o->ifname, &no, &r->nic);
 	if (ret) {
+		char fix[1024];
+
 		fprintf(stderr, CMD ": NIC setup failed: %s\n",
-			devmemtcp_ctx_errmsg(r->ctx));
+			tool_fix(devmemtcp_ctx_errmsg(r->ctx), fix, sizeof(fix)));
 		return ret;
 	}
 	r->binding = devmemtcp_nic_binding(r->nic);
@@ -256,8 +262,12 @@ static int recv_bind(struct recv_opts *o, struct recv_run *r)
 	if (o->setup)
 		ret = recv_setup_nic(o, r);
 	else if ((ret = devmemtcp_bind_rx(r->ctx, o->ifindex, o->queues, o->nqueues,
-					  r->buf, NULL, &r->binding)))
-		fprintf(stderr, CMD ": %s\n", devmemtcp_ctx_errmsg(r->ctx));
+					  r->buf, NULL, &r->binding))) {
+		char fix[1024];
+
+		fprintf(stderr, CMD ": %s\n",
+			tool_fix(devmemtcp_ctx_errmsg(r->ctx), fix, sizeof(fix)));
+	}
 	if (ret)
 		return ret;
 	printf("bound %llu-byte %s to %s queue%s",

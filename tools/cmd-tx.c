@@ -96,7 +96,12 @@ static int send_option(int c, const char *arg, void *opts)
 
 	switch (c) {
 	case 'i': o->ifname = arg; break;
-	case 'c': o->addr = arg; break;
+	case 'c':
+		/* before any buffer is made */
+		if (tool_addr_check(arg))
+			return bad_value(CMD, "--connect", arg, "an IPv4 or IPv6 address");
+		o->addr = arg;
+		break;
 	case 'p':
 		if (parse_uint(arg, 1, 65535, &v))
 			return bad_value(CMD, "--port", arg, "a port number (1-65535)");

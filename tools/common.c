@@ -141,6 +141,55 @@ int tool_getopt(const char *cmd, int argc, char **argv, const char *optstring,
 	return -1;
 }
 
+int tool_addr_check(const char *addr)
+{
+	struct in6_addr a;
+
+	return inet_pton(AF_INET, addr, &a) == 1 || inet_pton(AF_INET6, addr, &a) == 1 ? 0 : -1;
+}
+
+const struct tool_fix_entry tool_fixes[] = {
+	/* bind-rx without header split (recv without --setup) */
+	{ "(or use devmemtcp_nic_open())", "(or pass --setup)" },
+	/* probe's fixes of the shared settings */
+	{ "(devmemtcp_nic_open() does it and undoes it)",
+	  "(devmemtcp recv --setup does it and undoes it)" },
+	/* recv --setup on a NIC without RSS; probe's RSS fix */
+	{ "pass DEVMEMTCP_NIC_KEEP_RSS if you steer it some other way",
+	  "steer it some other way and run devmemtcp recv without --setup" },
+	{ "steer other traffic away yourself (DEVMEMTCP_NIC_KEEP_RSS)",
+	  "steer other traffic away yourself and run devmemtcp recv without --setup" },
+	/* recv --setup behind a foreign rule: the program has no way to
+	 * accept the shadow, deleting the rule is the fix */
+	{ " or pass DEVMEMTCP_NIC_ALLOW_SHADOW", "" },
+	{ NULL, NULL },
+};
+
+const char *tool_fix(const char *msg, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	if (!len)
+		return buf;
+	while (*msg && n + 1 < len) {
+		const struct tool_fix_entry *f;
+
+		for (f = tool_fixes; f->lib; f++)
+			if (!strncmp(msg, f->lib, strlen(f->lib)))
+				break;
+		if (f->lib) {
+			n += (size_t)snprintf(buf + n, len - n, "%s", f->tool);
+			if (n >= len)
+				n = len - 1;
+			msg += strlen(f->lib);
+		} else {
+			buf[n++] = *msg++;
+		}
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
 int tool_sockaddr(const char *cmd, const char *addr, int port,
 		  struct sockaddr_storage *sa, socklen_t *len)
 {

@@ -66,6 +66,24 @@ int tool_getopt(const char *cmd, int argc, char **argv, const char *optstring,
 int tool_sockaddr(const char *cmd, const char *addr, int port,
 		  struct sockaddr_storage *sa, socklen_t *len);
 
+/* An IPv4 or IPv6 address, as tool_sockaddr() takes it: 0, else -1. */
+int tool_addr_check(const char *addr);
+
+/*
+ * The library's messages name the fixes of a program that calls it
+ * (devmemtcp_nic_open(), DEVMEMTCP_NIC_* flags); on the command line the
+ * fix is an option of this program.  tool_fix() writes msg into buf (len
+ * bytes) with those parts said the command line's way, and returns buf.
+ * tool_fixes lists them (the unit test tool-fix checks each is still what
+ * the library says).
+ */
+const char *tool_fix(const char *msg, char *buf, size_t len);
+struct tool_fix_entry {
+	const char *lib;	/* what the library says */
+	const char *tool;	/* what the command line says instead */
+};
+extern const struct tool_fix_entry tool_fixes[];
+
 /*
  * devmemtcp_ctx_new(), printing "CMD: <strerror>" on failure; returns its
  * result.  Errors are printed once, by the command, from the objects'

@@ -44,7 +44,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(argv[1], "--version")) {
-		printf("devmemtcp %s\n", devmemtcp_version());
+		/* the program's version, and the library's it runs with */
+		printf("devmemtcp %s (libdevmemtcp %s)\n", DMT_TOOL_VERSION, devmemtcp_version());
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)

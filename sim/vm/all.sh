@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 # One entry for everything the VM suite needs (idempotent, cached):
 #   prepare.sh (host tools, trixie tree, kernels) + build-module.sh (devmemsim
 #   for each kernel into <builddir>/sim/<uname-r>/).

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 # Build the simulated NIC module (sim/module) for every kernel in kernels.txt,
 # inside the trixie tree with that release's gcc-14, against each kernel's
 # headers:  <builddir>/sim/<uname-r>/*.ko   (devmemsim.ko)

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 # Prepare the cached pieces the VM runner needs (idempotent):
 #   host tools, a debootstrapped trixie tree with gcc-14, and three Debian
 #   kernels: two cloud kernels (trixie's 6.12 "lts" and the newest

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 # Boot one of the cached Debian kernels under QEMU (-nic none) with an
 # initramfs, load the simulated NIC module, run a shell command, and exit
 # with that command's status.

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 # The devmemtcp program's contract on this machine: each error printed
 # once, whatever DEVMEMTCP_LOG says; usage errors name the bad option or
-# argument and exit 2; numbers are checked for range and junk.  No command
+# argument and exit 2; numbers and addresses are checked for range and junk
+# before anything is made; probe --json's types; fixes said the program's
+# way.  No command
 # here gets as far as touching an interface: they fail before (a udmabuf
 # device that does not exist, through the test builds'
 # DEVMEMTCP_UDMABUF_DEV).
@@ -70,6 +72,59 @@ run 2 "$S: --chunk: \"2M\" must be at most half of --buf-size (1M): the ring nee
 run 2 "$S: unexpected argument \"extra\" $shelp" send -i lo -c 127.0.0.1 extra
 run 2 "$S: --connect is required $shelp" send -i lo
 run 2 "$S: --iface is required $shelp" send -c 127.0.0.1
+# addresses are checked when the options are read, before any buffer
+run 2 "$R: --listen: \"999.1.1.1\" is not an IPv4 or IPv6 address" recv -i lo -l 999.1.1.1
+run 2 "$S: --connect: \"999.1.1.1\" is not an IPv4 or IPv6 address" send -i lo -c 999.1.1.1
+# probe and restore name what is wrong instead of printing their usage
+P="devmemtcp probe" phelp="(see 'devmemtcp probe --help')"
+T="devmemtcp restore" thelp="(see 'devmemtcp restore --help')"
+run 2 "$P: unexpected argument \"extra\" $phelp" probe lo extra
+run 2 "$P: unknown option \"--bogus\" $phelp" probe lo --bogus
+run 2 "$P: --run-dir needs a value $phelp" probe lo --run-dir
+run 2 "$P: IFACE, the interface to probe, is missing $phelp" probe --json
+run 2 "$T: unexpected argument \"extra\" $thelp" restore lo extra
+run 2 "$T: unknown option \"-x\" $thelp" restore lo -x
+run 2 "$T: IFACE, the interface to restore, is missing $thelp" restore --all
+# the fix the program prints is the program's (lo has no RSS table)
+"$tool" probe lo >"$out" 2>"$err"
+want="    fix: use a NIC with RSS, or steer other traffic away yourself and run devmemtcp recv without --setup"
+if ! grep -qxF -- "$want" "$out"; then
+	echo "FAIL: devmemtcp probe lo: no line \"$want\""
+	sed 's/^/  got: /' "$out"
+	fail=1
+fi
+# probe --json: schema 1, booleans as booleans, null for unknown (lo's
+# header split, RSS table and driver), the fixes as in the text
+"$tool" probe lo --json >"$out" 2>"$err"
+if ! python3 - "$out" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+def want(key, ok, what):
+    if key not in r or not ok(r[key]):
+        sys.exit("FAIL: devmemtcp probe lo --json: %s is %r, want %s" % (key, r.get(key, "missing"), what))
+isbool = lambda v: isinstance(v, bool)
+isint = lambda v: isinstance(v, int) and not isinstance(v, bool)
+want("schema", lambda v: v == 1, "1")
+for k in ("bind_rx", "bind_tx", "xdp", "cap_net_admin", "queue_use_reported", "ntuple", "ntuple_fixed"):
+    want(k, isbool, "a boolean")
+for k in ("rss_contexts", "zcrx", "zcrx_dmabuf", "try_bind"):
+    want(k, lambda v: v is None or isbool(v), "a boolean or null")
+for k in ("rx_queues", "tx_queues", "ntuple_rules", "ntuple_table_size", "rss_context_count",
+          "xsk_queues", "dmabuf_queues", "io_uring_queues", "udmabuf_limit_mb", "optmem_max",
+          "drm_nodes", "nowners", "hds_thresh", "hds_thresh_max"):
+    want(k, lambda v: v is None or (isint(v) and v >= 0), "a number >= 0 or null")
+for k in ("tcp_data_split", "rss_table_size", "driver"):
+    want(k, lambda v: v is None, "null (lo)")
+want("try_bind", lambda v: v is None, "null (not asked)")
+want("broker", lambda v: isinstance(v["used"], bool) and v["state"] in ("answered", "none", "failed")
+     and (v["allowed"] is None or isbool(v["allowed"])), "an object with used, state, allowed")
+fixes = [p["fix"] for p in r["problems"]]
+want("problems", lambda v: "use a NIC with RSS, or steer other traffic away yourself and run devmemtcp recv without --setup" in fixes,
+     "the RSS fix the program's way")
+PY
+	fail=1
+fi
+
 # valid numbers still get through to the first real step
 export DEVMEMTCP_UDMABUF_DEV=/nonexistent/udmabuf
 run 1 "$R: $nodev" recv -i lo -q 0,1 -p 65535 -b 64K -e 1G --validate=7

@@ -21,6 +21,9 @@
 #include "cmsgfixture.h"
 #include "rx.h"
 
+/* Arming needs the test hooks; the rest serves builds without them too
+ * (test-rx.c). */
+#if DMT_TEST_HOOKS
 /* Arm the failure of the n-th allocation from now (0: none); ctx's last
  * message is cleared, so that none is taken for the call's own. */
 static inline void alloc_arm(struct devmemtcp_ctx *ctx, long n)
@@ -41,6 +44,7 @@ static inline bool alloc_injected(long n)
 {
 	return dmt_test_alloc_fail(0, false) >= n;
 }
+#endif
 
 /* The message of a call that ran out of memory: ours say so, or give
  * strerror's words for ENOMEM; never blame something else. */

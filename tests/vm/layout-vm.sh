@@ -24,7 +24,7 @@ nic_state() {
 	ip netns exec dmtB sh -c "ethtool -g dsim1; ethtool -l dsim1;
 		ethtool -k dsim1 | grep -E '^(ntuple-filters|receive-hashing):';
 		ethtool -x dsim1; ethtool -n dsim1 2>&1;
-		$tool probe dsim1 --json | grep -o '\"hds_thresh\":[-0-9]*'"
+		$tool probe dsim1 --json | grep -o '\"hds_thresh\":[0-9a-z]*'"
 }
 
 "$VM_HARNESS" up >/dev/null

@@ -29,7 +29,7 @@ state() {
 		ip netns exec "$ns" sh -c "ethtool -g $dev; ethtool -l $dev; ethtool -k $dev |
 			grep -E '^(ntuple-filters|receive-hashing):'; ethtool -x $dev;
 			ethtool -n $dev 2>&1; $tool probe $dev --json |
-			grep -oE '\"(hds_thresh|dmabuf_queues)\":[-0-9]*'"
+			grep -oE '\"(hds_thresh|dmabuf_queues)\":[0-9a-z]*'"
 	done
 }
 before=$(state)

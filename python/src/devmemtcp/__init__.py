@@ -57,7 +57,7 @@ from ._devmemtcp import (  # noqa: F401
     kDLCUDA,
 )
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: F401
 
 __all__ = [
     "Binding", "Buffer", "Context", "Error", "Fragment", "Fragments", "Gpu",

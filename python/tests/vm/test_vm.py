@@ -403,3 +403,24 @@ def test_send_from_a_dmabuf():
     assert st["bytes_sent"] == total and st["bytes_done"] == total
     assert st["sends_in_flight"] == 0 and st["bytes_in_flight"] == 0
     assert sum(d.len for d in result["done"]) == total
+
+
+README_PY = os.environ.get("DEVMEMTCP_README_PY")
+
+
+@pytest.mark.skipif(not README_PY, reason="DEVMEMTCP_README_PY names no README block "
+                    "(python/tests/vm/run-vm-python.sh extracts it)")
+def test_readme_example(ctx):
+    """README.md's Python block, run as a user runs it: it sets dsim1 up for
+    TCP port 5201, receives one connection, prints what it received, and
+    puts the NIC back as it found it."""
+    before = nic_state(ctx)
+    nbytes = 8 << 20
+    p = subprocess.Popen([sys.executable, README_PY, IF], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    s = send(5201, nbytes)   # the sender retries its connect until the example listens
+    out, err = p.communicate(timeout=120)
+    assert s.wait(60) == 0
+    assert p.returncode == 0, err
+    assert out == "received %d bytes\n" % nbytes, (out, err)
+    assert nic_state(ctx) == before
