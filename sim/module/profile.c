@@ -155,6 +155,9 @@ void dsim_profile_setup(struct net_device *dev)
 
 	*ops = dsim_ethtool_ops;
 	ops->supported_ring_params = 0;
+	/* none of the four adds a rule's queue to its RSS context's choice:
+	 * the core refuses such rules (net/ethtool/ioctl.c:1203-1211) */
+	ops->cap_rss_rxnfc_adds = 0;
 	ops->rxfh_max_num_contexts = p->max_ctx;
 	ops->rxfh_indir_space = p->indir_size;
 	switch (p->id) {
