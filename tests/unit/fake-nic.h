@@ -23,12 +23,21 @@
 #define FAKE_CTX 4
 #define FAKE_RULES 32
 
+/* What ethtool shows as tcp-data-split (the kernel checks what was
+ * configured, tds_cfg, whatever is shown): */
+enum fake_tds_show {
+	FAKE_TDS_CFG,		/* the configuration, auto meaning tds_default */
+	FAKE_TDS_ALWAYS_ON,	/* on whatever is configured; off refused (fbnic,
+				 * and bnxt while hardware GRO is on) */
+};
+
 struct fake_nic {
 	/* state compared by fake_dump */
 	uint32_t nrx;
 	bool has_tds, has_hds;
 	uint8_t tds_cfg;		/* what the user set: 0 = auto */
 	uint8_t tds_default;		/* what auto means for this driver */
+	enum fake_tds_show tds_show;
 	uint32_t hds, hds_max;
 	bool ntuple_hw, ntuple_on;
 	bool rss;
@@ -54,6 +63,8 @@ static struct fake_nic *FN(struct dmt_eth *e)
 
 static uint8_t fake_tds(const struct fake_nic *n)
 {
+	if (n->tds_show == FAKE_TDS_ALWAYS_ON)
+		return DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED;
 	return n->tds_cfg ? n->tds_cfg : n->tds_default;
 }
 
@@ -100,6 +111,8 @@ static int f_rings_set(struct dmt_eth *e, int tds, int64_t hds)
 				   dmt_errno_name(err));
 	if (tds >= 0 && !n->has_tds)
 		return dmt_err_set(e->err, -EOPNOTSUPP, "rings-set on %s failed: EOPNOTSUPP", e->ifname);
+	if (tds == DMT_ETHTOOL_TCP_DATA_SPLIT_DISABLED && n->tds_show == FAKE_TDS_ALWAYS_ON)
+		return dmt_err_set(e->err, -EINVAL, "rings-set on %s failed: EINVAL", e->ifname);
 	if (hds >= 0 && (!n->has_hds || hds > n->hds_max))
 		return dmt_err_set(e->err, -ERANGE, "rings-set on %s failed: ERANGE", e->ifname);
 	if (tds >= 0)

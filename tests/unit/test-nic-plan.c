@@ -317,6 +317,24 @@ static void test_explicit_tds_restored(void **state)
 	assert_unchanged();
 }
 
+/* bnxt_en (with hardware GRO) and fbnic show tcp-data-split on while the
+ * kernel's configuration, which bind-rx checks, is still "auto": set it,
+ * and put "auto" back */
+static void test_tds_shown_not_configured(void **state)
+{
+	DEVMEMTCP_OPTS(nic_opts, o);
+	struct devmemtcp_nic *nic;
+
+	nic_state->tds_show = FAKE_TDS_ALWAYS_ON;
+	fake_dump(nic_state, before, sizeof(before));
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), 0);
+	assert_int_equal(nic_state->tds_cfg, DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED);
+	assert_int_equal(nic_state->hds, 0);
+	assert_int_equal(devmemtcp_nic_close(nic), 0);
+	assert_int_equal(nic_state->tds_cfg, DMT_ETHTOOL_TCP_DATA_SPLIT_UNKNOWN);
+	assert_unchanged();
+}
+
 /* ---- failures ---- */
 
 static void test_fail_every_step(void **state)
@@ -897,6 +915,7 @@ int main(void)
 		cmocka_unit_test_setup(test_contexts_unsupported, each),
 		cmocka_unit_test_setup(test_already_configured, each),
 		cmocka_unit_test_setup(test_explicit_tds_restored, each),
+		cmocka_unit_test_setup(test_tds_shown_not_configured, each),
 		cmocka_unit_test_setup(test_fail_every_step, each),
 		cmocka_unit_test_setup(test_driver_error_every_change, each),
 		cmocka_unit_test_setup(test_undo_failure_keeps_journal, each),
