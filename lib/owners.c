@@ -994,6 +994,13 @@ static int change_rings(struct dmt_op *op, const struct dmt_shared *t,
 	}
 	if (!tds && !hds)
 		return 0;
+	/* The kernel's bind-rx checks the header split a user configured, not
+	 * the one a driver shows: bnxt_en (with hardware GRO) and fbnic show
+	 * "on" while the configuration is still auto.  So "on" goes along
+	 * with hds-thresh, and back, to auto first, with it. */
+	if (!(b->theirs & DMT_S_TDS) && t->tds == DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED &&
+	    a->tds == DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED && r.tds == a->tds)
+		tds = true;
 	err = dmt_op_step(op, "header split");
 	if (err < 0)
 		return err;
