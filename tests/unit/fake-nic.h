@@ -29,6 +29,7 @@ enum fake_tds_show {
 	FAKE_TDS_CFG,		/* the configuration, auto meaning tds_default */
 	FAKE_TDS_ALWAYS_ON,	/* on whatever is configured; off refused (fbnic,
 				 * and bnxt while hardware GRO is on) */
+	FAKE_TDS_CFG_ONLY,	/* the configuration, nothing while auto (mlx5) */
 };
 
 struct fake_nic {
@@ -91,7 +92,7 @@ static int f_rings_get(struct dmt_eth *e, struct dmt_rings *r)
 	n->nl_calls++;
 	memset(r, 0, sizeof(*r));
 	r->rx = r->rx_max = 1024;
-	r->has_tds = n->has_tds;
+	r->has_tds = n->has_tds && (n->tds_show != FAKE_TDS_CFG_ONLY || n->tds_cfg);
 	r->tds = n->has_tds ? fake_tds(n) : 0;
 	r->has_hds = r->has_hds_max = n->has_hds;
 	r->hds_thresh = n->hds;

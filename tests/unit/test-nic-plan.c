@@ -335,6 +335,22 @@ static void test_tds_shown_not_configured(void **state)
 	assert_unchanged();
 }
 
+/* mlx5_core shows tcp-data-split only once it is configured: turn it on
+ * all the same, and back to auto (shown as nothing) */
+static void test_tds_shown_once_set(void **state)
+{
+	DEVMEMTCP_OPTS(nic_opts, o);
+	struct devmemtcp_nic *nic;
+
+	nic_state->tds_show = FAKE_TDS_CFG_ONLY;
+	fake_dump(nic_state, before, sizeof(before));
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), 0);
+	assert_int_equal(nic_state->tds_cfg, DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED);
+	assert_int_equal(devmemtcp_nic_close(nic), 0);
+	assert_int_equal(nic_state->tds_cfg, DMT_ETHTOOL_TCP_DATA_SPLIT_UNKNOWN);
+	assert_unchanged();
+}
+
 /* ---- failures ---- */
 
 static void test_fail_every_step(void **state)
@@ -916,6 +932,7 @@ int main(void)
 		cmocka_unit_test_setup(test_already_configured, each),
 		cmocka_unit_test_setup(test_explicit_tds_restored, each),
 		cmocka_unit_test_setup(test_tds_shown_not_configured, each),
+		cmocka_unit_test_setup(test_tds_shown_once_set, each),
 		cmocka_unit_test_setup(test_fail_every_step, each),
 		cmocka_unit_test_setup(test_driver_error_every_change, each),
 		cmocka_unit_test_setup(test_undo_failure_keeps_journal, each),
