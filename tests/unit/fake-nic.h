@@ -274,7 +274,7 @@ static int f_ctx_create(struct dmt_eth *e, const uint32_t *indir, uint32_t cnt, 
 		fake_changed(n);
 		return 0;
 	}
-	return -ENOSPC;
+	return -EBUSY;	/* the kernel: no context id left (xa_alloc) */
 }
 
 static int f_ctx_delete(struct dmt_eth *e, uint32_t id)
