@@ -822,8 +822,9 @@ static int apply_ctx(struct devmemtcp_nic *nic, struct dmt_op *op)
 		err = dmt_op_step(op, "RSS context");
 	if (!err)
 		err = e->ops->rss_ctx_create(e, me->ctx_indir, n, &me->ctx_id);
-	if (err == -EOPNOTSUPP || err == -EINVAL) {
-		/* No additional contexts: steer flows to queues. */
+	if (err == -EOPNOTSUPP || err == -EINVAL || err == -EBUSY) {
+		/* No additional contexts (EBUSY: every id of the driver's
+		 * taken, fbnic has one): steer flows to queues. */
 		dmt_log(nic->ctx, DEVMEMTCP_LOG_INFO,
 			"%s: no RSS contexts (%s), steering each flow to one queue",
 			e->ifname, dmt_errno_name(err));
