@@ -1027,6 +1027,14 @@ static int change_rings(struct dmt_op *op, const struct dmt_shared *t,
 			err = e->ops->rings_set(e, want, hds ? t->hds : -1);
 	} else {
 		err = e->ops->rings_set(e, tds ? want : -1, hds ? t->hds : -1);
+		if (err == -EINVAL && e->nl && strstr(e->nl->extack, "GRO HW is disabled")) {
+			/* mlx5_core splits headers only with hardware GRO */
+			char why[sizeof(e->err->msg)];
+
+			snprintf(why, sizeof(why), "%s", e->err->msg);
+			dmt_err_set(e->err, err, "%s: turn hardware GRO on first (ethtool -K %s rx-gro-hw on)",
+				    why, e->ifname);
+		}
 	}
 	if (!err)
 		op->changes++;
