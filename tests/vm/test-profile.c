@@ -986,8 +986,7 @@ static int lib(void)
 	T_CHECK(t_udmabuf(ctx, 8u << 20, &buf) == 0, "udmabuf");
 	if (kv < 703) {
 		/* no devmem with these drivers on 6.12: refused, nothing left */
-		T_TRY(lib_open_close(buf, NULL, is("fbnic") ? -EOPNOTSUPP :
-				     is("gve") ? -ENODATA : is("bnxt") || is("mlx5") ? -EOPNOTSUPP : 0));
+		T_TRY(lib_open_close(buf, NULL, is("gve") || is("bnxt") ? -ENODATA : -EOPNOTSUPP));
 	} else if (is("mlx5")) {
 		snprintf(want, sizeof(want),
 			 "setting up %s for devmem failed at header split: rings-set on %s failed: EINVAL "
