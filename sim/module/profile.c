@@ -72,7 +72,8 @@ static const struct dsim_profile dsim_profiles[] = {
 		.id = DSIM_PROF_MLX5, .name = "mlx5", .driver = "mlx5_core",
 		.mod = "mlx5_core: ",
 		.rx_ring_max = 8192, .tx_ring_max = 8192,	/* en.h:130-134 */
-		.ring_min = 32, .rx_ring_def = 1024, .tx_ring_def = 1024,
+		/* rx: 1 << (1 + MLX5E_LOG_MAX_RX_WQE_BULK), en.h:124-132 */
+		.ring_min = 16, .rx_ring_def = 1024, .tx_ring_def = 1024,
 		.hds_thresh = DSIM_PROF_NEW,	/* reported 0, max 0 */
 		.page_size_max = 131072,	/* en/params.c:497-507 */
 		.pack_align = 256,		/* en.h:98-103 */

@@ -709,6 +709,28 @@ static int rows_rss_offset(void)
 	return 0;
 }
 
+/* ring sizes the driver refuses, each its way */
+static int rows_rings(void)
+{
+	if (is("gve")) {
+		EXPECT("rings", rings_set(-1, -1, -1, 1000), -EINVAL, "", gnl);
+	} else if (is("bnxt")) {
+		char buf[MNL_SOCKET_BUFFER_SIZE];
+		struct nlmsghdr *nlh = dmt_nl_genl_msg(buf, efam, DMT_ETHTOOL_MSG_RINGS_SET,
+						       DMT_ETHTOOL_FAMILY_VERSION, 0);
+
+		put_header(nlh, DMT_ETHTOOL_A_RINGS_HEADER);
+		mnl_attr_put_u32(nlh, DMT_ETHTOOL_A_RINGS_TX, 18);
+		EXPECT("rings", dmt_nl_talk(gnl, nlh, NULL, NULL), -EINVAL, "", gnl);
+	} else if (is("mlx5")) {
+		EXPECT("rings", rings_set(-1, -1, -1, 8), -EINVAL, "mlx5_core: rx (8) < min (16)", gnl);
+	} else {
+		EXPECT("rings", rings_set(-1, -1, -1, 32), -EINVAL,
+		       "fbnic: requested ring size too small", gnl);
+	}
+	return 0;
+}
+
 static int rows_channels(void)
 {
 	struct dmt_channels c;
@@ -1013,6 +1035,7 @@ static int rows(void)
 	T_TRY(rows_rss());
 	T_TRY(rows_ntuple());
 	T_TRY(rows_rss_offset());
+	T_TRY(rows_rings());
 	T_TRY(rows_channels());
 	T_TRY(rows_bound());
 	return 0;
