@@ -993,7 +993,17 @@ static int lib_probe(void)
 		snprintf(what, sizeof(what), "header split (tcp-data-split) is off on %s", ifname);
 		T_CHECK(t_probe_problem(&p, what), "gve: no problem \"%s\"", what);
 	} else {
+		/* shown on (not configured: nic_open does it); hds-thresh */
 		T_CHECK(p.tcp_data_split == 2, "%s: tcp-data-split %d", prof, p.tcp_data_split);
+		snprintf(what, sizeof(what), "hds-thresh is %d on %s: bind-rx needs 0",
+			 is("bnxt") ? 640 : 1536, ifname);
+		snprintf(fix, sizeof(fix),
+			 "ethtool -G %s hds-thresh 0 (devmemtcp_nic_open() does it and undoes it)",
+			 ifname);
+		pr = t_probe_problem(&p, what);
+		T_CHECK(pr && strcmp(pr->fix, fix) == 0, "%s: no problem \"%s\"", prof, what);
+		T_CHECK(p.ntuple_table_size == (is("bnxt") ? 5120 : 48), "%s: rule table %d", prof,
+			p.ntuple_table_size);
 	}
 	printf("check lib-probe: ok\n");
 	return 0;
