@@ -867,6 +867,21 @@ int dmt_eth_rule_count(struct dmt_eth *e, uint32_t *count, uint32_t *table_size,
 		*table_size = (uint32_t)(nfc.data & ~(uint64_t)RX_CLS_LOC_SPECIAL);
 	if (special_locs)
 		*special_locs = nfc.data & RX_CLS_LOC_SPECIAL;
+	if (table_size && !*table_size && nfc.rule_cnt <= MAX_RULES) {
+		/* mlx5_core gives the count only; the size comes with the
+		 * list, as ethtool's rule manager reads it */
+		struct ethtool_rxnfc *all = dmt_calloc(1, sizeof(*all) + nfc.rule_cnt * 4);
+
+		if (!all)
+			return -ENOMEM;
+		all->cmd = ETHTOOL_GRXCLSRLALL;
+		all->rule_cnt = nfc.rule_cnt;
+		err = eth_ioctl(e, all);
+		*table_size = err < 0 ? 0 : (uint32_t)all->data;
+		free(all);
+		if (err < 0)
+			return ioctl_fail(e, err, "ETHTOOL_GRXCLSRLALL");
+	}
 	return 0;
 }
 

@@ -49,6 +49,7 @@ struct devmemtcp_nic {
 	uint32_t nrx;
 	uint32_t flags;
 	bool use_ctx;
+	bool tds_unreported;	/* rings shown without tcp-data-split */
 	uint32_t next_flow_id;
 	uint32_t rr;
 	struct devmemtcp_binding *binding;
@@ -708,6 +709,15 @@ static int identity(struct devmemtcp_nic *nic, pid_t pid, uint64_t start)
 	return 0;
 }
 
+static int no_header_split(struct devmemtcp_nic *nic)
+{
+	return dmt_err_set(&nic->eerr, -EOPNOTSUPP,
+			   "%s does not support header split (tcp-data-split): "
+			   "devmem TCP needs a driver with header split and queue management "
+			   "(gve, bnxt_en, mlx5, fbnic)",
+			   nic->eth.ifname);
+}
+
 /* What devmem needs of the driver, told before anything is changed:
  * header split, and an RSS table (unless the caller keeps RSS).  With
  * owners there, the baseline says. */
@@ -719,11 +729,14 @@ static int check_support(struct devmemtcp_nic *nic, struct dmt_op *op)
 	int err = 0;
 
 	if (op->have_base) {
-		tds = op->base.baseline.tds >= 0;
+		tds = true;	/* the first owner's check passed */
 		rss = op->base.baseline.rss_size > 0;
 	} else {
+		/* tcp-data-split not shown is tried: mlx5_core shows it only
+		 * once it is set (a driver without it refuses, below) */
 		err = dmt_op_dev_rings(op, &r);
-		tds = err == 0 && r.has_tds;
+		tds = err == 0;
+		nic->tds_unreported = err == 0 && !r.has_tds;
 		if (err == -EOPNOTSUPP)
 			err = 0;
 		if (!err && tds && !(nic->flags & DEVMEMTCP_NIC_KEEP_RSS)) {
@@ -738,11 +751,7 @@ static int check_support(struct devmemtcp_nic *nic, struct dmt_op *op)
 	if (err < 0)
 		return err;
 	if (!tds)
-		return dmt_err_set(&nic->eerr, -EOPNOTSUPP,
-				   "%s does not support header split (tcp-data-split): "
-				   "devmem TCP needs a driver with header split and queue management "
-				   "(gve, bnxt_en, mlx5, fbnic)",
-				   e->ifname);
+		return no_header_split(nic);
 	if (!rss && !(nic->flags & DEVMEMTCP_NIC_KEEP_RSS))
 		return dmt_err_set(&nic->eerr, -EOPNOTSUPP,
 				   "%s has no RSS indirection table, so other traffic cannot be kept off the devmem queues: "
@@ -813,8 +822,9 @@ static int apply_ctx(struct devmemtcp_nic *nic, struct dmt_op *op)
 		err = dmt_op_step(op, "RSS context");
 	if (!err)
 		err = e->ops->rss_ctx_create(e, me->ctx_indir, n, &me->ctx_id);
-	if (err == -EOPNOTSUPP || err == -EINVAL) {
-		/* No additional contexts: steer flows to queues. */
+	if (err == -EOPNOTSUPP || err == -EINVAL || err == -EBUSY) {
+		/* No additional contexts (EBUSY: every id of the driver's
+		 * taken, fbnic has one): steer flows to queues. */
 		dmt_log(nic->ctx, DEVMEMTCP_LOG_INFO,
 			"%s: no RSS contexts (%s), steering each flow to one queue",
 			e->ifname, dmt_errno_name(err));
@@ -1049,6 +1059,15 @@ static int open_locked(struct devmemtcp_nic *nic, struct dmt_op *op,
 	if (err < 0)
 		return report(nic, err, "cannot set up devmem");
 	err = apply(nic, op, opts);
+	if (err == -EOPNOTSUPP && nic->tds_unreported && !op->changes &&
+	    !strcmp(op->doing, "header split")) {
+		/* tcp-data-split was not shown and cannot be set: nothing
+		 * changed, the device has none */
+		op->fail_step = op->crash_step = 0;
+		leave(nic, op, NULL);
+		no_header_split(nic);
+		return report(nic, -EOPNOTSUPP, "cannot set up devmem");
+	}
 	if (err < 0)
 		return rollback(nic, op, err, NULL);
 	return 0;

@@ -240,7 +240,8 @@ int dmt_derive_shared(const struct dmt_base *b, uint32_t nrx,
 
 	if (err < 0 || n == 0)
 		return err;
-	t->tds = bl->tds < 0 ? -1 : DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED;
+	/* also when the baseline did not show it (mlx5_core until set) */
+	t->tds = DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED;
 	t->hds = bl->hds < 0 ? -1 : 0;
 	uni = dmt_calloc(nrx ? nrx : 1, sizeof(*uni));
 	if (!uni) {
@@ -907,6 +908,12 @@ static void theirs(struct dmt_op *op, uint32_t bit)
 		      setting_names[i], op->e->ifname);
 }
 
+/* tcp-data-split as the journal has it: -1 when not shown */
+static int shown_tds(const struct dmt_rings *r)
+{
+	return r->has_tds ? r->tds : -1;
+}
+
 /* A change of an earlier operation that did not finish (a crash): what
  * the device shows now is either the old value or the new one, both
  * ours; anything else is someone else's. */
@@ -924,8 +931,8 @@ static int settle(struct dmt_op *op)
 	err = dmt_op_dev_rings(op, &r);
 	if (err < 0)
 		return err;
-	if (r.has_tds && !(b->theirs & DMT_S_TDS) && r.tds != a->tds) {
-		if (r.tds == g->tds)
+	if (!(b->theirs & DMT_S_TDS) && shown_tds(&r) != a->tds) {
+		if (shown_tds(&r) == g->tds)
 			a->tds = g->tds;
 		else
 			theirs(op, DMT_S_TDS);
@@ -973,7 +980,9 @@ static int change_rings(struct dmt_op *op, const struct dmt_shared *t,
 	struct dmt_base *b = &op->base;
 	const struct dmt_shared *a = &b->applied;
 	struct dmt_eth *e = op->e;
-	bool tds = !(b->theirs & DMT_S_TDS) && t->tds >= 0 && t->tds != a->tds;
+	bool tds = !(b->theirs & DMT_S_TDS) && t->tds != a->tds;
+	/* a baseline not shown is restored as auto */
+	int want = t->tds < 0 ? DMT_ETHTOOL_TCP_DATA_SPLIT_UNKNOWN : t->tds;
 	bool hds = !(b->theirs & DMT_S_HDS) && t->hds >= 0 && t->hds != a->hds;
 	struct dmt_rings r;
 	int err;
@@ -982,8 +991,8 @@ static int change_rings(struct dmt_op *op, const struct dmt_shared *t,
 	err = dmt_op_dev_rings(op, &r);
 	if (err < 0)
 		return err;
-	if (tds && r.tds != a->tds) {
-		if (r.tds != t->tds)
+	if (tds && shown_tds(&r) != a->tds) {
+		if (shown_tds(&r) != t->tds)
 			theirs(op, DMT_S_TDS);
 		tds = false;
 	}
@@ -994,6 +1003,13 @@ static int change_rings(struct dmt_op *op, const struct dmt_shared *t,
 	}
 	if (!tds && !hds)
 		return 0;
+	/* The kernel's bind-rx checks the header split a user configured, not
+	 * the one a driver shows: bnxt_en (with hardware GRO) and fbnic show
+	 * "on" while the configuration is still auto.  So "on" goes along
+	 * with hds-thresh, and back, to auto first, with it. */
+	if (!(b->theirs & DMT_S_TDS) && t->tds == DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED &&
+	    a->tds == DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED && shown_tds(&r) == a->tds)
+		tds = true;
 	err = dmt_op_step(op, "header split");
 	if (err < 0)
 		return err;
@@ -1005,12 +1021,20 @@ static int change_rings(struct dmt_op *op, const struct dmt_shared *t,
 					hds ? t->hds : -1);
 		if (err == 0)
 			err = e->ops->rings_get(e, &r);
-		if (err == 0 && r.tds != t->tds)
+		if (err == 0 && shown_tds(&r) != t->tds && t->tds >= 0)
 			err = e->ops->rings_set(e, t->tds, -1);
 		else if (err < 0)
-			err = e->ops->rings_set(e, t->tds, hds ? t->hds : -1);
+			err = e->ops->rings_set(e, want, hds ? t->hds : -1);
 	} else {
-		err = e->ops->rings_set(e, tds ? t->tds : -1, hds ? t->hds : -1);
+		err = e->ops->rings_set(e, tds ? want : -1, hds ? t->hds : -1);
+		if (err == -EINVAL && e->nl && strstr(e->nl->extack, "GRO HW is disabled")) {
+			/* mlx5_core splits headers only with hardware GRO */
+			char why[sizeof(e->err->msg)];
+
+			snprintf(why, sizeof(why), "%s", e->err->msg);
+			dmt_err_set(e->err, err, "%s: turn hardware GRO on first (ethtool -K %s rx-gro-hw on)",
+				    why, e->ifname);
+		}
 	}
 	if (!err)
 		op->changes++;

@@ -373,6 +373,28 @@ static void probe_rings(struct probe *pr)
 		if (r.has_hds_max)
 			p->hds_thresh_max = r.hds_thresh_max;
 	}
+	if (p->tcp_data_split < 0 && !strcmp(p->driver, "mlx5_core")) {
+		struct dmt_feature f;
+
+		/* mlx5_core shows it only once configured, which needs
+		 * hardware GRO (devmemtcp(7), HARDWARE) */
+		if (pr->e.ops->feature_get(&pr->e, "rx-gro-hw", &f) == 0 && f.present &&
+		    !f.active) {
+			snprintf(fix, sizeof(fix),
+				 "ethtool -K %s rx-gro-hw on (then devmemtcp_nic_open() turns header split on and back)",
+				 ifname);
+			problem(p, fix,
+				"header split (tcp-data-split) is not set on %s: mlx5_core splits headers only with hardware GRO, which is off",
+				ifname);
+		}
+		return;
+	}
+	if (p->tcp_data_split < 0 && !strcmp(p->driver, "gve")) {
+		problem(p, "use a gve device with the DQO RDA queue format that offers header split, without an XDP program",
+			"%s (driver gve) has no header split: gve splits headers only on the DQO RDA queue format of a device that offers it",
+			ifname);
+		return;
+	}
 	if (p->tcp_data_split < 0) {
 		problem(p, "use a NIC whose driver supports devmem TCP (gve, bnxt_en, mlx5, fbnic); "
 			   "virtual devices (veth, loopback) cannot",
@@ -394,9 +416,7 @@ static void probe_rings(struct probe *pr)
 		problem(p, fix, "hds-thresh is %lld on %s: bind-rx needs 0",
 			(long long)p->hds_thresh, ifname);
 	}
-	if (p->hds_thresh < 0 && pr->kv >= 0x060e00)
-		problem(p, "update the driver: kernels since 6.14 check hds-thresh before bind-rx",
-			"%s does not report hds-thresh", ifname);
+	/* no hds-thresh shown (gve): the kernel's is 0, which bind-rx needs */
 }
 
 /* ntuple filters: the feature and the rule table. */

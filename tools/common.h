@@ -21,6 +21,7 @@ int cmd_recv(int argc, char **argv);	/* cmd-recv.c */
 int cmd_send(int argc, char **argv);	/* cmd-tx.c */
 int cmd_probe(int argc, char **argv);	/* cmd-nic.c */
 int cmd_restore(int argc, char **argv);	/* cmd-nic.c */
+int cmd_selftest(int argc, char **argv);	/* cmd-selftest.c */
 
 /* CLOCK_MONOTONIC in seconds, for rates. */
 double now_s(void);

@@ -19,6 +19,7 @@ static const struct {
 	{ "send", cmd_send, "send from a dma-buf (devmem TX)" },
 	{ "probe", cmd_probe, "explain what an interface lacks for devmem TCP" },
 	{ "restore", cmd_restore, "undo NIC changes left by a crashed process" },
+	{ "selftest", cmd_selftest, "qualify a NIC against a peer and print one report" },
 };
 
 static void usage(FILE *f)

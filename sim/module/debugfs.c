@@ -218,11 +218,25 @@ static int dsim_state_show(struct seq_file *m, void *v)
 		   dev_name(priv->dmadev), dsim_dma_mode(priv),
 		   (long long)atomic64_read(&priv->dma_faults),
 		   (long long)atomic64_read(&priv->dma_remapped), lo);
+	seq_printf(m, "profile %s\n", dsim_prof->name);
 	for (i = 0; i < priv->nq; i++)
 		dsim_state_queue(m, priv, i);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(dsim_state);
+
+/* "layout": where payloads land now, for the tests' layout checks:
+ * "buf_size N pack 0|1 align N mix 0|1" */
+static int dsim_layout_show(struct seq_file *m, void *v)
+{
+	struct dsim_priv *priv = m->private;
+	const struct dsim_layout *lo = &priv->layout;
+
+	seq_printf(m, "buf_size %u pack %d align %u mix %d\n", READ_ONCE(lo->buf_size),
+		   lo->pack, lo->align, lo->mix);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(dsim_layout);
 
 void dsim_debugfs_init(void)
 {
@@ -248,6 +262,7 @@ void dsim_debugfs_add(struct dsim_priv *priv)
 				&priv->fail_restart);
 	debugfs_create_atomic_t("fail_alloc", 0600, priv->dbg, &priv->fail_alloc);
 	debugfs_create_file("state", 0400, priv->dbg, priv, &dsim_state_fops);
+	debugfs_create_file("layout", 0400, priv->dbg, priv, &dsim_layout_fops);
 }
 
 void dsim_debugfs_remove(struct dsim_priv *priv)

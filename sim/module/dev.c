@@ -50,6 +50,10 @@ static bool rx_pack;
 module_param(rx_pack, bool, 0444);
 MODULE_PARM_DESC(rx_pack, "pack received payloads back to back in NIC pages (page-pool fragments)");
 
+static char *profile = "default";
+module_param(profile, charp, 0444);
+MODULE_PARM_DESC(profile, "the driver whose answers the devices give: default (the simulated NIC), gve, bnxt, mlx5 or fbnic (sim/module/PROFILES.md)");
+
 static bool rx_mix;
 module_param(rx_mix, bool, 0444);
 MODULE_PARM_DESC(rx_mix, "the wire carries TCP segments of mixed sizes, 1 byte to one MSS");
@@ -158,8 +162,13 @@ static void dsim_priv_init(struct dsim_priv *priv, struct net_device *dev,
 	spin_lock_init(&priv->fault_lock);
 	atomic_set(&priv->fail_restart, 0);
 	atomic_set(&priv->fail_alloc, 0);
-	netdev_rss_key_fill(priv->key, sizeof(priv->key));
-	dsim_fill_indir(priv->indir, num_queues);
+	/* the kernel's key: 52 bytes on 6.12, 256 on 7.x; fbnic's is 54 */
+	netdev_rss_key_fill(priv->key, min_t(size_t, sizeof(priv->key), NETDEV_RSS_KEY_LEN));
+	if (sizeof(priv->key) > NETDEV_RSS_KEY_LEN)
+		get_random_bytes(priv->key + NETDEV_RSS_KEY_LEN,
+				 sizeof(priv->key) - NETDEV_RSS_KEY_LEN);
+	dsim_profile_init_priv(priv);
+	dsim_fill_indir(priv->indir, priv->indir_size, num_queues);
 	eth_hw_addr_random(dev);
 }
 
@@ -169,9 +178,11 @@ static int dsim_queues_init(struct dsim_priv *priv, int id)
 
 	priv->rq = kcalloc(priv->nq, sizeof(*priv->rq), GFP_KERNEL);
 	priv->tq = kcalloc(priv->nq, sizeof(*priv->tq), GFP_KERNEL);
-	if (!priv->rq || !priv->tq) {
+	priv->rules = kvcalloc(priv->max_rules, sizeof(*priv->rules), GFP_KERNEL);
+	if (!priv->rq || !priv->tq || !priv->rules) {
 		kfree(priv->rq);
 		kfree(priv->tq);
+		kvfree(priv->rules);
 		return -ENOMEM;
 	}
 	for (i = 0; i < priv->nq; i++) {
@@ -243,6 +254,7 @@ static void dsim_free(struct dsim_priv *priv)
 	}
 	kfree(priv->rq);
 	kfree(priv->tq);
+	kvfree(priv->rules);
 	free_netdev(priv->dev);
 	if (pdev)
 		platform_device_unregister(pdev);
@@ -268,11 +280,14 @@ static int dsim_register_pair(void)
 /* "one NIC page", "2048 bytes" or "packed", and whether segments vary. */
 void dsim_layout_str(const struct dsim_layout *lo, char *s, size_t len)
 {
-	char size[16];
+	char size[32];
 
-	snprintf(size, sizeof(size), "%u bytes", lo->buf_size);
+	if (lo->pack && lo->align)
+		snprintf(size, sizeof(size), "packed at %u-byte steps", lo->align);
+	else
+		snprintf(size, sizeof(size), lo->pack ? "packed" : "%u bytes", lo->buf_size);
 	snprintf(s, len, "%s%s",
-		 lo->pack ? "packed" : lo->buf_size ? size : "one NIC page",
+		 lo->pack || lo->buf_size ? size : "one NIC page",
 		 lo->mix ? ", TCP segments of mixed sizes" : "");
 }
 
@@ -282,10 +297,10 @@ static void dsim_pair_log(void)
 	char lo[64];
 
 	dsim_layout_str(&a->layout, lo, sizeof(lo));
-	pr_info("created %s and %s with %d queues each; parents %s and %s, DMA %s and %s; RX buffers: %s\n",
+	pr_info("created %s and %s with %d queues each; parents %s and %s, DMA %s and %s; RX buffers: %s; profile %s\n",
 		netdev_name(a->dev), netdev_name(b->dev), num_queues,
 		dev_name(a->dmadev), dev_name(b->dmadev), dsim_dma_mode(a),
-		dsim_dma_mode(b), lo);
+		dsim_dma_mode(b), lo, dsim_prof->name);
 }
 
 /* Called with dsim_lock held; @pci: the two PCI parents, or NULL. */
@@ -423,6 +438,13 @@ static int dsim_check_params(void)
 	}
 	if (rx_buf_size && rx_pack) {
 		pr_err("rx_buf_size and rx_pack exclude each other\n");
+		return -EINVAL;
+	}
+	if (dsim_profile_select(profile))
+		return -EINVAL;
+	if ((rx_buf_size || rx_pack) && dsim_prof->id != DSIM_PROF_DEFAULT) {
+		pr_err("rx_buf_size and rx_pack are for profile=default: profile=%s places payloads as its driver does\n",
+		       profile);
 		return -EINVAL;
 	}
 	if (strcmp(parent, "platform") && !dsim_parent_is_pci()) {

@@ -95,12 +95,23 @@
 #define DSIM_HAVE_RX_RING_COUNT 0
 #endif
 
+/* The driver profiles (profile.c): the kernels whose drivers they
+ * describe.  6.12 (the LTS) and 7.3 are the ones read; a profile other
+ * than "default" loads on those only.
+ */
+#define DSIM_PROF_LTS	(LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0) && \
+			 LINUX_VERSION_CODE < KERNEL_VERSION(6, 13, 0))
+#define DSIM_PROF_NEW	(LINUX_VERSION_CODE >= KERNEL_VERSION(7, 3, 0))
+
 #define DSIM_DRV_NAME		"devmemsim"
 #define DSIM_MAX_QUEUES		64
-#define DSIM_INDIR_SIZE		128
-#define DSIM_KEY_SIZE		40
-#define DSIM_MAX_RSS_CTX	8	/* context ids 1..7 */
-#define DSIM_MAX_RULES		64
+#define DSIM_INDIR_SIZE		128	/* the default profile's table */
+#define DSIM_INDIR_MAX		256	/* the largest of any profile */
+#define DSIM_KEY_SIZE		40	/* Toeplitz key the hash reads */
+#define DSIM_KEY_MAX		54	/* the longest key a profile reports */
+#define DSIM_MAX_RSS_CTX	8	/* default profile: context ids 1..7 */
+#define DSIM_RSS_CTX_MAX	33	/* any profile: ids below this */
+#define DSIM_MAX_RULES		64	/* default profile */
 #define DSIM_RING_MIN		64
 #define DSIM_RING_MAX		4096
 #define DSIM_RING_DEFAULT	1024
@@ -109,8 +120,10 @@
 #define DSIM_BACKLOG		256	/* source skbs queued per RX queue */
 #define DSIM_MAX_MTU		9000
 #define DSIM_MAX_HLEN		256	/* eth+ip+tcp headers a TCP frame may have */
-/* NIC pages larger than PAGE_SIZE (rx_page_size, 7.x): up to 64 KiB */
+/* NIC pages larger than PAGE_SIZE (rx_page_size, 7.x): up to 64 KiB in
+ * the default profile, 128 KiB in mlx5's */
 #define DSIM_MAX_PAGE_ORDER	(16 - PAGE_SHIFT)
+#define DSIM_PAGE_ORDER_MAX	(17 - PAGE_SHIFT)
 #define DSIM_MIN_BUF_SIZE	1024	/* rx_buf_size: 9000-byte MTU in <= 9 frags */
 
 /* Per-queue counters; a TX queue leaves DSIM_ALLOC_FAIL at 0. */
@@ -150,6 +163,7 @@ struct dsim_tq {
 struct dsim_rule {
 	bool used;
 	u32 rss_ctx;		/* with FLOW_RSS */
+	u32 prio;		/* mlx5: matched fields (more win) */
 	struct ethtool_rx_flow_spec fs;
 };
 
@@ -179,8 +193,64 @@ struct dsim_wire {
 struct dsim_layout {
 	u32 buf_size;		/* 0: one buffer per NIC page */
 	bool pack;		/* payloads back to back (page-pool fragments) */
+	u32 align;		/* pack: each payload's start, 0 = the API's */
 	bool mix;		/* TCP segments of 1 byte to one MSS on the wire */
 };
+
+enum dsim_prof_id {
+	DSIM_PROF_DEFAULT,
+	DSIM_PROF_GVE,
+	DSIM_PROF_BNXT,
+	DSIM_PROF_MLX5,
+	DSIM_PROF_FBNIC,
+};
+
+/* ntuple rule locations: who picks them */
+enum dsim_loc_policy {
+	DSIM_LOC_BOTH,		/* a location, or any (driver: first free) */
+	DSIM_LOC_ANY_FIRST,	/* only "any": the first free (bnxt) */
+	DSIM_LOC_ANY_LAST,	/* only "any": the highest free (fbnic) */
+	DSIM_LOC_CALLER,	/* only a location (gve, mlx5) */
+};
+
+/* channel shapes */
+#define DSIM_CH_COMBINED	BIT(0)	/* combined N */
+#define DSIM_CH_SEPARATE	BIT(1)	/* rx N tx M */
+
+/*
+ * A driver whose answers the device gives (profile.c; the table with its
+ * sources is PROFILES.md).  The values a device or its firmware would
+ * report are the ones PROFILES.md gives for the simulated NIC.
+ */
+struct dsim_profile {
+	enum dsim_prof_id id;
+	const char *name;		/* profile= */
+	const char *driver;		/* ethtool -i */
+	const char *mod;		/* NL_SET_ERR_MSG_MOD prefix */
+	/* rings */
+	u32 rx_ring_max, tx_ring_max, ring_min, rx_ring_def, tx_ring_def;
+	bool hds_thresh;		/* has hds-thresh */
+	u32 hds_def, hds_max;
+	bool rx_buf_len;		/* rx-buf-len settable (gve) */
+	u32 page_size_max;		/* rx-page-size, 0: none */
+	u32 pack_align;			/* payloads packed at this step, 0: not */
+	/* RSS */
+	u32 indir_size, key_size;
+	u32 max_ctx;			/* rxfh_max_num_contexts, 0: none */
+	/* ntuple */
+	u32 max_rules;
+	enum dsim_loc_policy loc;
+	bool loc_special;		/* GRXCLSRLCNT says RX_CLS_LOC_SPECIAL */
+	bool ntuple_on, ntuple_fixed, ntuple_present;
+	/* channels */
+	u32 ch_modes;
+	u32 ch_other;			/* fbnic: 1, fixed */
+	/* devmem */
+	bool queue_ops;			/* queue management ops */
+	bool unreadable;		/* page pools may take unreadable netmem */
+};
+
+extern const struct dsim_profile *dsim_prof;
 
 struct dsim_priv {
 	struct net_device *dev;
@@ -196,16 +266,20 @@ struct dsim_priv {
 	struct dsim_tq *tq;
 
 	/* configuration */
-	bool hds;			/* tcp-data-split on */
+	bool hds;			/* the NIC splits headers now */
 	u32 hds_thresh;
 	u32 rx_ring, tx_ring;
+	bool bnxt_hds;			/* bnxt: BNXT_FLAG_HDS */
 
 	spinlock_t cfg_lock;		/* rules, indir, contexts (datapath reads) */
-	u32 indir[DSIM_INDIR_SIZE];
-	u8 key[DSIM_KEY_SIZE];
-	bool ctx_used[DSIM_MAX_RSS_CTX];
-	u32 ctx_indir[DSIM_MAX_RSS_CTX][DSIM_INDIR_SIZE];
-	struct dsim_rule rules[DSIM_MAX_RULES];
+	u32 indir_size;			/* entries of every table */
+	u32 max_ctx;			/* context ids below this */
+	u32 max_rules;
+	u32 indir[DSIM_INDIR_MAX];
+	u8 key[DSIM_KEY_MAX];
+	bool ctx_used[DSIM_RSS_CTX_MAX];
+	u32 ctx_indir[DSIM_RSS_CTX_MAX][DSIM_INDIR_MAX];
+	struct dsim_rule *rules;	/* max_rules */
 	unsigned int nrules;
 
 	/* fault injection */
@@ -276,10 +350,34 @@ void dsim_wake_peer_txqs(struct dsim_priv *priv);
 void dsim_parse(const struct sk_buff *skb, struct dsim_flow *fl);
 u32 dsim_flow_hash(const u8 *key, const struct dsim_flow *fl);
 int dsim_steer(struct dsim_priv *rx, const struct sk_buff *skb);
-void dsim_fill_indir(u32 *indir, unsigned int nqueues);
+void dsim_fill_indir(u32 *indir, unsigned int size, unsigned int nqueues);
 
 /* ethtool.c */
 extern const struct ethtool_ops dsim_ethtool_ops;
+int dsim_rule_delete(struct dsim_priv *priv, u32 loc);
+
+/* profile.c */
+int dsim_profile_select(const char *name);
+void dsim_profile_setup(struct net_device *dev);
+void dsim_profile_init_priv(struct dsim_priv *priv);
+bool dsim_prof_unreadable(const struct dsim_priv *priv);
+void dsim_prof_get_ringparam(struct net_device *dev, struct ethtool_ringparam *ring,
+			     struct kernel_ethtool_ringparam *kring);
+int dsim_prof_set_ringparam(struct net_device *dev, struct ethtool_ringparam *ring,
+			    struct kernel_ethtool_ringparam *kring,
+			    struct netlink_ext_ack *extack);
+void dsim_prof_get_channels(struct net_device *dev, struct ethtool_channels *ch);
+int dsim_prof_check_channels(struct net_device *dev, const struct ethtool_channels *ch,
+			     unsigned int *rx, unsigned int *tx);
+int dsim_prof_check_rule(struct dsim_priv *priv, struct ethtool_rxnfc *info);
+int dsim_prof_rule_loc(struct dsim_priv *priv, u32 loc, u32 *out);
+u32 dsim_prof_rule_prio(const struct ethtool_rx_flow_spec *fs);
+int dsim_prof_check_ctx(struct net_device *dev, const struct ethtool_rxfh_param *rxfh,
+			struct netlink_ext_ack *extack);
+int dsim_prof_validate_page_size(struct net_device *dev, u32 size,
+				 struct netlink_ext_ack *extack);
+netdev_features_t dsim_prof_fix_features(struct net_device *dev,
+					 netdev_features_t features);
 
 /* debugfs.c */
 int dsim_fault_corrupt_pos(struct dsim_priv *priv, const struct dsim_flow *fl,

@@ -19,8 +19,11 @@ static void dsim_get_drvinfo(struct net_device *dev, struct ethtool_drvinfo *inf
 {
 	struct dsim_priv *priv = netdev_priv(dev);
 
-	strscpy(info->driver, DSIM_DRV_NAME, sizeof(info->driver));
+	strscpy(info->driver, dsim_prof->driver, sizeof(info->driver));
 	strscpy(info->bus_info, dev_name(priv->dmadev), sizeof(info->bus_info));
+	if (dsim_prof->id != DSIM_PROF_DEFAULT)
+		snprintf(info->fw_version, sizeof(info->fw_version), "devmemsim-%s",
+			 dsim_prof->name);
 }
 
 /* ------------------------------------------------------------------ */
@@ -33,6 +36,10 @@ static void dsim_get_ringparam(struct net_device *dev,
 {
 	struct dsim_priv *priv = netdev_priv(dev);
 
+	if (dsim_prof->id != DSIM_PROF_DEFAULT) {
+		dsim_prof_get_ringparam(dev, ring, kring);
+		return;
+	}
 	ring->rx_max_pending = DSIM_RING_MAX;
 	ring->tx_max_pending = DSIM_RING_MAX;
 	ring->rx_pending = priv->rx_ring;
@@ -53,6 +60,8 @@ static int dsim_set_ringparam(struct net_device *dev,
 	struct dsim_priv *priv = netdev_priv(dev);
 	bool hds;
 
+	if (dsim_prof->id != DSIM_PROF_DEFAULT)
+		return dsim_prof_set_ringparam(dev, ring, kring, extack);
 	if (ring->rx_pending < DSIM_RING_MIN || ring->rx_pending > DSIM_RING_MAX ||
 	    ring->tx_pending < DSIM_RING_MIN || ring->tx_pending > DSIM_RING_MAX) {
 		NL_SET_ERR_MSG(extack, "ring size out of range (64..4096)");
@@ -85,6 +94,10 @@ static void dsim_get_channels(struct net_device *dev, struct ethtool_channels *c
 {
 	struct dsim_priv *priv = netdev_priv(dev);
 
+	if (dsim_prof->id != DSIM_PROF_DEFAULT) {
+		dsim_prof_get_channels(dev, ch);
+		return;
+	}
 	ch->max_combined = priv->nq;
 	ch->combined_count = dev->real_num_rx_queues;
 }
@@ -92,13 +105,20 @@ static void dsim_get_channels(struct net_device *dev, struct ethtool_channels *c
 static int dsim_set_channels(struct net_device *dev, struct ethtool_channels *ch)
 {
 	struct dsim_priv *priv = netdev_priv(dev);
-	unsigned int n = ch->combined_count;
+	unsigned int n = ch->combined_count, ntx = n;
 	bool running = netif_running(dev);
 	unsigned int i;
 	int err;
 
-	if (ch->rx_count || ch->tx_count || ch->other_count || !n || n > priv->nq)
+	if (dsim_prof->id != DSIM_PROF_DEFAULT) {
+		err = dsim_prof_check_channels(dev, ch, &n, &ntx);
+		if (err)
+			return err;
+		if (n > priv->nq || ntx > priv->nq)
+			return -EINVAL;
+	} else if (ch->rx_count || ch->tx_count || ch->other_count || !n || n > priv->nq) {
 		return -EINVAL;
+	}
 	/* the core refuses to drop a queue with a memory provider; be sure */
 	for (i = n; i < dev->real_num_rx_queues; i++)
 		if (dsim_rxq_has_mp(dev, i))
@@ -108,12 +128,12 @@ static int dsim_set_channels(struct net_device *dev, struct ethtool_channels *ch
 		netif_tx_stop_all_queues(dev);
 		dsim_stop_all(priv);
 	}
-	err = netif_set_real_num_tx_queues(dev, n);
+	err = netif_set_real_num_tx_queues(dev, ntx);
 	if (!err)
 		err = netif_set_real_num_rx_queues(dev, n);
 	if (!err && !netif_is_rxfh_configured(dev)) {
 		spin_lock_bh(&priv->cfg_lock);
-		dsim_fill_indir(priv->indir, n);
+		dsim_fill_indir(priv->indir, priv->indir_size, n);
 		spin_unlock_bh(&priv->cfg_lock);
 	}
 	if (running) {
@@ -131,12 +151,14 @@ static int dsim_set_channels(struct net_device *dev, struct ethtool_channels *ch
 
 static u32 dsim_get_rxfh_indir_size(struct net_device *dev)
 {
-	return DSIM_INDIR_SIZE;
+	struct dsim_priv *priv = netdev_priv(dev);
+
+	return priv->indir_size;
 }
 
 static u32 dsim_get_rxfh_key_size(struct net_device *dev)
 {
-	return DSIM_KEY_SIZE;
+	return dsim_prof->key_size;
 }
 
 static int dsim_get_rxfh(struct net_device *dev, struct ethtool_rxfh_param *rxfh)
@@ -148,16 +170,16 @@ static int dsim_get_rxfh(struct net_device *dev, struct ethtool_rxfh_param *rxfh
 	rxfh->hfunc = ETH_RSS_HASH_TOP;
 	spin_lock_bh(&priv->cfg_lock);
 	if (c) {
-		if (c >= DSIM_MAX_RSS_CTX || !priv->ctx_used[c]) {
+		if (c >= priv->max_ctx || !priv->ctx_used[c]) {
 			spin_unlock_bh(&priv->cfg_lock);
 			return -ENOENT;
 		}
 		indir = priv->ctx_indir[c];
 	}
 	if (rxfh->indir)
-		memcpy(rxfh->indir, indir, sizeof(priv->indir));
+		memcpy(rxfh->indir, indir, priv->indir_size * sizeof(*indir));
 	if (rxfh->key)
-		memcpy(rxfh->key, priv->key, DSIM_KEY_SIZE);
+		memcpy(rxfh->key, priv->key, dsim_prof->key_size);
 	spin_unlock_bh(&priv->cfg_lock);
 	return 0;
 }
@@ -185,9 +207,9 @@ static int dsim_set_rxfh(struct net_device *dev, struct ethtool_rxfh_param *rxfh
 		return -EOPNOTSUPP;
 	spin_lock_bh(&priv->cfg_lock);
 	if (rxfh->indir)
-		memcpy(priv->indir, rxfh->indir, sizeof(priv->indir));
+		memcpy(priv->indir, rxfh->indir, priv->indir_size * sizeof(u32));
 	if (rxfh->key)
-		memcpy(priv->key, rxfh->key, DSIM_KEY_SIZE);
+		memcpy(priv->key, rxfh->key, dsim_prof->key_size);
 	spin_unlock_bh(&priv->cfg_lock);
 	return 0;
 }
@@ -199,15 +221,18 @@ static int dsim_check_ctx(struct dsim_priv *priv, const struct ethtool_rxfh_para
 			  bool exists, struct netlink_ext_ack *extack)
 {
 	u32 id = rxfh->rss_context;
-	int err = dsim_check_hfunc(rxfh, extack);
+	int err = dsim_prof->id == DSIM_PROF_DEFAULT ? dsim_check_hfunc(rxfh, extack) :
+		  dsim_prof_check_ctx(priv->dev, rxfh, extack);
 
 	if (err)
 		return err;
-	if (!id || id >= DSIM_MAX_RSS_CTX)
+	if (!id || id >= priv->max_ctx)
 		return exists ? -ENOENT : -EINVAL;
 	if (exists && !priv->ctx_used[id])
 		return -ENOENT;
-	if (rxfh->key) {
+	/* bnxt keeps a key per context (the simulated NIC hashes with the
+	 * device key) */
+	if (rxfh->key && dsim_prof->id != DSIM_PROF_BNXT) {
 		NL_SET_ERR_MSG(extack, "RSS contexts share the device key");
 		return -EOPNOTSUPP;
 	}
@@ -230,13 +255,14 @@ static int dsim_set_rxfh_context(struct net_device *dev,
 		return err;
 	spin_lock_bh(&priv->cfg_lock);
 	if (rxfh->indir)
-		memcpy(priv->ctx_indir[id], rxfh->indir, sizeof(priv->indir));
+		memcpy(priv->ctx_indir[id], rxfh->indir, priv->indir_size * sizeof(u32));
 	else if (create && !priv->ctx_used[id])
-		dsim_fill_indir(priv->ctx_indir[id], dev->real_num_rx_queues);
+		dsim_fill_indir(priv->ctx_indir[id], priv->indir_size,
+				dev->real_num_rx_queues);
 	if (create) {
 		memcpy(ethtool_rxfh_context_indir(ctx), priv->ctx_indir[id],
-		       sizeof(priv->indir));
-		memcpy(ethtool_rxfh_context_key(ctx), priv->key, DSIM_KEY_SIZE);
+		       priv->indir_size * sizeof(u32));
+		memcpy(ethtool_rxfh_context_key(ctx), priv->key, dsim_prof->key_size);
 		ctx->hfunc = ETH_RSS_HASH_TOP;
 		priv->ctx_used[id] = true;
 	}
@@ -264,7 +290,7 @@ static bool dsim_ctx_in_use(struct dsim_priv *priv, u32 rss_context)
 {
 	unsigned int i;
 
-	for (i = 0; i < DSIM_MAX_RULES; i++)
+	for (i = 0; i < priv->max_rules; i++)
 		if (priv->rules[i].used &&
 		    (priv->rules[i].fs.flow_type & FLOW_RSS) &&
 		    priv->rules[i].rss_ctx == rss_context)
@@ -280,7 +306,7 @@ static int dsim_remove_rxfh_context(struct net_device *dev,
 	struct dsim_priv *priv = netdev_priv(dev);
 	int err = 0;
 
-	if (!rss_context || rss_context >= DSIM_MAX_RSS_CTX ||
+	if (!rss_context || rss_context >= priv->max_ctx ||
 	    !priv->ctx_used[rss_context])
 		return -ENOENT;
 	spin_lock_bh(&priv->cfg_lock);
@@ -309,12 +335,13 @@ static int dsim_get_rule(struct dsim_priv *priv, struct ethtool_rxnfc *info)
 	const struct dsim_rule *r;
 	int err = 0;
 
-	if (info->fs.location >= DSIM_MAX_RULES)
+	if (info->fs.location >= priv->max_rules)
 		return -EINVAL;
 	spin_lock_bh(&priv->cfg_lock);
 	r = &priv->rules[info->fs.location];
 	if (!r->used) {
-		err = -ENOENT;
+		/* gve: the device does not find it (gve_flow_rule.c:227) */
+		err = dsim_prof->id == DSIM_PROF_GVE ? -EINVAL : -ENOENT;
 	} else {
 		info->fs = r->fs;
 		if (info->fs.flow_type & FLOW_RSS)
@@ -330,9 +357,9 @@ static int dsim_get_rule_locs(struct dsim_priv *priv, struct ethtool_rxnfc *info
 	unsigned int i, n = 0;
 	int err = 0;
 
-	info->data = DSIM_MAX_RULES;
+	info->data = priv->max_rules;
 	spin_lock_bh(&priv->cfg_lock);
-	for (i = 0; i < DSIM_MAX_RULES; i++) {
+	for (i = 0; i < priv->max_rules; i++) {
 		if (!priv->rules[i].used)
 			continue;
 		if (n >= info->rule_cnt) {
@@ -360,7 +387,12 @@ static int dsim_get_rxnfc(struct net_device *dev, struct ethtool_rxnfc *info,
 		spin_lock_bh(&priv->cfg_lock);
 		info->rule_cnt = priv->nrules;
 		spin_unlock_bh(&priv->cfg_lock);
-		info->data = DSIM_MAX_RULES | RX_CLS_LOC_SPECIAL;
+		info->data = priv->max_rules;
+		if (dsim_prof->loc_special)
+			info->data |= RX_CLS_LOC_SPECIAL;
+		/* mlx5 gives the count only (en_fs_ethtool.c:1003-1005) */
+		if (dsim_prof->id == DSIM_PROF_MLX5)
+			info->data = 0;
 		return 0;
 	case ETHTOOL_GRXCLSRULE:
 		return dsim_get_rule(priv, info);
@@ -404,7 +436,7 @@ static int dsim_check_fs(struct dsim_priv *priv, struct ethtool_rxnfc *info)
 	if (ethtool_get_flow_spec_ring_vf(fs->ring_cookie))
 		return -EINVAL;
 	if ((fs->flow_type & FLOW_RSS) && info->rss_context &&
-	    (info->rss_context >= DSIM_MAX_RSS_CTX || !priv->ctx_used[info->rss_context]))
+	    (info->rss_context >= priv->max_ctx || !priv->ctx_used[info->rss_context]))
 		return -ENOENT;
 	if (ethtool_get_flow_spec_ring(fs->ring_cookie) >= priv->dev->real_num_rx_queues)
 		return -EINVAL;
@@ -435,6 +467,14 @@ static int dsim_rule_insert(struct dsim_priv *priv, struct ethtool_rxnfc *info)
 	int err;
 
 	spin_lock_bh(&priv->cfg_lock);
+	if (dsim_prof->id != DSIM_PROF_DEFAULT) {
+		err = dsim_prof_check_rule(priv, info);
+		if (!err)
+			err = dsim_prof_rule_loc(priv, info->fs.location, &loc);
+		if (err)
+			goto out;
+		goto place;
+	}
 	err = dsim_check_fs(priv, info);
 	if (err)
 		goto out;
@@ -443,6 +483,7 @@ static int dsim_rule_insert(struct dsim_priv *priv, struct ethtool_rxnfc *info)
 		err = info->fs.location >= RX_CLS_LOC_LAST ? -ENOSPC : -EINVAL;
 		goto out;
 	}
+place:
 	r = &priv->rules[loc];
 	if (!r->used)
 		priv->nrules++;
@@ -450,24 +491,25 @@ static int dsim_rule_insert(struct dsim_priv *priv, struct ethtool_rxnfc *info)
 	r->fs = info->fs;
 	r->fs.location = loc;
 	r->rss_ctx = (info->fs.flow_type & FLOW_RSS) ? info->rss_context : 0;
+	r->prio = dsim_prof->id == DSIM_PROF_MLX5 ? dsim_prof_rule_prio(&info->fs) : 0;
 	info->fs.location = loc;
 out:
 	spin_unlock_bh(&priv->cfg_lock);
 	return err;
 }
 
-static int dsim_rule_delete(struct dsim_priv *priv, u32 loc)
+int dsim_rule_delete(struct dsim_priv *priv, u32 loc)
 {
 	int err = 0;
 
-	if (loc >= DSIM_MAX_RULES)
+	if (loc >= priv->max_rules)
 		return -EINVAL;
 	spin_lock_bh(&priv->cfg_lock);
 	if (priv->rules[loc].used) {
 		memset(&priv->rules[loc], 0, sizeof(priv->rules[loc]));
 		priv->nrules--;
 	} else {
-		err = -ENOENT;
+		err = dsim_prof->id == DSIM_PROF_GVE ? -EINVAL : -ENOENT;
 	}
 	spin_unlock_bh(&priv->cfg_lock);
 	return err;
@@ -479,7 +521,8 @@ static int dsim_set_rxnfc(struct net_device *dev, struct ethtool_rxnfc *info)
 
 	switch (info->cmd) {
 	case ETHTOOL_SRXCLSRLINS:
-		if (!(dev->features & NETIF_F_NTUPLE))
+		if (dsim_prof->id == DSIM_PROF_DEFAULT &&
+		    !(dev->features & NETIF_F_NTUPLE))
 			return -EOPNOTSUPP;
 		return dsim_rule_insert(priv, info);
 	case ETHTOOL_SRXCLSRLDEL:

@@ -92,7 +92,7 @@ static int dsim_create_pp(struct dsim_priv *priv, unsigned int idx,
 	 * without it the core's page_pool_check_memory_provider() fails a
 	 * bind with -ENODATA, as on a real NIC whose payload is not split.
 	 */
-	if (priv->hds)
+	if (dsim_prof_unreadable(priv))
 		pp.flags |= PP_FLAG_ALLOW_UNREADABLE_NETMEM;
 
 	pool = page_pool_create(&pp);
@@ -118,20 +118,12 @@ static void dsim_default_qcfg(struct net_device *dev,
 	qcfg->rx_page_size = PAGE_SIZE;
 }
 
+/* The default profile's range, or the profile's driver's (profile.c). */
 static int dsim_validate_qcfg(struct net_device *dev,
 			      struct netdev_queue_config *qcfg,
 			      struct netlink_ext_ack *extack)
 {
-	u32 size = qcfg->rx_page_size;
-
-	if (!is_power_of_2(size) || size < PAGE_SIZE ||
-	    size > PAGE_SIZE << DSIM_MAX_PAGE_ORDER) {
-		NL_SET_ERR_MSG_FMT(extack,
-				   "rx_page_size %u not supported: a power of two from %lu to %lu",
-				   size, PAGE_SIZE, PAGE_SIZE << DSIM_MAX_PAGE_ORDER);
-		return -ERANGE;
-	}
-	return 0;
+	return dsim_prof_validate_page_size(dev, qcfg->rx_page_size, extack);
 }
 #endif
 
@@ -313,6 +305,15 @@ static const struct netdev_queue_mgmt_ops dsim_queue_mgmt_ops = {
 #endif
 };
 
+/* Profiles whose driver has no NIC page sizes (gve, fbnic). */
+static const struct netdev_queue_mgmt_ops dsim_queue_mgmt_ops_4k = {
+	.ndo_queue_mem_size	= sizeof(struct dsim_queue_mem),
+	.ndo_queue_mem_alloc	= dsim_queue_mem_alloc,
+	.ndo_queue_mem_free	= dsim_queue_mem_free,
+	.ndo_queue_start	= dsim_queue_start,
+	.ndo_queue_stop		= dsim_queue_stop,
+};
+
 /* ------------------------------------------------------------------ */
 /* counters: rtnl stats and netdev qstats                               */
 
@@ -445,13 +446,22 @@ static int dsim_set_features(struct net_device *dev, netdev_features_t features)
 	struct dsim_priv *priv = netdev_priv(dev);
 
 	/* like most NICs: turning ntuple off flushes the rule table */
-	if ((dev->features & NETIF_F_NTUPLE) && !(features & NETIF_F_NTUPLE)) {
+	/* mlx5's ethtool rules do not depend on the feature, which is aRFS
+	 * there (en_main.c:4512) */
+	if ((dev->features & NETIF_F_NTUPLE) && !(features & NETIF_F_NTUPLE) &&
+	    dsim_prof->id != DSIM_PROF_MLX5) {
 		spin_lock_bh(&priv->cfg_lock);
-		memset(priv->rules, 0, sizeof(priv->rules));
+		memset(priv->rules, 0, priv->max_rules * sizeof(*priv->rules));
 		priv->nrules = 0;
 		spin_unlock_bh(&priv->cfg_lock);
 	}
 	return 0;
+}
+
+static netdev_features_t dsim_fix_features(struct net_device *dev,
+					   netdev_features_t features)
+{
+	return dsim_prof_fix_features(dev, features);
 }
 
 static const struct net_device_ops dsim_netdev_ops = {
@@ -460,6 +470,7 @@ static const struct net_device_ops dsim_netdev_ops = {
 	.ndo_start_xmit		= dsim_start_xmit,
 	.ndo_get_stats64	= dsim_get_stats64,
 	.ndo_set_features	= dsim_set_features,
+	.ndo_fix_features	= dsim_fix_features,
 	.ndo_set_mac_address	= eth_mac_addr,
 	.ndo_validate_addr	= eth_validate_addr,
 };
@@ -485,4 +496,7 @@ void dsim_setup(struct net_device *dev)
 #ifdef DSIM_NETMEM_TX
 	dev->netmem_tx = DSIM_NETMEM_TX;
 #endif
+	if (dsim_prof->id != DSIM_PROF_DEFAULT && !dsim_prof->page_size_max)
+		dev->queue_mgmt_ops = &dsim_queue_mgmt_ops_4k;
+	dsim_profile_setup(dev);
 }

@@ -54,7 +54,10 @@ static int dsim_rx_buf_get(struct dsim_rq *rq, unsigned int want,
 		b->truesize = lo->buf_size;
 	} else {
 		b->len = min(want, psize);
-		b->truesize = lo->pack ? b->len : psize;
+		/* packed: the next payload starts at the profile's step
+		 * (mlx5's strides, fbnic's 128 bytes) or right after */
+		b->truesize = !lo->pack ? psize :
+			      lo->align ? ALIGN(b->len, lo->align) : b->len;
 	}
 	if (!dsim_fault_alloc(rq->priv)) {
 		if (lo->buf_size || lo->pack)

@@ -159,12 +159,13 @@ u32 dsim_flow_hash(const u8 *key, const struct dsim_flow *fl)
 	return dsim_toeplitz(key, buf, n);
 }
 
-/* The default indirection table: queues 0..@nqueues-1 round robin. */
-void dsim_fill_indir(u32 *indir, unsigned int nqueues)
+/* The default indirection table of @size entries: queues 0..@nqueues-1
+ * round robin. */
+void dsim_fill_indir(u32 *indir, unsigned int size, unsigned int nqueues)
 {
 	unsigned int i;
 
-	for (i = 0; i < DSIM_INDIR_SIZE; i++)
+	for (i = 0; i < size; i++)
 		indir[i] = ethtool_rxfh_indir_default(i, nqueues);
 }
 
@@ -254,29 +255,39 @@ static bool dsim_rule_match(const struct ethtool_rx_flow_spec *fs,
 }
 
 /* The queue the first matching rule picks (-1: drop); false when no rule
- * matches.  Called with cfg_lock held.
+ * matches.  In location order, but with mlx5 rules matching more fields
+ * first.  Called with cfg_lock held.
  */
 static bool dsim_rule_queue(struct dsim_priv *rx, const struct dsim_flow *fl,
 			    u32 hash, int *q)
 {
-	unsigned int i;
+	const struct dsim_rule *r = NULL;
+	unsigned int i, seen = 0;
+	const u32 *indir = rx->indir;
 
-	for (i = 0; i < DSIM_MAX_RULES; i++) {
-		const struct dsim_rule *r = &rx->rules[i];
-		const u32 *indir = rx->indir;
+	for (i = 0; i < rx->max_rules && seen < rx->nrules; i++) {
+		const struct dsim_rule *c = &rx->rules[i];
 
-		if (!r->used || !dsim_rule_match(&r->fs, fl))
+		if (!c->used)
 			continue;
+		seen++;
+		if (!dsim_rule_match(&c->fs, fl) || (r && c->prio <= r->prio))
+			continue;
+		r = c;
+		if (!r->prio)
+			break;
+	}
+	if (r) {
 		if (r->fs.ring_cookie == RX_CLS_FLOW_DISC) {
 			*q = -1;
 			return true;
 		}
 		*q = ethtool_get_flow_spec_ring(r->fs.ring_cookie);
 		if (r->fs.flow_type & FLOW_RSS) {
-			if (r->rss_ctx && r->rss_ctx < DSIM_MAX_RSS_CTX &&
+			if (r->rss_ctx && r->rss_ctx < rx->max_ctx &&
 			    rx->ctx_used[r->rss_ctx])
 				indir = rx->ctx_indir[r->rss_ctx];
-			*q += indir[hash % DSIM_INDIR_SIZE];
+			*q += indir[hash % rx->indir_size];
 		}
 		return true;
 	}
@@ -294,9 +305,11 @@ int dsim_steer(struct dsim_priv *rx, const struct sk_buff *skb)
 	hash = dsim_flow_hash(rx->key, &fl);
 
 	spin_lock(&rx->cfg_lock);
-	if (!rx->nrules || !(rx->dev->features & NETIF_F_NTUPLE) ||
+	/* mlx5: ethtool rules steer whatever the feature (aRFS) says */
+	if (!rx->nrules ||
+	    (!(rx->dev->features & NETIF_F_NTUPLE) && dsim_prof->id != DSIM_PROF_MLX5) ||
 	    !dsim_rule_queue(rx, &fl, hash, &q))
-		q = rx->indir[hash % DSIM_INDIR_SIZE];
+		q = rx->indir[hash % rx->indir_size];
 	spin_unlock(&rx->cfg_lock);
 	if (q >= (int)rx->dev->real_num_rx_queues)
 		q = 0;

@@ -23,12 +23,22 @@
 #define FAKE_CTX 4
 #define FAKE_RULES 32
 
+/* What ethtool shows as tcp-data-split (the kernel checks what was
+ * configured, tds_cfg, whatever is shown): */
+enum fake_tds_show {
+	FAKE_TDS_CFG,		/* the configuration, auto meaning tds_default */
+	FAKE_TDS_ALWAYS_ON,	/* on whatever is configured; off refused (fbnic,
+				 * and bnxt while hardware GRO is on) */
+	FAKE_TDS_CFG_ONLY,	/* the configuration, nothing while auto (mlx5) */
+};
+
 struct fake_nic {
 	/* state compared by fake_dump */
 	uint32_t nrx;
 	bool has_tds, has_hds;
 	uint8_t tds_cfg;		/* what the user set: 0 = auto */
 	uint8_t tds_default;		/* what auto means for this driver */
+	enum fake_tds_show tds_show;
 	uint32_t hds, hds_max;
 	bool ntuple_hw, ntuple_on;
 	bool rss;
@@ -54,6 +64,8 @@ static struct fake_nic *FN(struct dmt_eth *e)
 
 static uint8_t fake_tds(const struct fake_nic *n)
 {
+	if (n->tds_show == FAKE_TDS_ALWAYS_ON)
+		return DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED;
 	return n->tds_cfg ? n->tds_cfg : n->tds_default;
 }
 
@@ -80,7 +92,7 @@ static int f_rings_get(struct dmt_eth *e, struct dmt_rings *r)
 	n->nl_calls++;
 	memset(r, 0, sizeof(*r));
 	r->rx = r->rx_max = 1024;
-	r->has_tds = n->has_tds;
+	r->has_tds = n->has_tds && (n->tds_show != FAKE_TDS_CFG_ONLY || n->tds_cfg);
 	r->tds = n->has_tds ? fake_tds(n) : 0;
 	r->has_hds = r->has_hds_max = n->has_hds;
 	r->hds_thresh = n->hds;
@@ -100,6 +112,8 @@ static int f_rings_set(struct dmt_eth *e, int tds, int64_t hds)
 				   dmt_errno_name(err));
 	if (tds >= 0 && !n->has_tds)
 		return dmt_err_set(e->err, -EOPNOTSUPP, "rings-set on %s failed: EOPNOTSUPP", e->ifname);
+	if (tds == DMT_ETHTOOL_TCP_DATA_SPLIT_DISABLED && n->tds_show == FAKE_TDS_ALWAYS_ON)
+		return dmt_err_set(e->err, -EINVAL, "rings-set on %s failed: EINVAL", e->ifname);
 	if (hds >= 0 && (!n->has_hds || hds > n->hds_max))
 		return dmt_err_set(e->err, -ERANGE, "rings-set on %s failed: ERANGE", e->ifname);
 	if (tds >= 0)
@@ -260,7 +274,7 @@ static int f_ctx_create(struct dmt_eth *e, const uint32_t *indir, uint32_t cnt, 
 		fake_changed(n);
 		return 0;
 	}
-	return -ENOSPC;
+	return -EBUSY;	/* the kernel: no context id left (xa_alloc) */
 }
 
 static int f_ctx_delete(struct dmt_eth *e, uint32_t id)

@@ -146,12 +146,14 @@ static void test_derive(void **state)
 	for (int i = 0; i < 16; i++)
 		assert_int_equal(t.rss[i], (uint32_t)i % 5);
 	dmt_shared_free(&t);
-	/* unreported settings stay unreported; ntuple on before stays on */
+	/* an unreported hds-thresh stays unreported, an unreported
+	 * tcp-data-split is turned on all the same (mlx5_core shows it only
+	 * once set); ntuple on before stays on */
 	b.baseline.tds = -1;
 	b.baseline.hds = -1;
 	b.baseline.ntuple = 1;
 	assert_int_equal(dmt_derive_shared(&b, 8, set, 1, false, &t), 0);
-	assert_int_equal(t.tds, -1);
+	assert_int_equal(t.tds, DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED);
 	assert_int_equal(t.hds, -1);
 	assert_int_equal(t.ntuple, 1);
 	dmt_shared_free(&t);

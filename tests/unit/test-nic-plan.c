@@ -280,6 +280,24 @@ static void test_contexts_unsupported(void **state)
 	assert_unchanged();
 }
 
+/* fbnic has one additional RSS context: with it taken (or all of a
+ * driver's), the kernel says EBUSY and flows go to queues */
+static void test_contexts_taken(void **state)
+{
+	struct devmemtcp_flow f = flow("dst-port 5201");
+	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 2, .flows = &f, .nflows = 1);
+	struct devmemtcp_nic *nic;
+
+	for (int c = 1; c <= FAKE_CTX; c++)
+		nic_state->ctx[c].used = true;
+	fake_dump(nic_state, before, sizeof(before));
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), 0);
+	fake_dump(nic_state, after, sizeof(after));
+	assert_non_null(strstr(after, "rule 31: tcp4 *:* -> *:5201 queue 6"));
+	assert_int_equal(devmemtcp_nic_close(nic), 0);
+	assert_unchanged();
+}
+
 static void test_already_configured(void **state)
 {
 	DEVMEMTCP_OPTS(nic_opts, o);
@@ -314,6 +332,40 @@ static void test_explicit_tds_restored(void **state)
 	fake_dump(nic_state, before, sizeof(before));
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), 0);
 	assert_int_equal(devmemtcp_nic_close(nic), 0);
+	assert_unchanged();
+}
+
+/* bnxt_en (with hardware GRO) and fbnic show tcp-data-split on while the
+ * kernel's configuration, which bind-rx checks, is still "auto": set it,
+ * and put "auto" back */
+static void test_tds_shown_not_configured(void **state)
+{
+	DEVMEMTCP_OPTS(nic_opts, o);
+	struct devmemtcp_nic *nic;
+
+	nic_state->tds_show = FAKE_TDS_ALWAYS_ON;
+	fake_dump(nic_state, before, sizeof(before));
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), 0);
+	assert_int_equal(nic_state->tds_cfg, DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED);
+	assert_int_equal(nic_state->hds, 0);
+	assert_int_equal(devmemtcp_nic_close(nic), 0);
+	assert_int_equal(nic_state->tds_cfg, DMT_ETHTOOL_TCP_DATA_SPLIT_UNKNOWN);
+	assert_unchanged();
+}
+
+/* mlx5_core shows tcp-data-split only once it is configured: turn it on
+ * all the same, and back to auto (shown as nothing) */
+static void test_tds_shown_once_set(void **state)
+{
+	DEVMEMTCP_OPTS(nic_opts, o);
+	struct devmemtcp_nic *nic;
+
+	nic_state->tds_show = FAKE_TDS_CFG_ONLY;
+	fake_dump(nic_state, before, sizeof(before));
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), 0);
+	assert_int_equal(nic_state->tds_cfg, DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED);
+	assert_int_equal(devmemtcp_nic_close(nic), 0);
+	assert_int_equal(nic_state->tds_cfg, DMT_ETHTOOL_TCP_DATA_SPLIT_UNKNOWN);
 	assert_unchanged();
 }
 
@@ -895,8 +947,11 @@ int main(void)
 		cmocka_unit_test_setup(test_one_queue_no_context, each),
 		cmocka_unit_test_setup(test_no_context_round_robin, each),
 		cmocka_unit_test_setup(test_contexts_unsupported, each),
+		cmocka_unit_test_setup(test_contexts_taken, each),
 		cmocka_unit_test_setup(test_already_configured, each),
 		cmocka_unit_test_setup(test_explicit_tds_restored, each),
+		cmocka_unit_test_setup(test_tds_shown_not_configured, each),
+		cmocka_unit_test_setup(test_tds_shown_once_set, each),
 		cmocka_unit_test_setup(test_fail_every_step, each),
 		cmocka_unit_test_setup(test_driver_error_every_change, each),
 		cmocka_unit_test_setup(test_undo_failure_keeps_journal, each),

@@ -115,13 +115,33 @@ static unsigned long sim_param(const char *name)
 	return v[0] == 'Y' ? 1 : strtoul(v, NULL, 0);
 }
 
+/* The receiving device's layout now, from its debugfs "layout" file
+ * (driver profiles, gve's rx-buf-len); false when there is none. */
+static bool sim_layout(unsigned long *buf, unsigned long *pack, unsigned long *align,
+		       unsigned long *mix)
+{
+	FILE *f = fopen("/sys/kernel/debug/devmemsim/" VM_RX_IF "/layout", "r");
+	bool ok;
+
+	if (!f)
+		return false;
+	ok = fscanf(f, "buf_size %lu pack %lu align %lu mix %lu", buf, pack, align, mix) == 4;
+	fclose(f);
+	return ok;
+}
+
 /* The layout the fragments show is the one the simulated NIC was loaded
- * with: one NIC page per buffer, fixed-size buffers, or packed payloads. */
+ * with: one NIC page per buffer, fixed-size buffers, or packed payloads
+ * (at a driver's step: mlx5's strides, fbnic's 128 bytes). */
 int layout_check(const struct layout *l)
 {
 	unsigned long buf = sim_param("rx_buf_size"), pack = sim_param("rx_pack");
-	unsigned long mix = sim_param("rx_mix");
+	unsigned long mix = sim_param("rx_mix"), align = 0;
 	double per_visit = l->visits ? (double)l->frags / (double)l->visits : 0;
+
+	sim_layout(&buf, &pack, &align, &mix);
+	if (buf >= l->page)	/* a buffer per NIC page (gve's 4096) */
+		buf = 0;
 
 	T_CHECK(l->frags > 0, "no fragments");
 	T_CHECK(l->straddle == 0, "%llu fragments cross a NIC page end",
@@ -134,6 +154,13 @@ int layout_check(const struct layout *l)
 			l->len_max);
 		T_CHECK(l->at_zero < l->frags && per_visit > 1.5,
 			"rx_buf_size %lu: %.2f fragments per page", buf, per_visit);
+	} else if (pack && align) {
+		for (uint32_t in = 0; l->seen && in < l->page; in++)
+			T_CHECK(!(l->seen[in / 8] & (1u << (in % 8))) || in % align == 0,
+				"payloads at %lu-byte steps: a fragment at offset %u of its page",
+				align, in);
+		T_CHECK(l->at_zero < l->frags && per_visit > 1.5,
+			"payloads at %lu-byte steps: %.2f fragments per page", align, per_visit);
 	} else if (pack) {
 		/* packed payloads start wherever the previous one ended:
 		 * many offsets (one NIC page per buffer has 1, fixed-size
