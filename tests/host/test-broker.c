@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -131,12 +132,18 @@ static void reap_leftover(void)
 	broker_pid = 0;
 }
 
-/* A broker with idle_s as --idle-exit; its pid.  Waits until it answers. */
-static pid_t start_broker(int idle_s)
+/* How a broker is started: extra environment ("NAME=VALUE", NULL-ended)
+ * and its RLIMIT_NOFILE (0: as this process's). */
+struct broker_env {
+	const char *const *env;
+	rlim_t nofile;
+};
+
+/* A broker with idle_s as --idle-exit; its pid, at once. */
+static pid_t spawn_broker(int idle_s, const struct broker_env *be)
 {
 	char idle[16];
 	pid_t pid;
-	int fd = -1;
 
 	reap_leftover();
 	snprintf(idle, sizeof(idle), "%d", idle_s);
@@ -151,19 +158,45 @@ static pid_t start_broker(int idle_s)
 		if (log < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0 ||
 		    prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() == 1)
 			_exit(126);
+		for (const char *const *e = be ? be->env : NULL; e && *e; e++)
+			putenv((char *)*e);
+		if (be && be->nofile &&
+		    setrlimit(RLIMIT_NOFILE, &(struct rlimit){ be->nofile, be->nofile }))
+			_exit(125);
 		execl(BROKER, BROKER, "--config", conf, "--socket", sock, "--idle-exit", idle,
 		      (char *)NULL);
 		_exit(127);
 	}
+	broker_pid = pid;
+	return pid;
+}
+
+/* Until the broker answers a connection (5 s at most). */
+static void wait_broker(void)
+{
+	int fd = -1;
+
 	for (int i = 0; i < 500 && fd < 0; i++) {
 		fd = raw_connect();
 		if (fd < 0)
 			usleep(10000);
 	}
-	broker_pid = pid;
 	assert_true(fd >= 0);
 	close(fd);
+}
+
+/* A broker with idle_s as --idle-exit; its pid.  Waits until it answers. */
+static pid_t start_broker_with(int idle_s, const struct broker_env *be)
+{
+	pid_t pid = spawn_broker(idle_s, be);
+
+	wait_broker();
 	return pid;
+}
+
+static pid_t start_broker(int idle_s)
+{
+	return start_broker_with(idle_s, NULL);
 }
 
 static void stop_broker(pid_t pid)
@@ -371,6 +404,48 @@ static void test_idle_exit(void **state)
 	t_note("exit %.2f s after its last client left", t);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	assert_true(t >= 0.9 && t < 4);
+}
+
+/* The socket is made 0666 (anyone may connect: the policy decides)
+ * without a chmod of its path: a path swapped for a symbolic link right
+ * after bind (a test hook holds the broker there) leaves the file the
+ * link points to as it was. */
+static void test_socket_mode(void **state)
+{
+	char fifo[160], victim[160], link[160], env[200];
+	const char *envs[] = { env, NULL };
+	struct broker_env be = { envs, 0 };
+	struct stat st, bound;
+	pid_t pid;
+	int fd;
+
+	snprintf(fifo, sizeof(fifo), "%s/bound.fifo", dir);
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	snprintf(env, sizeof(env), "DEVMEMTCP_TEST_BROKER_BOUND_FIFO=%s", fifo);
+	unlink(fifo);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	fd = open(victim, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(chmod(victim, 0600), 0);
+	pid = spawn_broker(0, &be);
+	/* opens once the broker, bound, waits in the hook */
+	fd = open(fifo, O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(lstat(sock, &bound), 0);
+	assert_int_equal(symlink(victim, link), 0);
+	assert_int_equal(rename(link, sock), 0);
+	assert_int_equal(write(fd, "x", 1), 1);
+	close(fd);
+	/* SIGTERM is read in the loop, after the socket is set up */
+	stop_broker(pid);
+	assert_int_equal(stat(victim, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_true(S_ISSOCK(bound.st_mode));
+	assert_int_equal(bound.st_mode & 07777, 0666);
+	unlink(victim);
+	unlink(fifo);
 }
 
 /* Malformed and oversized requests: the reason, then the connection
@@ -914,6 +989,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_idle_exit),
+		cmocka_unit_test(test_socket_mode),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_other_ids),
 		cmocka_unit_test(test_bind_not_owned),

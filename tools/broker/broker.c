@@ -237,6 +237,30 @@ static int clear_path(const struct sockaddr_un *sa)
 	return unlink(sa->sun_path) ? -errno : 0;
 }
 
+#if DMT_TEST_HOOKS
+/* Tests: hold the start right after the socket has its name, until a
+ * byte comes through the FIFO $DEVMEMTCP_TEST_BROKER_BOUND_FIFO. */
+static void hook_bound(void)
+{
+	const char *fifo = dmt_hook_env("DEVMEMTCP_TEST_BROKER_BOUND_FIFO");
+	char c;
+	int fd;
+
+	if (!fifo || !*fifo)
+		return;
+	fd = open(fifo, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (read(fd, &c, 1) < 0)
+		c = 0;
+	close(fd);
+}
+#else
+static void hook_bound(void)
+{
+}
+#endif
+
 static int own_socket(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -256,8 +280,10 @@ static int own_socket(const char *path)
 		return -1;
 	}
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    chmod(path, 0666) || listen(fd, 64)) {
+	ret = fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	if (!ret)
+		hook_bound();
+	if (ret || chmod(path, 0666) || listen(fd, 64)) {
 		fprintf(stderr, "devmemtcp-broker: listening on %s: %s\n", path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
