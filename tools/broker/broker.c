@@ -279,11 +279,22 @@ static int own_socket(const char *path)
 					   : strerror(-ret));
 		return -1;
 	}
+	/* Anyone may connect (the policy decides): the socket's mode is set
+	 * on the socket itself before bind gives it a name, which takes it
+	 * minus the umask (cleared for the call: no thread runs yet).  No
+	 * chmod of the path, which a symbolic link swapped in after bind
+	 * would redirect. */
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	ret = fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	ret = fd < 0 || fchmod(fd, 0666);
+	if (!ret) {
+		mode_t old = umask(0);
+
+		ret = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+		umask(old);
+	}
 	if (!ret)
 		hook_bound();
-	if (ret || chmod(path, 0666) || listen(fd, 64)) {
+	if (ret || listen(fd, 64)) {
 		fprintf(stderr, "devmemtcp-broker: listening on %s: %s\n", path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
