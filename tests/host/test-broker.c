@@ -753,6 +753,26 @@ static void test_netns(void **state)
 	stop_broker(pid);
 }
 
+/* A client whose network namespace the broker cannot read (a test hook
+ * fails the read, as for another user's process without CAP_SYS_PTRACE)
+ * is refused: it may be in another namespace. */
+static void test_netns_unreadable(void **state)
+{
+	const char *envs[] = { "DEVMEMTCP_TEST_BROKER_NETNS_UNREADABLE=1", NULL };
+	struct broker_env be = { envs, 0 };
+	pid_t pid = start_broker_with(0, &be);
+	struct answer a;
+	long p = 0;
+
+	try_open(65534, &(struct open_try){ "va", "dst-port 5201", 1, 0 }, &a);
+	assert_int_equal(a.ret, -EACCES);
+	assert_int_equal(sscanf(a.msg, "devmemtcp-broker: cannot read the network namespace of pid %ld", &p), 1);
+	ctxfix_expect_text(a.msg,
+			   "devmemtcp-broker: cannot read the network namespace of pid %ld (%s): Permission denied: refused, since the broker sets up only for processes in its own namespace (it reads /proc/PID/ns/net, which needs CAP_SYS_PTRACE for other users' processes)",
+			   p, self_comm());
+	stop_broker(pid);
+}
+
 static void udmabuf_try(struct answer *a, struct devmemtcp_ctx *c, const void *arg)
 {
 	uint64_t m[8];
@@ -995,6 +1015,7 @@ int main(void)
 		cmocka_unit_test(test_bind_not_owned),
 		cmocka_unit_test(test_policy),
 		cmocka_unit_test(test_netns),
+		cmocka_unit_test(test_netns_unreadable),
 		cmocka_unit_test(test_udmabuf_checks),
 		cmocka_unit_test(test_probe),
 		cmocka_unit_test(test_transport),

@@ -350,6 +350,13 @@ static int other_netns(pid_t pid)
 
 	snprintf(path, sizeof(path), "/proc/%ld/ns/net", (long)pid);
 	a = readlink(path, theirs, sizeof(theirs) - 1);
+#if DMT_TEST_HOOKS
+	/* tests: as without CAP_SYS_PTRACE for another user's process */
+	if (dmt_hook_env("DEVMEMTCP_TEST_BROKER_NETNS_UNREADABLE")) {
+		a = -1;
+		errno = EACCES;
+	}
+#endif
 	b = readlink("/proc/self/ns/net", ours, sizeof(ours) - 1);
 	if (a <= 0 || b <= 0)
 		return -1;
