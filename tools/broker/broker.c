@@ -341,12 +341,13 @@ static void proc_comm(pid_t pid, char *comm, size_t len)
 	fclose(f);
 }
 
-/* Another network namespace than ours (1), the same (0), unknown (-1:
+/* Another network namespace than ours (1), the same (0), unknown (-errno:
  * reading another user's ns link needs CAP_SYS_PTRACE). */
 static int other_netns(pid_t pid)
 {
 	char path[64], theirs[64] = "", ours[64] = "";
 	ssize_t a, b;
+	int err;
 
 	snprintf(path, sizeof(path), "/proc/%ld/ns/net", (long)pid);
 	a = readlink(path, theirs, sizeof(theirs) - 1);
@@ -357,9 +358,12 @@ static int other_netns(pid_t pid)
 		errno = EACCES;
 	}
 #endif
+	err = a <= 0 ? (a < 0 ? errno : EIO) : 0;
 	b = readlink("/proc/self/ns/net", ours, sizeof(ours) - 1);
-	if (a <= 0 || b <= 0)
-		return -1;
+	if (!err && b <= 0)
+		err = b < 0 ? errno : EIO;
+	if (err)
+		return -err;
 	return strcmp(theirs, ours) != 0;
 }
 
@@ -387,6 +391,7 @@ static int peer_of(int fd, struct brk_peer *p)
 	struct ucred cr;
 	uint64_t again;
 	bool zombie;
+	int ns;
 
 	memset(p, 0, sizeof(*p));
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len))
@@ -406,10 +411,14 @@ static int peer_of(int fd, struct brk_peer *p)
 		 dmt_proc_start(cr.pid, &again, &zombie) || again != p->start)
 		refuse(p, -ESRCH, "pid %ld is no longer the process of uid %u that connected",
 		       (long)cr.pid, cr.uid);
-	else if (other_netns(cr.pid) == 1)
+	else if ((ns = other_netns(cr.pid)) == 1)
 		refuse(p, -EXDEV,
 		       "pid %ld (%s) is in another network namespace than the broker: it sets up the interfaces of its own namespace (run a broker there)",
 		       (long)cr.pid, p->comm);
+	else if (ns < 0)	/* it may be in another: not known is not the same */
+		refuse(p, -EACCES,
+		       "cannot read the network namespace of pid %ld (%s): %s: refused, since the broker sets up only for processes in its own namespace (it reads /proc/PID/ns/net, which needs CAP_SYS_PTRACE for other users' processes)",
+		       (long)cr.pid, p->comm, strerror(-ns));
 	return 0;
 }
 
