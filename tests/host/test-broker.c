@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <sched.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -446,6 +447,99 @@ static void test_socket_mode(void **state)
 	assert_int_equal(bound.st_mode & 07777, 0666);
 	unlink(victim);
 	unlink(fifo);
+}
+
+/* CPU time (user and system) of process pid so far, in seconds. */
+static double cpu_of(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut = 0, st = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	assert_non_null(p);
+	/* fields 14 and 15, counted from the state (field 3) */
+	assert_int_equal(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+				&ut, &st), 2);
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* A policy request on fd: whether it was answered (err 0) within ms. */
+static bool policy_answered(int fd, int ms)
+{
+	uint64_t m[8];
+	struct dmt_brk_policy p = { .ifname = "va" };
+	struct dmt_brk_reply r;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	size_t n = req(m, DMT_BRK_POLICY, &p, sizeof(p));
+
+	if (send(fd, m, n, MSG_NOSIGNAL) != (ssize_t)n)
+		return false;
+	if (poll(&pfd, 1, ms) != 1)
+		return false;
+	return recv(fd, &r, sizeof(r), 0) == sizeof(r) && r.err == 0;
+}
+
+/* Out of descriptors (RLIMIT_NOFILE, here lowered for it), the broker
+ * stops accepting for a while instead of polling the listening socket
+ * over and over: it uses next to no CPU while connections wait, serves
+ * the clients it has (keeping descriptors for that), and takes the
+ * waiting ones once descriptors are free again. */
+static void test_out_of_fds(void **state)
+{
+	struct broker_env be = { NULL, 32 };
+	int fds[40], answered[40], nans = 0, waiting = -1;
+	double cpu0, cpu1, t0;
+	pid_t pid = start_broker_with(0, &be);
+
+	for (int i = 0; i < 40; i++) {
+		fds[i] = raw_connect();
+		assert_true(fds[i] >= 0);
+	}
+	usleep(300 * 1000);
+	cpu0 = cpu_of(pid);
+	usleep(1500 * 1000);
+	cpu1 = cpu_of(pid);
+	t_note("broker CPU time over 1.5 s with 40 connections and RLIMIT_NOFILE 32: %.3f s",
+	       cpu1 - cpu0);
+	assert_true(cpu1 - cpu0 < 0.15);
+	/* taken in the order they came: after the first that waits, all do */
+	for (int i = 0; i < 40 && waiting < 0; i++) {
+		if (policy_answered(fds[i], 200))
+			answered[nans++] = fds[i];
+		else
+			waiting = fds[i];
+	}
+	t_note("%d of 40 connections served", nans);
+	assert_true(nans >= 1 && nans < 40 && waiting >= 0);
+	/* the clients it has are served */
+	t0 = t_now();
+	assert_true(policy_answered(answered[0], 1000));
+	assert_true(t_now() - t0 < 1.0);
+	/* descriptors free again: a connection that waited is taken */
+	for (int i = 0; i < nans; i++)
+		close(answered[i]);
+	t0 = t_now();
+	assert_true(policy_answered(waiting, 2000));
+	t_note("a waiting connection served %.3f s after descriptors were freed",
+	       t_now() - t0);
+	for (int i = 0; i < 40; i++) {
+		bool was = false;
+
+		for (int k = 0; k < nans; k++)
+			was |= answered[k] == fds[i];
+		if (!was)
+			close(fds[i]);
+	}
+	stop_broker(pid);
 }
 
 /* Malformed and oversized requests: the reason, then the connection
@@ -1010,6 +1104,7 @@ int main(void)
 		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_idle_exit),
 		cmocka_unit_test(test_socket_mode),
+		cmocka_unit_test(test_out_of_fds),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_other_ids),
 		cmocka_unit_test(test_bind_not_owned),
