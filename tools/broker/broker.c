@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -31,6 +32,8 @@
 
 #define SETTLE_MS 250		/* how often lingering handles are looked at */
 #define MAX_IDLE_S 86400
+#define FD_RESERVE 8		/* descriptors kept free for the clients it has */
+#define ACCEPT_PAUSE_MS 100	/* out of descriptors: not accepting for so long */
 
 struct options {
 	const char *conf;
@@ -424,6 +427,18 @@ static int peer_of(int fd, struct brk_peer *p)
 
 /* ---- start and loop ---------------------------------------------------- */
 
+/* Descriptors: as many as the hard limit allows (poll(2), not select(2),
+ * so any number is fine); each client holds one, more while it sends. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 /* What owners that died before this start left (and, after a broker that
  * was killed, the setups it was making): devmemtcp restore on every
  * interface with files in the run directory.  A setup whose owner lives
@@ -480,14 +495,58 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Until when (now_s()) the listening socket is left alone: out of
+ * descriptors, accept would fail at once, and the socket stays readable,
+ * so polling it would spin.  A client that goes frees one: then sooner. */
+static double accept_paused_until;
+
+/* Room for one more client: descriptors are taken lowest first, so when
+ * the lowest free one is within FD_RESERVE of the limit, at most that
+ * many are left, kept for serving the clients the broker has (their
+ * /proc files, the descriptors their requests carry and get). */
+static bool fd_room(int lfd)
+{
+	struct rlimit rl;
+	int probe = fcntl(lfd, F_DUPFD_CLOEXEC, 0);
+	bool room = probe >= 0 && !getrlimit(RLIMIT_NOFILE, &rl) &&
+		    (rl.rlim_cur == RLIM_INFINITY || (rlim_t)probe + FD_RESERVE < rl.rlim_cur);
+
+	if (probe >= 0)
+		close(probe);
+	return room;
+}
+
+static void pause_accept(struct brk *b, int err)
+{
+	struct rlimit rl = { 0, 0 };
+
+	getrlimit(RLIMIT_NOFILE, &rl);
+	if (!accept_paused_until)
+		brk_log(b, DEVMEMTCP_LOG_WARN,
+			"%s (RLIMIT_NOFILE %llu): not accepting connections until clients go",
+			err ? strerror(err) : "almost out of file descriptors",
+			(unsigned long long)rl.rlim_cur);
+	accept_paused_until = now_s() + ACCEPT_PAUSE_MS / 1000.0;
+}
+
 static void accept_all(struct brk *b, int lfd)
 {
 	for (int i = 0; i < 16; i++) {
 		struct brk_peer peer;
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		int fd;
 
-		if (fd < 0)
+		if (!fd_room(lfd)) {
+			pause_accept(b, 0);
 			return;
+		}
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
+				pause_accept(b, errno);
+			return;
+		}
+		accept_paused_until = 0;
 		if (peer_of(fd, &peer) || brk_accept(b, fd, &peer, NULL))
 			close(fd);
 	}
@@ -498,10 +557,14 @@ static bool round_once(struct brk *b, int sfd, int lfd, int timeout_ms)
 {
 	struct pollfd pfd[2 + BRK_MAX_CLIENTS];
 	struct brk_client *who[2 + BRK_MAX_CLIENTS];
+	double paused = accept_paused_until - now_s();
 	nfds_t n = 2;
 
 	pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
-	pfd[1] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+	/* paused: not polled (a negative fd), looked at again after it */
+	pfd[1] = (struct pollfd){ .fd = paused > 0 ? -1 : lfd, .events = POLLIN };
+	if (paused > 0 && (timeout_ms < 0 || paused * 1000 + 1 < timeout_ms))
+		timeout_ms = (int)(paused * 1000) + 1;
 	for (struct brk_client *c = b->clients; c && n < ARRAY_SIZE(pfd); c = c->next) {
 		who[n] = c;
 		pfd[n++] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
@@ -513,10 +576,12 @@ static bool round_once(struct brk *b, int sfd, int lfd, int timeout_ms)
 	for (nfds_t i = 2; i < n; i++) {
 		if (!pfd[i].revents)
 			continue;
-		if (!(pfd[i].revents & POLLIN) || brk_serve(b, who[i]) < 0)
+		if (!(pfd[i].revents & POLLIN) || brk_serve(b, who[i]) < 0) {
 			brk_drop(b, who[i]);
+			accept_paused_until = 0;	/* a descriptor is free */
+		}
 	}
-	if (pfd[1].revents & POLLIN)
+	if (pfd[1].revents & POLLIN || (paused > 0 && now_s() >= accept_paused_until))
 		accept_all(b, lfd);
 	return true;
 }
@@ -582,6 +647,7 @@ int main(int argc, char **argv)
 	if (ret)
 		return ret;
 	to_journal = secure_getenv("JOURNAL_STREAM") != NULL;
+	raise_nofile();
 	if (load_policy(o.conf, &policy))
 		return 1;
 	if (o.check) {
