@@ -27,6 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <netinet/in.h>
+#include <net/if.h>
+#include <limits.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -343,6 +346,212 @@ static void keep(struct answer *a, struct devmemtcp_ctx *c, int ret)
 }
 
 /* ---- tests ---------------------------------------------------------------- */
+
+/* ---- descriptors whose close sleeps -------------------------------------- */
+
+/* A TCP socket over loopback whose close sleeps until its peer reads:
+ * SO_LINGER {1, INT_MAX}, data it could not send yet (the peer's window
+ * is full), so the FIN waits behind it.  *peer: the other end, which
+ * never reads; closing it resets the connection and ends the wait. */
+static int lingering_socket(int *peer)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct linger lg = { 1, INT_MAX };
+	socklen_t len = sizeof(a);
+	static char junk[65536];
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), s, small = 4096;
+	ssize_t n, sent = 0;
+
+	assert_true(l >= 0);
+	assert_int_equal(setsockopt(l, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &len), 0);
+	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(s >= 0);
+	assert_int_equal(setsockopt(s, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	assert_int_equal(connect(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	*peer = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(*peer >= 0);
+	close(l);
+	while ((n = send(s, junk, sizeof(junk), MSG_DONTWAIT)) > 0)
+		sent += n;
+	assert_true(sent > 0 && errno == EAGAIN);
+	assert_int_equal(setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	return s;
+}
+
+/* Send len bytes of msg with fd (-1: none) on conn and wait at most ms
+ * for the reply: its length (0: none came in time); *secs the time it
+ * took. */
+static ssize_t timed_call(int conn, const void *msg, size_t len, int fd, int ms,
+			  struct dmt_brk_reply *r, double *secs)
+{
+	struct pollfd pfd = { .fd = conn, .events = POLLIN };
+	double t0 = t_now();
+	ssize_t n = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (dmt_brk_send(conn, msg, len, &fd, fd >= 0, 0))
+		return -1;
+	if (poll(&pfd, 1, ms) == 1)
+		n = recv(conn, r, sizeof(*r), MSG_DONTWAIT);
+	*secs = t_now() - t0;
+	return n;
+}
+
+/* This process (root, whom no rule names) sends the lingering socket fd
+ * with a bind-rx request on a connection of its own and closes its copy,
+ * the broker holding off meanwhile (a test hook: it reads no request
+ * while the file hold exists), so that the broker holds the last
+ * reference; the connection, after the reply (refused) came.  (Stopping
+ * the broker would not do: a stop signal ends the sleep of a close that
+ * lingers.) */
+static int send_lingering(const char *hold, int fd)
+{
+	struct {
+		struct dmt_brk_hdr h;
+		struct dmt_brk_bind b;
+		uint32_t q;
+	} m = { .b = { .ifindex = if_nametoindex("va"), .nqueues = 1 } };
+	struct pollfd pfd;
+	struct dmt_brk_reply r;
+	int conn = raw_connect();
+
+	assert_true(conn >= 0);
+	dmt_brk_hdr_init(&m.h, DMT_BRK_BIND_RX, sizeof(m.b) + sizeof(m.q), 7);
+	close(open(hold, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+	assert_int_equal(dmt_brk_send(conn, &m, sizeof(m), &fd, 1, 0), 0);
+	close(fd);
+	assert_int_equal(unlink(hold), 0);
+	pfd = (struct pollfd){ .fd = conn, .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 2000), 1);
+	assert_int_equal(recv(conn, &r, sizeof(r), 0), sizeof(r));
+	assert_int_equal(r.err, -EACCES);
+	assert_non_null(strstr(r.msg, "may not use va: no rule of "));
+	return conn;
+}
+
+/* What uid 65534 (whom a rule names) asks while the broker holds
+ * lingering sockets: each reply and how long it took, as
+ * "secs errno message\n". */
+static void permitted_calls(struct answer *a, struct devmemtcp_ctx *c, const void *arg)
+{
+	struct {
+		struct dmt_brk_hdr h;
+		union {
+			struct dmt_brk_policy p;
+			struct {
+				struct dmt_brk_bind b;
+				uint32_t q;
+			} bind;
+			struct dmt_brk_udmabuf u;
+		};
+	} m;
+	struct dmt_brk_reply r;
+	int conn, mfd = memfd_create("x", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	size_t n = 0;
+	double secs;
+
+	if (mfd < 0 || ftruncate(mfd, 1 << 20))
+		_exit(5);
+	/* the policy (answered by the broker's loop) */
+	memset(&m, 0, sizeof(m));
+	snprintf(m.p.ifname, sizeof(m.p.ifname), "va");
+	dmt_brk_hdr_init(&m.h, DMT_BRK_POLICY, sizeof(m.p), 1);
+	conn = raw_connect();
+	if (timed_call(conn, &m, sizeof(m.h) + sizeof(m.p), -1, 2000, &r, &secs) != sizeof(r))
+		r.err = 1;
+	n += (size_t)snprintf(a->msg + n, sizeof(a->msg) - n, "%.3f %d allowed %u\n", secs,
+			      r.err, r.u.policy.allowed);
+	close(conn);
+	/* a bind-rx with a buffer, refused (its fd dropped by a helper) */
+	memset(&m, 0, sizeof(m));
+	m.bind.b.ifindex = if_nametoindex("va");
+	m.bind.b.nqueues = 1;
+	dmt_brk_hdr_init(&m.h, DMT_BRK_BIND_RX, sizeof(m.bind), 2);
+	conn = raw_connect();
+	if (timed_call(conn, &m, sizeof(m.h) + sizeof(m.bind), mfd, 2000, &r, &secs) !=
+	    sizeof(r))
+		r.err = 1;
+	n += (size_t)snprintf(a->msg + n, sizeof(a->msg) - n, "%.3f %d %s\n", secs, r.err,
+			      r.msg);
+	close(conn);
+	/* a udmabuf, whose memfd a helper looks at */
+	memset(&m, 0, sizeof(m));
+	dmt_brk_hdr_init(&m.h, DMT_BRK_UDMABUF, sizeof(m.u), 3);
+	conn = raw_connect();
+	if (timed_call(conn, &m, sizeof(m.h) + sizeof(m.u), mfd, 2000, &r, &secs) != sizeof(r))
+		r.err = 1;
+	n += (size_t)snprintf(a->msg + n, sizeof(a->msg) - n, "%.3f %d %s\n", secs, r.err,
+			      r.msg);
+	close(conn);
+	close(mfd);
+}
+
+/* Descriptors whose close sleeps (a TCP socket that lingers) sent by a
+ * user whom no rule names: refused, and the broker goes on answering a
+ * permitted user at once; that user's further requests wait while two
+ * of its descriptors are still being dropped (the per-user bound on work
+ * in flight), and are answered once they are. */
+static void test_lingering_fds(void **state)
+{
+	struct dmt_brk_policy p = { .ifname = "va" };
+	char hold[160], env[200];
+	const char *envs[] = { env, NULL };
+	struct broker_env be = { envs, 0 };
+	uint64_t m[8];
+	int peer[2], conn[2], third;
+	struct dmt_brk_reply r;
+	struct answer a;
+	char *line, *save;
+	double secs;
+	pid_t pid;
+	size_t n;
+
+	snprintf(hold, sizeof(hold), "%s/hold", dir);
+	snprintf(env, sizeof(env), "DEVMEMTCP_TEST_BROKER_HOLD=%s", hold);
+	pid = start_broker_with(0, &be);
+	conn[0] = send_lingering(hold, lingering_socket(&peer[0]));
+	as_uid(65534, permitted_calls, NULL, &a);
+	t_note("uid 65534 while the broker drops one lingering socket (s errno message):\n%s", a.msg);
+	line = strtok_r(a.msg, "\n", &save);
+	assert_non_null(line);
+	assert_true(sscanf(line, "%lf", &secs) == 1 && secs < 1.0);
+	assert_string_equal(strchr(line, ' ') + 1, "0 allowed 1");
+	line = strtok_r(NULL, "\n", &save);
+	assert_non_null(line);
+	assert_true(sscanf(line, "%lf", &secs) == 1 && secs < 1.0);
+	assert_string_equal(strchr(line, ' ') + 1,
+			    "-1 devmemtcp-broker: RX queue 0 of va is not a queue of this process's handles: set it up with devmemtcp_nic_open first");
+	line = strtok_r(NULL, "\n", &save);
+	assert_non_null(line);
+	assert_true(sscanf(line, "%lf", &secs) == 1 && secs < 1.0);
+	assert_string_equal(strchr(line, ' ') + 1,
+			    "-22 devmemtcp-broker: the memfd must be sealed with F_SEAL_SHRINK and F_SEAL_GROW, not F_SEAL_WRITE (seals 0x0)");
+
+	/* two of root's in flight: its next request waits */
+	conn[1] = send_lingering(hold, lingering_socket(&peer[1]));
+	third = raw_connect();
+	n = req(m, DMT_BRK_POLICY, &p, sizeof(p));
+	assert_int_equal(timed_call(third, m, n, -1, 500, &r, &secs), 0);
+	as_uid(65534, permitted_calls, NULL, &a);
+	assert_true(sscanf(a.msg, "%lf", &secs) == 1 && secs < 1.0);
+	/* the peers reset their connections: the closes end */
+	close(peer[0]);
+	close(peer[1]);
+	{
+		struct pollfd pfd = { .fd = third, .events = POLLIN };
+
+		assert_int_equal(poll(&pfd, 1, 2000), 1);
+	}
+	assert_int_equal(recv(third, &r, sizeof(r), 0), sizeof(r));
+	assert_int_equal(r.err, 0);
+	close(third);
+	close(conn[0]);
+	close(conn[1]);
+	stop_broker(pid);
+}
 
 /* A parse error refuses to start, naming the file and the line; --check
  * prints the canonical rules. */
@@ -1112,6 +1321,7 @@ int main(void)
 		cmocka_unit_test(test_netns),
 		cmocka_unit_test(test_netns_unreadable),
 		cmocka_unit_test(test_udmabuf_checks),
+		cmocka_unit_test(test_lingering_fds),
 		cmocka_unit_test(test_probe),
 		cmocka_unit_test(test_transport),
 	};

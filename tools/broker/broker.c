@@ -552,6 +552,23 @@ static void accept_all(struct brk *b, int lfd)
 	}
 }
 
+#if DMT_TEST_HOOKS
+/* Tests: while the file $DEVMEMTCP_TEST_BROKER_HOLD exists, the loop
+ * reads no request (a client's descriptors in flight stay there until
+ * the test has done what it must first). */
+static void hook_hold(void)
+{
+	const char *path = dmt_hook_env("DEVMEMTCP_TEST_BROKER_HOLD");
+
+	while (path && *path && access(path, F_OK) == 0)
+		usleep(1000);
+}
+#else
+static void hook_hold(void)
+{
+}
+#endif
+
 /* One round: wait, then serve whatever is ready.  false: a signal. */
 static bool round_once(struct brk *b, int sfd, int lfd, int timeout_ms)
 {
@@ -573,6 +590,7 @@ static bool round_once(struct brk *b, int sfd, int lfd, int timeout_ms)
 		return errno == EINTR;
 	if (pfd[0].revents)
 		return false;
+	hook_hold();
 	for (nfds_t i = 2; i < n; i++) {
 		if (!pfd[i].revents)
 			continue;
