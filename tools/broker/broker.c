@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -397,8 +399,12 @@ static int peer_of(int fd, struct brk_peer *p)
 	int ns;
 
 	memset(p, 0, sizeof(*p));
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len))
-		return -errno;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len)) {
+		p->uid = UINT32_MAX;	/* nobody's: counted apart */
+		snprintf(p->comm, sizeof(p->comm), "?");
+		refuse(p, -EPROTO, "SO_PEERCRED: %s", strerror(errno));
+		return 0;
+	}
 	p->pid = cr.pid;
 	p->uid = cr.uid;
 	p->gid = cr.gid;
@@ -547,9 +553,130 @@ static void accept_all(struct brk *b, int lfd)
 			return;
 		}
 		accept_paused_until = 0;
-		if (peer_of(fd, &peer) || brk_accept(b, fd, &peer, NULL))
-			close(fd);
+		peer_of(fd, &peer);
+		brk_accept(b, fd, &peer, NULL);	/* the session's, even refused */
 	}
+}
+
+/* ---- the helpers ------------------------------------------------------- */
+
+/* BRK_WORKERS threads that run the session's jobs (session.h): the loop
+ * hands over the jobs that may start (todo), a helper runs one and puts
+ * it on done, and the eventfd tells the loop, which finishes it. */
+struct pool {
+	pthread_mutex_t lock;
+	pthread_cond_t more;
+	struct brk_job *todo, **todo_tail;
+	struct brk_job *done;		/* last first */
+	int efd;
+	bool stop;
+	const struct brk *b;
+};
+
+static void *worker(void *arg)
+{
+	struct pool *p = arg;
+	uint64_t one = 1;
+
+	for (;;) {
+		struct brk_job *j;
+
+		pthread_mutex_lock(&p->lock);
+		while (!p->todo && !p->stop)
+			pthread_cond_wait(&p->more, &p->lock);
+		if (p->stop) {
+			pthread_mutex_unlock(&p->lock);
+			return NULL;
+		}
+		j = p->todo;
+		p->todo = j->next;
+		if (!p->todo)
+			p->todo_tail = &p->todo;
+		pthread_mutex_unlock(&p->lock);
+		brk_job_run(p->b, j);
+		pthread_mutex_lock(&p->lock);
+		j->next = p->done;
+		p->done = j;
+		pthread_mutex_unlock(&p->lock);
+		if (write(p->efd, &one, sizeof(one)) < 0)
+			continue;	/* the counter is full: the loop wakes anyway */
+	}
+}
+
+static int pool_start(struct pool *p, const struct brk *b)
+{
+	pthread_attr_t attr;
+	int n = 0;
+
+	memset(p, 0, sizeof(*p));
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->more, NULL);
+	p->todo_tail = &p->todo;
+	p->b = b;
+	p->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (p->efd < 0)
+		return -errno;
+	/* detached: one that sleeps in a close at exit is not waited for */
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	for (int i = 0; i < BRK_WORKERS; i++) {
+		pthread_t t;
+
+		n += !pthread_create(&t, &attr, worker, p);
+	}
+	pthread_attr_destroy(&attr);
+	return n ? 0 : -EAGAIN;
+}
+
+/* Hand the jobs that may start to the helpers. */
+static void pool_feed(struct pool *p, struct brk *b)
+{
+	struct brk_job *j;
+
+	while ((j = brk_job_next(b))) {
+		pthread_mutex_lock(&p->lock);
+		j->next = NULL;
+		*p->todo_tail = j;
+		p->todo_tail = &j->next;
+		pthread_cond_signal(&p->more);
+		pthread_mutex_unlock(&p->lock);
+	}
+}
+
+/* Finish the jobs the helpers are done with, in the order they ended. */
+static void pool_reap(struct pool *p, struct brk *b)
+{
+	struct brk_job *j, *fifo = NULL;
+	uint64_t v;
+
+	if (read(p->efd, &v, sizeof(v)) < 0)
+		v = 0;
+	pthread_mutex_lock(&p->lock);
+	j = p->done;
+	p->done = NULL;
+	pthread_mutex_unlock(&p->lock);
+	while (j) {
+		struct brk_job *next = j->next;
+
+		j->next = fifo;
+		fifo = j;
+		j = next;
+	}
+	while ((j = fifo)) {
+		fifo = j->next;
+		brk_job_done(b, j);
+	}
+}
+
+/* Exit: no more jobs are taken (those waiting stay on the list, their
+ * fds go with the process); the idle helpers end, one that sleeps in a
+ * close ends with the process. */
+static void pool_stop(struct pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	p->stop = true;
+	pthread_cond_broadcast(&p->more);
+	pthread_mutex_unlock(&p->lock);
 }
 
 #if DMT_TEST_HOOKS
@@ -570,19 +697,24 @@ static void hook_hold(void)
 #endif
 
 /* One round: wait, then serve whatever is ready.  false: a signal. */
-static bool round_once(struct brk *b, int sfd, int lfd, int timeout_ms)
+static bool round_once(struct brk *b, struct pool *pool, int sfd, int lfd, int timeout_ms)
 {
-	struct pollfd pfd[2 + BRK_MAX_CLIENTS];
-	struct brk_client *who[2 + BRK_MAX_CLIENTS];
+	struct pollfd pfd[3 + BRK_MAX_CLIENTS];
+	struct brk_client *who[3 + BRK_MAX_CLIENTS];
 	double paused = accept_paused_until - now_s();
-	nfds_t n = 2;
+	nfds_t n = 3;
 
 	pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	/* paused: not polled (a negative fd), looked at again after it */
 	pfd[1] = (struct pollfd){ .fd = paused > 0 ? -1 : lfd, .events = POLLIN };
+	pfd[2] = (struct pollfd){ .fd = pool->efd, .events = POLLIN };
 	if (paused > 0 && (timeout_ms < 0 || paused * 1000 + 1 < timeout_ms))
 		timeout_ms = (int)(paused * 1000) + 1;
+	/* a client whose request is under way, or whose uid has as much
+	 * under way as it may, is not read until that is done */
 	for (struct brk_client *c = b->clients; c && n < ARRAY_SIZE(pfd); c = c->next) {
+		if (!brk_readable(b, c))
+			continue;
 		who[n] = c;
 		pfd[n++] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
 	}
@@ -591,7 +723,7 @@ static bool round_once(struct brk *b, int sfd, int lfd, int timeout_ms)
 	if (pfd[0].revents)
 		return false;
 	hook_hold();
-	for (nfds_t i = 2; i < n; i++) {
+	for (nfds_t i = 3; i < n; i++) {
 		if (!pfd[i].revents)
 			continue;
 		if (!(pfd[i].revents & POLLIN) || brk_serve(b, who[i]) < 0) {
@@ -599,8 +731,11 @@ static bool round_once(struct brk *b, int sfd, int lfd, int timeout_ms)
 			accept_paused_until = 0;	/* a descriptor is free */
 		}
 	}
+	if (pfd[2].revents & POLLIN)
+		pool_reap(pool, b);
 	if (pfd[1].revents & POLLIN || (paused > 0 && now_s() >= accept_paused_until))
 		accept_all(b, lfd);
+	pool_feed(pool, b);
 	return true;
 }
 
@@ -615,7 +750,7 @@ static uint32_t lingering(const struct brk *b)
 
 /* Until a signal, or idle_s seconds (0: never) with no client connected
  * and no handle held. */
-static void serve(struct brk *b, int sfd, int lfd, int idle_s)
+static void serve(struct brk *b, struct pool *pool, int sfd, int lfd, int idle_s)
 {
 	double idle_since = now_s(), settled = idle_since;
 
@@ -635,7 +770,7 @@ static void serve(struct brk *b, int sfd, int lfd, int idle_s)
 			timeout = timeout < 0 || left < timeout ? left : timeout;
 		}
 		busy = !brk_idle(b);
-		if (!round_once(b, sfd, lfd, timeout)) {
+		if (!round_once(b, pool, sfd, lfd, timeout)) {
 			brk_log(b, DEVMEMTCP_LOG_INFO, "signalled: exiting");
 			return;
 		}
@@ -649,12 +784,27 @@ static void serve(struct brk *b, int sfd, int lfd, int idle_s)
 	}
 }
 
+/* Exit: the requests helpers are carrying out (NIC changes) finish and
+ * are answered; nothing new starts. */
+static void drain(struct brk *b, struct pool *pool)
+{
+	while (b->recv_running) {
+		struct pollfd pfd = { .fd = pool->efd, .events = POLLIN };
+
+		if (poll(&pfd, 1, 1000) > 0)
+			pool_reap(pool, b);
+	}
+	pool_stop(pool);
+}
+
 int main(int argc, char **argv)
 {
 	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = lib_log);
 	struct devmemtcp_ctx *ctx = NULL;
 	struct brk_ops ops = brk_nic_ops;
 	struct dmt_policy policy;
+	/* static: the helpers use it until the process ends */
+	static struct pool pool;
 	struct options o;
 	sigset_t sigs;
 	int lfd, sfd, ret;
@@ -709,18 +859,26 @@ int main(int argc, char **argv)
 	recover_dead(ctx);
 	ops.log = log_line;
 	brk_init(&b, &ops, ctx, &policy, o.conf);
+	ret = pool_start(&pool, &b);
+	if (ret) {
+		fprintf(stderr, "devmemtcp-broker: its helper threads: %s\n", strerror(-ret));
+		ret = 1;
+		goto out;
+	}
 	b.log_level = o.verbose > 1 ? DEVMEMTCP_LOG_DEBUG : DEVMEMTCP_LOG_INFO;
 	brk_log(&b, DEVMEMTCP_LOG_INFO, "listening on %s with %zu rules from %s%s",
 		own ? o.socket : "the socket systemd passed", policy.n, o.conf,
 		o.idle_s ? "" : ", no idle exit");
-	serve(&b, sfd, lfd, o.idle_s);
+	serve(&b, &pool, sfd, lfd, o.idle_s);
+	drain(&b, &pool);
 	brk_fini(&b);
 	ret = 0;
 out:
 	if (sfd >= 0)
 		close(sfd);
-	if (lfd >= 0)
-		close(lfd);
+	/* the listening socket is not closed here: connections still in
+	 * its backlog may hold a client's fds, whose release at a close
+	 * could sleep; the exit releases them without lingering */
 	if (own && lfd >= 0)
 		unlink(o.socket);
 	devmemtcp_ctx_free(ctx);

@@ -4,14 +4,23 @@
  * brk_ops of session.h): the NIC layer with the client recorded as the
  * owner (dmt_nic_open_as), bind-rx and bind-tx whose netlink socket goes
  * to the client, UDMABUF_CREATE over the client's memfd, queue-get for
- * bindings still on a handle's queues.  Every fd a client sent is looked
- * at (/proc/self/fd, fstatfs, seals) before the kernel is asked to use it.
+ * bindings still on a handle's queues.
+ *
+ * The loop and the helper threads call these: the library's context is
+ * one (its last message, its query socket), so every call that uses it
+ * holds ctx_lock.  Every fd a client sent is looked at before the kernel
+ * is asked to use it, first in ways that cannot sleep whatever the file
+ * is (its /proc/self/fd link and fdinfo, F_GET_SEALS), and only once it
+ * is known to be a dma-buf or a memfd in ways that ask its file system
+ * (fstat, fstatfs), which for a FUSE file would wait on its daemon.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <net/if.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +33,8 @@
 #include "nic.h"
 #include "nicops.h"
 #include "uapi.h"
+
+static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct devmemtcp_ctx *ctx_of(struct brk *b)
 {
@@ -59,25 +70,47 @@ static void fd_kind(int fd, char *link, size_t len)
 	link[n > 0 ? n : 0] = '\0';
 }
 
-/* A client's dma-buf as a buffer of ours: a dma-buf it must be (never a
- * file whose stat could block), its size the file's. */
+/* The size of dma-buf fd from its fdinfo, which only a dma-buf has
+ * ("size:" with "exp_name:", the exporter), read without asking the file
+ * (fdinfo shows what the kernel holds): 0 when fd is not one. */
+static uint64_t dmabuf_size(int fd)
+{
+	char path[64], line[160];
+	unsigned long long size = 0;
+	bool exporter = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "exp_name:", 9))
+			exporter = true;
+		else if (sscanf(line, "size: %llu", &size) != 1 && !strchr(line, '\n'))
+			break;	/* a line longer than ours: not a dma-buf's */
+	}
+	fclose(f);
+	return exporter ? size : 0;
+}
+
+/* A client's dma-buf as a buffer of ours: a dma-buf it must be (its
+ * /proc/self/fd link and its fdinfo say so, which a FUSE file named
+ * "/dmabuf:..." cannot fake), its size the dma-buf's. */
 static int import_dmabuf(struct devmemtcp_ctx *ctx, int fd, struct devmemtcp_buf **buf,
 			 char *msg)
 {
 	char kind[128];
-	off_t size;
+	uint64_t size;
 	int ret;
 
 	fd_kind(fd, kind, sizeof(kind));
-	if (strncmp(kind, "/dmabuf:", 8))
+	size = strncmp(kind, "/dmabuf:", 8) ? 0 : dmabuf_size(fd);
+	if (!size)
 		return fail(msg, -EBADF, "devmemtcp-broker: the fd sent is not a dma-buf (%.60s)",
 			    kind[0] ? kind : "unknown");
-	size = lseek(fd, 0, SEEK_END);
-	if (size <= 0)
-		return fail(msg, -EINVAL, "devmemtcp-broker: the dma-buf sent has no size (%s)",
-			    size < 0 ? strerror(errno) : "0 bytes");
 	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_IMPORT,
-		       .flags = DEVMEMTCP_BUF_KEEP_FD, .fd = fd, .size = (uint64_t)size);
+		       .flags = DEVMEMTCP_BUF_KEEP_FD, .fd = fd, .size = size);
 	ret = devmemtcp_buf_new(ctx, &o, buf);
 	if (ret)
 		ctx_msg(ctx, msg);
@@ -127,34 +160,40 @@ static int op_open(struct brk *b, const char *ifname, const struct devmemtcp_nic
 	int ret;
 
 	*nl_fd = -1;
+	pthread_mutex_lock(&ctx_lock);
 	if (dmabuf >= 0) {
 		ret = import_dmabuf(ctx, dmabuf, &buf, msg);
 		if (ret)
-			return ret;
+			goto out;
 		o.buf = buf;
 	}
 	ret = dmt_nic_open_as(ctx, ifname, &o, pid, start, &nic);
 	devmemtcp_buf_free(buf);	/* the binding keeps its own reference */
 	if (ret) {
 		ctx_msg(ctx, msg);
-		return ret;
+		goto out;
 	}
 	open_reply(nic, r);
 	ret = hand_over(dmt_nic_take_binding(nic), nl_fd, &r->binding_id, msg);
 	if (ret) {
 		devmemtcp_nic_close(nic);
-		return ret;
+		goto out;
 	}
 	*nicp = nic;
-	return 0;
+out:
+	pthread_mutex_unlock(&ctx_lock);
+	return ret;
 }
 
 static int op_close(struct brk *b, void *nic, char *msg)
 {
-	int ret = devmemtcp_nic_close(nic);
+	int ret;
 
+	pthread_mutex_lock(&ctx_lock);
+	ret = devmemtcp_nic_close(nic);
 	if (ret)
 		ctx_msg(ctx_of(b), msg);
+	pthread_mutex_unlock(&ctx_lock);
 	return ret;
 }
 
@@ -165,19 +204,25 @@ static void op_forget(struct brk *b, void *nic)
 
 static int op_add_flow(struct brk *b, void *nic, const struct devmemtcp_flow *f, char *msg)
 {
-	int ret = devmemtcp_nic_add_flow(nic, f);
+	int ret;
 
+	pthread_mutex_lock(&ctx_lock);
+	ret = devmemtcp_nic_add_flow(nic, f);
 	if (ret < 0)
 		snprintf(msg, DMT_ERRMSG_MAX, "%s", devmemtcp_nic_errmsg(nic));
+	pthread_mutex_unlock(&ctx_lock);
 	return ret;
 }
 
 static int op_remove_flow(struct brk *b, void *nic, int id, char *msg)
 {
-	int ret = devmemtcp_nic_remove_flow(nic, id);
+	int ret;
 
+	pthread_mutex_lock(&ctx_lock);
+	ret = devmemtcp_nic_remove_flow(nic, id);
 	if (ret < 0)
 		snprintf(msg, DMT_ERRMSG_MAX, "%s", devmemtcp_nic_errmsg(nic));
+	pthread_mutex_unlock(&ctx_lock);
 	return ret;
 }
 
@@ -192,17 +237,20 @@ static int op_bind(struct brk *b, bool tx, int ifindex, const uint32_t *queues, 
 	int ret;
 
 	*nl_fd = -1;
+	pthread_mutex_lock(&ctx_lock);
 	ret = import_dmabuf(ctx, dmabuf, &buf, msg);
 	if (ret)
-		return ret;
+		goto out;
 	ret = tx ? devmemtcp_bind_tx(ctx, ifindex, buf, &bo, &bnd)
 		 : devmemtcp_bind_rx(ctx, ifindex, queues, n, buf, &bo, &bnd);
 	devmemtcp_buf_free(buf);
-	if (ret) {
+	if (ret)
 		ctx_msg(ctx, msg);
-		return ret;
-	}
-	return hand_over(bnd, nl_fd, id, msg);
+	else
+		ret = hand_over(bnd, nl_fd, id, msg);
+out:
+	pthread_mutex_unlock(&ctx_lock);
+	return ret;
 }
 
 /* The client's memfd, as UDMABUF_CREATE takes it and as the policy
@@ -215,13 +263,15 @@ static int memfd_ok(int memfd, uint64_t max, struct stat *st, char *msg)
 	char kind[128];
 	int seals;
 
+	/* F_GET_SEALS answers for shmem and hugetlbfs files only, and asks
+	 * no file system: after it, fstatfs and fstat cannot sleep */
 	fd_kind(memfd, kind, sizeof(kind));
-	if (strncmp(kind, "/memfd:", 7) || fstatfs(memfd, &sfs) ||
+	seals = fcntl(memfd, F_GET_SEALS);
+	if (seals < 0 || strncmp(kind, "/memfd:", 7) || fstatfs(memfd, &sfs) ||
 	    (sfs.f_type != TMPFS_MAGIC && sfs.f_type != HUGETLBFS_MAGIC) || fstat(memfd, st))
 		return fail(msg, -EBADF, "devmemtcp-broker: the fd sent for a udmabuf is not a memfd (%.60s)",
 			    kind[0] ? kind : "unknown");
-	seals = fcntl(memfd, F_GET_SEALS);
-	if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW) ||
+	if ((seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW) ||
 	    seals & F_SEAL_WRITE)
 		return fail(msg, -EINVAL,
 			    "devmemtcp-broker: the memfd must be sealed with F_SEAL_SHRINK and F_SEAL_GROW, not F_SEAL_WRITE (seals 0x%x)",
@@ -269,7 +319,9 @@ static int op_bound(struct brk *b, int ifindex, const uint32_t *queues, size_t n
 
 	if (!q)
 		return -ENOMEM;
+	pthread_mutex_lock(&ctx_lock);
 	nq = devmemtcp_queue_list(ctx_of(b), ifindex, q, 512);
+	pthread_mutex_unlock(&ctx_lock);
 	for (int i = 0; i < nq && i < 512 && !bound; i++)
 		for (size_t k = 0; k < n; k++)
 			if (q[i].type == DEVMEMTCP_QUEUE_RX && q[i].id == queues[k] &&
