@@ -71,7 +71,8 @@ static int setup(void **state)
 		return -1;
 	fprintf(f, "# host-broker\n"
 		   "allow uid 65534 interface va queues 1 ports 5201-5210,6000 udmabuf 64M tx\n"
-		   "allow uid 65533 interface vb queues 2 ports any\n");
+		   "allow uid 65533 interface vb queues 2 ports any\n"
+		   "allow uid 65531 interface vb udmabuf 1M\n");
 	fclose(f);
 	return chmod(conf, 0644);
 }
@@ -141,6 +142,7 @@ static void reap_leftover(void)
 struct broker_env {
 	const char *const *env;
 	rlim_t nofile;
+	const char *conf;	/* NULL: the test's */
 };
 
 /* A broker with idle_s as --idle-exit; its pid, at once. */
@@ -167,8 +169,8 @@ static pid_t spawn_broker(int idle_s, const struct broker_env *be)
 		if (be && be->nofile &&
 		    setrlimit(RLIMIT_NOFILE, &(struct rlimit){ be->nofile, be->nofile }))
 			_exit(125);
-		execl(BROKER, BROKER, "--config", conf, "--socket", sock, "--idle-exit", idle,
-		      (char *)NULL);
+		execl(BROKER, BROKER, "--config", be && be->conf ? be->conf : conf, "--socket", sock,
+		      "--idle-exit", idle, (char *)NULL);
 		_exit(127);
 	}
 	broker_pid = pid;
@@ -306,6 +308,7 @@ static size_t req(void *buf, unsigned int type, const void *body, size_t n)
 struct answer {
 	int ret;
 	char msg[1024];
+	char msg2[1024];
 	ssize_t after;		/* what came after the reply (0: EOF) */
 	struct devmemtcp_probe probe;
 };
@@ -586,7 +589,8 @@ static void test_config(void **state)
 	assert_int_equal(t_capture(out, sizeof(out), cmd), 0);
 	assert_string_equal(out,
 			    "allow uid 65534 interface va queues 1 ports 5201-5210,6000 udmabuf 64M tx\n"
-			    "allow uid 65533 interface vb queues 2 ports any\n");
+			    "allow uid 65533 interface vb queues 2 ports any\n"
+			    "allow uid 65531 interface vb queues 1 udmabuf 1M\n");
 }
 
 /* Idle: no client connected and nothing held for --idle-exit seconds. */
@@ -1160,6 +1164,105 @@ static void test_udmabuf_checks(void **state)
 	stop_broker(pid);
 }
 
+/* A udmabuf request on a connection of its own for a sealed, allocated
+ * memfd of size bytes: the reply's errno and message, the dma-buf in
+ * *dmabuf. */
+static int udmabuf_call(uint64_t size, int *dmabuf, char *msg, size_t len)
+{
+	uint64_t m[8];
+	struct dmt_brk_reply r;
+	int fd = raw_connect(), mfd = memfd_create("x", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	size_t n = req(m, DMT_BRK_UDMABUF, &(struct dmt_brk_udmabuf){ 0 },
+		       sizeof(struct dmt_brk_udmabuf));
+
+	*dmabuf = -1;
+	if (fd < 0 || mfd < 0 || ftruncate(mfd, (off_t)size) ||
+	    fallocate(mfd, 0, 0, (off_t)size) ||
+	    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) ||
+	    raw_call(fd, m, n, &mfd, 1, &r, dmabuf) != sizeof(r))
+		_exit(6);
+	close(mfd);
+	close(fd);
+	snprintf(msg, len, "%s", r.msg);
+	return r.err;
+}
+
+/* uid 65531 (udmabuf 1M): udmabufs through the broker, each on a
+ * connection of its own, while it holds them, then after it closed two:
+ * a line "errno message" each. */
+static void udmabuf_quota(struct answer *a, struct devmemtcp_ctx *c, const void *arg)
+{
+	int n = *(const int *)arg, fds[8], k = 0;
+	size_t off = 0;
+	char msg[1024];
+
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_UDMABUF, .size = 1 << 20);
+	struct devmemtcp_buf *buf = NULL;
+
+	for (int i = 0; i <= n; i++) {
+		int err = udmabuf_call(1 << 20, &fds[k], msg, sizeof(msg));
+
+		k += fds[k] >= 0;
+		off += (size_t)snprintf(a->msg + off, sizeof(a->msg) - off, "%d %s\n", err, msg);
+	}
+	/* as the library asks, where it cannot open /dev/udmabuf */
+	a->ret = devmemtcp_buf_new(c, &o, &buf);
+	snprintf(a->msg2, sizeof(a->msg2), "%s", devmemtcp_ctx_errmsg(c));
+	devmemtcp_buf_free(buf);
+	close(fds[0]);
+	close(fds[1]);
+	udmabuf_call(1 << 20, &fds[0], msg, sizeof(msg));
+	snprintf(a->msg + off, sizeof(a->msg) - off, "after closing two: %s\n",
+		 fds[0] >= 0 ? "made" : msg);
+}
+
+/* The udmabufs the broker makes count for their user, whatever the
+ * connection, while they live: at most udmabuf-total bytes at once (by
+ * default 4 times udmabuf), EDQUOT naming the keyword, and room again
+ * once they are closed.  (A test hook makes pipes stand in for them where
+ * no /dev/udmabuf is.) */
+static void test_udmabuf_quota(void **state)
+{
+	const char *envs[] = { "DEVMEMTCP_TEST_BROKER_FAKE_UDMABUF=1", NULL };
+	char conf2[160], want[1024];
+	struct broker_env be = { envs, 0, NULL };
+	struct answer a;
+	pid_t pid;
+	int n;
+	FILE *f;
+
+	pid = start_broker_with(0, &be);
+	n = 4;
+	as_uid(65531, udmabuf_quota, &n, &a);
+	t_note("uid 65531 with udmabuf 1M (default total):\n%s", a.msg);
+	snprintf(want, sizeof(want),
+		 "0 \n0 \n0 \n0 \n"
+		 "-122 devmemtcp-broker: uid 65531 has 4 udmabufs alive that the broker made, 4194304 bytes in all: 1048576 bytes more would pass the 4194304 it may have at once (udmabuf-total: by default 4 times udmabuf, of the rule at %s:4)\n"
+		 "after closing two: made\n", conf);
+	assert_string_equal(a.msg, want);
+	assert_int_equal(a.ret, -EDQUOT);
+	ctxfix_expect_text(a.msg2,
+			   "udmabuf: cannot open /dev/udmabuf (ENOENT) and devmemtcp-broker did not make the buffer: devmemtcp-broker: uid 65531 has 4 udmabufs alive that the broker made, 4194304 bytes in all: 1048576 bytes more would pass the 4194304 it may have at once (udmabuf-total: by default 4 times udmabuf, of the rule at %s:4)",
+			   conf);
+	stop_broker(pid);
+
+	snprintf(conf2, sizeof(conf2), "%s/quota.conf", dir);
+	f = fopen(conf2, "w");
+	assert_non_null(f);
+	fprintf(f, "allow uid 65531 interface vb udmabuf 1M udmabuf-total 2M\n");
+	fclose(f);
+	be.conf = conf2;
+	pid = start_broker_with(0, &be);
+	n = 2;
+	as_uid(65531, udmabuf_quota, &n, &a);
+	snprintf(want, sizeof(want),
+		 "0 \n0 \n"
+		 "-122 devmemtcp-broker: uid 65531 has 2 udmabufs alive that the broker made, 2097152 bytes in all: 1048576 bytes more would pass the 2097152 it may have at once (udmabuf-total of the rule at %s:1)\n"
+		 "after closing two: made\n", conf2);
+	assert_string_equal(a.msg, want);
+	stop_broker(pid);
+}
+
 static void probe_as(struct answer *a, struct devmemtcp_ctx *c, const void *arg)
 {
 
@@ -1338,6 +1441,7 @@ int main(void)
 		cmocka_unit_test(test_netns),
 		cmocka_unit_test(test_netns_unreadable),
 		cmocka_unit_test(test_udmabuf_checks),
+		cmocka_unit_test(test_udmabuf_quota),
 		cmocka_unit_test(test_lingering_fds),
 		cmocka_unit_test(test_probe),
 		cmocka_unit_test(test_transport),

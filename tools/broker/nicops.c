@@ -297,6 +297,19 @@ static int op_udmabuf(struct brk *b, int memfd, uint64_t max, int *dmabuf, uint6
 
 	if (ret)
 		return ret;
+#if DMT_TEST_HOOKS
+	/* tests where no /dev/udmabuf is: a pipe's write end stands in */
+	if (dmt_hook_env("DEVMEMTCP_TEST_BROKER_FAKE_UDMABUF")) {
+		int p[2];
+
+		if (pipe2(p, O_CLOEXEC))
+			return fail(msg, -errno, "devmemtcp-broker: a pipe: %s", strerror(errno));
+		close(p[0]);
+		*dmabuf = p[1];
+		*size = (uint64_t)st.st_size;
+		return 0;
+	}
+#endif
 	dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
 	if (dev < 0)
 		return fail(msg, -errno, "devmemtcp-broker: cannot open /dev/udmabuf: %s",
