@@ -573,7 +573,7 @@ static void test_config(void **state)
 	snprintf(cmd, sizeof(cmd), "%s --check --config %s 2>&1", BROKER, bad);
 	assert_int_equal(t_capture(out, sizeof(out), cmd), 1);
 	snprintf(want, sizeof(want),
-		 "devmemtcp-broker: %s:4: unknown word \"interfaces\" (interface, queues, ports, udmabuf, tx)\n",
+		 "devmemtcp-broker: %s:4: unknown word \"interfaces\" (interface, queues, ports, udmabuf, udmabuf-total, tx)\n",
 		 bad);
 	assert_string_equal(out, want);
 	/* a starting broker refuses it the same way */
@@ -1240,6 +1240,7 @@ static void test_udmabuf_quota(void **state)
 		 "-122 devmemtcp-broker: uid 65531 has 4 udmabufs alive that the broker made, 4194304 bytes in all: 1048576 bytes more would pass the 4194304 it may have at once (udmabuf-total: by default 4 times udmabuf, of the rule at %s:4)\n"
 		 "after closing two: made\n", conf);
 	assert_string_equal(a.msg, want);
+	/* ERRORS devmemtcp_buf_new EDQUOT */
 	assert_int_equal(a.ret, -EDQUOT);
 	ctxfix_expect_text(a.msg2,
 			   "udmabuf: cannot open /dev/udmabuf (ENOENT) and devmemtcp-broker did not make the buffer: devmemtcp-broker: uid 65531 has 4 udmabufs alive that the broker made, 4194304 bytes in all: 1048576 bytes more would pass the 4194304 it may have at once (udmabuf-total: by default 4 times udmabuf, of the rule at %s:4)",

@@ -32,7 +32,7 @@
 #include "nic.h"
 #include "nicops.h"
 
-#define SETTLE_MS 250		/* how often lingering handles are looked at */
+#define SETTLE_MS 250		/* how often lingering handles and udmabufs are looked at */
 #define MAX_IDLE_S 86400
 #define FD_RESERVE 8		/* descriptors kept free for the clients it has */
 #define ACCEPT_PAUSE_MS 100	/* out of descriptors: not accepting for so long */
@@ -739,9 +739,10 @@ static bool round_once(struct brk *b, struct pool *pool, int sfd, int lfd, int t
 	return true;
 }
 
+/* Lingering handles and udmabufs made: looked at every SETTLE_MS. */
 static uint32_t lingering(const struct brk *b)
 {
-	uint32_t n = 0;
+	uint32_t n = b->nbufs;
 
 	for (const struct brk_handle *h = b->handles; h; h = h->next)
 		n += !h->client;

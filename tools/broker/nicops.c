@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <net/if.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -287,26 +288,47 @@ static int memfd_ok(int memfd, uint64_t max, struct stat *st, char *msg)
 	return 0;
 }
 
-static int op_udmabuf(struct brk *b, int memfd, uint64_t max, int *dmabuf, uint64_t *size,
+static int op_udmabuf_size(struct brk *b, int memfd, uint64_t max, uint64_t *size, char *msg)
+{
+	struct stat st;
+	int ret = memfd_ok(memfd, max, &st, msg);
+
+	if (!ret)
+		*size = (uint64_t)st.st_size;
+	return ret;
+}
+
+/*
+ * UDMABUF_CREATE by the broker: the udmabuf pins the memfd's pages for as
+ * long as it lives, and a page the memfd does not have yet is allocated
+ * by the ioctl, charged to the broker (its memory cgroup), not to the
+ * client.  memfd_ok found every page allocated, but the seals it accepts
+ * do not stop the client from punching holes (fallocate(PUNCH_HOLE) needs
+ * F_SEAL_WRITE or F_SEAL_FUTURE_WRITE to be refused, and the client must
+ * be able to write its buffer; UDMABUF_CREATE refuses both), so that
+ * check only catches a client that forgot to allocate: one racing it has
+ * the broker pay.  What bounds that is the session's count of the bytes
+ * of the udmabufs each user has alive (udmabuf-total), whoever paid for
+ * the pages.
+ */
+static int op_udmabuf(struct brk *b, int memfd, uint64_t size, int *dmabuf, int *keep,
 		      char *msg)
 {
 	struct dmt_udmabuf_create c = { .memfd = (uint32_t)memfd,
-					.flags = DMT_UDMABUF_FLAGS_CLOEXEC };
-	struct stat st;
-	int dev, ret = memfd_ok(memfd, max, &st, msg);
+					.flags = DMT_UDMABUF_FLAGS_CLOEXEC, .size = size };
+	int dev, ret;
 
-	if (ret)
-		return ret;
+	*dmabuf = *keep = -1;
 #if DMT_TEST_HOOKS
-	/* tests where no /dev/udmabuf is: a pipe's write end stands in */
+	/* tests where no /dev/udmabuf is: a pipe stands in, the client's end
+	 * the write end, ours the read end (POLLHUP: the client's are gone) */
 	if (dmt_hook_env("DEVMEMTCP_TEST_BROKER_FAKE_UDMABUF")) {
 		int p[2];
 
 		if (pipe2(p, O_CLOEXEC))
 			return fail(msg, -errno, "devmemtcp-broker: a pipe: %s", strerror(errno));
-		close(p[0]);
+		*keep = p[0];
 		*dmabuf = p[1];
-		*size = (uint64_t)st.st_size;
 		return 0;
 	}
 #endif
@@ -314,15 +336,50 @@ static int op_udmabuf(struct brk *b, int memfd, uint64_t max, int *dmabuf, uint6
 	if (dev < 0)
 		return fail(msg, -errno, "devmemtcp-broker: cannot open /dev/udmabuf: %s",
 			    strerror(errno));
-	c.size = (uint64_t)st.st_size;
 	*dmabuf = ioctl(dev, DMT_UDMABUF_CREATE, &c);
 	ret = *dmabuf < 0 ? -errno : 0;
 	close(dev);
 	if (ret)
 		return fail(msg, ret, "devmemtcp-broker: UDMABUF_CREATE of %llu bytes failed: %s",
 			    (unsigned long long)c.size, strerror(-ret));
-	*size = c.size;
+	*keep = fcntl(*dmabuf, F_DUPFD_CLOEXEC, 3);
+	if (*keep < 0) {
+		ret = -errno;
+		close(*dmabuf);
+		*dmabuf = -1;
+		return fail(msg, ret, "devmemtcp-broker: a copy of the udmabuf: %s", strerror(-ret));
+	}
 	return 0;
+}
+
+/* Anyone but the broker holds the dma-buf of keep: its fdinfo's count of
+ * references (the fds, the mappings, the bindings and messages in flight
+ * that hold it) is more than the broker's own. */
+static int op_buf_alive(struct brk *b, int keep)
+{
+	char path[64], line[128];
+	long count = -1;
+	struct stat st;
+	FILE *f;
+
+#if DMT_TEST_HOOKS
+	if (!fstat(keep, &st) && S_ISFIFO(st.st_mode)) {	/* the stand-in */
+		struct pollfd pfd = { .fd = keep, .events = POLLIN };
+
+		return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP) ? 0 : 1;
+	}
+#else
+	(void)st;
+#endif
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", keep);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "count: %ld", &count) == 1)
+			break;
+	fclose(f);
+	return count < 0 ? -ENOENT : count > 1;
 }
 
 static int op_bound(struct brk *b, int ifindex, const uint32_t *queues, size_t n)
@@ -369,7 +426,9 @@ const struct brk_ops brk_nic_ops = {
 	.add_flow = op_add_flow,
 	.remove_flow = op_remove_flow,
 	.bind = op_bind,
+	.udmabuf_size = op_udmabuf_size,
 	.udmabuf = op_udmabuf,
+	.buf_alive = op_buf_alive,
 	.bound = op_bound,
 	.ifindex = op_ifindex,
 	.ifname = op_ifname,

@@ -81,7 +81,7 @@ static struct brk_user *user_get(struct brk *b, uint32_t uid)
 /* A user with nothing left goes. */
 static void user_put(struct brk *b, struct brk_user *u)
 {
-	if (u->conns || u->work)
+	if (u->conns || u->work || u->nbufs)
 		return;
 	for (struct brk_user **p = &b->users; *p; p = &(*p)->next) {
 		if (*p == u) {
@@ -119,6 +119,7 @@ static struct brk_job *job_new(struct brk_user *u, enum brk_step step)
 	j->user = u;
 	j->sock = -1;
 	j->rfd = -1;
+	j->keep = -1;
 	u->work++;
 	return j;
 }
@@ -544,13 +545,89 @@ static int do_udmabuf(struct brk *b, struct brk_client *c, struct brk_job *j)
 			b->conf, c->peer.uid);
 		return 0;
 	}
-	if (c->nbufs >= BRK_MAX_UDMABUFS_PER_CLIENT) {
-		set_err(r, -EMFILE,
-			"devmemtcp-broker: this connection had %d udmabufs made, the most it may",
-			BRK_MAX_UDMABUFS_PER_CLIENT);
-		return 0;
-	}
 	return 1;
+}
+
+/* ---- the udmabufs the broker made ------------------------------------------ */
+
+/* Forget u's udmabufs that nobody but the broker holds any more. */
+static void bufs_sweep(struct brk *b, struct brk_user *u)
+{
+	for (struct brk_buf **p = &u->bufs; *p;) {
+		struct brk_buf *f = *p;
+
+		if (f->keep < 0 || b->ops->buf_alive(b, f->keep) != 0) {
+			p = &f->next;
+			continue;
+		}
+		*p = f->next;
+		close(f->keep);		/* ours, the last: the udmabuf goes */
+		u->nbufs--;
+		u->buf_bytes -= f->size;
+		b->nbufs--;
+		free(f);
+	}
+}
+
+/* Room for a udmabuf of size bytes for c's user, counted there (in
+ * *bufp) from now: 0, or the refusal in r.  The quota holds whatever
+ * connections the user has: the library opens one per request. */
+static int buf_reserve(struct brk *b, struct brk_client *c, uint64_t size,
+		       struct dmt_brk_reply *r, struct brk_buf **bufp)
+{
+	struct brk_user *u = c->user;
+	const struct dmt_pol_rule *rule;
+	struct dmt_pol_who_is w;
+	struct brk_buf *f;
+	uint64_t total;
+
+	who_is(c, &w);
+	bufs_sweep(b, u);
+	total = dmt_policy_udmabuf_total(b->policy, &w, &rule);
+	if (u->nbufs >= BRK_MAX_UDMABUFS_PER_UID)
+		return set_err(r, -EDQUOT,
+			       "devmemtcp-broker: uid %u has %u udmabufs alive that the broker made, the most one user may have at once",
+			       u->uid, u->nbufs);
+	if (!rule || u->buf_bytes + size > total)
+		return set_err(r, -EDQUOT,
+			       "devmemtcp-broker: uid %u has %u udmabuf%s alive that the broker made, %llu bytes in all: %llu bytes more would pass the %llu it may have at once (%s of the rule at %s:%u)",
+			       u->uid, u->nbufs, u->nbufs == 1 ? "" : "s",
+			       (unsigned long long)u->buf_bytes, (unsigned long long)size,
+			       (unsigned long long)total,
+			       rule && rule->udmabuf_total ? "udmabuf-total"
+							   : "udmabuf-total: by default 4 times udmabuf,",
+			       b->conf, rule ? rule->line : 0);
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return set_err(r, -ENOMEM, "devmemtcp-broker: out of memory");
+	f->keep = -1;
+	f->size = size;
+	f->next = u->bufs;
+	u->bufs = f;
+	u->nbufs++;
+	u->buf_bytes += size;
+	b->nbufs++;
+	*bufp = f;
+	return 0;
+}
+
+/* The udmabuf of f was made (keep the broker's copy) or not (keep -1). */
+static void buf_made(struct brk *b, struct brk_user *u, struct brk_buf *f, int keep)
+{
+	if (keep >= 0) {
+		f->keep = keep;
+		return;
+	}
+	for (struct brk_buf **p = &u->bufs; *p; p = &(*p)->next) {
+		if (*p == f) {
+			*p = f->next;
+			break;
+		}
+	}
+	u->nbufs--;
+	u->buf_bytes -= f->size;
+	b->nbufs--;
+	free(f);
 }
 
 static int do_policy(struct brk *b, struct brk_client *c, const struct dmt_brk_req *q,
@@ -734,7 +811,7 @@ struct brk_job *brk_job_next(struct brk *b)
 		*p = j->next;
 		j->next = NULL;
 		j->user->running++;
-		b->recv_running += j->step == BRK_STEP_RECV;
+		b->recv_running += j->step == BRK_STEP_RECV || j->step == BRK_STEP_MAKE;
 		return j;
 	}
 	return NULL;
@@ -806,8 +883,8 @@ static void job_recv(const struct brk *b, struct brk_job *j)
 				      &r->u.binding_id, r->msg);
 		break;
 	case DMT_BRK_UDMABUF:
-		r->err = b->ops->udmabuf((struct brk *)b, j->q.fd, j->max, &j->rfd, &r->u.size,
-					 r->msg);
+		/* made once its bytes are counted (the loop, then MAKE) */
+		r->err = b->ops->udmabuf_size((struct brk *)b, j->q.fd, j->max, &j->size, r->msg);
 		break;
 	}
 	if (r->err && j->rfd >= 0) {
@@ -838,6 +915,12 @@ void brk_job_run(const struct brk *b, struct brk_job *j)
 	switch (j->step) {
 	case BRK_STEP_RECV:
 		job_recv(b, j);
+		break;
+	case BRK_STEP_MAKE:
+		j->r.err = b->ops->udmabuf((struct brk *)b, j->q.fd, j->size, &j->rfd, &j->keep,
+					   j->r.msg);
+		if (!j->r.err)
+			j->r.u.size = j->size;
 		break;
 	case BRK_STEP_DISCARD: {
 		/* the message the loop refused: with no room for its fds, the
@@ -873,8 +956,16 @@ static void recv_done(struct brk *b, struct brk_job *j)
 	} else if (h) {
 		handle_opened(b, h, j->nic, j->ifindex, &j->r.u.open);
 	}
-	if (j->q.type == DMT_BRK_UDMABUF && !j->r.err)
-		c->nbufs++;
+	if (j->step == BRK_STEP_MAKE) {
+		buf_made(b, j->user, j->buf, j->r.err ? -1 : j->keep);
+		j->buf = NULL;
+		j->keep = -1;
+	} else if (j->q.type == DMT_BRK_UDMABUF && !j->r.err &&
+		   !buf_reserve(b, c, j->size, &j->r, &j->buf)) {
+		j->step = BRK_STEP_MAKE;	/* c stays busy */
+		job_queue(b, j);
+		return;
+	}
 	if (send_reply(b, c, j) || j->drop)
 		c->gone = true;
 	c->busy = false;
@@ -899,6 +990,7 @@ void brk_job_done(struct brk *b, struct brk_job *j)
 	j->user->running--;
 	switch (j->step) {
 	case BRK_STEP_RECV:
+	case BRK_STEP_MAKE:
 		b->recv_running--;
 		recv_done(b, j);
 		return;
@@ -964,6 +1056,13 @@ uint32_t brk_settle(struct brk *b)
 	struct brk_handle *h, *next;
 	uint32_t left = 0;
 
+	for (struct brk_user *u = b->users, *un; u; u = un) {
+		un = u->next;
+		bufs_sweep(b, u);
+		user_put(b, u);
+	}
+	left += b->nbufs;
+
 	for (h = b->handles; h; h = next) {
 		next = h->next;
 		if (h->client)
@@ -978,7 +1077,9 @@ uint32_t brk_settle(struct brk *b)
 
 bool brk_idle(const struct brk *b)
 {
-	return !b->clients && !b->handles;
+	/* a udmabuf made that lives keeps its bytes counted: a broker that
+	 * exited would not know of it */
+	return !b->clients && !b->handles && !b->nbufs;
 }
 
 void brk_fini(struct brk *b)
@@ -1017,6 +1118,15 @@ void brk_fini(struct brk *b)
 		struct brk_user *u = b->users;
 
 		b->users = u->next;
+		while (u->bufs) {
+			struct brk_buf *f = u->bufs;
+
+			u->bufs = f->next;
+			if (f->keep >= 0)
+				close(f->keep);
+			free(f);
+		}
 		free(u);
 	}
+	b->nbufs = 0;
 }

@@ -47,7 +47,7 @@
 #define BRK_MAX_CLIENTS 256
 #define BRK_MAX_CLIENTS_PER_UID 32
 #define BRK_MAX_HANDLES_PER_CLIENT 16
-#define BRK_MAX_UDMABUFS_PER_CLIENT 64
+#define BRK_MAX_UDMABUFS_PER_UID 64	/* alive at once (each is an fd here) */
 #define BRK_MAX_GROUPS 256
 #define BRK_WORKERS 8			/* helper threads */
 #define BRK_MAX_WORK_PER_UID 2		/* jobs of one uid under way */
@@ -86,9 +86,15 @@ struct brk_ops {
 	int (*bind)(struct brk *b, bool tx, int ifindex, const uint32_t *queues, size_t n,
 		    int dmabuf, uint32_t rx_page_size, bool verify, int *nl_fd, uint32_t *id,
 		    char *msg);
-	/* UDMABUF_CREATE over memfd of at most max bytes */
-	int (*udmabuf)(struct brk *b, int memfd, uint64_t max, int *dmabuf, uint64_t *size,
+	/* the size of memfd as UDMABUF_CREATE takes it, at most max */
+	int (*udmabuf_size)(struct brk *b, int memfd, uint64_t max, uint64_t *size, char *msg);
+	/* UDMABUF_CREATE over memfd of size bytes: *dmabuf for the client,
+	 * *keep the broker's, to tell when the client's copies are gone */
+	int (*udmabuf)(struct brk *b, int memfd, uint64_t size, int *dmabuf, int *keep,
 		       char *msg);
+	/* 1: a udmabuf (its keep fd) is held by anyone else, 0: by nobody
+	 * but the broker, < 0: unknown */
+	int (*buf_alive)(struct brk *b, int keep);
 	/* 1: a queue of these has a dma-buf bound, 0: none, < 0: unknown */
 	int (*bound)(struct brk *b, int ifindex, const uint32_t *queues, size_t n);
 	/* the ifindex of a name, the name of an ifindex (0 / -ENODEV) */
@@ -100,13 +106,23 @@ struct brk_ops {
 	void (*log)(struct brk *b, int level, const char *msg);
 };
 
-/* A uid with connections or work: what it has under way. */
+/* A udmabuf the broker made, while anyone but the broker holds it. */
+struct brk_buf {
+	struct brk_buf *next;
+	int keep;		/* the broker's copy (-1: being made) */
+	uint64_t size;
+};
+
+/* A uid with connections, work or udmabufs: what it has. */
 struct brk_user {
 	struct brk_user *next;
 	uint32_t uid;
 	uint32_t conns;		/* connections, those a helper still closes too */
 	uint32_t work;		/* jobs not finished */
 	uint32_t running;	/* of them with a helper */
+	uint32_t nbufs;		/* udmabufs alive and being made */
+	uint64_t buf_bytes;	/* their bytes */
+	struct brk_buf *bufs;
 };
 
 struct brk_client {
@@ -115,7 +131,6 @@ struct brk_client {
 	struct brk_peer peer;
 	struct brk_user *user;
 	uint32_t nhandles;
-	uint32_t nbufs;
 	bool busy;		/* a job of its message is under way: not read */
 	bool gone;		/* dropped once it is not busy */
 };
@@ -123,6 +138,7 @@ struct brk_client {
 /* What a helper does for the loop. */
 enum brk_step {
 	BRK_STEP_RECV,		/* take the message with its fds, carry it out */
+	BRK_STEP_MAKE,		/* UDMABUF_CREATE, its bytes counted for the user */
 	BRK_STEP_DISCARD,	/* take the refused message, fds not installed */
 	BRK_STEP_CLOSE,		/* close fds */
 };
@@ -137,6 +153,9 @@ struct brk_job {
 	pid_t pid;			/* RECV: the client, for an open */
 	uint64_t start;
 	uint64_t max;			/* RECV of a udmabuf: the policy's size */
+	uint64_t size;			/* MAKE: the memfd's */
+	int keep;			/* MAKE: the broker's copy of the dma-buf */
+	struct brk_buf *buf;		/* MAKE: where it is counted */
 	int ifindex;			/* RECV of an open: the interface's */
 	bool drop;			/* the client goes after the reply */
 	bool conn;			/* CLOSE: fds[0] is a connection of user */
@@ -176,7 +195,8 @@ struct brk {
 	int log_level;
 	struct brk_user *users;
 	struct brk_job *queue;		/* jobs waiting for a helper */
-	uint32_t recv_running;		/* RECV jobs with a helper (exit waits) */
+	uint32_t recv_running;		/* RECV, MAKE jobs with a helper (exit waits) */
+	uint32_t nbufs;			/* udmabufs made that live (all users) */
 };
 
 void brk_init(struct brk *b, const struct brk_ops *ops, void *priv,
@@ -203,9 +223,11 @@ struct brk_job *brk_job_next(struct brk *b);
 void brk_job_run(const struct brk *b, struct brk_job *j);
 /* Back on the loop: the reply, the next step or the end of the job. */
 void brk_job_done(struct brk *b, struct brk_job *j);
-/* Close the lingering handles whose binding is gone; how many remain. */
+/* Close the lingering handles whose binding is gone and forget the
+ * udmabufs nobody else holds; how many of both remain. */
 uint32_t brk_settle(struct brk *b);
-/* Nobody connected, nothing held, no request under way. */
+/* Nobody connected, nothing held (handles, udmabufs made that live), no
+ * request under way. */
 bool brk_idle(const struct brk *b);
 /* Exit: drop every client; what still has a binding is left to its
  * owner (forget), the rest closed.  Jobs still queued are forgotten (the
