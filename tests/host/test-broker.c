@@ -932,7 +932,8 @@ static void bind_on(struct answer *a, struct devmemtcp_ctx *c, const void *arg)
 }
 
 /* A queue no handle of the process owns is not its to bind; a user no
- * rule names binds nothing; bind-tx needs "tx" in the rule. */
+ * rule names binds nothing; bind-tx needs "tx" in the rule, and with it
+ * goes through. */
 static void test_bind_not_owned(void **state)
 {
 	pid_t pid = start_broker(0);
@@ -958,6 +959,12 @@ static void test_bind_not_owned(void **state)
 	ctxfix_expect_text(a.msg,
 			   "devmemtcp-broker: uid 65533 may not bind-tx on vb: the rule at %s:3 has no \"tx\"",
 			   conf);
+	/* with "tx" the policy lets it through: to the buffer's check (a
+	 * memfd stands in for the dma-buf here) */
+	as_uid(65534, bind_on, "tx:va", &a);
+	assert_int_equal(a.ret, -EBADF);
+	assert_string_equal(a.msg,
+			    "devmemtcp-broker: the fd sent is not a dma-buf (/memfd:devmemtcp-test (deleted))");
 	stop_broker(pid);
 }
 
