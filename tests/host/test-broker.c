@@ -213,6 +213,11 @@ static void stop_broker(pid_t pid)
 		broker_pid = 0;
 	assert_int_equal(kill(pid, SIGTERM), 0);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		/* what it said: a sanitizer's report, a crash */
+		t_note("the broker ended with status 0x%x; its log:", st);
+		t_run("tail -40 %s >&2", logpath);
+	}
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
