@@ -305,6 +305,15 @@ static int close_handle(struct brk *b, struct brk_handle *h, char *msg)
  * the binding is gone (brk_settle). */
 static int release_handle(struct brk *b, struct brk_handle *h, char *msg)
 {
+	/* a bind a helper is making relies on its queues being this
+	 * process's: it stays, out of its connection's reach, until then */
+	if (h->pins) {
+		if (h->client)
+			h->client->nhandles--;
+		h->client = NULL;
+		h->deferred = true;
+		return 0;
+	}
 	if (b->ops->bound(b, h->ifindex, h->queues, h->nqueues) > 0) {
 		brk_log(b, DEVMEMTCP_LOG_INFO,
 			"handle %u of pid %ld on %s: a binding is still on its queues: closing it once the binding is gone",
@@ -328,19 +337,44 @@ static struct brk_handle *find_handle(struct brk *b, const struct brk_client *c,
 	return NULL;
 }
 
-/* queue of ifindex belongs to a handle of c's process. */
-static bool process_owns(const struct brk *b, const struct brk_client *c, int ifindex,
-			 uint32_t queue)
+/* The handle of c's process that owns queue of ifindex, or NULL. */
+static struct brk_handle *process_owns(const struct brk *b, const struct brk_client *c,
+				       int ifindex, uint32_t queue)
 {
-	for (const struct brk_handle *h = b->handles; h; h = h->next) {
+	for (struct brk_handle *h = b->handles; h; h = h->next) {
 		if (h->opening || h->ifindex != ifindex || h->pid != c->peer.pid ||
 		    h->start != c->peer.start)
 			continue;
 		for (uint32_t i = 0; i < h->nqueues; i++)
 			if (h->queues[i] == queue)
-				return true;
+				return h;
 	}
-	return false;
+	return NULL;
+}
+
+/* The handles a bind relies on, until it is done (release_handle waits). */
+static void pin(struct brk_job *j, struct brk_handle *h)
+{
+	for (uint32_t i = 0; i < j->npins; i++)
+		if (j->pins[i] == h)
+			return;
+	h->pins++;
+	j->pins[j->npins++] = h;
+}
+
+static void unpin(struct brk *b, struct brk_job *j)
+{
+	char msg[DMT_ERRMSG_MAX];
+
+	for (uint32_t i = 0; i < j->npins; i++) {
+		struct brk_handle *h = j->pins[i];
+
+		if (--h->pins == 0 && h->deferred) {
+			h->deferred = false;
+			release_handle(b, h, msg);
+		}
+	}
+	j->npins = 0;
 }
 
 /* ---- requests ------------------------------------------------------------ */
@@ -529,6 +563,9 @@ static int do_bind(struct brk *b, struct brk_client *c, struct brk_job *j)
 			return 0;
 		}
 	}
+	/* they stay the process's until the helper has bound them */
+	for (uint32_t i = 0; i < q->u.bind.nqueues; i++)
+		pin(j, process_owns(b, c, ifindex, q->u.bind.queues[i]));
 	return 1;
 }
 
@@ -956,6 +993,7 @@ static void recv_done(struct brk *b, struct brk_job *j)
 	} else if (h) {
 		handle_opened(b, h, j->nic, j->ifindex, &j->r.u.open);
 	}
+	unpin(b, j);
 	if (j->step == BRK_STEP_MAKE) {
 		buf_made(b, j->user, j->buf, j->r.err ? -1 : j->keep);
 		j->buf = NULL;
@@ -1065,7 +1103,7 @@ uint32_t brk_settle(struct brk *b)
 
 	for (h = b->handles; h; h = next) {
 		next = h->next;
-		if (h->client)
+		if (h->client || h->pins)
 			continue;
 		if (b->ops->bound(b, h->ifindex, h->queues, h->nqueues) > 0)
 			left++;

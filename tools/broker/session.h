@@ -157,6 +157,8 @@ struct brk_job {
 	int keep;			/* MAKE: the broker's copy of the dma-buf */
 	struct brk_buf *buf;		/* MAKE: where it is counted */
 	int ifindex;			/* RECV of an open: the interface's */
+	uint32_t npins;			/* RECV of a bind: the handles whose */
+	struct brk_handle *pins[DMT_BRK_MAX_QUEUES];	/* queues it binds */
 	bool drop;			/* the client goes after the reply */
 	bool conn;			/* CLOSE: fds[0] is a connection of user */
 	int rfd;			/* what goes with the reply, -1 none */
@@ -171,6 +173,8 @@ struct brk_handle {
 	struct brk_handle *next;
 	uint32_t id;			/* 0 while opening */
 	bool opening;			/* a helper opens it: nqueues reserved */
+	uint32_t pins;			/* binds under way on its queues */
+	bool deferred;			/* released once they are done */
 	struct brk_client *client;	/* NULL: lingering */
 	pid_t pid;
 	uint64_t start;
