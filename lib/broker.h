@@ -223,8 +223,11 @@ const char *dmt_brk_type_name(unsigned int type, char *buf, size_t len);
  * another version, -EINVAL a field out of range.  Any type is answered:
  * req->type and req->seq are set whenever the header was readable.
  * req->fd is fd when the request takes one, else -1 (the caller closes
- * what it received either way).
+ * what it received either way).  nfds DMT_BRK_NFDS_SOME: fds came but
+ * are not counted (the broker peeked at the message, leaving them in the
+ * socket): refused for a type that takes none, else taken with fd -1.
  */
+#define DMT_BRK_NFDS_SOME (-1)
 int dmt_brk_req_parse(const void *msg, size_t len, bool trunc, int nfds, int fd,
 		      struct dmt_brk_req *req, char *why, size_t whylen);
 

@@ -347,11 +347,18 @@ int dmt_brk_req_parse(const void *msg, size_t len, bool trunc, int nfds, int fd,
 	if (err)
 		return err;
 	want = fds_wanted(req);
-	if (nfds != want) {
+	if (nfds == DMT_BRK_NFDS_SOME && !want) {
+		char tn[32];
+
+		snprintf(why, whylen, "file descriptors came with a %s request, which takes none",
+			 dmt_brk_type_name(req->type, tn, sizeof(tn)));
+		return -EINVAL;
+	}
+	if (nfds != want && nfds != DMT_BRK_NFDS_SOME) {
 		snprintf(why, whylen, "%d file descriptors came with it, not %d", nfds, want);
 		return -EINVAL;
 	}
-	req->fd = want ? fd : -1;
+	req->fd = want && nfds == 1 ? fd : -1;
 	return 0;
 }
 

@@ -7,8 +7,8 @@
  * to the same rules and formats to the same bytes.  Then the questions
  * the broker asks of a policy: names resolved through a lookup that knows
  * some of them, the rule that applies to a caller on an interface (the
- * first that names both, as a linear scan finds it), the largest udmabuf,
- * and which flows a rule lets through.
+ * first that names both, as a linear scan finds it), the largest udmabuf
+ * and udmabuf-total, and which flows a rule lets through.
  */
 #include <errno.h>
 
@@ -54,6 +54,8 @@ static void check_rule(const struct dmt_pol_rule *r)
 			FZ_CHECK(r->ports[i][1] < r->ports[k][0] || r->ports[i][0] > r->ports[k][1]);
 	}
 	FZ_CHECK(r->udmabuf <= DMT_POL_MAX_UDMABUF);
+	FZ_CHECK(r->udmabuf_total <= DMT_POL_MAX_UDMABUF);
+	FZ_CHECK(!r->udmabuf_total || (r->udmabuf && r->udmabuf_total >= r->udmabuf));
 }
 
 /* Two rules say the same, line numbers aside. */
@@ -62,7 +64,7 @@ static bool same_rule(const struct dmt_pol_rule *a, const struct dmt_pol_rule *b
 	if (a->who != b->who || strcmp(a->name, b->name) || a->id != b->id ||
 	    a->any_if != b->any_if || a->nifs != b->nifs || a->queues != b->queues ||
 	    a->any_port != b->any_port || a->nports != b->nports ||
-	    a->udmabuf != b->udmabuf || a->tx != b->tx)
+	    a->udmabuf != b->udmabuf || a->udmabuf_total != b->udmabuf_total || a->tx != b->tx)
 		return false;
 	for (uint32_t i = 0; i < a->nifs; i++)
 		if (strcmp(a->ifs[i], b->ifs[i]))
@@ -130,20 +132,30 @@ static void check_questions(const struct dmt_policy *p)
 		uint32_t id = r->who == DMT_POL_EVERYONE ? 4242 : r->id;
 		struct dmt_pol_who_is w = { .uid = id, .gids = &id, .ngids = 1 };
 		const char *ifname = r->nifs ? r->ifs[0] : "none0";
-		const struct dmt_pol_rule *want = NULL;
-		uint64_t udmabuf = 0;
+		const struct dmt_pol_rule *want = NULL, *trule = NULL, *got;
+		uint64_t udmabuf = 0, total = 0;
 
 		for (size_t k = 0; k < p->n; k++) {
 			const struct dmt_pol_rule *o = &p->rules[k];
+			/* udmabuf-total: as given, else 4 times udmabuf */
+			uint64_t t = o->udmabuf_total ? o->udmabuf_total
+				     : o->udmabuf > DMT_POL_MAX_UDMABUF / 4 ? DMT_POL_MAX_UDMABUF
+									    : o->udmabuf * 4;
 
 			if (!want && names_who(o, id, id) && names_if(o, ifname))
 				want = o;
 			if (names_who(o, id, id) && o->udmabuf > udmabuf)
 				udmabuf = o->udmabuf;
+			if (names_who(o, id, id) && o->udmabuf && t > total) {
+				total = t;
+				trule = o;
+			}
 		}
 		FZ_CHECK(want && want <= r);
 		FZ_CHECK(dmt_policy_match(p, &w, ifname) == want);
 		FZ_CHECK(dmt_policy_udmabuf(p, &w) == udmabuf);
+		FZ_CHECK(dmt_policy_udmabuf_total(p, &w, &got) == total && got == trule);
+		FZ_CHECK(total >= udmabuf);
 		check_flows(r);
 	}
 }

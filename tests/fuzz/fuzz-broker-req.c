@@ -3,7 +3,8 @@
  * The devmemtcp-broker request parser (dmt_brk_req_parse) on messages as
  * the broker reads them from a client's socket: any bytes, cut by the
  * socket (MSG_TRUNC) or not, with the number of fds that came with them
- * (SCM_RIGHTS; 5 stands for a cut control buffer, as brk_serve says it).
+ * (SCM_RIGHTS; 5 stands for a cut control buffer, DMT_BRK_NFDS_SOME for
+ * some not counted yet: the loop's look at a message it did not take).
  * The first byte of the input is that, the rest the message.
  *
  * A request is refused with one of the documented errnos and a reason, or
@@ -224,8 +225,8 @@ static void check_request(const uint8_t *msg, size_t len, bool trunc, int nfds, 
 		goto out;
 	}
 	FZ_CHECK(q->type >= DMT_BRK_OPEN && q->type < DMT_BRK_TYPE_END);
-	FZ_CHECK(nfds == 0 || nfds == 1);
-	FZ_CHECK(q->fd == (nfds ? fd : -1));
+	FZ_CHECK(nfds == 0 || nfds == 1 || nfds == DMT_BRK_NFDS_SOME);
+	FZ_CHECK(q->fd == (nfds == 1 ? fd : -1));
 	check_fields(q);
 	n = build(q, again);
 	if (n != len || memcmp(again, msg, len))
@@ -269,9 +270,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fz f = fz_init(data, size);
 	uint8_t how = fz_u8(&f);
-	/* bits 0-2: fds that came (0-4 as taken, 5: a cut control buffer),
-	 * bit 3: the message was cut (MSG_TRUNC) */
-	int nfds = (how & 7) % 6;
+	/* bits 0-2: fds that came (0-4 as taken, 5: a cut control buffer,
+	 * 6 and 7: some, not counted), bit 3: the message was cut (MSG_TRUNC) */
+	int nfds = (how & 7) < 6 ? how & 7 : DMT_BRK_NFDS_SOME;
 	bool trunc = how & 8;
 	size_t len = fz_left(&f);
 	/* exactly the message's bytes, so that a read past them is seen */
@@ -280,8 +281,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!msg)
 		abort();
 	fz_bytes(&f, msg, len);
-	check_request(msg, len, trunc, nfds, nfds ? FAKE_FD : -1);
-	if (len == sizeof(struct dmt_brk_reply) && nfds <= DMT_BRK_MAX_FDS + 1)
+	check_request(msg, len, trunc, nfds, nfds > 0 ? FAKE_FD : -1);
+	if (len == sizeof(struct dmt_brk_reply) && nfds >= 0 && nfds <= DMT_BRK_MAX_FDS + 1)
 		check_reply(msg, len, nfds);
 	free(msg);
 	return 0;

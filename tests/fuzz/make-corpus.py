@@ -288,6 +288,9 @@ def broker_seeds():
     seed("edge-no-fd", brk_msg(BRK_UDMABUF, b"\0" * 8))
     seed("edge-extra-fd", brk_msg(BRK_POLICY, brk_ifname("eth1")), 1)
     seed("edge-ctrunc", brk_msg(BRK_BIND_TX, brk_bind(5)), 5)
+    # fds that came, not counted yet (the broker's loop only peeked)
+    seed("some-fds-udmabuf", brk_msg(BRK_UDMABUF, b"\0" * 8), 6)
+    seed("some-fds-policy", brk_msg(BRK_POLICY, brk_ifname("eth1")), 6)
     seed("edge-open-flags", brk_msg(BRK_OPEN, brk_open("eth1", 0x20)))
     seed("edge-udmabuf-flags", brk_msg(BRK_UDMABUF, struct.pack("<II", 1, 0)), 1)
     # replies as the client checks them (an input of a reply's size)
@@ -302,11 +305,138 @@ def broker_seeds():
                                     b"broker.conf allows it"))
 
 
+class Session:
+    """A program for fuzz-broker-session.c, in the order the harness
+    reads it: an op byte (client * 16 + what), the bytes that op reads,
+    then those the fake operations read for their outcome (1: success)
+    while the broker serves or the jobs run."""
+    CONNECT, SEND, RUN, READ, DROP_HELD, HANG_UP, DEAD, SETTLE = 0, 2, 6, 8, 9, 10, 11, 12
+    UIDS = {1000: 0, 1001: 1, 1002: 2, 1003: 3, 0: 4}
+
+    def __init__(self):
+        self.b = bytearray()
+
+    def u8(self, *v):
+        self.b += bytes(v)
+        return self
+
+    def op(self, client, what):
+        return self.u8(client * 16 + what)
+
+    def connect(self, client, uid, refused=False):
+        return self.op(client, self.CONNECT).u8(0, self.UIDS[uid], 0 if refused else 1)
+
+    @staticmethod
+    def flow(port, queue=0):
+        # AF_INET (not a raw family), no flags, 5000 + port % 16, whole
+        # mask, queue
+        return bytes([1, 1, 1, 1, port - 5000, 1, queue])
+
+    def send(self, client, body, fds=()):
+        """body: the type byte and its fields; fds: (kind, size) each,
+        kind 0 a sealed memfd of 4096 * (1 + size) bytes, 1 unsealed,
+        2 the client's socket, 3 a pipe."""
+        self.op(client, self.SEND).u8(len(fds), 1, 0)
+        self.b += body
+        for kind, size in fds:
+            self.u8(kind)
+            if kind < 2:
+                self.u8(size)
+        return self
+
+    @staticmethod
+    def open(flags, ifidx, nqueues, flows=()):
+        b = bytes([0, flags, 1, ifidx, 0, nqueues, len(flows)])
+        for f in flows:
+            b += f
+        return b
+
+    @staticmethod
+    def close(handle):
+        return bytes([1, handle])
+
+    @classmethod
+    def add_flow(cls, handle, port):
+        return bytes([2, handle]) + cls.flow(port)
+
+    @staticmethod
+    def remove_flow(handle, flow):
+        return bytes([3, handle, flow])
+
+    @staticmethod
+    def bind_rx(ifidx, qbytes):
+        return bytes([4, ifidx, 0, len(qbytes) - 1]) + bytes(qbytes)
+
+    @staticmethod
+    def bind_tx(ifidx):
+        return bytes([5, ifidx, 0])
+
+    UDMABUF = bytes([6])
+
+    @staticmethod
+    def policy(ifidx):
+        return bytes([7, ifidx])
+
+    def raw(self, client, msg, nfds=0):
+        self.op(client, self.SEND).u8(nfds, 0)
+        self.b += struct.pack("<H", len(msg)) + msg
+        for _ in range(nfds):
+            self.u8(1, 0)
+        return self
+
+
+def session_seeds():
+    """Programs for the broker's session: a user the policy names sets up
+    with a buffer, binds, has udmabufs made and closes (its handle lingers
+    while the binding lives); a user no rule names sends fds; the quota of
+    udmabufs; an open without a buffer with flows; malformed requests."""
+    def seed(name, prog):
+        write("broker-session", name, bytes(prog.b))
+
+    S = Session
+    p = S().connect(0, 1000)
+    p.send(0, S.open(4, 0, 1, [S.flow(5003)]), [(0, 3)]).op(0, S.RUN).u8(1).op(0, S.READ)
+    p.send(0, S.bind_rx(0, [0]), [(0, 2)]).op(0, S.RUN).u8(1).op(0, S.READ)
+    p.send(0, S.UDMABUF, [(0, 3)]).op(0, S.RUN).u8(1, 1).op(0, S.READ)
+    p.send(0, S.bind_tx(0), [(0, 1)]).op(0, S.RUN).u8(1).op(0, S.READ)
+    p.send(0, S.close(1)).op(0, S.READ).op(0, S.DROP_HELD).u8(0).op(0, S.SETTLE).u8(1)
+    p.op(0, S.HANG_UP).u8(1)
+    seed("set-up-and-linger", p)
+
+    p = S().connect(1, 0).send(1, S.bind_rx(0, [0]), [(3, 0)]).op(1, S.RUN).op(1, S.READ)
+    p.send(1, S.UDMABUF, [(2, 0)]).op(1, S.RUN).op(1, S.READ)
+    p.send(1, S.policy(0)).op(1, S.READ)
+    seed("unnamed-fds", p)
+
+    p = S().connect(2, 1000)
+    for _ in range(2):
+        p.send(2, S.UDMABUF, [(0, 15)]).op(2, S.RUN).u8(1, 1).op(2, S.READ)
+    # the third is over udmabuf-total: refused before it is made
+    p.send(2, S.UDMABUF, [(0, 15)]).op(2, S.RUN).u8(1).op(2, S.READ)
+    p.op(2, S.DROP_HELD).u8(0)
+    p.send(2, S.UDMABUF, [(0, 15)]).op(2, S.RUN).u8(1, 1).op(2, S.READ)
+    seed("udmabuf-quota", p)
+
+    p = S().connect(3, 1001).send(3, S.open(0, 1, 1, [S.flow(5006)])).u8(1).op(3, S.READ)
+    p.send(3, S.add_flow(1, 5005)).u8(1, 3).op(3, S.READ)
+    p.send(3, S.add_flow(1, 5012)).op(3, S.READ)
+    p.send(3, S.remove_flow(1, 0)).u8(1).op(3, S.READ)
+    p.send(3, S.close(1)).u8(1, 1).op(3, S.READ)
+    p.send(3, S.open(0, 2, 3)).op(3, S.READ)
+    seed("open-flows", p)
+
+    p = S().connect(4, 1002).raw(4, b"abcd").op(4, S.READ)
+    p.connect(5, 1003, refused=True).send(5, S.policy(2)).op(5, S.READ)
+    p.connect(0, 1003).send(0, S.open(0, 2, 1), [(0, 0)]).op(0, S.READ)
+    p.op(0, S.DEAD).send(0, S.policy(2)).op(0, S.READ)
+    seed("refused", p)
+
+
 POLICY = """# devmemtcp-broker policy
 allow group ml interface eth1 queues 2 ports 5201-5299 udmabuf 256M tx
 allow user loader interface eth1,eth2 queues 8 ports 6000-6999,7000
 \tallow   uid 1001\tinterface * ports any udmabuf 1G
-allow gid 100 interface eth3 udmabuf 65536
+allow gid 100 interface eth3 udmabuf 65536 udmabuf-total 1M
 allow everyone interface eth1 queues 1 ports 5201
 
 """
@@ -339,6 +469,8 @@ def policy_seeds():
              ",".join(str(i) for i in range(1, 18)) + "\n"),
             ("edge-queues", "allow everyone interface eth1 queues 65\n"),
             ("edge-size", "allow everyone interface eth1 udmabuf 1025G\n"),
+            ("edge-total-less", "allow everyone interface eth1 udmabuf 2M udmabuf-total 1M\n"),
+            ("edge-total-alone", "allow everyone interface eth1 udmabuf-total 1M\n"),
             ("edge-deny", "deny everyone interface eth1\n"),
             ("edge-crlf", "allow everyone interface eth1\r\n"),
             ("edge-comment", "allow everyone interface eth1 # comment\n")]:
@@ -467,6 +599,7 @@ def main():
     broker_seeds()
     policy_seeds()
     nccl_seeds()
+    session_seeds()
     return 0
 
 

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <sched.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -26,7 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <netinet/in.h>
+#include <net/if.h>
+#include <limits.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -66,7 +71,8 @@ static int setup(void **state)
 		return -1;
 	fprintf(f, "# host-broker\n"
 		   "allow uid 65534 interface va queues 1 ports 5201-5210,6000 udmabuf 64M tx\n"
-		   "allow uid 65533 interface vb queues 2 ports any\n");
+		   "allow uid 65533 interface vb queues 2 ports any\n"
+		   "allow uid 65531 interface vb udmabuf 1M\n");
 	fclose(f);
 	return chmod(conf, 0644);
 }
@@ -131,12 +137,19 @@ static void reap_leftover(void)
 	broker_pid = 0;
 }
 
-/* A broker with idle_s as --idle-exit; its pid.  Waits until it answers. */
-static pid_t start_broker(int idle_s)
+/* How a broker is started: extra environment ("NAME=VALUE", NULL-ended)
+ * and its RLIMIT_NOFILE (0: as this process's). */
+struct broker_env {
+	const char *const *env;
+	rlim_t nofile;
+	const char *conf;	/* NULL: the test's */
+};
+
+/* A broker with idle_s as --idle-exit; its pid, at once. */
+static pid_t spawn_broker(int idle_s, const struct broker_env *be)
 {
 	char idle[16];
 	pid_t pid;
-	int fd = -1;
 
 	reap_leftover();
 	snprintf(idle, sizeof(idle), "%d", idle_s);
@@ -151,19 +164,45 @@ static pid_t start_broker(int idle_s)
 		if (log < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0 ||
 		    prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() == 1)
 			_exit(126);
-		execl(BROKER, BROKER, "--config", conf, "--socket", sock, "--idle-exit", idle,
-		      (char *)NULL);
+		for (const char *const *e = be ? be->env : NULL; e && *e; e++)
+			putenv((char *)*e);
+		if (be && be->nofile &&
+		    setrlimit(RLIMIT_NOFILE, &(struct rlimit){ be->nofile, be->nofile }))
+			_exit(125);
+		execl(BROKER, BROKER, "--config", be && be->conf ? be->conf : conf, "--socket", sock,
+		      "--idle-exit", idle, (char *)NULL);
 		_exit(127);
 	}
+	broker_pid = pid;
+	return pid;
+}
+
+/* Until the broker answers a connection (5 s at most). */
+static void wait_broker(void)
+{
+	int fd = -1;
+
 	for (int i = 0; i < 500 && fd < 0; i++) {
 		fd = raw_connect();
 		if (fd < 0)
 			usleep(10000);
 	}
-	broker_pid = pid;
 	assert_true(fd >= 0);
 	close(fd);
+}
+
+/* A broker with idle_s as --idle-exit; its pid.  Waits until it answers. */
+static pid_t start_broker_with(int idle_s, const struct broker_env *be)
+{
+	pid_t pid = spawn_broker(idle_s, be);
+
+	wait_broker();
 	return pid;
+}
+
+static pid_t start_broker(int idle_s)
+{
+	return start_broker_with(idle_s, NULL);
 }
 
 static void stop_broker(pid_t pid)
@@ -174,6 +213,11 @@ static void stop_broker(pid_t pid)
 		broker_pid = 0;
 	assert_int_equal(kill(pid, SIGTERM), 0);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		/* what it said: a sanitizer's report, a crash */
+		t_note("the broker ended with status 0x%x; its log:", st);
+		t_run("tail -40 %s >&2", logpath);
+	}
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
@@ -269,6 +313,8 @@ static size_t req(void *buf, unsigned int type, const void *body, size_t n)
 struct answer {
 	int ret;
 	char msg[1024];
+	char msg2[1024];
+	ssize_t after;		/* what came after the reply (0: EOF) */
 	struct devmemtcp_probe probe;
 };
 
@@ -310,6 +356,212 @@ static void keep(struct answer *a, struct devmemtcp_ctx *c, int ret)
 
 /* ---- tests ---------------------------------------------------------------- */
 
+/* ---- descriptors whose close sleeps -------------------------------------- */
+
+/* A TCP socket over loopback whose close sleeps until its peer reads:
+ * SO_LINGER {1, INT_MAX}, data it could not send yet (the peer's window
+ * is full), so the FIN waits behind it.  *peer: the other end, which
+ * never reads; closing it resets the connection and ends the wait. */
+static int lingering_socket(int *peer)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct linger lg = { 1, INT_MAX };
+	socklen_t len = sizeof(a);
+	static char junk[65536];
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), s, small = 4096;
+	ssize_t n, sent = 0;
+
+	assert_true(l >= 0);
+	assert_int_equal(setsockopt(l, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &len), 0);
+	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(s >= 0);
+	assert_int_equal(setsockopt(s, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	assert_int_equal(connect(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	*peer = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(*peer >= 0);
+	close(l);
+	while ((n = send(s, junk, sizeof(junk), MSG_DONTWAIT)) > 0)
+		sent += n;
+	assert_true(sent > 0 && errno == EAGAIN);
+	assert_int_equal(setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	return s;
+}
+
+/* Send len bytes of msg with fd (-1: none) on conn and wait at most ms
+ * for the reply: its length (0: none came in time); *secs the time it
+ * took. */
+static ssize_t timed_call(int conn, const void *msg, size_t len, int fd, int ms,
+			  struct dmt_brk_reply *r, double *secs)
+{
+	struct pollfd pfd = { .fd = conn, .events = POLLIN };
+	double t0 = t_now();
+	ssize_t n = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (dmt_brk_send(conn, msg, len, &fd, fd >= 0, 0))
+		return -1;
+	if (poll(&pfd, 1, ms) == 1)
+		n = recv(conn, r, sizeof(*r), MSG_DONTWAIT);
+	*secs = t_now() - t0;
+	return n;
+}
+
+/* This process (root, whom no rule names) sends the lingering socket fd
+ * with a bind-rx request on a connection of its own and closes its copy,
+ * the broker holding off meanwhile (a test hook: it reads no request
+ * while the file hold exists), so that the broker holds the last
+ * reference; the connection, after the reply (refused) came.  (Stopping
+ * the broker would not do: a stop signal ends the sleep of a close that
+ * lingers.) */
+static int send_lingering(const char *hold, int fd)
+{
+	struct {
+		struct dmt_brk_hdr h;
+		struct dmt_brk_bind b;
+		uint32_t q;
+	} m = { .b = { .ifindex = if_nametoindex("va"), .nqueues = 1 } };
+	struct pollfd pfd;
+	struct dmt_brk_reply r;
+	int conn = raw_connect();
+
+	assert_true(conn >= 0);
+	dmt_brk_hdr_init(&m.h, DMT_BRK_BIND_RX, sizeof(m.b) + sizeof(m.q), 7);
+	close(open(hold, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+	assert_int_equal(dmt_brk_send(conn, &m, sizeof(m), &fd, 1, 0), 0);
+	close(fd);
+	assert_int_equal(unlink(hold), 0);
+	pfd = (struct pollfd){ .fd = conn, .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 2000), 1);
+	assert_int_equal(recv(conn, &r, sizeof(r), 0), sizeof(r));
+	assert_int_equal(r.err, -EACCES);
+	assert_non_null(strstr(r.msg, "may not use va: no rule of "));
+	return conn;
+}
+
+/* What uid 65534 (whom a rule names) asks while the broker holds
+ * lingering sockets: each reply and how long it took, as
+ * "secs errno message\n". */
+static void permitted_calls(struct answer *a, struct devmemtcp_ctx *c, const void *arg)
+{
+	struct {
+		struct dmt_brk_hdr h;
+		union {
+			struct dmt_brk_policy p;
+			struct {
+				struct dmt_brk_bind b;
+				uint32_t q;
+			} bind;
+			struct dmt_brk_udmabuf u;
+		};
+	} m;
+	struct dmt_brk_reply r;
+	int conn, mfd = memfd_create("x", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	size_t n = 0;
+	double secs;
+
+	if (mfd < 0 || ftruncate(mfd, 1 << 20))
+		_exit(5);
+	/* the policy (answered by the broker's loop) */
+	memset(&m, 0, sizeof(m));
+	snprintf(m.p.ifname, sizeof(m.p.ifname), "va");
+	dmt_brk_hdr_init(&m.h, DMT_BRK_POLICY, sizeof(m.p), 1);
+	conn = raw_connect();
+	if (timed_call(conn, &m, sizeof(m.h) + sizeof(m.p), -1, 2000, &r, &secs) != sizeof(r))
+		r.err = 1;
+	n += (size_t)snprintf(a->msg + n, sizeof(a->msg) - n, "%.3f %d allowed %u\n", secs,
+			      r.err, r.u.policy.allowed);
+	close(conn);
+	/* a bind-rx with a buffer, refused (its fd dropped by a helper) */
+	memset(&m, 0, sizeof(m));
+	m.bind.b.ifindex = if_nametoindex("va");
+	m.bind.b.nqueues = 1;
+	dmt_brk_hdr_init(&m.h, DMT_BRK_BIND_RX, sizeof(m.bind), 2);
+	conn = raw_connect();
+	if (timed_call(conn, &m, sizeof(m.h) + sizeof(m.bind), mfd, 2000, &r, &secs) !=
+	    sizeof(r))
+		r.err = 1;
+	n += (size_t)snprintf(a->msg + n, sizeof(a->msg) - n, "%.3f %d %s\n", secs, r.err,
+			      r.msg);
+	close(conn);
+	/* a udmabuf, whose memfd a helper looks at */
+	memset(&m, 0, sizeof(m));
+	dmt_brk_hdr_init(&m.h, DMT_BRK_UDMABUF, sizeof(m.u), 3);
+	conn = raw_connect();
+	if (timed_call(conn, &m, sizeof(m.h) + sizeof(m.u), mfd, 2000, &r, &secs) != sizeof(r))
+		r.err = 1;
+	n += (size_t)snprintf(a->msg + n, sizeof(a->msg) - n, "%.3f %d %s\n", secs, r.err,
+			      r.msg);
+	close(conn);
+	close(mfd);
+}
+
+/* Descriptors whose close sleeps (a TCP socket that lingers) sent by a
+ * user whom no rule names: refused, and the broker goes on answering a
+ * permitted user at once; that user's further requests wait while two
+ * of its descriptors are still being dropped (the per-user bound on work
+ * in flight), and are answered once they are. */
+static void test_lingering_fds(void **state)
+{
+	struct dmt_brk_policy p = { .ifname = "va" };
+	char hold[160], env[200];
+	const char *envs[] = { env, NULL };
+	struct broker_env be = { envs, 0 };
+	uint64_t m[8];
+	int peer[2], conn[2], third;
+	struct dmt_brk_reply r;
+	struct answer a;
+	char *line, *save;
+	double secs;
+	pid_t pid;
+	size_t n;
+
+	snprintf(hold, sizeof(hold), "%s/hold", dir);
+	snprintf(env, sizeof(env), "DEVMEMTCP_TEST_BROKER_HOLD=%s", hold);
+	pid = start_broker_with(0, &be);
+	conn[0] = send_lingering(hold, lingering_socket(&peer[0]));
+	as_uid(65534, permitted_calls, NULL, &a);
+	t_note("uid 65534 while the broker drops one lingering socket (s errno message):\n%s", a.msg);
+	line = strtok_r(a.msg, "\n", &save);
+	assert_non_null(line);
+	assert_true(sscanf(line, "%lf", &secs) == 1 && secs < 1.0);
+	assert_string_equal(strchr(line, ' ') + 1, "0 allowed 1");
+	line = strtok_r(NULL, "\n", &save);
+	assert_non_null(line);
+	assert_true(sscanf(line, "%lf", &secs) == 1 && secs < 1.0);
+	assert_string_equal(strchr(line, ' ') + 1,
+			    "-1 devmemtcp-broker: RX queue 0 of va is not a queue of this process's handles: set it up with devmemtcp_nic_open first");
+	line = strtok_r(NULL, "\n", &save);
+	assert_non_null(line);
+	assert_true(sscanf(line, "%lf", &secs) == 1 && secs < 1.0);
+	assert_string_equal(strchr(line, ' ') + 1,
+			    "-22 devmemtcp-broker: the memfd must be sealed with F_SEAL_SHRINK and F_SEAL_GROW, not F_SEAL_WRITE (seals 0x0)");
+
+	/* two of root's in flight: its next request waits */
+	conn[1] = send_lingering(hold, lingering_socket(&peer[1]));
+	third = raw_connect();
+	n = req(m, DMT_BRK_POLICY, &p, sizeof(p));
+	assert_int_equal(timed_call(third, m, n, -1, 500, &r, &secs), 0);
+	as_uid(65534, permitted_calls, NULL, &a);
+	assert_true(sscanf(a.msg, "%lf", &secs) == 1 && secs < 1.0);
+	/* the peers reset their connections: the closes end */
+	close(peer[0]);
+	close(peer[1]);
+	{
+		struct pollfd pfd = { .fd = third, .events = POLLIN };
+
+		assert_int_equal(poll(&pfd, 1, 2000), 1);
+	}
+	assert_int_equal(recv(third, &r, sizeof(r), 0), sizeof(r));
+	assert_int_equal(r.err, 0);
+	close(third);
+	close(conn[0]);
+	close(conn[1]);
+	stop_broker(pid);
+}
+
 /* A parse error refuses to start, naming the file and the line; --check
  * prints the canonical rules. */
 static void test_config(void **state)
@@ -326,7 +578,7 @@ static void test_config(void **state)
 	snprintf(cmd, sizeof(cmd), "%s --check --config %s 2>&1", BROKER, bad);
 	assert_int_equal(t_capture(out, sizeof(out), cmd), 1);
 	snprintf(want, sizeof(want),
-		 "devmemtcp-broker: %s:4: unknown word \"interfaces\" (interface, queues, ports, udmabuf, tx)\n",
+		 "devmemtcp-broker: %s:4: unknown word \"interfaces\" (interface, queues, ports, udmabuf, udmabuf-total, tx)\n",
 		 bad);
 	assert_string_equal(out, want);
 	/* a starting broker refuses it the same way */
@@ -342,7 +594,8 @@ static void test_config(void **state)
 	assert_int_equal(t_capture(out, sizeof(out), cmd), 0);
 	assert_string_equal(out,
 			    "allow uid 65534 interface va queues 1 ports 5201-5210,6000 udmabuf 64M tx\n"
-			    "allow uid 65533 interface vb queues 2 ports any\n");
+			    "allow uid 65533 interface vb queues 2 ports any\n"
+			    "allow uid 65531 interface vb queues 1 udmabuf 1M\n");
 }
 
 /* Idle: no client connected and nothing held for --idle-exit seconds. */
@@ -373,6 +626,155 @@ static void test_idle_exit(void **state)
 	assert_true(t >= 0.9 && t < 4);
 }
 
+/* The socket is made 0666 (anyone may connect: the policy decides)
+ * without a chmod of its path: a path swapped for a symbolic link right
+ * after bind (a test hook holds the broker there) leaves the file the
+ * link points to as it was. */
+static void test_socket_mode(void **state)
+{
+	char fifo[160], victim[160], link[160], env[200];
+	const char *envs[] = { env, NULL };
+	struct broker_env be = { envs, 0 };
+	struct stat st, bound;
+	pid_t pid;
+	int fd;
+
+	snprintf(fifo, sizeof(fifo), "%s/bound.fifo", dir);
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	snprintf(env, sizeof(env), "DEVMEMTCP_TEST_BROKER_BOUND_FIFO=%s", fifo);
+	unlink(fifo);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	fd = open(victim, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(chmod(victim, 0600), 0);
+	pid = spawn_broker(0, &be);
+	/* opens once the broker, bound, waits in the hook */
+	fd = open(fifo, O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(lstat(sock, &bound), 0);
+	assert_int_equal(symlink(victim, link), 0);
+	assert_int_equal(rename(link, sock), 0);
+	assert_int_equal(write(fd, "x", 1), 1);
+	close(fd);
+	/* SIGTERM is read in the loop, after the socket is set up */
+	stop_broker(pid);
+	assert_int_equal(stat(victim, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_true(S_ISSOCK(bound.st_mode));
+	assert_int_equal(bound.st_mode & 07777, 0666);
+	unlink(victim);
+	unlink(fifo);
+}
+
+/* CPU time (user and system) of process pid so far, in seconds. */
+static double cpu_of(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut = 0, st = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	assert_non_null(p);
+	/* fields 14 and 15, counted from the state (field 3) */
+	assert_int_equal(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+				&ut, &st), 2);
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* A policy request on fd: whether it was answered (err 0) within ms. */
+static bool policy_answered(int fd, int ms)
+{
+	uint64_t m[8];
+	struct dmt_brk_policy p = { .ifname = "va" };
+	struct dmt_brk_reply r;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	size_t n = req(m, DMT_BRK_POLICY, &p, sizeof(p));
+
+	if (send(fd, m, n, MSG_NOSIGNAL) != (ssize_t)n)
+		return false;
+	if (poll(&pfd, 1, ms) != 1)
+		return false;
+	return recv(fd, &r, sizeof(r), 0) == sizeof(r) && r.err == 0;
+}
+
+/* Out of descriptors (RLIMIT_NOFILE, here lowered for it), the broker
+ * stops accepting for a while instead of polling the listening socket
+ * over and over: it uses next to no CPU while connections wait, serves
+ * the clients it has (keeping descriptors for that), and takes the
+ * waiting ones once descriptors are free again. */
+static void test_out_of_fds(void **state)
+{
+	struct broker_env be = { NULL, 32 };
+	int fds[40], answered[40], nans = 0, waiting = -1;
+	double cpu0, cpu1, t0;
+	pid_t pid = start_broker_with(0, &be);
+
+	for (int i = 0; i < 40; i++) {
+		fds[i] = raw_connect();
+		assert_true(fds[i] >= 0);
+	}
+	usleep(300 * 1000);
+	cpu0 = cpu_of(pid);
+	usleep(1500 * 1000);
+	cpu1 = cpu_of(pid);
+	t_note("broker CPU time over 1.5 s with 40 connections and RLIMIT_NOFILE 32: %.3f s",
+	       cpu1 - cpu0);
+	assert_true(cpu1 - cpu0 < 0.15);
+	/* taken in the order they came: after the first that waits, all do */
+	for (int i = 0; i < 40 && waiting < 0; i++) {
+		if (policy_answered(fds[i], 200))
+			answered[nans++] = fds[i];
+		else
+			waiting = fds[i];
+	}
+	t_note("%d of 40 connections served", nans);
+	assert_true(nans >= 1 && nans < 40 && waiting >= 0);
+	/* the clients it has are served */
+	t0 = t_now();
+	assert_true(policy_answered(answered[0], 1000));
+	assert_true(t_now() - t0 < 1.0);
+	/* descriptors free again: a connection that waited is taken */
+	for (int i = 0; i < nans; i++)
+		close(answered[i]);
+	t0 = t_now();
+	assert_true(policy_answered(waiting, 2000));
+	t_note("a waiting connection served %.3f s after descriptors were freed",
+	       t_now() - t0);
+	for (int i = 0; i < 40; i++) {
+		bool was = false;
+
+		for (int k = 0; k < nans; k++)
+			was |= answered[k] == fds[i];
+		if (!was)
+			close(fds[i]);
+	}
+	stop_broker(pid);
+}
+
+/* A udmabuf request with two fds: the reply, then what came after it. */
+static void two_fds(struct answer *a, struct devmemtcp_ctx *c, const void *arg)
+{
+	uint64_t m[8];
+	struct dmt_brk_reply r;
+	int mfd = memfd_create("x", MFD_CLOEXEC), two[2] = { mfd, mfd }, fd = raw_connect();
+	size_t n = req(m, DMT_BRK_UDMABUF, &(struct dmt_brk_udmabuf){ 0 },
+		       sizeof(struct dmt_brk_udmabuf));
+
+	a->ret = raw_call(fd, m, n, two, 2, &r, NULL) == sizeof(r) ? r.err : 1;
+	snprintf(a->msg, sizeof(a->msg), "%s", r.msg);
+	a->after = recv(fd, &r, sizeof(r), 0);
+}
+
 /* Malformed and oversized requests: the reason, then the connection
  * closes; the broker goes on, with no fd more than before. */
 static void test_malformed(void **state)
@@ -384,8 +786,9 @@ static void test_malformed(void **state)
 	struct dmt_brk_flow w = { .family = 3 };
 	struct dmt_brk_hdr *h = (struct dmt_brk_hdr *)m;
 	pid_t pid = start_broker(0);
-	int fds0, fd, mfd = memfd_create("x", MFD_CLOEXEC), two[2];
+	int fds0, fd, mfd = memfd_create("x", MFD_CLOEXEC);
 	struct dmt_brk_reply r;
+	struct answer a;
 	size_t n;
 
 	/* counted once the connection start_broker() tried with is gone */
@@ -456,15 +859,16 @@ static void test_malformed(void **state)
 	n = req(m, DMT_BRK_POLICY, &p, sizeof(p));
 	fd = raw_connect();
 	expect_refused_and_closed(fd, m, n, &mfd, 1, -EINVAL,
-				  "devmemtcp-broker refused a malformed request: 1 file descriptors came with it, not 0");
+				  "devmemtcp-broker refused a malformed request: file descriptors came with a policy request, which takes none");
 	close(fd);
 
-	n = req(m, DMT_BRK_UDMABUF, &(struct dmt_brk_udmabuf){ 0 }, sizeof(struct dmt_brk_udmabuf));
-	two[0] = two[1] = mfd;
-	fd = raw_connect();
-	expect_refused_and_closed(fd, m, n, two, 2, -EINVAL,
-				  "devmemtcp-broker refused a malformed request: 2 file descriptors came with it, not 1");
-	close(fd);
+	/* the fds a request carries are counted once a helper takes them:
+	 * for a request the policy allows */
+	as_uid(65534, two_fds, NULL, &a);
+	assert_int_equal(a.ret, -EINVAL);
+	assert_string_equal(a.msg,
+			    "devmemtcp-broker refused a malformed request: 2 file descriptors came with it, not 1");
+	assert_int_equal(a.after, 0);	/* EOF */
 
 	/* still there, as it was */
 	fd = raw_connect();
@@ -533,7 +937,8 @@ static void bind_on(struct answer *a, struct devmemtcp_ctx *c, const void *arg)
 }
 
 /* A queue no handle of the process owns is not its to bind; a user no
- * rule names binds nothing; bind-tx needs "tx" in the rule. */
+ * rule names binds nothing; bind-tx needs "tx" in the rule, and with it
+ * goes through. */
 static void test_bind_not_owned(void **state)
 {
 	pid_t pid = start_broker(0);
@@ -559,6 +964,12 @@ static void test_bind_not_owned(void **state)
 	ctxfix_expect_text(a.msg,
 			   "devmemtcp-broker: uid 65533 may not bind-tx on vb: the rule at %s:3 has no \"tx\"",
 			   conf);
+	/* with "tx" the policy lets it through: to the buffer's check (a
+	 * memfd stands in for the dma-buf here) */
+	as_uid(65534, bind_on, "tx:va", &a);
+	assert_int_equal(a.ret, -EBADF);
+	assert_string_equal(a.msg,
+			    "devmemtcp-broker: the fd sent is not a dma-buf (/memfd:devmemtcp-test (deleted))");
 	stop_broker(pid);
 }
 
@@ -678,6 +1089,26 @@ static void test_netns(void **state)
 	stop_broker(pid);
 }
 
+/* A client whose network namespace the broker cannot read (a test hook
+ * fails the read, as for another user's process without CAP_SYS_PTRACE)
+ * is refused: it may be in another namespace. */
+static void test_netns_unreadable(void **state)
+{
+	const char *envs[] = { "DEVMEMTCP_TEST_BROKER_NETNS_UNREADABLE=1", NULL };
+	struct broker_env be = { envs, 0 };
+	pid_t pid = start_broker_with(0, &be);
+	struct answer a;
+	long p = 0;
+
+	try_open(65534, &(struct open_try){ "va", "dst-port 5201", 1, 0 }, &a);
+	assert_int_equal(a.ret, -EACCES);
+	assert_int_equal(sscanf(a.msg, "devmemtcp-broker: cannot read the network namespace of pid %ld", &p), 1);
+	ctxfix_expect_text(a.msg,
+			   "devmemtcp-broker: cannot read the network namespace of pid %ld (%s): Permission denied: refused, since the broker sets up only for processes in its own namespace (it reads /proc/PID/ns/net, which needs CAP_SYS_PTRACE for other users' processes)",
+			   p, self_comm());
+	stop_broker(pid);
+}
+
 static void udmabuf_try(struct answer *a, struct devmemtcp_ctx *c, const void *arg)
 {
 	uint64_t m[8];
@@ -742,6 +1173,106 @@ static void test_udmabuf_checks(void **state)
 	ctxfix_expect_text(a.msg,
 			   "devmemtcp-broker: no rule of %s lets uid 65532 have udmabufs made (udmabuf SIZE, devmemtcp-broker.conf(5))",
 			   conf);
+	stop_broker(pid);
+}
+
+/* A udmabuf request on a connection of its own for a sealed, allocated
+ * memfd of size bytes: the reply's errno and message, the dma-buf in
+ * *dmabuf. */
+static int udmabuf_call(uint64_t size, int *dmabuf, char *msg, size_t len)
+{
+	uint64_t m[8];
+	struct dmt_brk_reply r;
+	int fd = raw_connect(), mfd = memfd_create("x", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	size_t n = req(m, DMT_BRK_UDMABUF, &(struct dmt_brk_udmabuf){ 0 },
+		       sizeof(struct dmt_brk_udmabuf));
+
+	*dmabuf = -1;
+	if (fd < 0 || mfd < 0 || ftruncate(mfd, (off_t)size) ||
+	    fallocate(mfd, 0, 0, (off_t)size) ||
+	    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) ||
+	    raw_call(fd, m, n, &mfd, 1, &r, dmabuf) != sizeof(r))
+		_exit(6);
+	close(mfd);
+	close(fd);
+	snprintf(msg, len, "%s", r.msg);
+	return r.err;
+}
+
+/* uid 65531 (udmabuf 1M): udmabufs through the broker, each on a
+ * connection of its own, while it holds them, then after it closed two:
+ * a line "errno message" each. */
+static void udmabuf_quota(struct answer *a, struct devmemtcp_ctx *c, const void *arg)
+{
+	int n = *(const int *)arg, fds[8], k = 0;
+	size_t off = 0;
+	char msg[1024];
+
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_UDMABUF, .size = 1 << 20);
+	struct devmemtcp_buf *buf = NULL;
+
+	for (int i = 0; i <= n; i++) {
+		int err = udmabuf_call(1 << 20, &fds[k], msg, sizeof(msg));
+
+		k += fds[k] >= 0;
+		off += (size_t)snprintf(a->msg + off, sizeof(a->msg) - off, "%d %s\n", err, msg);
+	}
+	/* as the library asks, where it cannot open /dev/udmabuf */
+	a->ret = devmemtcp_buf_new(c, &o, &buf);
+	snprintf(a->msg2, sizeof(a->msg2), "%s", devmemtcp_ctx_errmsg(c));
+	devmemtcp_buf_free(buf);
+	close(fds[0]);
+	close(fds[1]);
+	udmabuf_call(1 << 20, &fds[0], msg, sizeof(msg));
+	snprintf(a->msg + off, sizeof(a->msg) - off, "after closing two: %s\n",
+		 fds[0] >= 0 ? "made" : msg);
+}
+
+/* The udmabufs the broker makes count for their user, whatever the
+ * connection, while they live: at most udmabuf-total bytes at once (by
+ * default 4 times udmabuf), EDQUOT naming the keyword, and room again
+ * once they are closed.  (A test hook makes pipes stand in for them where
+ * no /dev/udmabuf is.) */
+static void test_udmabuf_quota(void **state)
+{
+	const char *envs[] = { "DEVMEMTCP_TEST_BROKER_FAKE_UDMABUF=1", NULL };
+	char conf2[160], want[1024];
+	struct broker_env be = { envs, 0, NULL };
+	struct answer a;
+	pid_t pid;
+	int n;
+	FILE *f;
+
+	pid = start_broker_with(0, &be);
+	n = 4;
+	as_uid(65531, udmabuf_quota, &n, &a);
+	t_note("uid 65531 with udmabuf 1M (default total):\n%s", a.msg);
+	snprintf(want, sizeof(want),
+		 "0 \n0 \n0 \n0 \n"
+		 "-122 devmemtcp-broker: uid 65531 has 4 udmabufs alive that the broker made, 4194304 bytes in all: 1048576 bytes more would pass the 4194304 it may have at once (udmabuf-total: by default 4 times udmabuf, of the rule at %s:4)\n"
+		 "after closing two: made\n", conf);
+	assert_string_equal(a.msg, want);
+	/* ERRORS devmemtcp_buf_new EDQUOT */
+	assert_int_equal(a.ret, -EDQUOT);
+	ctxfix_expect_text(a.msg2,
+			   "udmabuf: cannot open /dev/udmabuf (ENOENT) and devmemtcp-broker did not make the buffer: devmemtcp-broker: uid 65531 has 4 udmabufs alive that the broker made, 4194304 bytes in all: 1048576 bytes more would pass the 4194304 it may have at once (udmabuf-total: by default 4 times udmabuf, of the rule at %s:4)",
+			   conf);
+	stop_broker(pid);
+
+	snprintf(conf2, sizeof(conf2), "%s/quota.conf", dir);
+	f = fopen(conf2, "w");
+	assert_non_null(f);
+	fprintf(f, "allow uid 65531 interface vb udmabuf 1M udmabuf-total 2M\n");
+	fclose(f);
+	be.conf = conf2;
+	pid = start_broker_with(0, &be);
+	n = 2;
+	as_uid(65531, udmabuf_quota, &n, &a);
+	snprintf(want, sizeof(want),
+		 "0 \n0 \n"
+		 "-122 devmemtcp-broker: uid 65531 has 2 udmabufs alive that the broker made, 2097152 bytes in all: 1048576 bytes more would pass the 2097152 it may have at once (udmabuf-total of the rule at %s:1)\n"
+		 "after closing two: made\n", conf2);
+	assert_string_equal(a.msg, want);
 	stop_broker(pid);
 }
 
@@ -914,12 +1445,17 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_idle_exit),
+		cmocka_unit_test(test_socket_mode),
+		cmocka_unit_test(test_out_of_fds),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_other_ids),
 		cmocka_unit_test(test_bind_not_owned),
 		cmocka_unit_test(test_policy),
 		cmocka_unit_test(test_netns),
+		cmocka_unit_test(test_netns_unreadable),
 		cmocka_unit_test(test_udmabuf_checks),
+		cmocka_unit_test(test_udmabuf_quota),
+		cmocka_unit_test(test_lingering_fds),
 		cmocka_unit_test(test_probe),
 		cmocka_unit_test(test_transport),
 	};

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * test-broker IFACE rx|two|denied|kill|broker-kill|all: unprivileged
+ * test-broker IFACE rx|two|denied|kill|broker-kill|quota|all: unprivileged
  * receivers through devmemtcp-broker on the simulated NIC (dsim1).  The
  * test runs as root, starts brokers by hand (--idle-exit) with a policy of
  * its own, and forks clients that drop to uids without any capability
@@ -28,6 +28,9 @@
  *              (under another file name) and closes; once the client has
  *              exited, the next broker's start restores the NIC and
  *              removes every file of the setup.
+ * quota        uid 1004 (udmabuf 1M udmabuf-total 3M): three udmabufs made
+ *              by the broker, the fourth refused with EDQUOT naming
+ *              udmabuf-total, one more made once one is freed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -104,8 +108,9 @@ static int write_conf(void)
 	T_CHECK(f, "%s: %s", CONF, strerror(errno));
 	fprintf(f, "# test-broker\n"
 		   "allow uid 1001 interface %s queues 2 ports 5400-5409 udmabuf 64M tx\n"
-		   "allow uid 1002 interface %s queues 1 ports 5410-5419 udmabuf 64M\n",
-		ifname, ifname);
+		   "allow uid 1002 interface %s queues 1 ports 5410-5419 udmabuf 64M\n"
+		   "allow uid 1004 interface %s udmabuf 1M udmabuf-total 3M\n",
+		ifname, ifname, ifname);
 	fclose(f);
 	T_CHECK(chmod(CONF, 0644) == 0, "chmod %s", CONF);
 	setenv("DEVMEMTCP_BROKER_SOCKET", SOCK, 1);
@@ -793,6 +798,79 @@ static int test_denied(void)
 	return 0;
 }
 
+/* What uid 1004 saw of its udmabufs (made by the broker). */
+struct quota_seen {
+	int made;		/* before one was refused */
+	int refused;		/* its errno */
+	char msg[768];
+	int again;		/* after freeing one */
+	char again_msg[768];
+};
+
+static void quota_client(struct quota_seen *q)
+{
+	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = t_quiet);
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_UDMABUF, .size = 1 << 20);
+	struct devmemtcp_buf *bufs[4] = { NULL };
+	struct devmemtcp_ctx *c;
+	int ret = 0;
+
+	if (setgroups(0, NULL) || setresgid(1004, 1004, 1004) || setresuid(1004, 1004, 1004) ||
+	    devmemtcp_ctx_new(&co, &c))
+		_exit(9);
+	while (q->made < 4 && !(ret = devmemtcp_buf_new(c, &o, &bufs[q->made])))
+		q->made++;
+	q->refused = ret;
+	snprintf(q->msg, sizeof(q->msg), "%s", devmemtcp_ctx_errmsg(c));
+	if (q->made)
+		devmemtcp_buf_free(bufs[0]);
+	q->again = devmemtcp_buf_new(c, &o, &bufs[0]);
+	snprintf(q->again_msg, sizeof(q->again_msg), "%s", devmemtcp_ctx_errmsg(c));
+	_exit(0);
+}
+
+/* The udmabufs the broker makes count for their user while they live
+ * (fdinfo's count of the real dma-buf): three of 1 MiB with udmabuf-total
+ * 3M, the fourth refused with EDQUOT naming the keyword, and one more made
+ * once one of them is freed. */
+static int test_quota(void)
+{
+	struct quota_seen *q = mmap(NULL, sizeof(*q), PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	char want[768];
+	pid_t bpid, pid;
+	int st;
+
+	reset();
+	T_CHECK(q != MAP_FAILED, "mmap");
+	memset(q, 0, sizeof(*q));
+	if (access("/dev/udmabuf", F_OK)) {
+		printf("quota: SKIP: no /dev/udmabuf in this kernel\n");
+		return 0;
+	}
+	T_CHECK(chmod("/dev/udmabuf", 0600) == 0, "chmod /dev/udmabuf: %s", strerror(errno));
+	bpid = broker_start(0, 0);
+	T_CHECK(bpid > 0, "broker");
+	pid = fork();
+	T_CHECK(pid >= 0, "fork");
+	if (pid == 0)
+		quota_client(q);
+	T_CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		"uid 1004 exit status 0x%x", st);
+	snprintf(want, sizeof(want),
+		 "udmabuf: cannot open /dev/udmabuf (EACCES) and devmemtcp-broker did not make the buffer: devmemtcp-broker: uid 1004 has 3 udmabufs alive that the broker made, 3145728 bytes in all: 1048576 bytes more would pass the 3145728 it may have at once (udmabuf-total of the rule at %s:4)",
+		 CONF);
+	T_CHECK(q->made == 3 && q->refused == -EDQUOT, "uid 1004: %d made, then %d: %s", q->made,
+		q->refused, q->msg);
+	T_CHECK(!strcmp(q->msg, want), "message:\n  %s\nnot\n  %s", q->msg, want);
+	T_CHECK(q->again == 0, "after freeing one: %d: %s", q->again, q->again_msg);
+	T_TRY(broker_stop(bpid));
+	printf("quota: uid 1004 had 3 udmabufs of 1 MiB made, the fourth refused with EDQUOT (%s); one freed, the next made\n",
+	       q->msg);
+	munmap(q, sizeof(*q));
+	return 0;
+}
+
 static int test_kill(void)
 {
 	struct client_args a = { 1002, 5412, true };
@@ -898,12 +976,13 @@ int main(int argc, char **argv)
 		{ "denied", test_denied },
 		{ "kill", test_kill },
 		{ "broker-kill", test_broker_kill },
+		{ "quota", test_quota },
 	};
 	char self[2048];
 	int ret;
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: %s IFACE rx|two|denied|kill|broker-kill|all\n", argv[0]);
+		fprintf(stderr, "usage: %s IFACE rx|two|denied|kill|broker-kill|quota|all\n", argv[0]);
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);	/* children must not inherit a buffer */

@@ -19,6 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -29,8 +32,10 @@
 #include "nic.h"
 #include "nicops.h"
 
-#define SETTLE_MS 250		/* how often lingering handles are looked at */
+#define SETTLE_MS 250		/* how often lingering handles and udmabufs are looked at */
 #define MAX_IDLE_S 86400
+#define FD_RESERVE 8		/* descriptors kept free for the clients it has */
+#define ACCEPT_PAUSE_MS 100	/* out of descriptors: not accepting for so long */
 
 struct options {
 	const char *conf;
@@ -237,6 +242,30 @@ static int clear_path(const struct sockaddr_un *sa)
 	return unlink(sa->sun_path) ? -errno : 0;
 }
 
+#if DMT_TEST_HOOKS
+/* Tests: hold the start right after the socket has its name, until a
+ * byte comes through the FIFO $DEVMEMTCP_TEST_BROKER_BOUND_FIFO. */
+static void hook_bound(void)
+{
+	const char *fifo = dmt_hook_env("DEVMEMTCP_TEST_BROKER_BOUND_FIFO");
+	char c;
+	int fd;
+
+	if (!fifo || !*fifo)
+		return;
+	fd = open(fifo, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (read(fd, &c, 1) < 0)
+		c = 0;
+	close(fd);
+}
+#else
+static void hook_bound(void)
+{
+}
+#endif
+
 static int own_socket(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -255,9 +284,22 @@ static int own_socket(const char *path)
 					   : strerror(-ret));
 		return -1;
 	}
+	/* Anyone may connect (the policy decides): the socket's mode is set
+	 * on the socket itself before bind gives it a name, which takes it
+	 * minus the umask (cleared for the call: no thread runs yet).  No
+	 * chmod of the path, which a symbolic link swapped in after bind
+	 * would redirect. */
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    chmod(path, 0666) || listen(fd, 64)) {
+	ret = fd < 0 || fchmod(fd, 0666);
+	if (!ret) {
+		mode_t old = umask(0);
+
+		ret = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+		umask(old);
+	}
+	if (!ret)
+		hook_bound();
+	if (ret || listen(fd, 64)) {
 		fprintf(stderr, "devmemtcp-broker: listening on %s: %s\n", path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -304,18 +346,29 @@ static void proc_comm(pid_t pid, char *comm, size_t len)
 	fclose(f);
 }
 
-/* Another network namespace than ours (1), the same (0), unknown (-1:
+/* Another network namespace than ours (1), the same (0), unknown (-errno:
  * reading another user's ns link needs CAP_SYS_PTRACE). */
 static int other_netns(pid_t pid)
 {
 	char path[64], theirs[64] = "", ours[64] = "";
 	ssize_t a, b;
+	int err;
 
 	snprintf(path, sizeof(path), "/proc/%ld/ns/net", (long)pid);
 	a = readlink(path, theirs, sizeof(theirs) - 1);
+#if DMT_TEST_HOOKS
+	/* tests: as without CAP_SYS_PTRACE for another user's process */
+	if (dmt_hook_env("DEVMEMTCP_TEST_BROKER_NETNS_UNREADABLE")) {
+		a = -1;
+		errno = EACCES;
+	}
+#endif
+	err = a <= 0 ? (a < 0 ? errno : EIO) : 0;
 	b = readlink("/proc/self/ns/net", ours, sizeof(ours) - 1);
-	if (a <= 0 || b <= 0)
-		return -1;
+	if (!err && b <= 0)
+		err = b < 0 ? errno : EIO;
+	if (err)
+		return -err;
 	return strcmp(theirs, ours) != 0;
 }
 
@@ -343,10 +396,15 @@ static int peer_of(int fd, struct brk_peer *p)
 	struct ucred cr;
 	uint64_t again;
 	bool zombie;
+	int ns;
 
 	memset(p, 0, sizeof(*p));
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len))
-		return -errno;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len)) {
+		p->uid = UINT32_MAX;	/* nobody's: counted apart */
+		snprintf(p->comm, sizeof(p->comm), "?");
+		refuse(p, -EPROTO, "SO_PEERCRED: %s", strerror(errno));
+		return 0;
+	}
 	p->pid = cr.pid;
 	p->uid = cr.uid;
 	p->gid = cr.gid;
@@ -362,14 +420,30 @@ static int peer_of(int fd, struct brk_peer *p)
 		 dmt_proc_start(cr.pid, &again, &zombie) || again != p->start)
 		refuse(p, -ESRCH, "pid %ld is no longer the process of uid %u that connected",
 		       (long)cr.pid, cr.uid);
-	else if (other_netns(cr.pid) == 1)
+	else if ((ns = other_netns(cr.pid)) == 1)
 		refuse(p, -EXDEV,
 		       "pid %ld (%s) is in another network namespace than the broker: it sets up the interfaces of its own namespace (run a broker there)",
 		       (long)cr.pid, p->comm);
+	else if (ns < 0)	/* it may be in another: not known is not the same */
+		refuse(p, -EACCES,
+		       "cannot read the network namespace of pid %ld (%s): %s: refused, since the broker sets up only for processes in its own namespace (it reads /proc/PID/ns/net, which needs CAP_SYS_PTRACE for other users' processes)",
+		       (long)cr.pid, p->comm, strerror(-ns));
 	return 0;
 }
 
 /* ---- start and loop ---------------------------------------------------- */
+
+/* Descriptors: as many as the hard limit allows (poll(2), not select(2),
+ * so any number is fine); each client holds one, more while it sends. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
 
 /* What owners that died before this start left (and, after a broker that
  * was killed, the setups it was making): devmemtcp restore on every
@@ -427,29 +501,220 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Until when (now_s()) the listening socket is left alone: out of
+ * descriptors, accept would fail at once, and the socket stays readable,
+ * so polling it would spin.  A client that goes frees one: then sooner. */
+static double accept_paused_until;
+
+/* Room for one more client: descriptors are taken lowest first, so when
+ * the lowest free one is within FD_RESERVE of the limit, at most that
+ * many are left, kept for serving the clients the broker has (their
+ * /proc files, the descriptors their requests carry and get). */
+static bool fd_room(int lfd)
+{
+	struct rlimit rl;
+	int probe = fcntl(lfd, F_DUPFD_CLOEXEC, 0);
+	bool room = probe >= 0 && !getrlimit(RLIMIT_NOFILE, &rl) &&
+		    (rl.rlim_cur == RLIM_INFINITY || (rlim_t)probe + FD_RESERVE < rl.rlim_cur);
+
+	if (probe >= 0)
+		close(probe);
+	return room;
+}
+
+static void pause_accept(struct brk *b, int err)
+{
+	struct rlimit rl = { 0, 0 };
+
+	getrlimit(RLIMIT_NOFILE, &rl);
+	if (!accept_paused_until)
+		brk_log(b, DEVMEMTCP_LOG_WARN,
+			"%s (RLIMIT_NOFILE %llu): not accepting connections until clients go",
+			err ? strerror(err) : "almost out of file descriptors",
+			(unsigned long long)rl.rlim_cur);
+	accept_paused_until = now_s() + ACCEPT_PAUSE_MS / 1000.0;
+}
+
 static void accept_all(struct brk *b, int lfd)
 {
 	for (int i = 0; i < 16; i++) {
 		struct brk_peer peer;
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		int fd;
 
-		if (fd < 0)
+		if (!fd_room(lfd)) {
+			pause_accept(b, 0);
 			return;
-		if (peer_of(fd, &peer) || brk_accept(b, fd, &peer, NULL))
-			close(fd);
+		}
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
+				pause_accept(b, errno);
+			return;
+		}
+		accept_paused_until = 0;
+		peer_of(fd, &peer);
+		brk_accept(b, fd, &peer, NULL);	/* the session's, even refused */
 	}
 }
 
-/* One round: wait, then serve whatever is ready.  false: a signal. */
-static bool round_once(struct brk *b, int sfd, int lfd, int timeout_ms)
+/* ---- the helpers ------------------------------------------------------- */
+
+/* BRK_WORKERS threads that run the session's jobs (session.h): the loop
+ * hands over the jobs that may start (todo), a helper runs one and puts
+ * it on done, and the eventfd tells the loop, which finishes it. */
+struct pool {
+	pthread_mutex_t lock;
+	pthread_cond_t more;
+	struct brk_job *todo, **todo_tail;
+	struct brk_job *done;		/* last first */
+	int efd;
+	bool stop;
+	const struct brk *b;
+};
+
+static void *worker(void *arg)
 {
-	struct pollfd pfd[2 + BRK_MAX_CLIENTS];
-	struct brk_client *who[2 + BRK_MAX_CLIENTS];
-	nfds_t n = 2;
+	struct pool *p = arg;
+	uint64_t one = 1;
+
+	for (;;) {
+		struct brk_job *j;
+
+		pthread_mutex_lock(&p->lock);
+		while (!p->todo && !p->stop)
+			pthread_cond_wait(&p->more, &p->lock);
+		if (p->stop) {
+			pthread_mutex_unlock(&p->lock);
+			return NULL;
+		}
+		j = p->todo;
+		p->todo = j->next;
+		if (!p->todo)
+			p->todo_tail = &p->todo;
+		pthread_mutex_unlock(&p->lock);
+		brk_job_run(p->b, j);
+		pthread_mutex_lock(&p->lock);
+		j->next = p->done;
+		p->done = j;
+		pthread_mutex_unlock(&p->lock);
+		if (write(p->efd, &one, sizeof(one)) < 0)
+			continue;	/* the counter is full: the loop wakes anyway */
+	}
+}
+
+static int pool_start(struct pool *p, const struct brk *b)
+{
+	pthread_attr_t attr;
+	int n = 0;
+
+	memset(p, 0, sizeof(*p));
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->more, NULL);
+	p->todo_tail = &p->todo;
+	p->b = b;
+	p->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (p->efd < 0)
+		return -errno;
+	/* detached: one that sleeps in a close at exit is not waited for */
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	for (int i = 0; i < BRK_WORKERS; i++) {
+		pthread_t t;
+
+		n += !pthread_create(&t, &attr, worker, p);
+	}
+	pthread_attr_destroy(&attr);
+	return n ? 0 : -EAGAIN;
+}
+
+/* Hand the jobs that may start to the helpers. */
+static void pool_feed(struct pool *p, struct brk *b)
+{
+	struct brk_job *j;
+
+	while ((j = brk_job_next(b))) {
+		pthread_mutex_lock(&p->lock);
+		j->next = NULL;
+		*p->todo_tail = j;
+		p->todo_tail = &j->next;
+		pthread_cond_signal(&p->more);
+		pthread_mutex_unlock(&p->lock);
+	}
+}
+
+/* Finish the jobs the helpers are done with, in the order they ended. */
+static void pool_reap(struct pool *p, struct brk *b)
+{
+	struct brk_job *j, *fifo = NULL;
+	uint64_t v;
+
+	if (read(p->efd, &v, sizeof(v)) < 0)
+		v = 0;
+	pthread_mutex_lock(&p->lock);
+	j = p->done;
+	p->done = NULL;
+	pthread_mutex_unlock(&p->lock);
+	while (j) {
+		struct brk_job *next = j->next;
+
+		j->next = fifo;
+		fifo = j;
+		j = next;
+	}
+	while ((j = fifo)) {
+		fifo = j->next;
+		brk_job_done(b, j);
+	}
+}
+
+/* Exit: no more jobs are taken (those waiting stay on the list, their
+ * fds go with the process); the idle helpers end, one that sleeps in a
+ * close ends with the process. */
+static void pool_stop(struct pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	p->stop = true;
+	pthread_cond_broadcast(&p->more);
+	pthread_mutex_unlock(&p->lock);
+}
+
+#if DMT_TEST_HOOKS
+/* Tests: while the file $DEVMEMTCP_TEST_BROKER_HOLD exists, the loop
+ * reads no request (a client's descriptors in flight stay there until
+ * the test has done what it must first). */
+static void hook_hold(void)
+{
+	const char *path = dmt_hook_env("DEVMEMTCP_TEST_BROKER_HOLD");
+
+	while (path && *path && access(path, F_OK) == 0)
+		usleep(1000);
+}
+#else
+static void hook_hold(void)
+{
+}
+#endif
+
+/* One round: wait, then serve whatever is ready.  false: a signal. */
+static bool round_once(struct brk *b, struct pool *pool, int sfd, int lfd, int timeout_ms)
+{
+	struct pollfd pfd[3 + BRK_MAX_CLIENTS];
+	struct brk_client *who[3 + BRK_MAX_CLIENTS];
+	double paused = accept_paused_until - now_s();
+	nfds_t n = 3;
 
 	pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
-	pfd[1] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+	/* paused: not polled (a negative fd), looked at again after it */
+	pfd[1] = (struct pollfd){ .fd = paused > 0 ? -1 : lfd, .events = POLLIN };
+	pfd[2] = (struct pollfd){ .fd = pool->efd, .events = POLLIN };
+	if (paused > 0 && (timeout_ms < 0 || paused * 1000 + 1 < timeout_ms))
+		timeout_ms = (int)(paused * 1000) + 1;
+	/* a client whose request is under way, or whose uid has as much
+	 * under way as it may, is not read until that is done */
 	for (struct brk_client *c = b->clients; c && n < ARRAY_SIZE(pfd); c = c->next) {
+		if (!brk_readable(b, c))
+			continue;
 		who[n] = c;
 		pfd[n++] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
 	}
@@ -457,20 +722,27 @@ static bool round_once(struct brk *b, int sfd, int lfd, int timeout_ms)
 		return errno == EINTR;
 	if (pfd[0].revents)
 		return false;
-	for (nfds_t i = 2; i < n; i++) {
+	hook_hold();
+	for (nfds_t i = 3; i < n; i++) {
 		if (!pfd[i].revents)
 			continue;
-		if (!(pfd[i].revents & POLLIN) || brk_serve(b, who[i]) < 0)
+		if (!(pfd[i].revents & POLLIN) || brk_serve(b, who[i]) < 0) {
 			brk_drop(b, who[i]);
+			accept_paused_until = 0;	/* a descriptor is free */
+		}
 	}
-	if (pfd[1].revents & POLLIN)
+	if (pfd[2].revents & POLLIN)
+		pool_reap(pool, b);
+	if (pfd[1].revents & POLLIN || (paused > 0 && now_s() >= accept_paused_until))
 		accept_all(b, lfd);
+	pool_feed(pool, b);
 	return true;
 }
 
+/* Lingering handles and udmabufs made: looked at every SETTLE_MS. */
 static uint32_t lingering(const struct brk *b)
 {
-	uint32_t n = 0;
+	uint32_t n = b->nbufs;
 
 	for (const struct brk_handle *h = b->handles; h; h = h->next)
 		n += !h->client;
@@ -479,7 +751,7 @@ static uint32_t lingering(const struct brk *b)
 
 /* Until a signal, or idle_s seconds (0: never) with no client connected
  * and no handle held. */
-static void serve(struct brk *b, int sfd, int lfd, int idle_s)
+static void serve(struct brk *b, struct pool *pool, int sfd, int lfd, int idle_s)
 {
 	double idle_since = now_s(), settled = idle_since;
 
@@ -499,7 +771,7 @@ static void serve(struct brk *b, int sfd, int lfd, int idle_s)
 			timeout = timeout < 0 || left < timeout ? left : timeout;
 		}
 		busy = !brk_idle(b);
-		if (!round_once(b, sfd, lfd, timeout)) {
+		if (!round_once(b, pool, sfd, lfd, timeout)) {
 			brk_log(b, DEVMEMTCP_LOG_INFO, "signalled: exiting");
 			return;
 		}
@@ -513,12 +785,27 @@ static void serve(struct brk *b, int sfd, int lfd, int idle_s)
 	}
 }
 
+/* Exit: the requests helpers are carrying out (NIC changes) finish and
+ * are answered; nothing new starts. */
+static void drain(struct brk *b, struct pool *pool)
+{
+	while (b->recv_running) {
+		struct pollfd pfd = { .fd = pool->efd, .events = POLLIN };
+
+		if (poll(&pfd, 1, 1000) > 0)
+			pool_reap(pool, b);
+	}
+	pool_stop(pool);
+}
+
 int main(int argc, char **argv)
 {
 	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = lib_log);
 	struct devmemtcp_ctx *ctx = NULL;
 	struct brk_ops ops = brk_nic_ops;
 	struct dmt_policy policy;
+	/* static: the helpers use it until the process ends */
+	static struct pool pool;
 	struct options o;
 	sigset_t sigs;
 	int lfd, sfd, ret;
@@ -529,6 +816,7 @@ int main(int argc, char **argv)
 	if (ret)
 		return ret;
 	to_journal = secure_getenv("JOURNAL_STREAM") != NULL;
+	raise_nofile();
 	if (load_policy(o.conf, &policy))
 		return 1;
 	if (o.check) {
@@ -572,18 +860,26 @@ int main(int argc, char **argv)
 	recover_dead(ctx);
 	ops.log = log_line;
 	brk_init(&b, &ops, ctx, &policy, o.conf);
+	ret = pool_start(&pool, &b);
+	if (ret) {
+		fprintf(stderr, "devmemtcp-broker: its helper threads: %s\n", strerror(-ret));
+		ret = 1;
+		goto out;
+	}
 	b.log_level = o.verbose > 1 ? DEVMEMTCP_LOG_DEBUG : DEVMEMTCP_LOG_INFO;
 	brk_log(&b, DEVMEMTCP_LOG_INFO, "listening on %s with %zu rules from %s%s",
 		own ? o.socket : "the socket systemd passed", policy.n, o.conf,
 		o.idle_s ? "" : ", no idle exit");
-	serve(&b, sfd, lfd, o.idle_s);
+	serve(&b, &pool, sfd, lfd, o.idle_s);
+	drain(&b, &pool);
 	brk_fini(&b);
 	ret = 0;
 out:
 	if (sfd >= 0)
 		close(sfd);
-	if (lfd >= 0)
-		close(lfd);
+	/* the listening socket is not closed here: connections still in
+	 * its backlog may hold a client's fds, whose release at a close
+	 * could sleep; the exit releases them without lingering */
 	if (own && lfd >= 0)
 		unlink(o.socket);
 	devmemtcp_ctx_free(ctx);

@@ -4,14 +4,24 @@
  * brk_ops of session.h): the NIC layer with the client recorded as the
  * owner (dmt_nic_open_as), bind-rx and bind-tx whose netlink socket goes
  * to the client, UDMABUF_CREATE over the client's memfd, queue-get for
- * bindings still on a handle's queues.  Every fd a client sent is looked
- * at (/proc/self/fd, fstatfs, seals) before the kernel is asked to use it.
+ * bindings still on a handle's queues.
+ *
+ * The loop and the helper threads call these: the library's context is
+ * one (its last message, its query socket), so every call that uses it
+ * holds ctx_lock.  Every fd a client sent is looked at before the kernel
+ * is asked to use it, first in ways that cannot sleep whatever the file
+ * is (its /proc/self/fd link and fdinfo, F_GET_SEALS), and only once it
+ * is known to be a dma-buf or a memfd in ways that ask its file system
+ * (fstat, fstatfs), which for a FUSE file would wait on its daemon.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <net/if.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +34,8 @@
 #include "nic.h"
 #include "nicops.h"
 #include "uapi.h"
+
+static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct devmemtcp_ctx *ctx_of(struct brk *b)
 {
@@ -59,25 +71,47 @@ static void fd_kind(int fd, char *link, size_t len)
 	link[n > 0 ? n : 0] = '\0';
 }
 
-/* A client's dma-buf as a buffer of ours: a dma-buf it must be (never a
- * file whose stat could block), its size the file's. */
+/* The size of dma-buf fd from its fdinfo, which only a dma-buf has
+ * ("size:" with "exp_name:", the exporter), read without asking the file
+ * (fdinfo shows what the kernel holds): 0 when fd is not one. */
+static uint64_t dmabuf_size(int fd)
+{
+	char path[64], line[160];
+	unsigned long long size = 0;
+	bool exporter = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "exp_name:", 9))
+			exporter = true;
+		else if (sscanf(line, "size: %llu", &size) != 1 && !strchr(line, '\n'))
+			break;	/* a line longer than ours: not a dma-buf's */
+	}
+	fclose(f);
+	return exporter ? size : 0;
+}
+
+/* A client's dma-buf as a buffer of ours: a dma-buf it must be (its
+ * /proc/self/fd link and its fdinfo say so, which a FUSE file named
+ * "/dmabuf:..." cannot fake), its size the dma-buf's. */
 static int import_dmabuf(struct devmemtcp_ctx *ctx, int fd, struct devmemtcp_buf **buf,
 			 char *msg)
 {
 	char kind[128];
-	off_t size;
+	uint64_t size;
 	int ret;
 
 	fd_kind(fd, kind, sizeof(kind));
-	if (strncmp(kind, "/dmabuf:", 8))
+	size = strncmp(kind, "/dmabuf:", 8) ? 0 : dmabuf_size(fd);
+	if (!size)
 		return fail(msg, -EBADF, "devmemtcp-broker: the fd sent is not a dma-buf (%.60s)",
 			    kind[0] ? kind : "unknown");
-	size = lseek(fd, 0, SEEK_END);
-	if (size <= 0)
-		return fail(msg, -EINVAL, "devmemtcp-broker: the dma-buf sent has no size (%s)",
-			    size < 0 ? strerror(errno) : "0 bytes");
 	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_IMPORT,
-		       .flags = DEVMEMTCP_BUF_KEEP_FD, .fd = fd, .size = (uint64_t)size);
+		       .flags = DEVMEMTCP_BUF_KEEP_FD, .fd = fd, .size = size);
 	ret = devmemtcp_buf_new(ctx, &o, buf);
 	if (ret)
 		ctx_msg(ctx, msg);
@@ -127,34 +161,40 @@ static int op_open(struct brk *b, const char *ifname, const struct devmemtcp_nic
 	int ret;
 
 	*nl_fd = -1;
+	pthread_mutex_lock(&ctx_lock);
 	if (dmabuf >= 0) {
 		ret = import_dmabuf(ctx, dmabuf, &buf, msg);
 		if (ret)
-			return ret;
+			goto out;
 		o.buf = buf;
 	}
 	ret = dmt_nic_open_as(ctx, ifname, &o, pid, start, &nic);
 	devmemtcp_buf_free(buf);	/* the binding keeps its own reference */
 	if (ret) {
 		ctx_msg(ctx, msg);
-		return ret;
+		goto out;
 	}
 	open_reply(nic, r);
 	ret = hand_over(dmt_nic_take_binding(nic), nl_fd, &r->binding_id, msg);
 	if (ret) {
 		devmemtcp_nic_close(nic);
-		return ret;
+		goto out;
 	}
 	*nicp = nic;
-	return 0;
+out:
+	pthread_mutex_unlock(&ctx_lock);
+	return ret;
 }
 
 static int op_close(struct brk *b, void *nic, char *msg)
 {
-	int ret = devmemtcp_nic_close(nic);
+	int ret;
 
+	pthread_mutex_lock(&ctx_lock);
+	ret = devmemtcp_nic_close(nic);
 	if (ret)
 		ctx_msg(ctx_of(b), msg);
+	pthread_mutex_unlock(&ctx_lock);
 	return ret;
 }
 
@@ -165,19 +205,25 @@ static void op_forget(struct brk *b, void *nic)
 
 static int op_add_flow(struct brk *b, void *nic, const struct devmemtcp_flow *f, char *msg)
 {
-	int ret = devmemtcp_nic_add_flow(nic, f);
+	int ret;
 
+	pthread_mutex_lock(&ctx_lock);
+	ret = devmemtcp_nic_add_flow(nic, f);
 	if (ret < 0)
 		snprintf(msg, DMT_ERRMSG_MAX, "%s", devmemtcp_nic_errmsg(nic));
+	pthread_mutex_unlock(&ctx_lock);
 	return ret;
 }
 
 static int op_remove_flow(struct brk *b, void *nic, int id, char *msg)
 {
-	int ret = devmemtcp_nic_remove_flow(nic, id);
+	int ret;
 
+	pthread_mutex_lock(&ctx_lock);
+	ret = devmemtcp_nic_remove_flow(nic, id);
 	if (ret < 0)
 		snprintf(msg, DMT_ERRMSG_MAX, "%s", devmemtcp_nic_errmsg(nic));
+	pthread_mutex_unlock(&ctx_lock);
 	return ret;
 }
 
@@ -192,17 +238,20 @@ static int op_bind(struct brk *b, bool tx, int ifindex, const uint32_t *queues, 
 	int ret;
 
 	*nl_fd = -1;
+	pthread_mutex_lock(&ctx_lock);
 	ret = import_dmabuf(ctx, dmabuf, &buf, msg);
 	if (ret)
-		return ret;
+		goto out;
 	ret = tx ? devmemtcp_bind_tx(ctx, ifindex, buf, &bo, &bnd)
 		 : devmemtcp_bind_rx(ctx, ifindex, queues, n, buf, &bo, &bnd);
 	devmemtcp_buf_free(buf);
-	if (ret) {
+	if (ret)
 		ctx_msg(ctx, msg);
-		return ret;
-	}
-	return hand_over(bnd, nl_fd, id, msg);
+	else
+		ret = hand_over(bnd, nl_fd, id, msg);
+out:
+	pthread_mutex_unlock(&ctx_lock);
+	return ret;
 }
 
 /* The client's memfd, as UDMABUF_CREATE takes it and as the policy
@@ -215,13 +264,15 @@ static int memfd_ok(int memfd, uint64_t max, struct stat *st, char *msg)
 	char kind[128];
 	int seals;
 
+	/* F_GET_SEALS answers for shmem and hugetlbfs files only, and asks
+	 * no file system: after it, fstatfs and fstat cannot sleep */
 	fd_kind(memfd, kind, sizeof(kind));
-	if (strncmp(kind, "/memfd:", 7) || fstatfs(memfd, &sfs) ||
+	seals = fcntl(memfd, F_GET_SEALS);
+	if (seals < 0 || strncmp(kind, "/memfd:", 7) || fstatfs(memfd, &sfs) ||
 	    (sfs.f_type != TMPFS_MAGIC && sfs.f_type != HUGETLBFS_MAGIC) || fstat(memfd, st))
 		return fail(msg, -EBADF, "devmemtcp-broker: the fd sent for a udmabuf is not a memfd (%.60s)",
 			    kind[0] ? kind : "unknown");
-	seals = fcntl(memfd, F_GET_SEALS);
-	if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW) ||
+	if ((seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW) ||
 	    seals & F_SEAL_WRITE)
 		return fail(msg, -EINVAL,
 			    "devmemtcp-broker: the memfd must be sealed with F_SEAL_SHRINK and F_SEAL_GROW, not F_SEAL_WRITE (seals 0x%x)",
@@ -237,29 +288,98 @@ static int memfd_ok(int memfd, uint64_t max, struct stat *st, char *msg)
 	return 0;
 }
 
-static int op_udmabuf(struct brk *b, int memfd, uint64_t max, int *dmabuf, uint64_t *size,
+static int op_udmabuf_size(struct brk *b, int memfd, uint64_t max, uint64_t *size, char *msg)
+{
+	struct stat st;
+	int ret = memfd_ok(memfd, max, &st, msg);
+
+	if (!ret)
+		*size = (uint64_t)st.st_size;
+	return ret;
+}
+
+/*
+ * UDMABUF_CREATE by the broker: the udmabuf pins the memfd's pages for as
+ * long as it lives, and a page the memfd does not have yet is allocated
+ * by the ioctl, charged to the broker (its memory cgroup), not to the
+ * client.  memfd_ok found every page allocated, but the seals it accepts
+ * do not stop the client from punching holes (fallocate(PUNCH_HOLE) needs
+ * F_SEAL_WRITE or F_SEAL_FUTURE_WRITE to be refused, and the client must
+ * be able to write its buffer; UDMABUF_CREATE refuses both), so that
+ * check only catches a client that forgot to allocate: one racing it has
+ * the broker pay.  What bounds that is the session's count of the bytes
+ * of the udmabufs each user has alive (udmabuf-total), whoever paid for
+ * the pages.
+ */
+static int op_udmabuf(struct brk *b, int memfd, uint64_t size, int *dmabuf, int *keep,
 		      char *msg)
 {
 	struct dmt_udmabuf_create c = { .memfd = (uint32_t)memfd,
-					.flags = DMT_UDMABUF_FLAGS_CLOEXEC };
-	struct stat st;
-	int dev, ret = memfd_ok(memfd, max, &st, msg);
+					.flags = DMT_UDMABUF_FLAGS_CLOEXEC, .size = size };
+	int dev, ret;
 
-	if (ret)
-		return ret;
+	*dmabuf = *keep = -1;
+#if DMT_TEST_HOOKS
+	/* tests where no /dev/udmabuf is: a pipe stands in, the client's end
+	 * the write end, ours the read end (POLLHUP: the client's are gone) */
+	if (dmt_hook_env("DEVMEMTCP_TEST_BROKER_FAKE_UDMABUF")) {
+		int p[2];
+
+		if (pipe2(p, O_CLOEXEC))
+			return fail(msg, -errno, "devmemtcp-broker: a pipe: %s", strerror(errno));
+		*keep = p[0];
+		*dmabuf = p[1];
+		return 0;
+	}
+#endif
 	dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
 	if (dev < 0)
 		return fail(msg, -errno, "devmemtcp-broker: cannot open /dev/udmabuf: %s",
 			    strerror(errno));
-	c.size = (uint64_t)st.st_size;
 	*dmabuf = ioctl(dev, DMT_UDMABUF_CREATE, &c);
 	ret = *dmabuf < 0 ? -errno : 0;
 	close(dev);
 	if (ret)
 		return fail(msg, ret, "devmemtcp-broker: UDMABUF_CREATE of %llu bytes failed: %s",
 			    (unsigned long long)c.size, strerror(-ret));
-	*size = c.size;
+	*keep = fcntl(*dmabuf, F_DUPFD_CLOEXEC, 3);
+	if (*keep < 0) {
+		ret = -errno;
+		close(*dmabuf);
+		*dmabuf = -1;
+		return fail(msg, ret, "devmemtcp-broker: a copy of the udmabuf: %s", strerror(-ret));
+	}
 	return 0;
+}
+
+/* Anyone but the broker holds the dma-buf of keep: its fdinfo's count of
+ * references (the fds, the mappings, the bindings and messages in flight
+ * that hold it) is more than the broker's own. */
+static int op_buf_alive(struct brk *b, int keep)
+{
+	char path[64], line[128];
+	long count = -1;
+	struct stat st;
+	FILE *f;
+
+#if DMT_TEST_HOOKS
+	if (!fstat(keep, &st) && S_ISFIFO(st.st_mode)) {	/* the stand-in */
+		struct pollfd pfd = { .fd = keep, .events = POLLIN };
+
+		return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP) ? 0 : 1;
+	}
+#else
+	(void)st;
+#endif
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", keep);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "count: %ld", &count) == 1)
+			break;
+	fclose(f);
+	return count < 0 ? -ENOENT : count > 1;
 }
 
 static int op_bound(struct brk *b, int ifindex, const uint32_t *queues, size_t n)
@@ -269,7 +389,9 @@ static int op_bound(struct brk *b, int ifindex, const uint32_t *queues, size_t n
 
 	if (!q)
 		return -ENOMEM;
+	pthread_mutex_lock(&ctx_lock);
 	nq = devmemtcp_queue_list(ctx_of(b), ifindex, q, 512);
+	pthread_mutex_unlock(&ctx_lock);
 	for (int i = 0; i < nq && i < 512 && !bound; i++)
 		for (size_t k = 0; k < n; k++)
 			if (q[i].type == DEVMEMTCP_QUEUE_RX && q[i].id == queues[k] &&
@@ -304,7 +426,9 @@ const struct brk_ops brk_nic_ops = {
 	.add_flow = op_add_flow,
 	.remove_flow = op_remove_flow,
 	.bind = op_bind,
+	.udmabuf_size = op_udmabuf_size,
 	.udmabuf = op_udmabuf,
+	.buf_alive = op_buf_alive,
 	.bound = op_bound,
 	.ifindex = op_ifindex,
 	.ifname = op_ifname,

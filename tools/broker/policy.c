@@ -4,7 +4,7 @@
  *
  *   # comment
  *   allow WHO interface IF[,IF...]|* [queues N] [ports P[-Q][,...]|any]
- *         [udmabuf SIZE] [tx]
+ *         [udmabuf SIZE] [udmabuf-total SIZE] [tx]
  *
  * WHO is "user NAME", "uid N", "group NAME", "gid N" or "everyone".  One
  * rule per line, words separated by blanks, each keyword once, numbers in
@@ -200,7 +200,7 @@ static int parse_ports(char *s, struct dmt_pol_rule *r, char *why, size_t whylen
 }
 
 /* "64M": bytes, a K/M/G suffix (powers of 1024) or none; at most 1 TiB. */
-static int parse_size(char *s, uint64_t *v, char *why, size_t whylen)
+static int parse_size(const char *key, char *s, uint64_t *v, char *why, size_t whylen)
 {
 	size_t n = strlen(s);
 	unsigned int shift = 0;
@@ -210,7 +210,7 @@ static int parse_size(char *s, uint64_t *v, char *why, size_t whylen)
 		s[n - 1] = '\0';
 	}
 	if (!number(s, 1, DMT_POL_MAX_UDMABUF >> shift, v))
-		return fail(why, whylen, "udmabuf: a size in bytes with K, M or G, from 1 to 1024G");
+		return fail(why, whylen, "%s: a size in bytes with K, M or G, from 1 to 1024G", key);
 	*v <<= shift;
 	return 0;
 }
@@ -219,18 +219,19 @@ static int parse_size(char *s, uint64_t *v, char *why, size_t whylen)
 static int parse_keys(struct words *ws, size_t i, struct dmt_pol_rule *r, char *why,
 		      size_t whylen)
 {
-	static const char *const keys[] = { "interface", "queues", "ports", "udmabuf", "tx" };
-	bool seen[5] = { false };
+	static const char *const keys[] = { "interface", "queues", "ports", "udmabuf", "tx",
+					    "udmabuf-total" };
+	bool seen[6] = { false };
 	uint64_t v;
 	int err = 0;
 
 	while (i < ws->n && !err) {
 		size_t k;
 
-		for (k = 0; k < 5 && strcmp(ws->w[i], keys[k]); k++)
+		for (k = 0; k < 6 && strcmp(ws->w[i], keys[k]); k++)
 			;
-		if (k == 5)
-			return fail(why, whylen, "unknown word \"%.40s\" (interface, queues, ports, udmabuf, tx)",
+		if (k == 6)
+			return fail(why, whylen, "unknown word \"%.40s\" (interface, queues, ports, udmabuf, udmabuf-total, tx)",
 				    ws->w[i]);
 		if (seen[k])
 			return fail(why, whylen, "\"%s\" given twice", keys[k]);
@@ -250,12 +251,18 @@ static int parse_keys(struct words *ws, size_t i, struct dmt_pol_rule *r, char *
 			r->queues = (uint32_t)v;
 		else if (k == 2)
 			err = parse_ports(ws->w[i + 1], r, why, whylen);
+		else if (k == 3)
+			err = parse_size(keys[k], ws->w[i + 1], &r->udmabuf, why, whylen);
 		else
-			err = parse_size(ws->w[i + 1], &r->udmabuf, why, whylen);
+			err = parse_size(keys[k], ws->w[i + 1], &r->udmabuf_total, why, whylen);
 		i += 2;
 	}
 	if (!err && !seen[0])
 		return fail(why, whylen, "a rule names its interfaces (interface IF[,IF...] or interface *)");
+	if (!err && r->udmabuf_total && !r->udmabuf)
+		return fail(why, whylen, "udmabuf-total without udmabuf: the rule lets the broker make no udmabuf");
+	if (!err && r->udmabuf_total && r->udmabuf_total < r->udmabuf)
+		return fail(why, whylen, "udmabuf-total is less than udmabuf: no udmabuf of that size could be made");
 	return err;
 }
 
@@ -349,7 +356,7 @@ void dmt_policy_free(struct dmt_policy *p)
 
 /* ---- the canonical text ---------------------------------------------- */
 
-static void fmt_size(FILE *f, uint64_t v)
+static void fmt_size(FILE *f, const char *key, uint64_t v)
 {
 	static const char sfx[] = "GMK";
 
@@ -357,11 +364,11 @@ static void fmt_size(FILE *f, uint64_t v)
 		unsigned int shift = 30 - 10 * (unsigned int)i;
 
 		if (!(v & ((1ull << shift) - 1))) {
-			fprintf(f, " udmabuf %llu%c", (unsigned long long)(v >> shift), sfx[i]);
+			fprintf(f, " %s %llu%c", key, (unsigned long long)(v >> shift), sfx[i]);
 			return;
 		}
 	}
-	fprintf(f, " udmabuf %llu", (unsigned long long)v);
+	fprintf(f, " %s %llu", key, (unsigned long long)v);
 }
 
 static void fmt_rule(FILE *f, const struct dmt_pol_rule *r)
@@ -387,7 +394,9 @@ static void fmt_rule(FILE *f, const struct dmt_pol_rule *r)
 			fprintf(f, "-%u", r->ports[i][1]);
 	}
 	if (r->udmabuf)
-		fmt_size(f, r->udmabuf);
+		fmt_size(f, "udmabuf", r->udmabuf);
+	if (r->udmabuf_total)
+		fmt_size(f, "udmabuf-total", r->udmabuf_total);
 	fprintf(f, "%s\n", r->tx ? " tx" : "");
 }
 
@@ -471,6 +480,32 @@ uint64_t dmt_policy_udmabuf(const struct dmt_policy *p, const struct dmt_pol_who
 	for (size_t i = 0; i < p->n; i++)
 		if (names_caller(&p->rules[i], w) && p->rules[i].udmabuf > max)
 			max = p->rules[i].udmabuf;
+	return max;
+}
+
+uint64_t dmt_policy_rule_total(const struct dmt_pol_rule *r)
+{
+	if (r->udmabuf_total)
+		return r->udmabuf_total;
+	return r->udmabuf > DMT_POL_MAX_UDMABUF / DMT_POL_UDMABUF_TOTAL_TIMES
+		       ? DMT_POL_MAX_UDMABUF
+		       : r->udmabuf * DMT_POL_UDMABUF_TOTAL_TIMES;
+}
+
+uint64_t dmt_policy_udmabuf_total(const struct dmt_policy *p, const struct dmt_pol_who_is *w,
+				  const struct dmt_pol_rule **rule)
+{
+	uint64_t max = 0;
+
+	*rule = NULL;
+	for (size_t i = 0; i < p->n; i++) {
+		uint64_t t = dmt_policy_rule_total(&p->rules[i]);
+
+		if (names_caller(&p->rules[i], w) && p->rules[i].udmabuf && t > max) {
+			max = t;
+			*rule = &p->rules[i];
+		}
+	}
 	return max;
 }
 

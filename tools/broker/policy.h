@@ -47,8 +47,12 @@ struct dmt_pol_rule {
 	uint32_t nports;
 	uint16_t ports[DMT_POL_MAX_PORTS][2];	/* destination port ranges */
 	uint64_t udmabuf;		/* largest udmabuf, 0: none */
+	uint64_t udmabuf_total;		/* most bytes alive at once, 0: not given */
 	bool tx;			/* bind-tx */
 };
+
+/* udmabuf-total when a rule gives none: this many times its udmabuf. */
+#define DMT_POL_UDMABUF_TOTAL_TIMES 4
 
 struct dmt_policy {
 	size_t n;
@@ -86,6 +90,13 @@ const struct dmt_pol_rule *dmt_policy_match(const struct dmt_policy *p,
 					    const char *ifname);
 /* The largest udmabuf any rule naming the caller allows (0: none). */
 uint64_t dmt_policy_udmabuf(const struct dmt_policy *p, const struct dmt_pol_who_is *w);
+/* A rule's udmabuf-total: as given, or DMT_POL_UDMABUF_TOTAL_TIMES times
+ * its udmabuf (at most DMT_POL_MAX_UDMABUF). */
+uint64_t dmt_policy_rule_total(const struct dmt_pol_rule *r);
+/* The most bytes of udmabufs alive at once that any rule naming the
+ * caller allows (0: none), and the first rule that allows that many. */
+uint64_t dmt_policy_udmabuf_total(const struct dmt_policy *p, const struct dmt_pol_who_is *w,
+				  const struct dmt_pol_rule **rule);
 /* Does the rule allow this flow: a whole destination port in its ranges
  * (or any flow with "ports any"). */
 bool dmt_policy_flow_ok(const struct dmt_pol_rule *r, const struct devmemtcp_flow *f);

@@ -6,9 +6,13 @@
  * of queues the user owns there, the destination port of every flow,
  * bind-tx, the udmabuf size; a handle is reachable only from the
  * connection that opened it, a queue bound only by the process whose
- * handle owns it.  Refusals name the policy file and the rule.
+ * handle owns it.  Refusals name the policy file and the rule.  A
+ * request that carries a descriptor is refused here or carried out by a
+ * job (brk_job_run on a helper, brk_job_done back here): session.h says
+ * why and how.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,27 +60,130 @@ static int set_err(struct dmt_brk_reply *r, int code, const char *fmt, ...)
 	return code;
 }
 
-/* ---- clients ------------------------------------------------------------ */
+/* ---- users and clients ---------------------------------------------------- */
+
+static struct brk_user *user_get(struct brk *b, uint32_t uid)
+{
+	struct brk_user *u;
+
+	for (u = b->users; u; u = u->next)
+		if (u->uid == uid)
+			return u;
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	u->uid = uid;
+	u->next = b->users;
+	b->users = u;
+	return u;
+}
+
+/* A user with nothing left goes. */
+static void user_put(struct brk *b, struct brk_user *u)
+{
+	if (u->conns || u->work || u->nbufs)
+		return;
+	for (struct brk_user **p = &b->users; *p; p = &(*p)->next) {
+		if (*p == u) {
+			*p = u->next;
+			free(u);
+			return;
+		}
+	}
+}
+
+int brk_fds_queued(int fd)
+{
+	char path[64], line[128];
+	int n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "scm_fds: %d", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+static struct brk_job *job_new(struct brk_user *u, enum brk_step step)
+{
+	struct brk_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return NULL;
+	j->step = step;
+	j->user = u;
+	j->sock = -1;
+	j->rfd = -1;
+	j->keep = -1;
+	u->work++;
+	return j;
+}
+
+static void job_queue(struct brk *b, struct brk_job *j)
+{
+	struct brk_job **p = &b->queue;
+
+	while (*p)
+		p = &(*p)->next;
+	j->next = NULL;
+	*p = j;
+}
+
+/* Close connection socket fd of user u.  Its receive queue may hold
+ * messages with a client's fds, which closing it releases, here: after
+ * shutdown (nothing more can come), a socket that holds none is closed on
+ * the loop, another by a helper.  (Releasing a unix socket can start the
+ * kernel's collection of unreachable in-flight fds, which runs on a
+ * kernel worker since Linux 6.10, not in the caller.) */
+static void close_conn(struct brk *b, struct brk_user *u, int fd)
+{
+	struct brk_job *j;
+
+	shutdown(fd, SHUT_RD);
+	if (brk_fds_queued(fd) == 0 || !(j = job_new(u, BRK_STEP_CLOSE))) {
+		/* no memory for a job: better a sleep than a leak */
+		close(fd);
+		u->conns--;
+		user_put(b, u);
+		return;
+	}
+	j->conn = true;
+	j->fds[j->nfds++] = fd;
+	job_queue(b, j);
+}
 
 int brk_accept(struct brk *b, int fd, const struct brk_peer *peer,
 	       struct brk_client **cp)
 {
+	struct brk_user *u = user_get(b, peer->uid);
 	struct brk_client *c;
-	uint32_t same = 0;
 
-	for (c = b->clients; c; c = c->next)
-		same += c->peer.uid == peer->uid;
-	if (b->nclients >= BRK_MAX_CLIENTS || same >= BRK_MAX_CLIENTS_PER_UID) {
+	if (!u) {
+		shutdown(fd, SHUT_RD);
+		close(fd);	/* no memory even to count it */
+		return -ENOMEM;
+	}
+	u->conns++;
+	if (b->nclients >= BRK_MAX_CLIENTS || u->conns > BRK_MAX_CLIENTS_PER_UID) {
 		brk_log(b, DEVMEMTCP_LOG_WARN,
 			"pid %ld (%s) uid %u: refused: %u connections, %u of them of this uid",
-			(long)peer->pid, peer->comm, peer->uid, b->nclients, same);
+			(long)peer->pid, peer->comm, peer->uid, b->nclients, u->conns - 1);
+		close_conn(b, u, fd);
 		return -EUSERS;
 	}
 	c = calloc(1, sizeof(*c));
-	if (!c)
+	if (!c) {
+		close_conn(b, u, fd);
 		return -ENOMEM;
+	}
 	c->fd = fd;
 	c->peer = *peer;
+	c->user = u;
 	c->next = b->clients;
 	b->clients = c;
 	b->nclients++;
@@ -85,6 +192,11 @@ int brk_accept(struct brk *b, int fd, const struct brk_peer *peer,
 	if (cp)
 		*cp = c;
 	return 0;
+}
+
+bool brk_readable(const struct brk *b, const struct brk_client *c)
+{
+	return !c->busy && !c->gone && c->user->work < BRK_MAX_WORK_PER_UID;
 }
 
 static void who_is(const struct brk_client *c, struct dmt_pol_who_is *w)
@@ -149,7 +261,8 @@ static int flows_ok(struct brk *b, const struct brk_client *c,
 	return 0;
 }
 
-/* Queues of ifname that uid owns through this broker, lingering ones too. */
+/* Queues of ifname that uid owns through this broker, lingering ones too,
+ * and those an open under way reserved. */
 static uint32_t queues_of(const struct brk *b, uint32_t uid, const char *ifname)
 {
 	uint32_t n = 0;
@@ -192,6 +305,15 @@ static int close_handle(struct brk *b, struct brk_handle *h, char *msg)
  * the binding is gone (brk_settle). */
 static int release_handle(struct brk *b, struct brk_handle *h, char *msg)
 {
+	/* a bind a helper is making relies on its queues being this
+	 * process's: it stays, out of its connection's reach, until then */
+	if (h->pins) {
+		if (h->client)
+			h->client->nhandles--;
+		h->client = NULL;
+		h->deferred = true;
+		return 0;
+	}
 	if (b->ops->bound(b, h->ifindex, h->queues, h->nqueues) > 0) {
 		brk_log(b, DEVMEMTCP_LOG_INFO,
 			"handle %u of pid %ld on %s: a binding is still on its queues: closing it once the binding is gone",
@@ -209,24 +331,50 @@ static struct brk_handle *find_handle(struct brk *b, const struct brk_client *c,
 				      uint32_t id, struct dmt_brk_reply *r)
 {
 	for (struct brk_handle *h = b->handles; h; h = h->next)
-		if (h->id == id && h->client == c)
+		if (h->id == id && h->client == c && !h->opening)
 			return h;
 	set_err(r, -ENOENT, "devmemtcp-broker: %u is not a handle of this connection", id);
 	return NULL;
 }
 
-/* queue of ifindex belongs to a handle of c's process. */
-static bool process_owns(const struct brk *b, const struct brk_client *c, int ifindex,
-			 uint32_t queue)
+/* The handle of c's process that owns queue of ifindex, or NULL. */
+static struct brk_handle *process_owns(const struct brk *b, const struct brk_client *c,
+				       int ifindex, uint32_t queue)
 {
-	for (const struct brk_handle *h = b->handles; h; h = h->next) {
-		if (h->ifindex != ifindex || h->pid != c->peer.pid || h->start != c->peer.start)
+	for (struct brk_handle *h = b->handles; h; h = h->next) {
+		if (h->opening || h->ifindex != ifindex || h->pid != c->peer.pid ||
+		    h->start != c->peer.start)
 			continue;
 		for (uint32_t i = 0; i < h->nqueues; i++)
 			if (h->queues[i] == queue)
-				return true;
+				return h;
 	}
-	return false;
+	return NULL;
+}
+
+/* The handles a bind relies on, until it is done (release_handle waits). */
+static void pin(struct brk_job *j, struct brk_handle *h)
+{
+	for (uint32_t i = 0; i < j->npins; i++)
+		if (j->pins[i] == h)
+			return;
+	h->pins++;
+	j->pins[j->npins++] = h;
+}
+
+static void unpin(struct brk *b, struct brk_job *j)
+{
+	char msg[DMT_ERRMSG_MAX];
+
+	for (uint32_t i = 0; i < j->npins; i++) {
+		struct brk_handle *h = j->pins[i];
+
+		if (--h->pins == 0 && h->deferred) {
+			h->deferred = false;
+			release_handle(b, h, msg);
+		}
+	}
+	j->npins = 0;
 }
 
 /* ---- requests ------------------------------------------------------------ */
@@ -268,48 +416,85 @@ static int open_allowed(struct brk *b, const struct brk_client *c,
 	return flows_ok(b, c, rule, q->u.open.flows, q->u.open.nflows, 0, r);
 }
 
-static int do_open(struct brk *b, struct brk_client *c, const struct dmt_brk_req *q,
-		   struct dmt_brk_reply *r, int *rfd)
+/* h, opened: numbered, its queues as the open's reply says. */
+static void handle_opened(struct brk *b, struct brk_handle *h, void *nic, int ifindex,
+			  struct dmt_brk_open_reply *r)
 {
-	DEVMEMTCP_OPTS(bind_opts, bo, .rx_page_size = q->u.open.rx_page_size,
-		       .no_verify = !!(q->u.open.flags & DMT_BRK_OPEN_NO_VERIFY));
-	DEVMEMTCP_OPTS(nic_opts, o, .flags = nic_flags(q->u.open.flags),
-		       .queues = q->u.open.nids ? q->u.open.ids : NULL,
-		       .nqueues = q->u.open.nids ? q->u.open.nids : q->u.open.nqueues,
-		       .flows = q->u.open.nflows ? q->u.open.flows : NULL,
-		       .nflows = q->u.open.nflows, .bind_opts = &bo);
-	struct brk_handle *h;
-	int ret = open_allowed(b, c, q, r);
-
-	if (ret)
-		return ret;
-	h = calloc(1, sizeof(*h));
-	if (!h)
-		return set_err(r, -ENOMEM, "devmemtcp-broker: out of memory");
-	ret = b->ops->open(b, q->u.open.ifname, &o, q->fd, c->peer.pid, c->peer.start,
-			   &h->nic, &r->u.open, rfd, r->msg);
-	if (ret) {
-		free(h);
-		r->err = ret;
-		return ret;
-	}
 	if (++b->next_id == 0)
 		b->next_id = 1;
 	h->id = b->next_id;
+	h->opening = false;
+	h->nic = nic;
+	h->ifindex = ifindex;
+	h->nqueues = r->nqueues < DMT_BRK_MAX_QUEUES ? r->nqueues : DMT_BRK_MAX_QUEUES;
+	memcpy(h->queues, r->queues, h->nqueues * sizeof(uint32_t));
+	r->handle = h->id;
+}
+
+/* A handle of c on the open's interface, in the list (want queues
+ * reserved while it opens), or NULL (out of memory, in r). */
+static struct brk_handle *handle_new(struct brk *b, struct brk_client *c,
+				     const struct dmt_brk_req *q, struct dmt_brk_reply *r)
+{
+	struct brk_handle *h = calloc(1, sizeof(*h));
+
+	if (!h) {
+		set_err(r, -ENOMEM, "devmemtcp-broker: out of memory");
+		return NULL;
+	}
+	h->opening = true;
 	h->client = c;
 	h->pid = c->peer.pid;
 	h->start = c->peer.start;
 	h->uid = c->peer.uid;
 	memcpy(h->ifname, q->u.open.ifname, sizeof(h->ifname));
-	h->ifindex = b->ops->ifindex(b, h->ifname);
-	h->nqueues = r->u.open.nqueues < DMT_BRK_MAX_QUEUES ? r->u.open.nqueues
-							   : DMT_BRK_MAX_QUEUES;
-	memcpy(h->queues, r->u.open.queues, h->nqueues * sizeof(uint32_t));
+	h->nqueues = q->u.open.nids ? q->u.open.nids : q->u.open.nqueues ? q->u.open.nqueues : 1;
 	h->next = b->handles;
 	b->handles = h;
 	b->nhandles++;
 	c->nhandles++;
-	r->u.open.handle = h->id;
+	return h;
+}
+
+/* The options of an open as the library takes them (pointing into q). */
+#define OPEN_OPTS(q)                                                                   \
+	DEVMEMTCP_OPTS(bind_opts, bo, .rx_page_size = (q)->u.open.rx_page_size,         \
+		       .no_verify = !!((q)->u.open.flags & DMT_BRK_OPEN_NO_VERIFY));    \
+	DEVMEMTCP_OPTS(nic_opts, o, .flags = nic_flags((q)->u.open.flags),             \
+		       .queues = (q)->u.open.nids ? (q)->u.open.ids : NULL,             \
+		       .nqueues = (q)->u.open.nids ? (q)->u.open.nids : (q)->u.open.nqueues, \
+		       .flows = (q)->u.open.nflows ? (q)->u.open.flows : NULL,          \
+		       .nflows = (q)->u.open.nflows, .bind_opts = &bo)
+
+/* 0: answered in r; 1: with a buffer, a job binds it (the handle is in
+ * the list, opening, its queues reserved). */
+static int do_open(struct brk *b, struct brk_client *c, struct brk_job *j)
+{
+	const struct dmt_brk_req *q = &j->q;
+	struct dmt_brk_reply *r = &j->r;
+	OPEN_OPTS(q);
+	struct brk_handle *h;
+	void *nic = NULL;
+
+	if (open_allowed(b, c, q, r))
+		return 0;
+	h = handle_new(b, c, q, r);
+	if (!h)
+		return 0;
+	if (q->u.open.flags & DMT_BRK_OPEN_BIND) {
+		j->h = h;
+		j->pid = c->peer.pid;
+		j->start = c->peer.start;
+		return 1;
+	}
+	r->err = b->ops->open(b, q->u.open.ifname, &o, -1, c->peer.pid, c->peer.start,
+			      &nic, &r->u.open, &j->rfd, r->msg);
+	if (r->err) {
+		unlink_handle(b, h);
+		free(h);
+		return 0;
+	}
+	handle_opened(b, h, nic, b->ops->ifindex(b, h->ifname), &r->u.open);
 	return 0;
 }
 
@@ -344,58 +529,142 @@ static int do_handle(struct brk *b, struct brk_client *c, const struct dmt_brk_r
 	return ret < 0 ? ret : 0;
 }
 
-static int do_bind(struct brk *b, struct brk_client *c, const struct dmt_brk_req *q,
-		   struct dmt_brk_reply *r, int *rfd)
+/* The policy's answers before a bind: 1 (a job binds), or 0 with the
+ * refusal in r. */
+static int do_bind(struct brk *b, struct brk_client *c, struct brk_job *j)
 {
+	const struct dmt_brk_req *q = &j->q;
+	struct dmt_brk_reply *r = &j->r;
 	bool tx = q->type == DMT_BRK_BIND_TX;
-	int ifindex = (int)q->u.bind.ifindex, ret;
+	int ifindex = (int)q->u.bind.ifindex;
 	const struct dmt_pol_rule *rule;
 	char name[IF_NAMESIZE];
 
-	if (b->ops->ifname(b, ifindex, name))
-		return set_err(r, -ENODEV,
-			       "devmemtcp-broker: no interface has index %d in the broker's network namespace",
-			       ifindex);
+	if (b->ops->ifname(b, ifindex, name)) {
+		set_err(r, -ENODEV,
+			"devmemtcp-broker: no interface has index %d in the broker's network namespace",
+			ifindex);
+		return 0;
+	}
 	rule = rule_for(b, c, name, r);
 	if (!rule)
-		return r->err;
-	if (tx && !rule->tx)
-		return set_err(r, -EACCES,
-			       "devmemtcp-broker: uid %u may not bind-tx on %s: the rule at %s:%u has no \"tx\"",
-			       c->peer.uid, name, b->conf, rule->line);
+		return 0;
+	if (tx && !rule->tx) {
+		set_err(r, -EACCES,
+			"devmemtcp-broker: uid %u may not bind-tx on %s: the rule at %s:%u has no \"tx\"",
+			c->peer.uid, name, b->conf, rule->line);
+		return 0;
+	}
+	for (uint32_t i = 0; i < q->u.bind.nqueues; i++) {
+		if (!process_owns(b, c, ifindex, q->u.bind.queues[i])) {
+			set_err(r, -EPERM,
+				"devmemtcp-broker: RX queue %u of %s is not a queue of this process's handles: set it up with devmemtcp_nic_open first",
+				q->u.bind.queues[i], name);
+			return 0;
+		}
+	}
+	/* they stay the process's until the helper has bound them */
 	for (uint32_t i = 0; i < q->u.bind.nqueues; i++)
-		if (!process_owns(b, c, ifindex, q->u.bind.queues[i]))
-			return set_err(r, -EPERM,
-				       "devmemtcp-broker: RX queue %u of %s is not a queue of this process's handles: set it up with devmemtcp_nic_open first",
-				       q->u.bind.queues[i], name);
-	ret = b->ops->bind(b, tx, ifindex, q->u.bind.queues, q->u.bind.nqueues, q->fd,
-			   q->u.bind.rx_page_size, !(q->u.bind.flags & DMT_BRK_BIND_NO_VERIFY),
-			   rfd, &r->u.binding_id, r->msg);
-	r->err = ret;
-	return ret;
+		pin(j, process_owns(b, c, ifindex, q->u.bind.queues[i]));
+	return 1;
 }
 
-static int do_udmabuf(struct brk *b, struct brk_client *c, const struct dmt_brk_req *q,
-		      struct dmt_brk_reply *r, int *rfd)
+static int do_udmabuf(struct brk *b, struct brk_client *c, struct brk_job *j)
 {
+	struct dmt_brk_reply *r = &j->r;
 	struct dmt_pol_who_is w;
-	uint64_t max;
-	int ret;
 
 	who_is(c, &w);
-	max = dmt_policy_udmabuf(b->policy, &w);
-	if (!max)
-		return set_err(r, -EACCES,
-			       "devmemtcp-broker: no rule of %s lets uid %u have udmabufs made (udmabuf SIZE, devmemtcp-broker.conf(5))",
-			       b->conf, c->peer.uid);
-	if (c->nbufs >= BRK_MAX_UDMABUFS_PER_CLIENT)
-		return set_err(r, -EMFILE,
-			       "devmemtcp-broker: this connection had %d udmabufs made, the most it may",
-			       BRK_MAX_UDMABUFS_PER_CLIENT);
-	ret = b->ops->udmabuf(b, q->fd, max, rfd, &r->u.size, r->msg);
-	c->nbufs += !ret;
-	r->err = ret;
-	return ret;
+	j->max = dmt_policy_udmabuf(b->policy, &w);
+	if (!j->max) {
+		set_err(r, -EACCES,
+			"devmemtcp-broker: no rule of %s lets uid %u have udmabufs made (udmabuf SIZE, devmemtcp-broker.conf(5))",
+			b->conf, c->peer.uid);
+		return 0;
+	}
+	return 1;
+}
+
+/* ---- the udmabufs the broker made ------------------------------------------ */
+
+/* Forget u's udmabufs that nobody but the broker holds any more. */
+static void bufs_sweep(struct brk *b, struct brk_user *u)
+{
+	for (struct brk_buf **p = &u->bufs; *p;) {
+		struct brk_buf *f = *p;
+
+		if (f->keep < 0 || b->ops->buf_alive(b, f->keep) != 0) {
+			p = &f->next;
+			continue;
+		}
+		*p = f->next;
+		close(f->keep);		/* ours, the last: the udmabuf goes */
+		u->nbufs--;
+		u->buf_bytes -= f->size;
+		b->nbufs--;
+		free(f);
+	}
+}
+
+/* Room for a udmabuf of size bytes for c's user, counted there (in
+ * *bufp) from now: 0, or the refusal in r.  The quota holds whatever
+ * connections the user has: the library opens one per request. */
+static int buf_reserve(struct brk *b, struct brk_client *c, uint64_t size,
+		       struct dmt_brk_reply *r, struct brk_buf **bufp)
+{
+	struct brk_user *u = c->user;
+	const struct dmt_pol_rule *rule;
+	struct dmt_pol_who_is w;
+	struct brk_buf *f;
+	uint64_t total;
+
+	who_is(c, &w);
+	bufs_sweep(b, u);
+	total = dmt_policy_udmabuf_total(b->policy, &w, &rule);
+	if (u->nbufs >= BRK_MAX_UDMABUFS_PER_UID)
+		return set_err(r, -EDQUOT,
+			       "devmemtcp-broker: uid %u has %u udmabufs alive that the broker made, the most one user may have at once",
+			       u->uid, u->nbufs);
+	if (!rule || u->buf_bytes + size > total)
+		return set_err(r, -EDQUOT,
+			       "devmemtcp-broker: uid %u has %u udmabuf%s alive that the broker made, %llu bytes in all: %llu bytes more would pass the %llu it may have at once (%s of the rule at %s:%u)",
+			       u->uid, u->nbufs, u->nbufs == 1 ? "" : "s",
+			       (unsigned long long)u->buf_bytes, (unsigned long long)size,
+			       (unsigned long long)total,
+			       rule && rule->udmabuf_total ? "udmabuf-total"
+							   : "udmabuf-total: by default 4 times udmabuf,",
+			       b->conf, rule ? rule->line : 0);
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return set_err(r, -ENOMEM, "devmemtcp-broker: out of memory");
+	f->keep = -1;
+	f->size = size;
+	f->next = u->bufs;
+	u->bufs = f;
+	u->nbufs++;
+	u->buf_bytes += size;
+	b->nbufs++;
+	*bufp = f;
+	return 0;
+}
+
+/* The udmabuf of f was made (keep the broker's copy) or not (keep -1). */
+static void buf_made(struct brk *b, struct brk_user *u, struct brk_buf *f, int keep)
+{
+	if (keep >= 0) {
+		f->keep = keep;
+		return;
+	}
+	for (struct brk_buf **p = &u->bufs; *p; p = &(*p)->next) {
+		if (*p == f) {
+			*p = f->next;
+			break;
+		}
+	}
+	u->nbufs--;
+	u->buf_bytes -= f->size;
+	b->nbufs--;
+	free(f);
 }
 
 static int do_policy(struct brk *b, struct brk_client *c, const struct dmt_brk_req *q,
@@ -423,56 +692,64 @@ static int do_policy(struct brk *b, struct brk_client *c, const struct dmt_brk_r
 	return 0;
 }
 
-static int dispatch(struct brk *b, struct brk_client *c, const struct dmt_brk_req *q,
-		    struct dmt_brk_reply *r, int *rfd)
+/* 0: answered in j->r; 1: a job carries it out (the request takes a
+ * buffer, whose fd waits in the socket). */
+static int dispatch(struct brk *b, struct brk_client *c, struct brk_job *j)
 {
+	const struct dmt_brk_req *q = &j->q;
+	struct dmt_brk_reply *r = &j->r;
+
 	switch (q->type) {
 	case DMT_BRK_OPEN:
-		return do_open(b, c, q, r, rfd);
+		return do_open(b, c, j);
 	case DMT_BRK_CLOSE:
 	case DMT_BRK_ADD_FLOW:
 	case DMT_BRK_REMOVE_FLOW:
-		return do_handle(b, c, q, r);
+		do_handle(b, c, q, r);
+		return 0;
 	case DMT_BRK_BIND_RX:
 	case DMT_BRK_BIND_TX:
-		return do_bind(b, c, q, r, rfd);
+		return do_bind(b, c, j);
 	case DMT_BRK_UDMABUF:
-		return do_udmabuf(b, c, q, r, rfd);
+		return do_udmabuf(b, c, j);
 	case DMT_BRK_POLICY:
-		return do_policy(b, c, q, r);
+		do_policy(b, c, q, r);
+		return 0;
 	}
-	return set_err(r, -EINVAL, "devmemtcp-broker: request type %u", q->type);
+	set_err(r, -EINVAL, "devmemtcp-broker: request type %u", q->type);
+	return 0;
 }
 
 /* ---- one message ------------------------------------------------------- */
 
-/* Answer the message; < 0 when the client must go after the reply. */
+/* What to do with the message of c that j->q will hold (the len bytes
+ * at m, fds: descriptors came with it, left in the socket): 1, a job
+ * carries it out; 0, answered in j->r; < 0, answered, and c must go. */
 static int answer(struct brk *b, struct brk_client *c, const void *m, size_t len,
-		  bool trunc, int nfds, int fd, struct dmt_brk_req *q,
-		  struct dmt_brk_reply *r, int *rfd)
+		  bool trunc, bool fds, struct brk_job *j)
 {
 	char why[256];
 	int ret;
 
-	ret = dmt_brk_req_parse(m, len, trunc, nfds, fd, q, why, sizeof(why));
+	ret = dmt_brk_req_parse(m, len, trunc, fds ? DMT_BRK_NFDS_SOME : 0, -1, &j->q, why,
+				sizeof(why));
 	if (ret) {
-		set_err(r, ret, "devmemtcp-broker refused a malformed request: %s", why);
+		set_err(&j->r, ret, "devmemtcp-broker refused a malformed request: %s", why);
 		return ret;
 	}
 	if (c->peer.refused) {
-		set_err(r, c->peer.refused, "devmemtcp-broker: %s", c->peer.why);
+		set_err(&j->r, c->peer.refused, "devmemtcp-broker: %s", c->peer.why);
 		return c->peer.refused;
 	}
 	/* a connection acts for the process that made it, and only while
 	 * that process lives */
 	if (!b->ops->alive(c->peer.pid, c->peer.start)) {
-		set_err(r, -ESRCH,
+		set_err(&j->r, -ESRCH,
 			"devmemtcp-broker: pid %ld, which made this connection, has exited: each process connects for itself",
 			(long)c->peer.pid);
 		return -ESRCH;
 	}
-	dispatch(b, c, q, r, rfd);
-	return 0;
+	return dispatch(b, c, j);
 }
 
 static void log_request(struct brk *b, const struct brk_client *c,
@@ -490,57 +767,290 @@ static void log_request(struct brk *b, const struct brk_client *c,
 		r->err ? r->msg : "ok");
 }
 
+/* j's reply to c, with j->rfd when there is one: 0 or a negative errno
+ * (a client that does not read its replies goes). */
+static int send_reply(struct brk *b, struct brk_client *c, struct brk_job *j)
+{
+	struct dmt_brk_reply *r = &j->r;
+
+	log_request(b, c, &j->q, r);
+	dmt_brk_hdr_init(&r->hdr, j->q.type | DMT_BRK_REPLY, sizeof(*r) - sizeof(r->hdr), j->q.seq);
+	r->nfds = j->rfd >= 0;
+	return dmt_brk_send(c->fd, r, sizeof(*r), &j->rfd, j->rfd >= 0, MSG_DONTWAIT);
+}
+
+static void job_free(struct brk *b, struct brk_job *j)
+{
+	struct brk_user *u = j->user;
+
+	u->work--;
+	free(j);
+	user_put(b, u);
+}
+
 int brk_serve(struct brk *b, struct brk_client *c)
 {
 	uint64_t m[DMT_BRK_MSG_MAX / sizeof(uint64_t)];
+	struct iovec iov = { m, sizeof(m) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct brk_job *j;
+	bool fds;
+	ssize_t n;
+	int ret, sent;
+
+	/* A look only: with no room for them, the descriptors the message
+	 * carries stay in the socket (MSG_CTRUNC says there are some). */
+	n = recvmsg(c->fd, &msg, MSG_PEEK | MSG_DONTWAIT);
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	fds = msg.msg_flags & MSG_CTRUNC;
+	if (n == 0 && !fds)
+		return -ENOTCONN;	/* the client closed its end */
+	/* a message without descriptors is taken at once */
+	if (!fds && recv(c->fd, NULL, 0, MSG_DONTWAIT | MSG_TRUNC) < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	j = job_new(c->user, BRK_STEP_RECV);
+	if (!j)
+		return -ENOMEM;
+	j->c = c;
+	j->sock = c->fd;
+	ret = answer(b, c, m, (size_t)n, msg.msg_flags & MSG_TRUNC, fds, j);
+	if (ret == 1) {
+		c->busy = true;
+		job_queue(b, j);
+		return 0;
+	}
+	sent = send_reply(b, c, j);
+	if (j->rfd >= 0)
+		close(j->rfd);	/* ours (the broker made it), the client has it */
+	j->rfd = -1;
+	if (fds && ret == 0 && sent == 0) {
+		/* refused: a helper takes the message, its fds not installed */
+		j->step = BRK_STEP_DISCARD;
+		c->busy = true;
+		job_queue(b, j);
+		return 0;
+	}
+	/* a client that goes with fds in its socket: brk_drop */
+	job_free(b, j);
+	return sent ? sent : ret < 0 ? ret : 0;
+}
+
+/* ---- jobs ----------------------------------------------------------------- */
+
+struct brk_job *brk_job_next(struct brk *b)
+{
+	for (struct brk_job **p = &b->queue; *p; p = &(*p)->next) {
+		struct brk_job *j = *p;
+
+		if (j->user->running >= BRK_MAX_WORK_PER_UID)
+			continue;
+		*p = j->next;
+		j->next = NULL;
+		j->user->running++;
+		b->recv_running += j->step == BRK_STEP_RECV || j->step == BRK_STEP_MAKE;
+		return j;
+	}
+	return NULL;
+}
+
+/* Helper: the open of a handle with the client's dma-buf. */
+static void job_open(const struct brk *b, struct brk_job *j)
+{
+	const struct dmt_brk_req *q = &j->q;
+	OPEN_OPTS(q);
+
+	j->r.err = b->ops->open((struct brk *)b, q->u.open.ifname, &o, q->fd, j->pid, j->start,
+				&j->nic, &j->r.u.open, &j->rfd, j->r.msg);
+	if (!j->r.err)
+		j->ifindex = b->ops->ifindex((struct brk *)b, q->u.open.ifname);
+}
+
+/* Helper: take the message with its fds and carry the request out. */
+static void job_recv(const struct brk *b, struct brk_job *j)
+{
+	uint64_t m[DMT_BRK_MSG_MAX / sizeof(uint64_t)];
 	union {
-		char buf[CMSG_SPACE(4 * sizeof(int))];
+		char buf[CMSG_SPACE(BRK_MAX_FDS_IN * sizeof(int))];
 		struct cmsghdr align;
 	} ctl;
 	struct iovec iov = { m, sizeof(m) };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
 			      .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
-	struct dmt_brk_reply *r = NULL;
-	struct dmt_brk_req *q = NULL;
-	int fds[4] = { -1, -1, -1, -1 }, nfds, rfd = -1, keep, ret;
+	struct dmt_brk_reply *r = &j->r;
+	unsigned int type = j->q.type;
+	char why[256];
 	ssize_t n;
+	int ret;
 
-	n = recvmsg(c->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (n < 0)
-		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
-	nfds = dmt_brk_take_fds(&msg, fds, 4);
-	if (n == 0) {
-		ret = -ENOTCONN;	/* the client closed its end */
-		goto out;
+	n = recvmsg(j->sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0) {
+		set_err(r, -errno, "devmemtcp-broker: reading the request: %s", strerror(errno));
+		j->drop = true;
+		return;
 	}
-	if (msg.msg_flags & MSG_CTRUNC)
-		nfds = 5;		/* more than any request carries */
-	q = malloc(sizeof(*q));
-	r = calloc(1, sizeof(*r));
-	if (!q || !r) {
-		ret = -ENOMEM;
-		goto out;
+	/* room for the most a message carries: cut only when out of fds */
+	j->nfds = dmt_brk_take_fds(&msg, j->fds, BRK_MAX_FDS_IN);
+	if (j->nfds > BRK_MAX_FDS_IN)
+		j->nfds = BRK_MAX_FDS_IN;
+	if (msg.msg_flags & MSG_CTRUNC) {
+		set_err(r, -EMFILE,
+			"devmemtcp-broker is out of file descriptors: the request's were dropped; try again later");
+		return;
 	}
-	keep = answer(b, c, m, (size_t)n, msg.msg_flags & MSG_TRUNC, nfds, fds[0], q, r, &rfd);
-	log_request(b, c, q, r);
-	dmt_brk_hdr_init(&r->hdr, q->type | DMT_BRK_REPLY, sizeof(*r) - sizeof(r->hdr), q->seq);
-	r->nfds = rfd >= 0;
-	/* a client that does not read its replies goes */
-	ret = dmt_brk_send(c->fd, r, sizeof(*r), &rfd, rfd >= 0, MSG_DONTWAIT);
-	if (!ret)
-		ret = keep;
-out:
-	for (int i = 0; i < 4; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-	if (rfd >= 0)
-		close(rfd);
-	free(q);
-	free(r);
-	return ret;
+	ret = dmt_brk_req_parse(m, (size_t)n, msg.msg_flags & MSG_TRUNC, j->nfds,
+				j->nfds ? j->fds[0] : -1, &j->q, why, sizeof(why));
+	if (!ret && j->q.type != type)
+		ret = -EPROTO;	/* cannot be: the message the loop read */
+	if (ret) {
+		set_err(r, ret, "devmemtcp-broker refused a malformed request: %s", why);
+		j->drop = true;
+		return;
+	}
+	switch (type) {
+	case DMT_BRK_OPEN:
+		job_open(b, j);
+		break;
+	case DMT_BRK_BIND_RX:
+	case DMT_BRK_BIND_TX:
+		r->err = b->ops->bind((struct brk *)b, type == DMT_BRK_BIND_TX,
+				      (int)j->q.u.bind.ifindex, j->q.u.bind.queues,
+				      j->q.u.bind.nqueues, j->q.fd, j->q.u.bind.rx_page_size,
+				      !(j->q.u.bind.flags & DMT_BRK_BIND_NO_VERIFY), &j->rfd,
+				      &r->u.binding_id, r->msg);
+		break;
+	case DMT_BRK_UDMABUF:
+		/* made once its bytes are counted (the loop, then MAKE) */
+		r->err = b->ops->udmabuf_size((struct brk *)b, j->q.fd, j->max, &j->size, r->msg);
+		break;
+	}
+	if (r->err && j->rfd >= 0) {
+		j->fds[j->nfds++] = j->rfd;
+		j->rfd = -1;
+	}
 }
 
-void brk_drop(struct brk *b, struct brk_client *c)
+/* Helper: take what waits in connection socket fd (shut for reading:
+ * nothing more comes), its fds not installed, so that its client reads
+ * the end of the connection rather than a reset. */
+static void drain(int fd)
+{
+	for (int k = 0; k < 100000; k++) {
+		char byte;
+		struct iovec iov = { &byte, 1 };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+		ssize_t n = recvmsg(fd, &msg, MSG_DONTWAIT);
+
+		/* 0: the end, or a message of 0 bytes (with fds: cut) */
+		if (n < 0 || (n == 0 && !(msg.msg_flags & MSG_CTRUNC) && brk_fds_queued(fd) <= 0))
+			return;
+	}
+}
+
+void brk_job_run(const struct brk *b, struct brk_job *j)
+{
+	switch (j->step) {
+	case BRK_STEP_RECV:
+		job_recv(b, j);
+		break;
+	case BRK_STEP_MAKE:
+		j->r.err = b->ops->udmabuf((struct brk *)b, j->q.fd, j->size, &j->rfd, &j->keep,
+					   j->r.msg);
+		if (!j->r.err)
+			j->r.u.size = j->size;
+		break;
+	case BRK_STEP_DISCARD: {
+		/* the message the loop refused: with no room for its fds, the
+		 * kernel drops them here, never installed (no flush) */
+		char byte;
+		struct iovec iov = { &byte, 1 };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+		if (recvmsg(j->sock, &msg, MSG_DONTWAIT) < 0)
+			j->drop = true;
+		break;
+	}
+	case BRK_STEP_CLOSE:
+		if (j->conn)
+			drain(j->fds[0]);
+		for (int i = 0; i < j->nfds; i++)
+			close(j->fds[i]);
+		j->nfds = 0;
+		break;
+	}
+}
+
+/* Back from a helper with the request carried out: the handle's or the
+ * connection's books, the reply, then the fds to a helper to close. */
+static void recv_done(struct brk *b, struct brk_job *j)
+{
+	struct brk_client *c = j->c;
+	struct brk_handle *h = j->h;
+
+	if (h && j->r.err) {
+		unlink_handle(b, h);
+		free(h);
+	} else if (h) {
+		handle_opened(b, h, j->nic, j->ifindex, &j->r.u.open);
+	}
+	unpin(b, j);
+	if (j->step == BRK_STEP_MAKE) {
+		buf_made(b, j->user, j->buf, j->r.err ? -1 : j->keep);
+		j->buf = NULL;
+		j->keep = -1;
+	} else if (j->q.type == DMT_BRK_UDMABUF && !j->r.err &&
+		   !buf_reserve(b, c, j->size, &j->r, &j->buf)) {
+		j->step = BRK_STEP_MAKE;	/* c stays busy */
+		job_queue(b, j);
+		return;
+	}
+	if (send_reply(b, c, j) || j->drop)
+		c->gone = true;
+	c->busy = false;
+	j->c = NULL;
+	if (j->rfd >= 0)
+		j->fds[j->nfds++] = j->rfd;	/* our copy: the client has it */
+	j->rfd = -1;
+	if (c->gone)
+		brk_drop(b, c);
+	if (j->nfds) {
+		j->step = BRK_STEP_CLOSE;
+		job_queue(b, j);
+	} else {
+		job_free(b, j);
+	}
+}
+
+void brk_job_done(struct brk *b, struct brk_job *j)
+{
+	struct brk_client *c = j->c;
+
+	j->user->running--;
+	switch (j->step) {
+	case BRK_STEP_RECV:
+	case BRK_STEP_MAKE:
+		b->recv_running--;
+		recv_done(b, j);
+		return;
+	case BRK_STEP_DISCARD:
+		c->busy = false;
+		if (j->drop)
+			c->gone = true;
+		job_free(b, j);
+		if (c->gone)
+			brk_drop(b, c);
+		return;
+	case BRK_STEP_CLOSE:
+		if (j->conn)
+			j->user->conns--;
+		job_free(b, j);
+		return;
+	}
+}
+
+/* ---- the end of a client -------------------------------------------------- */
+
+static void unlink_client(struct brk *b, struct brk_client *c)
 {
 	char msg[DMT_ERRMSG_MAX];
 	struct brk_handle *h, *next;
@@ -554,12 +1064,27 @@ void brk_drop(struct brk *b, struct brk_client *c)
 	}
 	for (h = b->handles; h; h = next) {
 		next = h->next;
-		if (h->client == c)
+		if (h->client != c)
+			continue;
+		if (h->opening) {	/* at exit: its job never ran */
+			unlink_handle(b, h);
+			free(h);
+		} else {
 			release_handle(b, h, msg);
+		}
 	}
 	brk_log(b, DEVMEMTCP_LOG_DEBUG, "pid %ld (%s) uid %u disconnected", (long)c->peer.pid,
 		c->peer.comm, c->peer.uid);
-	close(c->fd);
+}
+
+void brk_drop(struct brk *b, struct brk_client *c)
+{
+	if (c->busy) {
+		c->gone = true;
+		return;
+	}
+	unlink_client(b, c);
+	close_conn(b, c->user, c->fd);
 	free(c);
 }
 
@@ -569,9 +1094,16 @@ uint32_t brk_settle(struct brk *b)
 	struct brk_handle *h, *next;
 	uint32_t left = 0;
 
+	for (struct brk_user *u = b->users, *un; u; u = un) {
+		un = u->next;
+		bufs_sweep(b, u);
+		user_put(b, u);
+	}
+	left += b->nbufs;
+
 	for (h = b->handles; h; h = next) {
 		next = h->next;
-		if (h->client)
+		if (h->client || h->pins)
 			continue;
 		if (b->ops->bound(b, h->ifindex, h->queues, h->nqueues) > 0)
 			left++;
@@ -583,15 +1115,35 @@ uint32_t brk_settle(struct brk *b)
 
 bool brk_idle(const struct brk *b)
 {
-	return !b->clients && !b->handles;
+	/* a udmabuf made that lives keeps its bytes counted: a broker that
+	 * exited would not know of it */
+	return !b->clients && !b->handles && !b->nbufs;
 }
 
 void brk_fini(struct brk *b)
 {
 	struct brk_handle *h;
+	struct brk_job *j;
 
-	while (b->clients)
-		brk_drop(b, b->clients);
+	/* queued jobs are not run: what they hold goes with the process,
+	 * whose exit drops it without lingering */
+	while ((j = b->queue)) {
+		b->queue = j->next;
+		if (j->c)
+			j->c->busy = false;
+		j->user->work--;
+		free(j);
+	}
+	while (b->clients) {
+		struct brk_client *c = b->clients;
+
+		unlink_client(b, c);
+		/* a socket that still holds a client's fds, or one a helper
+		 * reads, is left to the exit too */
+		if (!c->busy && brk_fds_queued(c->fd) == 0)
+			close(c->fd);
+		free(c);
+	}
 	while ((h = b->handles)) {
 		brk_log(b, DEVMEMTCP_LOG_INFO,
 			"handle %u of pid %ld on %s still has a binding: left to its owner (undone after it exits by the next open, close or 'devmemtcp restore %s')",
@@ -600,4 +1152,19 @@ void brk_fini(struct brk *b)
 		unlink_handle(b, h);
 		free(h);
 	}
+	while (b->users) {
+		struct brk_user *u = b->users;
+
+		b->users = u->next;
+		while (u->bufs) {
+			struct brk_buf *f = u->bufs;
+
+			u->bufs = f->next;
+			if (f->keep >= 0)
+				close(f->keep);
+			free(f);
+		}
+		free(u);
+	}
+	b->nbufs = 0;
 }
