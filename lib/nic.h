@@ -352,6 +352,11 @@ extern int dmt_nic_fail_step;
 extern int dmt_nic_crash_step;
 extern int dmt_test_nic_close_fail_step;
 extern int dmt_test_nic_close_crash_step;
+/* Answers the NIC layer's queue-get in place of the kernel (the unit
+ * tests' fake NIC: which of its queues carry a binding); NULL: the
+ * kernel's. */
+extern int (*dmt_test_queue_list)(int ifindex, struct devmemtcp_queue *q,
+				  size_t max);
 #endif
 
 #endif

@@ -26,6 +26,22 @@
 
 #define MAX_OWNER_FILES 1024
 
+#if DMT_TEST_HOOKS
+int (*dmt_test_queue_list)(int ifindex, struct devmemtcp_queue *q, size_t max);
+#endif
+
+/* queue-get on the operation's interface: the kernel's answer, or the
+ * test's; 0 queues without a netlink socket (a fake NIC). */
+static int op_queue_list(const struct dmt_op *op, struct devmemtcp_queue *q,
+			 size_t max)
+{
+#if DMT_TEST_HOOKS
+	if (dmt_test_queue_list)
+		return dmt_test_queue_list(op->e->ifindex, q, max);
+#endif
+	return op->nl ? dmt_queue_list(op->nl, op->e->ifindex, q, max) : 0;
+}
+
 /* ---------------------------------------------------------------------- */
 /* processes                                                               */
 
@@ -1260,13 +1276,13 @@ static int queue_map(struct dmt_op *op, int32_t *who, char (*what)[24])
 		for (uint32_t k = 0; k < op->owners[i].nqueues; k++)
 			if (op->owners[i].queues[k] < op->nrx)
 				who[op->owners[i].queues[k]] = (int32_t)i;
-	if (op->nl) {
+	{
 		struct devmemtcp_queue *q = dmt_calloc(512, sizeof(*q));
 		int nq;
 
 		if (!q)
 			return -ENOMEM;
-		nq = dmt_queue_list(op->nl, op->e->ifindex, q, 512);
+		nq = op_queue_list(op, q, 512);
 		for (int i = 0; i < nq && i < 512; i++) {
 			uint32_t id = q[i].id;
 
