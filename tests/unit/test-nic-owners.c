@@ -7,7 +7,10 @@
  * injected at every step of open and close while other owners exist (each
  * leaving exactly what the other owners need), an administrator's change
  * left alone, the broker's owner identity, restore --all, zombies, and 8
- * threads opening and closing handles at once.
+ * threads opening and closing handles at once.  Queues that queue-get
+ * shows bound (fake-nic.h's q[]) stay out of the default RSS table whoever
+ * owns them, and a gone owner's steering stays while its queues are bound;
+ * a zombie leader whose threads live is alive.
  */
 #include <netinet/in.h>
 #include <pthread.h>
@@ -624,6 +627,187 @@ static void test_zombie_owner(void **state)
 	waitpid(pid, NULL, 0);
 }
 
+/* ---- bound queues ---- */
+
+/* The default table points at none of the queues in q[0..n). */
+static void table_avoids_queues(const uint32_t *q, int n)
+{
+	for (int i = 0; i < FAKE_INDIR; i++)
+		for (int j = 0; j < n; j++)
+			if (nic_state->indir[i] == q[j])
+				fail_msg("entry %d of the default RSS table points at queue %u, which carries a binding",
+					 i, q[j]);
+}
+
+/* A child process that opens an owner (2 queues, a flow to port 5201:
+ * queues 6 and 7, context 1, the rule at 31) and exits without closing,
+ * after the test put dma-buf 7 on its queues, as if a child of it had
+ * kept the binding's netlink socket. */
+static pid_t owner_leaves_binding(void)
+{
+	int go[2], ready[2];
+	char c;
+	pid_t pid;
+
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	if (pid == 0) {
+		struct devmemtcp_nic *nic;
+
+		if (own(&nic, 2, 5201))
+			_exit(3);
+		(void)!write(ready[1], "x", 1);
+		(void)!read(go[0], &c, 1);
+		_exit(0);	/* without closing: its file stays */
+	}
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	nic_state->q[6].dmabuf = nic_state->q[7].dmabuf = 7;
+	(void)!write(go[1], "x", 1);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	close(go[0]);
+	close(go[1]);
+	close(ready[0]);
+	close(ready[1]);
+	return pid;
+}
+
+/* An owner is gone but its queues still carry its binding (held by a
+ * process that inherited the socket): another owner's open and close
+ * leave its rule and context, and neither puts its queues back in the
+ * default table; once the binding is gone, the next operation cleans. */
+static void test_gone_owner_still_bound(void **state)
+{
+	static const uint32_t held[] = { 6, 7 };
+	struct devmemtcp_nic *b;
+	char want[512];
+	pid_t gone = owner_leaves_binding();
+
+	assert_int_equal(own(&b, 1, 5202), 0);
+	table_avoids_queues(held, 2);
+	fake_dump(nic_state, after, sizeof(after));
+	assert_non_null(strstr(after, "rule 31: tcp4 *:* -> *:5201 context 1"));
+	assert_true(nic_state->ctx[1].used);
+	snprintf(want, sizeof(want),
+		 "the setup of eth0 by pid %d (%s) stays: RX queue 6 still carries dma-buf 7 (its process, or one that inherited or was passed the binding, holds it); "
+		 "its rules and RSS context stay, and its queues stay out of the default RSS table, until the binding is gone",
+		 gone, t_own_comm());
+	if (!strstr(nicfix_logged, want))
+		fail_msg("logged:\n%s\nnot:\n%s", nicfix_logged, want);
+	/* the last live owner goes: the shared settings stay for the gone one */
+	assert_int_equal(devmemtcp_nic_close(b), 0);
+	table_avoids_queues(held, 2);
+	fake_dump(nic_state, after, sizeof(after));
+	assert_non_null(strstr(after, "rule 31: tcp4 *:* -> *:5201 context 1"));
+	assert_int_equal(nic_state->tds_cfg, DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED);
+	/* restore --all does not take bound queues back either */
+	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0",
+					       &(struct devmemtcp_nic_opts){ .sz = sizeof(struct devmemtcp_nic_opts),
+									     .flags = DEVMEMTCP_NIC_RECOVER_ALL }), 0);
+	table_avoids_queues(held, 2);
+	assert_true(nic_state->ctx[1].used);
+	/* the binding is gone: the next operation undoes the rest */
+	nic_state->q[6].dmabuf = nic_state->q[7].dmabuf = 0;
+	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 1);
+	dump_is(before);
+	assert_false(files_left());
+}
+
+/* A queue nobody's file names carries a binding (io_uring, AF_XDP, a
+ * dma-buf bound by another program): while owners set the default table,
+ * it never points there, also after the last owner went. */
+static void test_unowned_bound_queue(void **state)
+{
+	static const uint32_t held[] = { 3 };
+	struct devmemtcp_nic *a, *b;
+
+	assert_int_equal(own(&a, 1, 5201), 0);
+	nic_state->q[3].io_uring = true;
+	assert_int_equal(own(&b, 1, 5202), 0);
+	table_avoids_queues(held, 1);
+	table_avoids((struct devmemtcp_nic *[]){ a, b }, 2);
+	assert_int_equal(devmemtcp_nic_close(a), 0);
+	table_avoids_queues(held, 1);
+	assert_int_equal(devmemtcp_nic_close(b), 0);
+	table_avoids_queues(held, 1);
+	assert_true(files_left());	/* the baseline, until it is gone */
+	assert_non_null(strstr(nicfix_logged,
+			       "RX queue 3 of eth0 still carries io_uring zcrx although no devmemtcp owner is left: the default RSS table stays off it"));
+	nic_state->q[3].io_uring = false;
+	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 1);
+	dump_is(before);
+	assert_false(files_left());
+}
+
+/* The state letter of /proc/PID/stat. */
+static char proc_state(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return '?';
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+static int leader_pipe[2];
+
+static void *keep_descriptors(void *arg)
+{
+	char c;
+
+	(void)arg;
+	(void)!read(leader_pipe[0], &c, 1);
+	_exit(0);
+}
+
+/* The main thread of an owner calls pthread_exit(): /proc shows the
+ * process as a zombie, but its other thread lives and holds every
+ * descriptor (a binding's netlink socket too): the owner is alive. */
+static void test_zombie_leader_with_threads(void **state)
+{
+	uint64_t start;
+	bool zombie = true;
+	pid_t pid;
+
+	assert_int_equal(pipe(leader_pipe), 0);
+	pid = fork();
+	if (pid == 0) {
+		struct devmemtcp_nic *nic;
+		pthread_t t;
+
+		alarm(30);	/* never outlive a failed test for long */
+		if (own(&nic, 2, 5201) ||
+		    pthread_create(&t, NULL, keep_descriptors, NULL))
+			_exit(3);
+		pthread_exit(NULL);
+	}
+	for (int i = 0; i < 2000 && proc_state(pid) != 'Z'; i++)
+		usleep(1000);
+	assert_int_equal(proc_state(pid), 'Z');
+	assert_int_equal(dmt_proc_start(pid, &start, &zombie), 0);
+	assert_false(zombie);
+	fake_dump(nic_state, with_owners, sizeof(with_owners));
+	assert_non_null(strstr(with_owners, "-> *:5201 context 1"));
+	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 0);
+	dump_is(with_owners);
+	/* the last thread ends: now it is gone */
+	(void)!write(leader_pipe[1], "x", 1);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 1);
+	dump_is(before);
+	assert_false(files_left());
+	close(leader_pipe[0]);
+	close(leader_pipe[1]);
+}
+
 /* 8 threads, each with its own context, opening and closing handles with
  * a flow each: the lock serialises them; all succeed; the NIC ends as it
  * began. */
@@ -702,6 +886,9 @@ int main(void)
 		cmocka_unit_test_setup(test_open_as_client, each),
 		cmocka_unit_test_setup(test_recover_all, each),
 		cmocka_unit_test_setup(test_zombie_owner, each),
+		cmocka_unit_test_setup(test_gone_owner_still_bound, each),
+		cmocka_unit_test_setup(test_unowned_bound_queue, each),
+		cmocka_unit_test_setup(test_zombie_leader_with_threads, each),
 		cmocka_unit_test_setup(test_threads, each),
 	};
 
