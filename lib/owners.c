@@ -4,9 +4,10 @@
  * interface").  Each devmemtcp_nic handle is an owner with its own file
  * IF.owner.PID.START.N; the shared settings (header split, hds-thresh,
  * ntuple, the default RSS table) are derived from the baseline in IF.base
- * and the live owners, and changed only where the device still shows what
- * the owners last wrote.  Everything here runs under the interface lock
- * (struct dmt_op); nic.c drives it.
+ * and the live owners (and the queues queue-get shows bound, which never
+ * go back into the default table), and changed only where the device
+ * still shows what the owners last wrote.  Everything here runs under the
+ * interface lock (struct dmt_op); nic.c drives it.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -48,6 +49,8 @@ static int op_queue_list(const struct dmt_op *op, struct devmemtcp_queue *q,
 int dmt_proc_start(pid_t pid, uint64_t *start, bool *zombie)
 {
 	char path[64], buf[1024], *p, *end;
+	long threads = 0;
+	bool z;
 	ssize_t n;
 	int fd;
 
@@ -60,26 +63,29 @@ int dmt_proc_start(pid_t pid, uint64_t *start, bool *zombie)
 	if (n < 0)
 		return errno == ESRCH ? -ENOENT : -errno;
 	buf[n] = '\0';
-	/* "pid (comm) S f4 ... f22": comm may hold blanks and ')' */
+	/* "pid (comm) S f4 ... f20 f21 f22": comm may hold blanks and ')' */
 	p = strrchr(buf, ')');
 	if (!p || p[1] != ' ' || !p[2])
 		return -EBADMSG;
-	*zombie = p[2] == 'Z' || p[2] == 'X' || p[2] == 'x';
+	z = p[2] == 'Z' || p[2] == 'X' || p[2] == 'x';
 	p += 2;
 	for (int field = 3; field < 22; field++) {
 		p = strchr(p, ' ');
 		if (!p)
 			return -EBADMSG;
 		p++;
+		if (field + 1 == 20)
+			threads = strtol(p, NULL, 10);
 	}
+	/* A leader that called pthread_exit() shows Z while its other
+	 * threads, which share its descriptors, run on: field 20 counts
+	 * them with it. */
+	*zombie = z && threads <= 1;
 	*start = strtoull(p, &end, 10);
 	return end == p ? -EBADMSG : 0;
 }
 
-/* Alive: the process exists with the recorded start time, is no zombie
- * (a zombie's descriptors, and so its bindings, are gone) and did not
- * mark its file closed. */
-static bool owner_alive(const struct dmt_owner *o)
+bool dmt_owner_alive(const struct dmt_owner *o)
 {
 	uint64_t start;
 	bool zombie;
@@ -245,20 +251,27 @@ static bool same_table(const struct dmt_shared *a, const struct dmt_shared *b)
 	       (!a->rss_size || memcmp(a->rss, b->rss, a->rss_size * 4) == 0);
 }
 
+/* q is a queue of an owner that keeps RSS on its queues. */
+static bool kept_in_rss(uint32_t q, const struct dmt_owner *const *owners, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (owners[i]->keep_rss && in_list(q, owners[i]->queues, owners[i]->nqueues))
+			return true;
+	return false;
+}
+
 int dmt_derive_shared(const struct dmt_base *b, uint32_t nrx,
 		      const struct dmt_owner *const *owners, size_t n,
-		      bool more_rules, struct dmt_shared *t)
+		      const uint32_t *bound, uint32_t nbound, bool more_rules,
+		      struct dmt_shared *t)
 {
-	const struct dmt_shared *bl = &b->baseline;
+	const struct dmt_shared *bl = &b->baseline, *keep;
 	bool rules = more_rules;
-	uint32_t *uni, k = 0;
+	uint32_t *uni, k = 0, held = 0;
 	int err = copy_shared(t, bl);
 
-	if (err < 0 || n == 0)
+	if (err < 0 || (n == 0 && nbound == 0))
 		return err;
-	/* also when the baseline did not show it (mlx5_core until set) */
-	t->tds = DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED;
-	t->hds = bl->hds < 0 ? -1 : 0;
 	uni = dmt_calloc(nrx ? nrx : 1, sizeof(*uni));
 	if (!uni) {
 		dmt_shared_free(t);
@@ -272,12 +285,28 @@ int dmt_derive_shared(const struct dmt_base *b, uint32_t nrx,
 			if (o->queues[q] < nrx && !in_list(o->queues[q], uni, k))
 				uni[k++] = o->queues[q];
 	}
+	/* whoever has them: their bytes go where someone can read them */
+	for (uint32_t i = 0; i < nbound; i++) {
+		if (bound[i] >= nrx || kept_in_rss(bound[i], owners, n))
+			continue;
+		held++;
+		if (!in_list(bound[i], uni, k))
+			uni[k++] = bound[i];
+	}
+	if (n == 0 && held == 0) {
+		free(uni);
+		return 0;	/* the baseline */
+	}
+	/* also when the baseline did not show it (mlx5_core until set) */
+	t->tds = DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED;
+	t->hds = bl->hds < 0 ? -1 : 0;
 	t->ntuple = bl->ntuple || rules;
-	/* No queue left for the rest: keep the baseline (only an owner
-	 * with keep_rss may take every queue). */
+	/* No queue left for the rest: the table stays as the owners last
+	 * set it (only an owner with keep_rss may take every queue). */
+	keep = b->applied.rss_size == bl->rss_size ? &b->applied : bl;
 	if (k && bl->rss_size &&
 	    dmt_plan_rss(bl->rss, bl->rss_size, nrx, uni, k, t->rss) < 0)
-		memcpy(t->rss, bl->rss, bl->rss_size * 4);
+		memcpy(t->rss, keep->rss, bl->rss_size * 4);
 	free(uni);
 	return 0;
 }
@@ -334,6 +363,7 @@ int dmt_op_begin(struct dmt_op *op, struct devmemtcp_ctx *ctx,
 	op->err = err;
 	op->lock_fd = -1;
 	op->nrules = -1;
+	op->nqget = -1;
 	dmt_err_clear(err);
 	ret = dmt_rundir_open(&op->rd, run_dir, true, err);
 	if (ret < 0)
@@ -370,6 +400,9 @@ static void free_loaded(struct dmt_op *op)
 	free(op->rules);
 	op->rules = NULL;
 	op->nrules = -1;
+	free(op->qget);
+	op->qget = NULL;
+	op->nqget = -1;
 	dmt_rss_free(&op->rss);
 	op->have_rings = op->have_feat = op->have_rss = false;
 }
@@ -551,7 +584,7 @@ int dmt_op_load(struct dmt_op *op, const char *me_name)
 			continue;
 		}
 		if (!err)
-			op->alive[op->nowners++] = owner_alive(o);
+			op->alive[op->nowners++] = dmt_owner_alive(o);
 	}
 out:
 	for (size_t i = 0; i < n; i++)
@@ -576,6 +609,70 @@ int dmt_op_rules(struct dmt_op *op)
 	if (err < 0)
 		return err;
 	op->nrules = (long)n;
+	return 0;
+}
+
+int dmt_op_queue_get(struct dmt_op *op)
+{
+	int n;
+
+	if (op->nqget >= 0)
+		return 0;
+	op->qget = dmt_calloc(512, sizeof(*op->qget));
+	if (!op->qget)
+		return dmt_err_set(op->err, -ENOMEM, "queue-get on %s: out of memory",
+				   op->e->ifname);
+	n = op_queue_list(op, op->qget, 512);
+	if (n == -ENOENT || n == -EOPNOTSUPP)
+		n = 0;	/* no netdev family: no binding either */
+	if (n < 0) {
+		free(op->qget);
+		op->qget = NULL;
+		return dmt_err_set(op->err, n,
+				   "queue-get on %s failed (%s): cannot tell which RX queues carry a binding",
+				   op->e->ifname, dmt_errno_name(n));
+	}
+	op->nqget = n < 512 ? n : 512;
+	return 0;
+}
+
+/* What queue-get shows on RX queue q: "dma-buf 7", "io_uring zcrx", "an
+ * AF_XDP socket"; false when nothing. */
+static bool queue_bound(const struct dmt_op *op, uint32_t q, char *what, size_t len)
+{
+	for (int i = 0; i < op->nqget; i++) {
+		const struct devmemtcp_queue *x = &op->qget[i];
+
+		if (x->type != DEVMEMTCP_QUEUE_RX || x->id != q ||
+		    !(x->dmabuf_id || x->io_uring || x->xsk))
+			continue;
+		if (x->dmabuf_id)
+			snprintf(what, len, "dma-buf %u", x->dmabuf_id);
+		else
+			snprintf(what, len, "%s", x->io_uring ? "io_uring zcrx" : "an AF_XDP socket");
+		return true;
+	}
+	return false;
+}
+
+/* The RX queues queue-get shows bound (*list malloc'd). */
+static int bound_queues(struct dmt_op *op, uint32_t **list, uint32_t *n)
+{
+	char what[32];
+	int err = dmt_op_queue_get(op);
+
+	*list = NULL;
+	*n = 0;
+	if (err < 0)
+		return err;
+	*list = dmt_calloc(op->nqget ? (size_t)op->nqget : 1, sizeof(**list));
+	if (!*list)
+		return dmt_err_set(op->err, -ENOMEM, "%s: out of memory", op->e->ifname);
+	for (int i = 0; i < op->nqget; i++)
+		if (op->qget[i].type == DEVMEMTCP_QUEUE_RX &&
+		    queue_bound(op, op->qget[i].id, what, sizeof(what)) &&
+		    !in_list(op->qget[i].id, *list, *n))
+			(*list)[(*n)++] = op->qget[i].id;
 	return 0;
 }
 
@@ -822,6 +919,25 @@ static void drop_owner(struct dmt_op *op, size_t i)
 	op->nowners--;
 }
 
+/* A queue of o still carries a binding, which some process holds (o's
+ * own, a child that inherited the netlink socket, one it was passed to,
+ * a thread of a leader that exited): o's steering stays, reported. */
+static bool owner_held(struct dmt_op *op, const struct dmt_owner *o)
+{
+	char what[32];
+
+	for (uint32_t k = 0; k < o->nqueues; k++) {
+		if (!queue_bound(op, o->queues[k], what, sizeof(what)))
+			continue;
+		dmt_op_report(op, "the setup of %s by pid %ld (%s) stays: RX queue %u still carries %s "
+			      "(its process, or one that inherited or was passed the binding, holds it); "
+			      "its rules and RSS context stay, and its queues stay out of the default RSS table, until the binding is gone",
+			      op->e->ifname, (long)o->pid, o->comm, o->queues[k], what);
+		return true;
+	}
+	return false;
+}
+
 int dmt_op_clean(struct dmt_op *op, bool all)
 {
 	int first = 0;
@@ -833,6 +949,18 @@ int dmt_op_clean(struct dmt_op *op, bool all)
 		int err;
 
 		if (op->alive[i] && !all) {
+			i++;
+			continue;
+		}
+		err = dmt_op_queue_get(op);
+		if (err < 0) {
+			/* cannot tell whether its binding lives: it stays */
+			if (!first)
+				first = err;
+			i++;
+			continue;
+		}
+		if (owner_held(op, o)) {
 			i++;
 			continue;
 		}
@@ -1190,12 +1318,38 @@ static int apply_shared(struct dmt_op *op, struct dmt_shared *t, bool restoring)
 	return restoring ? 0 : save_base(op);
 }
 
+static bool same_shared(const struct dmt_shared *a, const struct dmt_shared *b)
+{
+	return a->tds == b->tds && a->hds == b->hds && a->ntuple == b->ntuple &&
+	       same_table(a, b);
+}
+
+/* Nobody is left, but a bound queue keeps the shared settings from
+ * going back: say which, and that IF.base stays. */
+static void report_held(struct dmt_op *op, const uint32_t *bound, uint32_t nbound)
+{
+	char what[32];
+
+	for (uint32_t i = 0; i < nbound; i++) {
+		if (!queue_bound(op, bound[i], what, sizeof(what)))
+			continue;
+		dmt_op_report(op, "RX queue %u of %s still carries %s although no devmemtcp owner is left: "
+			      "the default RSS table stays off it, and %s/%s.base stays, until it is gone "
+			      "(then the next open, close or devmemtcp restore %s puts the rest back)",
+			      bound[i], op->e->ifname, what, op->rd.path, op->e->ifname,
+			      op->e->ifname);
+		return;
+	}
+}
+
 int dmt_op_reconcile(struct dmt_op *op, const struct dmt_owner *me,
 		     bool more_rules)
 {
 	const struct dmt_owner **list;
 	struct dmt_shared t = { 0 };
 	char name[IF_NAMESIZE + 8];
+	uint32_t *bound = NULL, nbound = 0;
+	bool restoring = false;
 	size_t n = 0;
 	int err;
 
@@ -1212,23 +1366,30 @@ int dmt_op_reconcile(struct dmt_op *op, const struct dmt_owner *me,
 		goto out;
 	if (!op->nrx)
 		err = dmt_op_count_rx(op);
+	if (!err)
+		err = bound_queues(op, &bound, &nbound);
 	if (!err && !op->have_base)
 		err = snapshot_base(op);
 	if (!err)
 		err = settle(op);
 	if (!err)
-		err = dmt_derive_shared(&op->base, op->nrx, list, n, more_rules, &t);
+		err = dmt_derive_shared(&op->base, op->nrx, list, n, bound, nbound,
+					more_rules, &t);
+	restoring = !err && n == 0 && same_shared(&t, &op->base.baseline);
 	if (!err)
-		err = apply_shared(op, &t, n == 0);
-	if (!err && n == 0) {
+		err = apply_shared(op, &t, restoring);
+	if (!err && restoring) {
 		snprintf(name, sizeof(name), "%s.base", op->e->ifname);
 		err = dmt_file_remove(&op->rd, name);
 		dmt_base_free(&op->base);
 		op->have_base = false;
 		op->undid = true;
+	} else if (!err && n == 0) {
+		report_held(op, bound, nbound);
 	}
 	dmt_shared_free(&t);
 out:
+	free(bound);
 	free(list);
 	if (err < 0 && !op->err->msg[0])
 		dmt_err_set(op->err, err, "%s", dmt_errno_name(err));

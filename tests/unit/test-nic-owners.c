@@ -120,7 +120,7 @@ static void test_derive(void **state)
 	b.baseline = (struct dmt_shared){ .tds = 1, .hds = 256, .ntuple = 0,
 					  .rss_size = 16, .rss = rss };
 	/* nobody: the baseline */
-	assert_int_equal(dmt_derive_shared(&b, 8, set, 0, false, &t), 0);
+	assert_int_equal(dmt_derive_shared(&b, 8, set, 0, NULL, 0, false, &t), 0);
 	assert_int_equal(t.tds, 1);
 	assert_int_equal(t.hds, 256);
 	assert_int_equal(t.ntuple, 0);
@@ -129,7 +129,7 @@ static void test_derive(void **state)
 	/* one owner without rules: header split, no ntuple yet, the table
 	 * spread over the six others */
 	set[0] = &a;
-	assert_int_equal(dmt_derive_shared(&b, 8, set, 1, false, &t), 0);
+	assert_int_equal(dmt_derive_shared(&b, 8, set, 1, NULL, 0, false, &t), 0);
 	assert_int_equal(t.tds, DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED);
 	assert_int_equal(t.hds, 0);
 	assert_int_equal(t.ntuple, 0);
@@ -137,25 +137,55 @@ static void test_derive(void **state)
 		assert_int_equal(t.rss[i], (uint32_t)i % 6);
 	dmt_shared_free(&t);
 	/* ... about to add rules: ntuple */
-	assert_int_equal(dmt_derive_shared(&b, 8, set, 1, true, &t), 0);
+	assert_int_equal(dmt_derive_shared(&b, 8, set, 1, NULL, 0, true, &t), 0);
 	assert_int_equal(t.ntuple, 1);
 	dmt_shared_free(&t);
 	/* two owners, one with a rule; one that keeps RSS counts for
 	 * nothing in the table */
 	set[1] = &c;
 	set[2] = &k;
-	assert_int_equal(dmt_derive_shared(&b, 8, set, 3, false, &t), 0);
+	assert_int_equal(dmt_derive_shared(&b, 8, set, 3, NULL, 0, false, &t), 0);
 	assert_int_equal(t.ntuple, 1);
 	for (int i = 0; i < 16; i++)
 		assert_int_equal(t.rss[i], (uint32_t)i % 5);
 	dmt_shared_free(&t);
+	/* bound queues stay out whoever has them, but a keep_rss owner's */
+	{
+		uint32_t bound[] = { 1, 3, 6 };
+
+		assert_int_equal(dmt_derive_shared(&b, 8, set, 3, bound, 3, false, &t), 0);
+		for (int i = 0; i < 16; i++)
+			assert_int_equal(t.rss[i], (uint32_t)(i % 4 < 1 ? 0 : i % 4 + 1));
+		dmt_shared_free(&t);
+		/* nobody left, a queue still bound: header split stays on,
+		 * the table stays off it */
+		assert_int_equal(dmt_derive_shared(&b, 8, set, 0, bound + 1, 1, false, &t), 0);
+		assert_int_equal(t.tds, DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED);
+		assert_int_equal(t.hds, 0);
+		assert_int_equal(t.ntuple, 0);
+		for (int i = 0; i < 16; i++)
+			assert_int_equal(t.rss[i], (uint32_t)(i % 7 < 3 ? i % 7 : i % 7 + 1));
+		dmt_shared_free(&t);
+		/* every queue bound or owned: the table as the owners left it */
+		{
+			uint32_t all[] = { 0, 1, 2, 3, 4, 5, 6, 7 }, applied[16];
+
+			for (int i = 0; i < 16; i++)
+				applied[i] = 4;
+			b.applied = (struct dmt_shared){ .rss_size = 16, .rss = applied };
+			assert_int_equal(dmt_derive_shared(&b, 8, set, 1, all, 8, false, &t), 0);
+			assert_memory_equal(t.rss, applied, sizeof(applied));
+			dmt_shared_free(&t);
+			b.applied = (struct dmt_shared){ 0 };
+		}
+	}
 	/* an unreported hds-thresh stays unreported, an unreported
 	 * tcp-data-split is turned on all the same (mlx5_core shows it only
 	 * once set); ntuple on before stays on */
 	b.baseline.tds = -1;
 	b.baseline.hds = -1;
 	b.baseline.ntuple = 1;
-	assert_int_equal(dmt_derive_shared(&b, 8, set, 1, false, &t), 0);
+	assert_int_equal(dmt_derive_shared(&b, 8, set, 1, NULL, 0, false, &t), 0);
 	assert_int_equal(t.tds, DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED);
 	assert_int_equal(t.hds, -1);
 	assert_int_equal(t.ntuple, 1);
@@ -163,7 +193,7 @@ static void test_derive(void **state)
 	/* no RSS table at all */
 	b.baseline.rss_size = 0;
 	b.baseline.rss = NULL;
-	assert_int_equal(dmt_derive_shared(&b, 8, set, 2, false, &t), 0);
+	assert_int_equal(dmt_derive_shared(&b, 8, set, 2, NULL, 0, false, &t), 0);
 	assert_int_equal(t.rss_size, 0);
 	assert_null(t.rss);
 }
@@ -594,8 +624,8 @@ static void test_recover_all(void **state)
 	dump_is(before);
 }
 
-/* A process that exited but was not reaped is dead: its descriptors, and
- * so its bindings, are gone. */
+/* A process that exited (its only thread) but was not reaped is dead:
+ * its descriptors are gone. */
 static void test_zombie_owner(void **state)
 {
 	int p[2];
