@@ -3,7 +3,7 @@
  * Many owners of one interface, against the in-memory NIC (fake-nic.h):
  * the shared settings derived from the owner set (pure, and on the NIC as
  * owners come and go in every order), queue planning (free queues, EBUSY,
- * ENOSPC), flows of different owners kept disjoint, a failure and a crash
+ * ENOSPC, queues that others' rules and RSS contexts feed), flows of different owners kept disjoint, a failure and a crash
  * injected at every step of open and close while other owners exist (each
  * leaving exactly what the other owners need), an administrator's change
  * left alone, the broker's owner identity, restore --all, zombies, and 8
@@ -341,6 +341,66 @@ static void test_queue_plan(void **state)
 	assert_int_equal(devmemtcp_nic_close(b), 0);
 	assert_int_equal(devmemtcp_nic_close(a), 0);
 	dump_is(before);
+}
+
+/* Someone else's ntuple rule (to queue 7) and RSS context (over 5 and
+ * 6) feed queues no owner made: asked for by id they are refused with
+ * the rule or context and the fix, and never picked as free ones. */
+static void test_foreign_steering(void **state)
+{
+	static const uint32_t q7[] = { 7 }, q6[] = { 6 }, q3[] = { 3 };
+	struct devmemtcp_flow ssh = flow("dst-port 22");
+	DEVMEMTCP_OPTS(nic_opts, o, .queues = q7, .nqueues = 1);
+	struct devmemtcp_nic *a, *b;
+	char foreign[16384];
+	const uint32_t *q;
+
+	nic_state->ntuple_on = true;
+	nic_state->rule[3].used = true;
+	dmt_flow_to_spec(&ssh, 7, false, &nic_state->rule[3].fs);
+	nic_state->rule[3].fs.location = 3;
+	nic_state->ctx[2].used = true;
+	for (int i = 0; i < FAKE_INDIR; i++)
+		nic_state->ctx[2].indir[i] = 5 + i % 2;
+	fake_dump(nic_state, foreign, sizeof(foreign));
+
+	/* ERRORS devmemtcp_nic_open EBUSY */
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &a), -EBUSY);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "eth0: RX queue 7 of eth0 receives the packets of ntuple rule 3 (tcp4 *:* -> *:22 queue 7), which no devmemtcp owner made: "
+			    "pick another queue, or delete the rule (ethtool -N eth0 delete 3)");
+	o.queues = q6;
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &a), -EBUSY);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "eth0: RX queue 6 of eth0 is in RSS context 2, which no devmemtcp owner made: "
+			    "pick another queue, or delete the context and the rules that use it (ethtool -X eth0 context 2 delete)");
+	dump_is(foreign);
+	/* free ones: not those */
+	o.queues = NULL;
+	o.nqueues = 5;
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &a), -ENOSPC);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "eth0: eth0 has 4 free RX queues (8 in all, 0 owned by 0 processes, 3 fed by ntuple rules or RSS contexts outside devmemtcp, "
+			    "1 kept for other traffic): ask for at most 4");
+	o.nqueues = 2;
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &a), 0);
+	assert_int_equal(devmemtcp_nic_queues(a, &q), 2);
+	assert_int_equal(q[0], 3);
+	assert_int_equal(q[1], 4);
+	/* an owner's steering is no one else's: the next owner is told it
+	 * is owned */
+	o.queues = q3;
+	o.nqueues = 1;
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &b), -EBUSY);
+	assert_non_null(strstr(devmemtcp_ctx_errmsg(ctx), "eth0: RX queue 3 of eth0 is owned by pid"));
+	o.queues = NULL;
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &b), 0);
+	assert_int_equal(devmemtcp_nic_queues(b, &q), 1);
+	assert_int_equal(q[0], 2);
+	assert_int_equal(devmemtcp_nic_close(b), 0);
+	assert_int_equal(devmemtcp_nic_close(a), 0);
+	dump_is(foreign);
+	assert_false(files_left());
 }
 
 /* Owners' flows must not overlap: the packets would go to one of them. */
@@ -908,6 +968,7 @@ int main(void)
 		cmocka_unit_test(test_overlap),
 		cmocka_unit_test_setup(test_orders, each),
 		cmocka_unit_test_setup(test_queue_plan, each),
+		cmocka_unit_test_setup(test_foreign_steering, each),
 		cmocka_unit_test_setup(test_owners_flows_disjoint, each),
 		cmocka_unit_test_setup(test_fail_every_open_step, each),
 		cmocka_unit_test_setup(test_fail_every_close_step, each),
