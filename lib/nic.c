@@ -794,8 +794,6 @@ static int apply_ctx(struct devmemtcp_nic *nic, struct dmt_op *op)
 	struct dmt_eth *e = &nic->eth;
 	struct dmt_owner *me = &nic->me;
 	uint32_t n = op->base.baseline.rss_size ? op->base.baseline.rss_size : 128;
-	struct dmt_rss *list = NULL;
-	size_t cnt = 0;
 	int err;
 
 	snprintf(op->doing, sizeof(op->doing), "RSS context");
@@ -807,21 +805,20 @@ static int apply_ctx(struct devmemtcp_nic *nic, struct dmt_op *op)
 		return dmt_err_set(&nic->eerr, -ENOMEM, "out of memory");
 	me->ctx_size = n;
 	dmt_plan_ctx(n, me->queues, me->nqueues, me->ctx_indir);
-	err = e->ops->rss_dump(e, &list, &cnt);
-	if (err < 0 && err != -EOPNOTSUPP)
+	err = dmt_op_contexts(op);	/* planning read them */
+	if (err < 0)
 		return err;
-	for (size_t i = 0; i < cnt; i++) {
-		if (list[i].context && me->nctx_before < DMT_LIST_MAX)
-			me->ctx_before[me->nctx_before++] = list[i].context;
-		dmt_rss_free(&list[i]);
-	}
-	free(list);
+	for (long i = 0; i < op->nctxs; i++)
+		if (op->ctxs[i].context && me->nctx_before < DMT_LIST_MAX)
+			me->ctx_before[me->nctx_before++] = op->ctxs[i].context;
 	me->ctx = DMT_CTX_PENDING;
 	err = save_me(nic, op);
 	if (!err)
 		err = dmt_op_step(op, "RSS context");
-	if (!err)
+	if (!err) {
 		err = e->ops->rss_ctx_create(e, me->ctx_indir, n, &me->ctx_id);
+		dmt_op_contexts_changed(op);
+	}
 	if (err == -EOPNOTSUPP || err == -EINVAL || err == -EBUSY) {
 		/* No additional contexts (EBUSY: every id of the driver's
 		 * taken, fbnic has one): steer flows to queues. */

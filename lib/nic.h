@@ -243,6 +243,10 @@ struct dmt_op {
 	 * yet): which carry a binding */
 	struct devmemtcp_queue *qget;
 	int nqget;
+	/* the device's RSS contexts and their tables, read once per
+	 * operation until one is made or deleted (nctxs < 0: not yet) */
+	struct dmt_rss *ctxs;
+	long nctxs;
 	/* the shared settings as the device showed them in this operation,
 	 * read once until a change: nothing else changes them while we hold
 	 * the lock but an administrator, whose change we may see late */
@@ -294,6 +298,10 @@ int dmt_op_step(struct dmt_op *op, const char *fmt, ...)
 int dmt_op_rules(struct dmt_op *op);
 /* queue-get (read once; none without the netdev family), in op->qget. */
 int dmt_op_queue_get(struct dmt_op *op);
+/* The device's RSS contexts in op->ctxs (read once; none where the driver
+ * has no RSS); after a context is made or deleted, _changed() drops them. */
+int dmt_op_contexts(struct dmt_op *op);
+void dmt_op_contexts_changed(struct dmt_op *op);
 /* The device's rings, rx-ntuple-filter and default RSS table, read once
  * per operation until a change (*rss valid until the next change). */
 int dmt_op_dev_rings(struct dmt_op *op, struct dmt_rings *r);
@@ -310,10 +318,12 @@ int dmt_op_save_owner(struct dmt_op *op, const struct dmt_owner *o,
 int dmt_op_count_rx(struct dmt_op *op);
 /*
  * Plan the queues of a new owner: req[0..nreq) (checked: range,
- * duplicates, not owned by a live owner: -EBUSY naming it, not in use
- * outside the library where queue-get says so), else the k highest free
- * ones.  One queue stays for other traffic unless allow_all.  Returns the
- * count, or -ERANGE/-EINVAL/-EBUSY/-ENOSPC with the message in why.
+ * duplicates, not owned by an owner: -EBUSY naming it, not in use outside
+ * the library where queue-get says so, not fed by an ntuple rule or an RSS
+ * context that no owner made: -EBUSY naming it and the fix), else the k
+ * highest free ones.  One queue stays for other traffic unless allow_all.
+ * Returns the count, or -ERANGE/-EINVAL/-EBUSY/-ENOSPC (or the error of
+ * reading the device) with the message in why.
  */
 int dmt_op_plan_queues(struct dmt_op *op, const uint32_t *req, uint32_t nreq,
 		       uint32_t k, bool allow_all, uint32_t *out, char *why,
