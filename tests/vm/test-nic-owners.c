@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * test-nic-owners IFACE orders|kill|race|threads|fork|thread: many owners
- * of the receiver's simulated NIC (dsim1), every payload byte validated.
+ * test-nic-owners IFACE orders|kill|race|threads|fork|thread|stale: many
+ * owners of the receiver's simulated NIC (dsim1), every payload byte
+ * validated.
  *
  * orders   4 processes, each with its own queues and flow, each receives
  *          64 MiB, started and stopped in random orders; no payload byte
@@ -28,6 +29,9 @@
  * thread   the same with an owner whose main thread calls pthread_exit()
  *          while another thread keeps every descriptor (/proc shows Z):
  *          that owner is alive.
+ * stale    restore --all undoes a live handle's setup and a new owner puts
+ *          an identical rule at the same location: the stale handle's
+ *          close leaves that rule.
  *
  * SEED=N repeats the random orders of a run (it prints its seed); ROUNDS=N
  * runs fewer race rounds while debugging.
@@ -851,6 +855,41 @@ static int test_survivor(bool thread)
 	return 0;
 }
 
+/* ---- stale ---- */
+
+static int test_stale(void)
+{
+	static const uint32_t q9 = 9;
+	DEVMEMTCP_OPTS(nic_opts, all, .flags = DEVMEMTCP_NIC_RECOVER_ALL);
+	struct devmemtcp_flow f;
+	DEVMEMTCP_OPTS(nic_opts, o, .queues = &q9, .nqueues = 1, .flows = &f, .nflows = 1);
+	char *before = nic_dump(), *after, cmd[96], rules_a[4096], rules_b[4096];
+	struct devmemtcp_nic *a, *b;
+	double t0 = t_now();
+
+	devmemtcp_flow_parse("dst-port 5720", &f);
+	snprintf(cmd, sizeof(cmd), "ethtool -n %s", ifname);
+	T_CHECK(devmemtcp_nic_open(ctx, ifname, &o, &a) == 0, "open a: %s", devmemtcp_ctx_errmsg(ctx));
+	t_capture(rules_a, sizeof(rules_a), cmd);
+	T_CHECK(devmemtcp_nic_recover(ctx, ifname, &all) == 1, "restore --all: %s",
+		devmemtcp_ctx_errmsg(ctx));
+	T_CHECK(!rule_for(5720), "restore --all left the rule");
+	T_CHECK(devmemtcp_nic_open(ctx, ifname, &o, &b) == 0, "open b: %s", devmemtcp_ctx_errmsg(ctx));
+	t_capture(rules_b, sizeof(rules_b), cmd);
+	T_CHECK(strcmp(rules_a, rules_b) == 0, "not the same rule at the same place:\n%s\n%s",
+		rules_a, rules_b);
+	T_CHECK(devmemtcp_nic_close(a) == 0, "close a: %s", devmemtcp_ctx_errmsg(ctx));
+	T_CHECK(rule_for(5720), "the stale handle's close deleted the new owner's rule");
+	T_CHECK(devmemtcp_nic_close(b) == 0, "close b: %s", devmemtcp_ctx_errmsg(ctx));
+	after = nic_dump();
+	T_TRY(nic_same(before, after, "after both closed"));
+	printf("stale: the stale handle's close left the new owner's identical rule (%.1f s)\n",
+	       t_now() - t0);
+	free(before);
+	free(after);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 2 ? argv[2] : "";
@@ -872,6 +911,8 @@ int main(int argc, char **argv)
 		return test_threads();
 	if (strcmp(what, "fork") == 0 || strcmp(what, "thread") == 0)
 		return test_survivor(strcmp(what, "thread") == 0);
-	fprintf(stderr, "usage: %s IFACE orders|kill|race|threads|fork|thread\n", argv[0]);
+	if (strcmp(what, "stale") == 0)
+		return test_stale();
+	fprintf(stderr, "usage: %s IFACE orders|kill|race|threads|fork|thread|stale\n", argv[0]);
 	return 2;
 }
