@@ -154,6 +154,10 @@ int dmt_file_read(const struct dmt_rundir *rd, const char *name, char **text,
 		  size_t *len, struct dmt_err *err);
 int dmt_file_write(const struct dmt_rundir *rd, const char *name,
 		   const char *text, size_t len, struct dmt_err *err);
+/* Does name hold exactly text?  1 yes, 0 no, -ENOENT (no message) when
+ * absent, or another negative errno.  Allocates nothing. */
+int dmt_file_same(const struct dmt_rundir *rd, const char *name,
+		  const char *text, size_t len, struct dmt_err *err);
 /* text, as dmt_owner_format() wrote it, written as name with "state
  * closed": the owner is dead from then on although its process lives.
  * Allocates nothing, for when memory has run out. */
@@ -274,6 +278,9 @@ void dmt_op_end(struct dmt_op *op);
 /* Read IF.base and the owner files but me_name; check each against the
  * device (ifname, ifindex, netns: ESTALE, EXDEV); which are alive. */
 int dmt_op_load(struct dmt_op *op, const char *me_name);
+/* Read and check one owner's file into *o: -ENOENT (no message) when it
+ * is gone. */
+int dmt_op_load_owner(struct dmt_op *op, const char *name, struct dmt_owner *o);
 /* Undo what dead owners (all: every other owner) left and remove their
  * files; a file whose undo failed stays with what is left.  An owner with
  * a queue that queue-get shows bound is left whole, dead or not: the

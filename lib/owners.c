@@ -524,7 +524,7 @@ static int load_base(struct dmt_op *op)
 	return 0;
 }
 
-static int load_owner(struct dmt_op *op, const char *name, struct dmt_owner *o)
+int dmt_op_load_owner(struct dmt_op *op, const char *name, struct dmt_owner *o)
 {
 	char *text, expect[NAME_MAX + 1];
 	size_t len;
@@ -580,7 +580,7 @@ int dmt_op_load(struct dmt_op *op, const char *me_name)
 
 		if (me_name && strcmp(names[i], me_name) == 0)
 			continue;
-		err = load_owner(op, names[i], o);
+		err = dmt_op_load_owner(op, names[i], o);
 		if (err == -ENOENT) {	/* removed since the listing */
 			err = 0;
 			continue;

@@ -449,6 +449,34 @@ static void test_stale_handle(void **state)
 	assert_false(nicfix_files_left(dir, "eth0"));
 }
 
+/* restore --all undid part of a live handle's setup: its rule went, its
+ * context could not (a driver error), and its file now records only the
+ * context, marked closed.  The handle is stale (ESTALE), and its close
+ * undoes what the file records. */
+static void test_stale_handle_part_undone(void **state)
+{
+	struct devmemtcp_flow f = flow("dst-port 5201"), g = flow("dst-port 5202");
+	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 2, .flows = &f, .nflows = 1);
+	DEVMEMTCP_OPTS(nic_opts, all, .flags = DEVMEMTCP_NIC_RECOVER_ALL);
+	struct devmemtcp_nic *a;
+
+	fake_dump(nic_state, before, sizeof(before));
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &a), 0);
+	nic_state->changes = 0;
+	nic_state->fail_op_at = 2;	/* the rule goes, the context stays */
+	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", &all), -EIO);
+	nic_state->fail_op_at = 0;
+	fake_dump(nic_state, after, sizeof(after));
+	assert_null(strstr(after, "rule "));
+	assert_non_null(strstr(after, "context 1:"));
+	assert_int_equal(devmemtcp_nic_add_flow(a, &g), -ESTALE);
+	assert_non_null(strstr(devmemtcp_nic_errmsg(a), "is gone or no longer what it wrote; close the handle and open a new one"));
+	assert_int_equal(devmemtcp_nic_close(a), 0);
+	fake_dump(nic_state, after, sizeof(after));
+	assert_string_equal(before, after);
+	assert_false(nicfix_files_left(dir, "eth0"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -464,6 +492,7 @@ int main(void)
 		cmocka_unit_test_setup(test_shadowed_by_more_specific, each),
 		cmocka_unit_test_setup(test_add_flow_shadowed, each),
 		cmocka_unit_test_setup(test_stale_handle, each),
+		cmocka_unit_test_setup(test_stale_handle_part_undone, each),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
