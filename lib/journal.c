@@ -926,6 +926,40 @@ out:
 	return e;
 }
 
+int dmt_file_same(const struct dmt_rundir *rd, const char *name,
+		  const char *text, size_t len, struct dmt_err *err)
+{
+	char buf[4096];
+	size_t off = 0;
+	int fd, e, same = 1;
+
+	fd = openat(rd->fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 && errno == ENOENT)
+		return -ENOENT;
+	if (fd < 0)
+		return open_fail(rd, name, err);
+	e = file_checks(rd, name, fd, S_IWGRP | S_IWOTH, err);
+	while (!e && same) {
+		ssize_t r = read(fd, buf, sizeof(buf));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			e = dmt_err_set(err, -errno, "reading %s/%s: %s", rd->path, name,
+					strerror(errno));
+			break;
+		}
+		if (r == 0) {
+			same = off == len;
+			break;
+		}
+		same = (size_t)r <= len - off && memcmp(buf, text + off, (size_t)r) == 0;
+		off += (size_t)r;
+	}
+	close(fd);
+	return e < 0 ? e : same;
+}
+
 /* A name no one else uses: ".NAME.XXXXXXXX" with random hex. */
 static void temp_name(char *tmp, size_t len, const char *name)
 {

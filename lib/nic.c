@@ -44,6 +44,7 @@ struct devmemtcp_nic {
 	char name[NAME_MAX + 1];	/* its file */
 	bool saved;			/* the file exists */
 	bool marked;			/* it says closed */
+	bool stale;			/* someone else undid (some of) it */
 	char *text;			/* what it says */
 	size_t text_len;
 	uint32_t nrx;
@@ -208,6 +209,81 @@ static int mark_closed(struct devmemtcp_nic *nic, struct dmt_op *op)
 	nic->marked = true;
 	nic->eerr = why;	/* the failure that made this necessary */
 	return 0;
+}
+
+/* "this handle's setup of eth0 was undone by someone else (...): its
+ * file DIR/NAME is gone or no longer what it wrote" */
+static void stale_msg(const struct devmemtcp_nic *nic, const struct dmt_op *op,
+		      char *buf, size_t len)
+{
+	if (snprintf(buf, len,
+		     "this handle's setup of %s was undone by someone else (devmemtcp restore --all, say): "
+		     "its file %s/%s is gone or no longer what it wrote",
+		     nic->eth.ifname, op->rd.path, nic->name) < 0)
+		buf[0] = '\0';
+}
+
+/* Nothing of this owner is on the device any more. */
+static void forget_steering(struct dmt_owner *me)
+{
+	for (uint32_t i = 0; i < me->nrules; i++)
+		free(me->rules[i].before);
+	free(me->rules);
+	me->rules = NULL;
+	me->nrules = 0;
+	free(me->ctx_before);
+	me->ctx_before = NULL;
+	me->nctx_before = 0;
+	me->ctx = DMT_CTX_NONE;
+}
+
+/*
+ * Under the lock: is this owner's file still what it last wrote?  Someone
+ * else may have undone its setup since (restore --all; the next operation
+ * after a failed one marked it closed): then what the file records now,
+ * nothing when it is gone, is all that is this owner's, and a rule where
+ * its rule was may be another owner's identical one.  0 when the file is
+ * as written (or was never written); 1 when it is not, or was not before
+ * (nic->stale), nic->me then being what the file records; or a negative
+ * errno (message on nic->eerr).
+ */
+static int own_file(struct devmemtcp_nic *nic, struct dmt_op *op)
+{
+	struct dmt_owner o;
+	char *text;
+	size_t len;
+	int ret;
+
+	if (!nic->saved)
+		return nic->stale;
+	ret = dmt_file_same(&op->rd, nic->name, nic->text, nic->text_len, &nic->eerr);
+	if (ret == 1)
+		return nic->stale;
+	if (ret == 0)
+		ret = dmt_op_load_owner(op, nic->name, &o);
+	if (ret == -ENOENT) {
+		forget_steering(&nic->me);
+		nic->saved = false;
+		nic->stale = true;
+		return 1;
+	}
+	if (ret < 0)
+		return ret;
+	/* rewritten by whoever undid part of it: that is what is left */
+	ret = dmt_owner_format(&o, &text, &len);
+	if (ret < 0) {
+		dmt_owner_free(&o);
+		return dmt_err_set(&nic->eerr, ret, "reading %s/%s: out of memory",
+				   op->rd.path, nic->name);
+	}
+	dmt_owner_free(&nic->me);
+	nic->me = o;
+	free(nic->text);
+	nic->text = text;
+	nic->text_len = len;
+	nic->marked = o.closed;
+	nic->stale = true;
+	return 1;
 }
 
 /* Who finishes what a failed open or close left. */
@@ -794,8 +870,6 @@ static int apply_ctx(struct devmemtcp_nic *nic, struct dmt_op *op)
 	struct dmt_eth *e = &nic->eth;
 	struct dmt_owner *me = &nic->me;
 	uint32_t n = op->base.baseline.rss_size ? op->base.baseline.rss_size : 128;
-	struct dmt_rss *list = NULL;
-	size_t cnt = 0;
 	int err;
 
 	snprintf(op->doing, sizeof(op->doing), "RSS context");
@@ -807,21 +881,20 @@ static int apply_ctx(struct devmemtcp_nic *nic, struct dmt_op *op)
 		return dmt_err_set(&nic->eerr, -ENOMEM, "out of memory");
 	me->ctx_size = n;
 	dmt_plan_ctx(n, me->queues, me->nqueues, me->ctx_indir);
-	err = e->ops->rss_dump(e, &list, &cnt);
-	if (err < 0 && err != -EOPNOTSUPP)
+	err = dmt_op_contexts(op);	/* planning read them */
+	if (err < 0)
 		return err;
-	for (size_t i = 0; i < cnt; i++) {
-		if (list[i].context && me->nctx_before < DMT_LIST_MAX)
-			me->ctx_before[me->nctx_before++] = list[i].context;
-		dmt_rss_free(&list[i]);
-	}
-	free(list);
+	for (long i = 0; i < op->nctxs; i++)
+		if (op->ctxs[i].context && me->nctx_before < DMT_LIST_MAX)
+			me->ctx_before[me->nctx_before++] = op->ctxs[i].context;
 	me->ctx = DMT_CTX_PENDING;
 	err = save_me(nic, op);
 	if (!err)
 		err = dmt_op_step(op, "RSS context");
-	if (!err)
+	if (!err) {
 		err = e->ops->rss_ctx_create(e, me->ctx_indir, n, &me->ctx_id);
+		dmt_op_contexts_changed(op);
+	}
 	if (err == -EOPNOTSUPP || err == -EINVAL || err == -EBUSY) {
 		/* No additional contexts (EBUSY: every id of the driver's
 		 * taken, fbnic has one): steer flows to queues. */
@@ -1241,13 +1314,26 @@ static int handle_op(struct devmemtcp_nic *nic, struct dmt_op *op)
 	return err;
 }
 
+/* For add_flow and remove_flow: -ESTALE when someone else undid this
+ * owner's setup (own_file). */
+static int check_own_file(struct devmemtcp_nic *nic, struct dmt_op *op)
+{
+	char msg[DMT_ERRMSG_MAX];
+	int ret = own_file(nic, op);
+
+	if (ret <= 0)
+		return ret;
+	stale_msg(nic, op, msg, sizeof(msg));
+	return dmt_err_set(&nic->eerr, -ESTALE, "%s; close the handle and open a new one", msg);
+}
+
 DEVMEMTCP_EXPORT int devmemtcp_nic_close(struct devmemtcp_nic *nic)
 {
 	DMT_KEEP_ERRNO;
 	struct dmt_err unread;
 	struct dmt_op op;
-	char hint[256];
-	int err;
+	char hint[256], msg[DMT_ERRMSG_MAX];
+	int err, own;
 
 	if (!nic)
 		return 0;
@@ -1272,7 +1358,18 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_close(struct devmemtcp_nic *nic)
 	/* without the others' files, still this owner's own changes */
 	unread = nic->eerr;
 	unread.code = err;
-	if (op.locked) {
+	/* only what this owner's file still records is its own */
+	own = op.locked ? own_file(nic, &op) : 0;
+	if (own == 1) {
+		stale_msg(nic, &op, msg, sizeof(msg));
+		dmt_op_report(&op, "%s; only what it records now is undone", msg);
+	} else if (own < 0) {
+		if (err < 0)
+			nic->eerr = unread;
+		else
+			err = own;
+	}
+	if (op.locked && own >= 0) {
 		char doing[sizeof(op.doing)];
 		int e2;
 
@@ -1327,7 +1424,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_add_flow(struct devmemtcp_nic *nic,
 {
 	DMT_KEEP_ERRNO;
 	struct dmt_op op;
-	int ret;
+	int ret, stale = 0;
 
 	if (!nic)
 		return -EINVAL;
@@ -1338,13 +1435,15 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_add_flow(struct devmemtcp_nic *nic,
 		return remote_call(nic, DMT_BRK_ADD_FLOW, 0, flow);
 	ret = handle_op(nic, &op);
 	if (!ret)
+		ret = stale = check_own_file(nic, &op);
+	if (!ret)
 		ret = dmt_op_reconcile(&op, &nic->me, true);
 	if (!ret)
 		ret = add_rule(nic, &op, flow, nic->next_flow_id);
 	if (ret < 0) {
 		/* A rule whose insert failed stays journalled as pending:
 		 * undo it now rather than leave it for close. */
-		if (nic->me.nrules && !nic->me.rules[nic->me.nrules - 1].placed) {
+		if (!stale && nic->me.nrules && !nic->me.rules[nic->me.nrules - 1].placed) {
 			struct dmt_err why = nic->eerr;
 
 			unplace_rule(nic, &op);
@@ -1383,6 +1482,8 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_remove_flow(struct devmemtcp_nic *nic,
 			       "flow %d is not a flow of this handle: use the id devmemtcp_nic_add_flow() returned",
 			       flow_id);
 	err = handle_op(nic, &op);
+	if (!err)
+		err = check_own_file(nic, &op);
 	if (!err) {
 		one = nic->me;
 		one.rules = &nic->me.rules[i];

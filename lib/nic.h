@@ -14,7 +14,8 @@
  * about to change before changing it (IF.owner.PID.START.N), the first
  * owner records the baseline of the shared settings (IF.base), and any
  * later operation undoes what a dead owner left, where the device still
- * shows it (HACKING.md, "The NIC layer").
+ * shows it and queue-get shows none of its queues bound (HACKING.md, "The
+ * NIC layer").
  */
 #ifndef DEVMEMTCP_NIC_H
 #define DEVMEMTCP_NIC_H
@@ -153,6 +154,10 @@ int dmt_file_read(const struct dmt_rundir *rd, const char *name, char **text,
 		  size_t *len, struct dmt_err *err);
 int dmt_file_write(const struct dmt_rundir *rd, const char *name,
 		   const char *text, size_t len, struct dmt_err *err);
+/* Does name hold exactly text?  1 yes, 0 no, -ENOENT (no message) when
+ * absent, or another negative errno.  Allocates nothing. */
+int dmt_file_same(const struct dmt_rundir *rd, const char *name,
+		  const char *text, size_t len, struct dmt_err *err);
 /* text, as dmt_owner_format() wrote it, written as name with "state
  * closed": the owner is dead from then on although its process lives.
  * Allocates nothing, for when memory has run out. */
@@ -182,9 +187,18 @@ extern int dmt_test_lock_wait_ms;
 
 /* ---- the owners of an interface (owners.c) ---- */
 
-/* Field 22 of /proc/PID/stat and whether the process is a zombie; 0,
- * -ENOENT when there is no such process, or another negative errno. */
+/* Field 22 of /proc/PID/stat, and in *zombie whether the process has
+ * ended: a zombie with no thread left (field 20).  A zombie leader whose
+ * other threads live is not: they hold its descriptors, and so any
+ * binding's netlink socket.  0, -ENOENT when there is no such process, or
+ * another negative errno. */
 int dmt_proc_start(pid_t pid, uint64_t *start, bool *zombie);
+/* An owner is alive when its file does not say closed and its process
+ * exists (dmt_proc_start: not ended) with the recorded start time; when
+ * that cannot be read, alive.  Its bindings may outlive it (a child that
+ * inherited the netlink socket, one it was passed to): what queue-get
+ * shows bound is kept whether or not its owner lives. */
+bool dmt_owner_alive(const struct dmt_owner *o);
 
 /* Do a and b match some packet in common?  (TCP/IPv4 and TCP/IPv6 rules
  * and IP rules of the same family; other flow types never match TCP.) */
@@ -197,11 +211,17 @@ bool dmt_spec_overlap(const struct ethtool_rx_flow_spec *a,
  * while any owner exists, the default table kept off the queues of
  * owners without keep_rss, ntuple on while an owner has (or, more_rules,
  * is about to have) a rule or the baseline had it on; the baseline when
- * there is no owner.  t->rss malloc'd.  0 or -ENOMEM.
+ * there is no owner.  bound[0..nbound) are the RX queues queue-get shows
+ * bound (a dma-buf, io_uring, AF_XDP): whoever owns them, or nobody, they
+ * are kept off the default table too (but a keep_rss owner's, which stay
+ * there by its choice), and while one is, header split stays on as for
+ * an owner.  With no queue left for the rest the table stays as the
+ * owners last set it (b->applied).  t->rss malloc'd.  0 or -ENOMEM.
  */
 int dmt_derive_shared(const struct dmt_base *b, uint32_t nrx,
 		      const struct dmt_owner *const *owners, size_t n,
-		      bool more_rules, struct dmt_shared *t);
+		      const uint32_t *bound, uint32_t nbound, bool more_rules,
+		      struct dmt_shared *t);
 
 /* One operation on an interface under its lock: what it found in the run
  * directory and on the device, and what it reports. */
@@ -223,6 +243,14 @@ struct dmt_op {
 	/* the device's rules, read once per operation (nrules < 0: not yet) */
 	struct dmt_rule *rules;
 	long nrules;
+	/* queue-get's RX queues, read once per operation (nqget < 0: not
+	 * yet): which carry a binding */
+	struct devmemtcp_queue *qget;
+	int nqget;
+	/* the device's RSS contexts and their tables, read once per
+	 * operation until one is made or deleted (nctxs < 0: not yet) */
+	struct dmt_rss *ctxs;
+	long nctxs;
 	/* the shared settings as the device showed them in this operation,
 	 * read once until a change: nothing else changes them while we hold
 	 * the lock but an administrator, whose change we may see late */
@@ -250,12 +278,20 @@ void dmt_op_end(struct dmt_op *op);
 /* Read IF.base and the owner files but me_name; check each against the
  * device (ifname, ifindex, netns: ESTALE, EXDEV); which are alive. */
 int dmt_op_load(struct dmt_op *op, const char *me_name);
+/* Read and check one owner's file into *o: -ENOENT (no message) when it
+ * is gone. */
+int dmt_op_load_owner(struct dmt_op *op, const char *name, struct dmt_owner *o);
 /* Undo what dead owners (all: every other owner) left and remove their
- * files; a file whose undo failed stays with what is left. */
+ * files; a file whose undo failed stays with what is left.  An owner with
+ * a queue that queue-get shows bound is left whole, dead or not: the
+ * binding lives on in another process (a child that inherited its netlink
+ * socket, one it was passed to), and so its steering stays until the
+ * binding is gone (reported). */
 int dmt_op_clean(struct dmt_op *op, bool all);
 /* Bring the shared settings to what the remaining owners (and me, when
- * not NULL; more_rules: me about to add rules) need; with nobody left,
- * restore the baseline and remove IF.base. */
+ * not NULL; more_rules: me about to add rules) and the bound queues need
+ * (dmt_derive_shared); with nobody left and no queue bound, restore the
+ * baseline and remove IF.base. */
 int dmt_op_reconcile(struct dmt_op *op, const struct dmt_owner *me,
 		     bool more_rules);
 /* Undo o's rules and context where the device shows they are ours;
@@ -267,6 +303,12 @@ int dmt_op_step(struct dmt_op *op, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* The device's rules (read once; NULL list allowed when none). */
 int dmt_op_rules(struct dmt_op *op);
+/* queue-get (read once; none without the netdev family), in op->qget. */
+int dmt_op_queue_get(struct dmt_op *op);
+/* The device's RSS contexts in op->ctxs (read once; none where the driver
+ * has no RSS); after a context is made or deleted, _changed() drops them. */
+int dmt_op_contexts(struct dmt_op *op);
+void dmt_op_contexts_changed(struct dmt_op *op);
 /* The device's rings, rx-ntuple-filter and default RSS table, read once
  * per operation until a change (*rss valid until the next change). */
 int dmt_op_dev_rings(struct dmt_op *op, struct dmt_rings *r);
@@ -283,10 +325,12 @@ int dmt_op_save_owner(struct dmt_op *op, const struct dmt_owner *o,
 int dmt_op_count_rx(struct dmt_op *op);
 /*
  * Plan the queues of a new owner: req[0..nreq) (checked: range,
- * duplicates, not owned by a live owner: -EBUSY naming it, not in use
- * outside the library where queue-get says so), else the k highest free
- * ones.  One queue stays for other traffic unless allow_all.  Returns the
- * count, or -ERANGE/-EINVAL/-EBUSY/-ENOSPC with the message in why.
+ * duplicates, not owned by an owner: -EBUSY naming it, not in use outside
+ * the library where queue-get says so, not fed by an ntuple rule or an RSS
+ * context that no owner made: -EBUSY naming it and the fix), else the k
+ * highest free ones.  One queue stays for other traffic unless allow_all.
+ * Returns the count, or -ERANGE/-EINVAL/-EBUSY/-ENOSPC (or the error of
+ * reading the device) with the message in why.
  */
 int dmt_op_plan_queues(struct dmt_op *op, const uint32_t *req, uint32_t nreq,
 		       uint32_t k, bool allow_all, uint32_t *out, char *why,
@@ -352,6 +396,11 @@ extern int dmt_nic_fail_step;
 extern int dmt_nic_crash_step;
 extern int dmt_test_nic_close_fail_step;
 extern int dmt_test_nic_close_crash_step;
+/* Answers the NIC layer's queue-get in place of the kernel (the unit
+ * tests' fake NIC: which of its queues carry a binding); NULL: the
+ * kernel's. */
+extern int (*dmt_test_queue_list)(int ifindex, struct devmemtcp_queue *q,
+				  size_t max);
 #endif
 
 #endif

@@ -4,9 +4,10 @@
  * interface").  Each devmemtcp_nic handle is an owner with its own file
  * IF.owner.PID.START.N; the shared settings (header split, hds-thresh,
  * ntuple, the default RSS table) are derived from the baseline in IF.base
- * and the live owners, and changed only where the device still shows what
- * the owners last wrote.  Everything here runs under the interface lock
- * (struct dmt_op); nic.c drives it.
+ * and the live owners (and the queues queue-get shows bound, which never
+ * go back into the default table), and changed only where the device
+ * still shows what the owners last wrote.  Everything here runs under the
+ * interface lock (struct dmt_op); nic.c drives it.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -26,12 +27,30 @@
 
 #define MAX_OWNER_FILES 1024
 
+#if DMT_TEST_HOOKS
+int (*dmt_test_queue_list)(int ifindex, struct devmemtcp_queue *q, size_t max);
+#endif
+
+/* queue-get on the operation's interface: the kernel's answer, or the
+ * test's; 0 queues without a netlink socket (a fake NIC). */
+static int op_queue_list(const struct dmt_op *op, struct devmemtcp_queue *q,
+			 size_t max)
+{
+#if DMT_TEST_HOOKS
+	if (dmt_test_queue_list)
+		return dmt_test_queue_list(op->e->ifindex, q, max);
+#endif
+	return op->nl ? dmt_queue_list(op->nl, op->e->ifindex, q, max) : 0;
+}
+
 /* ---------------------------------------------------------------------- */
 /* processes                                                               */
 
 int dmt_proc_start(pid_t pid, uint64_t *start, bool *zombie)
 {
 	char path[64], buf[1024], *p, *end;
+	long threads = 0;
+	bool z;
 	ssize_t n;
 	int fd;
 
@@ -44,26 +63,29 @@ int dmt_proc_start(pid_t pid, uint64_t *start, bool *zombie)
 	if (n < 0)
 		return errno == ESRCH ? -ENOENT : -errno;
 	buf[n] = '\0';
-	/* "pid (comm) S f4 ... f22": comm may hold blanks and ')' */
+	/* "pid (comm) S f4 ... f20 f21 f22": comm may hold blanks and ')' */
 	p = strrchr(buf, ')');
 	if (!p || p[1] != ' ' || !p[2])
 		return -EBADMSG;
-	*zombie = p[2] == 'Z' || p[2] == 'X' || p[2] == 'x';
+	z = p[2] == 'Z' || p[2] == 'X' || p[2] == 'x';
 	p += 2;
 	for (int field = 3; field < 22; field++) {
 		p = strchr(p, ' ');
 		if (!p)
 			return -EBADMSG;
 		p++;
+		if (field + 1 == 20)
+			threads = strtol(p, NULL, 10);
 	}
+	/* A leader that called pthread_exit() shows Z while its other
+	 * threads, which share its descriptors, run on: field 20 counts
+	 * them with it. */
+	*zombie = z && threads <= 1;
 	*start = strtoull(p, &end, 10);
 	return end == p ? -EBADMSG : 0;
 }
 
-/* Alive: the process exists with the recorded start time, is no zombie
- * (a zombie's descriptors, and so its bindings, are gone) and did not
- * mark its file closed. */
-static bool owner_alive(const struct dmt_owner *o)
+bool dmt_owner_alive(const struct dmt_owner *o)
 {
 	uint64_t start;
 	bool zombie;
@@ -229,20 +251,27 @@ static bool same_table(const struct dmt_shared *a, const struct dmt_shared *b)
 	       (!a->rss_size || memcmp(a->rss, b->rss, a->rss_size * 4) == 0);
 }
 
+/* q is a queue of an owner that keeps RSS on its queues. */
+static bool kept_in_rss(uint32_t q, const struct dmt_owner *const *owners, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (owners[i]->keep_rss && in_list(q, owners[i]->queues, owners[i]->nqueues))
+			return true;
+	return false;
+}
+
 int dmt_derive_shared(const struct dmt_base *b, uint32_t nrx,
 		      const struct dmt_owner *const *owners, size_t n,
-		      bool more_rules, struct dmt_shared *t)
+		      const uint32_t *bound, uint32_t nbound, bool more_rules,
+		      struct dmt_shared *t)
 {
-	const struct dmt_shared *bl = &b->baseline;
+	const struct dmt_shared *bl = &b->baseline, *keep;
 	bool rules = more_rules;
-	uint32_t *uni, k = 0;
+	uint32_t *uni, k = 0, held = 0;
 	int err = copy_shared(t, bl);
 
-	if (err < 0 || n == 0)
+	if (err < 0 || (n == 0 && nbound == 0))
 		return err;
-	/* also when the baseline did not show it (mlx5_core until set) */
-	t->tds = DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED;
-	t->hds = bl->hds < 0 ? -1 : 0;
 	uni = dmt_calloc(nrx ? nrx : 1, sizeof(*uni));
 	if (!uni) {
 		dmt_shared_free(t);
@@ -256,12 +285,28 @@ int dmt_derive_shared(const struct dmt_base *b, uint32_t nrx,
 			if (o->queues[q] < nrx && !in_list(o->queues[q], uni, k))
 				uni[k++] = o->queues[q];
 	}
+	/* whoever has them: their bytes go where someone can read them */
+	for (uint32_t i = 0; i < nbound; i++) {
+		if (bound[i] >= nrx || kept_in_rss(bound[i], owners, n))
+			continue;
+		held++;
+		if (!in_list(bound[i], uni, k))
+			uni[k++] = bound[i];
+	}
+	if (n == 0 && held == 0) {
+		free(uni);
+		return 0;	/* the baseline */
+	}
+	/* also when the baseline did not show it (mlx5_core until set) */
+	t->tds = DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED;
+	t->hds = bl->hds < 0 ? -1 : 0;
 	t->ntuple = bl->ntuple || rules;
-	/* No queue left for the rest: keep the baseline (only an owner
-	 * with keep_rss may take every queue). */
+	/* No queue left for the rest: the table stays as the owners last
+	 * set it (only an owner with keep_rss may take every queue). */
+	keep = b->applied.rss_size == bl->rss_size ? &b->applied : bl;
 	if (k && bl->rss_size &&
 	    dmt_plan_rss(bl->rss, bl->rss_size, nrx, uni, k, t->rss) < 0)
-		memcpy(t->rss, bl->rss, bl->rss_size * 4);
+		memcpy(t->rss, keep->rss, bl->rss_size * 4);
 	free(uni);
 	return 0;
 }
@@ -318,6 +363,8 @@ int dmt_op_begin(struct dmt_op *op, struct devmemtcp_ctx *ctx,
 	op->err = err;
 	op->lock_fd = -1;
 	op->nrules = -1;
+	op->nqget = -1;
+	op->nctxs = -1;
 	dmt_err_clear(err);
 	ret = dmt_rundir_open(&op->rd, run_dir, true, err);
 	if (ret < 0)
@@ -354,6 +401,10 @@ static void free_loaded(struct dmt_op *op)
 	free(op->rules);
 	op->rules = NULL;
 	op->nrules = -1;
+	free(op->qget);
+	op->qget = NULL;
+	op->nqget = -1;
+	dmt_op_contexts_changed(op);
 	dmt_rss_free(&op->rss);
 	op->have_rings = op->have_feat = op->have_rss = false;
 }
@@ -473,7 +524,7 @@ static int load_base(struct dmt_op *op)
 	return 0;
 }
 
-static int load_owner(struct dmt_op *op, const char *name, struct dmt_owner *o)
+int dmt_op_load_owner(struct dmt_op *op, const char *name, struct dmt_owner *o)
 {
 	char *text, expect[NAME_MAX + 1];
 	size_t len;
@@ -529,13 +580,13 @@ int dmt_op_load(struct dmt_op *op, const char *me_name)
 
 		if (me_name && strcmp(names[i], me_name) == 0)
 			continue;
-		err = load_owner(op, names[i], o);
+		err = dmt_op_load_owner(op, names[i], o);
 		if (err == -ENOENT) {	/* removed since the listing */
 			err = 0;
 			continue;
 		}
 		if (!err)
-			op->alive[op->nowners++] = owner_alive(o);
+			op->alive[op->nowners++] = dmt_owner_alive(o);
 	}
 out:
 	for (size_t i = 0; i < n; i++)
@@ -560,6 +611,98 @@ int dmt_op_rules(struct dmt_op *op)
 	if (err < 0)
 		return err;
 	op->nrules = (long)n;
+	return 0;
+}
+
+int dmt_op_contexts(struct dmt_op *op)
+{
+	size_t n = 0;
+	int err;
+
+	if (op->nctxs >= 0)
+		return 0;
+	err = op->e->ops->rss_dump(op->e, &op->ctxs, &n);
+	if (err == -EOPNOTSUPP) {
+		op->ctxs = NULL;
+		n = 0;
+		err = 0;
+	}
+	if (err < 0)
+		return err;
+	op->nctxs = (long)n;
+	return 0;
+}
+
+void dmt_op_contexts_changed(struct dmt_op *op)
+{
+	for (long i = 0; i < op->nctxs; i++)
+		dmt_rss_free(&op->ctxs[i]);
+	free(op->ctxs);
+	op->ctxs = NULL;
+	op->nctxs = -1;
+}
+
+int dmt_op_queue_get(struct dmt_op *op)
+{
+	int n;
+
+	if (op->nqget >= 0)
+		return 0;
+	op->qget = dmt_calloc(512, sizeof(*op->qget));
+	if (!op->qget)
+		return dmt_err_set(op->err, -ENOMEM, "queue-get on %s: out of memory",
+				   op->e->ifname);
+	n = op_queue_list(op, op->qget, 512);
+	if (n == -ENOENT || n == -EOPNOTSUPP)
+		n = 0;	/* no netdev family: no binding either */
+	if (n < 0) {
+		free(op->qget);
+		op->qget = NULL;
+		return dmt_err_set(op->err, n,
+				   "queue-get on %s failed (%s): cannot tell which RX queues carry a binding",
+				   op->e->ifname, dmt_errno_name(n));
+	}
+	op->nqget = n < 512 ? n : 512;
+	return 0;
+}
+
+/* What queue-get shows on RX queue q: "dma-buf 7", "io_uring zcrx", "an
+ * AF_XDP socket"; false when nothing. */
+static bool queue_bound(const struct dmt_op *op, uint32_t q, char *what, size_t len)
+{
+	for (int i = 0; i < op->nqget; i++) {
+		const struct devmemtcp_queue *x = &op->qget[i];
+
+		if (x->type != DEVMEMTCP_QUEUE_RX || x->id != q ||
+		    !(x->dmabuf_id || x->io_uring || x->xsk))
+			continue;
+		if (x->dmabuf_id)
+			snprintf(what, len, "dma-buf %u", x->dmabuf_id);
+		else
+			snprintf(what, len, "%s", x->io_uring ? "io_uring zcrx" : "an AF_XDP socket");
+		return true;
+	}
+	return false;
+}
+
+/* The RX queues queue-get shows bound (*list malloc'd). */
+static int bound_queues(struct dmt_op *op, uint32_t **list, uint32_t *n)
+{
+	char what[32];
+	int err = dmt_op_queue_get(op);
+
+	*list = NULL;
+	*n = 0;
+	if (err < 0)
+		return err;
+	*list = dmt_calloc(op->nqget ? (size_t)op->nqget : 1, sizeof(**list));
+	if (!*list)
+		return dmt_err_set(op->err, -ENOMEM, "%s: out of memory", op->e->ifname);
+	for (int i = 0; i < op->nqget; i++)
+		if (op->qget[i].type == DEVMEMTCP_QUEUE_RX &&
+		    queue_bound(op, op->qget[i].id, what, sizeof(what)) &&
+		    !in_list(op->qget[i].id, *list, *n))
+			(*list)[(*n)++] = op->qget[i].id;
 	return 0;
 }
 
@@ -703,6 +846,7 @@ static int delete_ctx(struct dmt_op *op, const struct dmt_owner *o, uint32_t id)
 
 	if (!err)
 		err = op->e->ops->rss_ctx_delete(op->e, id);
+	dmt_op_contexts_changed(op);
 	if (err == -ENOENT)
 		return 0;
 	if (err == -EBUSY) {
@@ -806,6 +950,25 @@ static void drop_owner(struct dmt_op *op, size_t i)
 	op->nowners--;
 }
 
+/* A queue of o still carries a binding, which some process holds (o's
+ * own, a child that inherited the netlink socket, one it was passed to,
+ * a thread of a leader that exited): o's steering stays, reported. */
+static bool owner_held(struct dmt_op *op, const struct dmt_owner *o)
+{
+	char what[32];
+
+	for (uint32_t k = 0; k < o->nqueues; k++) {
+		if (!queue_bound(op, o->queues[k], what, sizeof(what)))
+			continue;
+		dmt_op_report(op, "the setup of %s by pid %ld (%s) stays: RX queue %u still carries %s "
+			      "(its process, or one that inherited or was passed the binding, holds it); "
+			      "its rules and RSS context stay, and its queues stay out of the default RSS table, until the binding is gone",
+			      op->e->ifname, (long)o->pid, o->comm, o->queues[k], what);
+		return true;
+	}
+	return false;
+}
+
 int dmt_op_clean(struct dmt_op *op, bool all)
 {
 	int first = 0;
@@ -817,6 +980,18 @@ int dmt_op_clean(struct dmt_op *op, bool all)
 		int err;
 
 		if (op->alive[i] && !all) {
+			i++;
+			continue;
+		}
+		err = dmt_op_queue_get(op);
+		if (err < 0) {
+			/* cannot tell whether its binding lives: it stays */
+			if (!first)
+				first = err;
+			i++;
+			continue;
+		}
+		if (owner_held(op, o)) {
 			i++;
 			continue;
 		}
@@ -1174,12 +1349,38 @@ static int apply_shared(struct dmt_op *op, struct dmt_shared *t, bool restoring)
 	return restoring ? 0 : save_base(op);
 }
 
+static bool same_shared(const struct dmt_shared *a, const struct dmt_shared *b)
+{
+	return a->tds == b->tds && a->hds == b->hds && a->ntuple == b->ntuple &&
+	       same_table(a, b);
+}
+
+/* Nobody is left, but a bound queue keeps the shared settings from
+ * going back: say which, and that IF.base stays. */
+static void report_held(struct dmt_op *op, const uint32_t *bound, uint32_t nbound)
+{
+	char what[32];
+
+	for (uint32_t i = 0; i < nbound; i++) {
+		if (!queue_bound(op, bound[i], what, sizeof(what)))
+			continue;
+		dmt_op_report(op, "RX queue %u of %s still carries %s although no devmemtcp owner is left: "
+			      "the default RSS table stays off it, and %s/%s.base stays, until it is gone "
+			      "(then the next open, close or devmemtcp restore %s puts the rest back)",
+			      bound[i], op->e->ifname, what, op->rd.path, op->e->ifname,
+			      op->e->ifname);
+		return;
+	}
+}
+
 int dmt_op_reconcile(struct dmt_op *op, const struct dmt_owner *me,
 		     bool more_rules)
 {
 	const struct dmt_owner **list;
 	struct dmt_shared t = { 0 };
 	char name[IF_NAMESIZE + 8];
+	uint32_t *bound = NULL, nbound = 0;
+	bool restoring = false;
 	size_t n = 0;
 	int err;
 
@@ -1196,23 +1397,30 @@ int dmt_op_reconcile(struct dmt_op *op, const struct dmt_owner *me,
 		goto out;
 	if (!op->nrx)
 		err = dmt_op_count_rx(op);
+	if (!err)
+		err = bound_queues(op, &bound, &nbound);
 	if (!err && !op->have_base)
 		err = snapshot_base(op);
 	if (!err)
 		err = settle(op);
 	if (!err)
-		err = dmt_derive_shared(&op->base, op->nrx, list, n, more_rules, &t);
+		err = dmt_derive_shared(&op->base, op->nrx, list, n, bound, nbound,
+					more_rules, &t);
+	restoring = !err && n == 0 && same_shared(&t, &op->base.baseline);
 	if (!err)
-		err = apply_shared(op, &t, n == 0);
-	if (!err && n == 0) {
+		err = apply_shared(op, &t, restoring);
+	if (!err && restoring) {
 		snprintf(name, sizeof(name), "%s.base", op->e->ifname);
 		err = dmt_file_remove(&op->rd, name);
 		dmt_base_free(&op->base);
 		op->have_base = false;
 		op->undid = true;
+	} else if (!err && n == 0) {
+		report_held(op, bound, nbound);
 	}
 	dmt_shared_free(&t);
 out:
+	free(bound);
 	free(list);
 	if (err < 0 && !op->err->msg[0])
 		dmt_err_set(op->err, err, "%s", dmt_errno_name(err));
@@ -1248,55 +1456,148 @@ int dmt_op_count_rx(struct dmt_op *op)
 	return err < 0 ? err : -EOPNOTSUPP;
 }
 
-/* Who has each queue: an owner's index, FREE, or OUTSIDE (queue-get shows
- * a provider or AF_XDP that no owner put there). */
-enum { Q_FREE = -1, Q_OUTSIDE = -2 };
+/* Who has each queue: an owner's index, FREE, or what feeds it that no
+ * owner made: a binding queue-get shows (ref: the queue-get entry), a rule
+ * (ref: its index in op->rules), an RSS context (ref: its id). */
+enum { Q_FREE = -1, Q_OUTSIDE = -2, Q_RULE = -3, Q_CONTEXT = -4 };
 
-static int queue_map(struct dmt_op *op, int32_t *who, char (*what)[24])
+struct qslot {
+	int32_t who;
+	uint32_t ref;
+};
+
+static void mark(struct qslot *m, uint32_t nrx, uint32_t q, int32_t who, uint32_t ref)
 {
+	if (q < nrx && m[q].who == Q_FREE)
+		m[q] = (struct qslot){ who, ref };
+}
+
+/* The device's rule d is one an owner recorded: at the location of a
+ * placed rule, or with the content of a pending one at a new location. */
+static bool owners_rule(const struct dmt_op *op, const struct dmt_rule *d)
+{
+	for (size_t i = 0; i < op->nowners; i++) {
+		const struct dmt_owner *o = &op->owners[i];
+
+		for (uint32_t k = 0; k < o->nrules; k++) {
+			const struct dmt_orule *r = &o->rules[k];
+
+			if (r->placed ? r->location == d->location
+				      : rule_is(d, r) && !in_list(d->location, r->before, r->nbefore))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* The device's context c is one an owner created (or, pending, the one
+ * new context with its table). */
+static bool owners_context(const struct dmt_op *op, const struct dmt_rss *c)
+{
+	for (size_t i = 0; i < op->nowners; i++) {
+		const struct dmt_owner *o = &op->owners[i];
+
+		if (o->ctx == DMT_CTX_PLACED && o->ctx_id == c->context)
+			return true;
+		if (o->ctx == DMT_CTX_PENDING && table_is(c, o) &&
+		    !in_list(c->context, o->ctx_before, o->nctx_before))
+			return true;
+	}
+	return false;
+}
+
+static const struct dmt_rss *find_context(const struct dmt_op *op, uint32_t id)
+{
+	for (long i = 0; i < op->nctxs; i++)
+		if (op->ctxs[i].context == id)
+			return &op->ctxs[i];
+	return NULL;
+}
+
+/* The queues rules and contexts of nobody's deliver into: an
+ * administrator's steering, which a devmem owner would read. */
+static void map_foreign(struct dmt_op *op, struct qslot *m)
+{
+	for (long i = 0; i < op->nrules; i++) {
+		const struct dmt_rule *d = &op->rules[i];
+		uint64_t cookie = d->fs.ring_cookie;
+		const struct dmt_rss *c;
+
+		if (cookie == RX_CLS_FLOW_DISC || (cookie >> 32) || owners_rule(op, d))
+			continue;	/* dropped, to a VF, or an owner's */
+		if (!(d->fs.flow_type & FLOW_RSS)) {
+			mark(m, op->nrx, (uint32_t)cookie, Q_RULE, (uint32_t)i);
+			continue;
+		}
+		/* to a context: its queues, shifted by the ring (plain RSS
+		 * when both are 0, which the default table decides) */
+		if ((!d->rss_context && !(uint32_t)cookie) ||
+		    !(c = find_context(op, d->rss_context)))
+			continue;
+		for (uint32_t k = 0; k < c->indir_size; k++)
+			mark(m, op->nrx, c->indir[k] + (uint32_t)cookie, Q_RULE, (uint32_t)i);
+	}
+	for (long i = 0; i < op->nctxs; i++) {
+		const struct dmt_rss *c = &op->ctxs[i];
+
+		if (!c->context || owners_context(op, c))
+			continue;
+		for (uint32_t k = 0; k < c->indir_size; k++)
+			mark(m, op->nrx, c->indir[k], Q_CONTEXT, c->context);
+	}
+}
+
+static int queue_map(struct dmt_op *op, struct qslot *m, char *why, size_t whylen)
+{
+	int err;
+
 	for (uint32_t q = 0; q < op->nrx; q++)
-		who[q] = Q_FREE;
+		m[q] = (struct qslot){ Q_FREE, 0 };
 	for (size_t i = 0; i < op->nowners; i++)
 		for (uint32_t k = 0; k < op->owners[i].nqueues; k++)
 			if (op->owners[i].queues[k] < op->nrx)
-				who[op->owners[i].queues[k]] = (int32_t)i;
-	if (op->nl) {
-		struct devmemtcp_queue *q = dmt_calloc(512, sizeof(*q));
-		int nq;
-
-		if (!q)
-			return -ENOMEM;
-		nq = dmt_queue_list(op->nl, op->e->ifindex, q, 512);
-		for (int i = 0; i < nq && i < 512; i++) {
-			uint32_t id = q[i].id;
-
-			if (q[i].type != DEVMEMTCP_QUEUE_RX || id >= op->nrx ||
-			    who[id] != Q_FREE ||
-			    !(q[i].dmabuf_id || q[i].io_uring || q[i].xsk))
-				continue;
-			who[id] = Q_OUTSIDE;
-			if (q[i].dmabuf_id)
-				snprintf(what[id], sizeof(what[id]), "dma-buf %u", q[i].dmabuf_id);
-			else
-				snprintf(what[id], sizeof(what[id]), "%s",
-					 q[i].io_uring ? "io_uring zcrx" : "an AF_XDP socket");
-		}
-		free(q);
+				m[op->owners[i].queues[k]].who = (int32_t)i;
+	err = dmt_op_queue_get(op);
+	if (err < 0) {
+		snprintf(why, whylen, "%s", op->err->msg);
+		return err;
 	}
+	for (int i = 0; i < op->nqget; i++) {
+		char what[32];
+
+		if (op->qget[i].type == DEVMEMTCP_QUEUE_RX &&
+		    queue_bound(op, op->qget[i].id, what, sizeof(what)))
+			mark(m, op->nrx, op->qget[i].id, Q_OUTSIDE, (uint32_t)i);
+	}
+	err = dmt_op_rules(op);
+	if (err < 0) {
+		snprintf(why, whylen, "cannot read the ntuple rules of %s: %s", op->e->ifname,
+			 err == -ENOMEM ? "out of memory" : dmt_errno_name(err));
+		return err;
+	}
+	err = dmt_op_contexts(op);
+	if (err < 0) {
+		snprintf(why, whylen, "cannot read the RSS contexts of %s: %s", op->e->ifname,
+			 err == -ENOMEM ? "out of memory" : dmt_errno_name(err));
+		return err;
+	}
+	map_foreign(op, m);
 	return 0;
 }
 
-/* "16 in all, 12 owned by 3 processes, 1 in use outside devmemtcp, 1 kept
- * for other traffic" */
-static void queue_summary(const struct dmt_op *op, const int32_t *who,
+/* "16 in all, 12 owned by 3 processes, 1 in use outside devmemtcp, 2 fed
+ * by ntuple rules or RSS contexts outside devmemtcp, 1 kept for other
+ * traffic" */
+static void queue_summary(const struct dmt_op *op, const struct qslot *m,
 			  uint32_t keep, char *buf, size_t len)
 {
-	uint32_t owned = 0, outside = 0, procs = 0;
+	uint32_t owned = 0, outside = 0, fed = 0, procs = 0;
 	size_t o = 0;
 
 	for (uint32_t q = 0; q < op->nrx; q++) {
-		owned += who[q] >= 0;
-		outside += who[q] == Q_OUTSIDE;
+		owned += m[q].who >= 0;
+		outside += m[q].who == Q_OUTSIDE;
+		fed += m[q].who == Q_RULE || m[q].who == Q_CONTEXT;
 	}
 	for (size_t i = 0; i < op->nowners; i++) {
 		bool seen = false;
@@ -1309,71 +1610,99 @@ static void queue_summary(const struct dmt_op *op, const int32_t *who,
 			      op->nrx, owned, procs, procs == 1 ? "" : "es");
 	if (outside && o < len)
 		o += (size_t)snprintf(buf + o, len - o, ", %u in use outside devmemtcp", outside);
+	if (fed && o < len)
+		o += (size_t)snprintf(buf + o, len - o,
+				      ", %u fed by ntuple rules or RSS contexts outside devmemtcp", fed);
 	if (keep && o < len)
 		snprintf(buf + o, len - o, ", %u kept for other traffic", keep);
 }
 
-static int plan_explicit(struct dmt_op *op, const int32_t *who,
-			 char (*what)[24], const uint32_t *req, uint32_t nreq,
-			 bool allow_all, uint32_t *out, char *why, size_t whylen)
+/* Why queue q, which m says is not free, cannot be had. */
+static int taken(const struct dmt_op *op, const struct qslot *m, uint32_t q,
+		 char *why, size_t whylen)
+{
+	const char *ifname = op->e->ifname;
+	const struct dmt_rule *d;
+	char what[160];
+
+	switch (m[q].who) {
+	case Q_OUTSIDE:
+		queue_bound(op, q, what, sizeof(what));
+		snprintf(why, whylen,
+			 "RX queue %u of %s has %s on it, which no devmemtcp owner put there: pick another queue",
+			 q, ifname, what);
+		break;
+	case Q_RULE:
+		d = &op->rules[m[q].ref];
+		dmt_spec_str(&d->fs, d->rss_context, what, sizeof(what));
+		snprintf(why, whylen,
+			 "RX queue %u of %s receives the packets of ntuple rule %u (%s), which no devmemtcp owner made: "
+			 "pick another queue, or delete the rule (ethtool -N %s delete %u)",
+			 q, ifname, d->location, what, ifname, d->location);
+		break;
+	case Q_CONTEXT:
+		snprintf(why, whylen,
+			 "RX queue %u of %s is in RSS context %u, which no devmemtcp owner made: "
+			 "pick another queue, or delete the context and the rules that use it (ethtool -X %s context %u delete)",
+			 q, ifname, m[q].ref, ifname, m[q].ref);
+		break;
+	default:
+		snprintf(why, whylen,
+			 "RX queue %u of %s is owned by pid %ld (%s): pick another queue, or let the library pick free ones (queues = NULL)",
+			 q, ifname, (long)op->owners[m[q].who].pid, op->owners[m[q].who].comm);
+		break;
+	}
+	return -EBUSY;
+}
+
+static int plan_explicit(struct dmt_op *op, const struct qslot *m,
+			 const uint32_t *req, uint32_t nreq, bool allow_all,
+			 uint32_t *out, char *why, size_t whylen)
 {
 	const char *ifname = op->e->ifname;
 	uint32_t nfree = 0;
-	char sum[160];
+	char sum[256];
 	int n = dmt_plan_queues(op->nrx, req, nreq, nreq, true, out, why, whylen);
 
 	if (n < 0)
 		return n;
-	for (uint32_t i = 0; i < nreq; i++) {
-		int32_t w = who[req[i]];
-
-		if (w >= 0) {
-			snprintf(why, whylen,
-				 "RX queue %u of %s is owned by pid %ld (%s): pick another queue, or let the library pick free ones (queues = NULL)",
-				 req[i], ifname, (long)op->owners[w].pid, op->owners[w].comm);
-			return -EBUSY;
-		}
-		if (w == Q_OUTSIDE) {
-			snprintf(why, whylen,
-				 "RX queue %u of %s has %s on it, which no devmemtcp owner put there: pick another queue",
-				 req[i], ifname, what[req[i]]);
-			return -EBUSY;
-		}
-	}
+	for (uint32_t i = 0; i < nreq; i++)
+		if (m[req[i]].who != Q_FREE)
+			return taken(op, m, req[i], why, whylen);
 	for (uint32_t q = 0; q < op->nrx; q++)
-		nfree += who[q] == Q_FREE;
+		nfree += m[q].who == Q_FREE;
 	if (allow_all || nfree > nreq)
 		return n;
 	if (nfree == op->nrx)
 		return dmt_plan_queues(op->nrx, req, nreq, nreq, false, out, why, whylen);
-	queue_summary(op, who, 1, sum, sizeof(sum));
+	queue_summary(op, m, 1, sum, sizeof(sum));
 	snprintf(why, whylen, "%s has %u free RX queues (%s): ask for at most %u",
 		 ifname, nfree ? nfree - 1 : 0, sum, nfree ? nfree - 1 : 0);
 	return -ENOSPC;
 }
 
-static int plan_free(struct dmt_op *op, const int32_t *who, uint32_t k,
+static int plan_free(struct dmt_op *op, const struct qslot *m, uint32_t k,
 		     bool allow_all, uint32_t *out, char *why, size_t whylen)
 {
 	uint32_t nfree = 0, keep = allow_all ? 0 : 1, avail, got = 0;
-	char sum[160];
+	char sum[256];
 
 	if (k == 0)
 		k = 1;
 	for (uint32_t q = 0; q < op->nrx; q++)
-		nfree += who[q] == Q_FREE;
+		nfree += m[q].who == Q_FREE;
 	if (k > op->nrx || nfree == op->nrx)	/* nobody else: the old words */
 		return dmt_plan_queues(op->nrx, NULL, 0, k, allow_all, out, why, whylen);
 	avail = nfree > keep ? nfree - keep : 0;
 	if (k > avail) {
-		queue_summary(op, who, nfree ? keep : 0, sum, sizeof(sum));
+		queue_summary(op, m, nfree ? keep : 0, sum, sizeof(sum));
 		snprintf(why, whylen, "%s has %u free RX queues (%s): ask for at most %u",
 			 op->e->ifname, avail, sum, avail);
 		return -ENOSPC;
 	}
 	/* the highest-numbered free ones, in ascending order */
 	for (uint32_t q = op->nrx; q-- > 0 && got < k;)
-		if (who[q] == Q_FREE)
+		if (m[q].who == Q_FREE)
 			out[k - 1 - got++] = q;
 	return (int)k;
 }
@@ -1382,24 +1711,18 @@ int dmt_op_plan_queues(struct dmt_op *op, const uint32_t *req, uint32_t nreq,
 		       uint32_t k, bool allow_all, uint32_t *out, char *why,
 		       size_t whylen)
 {
-	int32_t *who = dmt_calloc(op->nrx ? op->nrx : 1, sizeof(*who));
-	char (*what)[24] = dmt_calloc(op->nrx ? op->nrx : 1, sizeof(*what));
+	struct qslot *m = dmt_calloc(op->nrx ? op->nrx : 1, sizeof(*m));
 	int n;
 
-	if (!who || !what) {
-		free(who);
-		free(what);
+	if (!m) {
 		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
 	}
-	n = queue_map(op, who, what);
-	if (n < 0)
-		snprintf(why, whylen, "out of memory");
-	else if (req)
-		n = plan_explicit(op, who, what, req, nreq, allow_all, out, why, whylen);
-	else
-		n = plan_free(op, who, k, allow_all, out, why, whylen);
-	free(who);
-	free(what);
+	n = queue_map(op, m, why, whylen);
+	if (n == 0 && req)
+		n = plan_explicit(op, m, req, nreq, allow_all, out, why, whylen);
+	else if (n == 0)
+		n = plan_free(op, m, k, allow_all, out, why, whylen);
+	free(m);
 	return n;
 }

@@ -615,22 +615,33 @@ static void probe_owner(struct probe *pr, const struct dmt_owner *o)
 {
 	struct devmemtcp_probe *p = &pr->r;
 	struct devmemtcp_probe_owner *po = &p->owners[p->nowners++];
-	uint64_t start;
-	bool zombie;
-	int err = dmt_proc_start(o->pid, &start, &zombie);
+	int32_t held = -1;
 
 	po->pid = o->pid;
 	snprintf(po->comm, sizeof(po->comm), "%.15s", o->comm);
-	po->alive = !o->closed && (err < 0 ? err != -ENOENT : !zombie && start == o->start);
+	po->alive = dmt_owner_alive(o);
 	po->nqueues = o->nqueues;
 	for (uint32_t k = 0; k < o->nqueues && k < ARRAY_SIZE(po->queues); k++) {
 		po->queues[k] = o->queues[k];
 		if (o->queues[k] < ARRAY_SIZE(pr->binding) && pr->binding[o->queues[k]])
 			po->binding = pr->binding[o->queues[k]];
 	}
+	for (uint32_t k = 0; k < o->nqueues && held < 0; k++)
+		if (o->queues[k] < ARRAY_SIZE(pr->busy) && pr->busy[o->queues[k]])
+			held = (int32_t)o->queues[k];
 	po->nflows = o->nrules;
 	po->rss_context = o->ctx == DMT_CTX_PLACED ? o->ctx_id : 0;
-	if (!po->alive) {
+	if (!po->alive && held >= 0) {
+		char fix[320];
+
+		/* its binding lives on elsewhere: the reconcile waits */
+		snprintf(fix, sizeof(fix),
+			 "its rules, RSS context and queues stay until the binding is gone: stop the process that holds it "
+			 "(a child or a thread of pid %d, or one it was passed to); then the next open or close on %s undoes the rest",
+			 po->pid, p->ifname);
+		problem(p, fix, "pid %d (%s) ended without closing its devmem setup of %s; RX queue %d still carries its binding",
+			po->pid, po->comm, p->ifname, held);
+	} else if (!po->alive) {
 		char fix[320];
 
 		snprintf(fix, sizeof(fix),

@@ -471,8 +471,9 @@ static void restore_usage(FILE *f)
 		   "ntuple and RSS settings as the remaining owners need them) that processes\n"
 		   "which ended without closing their devmemtcp_nic handles left on IFACE, as\n"
 		   "recorded in their files (DIR, default $DEVMEMTCP_RUN_DIR or /run/devmemtcp).\n"
-		   "Live owners are left alone unless --all is given (their bindings stay until\n"
-		   "they exit).  What the device shows someone else changed is left alone and said.\n"
+		   "Live owners are left alone unless --all is given; an owner whose queues still\n"
+		   "carry a binding (held by any process) is left until the binding is gone.\n"
+		   "What the device shows someone else changed is left alone and said.\n"
 		   "Exit status: 0 restored or nothing to do, 1 failed, 2 usage error.\n");
 }
 

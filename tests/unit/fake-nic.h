@@ -5,6 +5,8 @@
  * behaves like the drivers the library targets: header split and hds-thresh
  * in rings, an RSS table of 64 entries, RSS contexts, an ntuple table of
  * 32 rules with driver-chosen locations, and rejects what they reject.
+ * Its queue-get (dmt_test_queue_list) shows what the test puts on its
+ * queues: a dma-buf binding, io_uring, AF_XDP.
  */
 #ifndef FAKE_NIC_H
 #define FAKE_NIC_H
@@ -22,6 +24,7 @@
 #define FAKE_INDIR 64
 #define FAKE_CTX 4
 #define FAKE_RULES 32
+#define FAKE_QUEUES 16
 
 /* What ethtool shows as tcp-data-split (the kernel checks what was
  * configured, tds_cfg, whatever is shown): */
@@ -48,6 +51,8 @@ struct fake_nic {
 	struct { bool used; uint32_t indir[FAKE_INDIR]; } ctx[FAKE_CTX + 1];
 	bool rules_supported, special_locs;
 	struct { bool used; uint32_t rss_ctx; struct ethtool_rx_flow_spec fs; } rule[FAKE_RULES];
+	/* what queue-get shows on RX queue i (set by the tests) */
+	struct { uint32_t dmabuf; bool io_uring, xsk; } q[FAKE_QUEUES];
 	/* not state */
 	int calls, changes;
 	int nl_calls, ioctls;		/* as the real layer would make them */
@@ -384,6 +389,24 @@ static int f_rule_list(struct dmt_eth *e, struct dmt_rule **rules, size_t *cnt, 
 	return 0;
 }
 
+/* queue-get, answered for the NIC of the last fake_init() */
+static struct fake_nic *fake_queues_of;
+
+static int f_queue_list(int ifindex, struct devmemtcp_queue *q, size_t max)
+{
+	struct fake_nic *n = fake_queues_of;
+
+	(void)ifindex;
+	n->calls++;
+	n->nl_calls++;
+	for (uint32_t i = 0; i < n->nrx && i < FAKE_QUEUES && i < max; i++)
+		q[i] = (struct devmemtcp_queue){ .id = i, .type = DEVMEMTCP_QUEUE_RX,
+						 .dmabuf_id = n->q[i].dmabuf,
+						 .io_uring = n->q[i].io_uring,
+						 .xsk = n->q[i].xsk };
+	return (int)n->nrx;
+}
+
 static const struct dmt_eth_ops fake_ops = {
 	.rings_get = f_rings_get,
 	.rings_set = f_rings_set,
@@ -417,6 +440,8 @@ static void fake_init(struct fake_nic *n)
 	n->rules_supported = true;
 	dmt_eth_ops_override = &fake_ops;
 	dmt_eth_priv_override = n;
+	fake_queues_of = n;
+	dmt_test_queue_list = f_queue_list;
 }
 
 /* A fake NIC in shared memory, so that forked owners and the test see one

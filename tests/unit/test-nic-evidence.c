@@ -4,8 +4,9 @@
  * the device still shows what the dead process set, and applies nothing of
  * a journal written for another interface, device or namespace.  A foreign
  * ntuple rule that would capture a flow first is refused with the rule and
- * the fix.  Against the in-memory NIC (fake-nic.h); the dead process is a
- * forked child killed after its setup.
+ * the fix.  A handle whose setup someone else undid touches only what its
+ * file still records.  Against the in-memory NIC (fake-nic.h); the dead
+ * process is a forked child killed after its setup.
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -380,6 +381,102 @@ static void test_add_flow_shadowed(void **state)
 	assert_int_equal(devmemtcp_nic_close(nic), 0);
 }
 
+/* ---- item: a handle whose setup someone else undid ---- */
+
+/* restore --all undid a live handle's setup, and a new owner put an
+ * identical rule at the same location. */
+static void undone_then_reused(const struct devmemtcp_nic_opts *o, struct devmemtcp_nic **a,
+			       struct devmemtcp_nic **b, char *with_b, size_t len)
+{
+	DEVMEMTCP_OPTS(nic_opts, all, .flags = DEVMEMTCP_NIC_RECOVER_ALL);
+
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", o, a), 0);
+	fake_dump(nic_state, with_b, len);
+	assert_non_null(strstr(with_b, "rule 31: tcp4 *:* -> *:5201 queue 6"));
+	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", &all), 1);
+	fake_dump(nic_state, after, sizeof(after));
+	assert_string_equal(before, after);
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", o, b), 0);
+	fake_dump(nic_state, after, sizeof(after));
+	assert_string_equal(with_b, after);
+}
+
+/* The stale handle's file is gone, so nothing on the device is its own
+ * any more: its close leaves the new owner's rule alone, and adding or
+ * removing a flow is refused. */
+static void test_stale_handle(void **state)
+{
+	static const uint32_t q6[] = { 6 };
+	struct devmemtcp_flow f = flow("dst-port 5201"), g = flow("dst-port 5202");
+	DEVMEMTCP_OPTS(nic_opts, o, .queues = q6, .nqueues = 1, .flows = &f, .nflows = 1);
+	struct devmemtcp_nic *a, *b;
+	char with_b[16384], head[512];
+	const char *tail = " is gone or no longer what it wrote; close the handle and open a new one";
+
+	fake_dump(nic_state, before, sizeof(before));
+	snprintf(head, sizeof(head),
+		 "this handle's setup of eth0 was undone by someone else (devmemtcp restore --all, say): its file %s/eth0.owner.%d.",
+		 dir, getpid());
+	undone_then_reused(&o, &a, &b, with_b, sizeof(with_b));
+	nicfix_logged[0] = '\0';
+	assert_int_equal(devmemtcp_nic_close(a), 0);
+	fake_dump(nic_state, after, sizeof(after));
+	assert_string_equal(with_b, after);
+	assert_non_null(strstr(nicfix_logged, head));
+	assert_int_equal(devmemtcp_nic_close(b), 0);
+	fake_dump(nic_state, after, sizeof(after));
+	assert_string_equal(before, after);
+
+	undone_then_reused(&o, &a, &b, with_b, sizeof(with_b));
+	/* ERRORS devmemtcp_nic_remove_flow ESTALE */
+	assert_int_equal(devmemtcp_nic_remove_flow(a, 0), -ESTALE);
+	assert_ptr_equal(strstr(devmemtcp_nic_errmsg(a), head),
+			 devmemtcp_nic_errmsg(a) + strlen("removing flow 0 on eth0: "));
+	assert_non_null(strstr(devmemtcp_nic_errmsg(a), tail));
+	fake_dump(nic_state, after, sizeof(after));
+	assert_string_equal(with_b, after);
+	/* ERRORS devmemtcp_nic_add_flow ESTALE */
+	assert_int_equal(devmemtcp_nic_add_flow(a, &g), -ESTALE);
+	assert_ptr_equal(strstr(devmemtcp_nic_errmsg(a), head),
+			 devmemtcp_nic_errmsg(a) + strlen("adding a flow on eth0: "));
+	assert_non_null(strstr(devmemtcp_nic_errmsg(a), tail));
+	fake_dump(nic_state, after, sizeof(after));
+	assert_string_equal(with_b, after);
+	assert_int_equal(devmemtcp_nic_close(a), 0);
+	assert_int_equal(devmemtcp_nic_close(b), 0);
+	fake_dump(nic_state, after, sizeof(after));
+	assert_string_equal(before, after);
+	assert_false(nicfix_files_left(dir, "eth0"));
+}
+
+/* restore --all undid part of a live handle's setup: its rule went, its
+ * context could not (a driver error), and its file now records only the
+ * context, marked closed.  The handle is stale (ESTALE), and its close
+ * undoes what the file records. */
+static void test_stale_handle_part_undone(void **state)
+{
+	struct devmemtcp_flow f = flow("dst-port 5201"), g = flow("dst-port 5202");
+	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 2, .flows = &f, .nflows = 1);
+	DEVMEMTCP_OPTS(nic_opts, all, .flags = DEVMEMTCP_NIC_RECOVER_ALL);
+	struct devmemtcp_nic *a;
+
+	fake_dump(nic_state, before, sizeof(before));
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &a), 0);
+	nic_state->changes = 0;
+	nic_state->fail_op_at = 2;	/* the rule goes, the context stays */
+	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", &all), -EIO);
+	nic_state->fail_op_at = 0;
+	fake_dump(nic_state, after, sizeof(after));
+	assert_null(strstr(after, "rule "));
+	assert_non_null(strstr(after, "context 1:"));
+	assert_int_equal(devmemtcp_nic_add_flow(a, &g), -ESTALE);
+	assert_non_null(strstr(devmemtcp_nic_errmsg(a), "is gone or no longer what it wrote; close the handle and open a new one"));
+	assert_int_equal(devmemtcp_nic_close(a), 0);
+	fake_dump(nic_state, after, sizeof(after));
+	assert_string_equal(before, after);
+	assert_false(nicfix_files_left(dir, "eth0"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -394,6 +491,8 @@ int main(void)
 		cmocka_unit_test_setup(test_close_with_malformed_file, each),
 		cmocka_unit_test_setup(test_shadowed_by_more_specific, each),
 		cmocka_unit_test_setup(test_add_flow_shadowed, each),
+		cmocka_unit_test_setup(test_stale_handle, each),
+		cmocka_unit_test_setup(test_stale_handle_part_undone, each),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -3,11 +3,14 @@
  * Many owners of one interface, against the in-memory NIC (fake-nic.h):
  * the shared settings derived from the owner set (pure, and on the NIC as
  * owners come and go in every order), queue planning (free queues, EBUSY,
- * ENOSPC), flows of different owners kept disjoint, a failure and a crash
+ * ENOSPC, queues that others' rules and RSS contexts feed), flows of different owners kept disjoint, a failure and a crash
  * injected at every step of open and close while other owners exist (each
  * leaving exactly what the other owners need), an administrator's change
  * left alone, the broker's owner identity, restore --all, zombies, and 8
- * threads opening and closing handles at once.
+ * threads opening and closing handles at once.  Queues that queue-get
+ * shows bound (fake-nic.h's q[]) stay out of the default RSS table whoever
+ * owns them, and a gone owner's steering stays while its queues are bound;
+ * a zombie leader whose threads live is alive.
  */
 #include <netinet/in.h>
 #include <pthread.h>
@@ -117,7 +120,7 @@ static void test_derive(void **state)
 	b.baseline = (struct dmt_shared){ .tds = 1, .hds = 256, .ntuple = 0,
 					  .rss_size = 16, .rss = rss };
 	/* nobody: the baseline */
-	assert_int_equal(dmt_derive_shared(&b, 8, set, 0, false, &t), 0);
+	assert_int_equal(dmt_derive_shared(&b, 8, set, 0, NULL, 0, false, &t), 0);
 	assert_int_equal(t.tds, 1);
 	assert_int_equal(t.hds, 256);
 	assert_int_equal(t.ntuple, 0);
@@ -126,7 +129,7 @@ static void test_derive(void **state)
 	/* one owner without rules: header split, no ntuple yet, the table
 	 * spread over the six others */
 	set[0] = &a;
-	assert_int_equal(dmt_derive_shared(&b, 8, set, 1, false, &t), 0);
+	assert_int_equal(dmt_derive_shared(&b, 8, set, 1, NULL, 0, false, &t), 0);
 	assert_int_equal(t.tds, DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED);
 	assert_int_equal(t.hds, 0);
 	assert_int_equal(t.ntuple, 0);
@@ -134,25 +137,55 @@ static void test_derive(void **state)
 		assert_int_equal(t.rss[i], (uint32_t)i % 6);
 	dmt_shared_free(&t);
 	/* ... about to add rules: ntuple */
-	assert_int_equal(dmt_derive_shared(&b, 8, set, 1, true, &t), 0);
+	assert_int_equal(dmt_derive_shared(&b, 8, set, 1, NULL, 0, true, &t), 0);
 	assert_int_equal(t.ntuple, 1);
 	dmt_shared_free(&t);
 	/* two owners, one with a rule; one that keeps RSS counts for
 	 * nothing in the table */
 	set[1] = &c;
 	set[2] = &k;
-	assert_int_equal(dmt_derive_shared(&b, 8, set, 3, false, &t), 0);
+	assert_int_equal(dmt_derive_shared(&b, 8, set, 3, NULL, 0, false, &t), 0);
 	assert_int_equal(t.ntuple, 1);
 	for (int i = 0; i < 16; i++)
 		assert_int_equal(t.rss[i], (uint32_t)i % 5);
 	dmt_shared_free(&t);
+	/* bound queues stay out whoever has them, but a keep_rss owner's */
+	{
+		uint32_t bound[] = { 1, 3, 6 };
+
+		assert_int_equal(dmt_derive_shared(&b, 8, set, 3, bound, 3, false, &t), 0);
+		for (int i = 0; i < 16; i++)
+			assert_int_equal(t.rss[i], (uint32_t)(i % 4 < 1 ? 0 : i % 4 + 1));
+		dmt_shared_free(&t);
+		/* nobody left, a queue still bound: header split stays on,
+		 * the table stays off it */
+		assert_int_equal(dmt_derive_shared(&b, 8, set, 0, bound + 1, 1, false, &t), 0);
+		assert_int_equal(t.tds, DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED);
+		assert_int_equal(t.hds, 0);
+		assert_int_equal(t.ntuple, 0);
+		for (int i = 0; i < 16; i++)
+			assert_int_equal(t.rss[i], (uint32_t)(i % 7 < 3 ? i % 7 : i % 7 + 1));
+		dmt_shared_free(&t);
+		/* every queue bound or owned: the table as the owners left it */
+		{
+			uint32_t all[] = { 0, 1, 2, 3, 4, 5, 6, 7 }, applied[16];
+
+			for (int i = 0; i < 16; i++)
+				applied[i] = 4;
+			b.applied = (struct dmt_shared){ .rss_size = 16, .rss = applied };
+			assert_int_equal(dmt_derive_shared(&b, 8, set, 1, all, 8, false, &t), 0);
+			assert_memory_equal(t.rss, applied, sizeof(applied));
+			dmt_shared_free(&t);
+			b.applied = (struct dmt_shared){ 0 };
+		}
+	}
 	/* an unreported hds-thresh stays unreported, an unreported
 	 * tcp-data-split is turned on all the same (mlx5_core shows it only
 	 * once set); ntuple on before stays on */
 	b.baseline.tds = -1;
 	b.baseline.hds = -1;
 	b.baseline.ntuple = 1;
-	assert_int_equal(dmt_derive_shared(&b, 8, set, 1, false, &t), 0);
+	assert_int_equal(dmt_derive_shared(&b, 8, set, 1, NULL, 0, false, &t), 0);
 	assert_int_equal(t.tds, DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED);
 	assert_int_equal(t.hds, -1);
 	assert_int_equal(t.ntuple, 1);
@@ -160,7 +193,7 @@ static void test_derive(void **state)
 	/* no RSS table at all */
 	b.baseline.rss_size = 0;
 	b.baseline.rss = NULL;
-	assert_int_equal(dmt_derive_shared(&b, 8, set, 2, false, &t), 0);
+	assert_int_equal(dmt_derive_shared(&b, 8, set, 2, NULL, 0, false, &t), 0);
 	assert_int_equal(t.rss_size, 0);
 	assert_null(t.rss);
 }
@@ -308,6 +341,66 @@ static void test_queue_plan(void **state)
 	assert_int_equal(devmemtcp_nic_close(b), 0);
 	assert_int_equal(devmemtcp_nic_close(a), 0);
 	dump_is(before);
+}
+
+/* Someone else's ntuple rule (to queue 7) and RSS context (over 5 and
+ * 6) feed queues no owner made: asked for by id they are refused with
+ * the rule or context and the fix, and never picked as free ones. */
+static void test_foreign_steering(void **state)
+{
+	static const uint32_t q7[] = { 7 }, q6[] = { 6 }, q3[] = { 3 };
+	struct devmemtcp_flow ssh = flow("dst-port 22");
+	DEVMEMTCP_OPTS(nic_opts, o, .queues = q7, .nqueues = 1);
+	struct devmemtcp_nic *a, *b;
+	char foreign[16384];
+	const uint32_t *q;
+
+	nic_state->ntuple_on = true;
+	nic_state->rule[3].used = true;
+	dmt_flow_to_spec(&ssh, 7, false, &nic_state->rule[3].fs);
+	nic_state->rule[3].fs.location = 3;
+	nic_state->ctx[2].used = true;
+	for (int i = 0; i < FAKE_INDIR; i++)
+		nic_state->ctx[2].indir[i] = 5 + i % 2;
+	fake_dump(nic_state, foreign, sizeof(foreign));
+
+	/* ERRORS devmemtcp_nic_open EBUSY */
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &a), -EBUSY);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "eth0: RX queue 7 of eth0 receives the packets of ntuple rule 3 (tcp4 *:* -> *:22 queue 7), which no devmemtcp owner made: "
+			    "pick another queue, or delete the rule (ethtool -N eth0 delete 3)");
+	o.queues = q6;
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &a), -EBUSY);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "eth0: RX queue 6 of eth0 is in RSS context 2, which no devmemtcp owner made: "
+			    "pick another queue, or delete the context and the rules that use it (ethtool -X eth0 context 2 delete)");
+	dump_is(foreign);
+	/* free ones: not those */
+	o.queues = NULL;
+	o.nqueues = 5;
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &a), -ENOSPC);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "eth0: eth0 has 4 free RX queues (8 in all, 0 owned by 0 processes, 3 fed by ntuple rules or RSS contexts outside devmemtcp, "
+			    "1 kept for other traffic): ask for at most 4");
+	o.nqueues = 2;
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &a), 0);
+	assert_int_equal(devmemtcp_nic_queues(a, &q), 2);
+	assert_int_equal(q[0], 3);
+	assert_int_equal(q[1], 4);
+	/* an owner's steering is no one else's: the next owner is told it
+	 * is owned */
+	o.queues = q3;
+	o.nqueues = 1;
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &b), -EBUSY);
+	assert_non_null(strstr(devmemtcp_ctx_errmsg(ctx), "eth0: RX queue 3 of eth0 is owned by pid"));
+	o.queues = NULL;
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &b), 0);
+	assert_int_equal(devmemtcp_nic_queues(b, &q), 1);
+	assert_int_equal(q[0], 2);
+	assert_int_equal(devmemtcp_nic_close(b), 0);
+	assert_int_equal(devmemtcp_nic_close(a), 0);
+	dump_is(foreign);
+	assert_false(files_left());
 }
 
 /* Owners' flows must not overlap: the packets would go to one of them. */
@@ -591,8 +684,8 @@ static void test_recover_all(void **state)
 	dump_is(before);
 }
 
-/* A process that exited but was not reaped is dead: its descriptors, and
- * so its bindings, are gone. */
+/* A process that exited (its only thread) but was not reaped is dead:
+ * its descriptors are gone. */
 static void test_zombie_owner(void **state)
 {
 	int p[2];
@@ -622,6 +715,187 @@ static void test_zombie_owner(void **state)
 	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 1);
 	dump_is(before);
 	waitpid(pid, NULL, 0);
+}
+
+/* ---- bound queues ---- */
+
+/* The default table points at none of the queues in q[0..n). */
+static void table_avoids_queues(const uint32_t *q, int n)
+{
+	for (int i = 0; i < FAKE_INDIR; i++)
+		for (int j = 0; j < n; j++)
+			if (nic_state->indir[i] == q[j])
+				fail_msg("entry %d of the default RSS table points at queue %u, which carries a binding",
+					 i, q[j]);
+}
+
+/* A child process that opens an owner (2 queues, a flow to port 5201:
+ * queues 6 and 7, context 1, the rule at 31) and exits without closing,
+ * after the test put dma-buf 7 on its queues, as if a child of it had
+ * kept the binding's netlink socket. */
+static pid_t owner_leaves_binding(void)
+{
+	int go[2], ready[2];
+	char c;
+	pid_t pid;
+
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	if (pid == 0) {
+		struct devmemtcp_nic *nic;
+
+		if (own(&nic, 2, 5201))
+			_exit(3);
+		(void)!write(ready[1], "x", 1);
+		(void)!read(go[0], &c, 1);
+		_exit(0);	/* without closing: its file stays */
+	}
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	nic_state->q[6].dmabuf = nic_state->q[7].dmabuf = 7;
+	(void)!write(go[1], "x", 1);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	close(go[0]);
+	close(go[1]);
+	close(ready[0]);
+	close(ready[1]);
+	return pid;
+}
+
+/* An owner is gone but its queues still carry its binding (held by a
+ * process that inherited the socket): another owner's open and close
+ * leave its rule and context, and neither puts its queues back in the
+ * default table; once the binding is gone, the next operation cleans. */
+static void test_gone_owner_still_bound(void **state)
+{
+	static const uint32_t held[] = { 6, 7 };
+	struct devmemtcp_nic *b;
+	char want[512];
+	pid_t gone = owner_leaves_binding();
+
+	assert_int_equal(own(&b, 1, 5202), 0);
+	table_avoids_queues(held, 2);
+	fake_dump(nic_state, after, sizeof(after));
+	assert_non_null(strstr(after, "rule 31: tcp4 *:* -> *:5201 context 1"));
+	assert_true(nic_state->ctx[1].used);
+	snprintf(want, sizeof(want),
+		 "the setup of eth0 by pid %d (%s) stays: RX queue 6 still carries dma-buf 7 (its process, or one that inherited or was passed the binding, holds it); "
+		 "its rules and RSS context stay, and its queues stay out of the default RSS table, until the binding is gone",
+		 gone, t_own_comm());
+	if (!strstr(nicfix_logged, want))
+		fail_msg("logged:\n%s\nnot:\n%s", nicfix_logged, want);
+	/* the last live owner goes: the shared settings stay for the gone one */
+	assert_int_equal(devmemtcp_nic_close(b), 0);
+	table_avoids_queues(held, 2);
+	fake_dump(nic_state, after, sizeof(after));
+	assert_non_null(strstr(after, "rule 31: tcp4 *:* -> *:5201 context 1"));
+	assert_int_equal(nic_state->tds_cfg, DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED);
+	/* restore --all does not take bound queues back either */
+	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0",
+					       &(struct devmemtcp_nic_opts){ .sz = sizeof(struct devmemtcp_nic_opts),
+									     .flags = DEVMEMTCP_NIC_RECOVER_ALL }), 0);
+	table_avoids_queues(held, 2);
+	assert_true(nic_state->ctx[1].used);
+	/* the binding is gone: the next operation undoes the rest */
+	nic_state->q[6].dmabuf = nic_state->q[7].dmabuf = 0;
+	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 1);
+	dump_is(before);
+	assert_false(files_left());
+}
+
+/* A queue nobody's file names carries a binding (io_uring, AF_XDP, a
+ * dma-buf bound by another program): while owners set the default table,
+ * it never points there, also after the last owner went. */
+static void test_unowned_bound_queue(void **state)
+{
+	static const uint32_t held[] = { 3 };
+	struct devmemtcp_nic *a, *b;
+
+	assert_int_equal(own(&a, 1, 5201), 0);
+	nic_state->q[3].io_uring = true;
+	assert_int_equal(own(&b, 1, 5202), 0);
+	table_avoids_queues(held, 1);
+	table_avoids((struct devmemtcp_nic *[]){ a, b }, 2);
+	assert_int_equal(devmemtcp_nic_close(a), 0);
+	table_avoids_queues(held, 1);
+	assert_int_equal(devmemtcp_nic_close(b), 0);
+	table_avoids_queues(held, 1);
+	assert_true(files_left());	/* the baseline, until it is gone */
+	assert_non_null(strstr(nicfix_logged,
+			       "RX queue 3 of eth0 still carries io_uring zcrx although no devmemtcp owner is left: the default RSS table stays off it"));
+	nic_state->q[3].io_uring = false;
+	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 1);
+	dump_is(before);
+	assert_false(files_left());
+}
+
+/* The state letter of /proc/PID/stat. */
+static char proc_state(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return '?';
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+static int leader_pipe[2];
+
+static void *keep_descriptors(void *arg)
+{
+	char c;
+
+	(void)arg;
+	(void)!read(leader_pipe[0], &c, 1);
+	_exit(0);
+}
+
+/* The main thread of an owner calls pthread_exit(): /proc shows the
+ * process as a zombie, but its other thread lives and holds every
+ * descriptor (a binding's netlink socket too): the owner is alive. */
+static void test_zombie_leader_with_threads(void **state)
+{
+	uint64_t start;
+	bool zombie = true;
+	pid_t pid;
+
+	assert_int_equal(pipe(leader_pipe), 0);
+	pid = fork();
+	if (pid == 0) {
+		struct devmemtcp_nic *nic;
+		pthread_t t;
+
+		alarm(30);	/* never outlive a failed test for long */
+		if (own(&nic, 2, 5201) ||
+		    pthread_create(&t, NULL, keep_descriptors, NULL))
+			_exit(3);
+		pthread_exit(NULL);
+	}
+	for (int i = 0; i < 2000 && proc_state(pid) != 'Z'; i++)
+		usleep(1000);
+	assert_int_equal(proc_state(pid), 'Z');
+	assert_int_equal(dmt_proc_start(pid, &start, &zombie), 0);
+	assert_false(zombie);
+	fake_dump(nic_state, with_owners, sizeof(with_owners));
+	assert_non_null(strstr(with_owners, "-> *:5201 context 1"));
+	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 0);
+	dump_is(with_owners);
+	/* the last thread ends: now it is gone */
+	(void)!write(leader_pipe[1], "x", 1);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	assert_int_equal(devmemtcp_nic_recover(ctx, "eth0", NULL), 1);
+	dump_is(before);
+	assert_false(files_left());
+	close(leader_pipe[0]);
+	close(leader_pipe[1]);
 }
 
 /* 8 threads, each with its own context, opening and closing handles with
@@ -694,6 +968,7 @@ int main(void)
 		cmocka_unit_test(test_overlap),
 		cmocka_unit_test_setup(test_orders, each),
 		cmocka_unit_test_setup(test_queue_plan, each),
+		cmocka_unit_test_setup(test_foreign_steering, each),
 		cmocka_unit_test_setup(test_owners_flows_disjoint, each),
 		cmocka_unit_test_setup(test_fail_every_open_step, each),
 		cmocka_unit_test_setup(test_fail_every_close_step, each),
@@ -702,6 +977,9 @@ int main(void)
 		cmocka_unit_test_setup(test_open_as_client, each),
 		cmocka_unit_test_setup(test_recover_all, each),
 		cmocka_unit_test_setup(test_zombie_owner, each),
+		cmocka_unit_test_setup(test_gone_owner_still_bound, each),
+		cmocka_unit_test_setup(test_unowned_bound_queue, each),
+		cmocka_unit_test_setup(test_zombie_leader_with_threads, each),
 		cmocka_unit_test_setup(test_threads, each),
 	};
 

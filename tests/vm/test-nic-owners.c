@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * test-nic-owners IFACE orders|kill|race|threads: many owners of the
- * receiver's simulated NIC (dsim1), every payload byte validated.
+ * test-nic-owners IFACE orders|kill|race|threads|fork|thread|stale: many
+ * owners of the receiver's simulated NIC (dsim1), every payload byte
+ * validated.
  *
  * orders   4 processes, each with its own queues and flow, each receives
  *          64 MiB, started and stopped in random orders; no payload byte
@@ -19,18 +20,32 @@
  *          receives without a linear byte or a stall over a second.
  * threads  8 handles in one process, from 8 threads, each receiving on its
  *          own queue.
+ * fork     an owner bound to a udmabuf forks a child that keeps the
+ *          binding's netlink socket, and exits: while the child holds the
+ *          binding, another owner's open and close leave the gone owner's
+ *          rule and RSS context, and the default RSS table (read with
+ *          SIOCETHTOOL) never points at its queues; probe says why; once
+ *          the child exits, a recover cleans up and the NIC is as before.
+ * thread   the same with an owner whose main thread calls pthread_exit()
+ *          while another thread keeps every descriptor (/proc shows Z):
+ *          that owner is alive.
+ * stale    restore --all undoes a live handle's setup and a new owner puts
+ *          an identical rule at the same location: the stale handle's
+ *          close leaves that rule.
  *
  * SEED=N repeats the random orders of a run (it prints its seed); ROUNDS=N
  * runs fewer race rounds while debugging.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/select.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -51,6 +66,8 @@ struct report {
 	int err;
 	uint32_t nq, q[2], ctx_id;
 	uint64_t rt, io;	/* setup netlink round trips, ioctls */
+	uint32_t binding;	/* survivors: the binding id ... */
+	pid_t keeper;		/* ... and the child that keeps it (fork) */
 	struct nic_rx_result rx;
 	char msg[512];
 };
@@ -610,6 +627,269 @@ static int test_threads(void)
 	return 0;
 }
 
+/* ---- bindings that outlive their owner ---- */
+
+static int keeper_cmd;
+
+/* Keeps every descriptor of the process (the binding's netlink socket
+ * among them) until the command pipe says so. */
+static void *keeper(void *arg)
+{
+	char c;
+
+	(void)arg;
+	alarm(120);	/* never outlive a failed test for long */
+	(void)!read(keeper_cmd, &c, 1);
+	_exit(0);
+}
+
+/* An owner of 2 queues with a flow to port, bound to a 16 MiB udmabuf,
+ * that says 'S' and then leaves its binding to a forked child (thread
+ * false: it exits) or to a thread (thread true: main calls
+ * pthread_exit()). */
+static void survivor_main(int port, bool thread, int cmd, int rep)
+{
+	struct report r = { .kind = 'S' };
+	struct devmemtcp_flow f;
+	struct devmemtcp_buf *buf;
+	struct devmemtcp_nic *nic;
+	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 2, .flows = &f, .nflows = 1);
+	DEVMEMTCP_OPTS(nic_stats, st);
+	const uint32_t *q;
+	pthread_t t;
+	char text[96];
+
+	snprintf(text, sizeof(text), "dst-ip %s dst-port %d", VM_RX_ADDR4, port);
+	devmemtcp_flow_parse(text, &f);
+	if (t_udmabuf(ctx, 16u << 20, &buf))
+		_exit(3);
+	o.buf = buf;
+	r.err = devmemtcp_nic_open(ctx, ifname, &o, &nic);
+	if (r.err) {
+		r.kind = 'E';
+		snprintf(r.msg, sizeof(r.msg), "%s", devmemtcp_ctx_errmsg(ctx));
+		tell(rep, &r);
+		_exit(0);
+	}
+	r.nq = (uint32_t)devmemtcp_nic_queues(nic, &q);
+	for (uint32_t i = 0; i < r.nq && i < 2; i++)
+		r.q[i] = q[i];
+	devmemtcp_nic_stats(nic, &st);
+	r.ctx_id = st.rss_context;
+	r.binding = devmemtcp_binding_id(devmemtcp_nic_binding(nic));
+	keeper_cmd = cmd;
+	if (thread) {
+		tell(rep, &r);
+		if (pthread_create(&t, NULL, keeper, NULL))
+			_exit(4);
+		pthread_exit(NULL);
+	}
+	r.keeper = fork();
+	if (r.keeper == 0)
+		keeper(NULL);
+	tell(rep, &r);
+	_exit(0);	/* without closing: the child has it all */
+}
+
+static int survivor_start(struct owner *o, int port, bool thread)
+{
+	int c[2], r[2];
+
+	T_CHECK(pipe(c) == 0 && pipe(r) == 0, "pipe");
+	memset(o, 0, sizeof(*o));
+	o->port = port;
+	o->pid = fork();
+	if (o->pid == 0) {
+		DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = t_quiet);
+		int cmd = fcntl(c[0], F_DUPFD, 100), rep = fcntl(r[1], F_DUPFD, 100);
+
+		if (cmd < 0 || rep < 0 || dup2(cmd, 3) != 3 || dup2(rep, 4) != 4 ||
+		    close_range(5, ~0u, 0) || devmemtcp_ctx_new(&co, &ctx))
+			_exit(9);
+		survivor_main(port, thread, 3, 4);
+	}
+	close(c[0]);
+	close(r[1]);
+	o->cmd = c[1];
+	o->rep = r[0];
+	return 0;
+}
+
+static char proc_state(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return '?';
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+/* How many of the owner's queues queue-get shows bound to binding. */
+static int bound_to(const struct report *s, uint32_t binding)
+{
+	struct devmemtcp_queue q[64];
+	int n = devmemtcp_queue_list(ctx, (int)if_nametoindex(ifname), q, 64), hits = 0;
+
+	for (int i = 0; i < n && i < 64; i++)
+		for (uint32_t k = 0; k < s->nq; k++)
+			hits += q[i].type == DEVMEMTCP_QUEUE_RX && q[i].id == s->q[k] &&
+				q[i].dmabuf_id == binding;
+	return hits;
+}
+
+/* While the binding is held: the owner's rule and context are there and
+ * the default table avoids its queues. */
+static int held(const struct owner *p, const char *when)
+{
+	T_CHECK(bound_to(&p->setup, p->setup.binding) == 2,
+		"%s: queue-get does not show binding %u on queues %u and %u", when,
+		p->setup.binding, p->setup.q[0], p->setup.q[1]);
+	if (table_avoids(p, 1)) {
+		printf("%s: the default RSS table points at a queue that carries binding %u\n",
+		       when, p->setup.binding);
+		return T_EXIT_FAIL;
+	}
+	T_CHECK(rule_for(p->port), "%s: the rule of the owner whose binding lives was deleted", when);
+	T_CHECK(context_exists(p->setup.ctx_id), "%s: its RSS context %u was deleted", when,
+		p->setup.ctx_id);
+	return 0;
+}
+
+static char logged[8192];
+
+static void capture(void *user, int level, const char *msg)
+{
+	size_t n = strlen(logged);
+
+	(void)user;
+	if (level <= DEVMEMTCP_LOG_WARN)
+		snprintf(logged + n, sizeof(logged) - n, "%s\n", msg);
+}
+
+static int test_survivor(bool thread)
+{
+	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = capture, .log_level = DEVMEMTCP_LOG_WARN);
+	const char *how = thread ? "thread" : "fork";
+	struct devmemtcp_probe pr = { .sz = sizeof(pr) };
+	struct devmemtcp_ctx *octx;
+	struct devmemtcp_nic *other;
+	char *before = nic_dump(), *after, want[512];
+	struct owner p;
+	double t0 = t_now();
+	int st;
+
+	T_CHECK(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0, "subreaper");
+	T_CHECK(devmemtcp_ctx_new(&co, &octx) == 0, "ctx");
+	T_TRY(survivor_start(&p, 5710, thread));
+	T_TRY(hear(&p, 'S', &p.setup));
+	if (thread) {
+		for (int i = 0; i < 5000 && proc_state(p.pid) != 'Z'; i++)
+			usleep(1000);
+		T_CHECK(proc_state(p.pid) == 'Z', "pid %d: state %c, not Z", p.pid,
+			proc_state(p.pid));
+	} else {
+		T_CHECK(waitpid(p.pid, &st, 0) == p.pid && WIFEXITED(st), "owner exit %d", st);
+	}
+	printf("%s: %.3f owner pid %d %s on queues %u,%u (context %u) with binding %u held by %s\n",
+	       how, t_now(), p.pid, thread ? "is a zombie leader" : "exited", p.setup.q[0],
+	       p.setup.q[1], p.setup.ctx_id, p.setup.binding,
+	       thread ? "its thread" : "its child");
+	T_TRY(held(&p, "the owner gone"));
+
+	/* another owner comes and goes: two reconciles */
+	{
+		struct devmemtcp_flow f;
+		char text[96];
+		DEVMEMTCP_OPTS(nic_opts, oo, .nqueues = 1, .flows = &f, .nflows = 1);
+
+		snprintf(text, sizeof(text), "dst-ip %s dst-port 5711", VM_RX_ADDR4);
+		devmemtcp_flow_parse(text, &f);
+		T_CHECK(devmemtcp_nic_open(octx, ifname, &oo, &other) == 0, "open: %s",
+			devmemtcp_ctx_errmsg(octx));
+	}
+	T_TRY(held(&p, "after another owner's open"));
+	snprintf(want, sizeof(want),
+		 "the setup of %s by pid %d (%s) stays: RX queue %u still carries dma-buf %u",
+		 ifname, p.pid, t_own_comm(), p.setup.q[0], p.setup.binding);
+	T_CHECK(thread ? !strstr(logged, "stays: RX queue") : strstr(logged, want) != NULL,
+		"logged: %s", logged);
+	if (!thread) {
+		T_CHECK(devmemtcp_nic_probe(ctx, ifname, NULL, &pr) >= 0, "probe: %s",
+			devmemtcp_ctx_errmsg(ctx));
+		snprintf(want, sizeof(want),
+			 "pid %d (%s) ended without closing its devmem setup of %s; RX queue %u still carries its binding",
+			 p.pid, t_own_comm(), ifname, p.setup.q[0]);
+		T_CHECK(t_probe_problem(&pr, want), "probe does not say: %s", want);
+	}
+	T_CHECK(devmemtcp_nic_close(other) == 0, "close: %s", devmemtcp_ctx_errmsg(octx));
+	T_TRY(held(&p, "after another owner's close"));
+
+	/* the binding goes: the next operation cleans up */
+	(void)!write(p.cmd, "c", 1);
+	if (thread)
+		T_CHECK(waitpid(p.pid, &st, 0) == p.pid && WIFEXITED(st), "owner exit %d", st);
+	else
+		T_CHECK(waitpid(p.setup.keeper, &st, 0) == p.setup.keeper && WIFEXITED(st),
+			"keeper exit %d", st);
+	T_CHECK(bound_to(&p.setup, p.setup.binding) == 0, "binding %u still on the queues",
+		p.setup.binding);
+	T_CHECK(devmemtcp_nic_recover(ctx, ifname, NULL) == 1, "recover: %s",
+		devmemtcp_ctx_errmsg(ctx));
+	after = nic_dump();
+	T_TRY(nic_same(before, after, "after the binding was gone"));
+	close(p.cmd);
+	close(p.rep);
+	devmemtcp_ctx_free(octx);
+	printf("%s: the binding held by %s kept its owner's steering through two reconciles, the default table never pointed at it, then all was undone (%.1f s)\n",
+	       how, thread ? "a thread of a zombie leader" : "the child of a gone owner", t_now() - t0);
+	free(before);
+	free(after);
+	return 0;
+}
+
+/* ---- stale ---- */
+
+static int test_stale(void)
+{
+	static const uint32_t q9 = 9;
+	DEVMEMTCP_OPTS(nic_opts, all, .flags = DEVMEMTCP_NIC_RECOVER_ALL);
+	struct devmemtcp_flow f;
+	DEVMEMTCP_OPTS(nic_opts, o, .queues = &q9, .nqueues = 1, .flows = &f, .nflows = 1);
+	char *before = nic_dump(), *after, cmd[96], rules_a[4096], rules_b[4096];
+	struct devmemtcp_nic *a, *b;
+	double t0 = t_now();
+
+	devmemtcp_flow_parse("dst-port 5720", &f);
+	snprintf(cmd, sizeof(cmd), "ethtool -n %s", ifname);
+	T_CHECK(devmemtcp_nic_open(ctx, ifname, &o, &a) == 0, "open a: %s", devmemtcp_ctx_errmsg(ctx));
+	t_capture(rules_a, sizeof(rules_a), cmd);
+	T_CHECK(devmemtcp_nic_recover(ctx, ifname, &all) == 1, "restore --all: %s",
+		devmemtcp_ctx_errmsg(ctx));
+	T_CHECK(!rule_for(5720), "restore --all left the rule");
+	T_CHECK(devmemtcp_nic_open(ctx, ifname, &o, &b) == 0, "open b: %s", devmemtcp_ctx_errmsg(ctx));
+	t_capture(rules_b, sizeof(rules_b), cmd);
+	T_CHECK(strcmp(rules_a, rules_b) == 0, "not the same rule at the same place:\n%s\n%s",
+		rules_a, rules_b);
+	T_CHECK(devmemtcp_nic_close(a) == 0, "close a: %s", devmemtcp_ctx_errmsg(ctx));
+	T_CHECK(rule_for(5720), "the stale handle's close deleted the new owner's rule");
+	T_CHECK(devmemtcp_nic_close(b) == 0, "close b: %s", devmemtcp_ctx_errmsg(ctx));
+	after = nic_dump();
+	T_TRY(nic_same(before, after, "after both closed"));
+	printf("stale: the stale handle's close left the new owner's identical rule (%.1f s)\n",
+	       t_now() - t0);
+	free(before);
+	free(after);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 2 ? argv[2] : "";
@@ -629,6 +909,10 @@ int main(int argc, char **argv)
 		return test_race();
 	if (strcmp(what, "threads") == 0)
 		return test_threads();
-	fprintf(stderr, "usage: %s IFACE orders|kill|race|threads\n", argv[0]);
+	if (strcmp(what, "fork") == 0 || strcmp(what, "thread") == 0)
+		return test_survivor(strcmp(what, "thread") == 0);
+	if (strcmp(what, "stale") == 0)
+		return test_stale();
+	fprintf(stderr, "usage: %s IFACE orders|kill|race|threads|fork|thread|stale\n", argv[0]);
 	return 2;
 }
