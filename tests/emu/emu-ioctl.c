@@ -638,6 +638,14 @@ void *emu_fopen(const char *path, const char *mode, bool *handled)
 			errno = ENOENT;
 			return NULL;
 		}
+		if (!strcmp(name, "layout") && mode[0] == 'r') {
+			/* the sim's default profile: its layout is its module
+			 * parameters' (sim/module/debugfs.c, "layout") */
+			n = &emu_sh->nics[nic];
+			snprintf(text, sizeof(text), "buf_size %u pack %d align 0 mix %d\n",
+				 n->rx_buf_size, n->rx_pack ? 1 : 0, n->rx_mix ? 1 : 0);
+			return text_file(text);
+		}
 		if (strcmp(name, "corrupt_offset") && strcmp(name, "fail_alloc")) {
 			emu_unmodelled("the sim's knob %s", name);
 			errno = EOPNOTSUPP;
