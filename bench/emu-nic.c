@@ -42,9 +42,11 @@
 #define RING (64ull << 20)
 #define CHECK_EVERY 16
 
-/* The emulator's per-process timing (tests/emu/emu.h, struct emu_timing). */
+/* The emulator's per-process timing (tests/emu/emu.h, struct emu_timing:
+ * the same fields in the same order). */
 struct emu_timing {
 	uint64_t recvs, emu_ns, copy_ns, sys_ns, wait_ns, bytes;
+	uint64_t copy_calls, copy_xfers, copy_bytes;
 };
 
 static struct {
@@ -350,6 +352,10 @@ int main(int argc, char **argv)
 		double sys = (double)(e1.sys_ns - e0.sys_ns), wait = (double)(e1.wait_ns - e0.wait_ns);
 		double lib = (double)t_recv - emu - copy - sys - wait;
 		double gbps = (double)got / wall;
+		double calls = (double)(e1.copy_calls - e0.copy_calls);
+		double xfers = (double)(e1.copy_xfers - e0.copy_xfers);
+		double xbytes = (double)(e1.copy_bytes - e0.copy_bytes);
+		double per_xfer = xfers ? xbytes / xfers : 0;
 
 		printf("## Receive through the emulated NIC (%s, %s)\n\n", label,
 		       cpu ? "udmabuf, CPU copies" : "CUDA memory, GPU gather");
@@ -363,17 +369,24 @@ int main(int argc, char **argv)
 		       cpu ? "the dma-buf's" : "GPU", copy / r / 1e3);
 		printf("| emulation: the real socket's calls | %.2f |\n", sys / r / 1e3);
 		printf("| waiting for data or pages | %.2f |\n", wait / r / 1e3);
+		if (!cpu) {
+			printf("| emulation: copies issued per receive (driver calls: copies, kernels) | %.2f |\n",
+			       calls / r);
+			printf("| emulation: host-to-device transfers per receive, bytes each | %.2f, %.0f |\n",
+			       xfers / r, per_xfer);
+		}
 		printf("| library receive processing (devmemtcp_rx_recv less the above) | %.2f |\n", lib / r / 1e3);
 		printf("| %s | %.2f |\n", cpu ? "CPU copies (devmemtcp_buf_read)" : "gather (devmemtcp_gpu_gather)",
 		       (double)t_gather / r / 1e3);
 		printf("| release (%s) | %.2f |\n", cpu ? "devmemtcp_rx_release" : "devmemtcp_gpu_release_after",
 		       (double)t_release / r / 1e3);
 		printf("| thread CPU time, all stages | %.2f |\n\n", (double)(c1 - c0) / r / 1e3);
-		printf("EMU-NIC label=%s bytes=%llu bad=%llu gbps=%.2f recvs=%llu us_emu=%.2f us_copy=%.2f us_sys=%.2f us_wait=%.2f us_lib=%.2f us_gather=%.2f us_release=%.2f us_cpu=%.2f\n",
+		printf("EMU-NIC label=%s bytes=%llu bad=%llu gbps=%.2f recvs=%llu us_emu=%.2f us_copy=%.2f us_sys=%.2f us_wait=%.2f us_lib=%.2f us_gather=%.2f us_release=%.2f us_cpu=%.2f calls=%.2f xfers=%.2f xfer_bytes=%.0f\n",
 		       label, (unsigned long long)got, (unsigned long long)bad, gbps,
 		       (unsigned long long)recvs, emu / r / 1e3, copy / r / 1e3, sys / r / 1e3,
 		       wait / r / 1e3, lib / r / 1e3, (double)t_gather / r / 1e3,
-		       (double)t_release / r / 1e3, (double)(c1 - c0) / r / 1e3);
+		       (double)t_release / r / 1e3, (double)(c1 - c0) / r / 1e3, calls / r,
+		       xfers / r, per_xfer);
 	}
 	ret = bad ? 1 : 0;
 	goto out;

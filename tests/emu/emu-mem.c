@@ -380,7 +380,7 @@ int emu_mem_place(struct emu_mem *m, struct emu_piece *p, size_t n)
 }
 
 /* The single buffers of the groups, in one cuMemcpyBatchAsync. */
-static int copy_batch(struct emu_mem *m, uint64_t *calls)
+static int copy_batch(struct emu_mem *m, struct emu_copy_count *c)
 {
 	const struct emu_cuda_ops *o = &m->cu.ops;
 	struct emu_memcpy_attr attr = {
@@ -398,10 +398,14 @@ static int copy_batch(struct emu_mem *m, uint64_t *calls)
 		tls.sd[n] = m->cu.dptr + g->dst;
 		tls.ss[n] = (uintptr_t)(tls.staging + g->src);
 		tls.sz[n++] = g->width;
+		c->bytes += g->width;
 	}
-	if (n < 2)
+	if (n < 2) {
+		c->bytes = 0;
 		return 1;	/* not worth it: one copy */
-	(*calls)++;
+	}
+	c->calls++;
+	c->xfers += n;
 	if (o->batch_fail_idx)
 		return ((emu_batch128_fn)o->batch_async)(tls.sd, tls.ss, tls.sz, n, &attr,
 							&attr_idx, 1, &fail, tls.stream) ? -1 : 0;
@@ -410,17 +414,17 @@ static int copy_batch(struct emu_mem *m, uint64_t *calls)
 }
 
 /* The copies of the pieces placed last (CUDA), done before it returns. */
-int emu_mem_commit(struct emu_mem *m, uint64_t *calls)
+int emu_mem_commit(struct emu_mem *m, struct emu_copy_count *c)
 {
 	const struct emu_cuda_ops *o = &m->cu.ops;
 	int r = 0, batched;
 
-	*calls = 0;
+	*c = (struct emu_copy_count){ 0 };
 	if (m->kind == EMU_MEM_CPU || !tls.ng)
 		return 0;
 	if (cuda_enter(m))
 		return -EIO;
-	batched = o->batch_async ? copy_batch(m, calls) : 1;
+	batched = o->batch_async ? copy_batch(m, c) : 1;
 	if (batched < 0)
 		r = -1;
 	for (size_t i = 0; i < tls.ng && !r; i++) {
@@ -432,7 +436,7 @@ int emu_mem_commit(struct emu_mem *m, uint64_t *calls)
 			r = o->htod_async(m->cu.dptr + g->dst, tls.staging + g->src, g->width,
 					  tls.stream);
 		} else {
-			struct emu_memcpy2d c = {
+			struct emu_memcpy2d c2 = {
 				.srcMemoryType = EMU_CU_MEMORYTYPE_HOST,
 				.srcHost = tls.staging + g->src,
 				.srcPitch = g->width,
@@ -443,9 +447,11 @@ int emu_mem_commit(struct emu_mem *m, uint64_t *calls)
 				.Height = g->rows,
 			};
 
-			r = o->copy2d_async(&c, tls.stream);
+			r = o->copy2d_async(&c2, tls.stream);
 		}
-		(*calls)++;
+		c->calls++;
+		c->xfers += g->rows;
+		c->bytes += (uint64_t)g->width * g->rows;
 	}
 	if (!r)
 		r = o->stream_sync(tls.stream);

@@ -89,6 +89,9 @@ void emu_timing_add(const struct emu_timing *t)
 	timing.sys_ns += t->sys_ns;
 	timing.wait_ns += t->wait_ns;
 	timing.bytes += t->bytes;
+	timing.copy_calls += t->copy_calls;
+	timing.copy_xfers += t->copy_xfers;
+	timing.copy_bytes += t->copy_bytes;
 	pthread_mutex_unlock(&es_lock);
 }
 
@@ -709,7 +712,8 @@ static ssize_t arrive(int fd, struct esock *s, size_t want, size_t maxbufs, bool
 		struct emu_mem *m;
 		struct iovec iov[MAX_PIECES];
 		struct msghdr mh = { .msg_iov = iov };
-		uint64_t pull, t0, calls;
+		struct emu_copy_count cc;
+		uint64_t pull, t0;
 		int inq = 0, q, qi, err = 0;
 		ssize_t got;
 
@@ -813,13 +817,18 @@ static ssize_t arrive(int fd, struct esock *s, size_t want, size_t maxbufs, bool
 			s->corrupt_at = -1;
 		}
 		t0 = emu_now_ns();
-		if (emu_mem_commit(m, &calls))
+		if (emu_mem_commit(m, &cc))
 			return -EIO;
 		t->copy_ns += emu_now_ns() - t0;
-		if (calls) {
+		if (cc.calls) {
+			t->copy_calls += cc.calls;
+			t->copy_xfers += cc.xfers;
+			t->copy_bytes += cc.bytes;
 			emu_lock();
 			emu_sh->st.copies += pl.n;
-			emu_sh->st.copy_calls += calls;
+			emu_sh->st.copy_calls += cc.calls;
+			emu_sh->st.copy_xfers += cc.xfers;
+			emu_sh->st.copy_bytes += cc.bytes;
 			emu_unlock();
 		}
 		s->stream += pl.bytes;
