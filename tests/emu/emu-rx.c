@@ -560,6 +560,7 @@ static void plan_locked(struct emu_nic *n, int q, struct emu_binding *b, struct 
 			struct plan *pl)
 {
 	uint32_t ps = p->page_size, mss = s->mss;
+	size_t lastf = SIZE_MAX;	/* the fragment allocator's last buffer */
 
 	pl->n = pl->bytes = pl->segs = pl->pages = 0;
 	pl->status = PLAN_OK;
@@ -580,7 +581,8 @@ static void plan_locked(struct emu_nic *n, int q, struct emu_binding *b, struct 
 		if (n->rx_mix)
 			seg = 1 + mix_next(&p->q[qi].mix) % seg;
 		for (rem = seg; rem && !fail;) {
-			uint32_t page, off = 0, len;
+			uint32_t page, off = 0, len, slot = ps;
+			bool frag = false;
 			int r;
 
 			if (pl->n == maxbufs) {
@@ -595,9 +597,13 @@ static void plan_locked(struct emu_nic *n, int q, struct emu_binding *b, struct 
 			} else if (n->rx_buf_size) {
 				len = rem < n->rx_buf_size ? (uint32_t)rem : n->rx_buf_size;
 				r = alloc_frag(p, qi, n->rx_buf_size, &page, &off);
+				slot = n->rx_buf_size;
+				frag = true;
 			} else if (n->rx_pack) {
 				len = rem < ps ? (uint32_t)rem : ps;
 				r = alloc_frag(p, qi, len, &page, &off);
+				slot = (len + 7) & ~7u;
+				frag = true;
 			} else {
 				len = rem < ps ? (uint32_t)rem : ps;
 				r = emu_page_alloc(p, qi, 1, &page);
@@ -609,7 +615,14 @@ static void plan_locked(struct emu_nic *n, int q, struct emu_binding *b, struct 
 				emu_sh->st.alloc_fail++;
 				break;
 			}
-			pl->pc[pl->n] = (struct emu_piece){ (uint64_t)page * ps + off, NULL, len };
+			if (frag) {
+				/* the allocator left the page of its last buffer
+				 * here: nothing after that buffer is anyone's */
+				if (lastf != SIZE_MAX && pl->pb[lastf].page != page)
+					pl->pc[lastf].slot = ps - pl->pb[lastf].off;
+				lastf = pl->n;
+			}
+			pl->pc[pl->n] = (struct emu_piece){ (uint64_t)page * ps + off, NULL, len, slot };
 			pl->pb[pl->n] = (struct pbuf){ b->id, page, off, len, 0 };
 			pl->n++;
 			rem -= len;

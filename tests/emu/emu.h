@@ -315,11 +315,15 @@ struct emu_mem *emu_mem_get(const struct emu_binding *b, int *err);
 int emu_mem_probe(int fd, uint64_t *size, uint8_t *kind, uint8_t *hugetlb,
 		  uint64_t *dev, uint64_t *ino, char *msg, size_t len);
 /* One piece of a receive: its dma-buf offset, where its bytes are
- * received (host), its length. */
+ * received (host), its length, and the bytes from off on that belong to
+ * its buffer alone while the receive runs (>= len: the rest of its NIC
+ * page or fixed-size buffer, or of a page the fragment allocator left),
+ * which a copy may write. */
 struct emu_piece {
 	uint64_t off;
 	uint8_t *host;
 	uint32_t len;
+	uint32_t slot;
 };
 bool emu_mem_is_cpu(const struct emu_mem *m);
 uint8_t *emu_mem_cpu(const struct emu_mem *m);
