@@ -390,6 +390,7 @@ static int slot_get(struct esock *s, struct emu_procfile *pf)
 			pf->socks[i].hint = 0;
 			pf->socks[i].count = 0;
 			pf->socks[i].npend = 0;
+			pf->socks[i].phead = 0;
 			emu_tsock_bits(pf, i)[0] |= 1;	/* tokens start at 1 */
 			s->slot = i;
 			return i;
@@ -414,39 +415,53 @@ static int tok_alloc(struct emu_procfile *pf, int slot, uint32_t *tok)
 	return emu_unmodelled("more than %u tokens outstanding on one socket", EMU_MAX_TOK);
 }
 
+/* The process file keeps the buffers received and not read yet (for the
+ * reaper) in a ring in the order they arrived, the order they are read. */
 static void pend_record(struct emu_procfile *pf, int slot, uint32_t binding, uint32_t page)
 {
 	struct emu_tsock *ts = &pf->socks[slot];
 
 	if (ts->npend < EMU_MAX_PENDING)
-		ts->pend[ts->npend++] = (struct emu_tok){ binding, page };
+		ts->pend[(ts->phead + ts->npend++) % EMU_MAX_PENDING] =
+			(struct emu_tok){ binding, page };
 }
 
 static void pend_forget(struct emu_procfile *pf, int slot, uint32_t binding, uint32_t page)
 {
 	struct emu_tsock *ts = &pf->socks[slot];
+	struct emu_tok *head = &ts->pend[ts->phead];
 
-	for (uint32_t i = 0; i < ts->npend; i++)
-		if (ts->pend[i].binding == binding && ts->pend[i].page == page) {
-			ts->pend[i] = ts->pend[--ts->npend];
+	for (uint32_t i = 0; i < ts->npend; i++) {
+		struct emu_tok *t = &ts->pend[(ts->phead + i) % EMU_MAX_PENDING];
+
+		if (t->binding == binding && t->page == page) {
+			*t = *head;	/* the oldest, nearly always itself */
+			ts->phead = (ts->phead + 1) % EMU_MAX_PENDING;
+			ts->npend--;
 			return;
 		}
+	}
 }
 
 /* Hand out pending buffers as devmem cmsgs (locked). */
 static size_t deliver_locked(struct esock *s, struct emu_procfile *pf, struct msghdr *msg,
 			     size_t *used, size_t room, uint64_t *frags, int *err)
 {
+	struct emu_tok *toks = emu_tsock_toks(pf, s->slot);
+	struct emu_binding *b = NULL;
+	struct emu_pool *p = NULL;
 	size_t out = 0;
 
 	while (s->pn && out < room && *used + CM_SPACE <= msg->msg_controllen) {
 		struct pbuf *pb = &s->pend[s->phead];
-		struct emu_binding *b = emu_binding_get(pb->binding);
-		struct emu_pool *p = b ? emu_pool_map(b, false) : NULL;
 		uint32_t take = pb->len - pb->done, tok = 0;
 		struct dmt_dmabuf_cmsg d = { 0 };
 		struct cmsghdr *cm = (struct cmsghdr *)((char *)msg->msg_control + *used);
 
+		if (!b || b->id != pb->binding) {
+			b = emu_binding_get(pb->binding);
+			p = b ? emu_pool_map(b, false) : NULL;
+		}
 		if (!p) {
 			*err = emu_unmodelled("binding %u of a received buffer is gone: emulator bug",
 					      pb->binding);
@@ -457,9 +472,7 @@ static size_t deliver_locked(struct esock *s, struct emu_procfile *pf, struct ms
 		*err = tok_alloc(pf, s->slot, &tok);
 		if (*err)
 			return out;
-		emu_pool_refs(p)[pb->page]++;
-		b->held++;
-		emu_tsock_toks(pf, s->slot)[tok] = (struct emu_tok){ pb->binding, pb->page };
+		toks[tok] = (struct emu_tok){ pb->binding, pb->page };
 		d.frag_offset = (uint64_t)pb->page * p->page_size + pb->off + pb->done;
 		d.frag_size = take;
 		d.frag_token = tok;
@@ -472,15 +485,16 @@ static size_t deliver_locked(struct esock *s, struct emu_procfile *pf, struct ms
 		pb->done += take;
 		out += take;
 		(*frags)++;
-		if (pb->done == pb->len) {
-			/* the "skb" is consumed: its reference goes */
-			pend_forget(pf, s->slot, pb->binding, pb->page);
-			emu_page_put(b, p, 0, pb->page);
-			b->held--;
-			emu_binding_maybe_free(b);
-			s->phead = (s->phead + 1) % EMU_MAX_PENDING;
-			s->pn--;
+		if (pb->done < pb->len) {
+			/* the token takes a reference of its own */
+			emu_pool_refs(p)[pb->page]++;
+			b->held++;
+			continue;
 		}
+		/* the "skb" is consumed: its reference becomes the token's */
+		pend_forget(pf, s->slot, pb->binding, pb->page);
+		s->phead = (s->phead + 1) % EMU_MAX_PENDING;
+		s->pn--;
 	}
 	return out;
 }
@@ -1006,6 +1020,8 @@ plain:
 int emu_rx_dontneed(int fd, const void *val, socklen_t len, int *ret)
 {
 	const struct dmt_dmabuf_token *t = val;
+	struct emu_binding *b = NULL;
+	struct emu_pool *p = NULL;
 	struct emu_procfile *pf;
 	struct emu_tsock *ts;
 	struct esock *s;
@@ -1037,8 +1053,6 @@ int emu_rx_dontneed(int fd, const void *val, socklen_t len, int *ret)
 	for (size_t i = 0; i < len / sizeof(*t); i++) {
 		for (uint32_t k = 0; k < t[i].token_count; k++) {
 			uint32_t tok = t[i].token_start + k;
-			struct emu_binding *b;
-			struct emu_pool *p;
 
 			if (++seen > DMT_MAX_DONTNEED_FRAGS)
 				goto done;
@@ -1050,12 +1064,14 @@ int emu_rx_dontneed(int fd, const void *val, socklen_t len, int *ret)
 			if (tok / 64 < ts->hint)
 				ts->hint = tok / 64;
 			ts->count--;
-			b = emu_binding_get(toks[tok].binding);
-			p = b ? emu_pool_map(b, false) : NULL;
+			if (!b || !b->used || b->id != toks[tok].binding) {
+				b = emu_binding_get(toks[tok].binding);
+				p = b ? emu_pool_map(b, false) : NULL;
+			}
 			if (p) {
 				emu_page_put(b, p, 0, toks[tok].page);
 				b->held--;
-				emu_binding_maybe_free(b);
+				emu_binding_maybe_free(b);	/* b->used 0 when it went */
 			}
 			freed++;
 		}

@@ -187,7 +187,7 @@ struct emu_tsock {
 	uint32_t used;
 	uint32_t hint;			/* lowest token word that may be free */
 	uint32_t count;			/* tokens out */
-	uint32_t npend;
+	uint32_t npend, phead;		/* a ring, oldest first */
 	struct emu_tok pend[EMU_MAX_PENDING];
 };
 
