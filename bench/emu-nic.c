@@ -54,7 +54,7 @@ struct emu_timing {
 	uint64_t copy_calls, copy_xfers, copy_bytes;
 };
 
-static struct {
+static struct cuda_calls {
 	int (*init)(unsigned int);
 	int (*device_get)(int *, int);
 	int (*ctx_retain)(void **, int);
@@ -74,7 +74,7 @@ static int cuda_open(void)
 		const char *name;
 		size_t at;
 	} syms[] = {
-#define SYM(f, s) { s, offsetof(__typeof__(cu), f) }
+#define SYM(f, s) { s, offsetof(struct cuda_calls, f) }
 		SYM(init, "cuInit"), SYM(device_get, "cuDeviceGet"),
 		SYM(ctx_retain, "cuDevicePrimaryCtxRetain"), SYM(ctx_set, "cuCtxSetCurrent"),
 		SYM(alloc, "cuMemAlloc_v2"), SYM(host_alloc, "cuMemHostAlloc"),
