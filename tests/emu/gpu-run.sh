@@ -206,7 +206,7 @@ trap 'log "interrupted"; finish 1' INT TERM
 
 # ---- the machine ----------------------------------------------------------------
 {
-	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); tree: $(git -C "$src" describe --always --dirty 2>/dev/null || cat "$src/.tree-id" 2>/dev/null || echo unknown)"
+	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); tree: ${DEVMEMTCP_TREE:-$(git -C "$src" describe --always --dirty 2>/dev/null || cat "$src/.tree-id" 2>/dev/null || echo unknown)}"
 	echo "- kernel: $(uname -r); CPU: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //') ($(nproc) cores)"
 	command -v nvidia-smi >/dev/null &&
 		echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version,pci.bus_id --format=csv,noheader 2>&1 | head -n1)"
