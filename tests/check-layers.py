@@ -129,7 +129,11 @@ class Tree:
         """The file #include "inc" in rel names, relative to the source root
         (or 'build:' + the generated file), or None (a system header)."""
         here = os.path.dirname(rel)
-        for d in (here, 'lib', 'include'):
+        # the including file's folder, lib/, the public header, then every
+        # folder of lib/ (the include path of the programs and the tests)
+        folders = sorted(d for d in os.listdir(os.path.join(self.src, 'lib'))
+                         if os.path.isdir(os.path.join(self.src, 'lib', d)))
+        for d in [here, 'lib', 'include'] + ['lib/' + f for f in folders]:
             cand = os.path.normpath(os.path.join(d, inc))
             if os.path.exists(os.path.join(self.src, cand)):
                 return cand
