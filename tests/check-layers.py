@@ -11,6 +11,9 @@ folder of lib/.  A library file breaks the map when
   - it includes a private header of such a layer (inline functions and
     macros are invisible to nm).
 
+A symbol of an "only" line may be referenced only by the folders and files
+it names (netlink sockets of their own: dmt_nl_open).
+
 A program outside lib/ that links the library's objects (a "program" line:
 devmemtcp-broker) may include only the private headers its line names, and
 may reference only the public API (devmemtcp_*, lib/devmemtcp.map) and
@@ -59,6 +62,7 @@ class Map:
         self.order = []
         self.may = {}
         self.programs = {}
+        self.only = {}
         self.circles = 0
         with open(path) as f:
             for n, raw in enumerate(f, 1):
@@ -74,6 +78,8 @@ class Map:
                     self.circles = int(words[0])
                 elif key[0] == 'program' and len(key) == 2:
                     self.programs[key[1]] = words
+                elif key[0] == 'only' and len(key) == 2:
+                    self.only[key[1]] = words
                 elif len(key) == 1:
                     for w in words:
                         if w not in self.may:
@@ -297,6 +303,19 @@ def main(argv):
                 continue
             violations.append(((frm, to), '%s: calls %s (%s, layer %s): %s'
                                % (rel, name, target, to, lmap.rule(frm))))
+
+    # symbols only some places may reference
+    for name, places in sorted(lmap.only.items()):
+        for o, src_path in sorted(list(lib_objs.items()) +
+                                  [i for p in prog_objs.values() for i in p.items()]):
+            if name not in undef[o]:
+                continue
+            rel = rel_of(src_path)
+            inside = tree.plan.get(rel, rel[len('lib/'):] if rel.startswith('lib/') else rel)
+            if any(inside == p or inside.startswith(p + '/') for p in places):
+                continue
+            violations.append((('only', name), '%s: calls %s, which only %s may call (%s)'
+                               % (rel, name, ', '.join(places), os.path.relpath(lmap.path, src))))
 
     # includes of the library's files
     for rel in tree.sources():
