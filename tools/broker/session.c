@@ -2,7 +2,7 @@
 /*
  * devmemtcp-broker's clients, their handles and their requests
  * (session.h).  Every request is checked whole before anything is done
- * (lib/broker_msg.c), then against the policy: the interface, the number
+ * (lib/priv/broker_msg.c), then against the policy: the interface, the number
  * of queues the user owns there, the destination port of every flow,
  * bind-tx, the udmabuf size; a handle is reachable only from the
  * connection that opened it, a queue bound only by the process whose

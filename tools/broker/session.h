@@ -3,7 +3,7 @@
  * devmemtcp-broker's clients and what they hold: one connection per
  * client (its peer's credentials taken when it connected), the handles
  * (devmemtcp_nic) set up for it, and the requests it sends, each read,
- * checked (lib/broker_msg.c), measured against the policy (policy.h) and
+ * checked (lib/priv/broker_msg.c), measured against the policy (policy.h) and
  * answered.  What a request does to the system goes through struct
  * brk_ops (nicops.c: the library; the fuzz harness: fakes), so that this
  * file is all the broker's logic that a hostile client can reach.
