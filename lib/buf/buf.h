@@ -113,6 +113,20 @@ struct dmt_buf_provider {
 };
 
 extern const struct dmt_buf_provider dmt_udmabuf_provider;
+
+/*
+ * The udmabuf provider's pieces, for the privileged operations
+ * (core/privops.h) that make its dma-buf: the device node
+ * ($DEVMEMTCP_UDMABUF_DEV in test builds), this process's UDMABUF_CREATE
+ * over a memfd of buf->size bytes (limit: the module's size_limit_mb, 0
+ * unknown), a sealed memfd, and the CPU mapping of the memfd as the
+ * buffer's one segment.  Messages on ctx->err.
+ */
+const char *dmt_udmabuf_dev(void);
+int dmt_udmabuf_local(struct devmemtcp_ctx *ctx, struct devmemtcp_buf *buf, bool huge,
+		      const char *dev, long limit);
+int dmt_udmabuf_memfd(struct devmemtcp_ctx *ctx, uint64_t size, bool huge);
+int dmt_udmabuf_map(struct devmemtcp_ctx *ctx, struct devmemtcp_buf *buf, int memfd);
 extern const struct dmt_buf_provider dmt_cuda_provider;
 extern const struct dmt_buf_provider dmt_drm_provider;	/* drm.c */
 

@@ -8,8 +8,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "priv/broker.h"
 #include "buf.h"
+#include "core/privops.h"
 #include "core/uapi.h"
 
 #ifndef MFD_HUGETLB
@@ -24,7 +24,7 @@
 #define DMT_MFD_HUGE_2MB (21U << 26)
 
 /* Path of the device node; test builds may point it elsewhere. */
-static const char *udmabuf_dev(void)
+const char *dmt_udmabuf_dev(void)
 {
 	const char *p = dmt_hook_env("DEVMEMTCP_UDMABUF_DEV");
 
@@ -95,7 +95,7 @@ static int udmabuf_open(struct devmemtcp_ctx *ctx, const char *dev)
 }
 
 /* A sealed memfd of size bytes: an fd or a negative errno. */
-static int udmabuf_memfd(struct devmemtcp_ctx *ctx, uint64_t size, bool huge)
+int dmt_udmabuf_memfd(struct devmemtcp_ctx *ctx, uint64_t size, bool huge)
 {
 	int memfd = memfd_create("devmemtcp", MFD_ALLOW_SEALING | MFD_CLOEXEC |
 				 (huge ? MFD_HUGETLB | DMT_MFD_HUGE_2MB : 0));
@@ -155,8 +155,8 @@ static int udmabuf_create_fd(struct devmemtcp_ctx *ctx, int devfd, int memfd,
  * maps the memfd, not the dma-buf: the same pages, but a dma-buf mapping
  * is VM_PFNMAP, which the kernel cannot pin (io_uring zcrx user-memory
  * areas pin it). */
-static int udmabuf_map(struct devmemtcp_ctx *ctx, struct devmemtcp_buf *buf,
-		       int memfd)
+int dmt_udmabuf_map(struct devmemtcp_ctx *ctx, struct devmemtcp_buf *buf,
+		    int memfd)
 {
 	struct devmemtcp_segment seg;
 
@@ -173,86 +173,15 @@ static int udmabuf_map(struct devmemtcp_ctx *ctx, struct devmemtcp_buf *buf,
 	return dmt_buf_set_segments(buf, &seg, 1);
 }
 
-/* Why we cannot open /dev/udmabuf (-EACCES, -ENOENT ...) when a broker
- * can make the buffer instead; 0 when we can or none is there. */
-static int broker_makes_it(void)
+int dmt_udmabuf_local(struct devmemtcp_ctx *ctx, struct devmemtcp_buf *buf, bool huge,
+		      const char *dev, long limit)
 {
-	int why;
-
-	if (strcmp(udmabuf_dev(), "/dev/udmabuf") ||
-	    !faccessat(AT_FDCWD, "/dev/udmabuf", R_OK | W_OK, AT_EACCESS))
-		return 0;
-	why = -errno;
-	if (why != -EACCES && why != -EPERM && why != -ENOENT)
-		return 0;
-	return dmt_brk_present() ? why : 0;
-}
-
-/*
- * Without access to /dev/udmabuf (a user, a container) devmemtcp-broker
- * makes the dma-buf: over our memfd, whose pages we allocate first, so
- * that they are ours (our memory cgroup's) before the broker pins them.
- * Each page is also written once through our mapping: a page that
- * fallocate() made is not up to date, and the first fault on it zeroes
- * it, which after the pinning would wipe what the NIC wrote there.
- */
-static int udmabuf_via_broker(struct devmemtcp_ctx *ctx, struct devmemtcp_buf *buf,
-			      bool huge, const char *dev, int why)
-{
-	uint64_t page = huge ? 2u << 20 : (uint64_t)sysconf(_SC_PAGESIZE);
-	struct dmt_err err = { 0 };
-	int memfd, fd, ret;
-
-	memfd = udmabuf_memfd(ctx, buf->size, huge);
-	if (memfd < 0)
-		return memfd;
-	if (fallocate(memfd, 0, 0, (off_t)buf->size)) {
-		ret = dmt_err(ctx, &ctx->err, -errno,
-			      "udmabuf: allocating the %llu bytes of the memfd failed: %s",
-			      (unsigned long long)buf->size, strerror(errno));
-		goto out;
-	}
-	ret = udmabuf_map(ctx, buf, memfd);
-	if (ret)
-		goto out;
-	for (uint64_t off = 0; off < buf->size; off += page)
-		((volatile char *)buf->cpu_map)[off] = 0;
-	if (fcntl(memfd, F_ADD_SEALS, F_SEAL_GROW)) {
-		ret = dmt_err(ctx, &ctx->err, -errno, "udmabuf: sealing the memfd failed: %s",
-			      strerror(errno));
-		goto out;
-	}
-	ret = dmt_brk_udmabuf(&err, memfd, &fd);
-	if (ret) {
-		dmt_err(ctx, &ctx->err, ret, "udmabuf: cannot open %s (%s) and devmemtcp-broker did not make the buffer: %s",
-			dev, dmt_errno_name(why), err.msg);
-		goto out;
-	}
-	buf->fd = fd;
-	buf->own_fd = true;
-out:
-	close(memfd);
-	return ret;
-}
-
-static int udmabuf_create(struct devmemtcp_ctx *ctx,
-			  const struct devmemtcp_buf_opts *opts,
-			  struct devmemtcp_buf *buf)
-{
-	bool huge = opts->flags & DEVMEMTCP_BUF_HUGETLB;
-	long limit = udmabuf_limit_mb();
 	int devfd, memfd, fd, ret;
 
-	ret = udmabuf_size(ctx, opts, limit, &buf->size);
-	if (ret)
-		return ret;
-	ret = broker_makes_it();
-	if (ret)
-		return udmabuf_via_broker(ctx, buf, huge, udmabuf_dev(), ret);
-	devfd = udmabuf_open(ctx, udmabuf_dev());
+	devfd = udmabuf_open(ctx, dev);
 	if (devfd < 0)
 		return devfd;
-	memfd = udmabuf_memfd(ctx, buf->size, huge);
+	memfd = dmt_udmabuf_memfd(ctx, buf->size, huge);
 	if (memfd < 0) {
 		ret = memfd;
 		goto err_dev;
@@ -265,13 +194,29 @@ static int udmabuf_create(struct devmemtcp_ctx *ctx,
 	/* buf owns the dma-buf from here: devmemtcp_buf_free closes it */
 	buf->fd = fd;
 	buf->own_fd = true;
-	ret = udmabuf_map(ctx, buf, memfd);
+	ret = dmt_udmabuf_map(ctx, buf, memfd);
 	/* the dma-buf holds the pages; the memfd is no longer needed */
 err_memfd:
 	close(memfd);
 err_dev:
 	close(devfd);
 	return ret;
+}
+
+/* The dma-buf comes from the context's privileged operations: this
+ * process's /dev/udmabuf, or devmemtcp-broker's. */
+static int udmabuf_create(struct devmemtcp_ctx *ctx,
+			  const struct devmemtcp_buf_opts *opts,
+			  struct devmemtcp_buf *buf)
+{
+	bool huge = opts->flags & DEVMEMTCP_BUF_HUGETLB;
+	long limit = udmabuf_limit_mb();
+	int ret;
+
+	ret = udmabuf_size(ctx, opts, limit, &buf->size);
+	if (ret)
+		return ret;
+	return ctx->priv->udmabuf(ctx, buf, huge, limit);
 }
 
 const struct dmt_buf_provider dmt_udmabuf_provider = {

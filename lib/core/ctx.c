@@ -9,7 +9,6 @@
 
 #include "config.h"
 #include "internal.h"
-#include "nl/nl.h"
 
 DEVMEMTCP_EXPORT const char *devmemtcp_version(void)
 {
@@ -282,10 +281,8 @@ const char *dmt_errno_name(int err)
 	return name;
 }
 
-DEVMEMTCP_EXPORT int devmemtcp_ctx_new(const struct devmemtcp_ctx_opts *opts,
-				       struct devmemtcp_ctx **ctxp)
+int dmt_ctx_alloc(const struct devmemtcp_ctx_opts *opts, struct devmemtcp_ctx **ctxp)
 {
-	DMT_KEEP_ERRNO;
 	struct devmemtcp_ctx *ctx;
 	int ret;
 
@@ -310,12 +307,8 @@ DEVMEMTCP_EXPORT int devmemtcp_ctx_new(const struct devmemtcp_ctx_opts *opts,
 	return 0;
 }
 
-DEVMEMTCP_EXPORT void devmemtcp_ctx_free(struct devmemtcp_ctx *ctx)
+void dmt_ctx_release(struct devmemtcp_ctx *ctx)
 {
-	DMT_KEEP_ERRNO;
-	if (!ctx)
-		return;
-	dmt_nl_close(ctx->nl);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
 }
@@ -336,27 +329,4 @@ int dmt_ctx_err(struct devmemtcp_ctx *ctx, int code, const char *fmt, ...)
 	pthread_mutex_unlock(&ctx->lock);
 	va_end(ap);
 	return code;
-}
-
-struct dmt_nl *dmt_ctx_nl(struct devmemtcp_ctx *ctx, int *errp)
-{
-	int ret;
-
-	pthread_mutex_lock(&ctx->lock);
-	if (!ctx->nl) {
-		ret = dmt_nl_open(&ctx->nl, NETLINK_GENERIC);
-		if (ret) {
-			*errp = dmt_err(ctx, &ctx->err, ret,
-					"cannot open a generic netlink socket: %s",
-					strerror(-ret));
-			pthread_mutex_unlock(&ctx->lock);
-			return NULL;
-		}
-	}
-	return ctx->nl;
-}
-
-void dmt_ctx_nl_put(struct devmemtcp_ctx *ctx)
-{
-	pthread_mutex_unlock(&ctx->lock);
 }

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
  * Private: what every layer shares, never installed.  It owns the context
- * (lib/core/ctx.c: log settings, the last message, the lock and the query
- * socket), the error helpers (record and log; record only; log what was
+ * (lib/core/ctx.c: log settings, the last message, the lock; the query
+ * socket is nl's, the table of privileged operations core/privops.h),
+ * the error helpers (record and log; record only; log what was
  * recorded), the options checks and a few small helpers.  Every layer
- * calls it; it calls only the nl layer, to open and close the context's
- * query socket.  The layers, bottom up: nl; netdev and ethtool (which
- * call nl); nic and probe (which call both); buf with its providers;
- * rx with the token manager; tx (which reads netdev's bindings); gpu.
+ * calls it; it calls no other layer.  The layers and which may call which:
+ * tests/layers.txt.
  */
 #ifndef DEVMEMTCP_INTERNAL_H
 #define DEVMEMTCP_INTERNAL_H
@@ -119,6 +118,7 @@ struct dmt_err {
 };
 
 struct dmt_nl;
+struct dmt_priv_ops;
 
 struct devmemtcp_ctx {
 	devmemtcp_log_fn log_fn;
@@ -128,8 +128,20 @@ struct devmemtcp_ctx {
 	/* Serialises queries on nl (and the messages they leave in err):
 	 * threads may share a context for queries. */
 	pthread_mutex_t lock;
-	struct dmt_nl *nl;	/* query socket, opened on first use */
+	struct dmt_nl *nl;	/* query socket, opened on first use (nl.h) */
+	/* the privileged operations, chosen when the context was made
+	 * (core/privops.h) */
+	const struct dmt_priv_ops *priv;
 };
+
+/*
+ * devmemtcp_ctx_new without the table of privileged operations (which
+ * lib/priv/context.c chooses): the checks of opts, the allocation, the
+ * log settings; the messages are devmemtcp_ctx_new's.  dmt_ctx_release
+ * frees what this made (the query socket is closed first, by nl).
+ */
+int dmt_ctx_alloc(const struct devmemtcp_ctx_opts *opts, struct devmemtcp_ctx **ctxp);
+void dmt_ctx_release(struct devmemtcp_ctx *ctx);
 
 /*
  * Record code (a negative errno) and a message on err, log it through ctx
@@ -230,11 +242,6 @@ int dmt_opts_reserved(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
  */
 int dmt_ctx_err(struct devmemtcp_ctx *ctx, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-
-/* Query socket of ctx (opened lazily), locked for the caller until
- * dmt_ctx_nl_put(); NULL (and unlocked) with ctx->err set on failure. */
-struct dmt_nl *dmt_ctx_nl(struct devmemtcp_ctx *ctx, int *errp);
-void dmt_ctx_nl_put(struct devmemtcp_ctx *ctx);
 
 /*
  * Copy a stats or report struct out to a caller whose struct may be older

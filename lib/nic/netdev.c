@@ -6,8 +6,8 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "priv/broker.h"
 #include "buf/buf.h"
+#include "core/privops.h"
 #include "netdev.h"
 #include "core/uapi.h"
 
@@ -483,21 +483,7 @@ int dmt_bind_explain(struct dmt_err *err, bool tx, int ifindex, int code,
 	return err->code;
 }
 
-/* What one bind asks for. */
-struct bind_args {
-	bool tx;
-	const char *op;		/* the exported function, for messages */
-	int ifindex;
-	const uint32_t *queues;
-	size_t nqueues;
-	struct devmemtcp_buf *buf;
-	uint32_t page_size;	/* 0: the kernel's default */
-	bool verify;		/* check with queue-get that the queues took it */
-	bool remote;		/* through devmemtcp-broker */
-	bool sent;		/* out: the request reached the kernel */
-};
-
-static int bind_args_check(struct dmt_err *err, const struct bind_args *a)
+static int bind_args_check(struct dmt_err *err, const struct dmt_bind_call *a)
 {
 	if (a->ifindex <= 0)
 		return dmt_err_set(err, -ENODEV,
@@ -573,7 +559,7 @@ static int verify_bound(struct dmt_err *err, struct devmemtcp_binding *b)
 }
 
 static struct devmemtcp_binding *binding_new(struct devmemtcp_ctx *ctx,
-					     const struct bind_args *a)
+					     const struct dmt_bind_call *a)
 {
 	struct devmemtcp_binding *b = dmt_calloc(1, sizeof(*b));
 
@@ -598,7 +584,7 @@ static struct devmemtcp_binding *binding_new(struct devmemtcp_ctx *ctx,
 
 /* Send the bind over the binding's socket; its reply gives b->id. */
 static int bind_request(struct dmt_err *err, struct devmemtcp_binding *b,
-			struct bind_args *a)
+			struct dmt_bind_call *a)
 {
 	struct nlmsghdr *nlh;
 	uint16_t family;
@@ -631,8 +617,8 @@ int dmt_binding_adopt(struct devmemtcp_ctx *ctx, struct dmt_err *err, bool tx,
 		      struct devmemtcp_buf *buf, int fd, uint32_t id,
 		      struct devmemtcp_binding **bindingp)
 {
-	struct bind_args a = { .tx = tx, .ifindex = ifindex, .queues = queues,
-			       .nqueues = nqueues, .buf = buf };
+	struct dmt_bind_call a = { .tx = tx, .ifindex = ifindex, .queues = queues,
+				   .nqueues = nqueues, .buf = buf };
 	struct devmemtcp_binding *b = binding_new(ctx, &a);
 	int ret;
 
@@ -653,43 +639,12 @@ int dmt_binding_adopt(struct devmemtcp_ctx *ctx, struct dmt_err *err, bool tx,
 	return 0;
 }
 
-/* The same through devmemtcp-broker: it binds, we keep its socket. */
-static int bind_remote(struct devmemtcp_ctx *ctx, struct dmt_err *err,
-		       struct bind_args *a, struct devmemtcp_binding **bindingp)
+int dmt_bind_local(struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		   struct dmt_bind_call *a, struct devmemtcp_binding **bindingp)
 {
-	uint32_t id = 0;
-	int fd, ret;
-
-	ret = dmt_brk_bind(err, a->tx, a->ifindex, a->queues, a->nqueues,
-			   devmemtcp_buf_fd(a->buf), a->page_size, a->verify, &fd, &id);
-	if (ret)
-		return ret;
-	return dmt_binding_adopt(ctx, err, a->tx, a->ifindex, a->queues, a->nqueues,
-				 a->buf, fd, id, bindingp);
-}
-
-/*
- * bind-rx or bind-tx of a->buf over a new netlink socket that the returned
- * binding owns (a->remote: the broker's, handed over).  On failure the
- * message is recorded on err, not logged.
- */
-static int bind_dmabuf(struct devmemtcp_ctx *ctx, struct dmt_err *err,
-		       struct bind_args *a,
-		       struct devmemtcp_binding **bindingp)
-{
-	struct devmemtcp_binding *b;
+	struct devmemtcp_binding *b = binding_new(ctx, a);
 	int ret;
 
-	if (!bindingp)
-		return dmt_err_set(err, -EINVAL, "%s: binding pointer is NULL",
-				   a->op);
-	*bindingp = NULL;
-	ret = bind_args_check(err, a);
-	if (ret)
-		return ret;
-	if (a->remote)
-		return bind_remote(ctx, err, a, bindingp);
-	b = binding_new(ctx, a);
 	if (!b)
 		return dmt_err_set(err, -ENOMEM, "%s: out of memory", a->op);
 	ret = dmt_nl_open(&b->nl, NETLINK_GENERIC);
@@ -710,6 +665,28 @@ static int bind_dmabuf(struct devmemtcp_ctx *ctx, struct dmt_err *err,
 err_close:
 	devmemtcp_binding_close(b);	/* unbinds whatever was bound */
 	return ret;
+}
+
+/*
+ * bind-rx or bind-tx of a->buf over a netlink socket that the returned
+ * binding owns, by the context's privileged operations (the local ones,
+ * or devmemtcp-broker's, whose socket it hands over).  On failure the
+ * message is recorded on err, not logged.
+ */
+static int bind_dmabuf(struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		       struct dmt_bind_call *a,
+		       struct devmemtcp_binding **bindingp)
+{
+	int ret;
+
+	if (!bindingp)
+		return dmt_err_set(err, -EINVAL, "%s: binding pointer is NULL",
+				   a->op);
+	*bindingp = NULL;
+	ret = bind_args_check(err, a);
+	if (ret)
+		return ret;
+	return ctx->priv->bind(ctx, err, a, bindingp);
 }
 
 /*
@@ -736,8 +713,8 @@ DEVMEMTCP_EXPORT int devmemtcp_bind_rx(struct devmemtcp_ctx *ctx, int ifindex,
 				       struct devmemtcp_binding **binding)
 {
 	DMT_KEEP_ERRNO;
-	struct bind_args a = { .op = "devmemtcp_bind_rx", .ifindex = ifindex,
-			       .queues = queues, .nqueues = nqueues, .buf = buf };
+	struct dmt_bind_call a = { .op = "devmemtcp_bind_rx", .ifindex = ifindex,
+				   .queues = queues, .nqueues = nqueues, .buf = buf };
 	struct dmt_err err = { 0 };
 	int ret;
 
@@ -751,7 +728,7 @@ DEVMEMTCP_EXPORT int devmemtcp_bind_rx(struct devmemtcp_ctx *ctx, int ifindex,
 	}
 	a.page_size = DMT_OPT(opts, devmemtcp_bind_opts, rx_page_size, 0);
 	a.verify = !DMT_OPT(opts, devmemtcp_bind_opts, no_verify, false);
-	a.remote = dmt_brk_wanted(DMT_OPT(opts, devmemtcp_bind_opts, broker, false));
+	a.asked = DMT_OPT(opts, devmemtcp_bind_opts, broker, false);
 	ret = bind_dmabuf(ctx, &err, &a, binding);
 	return ret ? bind_failed(ctx, &err, ret) : 0;
 }
@@ -783,8 +760,8 @@ DEVMEMTCP_EXPORT int devmemtcp_bind_tx(struct devmemtcp_ctx *ctx, int ifindex,
 				       struct devmemtcp_binding **binding)
 {
 	DMT_KEEP_ERRNO;
-	struct bind_args a = { .tx = true, .op = "devmemtcp_bind_tx",
-			       .ifindex = ifindex, .buf = buf };
+	struct dmt_bind_call a = { .tx = true, .op = "devmemtcp_bind_tx",
+				   .ifindex = ifindex, .buf = buf };
 	struct dmt_err err = { 0 };
 	char name[DMT_IFNAME_MAX];
 	struct utsname u;
@@ -798,16 +775,8 @@ DEVMEMTCP_EXPORT int devmemtcp_bind_tx(struct devmemtcp_ctx *ctx, int ifindex,
 	if (DMT_OPT(opts, devmemtcp_bind_opts, rx_page_size, 0))
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "devmemtcp_bind_tx: rx_page_size is an RX setting: leave it 0 for bind-tx");
-	a.remote = DMT_OPT(opts, devmemtcp_bind_opts, broker, false);
+	a.asked = DMT_OPT(opts, devmemtcp_bind_opts, broker, false);
 	ret = bind_dmabuf(ctx, &err, &a, binding);
-	/* Kernels let anyone bind-tx (it has no permission flag); where one
-	 * does not, the broker does it. */
-	if (ret == -EPERM && a.sent && !dmt_cap_net_admin() && dmt_brk_present()) {
-		dmt_err_clear(&err);
-		a.remote = true;
-		a.sent = false;
-		ret = bind_dmabuf(ctx, &err, &a, binding);
-	}
 	if (!ret)
 		return 0;
 	/* An unknown genl command is EOPNOTSUPP without text, like a driver

@@ -58,6 +58,15 @@ int dmt_binding_adopt(struct devmemtcp_ctx *ctx, struct dmt_err *err, bool tx,
 		      struct devmemtcp_buf *buf, int fd, uint32_t id,
 		      struct devmemtcp_binding **bindingp);
 
+struct dmt_bind_call;
+
+/* bind-rx or bind-tx of a->buf (its arguments checked) over a netlink
+ * socket of the binding's own, the local implementation of the
+ * privileged operations' bind (core/privops.h); a->sent says whether the
+ * request reached the kernel.  The message of a failure on err. */
+int dmt_bind_local(struct devmemtcp_ctx *ctx, struct dmt_err *err,
+		   struct dmt_bind_call *a, struct devmemtcp_binding **bindingp);
+
 /* Parse one queue-get reply into q; exposed for unit tests. */
 int dmt_queue_parse(const struct nlmsghdr *nlh, struct devmemtcp_queue *q);
 

@@ -20,8 +20,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "priv/broker.h"
 #include "buf/buf.h"
+#include "core/privops.h"
 #include "netdev.h"
 #include "nic.h"
 #include "core/uapi.h"
@@ -32,35 +32,6 @@ int dmt_nic_crash_step;
 int dmt_test_nic_close_fail_step;
 int dmt_test_nic_close_crash_step;
 #endif
-
-struct devmemtcp_nic {
-	struct devmemtcp_ctx *ctx;
-	struct dmt_err err;		/* last failed operation on the handle */
-	struct dmt_err eerr;		/* the detail of the layers below */
-	struct dmt_nl *nl;
-	struct dmt_eth eth;
-	char run_dir[PATH_MAX];
-	struct dmt_owner me;		/* this owner's journal */
-	char name[NAME_MAX + 1];	/* its file */
-	bool saved;			/* the file exists */
-	bool marked;			/* it says closed */
-	bool stale;			/* someone else undid (some of) it */
-	char *text;			/* what it says */
-	size_t text_len;
-	uint32_t nrx;
-	uint32_t flags;
-	bool use_ctx;
-	bool tds_unreported;	/* rings shown without tcp-data-split */
-	uint32_t next_flow_id;
-	uint32_t rr;
-	struct devmemtcp_binding *binding;
-	int fail_step, crash_step;
-	uint64_t setup_rt, setup_ioctls;
-	uint32_t setup_steps;
-	struct dmt_brk *brk;		/* set up by devmemtcp-broker: its connection */
-	uint32_t brk_handle;		/* ... and its handle there */
-	uint32_t brk_rules;
-};
 
 /* ---------------------------------------------------------------------- */
 /* plan                                                                    */
@@ -643,14 +614,15 @@ static int add_rule(struct devmemtcp_nic *nic, struct dmt_op *op,
 /* ---------------------------------------------------------------------- */
 /* open / close                                                            */
 
-static void nic_free(struct devmemtcp_nic *nic)
+static const struct dmt_nic_ops local_ops;
+
+void dmt_nic_free(struct devmemtcp_nic *nic)
 {
 	if (!nic)
 		return;
 	devmemtcp_binding_close(nic->binding);
 	dmt_eth_fini(&nic->eth);
 	dmt_nl_close(nic->nl);
-	dmt_brk_close(nic->brk);
 	dmt_owner_free(&nic->me);
 	free(nic->text);
 	free(nic);
@@ -674,9 +646,9 @@ static int eth_nl_open(struct devmemtcp_ctx *ctx, struct dmt_eth *e,
 	return 0;
 }
 
-static int check_open_args(struct devmemtcp_ctx *ctx,
-			   const struct devmemtcp_nic_opts *opts,
-			   struct devmemtcp_nic **nicp)
+int dmt_nic_check_open(struct devmemtcp_ctx *ctx,
+		       const struct devmemtcp_nic_opts *opts,
+		       struct devmemtcp_nic **nicp)
 {
 	const uint32_t known = DEVMEMTCP_NIC_RECOVER | DEVMEMTCP_NIC_NO_RSS_CONTEXT |
 			       DEVMEMTCP_NIC_KEEP_RSS | DEVMEMTCP_NIC_ALLOW_SHADOW |
@@ -720,6 +692,7 @@ static int nic_new(struct devmemtcp_ctx *ctx, const char *ifname,
 		return dmt_err(ctx, &ctx->err, -ENOMEM,
 			       "devmemtcp_nic_open: out of memory");
 	nic->ctx = ctx;
+	nic->ops = &local_ops;
 	nic->flags = DMT_OPT(opts, devmemtcp_nic_opts, flags, 0);
 #if DMT_TEST_HOOKS
 	nic->fail_step = dmt_nic_fail_step
@@ -737,7 +710,7 @@ static int nic_new(struct devmemtcp_ctx *ctx, const char *ifname,
 	else
 		err = eth_nl_open(ctx, &nic->eth, &nic->nl);
 	if (err < 0) {
-		nic_free(nic);
+		dmt_nic_free(nic);
 		return err;
 	}
 	*nicp = nic;
@@ -1155,7 +1128,7 @@ int dmt_nic_open_as(struct devmemtcp_ctx *ctx, const char *ifname,
 	uint64_t rt0, io0;
 	int err;
 
-	err = check_open_args(ctx, opts, nicp);
+	err = dmt_nic_check_open(ctx, opts, nicp);
 	if (err)
 		return err;
 	err = nic_new(ctx, ifname, opts, &nic);
@@ -1168,7 +1141,7 @@ int dmt_nic_open_as(struct devmemtcp_ctx *ctx, const char *ifname,
 	if (err < 0) {
 		dmt_err(ctx, &ctx->err, err, "%s", nic->eerr.msg);
 		dmt_op_end(&op);
-		nic_free(nic);
+		dmt_nic_free(nic);
 		return err;
 	}
 #if DMT_TEST_HOOKS
@@ -1184,101 +1157,12 @@ int dmt_nic_open_as(struct devmemtcp_ctx *ctx, const char *ifname,
 			err = rollback_bind(nic, &op, err);
 	}
 	if (err < 0) {
-		nic_free(nic);
+		dmt_nic_free(nic);
 		return err;
 	}
 	opened(nic, &op, rt0, io0);
 	*nicp = nic;
 	return 0;
-}
-
-/* ---------------------------------------------------------------------- */
-/* through devmemtcp-broker                                                */
-
-/* What the broker's open gave this handle: queues, binding, setup cost. */
-static int remote_opened(struct devmemtcp_nic *nic, const char *ifname,
-			 const struct dmt_brk_open_reply *r, int fd,
-			 struct devmemtcp_buf *buf)
-{
-	nic->me.queues = dmt_calloc(r->nqueues ? r->nqueues : 1, sizeof(uint32_t));
-	if (!nic->me.queues) {
-		if (fd >= 0)
-			close(fd);
-		return dmt_err_set(&nic->eerr, -ENOMEM, "devmemtcp_nic_open: out of memory");
-	}
-	memcpy(nic->me.queues, r->queues, r->nqueues * sizeof(uint32_t));
-	nic->me.nqueues = r->nqueues;
-	nic->me.ctx = r->rss_context ? DMT_CTX_PLACED : DMT_CTX_NONE;
-	nic->me.ctx_id = r->rss_context;
-	nic->brk_handle = r->handle;
-	nic->brk_rules = r->rules;
-	nic->setup_rt = r->setup_round_trips;
-	nic->setup_ioctls = r->setup_ioctls;
-	nic->setup_steps = r->steps;
-	snprintf(nic->eth.ifname, sizeof(nic->eth.ifname), "%s", ifname);
-	nic->eth.ifindex = (int)if_nametoindex(ifname);
-	if (fd < 0)
-		return 0;
-	return dmt_binding_adopt(nic->ctx, &nic->eerr, false, nic->eth.ifindex,
-				 nic->me.queues, nic->me.nqueues, buf, fd, r->binding_id,
-				 &nic->binding);
-}
-
-/* The handle set up by devmemtcp-broker for this process (devmemtcp(7),
- * "Privileges"): the broker owns the NIC state on the process's behalf
- * for as long as the handle's connection to it lives. */
-static int open_remote(struct devmemtcp_ctx *ctx, const char *ifname,
-		       const struct devmemtcp_nic_opts *opts,
-		       struct devmemtcp_nic **nicp)
-{
-	struct devmemtcp_buf *buf = DMT_OPT(opts, devmemtcp_nic_opts, buf, NULL);
-	const struct devmemtcp_bind_opts *bo =
-		DMT_OPT(opts, devmemtcp_nic_opts, bind_opts, NULL);
-	uint32_t page = DMT_OPT(bo, devmemtcp_bind_opts, rx_page_size, 0);
-	struct dmt_brk_open_reply r;
-	struct devmemtcp_nic *nic;
-	int fd, err;
-
-	err = check_open_args(ctx, opts, nicp);
-	if (err)
-		return err;
-	/* the broker sees the dma-buf, not its segments */
-	if (buf && dmt_buf_check_pages(buf, page ? page : (uint64_t)sysconf(_SC_PAGESIZE),
-				       page, "devmemtcp_nic_open", &ctx->err))
-		return dmt_err_log(ctx, &ctx->err);
-	nic = dmt_calloc(1, sizeof(*nic));
-	if (!nic)
-		return dmt_err_nomem(ctx, &ctx->err, "devmemtcp_nic_open");
-	nic->ctx = ctx;
-	nic->eth.ioctl_fd = -1;
-	err = dmt_brk_open(&nic->eerr, ifname, opts, &nic->brk, &r, &fd);
-	if (!err)
-		err = remote_opened(nic, ifname, &r, fd, buf);
-	if (err) {
-		dmt_err(ctx, &ctx->err, err, "%s", nic->eerr.msg);
-		nic_free(nic);
-		return err;
-	}
-	*nicp = nic;
-	return 0;
-}
-
-/* close, add_flow, remove_flow of a broker's handle; message on the
- * handle (close: the context). */
-static int remote_call(struct devmemtcp_nic *nic, unsigned int type, uint32_t flow_id,
-		       const struct devmemtcp_flow *flow)
-{
-	int ret = dmt_brk_handle_call(nic->brk, &nic->eerr, type, nic->brk_handle,
-				      flow_id, flow);
-
-	if (ret < 0)
-		dmt_err(nic->ctx, type == DMT_BRK_CLOSE ? &nic->ctx->err : &nic->err, ret,
-			"%s", nic->eerr.msg);
-	else if (type == DMT_BRK_ADD_FLOW)
-		nic->brk_rules++;
-	else if (type == DMT_BRK_REMOVE_FLOW)
-		nic->brk_rules--;
-	return ret;
 }
 
 DEVMEMTCP_EXPORT int devmemtcp_nic_open(struct devmemtcp_ctx *ctx,
@@ -1287,17 +1171,38 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_open(struct devmemtcp_ctx *ctx,
 					struct devmemtcp_nic **nicp)
 {
 	DMT_KEEP_ERRNO;
-	uint64_t start = 0;
-	bool zombie;
 
 	if (!ctx)
 		return -EINVAL;
-	if (dmt_brk_wanted(DMT_OPT(opts, devmemtcp_nic_opts, flags, 0) & DEVMEMTCP_NIC_BROKER))
-		return open_remote(ctx, ifname, opts, nicp);
+	return ctx->priv->nic_open(ctx, ifname, opts, nicp);
+}
+
+int dmt_nic_open_self(struct devmemtcp_ctx *ctx, const char *ifname,
+		      const struct devmemtcp_nic_opts *opts,
+		      struct devmemtcp_nic **nicp)
+{
+	uint64_t start = 0;
+	bool zombie;
+
 	if (dmt_proc_start(getpid(), &start, &zombie) < 0)
 		return dmt_err(ctx, &ctx->err, -EIO,
 			       "cannot read this process's start time (/proc/self/stat): is /proc mounted?");
 	return dmt_nic_open_as(ctx, ifname, opts, getpid(), start, nicp);
+}
+
+int dmt_nic_new_remote(struct devmemtcp_ctx *ctx, const struct dmt_nic_ops *ops,
+		       size_t state, struct devmemtcp_nic **nicp)
+{
+	struct devmemtcp_nic *nic = dmt_calloc(1, sizeof(*nic) + state);
+
+	if (!nic)
+		return dmt_err_nomem(ctx, &ctx->err, "devmemtcp_nic_open");
+	nic->ctx = ctx;
+	nic->ops = ops;
+	nic->remote = state ? nic + 1 : NULL;
+	nic->eth.ioctl_fd = -1;
+	*nicp = nic;
+	return 0;
 }
 
 /* Lock for an operation on a live handle; the message on the handle. */
@@ -1330,21 +1235,24 @@ static int check_own_file(struct devmemtcp_nic *nic, struct dmt_op *op)
 DEVMEMTCP_EXPORT int devmemtcp_nic_close(struct devmemtcp_nic *nic)
 {
 	DMT_KEEP_ERRNO;
-	struct dmt_err unread;
-	struct dmt_op op;
-	char hint[256], msg[DMT_ERRMSG_MAX];
-	int err, own;
 
 	if (!nic)
 		return 0;
 	/* the binding first: header split cannot go off under it */
 	devmemtcp_binding_close(nic->binding);
 	nic->binding = NULL;
-	if (nic->brk) {
-		err = remote_call(nic, DMT_BRK_CLOSE, 0, NULL);
-		nic_free(nic);
-		return err;
-	}
+	return nic->ops->close(nic);
+}
+
+/* Close a setup made here: this owner's rules and context, its file, the
+ * shared settings. */
+static int local_close(struct devmemtcp_nic *nic)
+{
+	struct dmt_err unread;
+	struct dmt_op op;
+	char hint[256], msg[DMT_ERRMSG_MAX];
+	int err, own;
+
 	err = handle_op(nic, &op);
 #if DMT_TEST_HOOKS
 	op.fail_step = dmt_test_nic_close_fail_step
@@ -1391,7 +1299,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_close(struct devmemtcp_nic *nic)
 			nic->run_dir, hint);
 	}
 	dmt_op_end(&op);
-	nic_free(nic);
+	dmt_nic_free(nic);
 	return err;
 }
 
@@ -1423,16 +1331,20 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_add_flow(struct devmemtcp_nic *nic,
 					    const struct devmemtcp_flow *flow)
 {
 	DMT_KEEP_ERRNO;
-	struct dmt_op op;
-	int ret, stale = 0;
 
 	if (!nic)
 		return -EINVAL;
 	if (!flow)
 		return dmt_err(nic->ctx, &nic->err, -EINVAL,
 			       "devmemtcp_nic_add_flow: flow is NULL");
-	if (nic->brk)
-		return remote_call(nic, DMT_BRK_ADD_FLOW, 0, flow);
+	return nic->ops->add_flow(nic, flow);
+}
+
+static int local_add_flow(struct devmemtcp_nic *nic, const struct devmemtcp_flow *flow)
+{
+	struct dmt_op op;
+	int ret, stale = 0;
+
 	ret = handle_op(nic, &op);
 	if (!ret)
 		ret = stale = check_own_file(nic, &op);
@@ -1461,19 +1373,20 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_remove_flow(struct devmemtcp_nic *nic,
 					       int flow_id)
 {
 	DMT_KEEP_ERRNO;
+
+	if (!nic)
+		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_nic_remove_flow: nic is NULL");
+	return nic->ops->remove_flow(nic, flow_id);
+}
+
+static int local_remove_flow(struct devmemtcp_nic *nic, int flow_id)
+{
 	struct dmt_owner one;
 	struct dmt_op op;
 	uint32_t i;
 	bool gone = false;
 	int err;
 
-	if (!nic)
-		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_nic_remove_flow: nic is NULL");
-	if (nic->brk)
-		return flow_id < 0 ? dmt_err(nic->ctx, &nic->err, -ENOENT,
-					     "flow %d is not a flow of this handle: use the id devmemtcp_nic_add_flow() returned",
-					     flow_id)
-				   : remote_call(nic, DMT_BRK_REMOVE_FLOW, (uint32_t)flow_id, NULL);
 	for (i = 0; i < nic->me.nrules; i++)
 		if ((int)nic->me.rules[i].id == flow_id && nic->me.rules[i].placed)
 			break;
@@ -1524,11 +1437,23 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_stats(const struct devmemtcp_nic *nic,
 	s.round_trips = nl_rt(nic) + binding_rt(nic);
 	s.ioctls = nic->eth.ioctls;
 	s.steps = nic->setup_steps;
-	s.rules = nic->brk ? nic->brk_rules : nic->me.nrules;
+	s.rules = nic->ops->flows(nic);
 	s.rss_context = nic->me.ctx == DMT_CTX_PLACED ? nic->me.ctx_id : 0;
 	dmt_copy_out(stats, &s, sizeof(s));
 	return 0;
 }
+
+static uint32_t local_flows(const struct devmemtcp_nic *nic)
+{
+	return nic->me.nrules;
+}
+
+static const struct dmt_nic_ops local_ops = {
+	.close = local_close,
+	.add_flow = local_add_flow,
+	.remove_flow = local_remove_flow,
+	.flows = local_flows,
+};
 
 struct devmemtcp_binding *dmt_nic_take_binding(struct devmemtcp_nic *nic)
 {
@@ -1540,7 +1465,7 @@ struct devmemtcp_binding *dmt_nic_take_binding(struct devmemtcp_nic *nic)
 
 void dmt_nic_forget(struct devmemtcp_nic *nic)
 {
-	nic_free(nic);
+	dmt_nic_free(nic);
 }
 
 /* eth_init failed: with files for a device this namespace does not have,

@@ -27,6 +27,7 @@
 
 #include "ethtool.h"
 #include "core/internal.h"
+#include "nl/nl.h"
 
 #define DMT_RUN_DIR "/run/devmemtcp"
 #define DMT_NTUPLE_FEATURE "rx-ntuple-filter"
@@ -367,6 +368,69 @@ bool dmt_rss_is_default(const uint32_t *cur, uint32_t n, uint32_t nrx);
 /* Table of size n spread over queues (the RSS context). */
 void dmt_plan_ctx(uint32_t n, const uint32_t *queues, uint32_t k,
 		  uint32_t *out);
+
+/* ---- the handle ---- */
+
+struct devmemtcp_binding;
+
+/*
+ * The calls on a handle, by the implementation that made it: this
+ * layer's for a setup made here, devmemtcp-broker's (lib/priv/) for one
+ * the broker made.  close runs after the binding is closed and frees the
+ * handle; flows counts the handle's flows (devmemtcp_nic_stats).
+ */
+struct dmt_nic_ops {
+	int (*close)(struct devmemtcp_nic *nic);
+	int (*add_flow)(struct devmemtcp_nic *nic, const struct devmemtcp_flow *flow);
+	int (*remove_flow)(struct devmemtcp_nic *nic, int flow_id);
+	uint32_t (*flows)(const struct devmemtcp_nic *nic);
+};
+
+struct devmemtcp_nic {
+	struct devmemtcp_ctx *ctx;
+	struct dmt_err err;		/* last failed operation on the handle */
+	struct dmt_err eerr;		/* the detail of the layers below */
+	struct dmt_nl *nl;
+	struct dmt_eth eth;
+	char run_dir[PATH_MAX];
+	struct dmt_owner me;		/* this owner's journal */
+	char name[NAME_MAX + 1];	/* its file */
+	bool saved;			/* the file exists */
+	bool marked;			/* it says closed */
+	bool stale;			/* someone else undid (some of) it */
+	char *text;			/* what it says */
+	size_t text_len;
+	uint32_t nrx;
+	uint32_t flags;
+	bool use_ctx;
+	bool tds_unreported;	/* rings shown without tcp-data-split */
+	uint32_t next_flow_id;
+	uint32_t rr;
+	struct devmemtcp_binding *binding;
+	int fail_step, crash_step;
+	uint64_t setup_rt, setup_ioctls;
+	uint32_t setup_steps;
+	/* the calls on the handle, by the implementation that made it */
+	const struct dmt_nic_ops *ops;
+	void *remote;			/* that implementation's state, or NULL */
+};
+
+/* devmemtcp_nic_open's checks of its arguments (both implementations). */
+int dmt_nic_check_open(struct devmemtcp_ctx *ctx,
+		       const struct devmemtcp_nic_opts *opts,
+		       struct devmemtcp_nic **nicp);
+/* devmemtcp_nic_open of a setup made here, for this process: the local
+ * implementation of the privileged operations' nic_open. */
+int dmt_nic_open_self(struct devmemtcp_ctx *ctx, const char *ifname,
+		      const struct devmemtcp_nic_opts *opts,
+		      struct devmemtcp_nic **nicp);
+/* An empty handle whose calls go to ops, with state bytes (zeroed) at
+ * nic->remote for the implementation that made it; -ENOMEM with the
+ * message on ctx->err. */
+int dmt_nic_new_remote(struct devmemtcp_ctx *ctx, const struct dmt_nic_ops *ops,
+		       size_t state, struct devmemtcp_nic **nicp);
+/* Free the handle (its binding, sockets and journal in memory). */
+void dmt_nic_free(struct devmemtcp_nic *nic);
 
 /* devmemtcp_nic_open() with another process as the owner (pid, and its
  * start time: field 22 of /proc/PID/stat): for the broker, which sets up

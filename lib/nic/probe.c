@@ -16,8 +16,8 @@
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
 
-#include "priv/broker.h"
 #include "buf/drm-provider.h"
+#include "core/privops.h"
 #include "ethtool.h"
 #include "netdev.h"
 #include "nic.h"
@@ -214,7 +214,6 @@ static void probe_host_facts(struct probe *pr)
 	if (uname(&u) == 0)
 		snprintf(p->kernel, sizeof(p->kernel), "%s", u.release);
 	pr->kv = dmt_kernel_version(p->kernel);
-	p->cap_net_admin = dmt_cap_net_admin();
 	p->optmem_max = read_int_file("/proc/sys/net/core/optmem_max");
 	p->udmabuf_limit_mb = read_int_file("/sys/module/udmabuf/parameters/size_limit_mb");
 }
@@ -526,64 +525,12 @@ static void probe_host(struct probe *pr)
 			(long long)p->optmem_max);
 }
 
-/* "flows to ports 5201-5210,6000 (rule at /etc/devmemtcp/broker.conf:3)" */
-static void broker_allows(struct devmemtcp_probe *p, const struct dmt_brk_policy_reply *r)
-{
-	char text[1024];
-	size_t n;
-
-	if (r->any_port)
-		n = (size_t)snprintf(text, sizeof(text), "flows to any port");
-	else if (!r->nports)
-		n = (size_t)snprintf(text, sizeof(text), "no flows");
-	else
-		n = (size_t)snprintf(text, sizeof(text), "flows to port%s ",
-				     r->nports > 1 || r->ports[0][0] != r->ports[0][1] ? "s" : "");
-	for (uint32_t i = 0; i < r->nports && !r->any_port; i++) {
-		n += (size_t)snprintf(text + n, sizeof(text) - n, "%s%u", i ? "," : "",
-				      r->ports[i][0]);
-		if (r->ports[i][1] != r->ports[i][0])
-			n += (size_t)snprintf(text + n, sizeof(text) - n, "-%u", r->ports[i][1]);
-	}
-	snprintf(text + n, sizeof(text) - n, " (rule at %.255s:%u)", r->conf, r->line);
-	snprintf(p->broker_msg, sizeof(p->broker_msg), "%.255s", text);
-}
-
 /* Would this process set up through devmemtcp-broker, and what may it
- * do there on the interface. */
-static void probe_broker(struct probe *pr)
+ * do there on the interface (with CAP_NET_ADMIN: the privileged
+ * operations' facts). */
+static void probe_privilege(struct devmemtcp_ctx *ctx, struct probe *pr)
 {
-	struct devmemtcp_probe *p = &pr->r;
-	struct dmt_brk_policy_reply r;
-	struct dmt_err err = { 0 };
-	int ret;
-
-	p->broker_allowed = -1;
-	if (!dmt_brk_present()) {
-		snprintf(p->broker_msg, sizeof(p->broker_msg), "none installed (no socket at %.200s)",
-			 dmt_brk_path());
-		return;
-	}
-	p->broker = !dmt_cap_net_admin();
-	ret = dmt_brk_policy(&err, p->ifname, &r);
-	pr->nomem |= ret == -ENOMEM;
-	if (ret) {
-		p->broker_state = ret;
-		snprintf(p->broker_msg, sizeof(p->broker_msg), "%.255s", err.msg);
-		return;
-	}
-	p->broker_state = 1;
-	p->broker_allowed = !!r.allowed;
-	if (!r.allowed) {
-		snprintf(p->broker_msg, sizeof(p->broker_msg),
-			 "no rule of %.180s lets uid %u use %s", r.conf, r.uid, p->ifname);
-		return;
-	}
-	p->broker_queues = r.max_queues;
-	p->broker_queues_used = r.used_queues;
-	p->broker_tx = r.tx;
-	p->broker_udmabuf = r.udmabuf_max;
-	broker_allows(p, &r);
+	ctx->priv->probe(&pr->r, &pr->nomem);
 }
 
 /* The DRM nodes, for the DRM buffer provider: reported, never a problem
@@ -739,7 +686,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_probe(struct devmemtcp_ctx *ctx,
 	probe_ntuple(&pr);
 	probe_rss(&pr);
 	probe_exclusive(&pr);
-	probe_broker(&pr);
+	probe_privilege(ctx, &pr);
 	probe_host(&pr);
 	probe_drm(&pr);
 	probe_zcrx(&pr);

@@ -37,6 +37,16 @@ struct dmt_nl {
 	uint16_t ethtool_family;
 };
 
+/*
+ * The context's query socket (ctx_nl.c), opened on first use and locked
+ * for the caller until dmt_ctx_nl_put(): NULL (and unlocked) with the
+ * message on ctx->err when it cannot be opened.  dmt_ctx_nl_close closes
+ * it (devmemtcp_ctx_free).
+ */
+struct dmt_nl *dmt_ctx_nl(struct devmemtcp_ctx *ctx, int *errp);
+void dmt_ctx_nl_put(struct devmemtcp_ctx *ctx);
+void dmt_ctx_nl_close(struct devmemtcp_ctx *ctx);
+
 /* Open a socket on bus, NETLINK_GENERIC or NETLINK_ROUTE (O_CLOEXEC).
  * 0 or negative errno. */
 int dmt_nl_open(struct dmt_nl **nl, int bus);

@@ -4,10 +4,10 @@
  * the wire format of the requests and replies (broker_msg.c: building,
  * and checking every field of what arrives: pure functions, fuzzed) and
  * the client side (broker_client.c: the connection, one request and its
- * reply with the fds they carry, whether to go through the broker at
- * all).  It calls only the helpers of internal.h; netdev (bind-rx,
- * bind-tx), nic (open and the calls on a handle), the udmabuf provider
- * and probe call it, and the broker program (tools/broker) serves it.
+ * reply with the fds they carry).  It calls the helpers of internal.h,
+ * the interface name check of nic.h and a buffer's fd; the broker's table
+ * of privileged operations (broker_ops.c) calls it, and the broker
+ * program (tools/broker) serves it.
  *
  * The protocol (devmemtcp-broker(8)): a UNIX seqpacket socket, one
  * request and one reply per message.  Every message starts with struct
@@ -270,8 +270,6 @@ const char *dmt_brk_path(void);
 bool dmt_cap_net_admin(void);
 /* A broker socket exists at dmt_brk_path() (not that it answers). */
 bool dmt_brk_present(void);
-/* Go through the broker: asked, or no CAP_NET_ADMIN and a broker there. */
-bool dmt_brk_wanted(bool asked);
 
 /* One connection to the broker (a handle opened through it lives as long
  * as its connection). */

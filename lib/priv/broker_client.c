@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * The library's side of devmemtcp-broker (broker.h): whether a call goes
- * through it, the connection, one request with its reply and fds, and
- * the requests the library makes.  A process without CAP_NET_ADMIN sets
+ * The library's side of devmemtcp-broker (broker.h): whether one is there,
+ * the connection, one request with its reply and fds, and the requests
+ * the library makes (for the broker's table of privileged operations,
+ * broker_ops.c).  A process without CAP_NET_ADMIN sets
  * up through the broker with the same calls and gets the same messages:
  * the broker relays the errno and message of the library call it made.
  */
@@ -46,11 +47,6 @@ bool dmt_brk_present(void)
 	struct stat st;
 
 	return stat(dmt_brk_path(), &st) == 0 && S_ISSOCK(st.st_mode);
-}
-
-bool dmt_brk_wanted(bool asked)
-{
-	return asked || (!dmt_cap_net_admin() && dmt_brk_present());
 }
 
 /* The broker is root's: a socket of anyone else is not it. */
