@@ -31,6 +31,24 @@ struct segent {			/* one segment, in address order */
 	size_t tab;
 };
 
+long dmt_segments_find(const struct devmemtcp_segment *segs, size_t n,
+		       uint64_t off)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (off < segs[mid].offset)
+			hi = mid;
+		else if (off - segs[mid].offset >= segs[mid].len)
+			lo = mid + 1;
+		else
+			return (long)mid;
+	}
+	return -1;
+}
+
 static pthread_rwlock_t segmap_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct segtab *tabs;
 static size_t ntabs;

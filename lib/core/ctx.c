@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -329,4 +330,12 @@ int dmt_ctx_err(struct devmemtcp_ctx *ctx, int code, const char *fmt, ...)
 	pthread_mutex_unlock(&ctx->lock);
 	va_end(ap);
 	return code;
+}
+
+const char *dmt_ifname(int ifindex, char *buf)
+{
+	if (ifindex > 0 && if_indextoname((unsigned int)ifindex, buf))
+		return buf;
+	snprintf(buf, DMT_IFNAME_MAX, "ifindex %d", ifindex);
+	return buf;
 }

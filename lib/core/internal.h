@@ -270,6 +270,11 @@ int dmt_tcp_check(struct devmemtcp_ctx *ctx, const char *fn, const char *use,
 /* This process's name from /proc/self/comm into buf ("?" when unknown). */
 const char *dmt_self_comm(char *buf, size_t len);
 
+/* The name of ifindex for messages, or "ifindex N" when it has none, in
+ * buf (DMT_IFNAME_MAX bytes); returns buf. */
+#define DMT_IFNAME_MAX 32	/* IF_NAMESIZE or "ifindex -2147483648" */
+const char *dmt_ifname(int ifindex, char *buf);
+
 /* Name of an errno for messages ("EINVAL"), or its number. */
 const char *dmt_errno_name(int err);
 

@@ -584,18 +584,6 @@ DEVMEMTCP_EXPORT int devmemtcp_gpu_fence_new(struct devmemtcp_gpu *gpu,
 	return ret;
 }
 
-DEVMEMTCP_EXPORT int devmemtcp_gpu_fence_done(void *fence, bool wait)
-{
-	DMT_KEEP_ERRNO;
-	int saved = errno, ret;
-
-	ret = fence ? dmt_gpu_fence_done(fence, wait)
-		    : dmt_err(NULL, NULL, -EINVAL,
-			      "devmemtcp_gpu_fence_done: fence is NULL");
-	errno = saved;
-	return ret;
-}
-
 DEVMEMTCP_EXPORT int devmemtcp_gpu_release_after(struct devmemtcp_gpu *gpu,
 						 struct devmemtcp_rx *rx,
 						 const struct devmemtcp_frag *frags,

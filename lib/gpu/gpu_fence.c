@@ -376,45 +376,6 @@ static int context_state(struct devmemtcp_gpu *gpu)
 			    "a kernel on the fenced stream failed");
 }
 
-uint64_t dmt_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
-
-bool dmt_wait_step(struct dmt_wait *w)
-{
-	uint64_t now = dmt_mono_ns();
-
-	if (!w->t0) {
-		w->t0 = now;
-		w->step = DMT_WAIT_SLEEP_MIN_NS;
-	}
-	if (now - w->t0 < DMT_WAIT_SPIN_NS) {
-		for (int i = 0; i < 32; i++)
-			cpu_relax();
-		return false;
-	}
-	nanosleep(&(struct timespec){ 0, (long)w->step }, NULL);
-	if (w->step < DMT_WAIT_SLEEP_MAX_NS)
-		w->step *= 2;
-	w->sleeps++;
-	return true;
-}
-
 /* Until f's word shows its value: spin, then sleep in growing steps,
  * looking at the context's health now and then. */
 static int word_wait(struct devmemtcp_gpu_fence *f)
@@ -620,4 +581,16 @@ void dmt_gpu_fences_fini(struct devmemtcp_gpu *gpu)
 		free(f);
 	}
 	gpu->free_fences = NULL;
+}
+
+DEVMEMTCP_EXPORT int devmemtcp_gpu_fence_done(void *fence, bool wait)
+{
+	DMT_KEEP_ERRNO;
+	int saved = errno, ret;
+
+	ret = fence ? dmt_gpu_fence_done(fence, wait)
+		    : dmt_err(NULL, NULL, -EINVAL,
+			      "devmemtcp_gpu_fence_done: fence is NULL");
+	errno = saved;
+	return ret;
 }

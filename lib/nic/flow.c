@@ -4,7 +4,10 @@
  * dst-ip 10.0.0.2/24 dst-port 5201 queue 1") into a struct devmemtcp_flow.
  * It has no object to keep a message on, so a refusal's message is the
  * calling thread's (dmt_err_thread(), read with devmemtcp_ctx_errmsg(NULL)).
- * Part of the NIC layer's input; it calls only the shared helpers.
+ * Part of the NIC layer's input; it calls only the shared helpers.  Below
+ * it, a flow as an ntuple rule: the ethtool_rx_flow_spec of a flow, the
+ * comparison of two specs, a spec's text for messages, and whether two
+ * specs can match one packet (dmt_spec_overlap) (pure).
  */
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -13,6 +16,8 @@
 #include <sys/socket.h>
 
 #include "core/internal.h"
+#include "ethtool.h"
+#include "nic.h"
 
 /* The words, each at most once; a bit per word in struct flow_text.seen. */
 enum flow_word { W_TCP4, W_TCP6, W_SRC_IP, W_DST_IP, W_SRC_PORT, W_DST_PORT, W_QUEUE };
@@ -205,4 +210,257 @@ DEVMEMTCP_EXPORT int devmemtcp_flow_parse(const char *text,
 		p.f.family = AF_INET;	/* ports only: IPv4, as ethtool's tcp4 */
 	*flow = p.f;
 	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* flows                                                                   */
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+int dmt_flow_to_spec(const struct devmemtcp_flow *flow, uint32_t queue,
+		     bool use_ctx, struct ethtool_rx_flow_spec *fs)
+{
+	memset(fs, 0, sizeof(*fs));
+	if (flow->family == AF_INET) {
+		struct ethtool_tcpip4_spec *h = &fs->h_u.tcp_ip4_spec;
+		struct ethtool_tcpip4_spec *m = &fs->m_u.tcp_ip4_spec;
+
+		fs->flow_type = TCP_V4_FLOW;
+		memcpy(&h->ip4src, flow->src_addr, 4);
+		memcpy(&m->ip4src, flow->src_mask, 4);
+		memcpy(&h->ip4dst, flow->dst_addr, 4);
+		memcpy(&m->ip4dst, flow->dst_mask, 4);
+		h->ip4src &= m->ip4src;
+		h->ip4dst &= m->ip4dst;
+		h->psrc = htons(flow->src_port & flow->src_port_mask);
+		m->psrc = htons(flow->src_port_mask);
+		h->pdst = htons(flow->dst_port & flow->dst_port_mask);
+		m->pdst = htons(flow->dst_port_mask);
+		if (!m->ip4src && !m->ip4dst && !m->psrc && !m->pdst)
+			return -EINVAL;
+	} else if (flow->family == AF_INET6) {
+		struct ethtool_tcpip6_spec *h = &fs->h_u.tcp_ip6_spec;
+		struct ethtool_tcpip6_spec *m = &fs->m_u.tcp_ip6_spec;
+
+		fs->flow_type = TCP_V6_FLOW;
+		memcpy(h->ip6src, flow->src_addr, 16);
+		memcpy(m->ip6src, flow->src_mask, 16);
+		memcpy(h->ip6dst, flow->dst_addr, 16);
+		memcpy(m->ip6dst, flow->dst_mask, 16);
+		for (int i = 0; i < 4; i++) {
+			h->ip6src[i] &= m->ip6src[i];
+			h->ip6dst[i] &= m->ip6dst[i];
+		}
+		h->psrc = htons(flow->src_port & flow->src_port_mask);
+		m->psrc = htons(flow->src_port_mask);
+		h->pdst = htons(flow->dst_port & flow->dst_port_mask);
+		m->pdst = htons(flow->dst_port_mask);
+		if (all_zero(flow->src_mask, 16) && all_zero(flow->dst_mask, 16) &&
+		    !m->psrc && !m->pdst)
+			return -EINVAL;
+	} else {
+		return -EAFNOSUPPORT;
+	}
+	if (use_ctx) {
+		fs->flow_type |= FLOW_RSS;
+		fs->ring_cookie = 0;
+	} else {
+		fs->ring_cookie = queue;
+	}
+	fs->location = RX_CLS_LOC_ANY;
+	return 0;
+}
+
+bool dmt_spec_equal(const struct ethtool_rx_flow_spec *a,
+		    const struct ethtool_rx_flow_spec *b)
+{
+	return a->flow_type == b->flow_type &&
+	       memcmp(&a->h_u, &b->h_u, sizeof(a->h_u)) == 0 &&
+	       memcmp(&a->m_u, &b->m_u, sizeof(a->m_u)) == 0 &&
+	       a->ring_cookie == b->ring_cookie;
+}
+
+static void addr_str(int family, const void *addr, const void *mask, char *buf,
+		     size_t len)
+{
+	size_t alen = family == AF_INET ? 4 : 16;
+	const uint8_t *m = mask;
+	char a[INET6_ADDRSTRLEN];
+	int bits = 0;
+	bool prefix = true;
+
+	if (all_zero(mask, alen)) {
+		snprintf(buf, len, "*");
+		return;
+	}
+	/* A prefix: leading ones, then only zeros. */
+	for (size_t i = 0; i < alen * 8; i++) {
+		bool set = m[i / 8] & (0x80u >> (i % 8));
+
+		if (set && bits == (int)i)
+			bits++;
+		else if (set)
+			prefix = false;
+	}
+	inet_ntop(family, addr, a, sizeof(a));
+	if (prefix && bits == (int)alen * 8)
+		snprintf(buf, len, family == AF_INET6 ? "[%s]" : "%s", a);
+	else if (prefix)
+		snprintf(buf, len, family == AF_INET6 ? "[%s/%d]" : "%s/%d", a,
+			 bits);
+	else
+		snprintf(buf, len, "%s/mask", a);
+}
+
+static void port_str(uint16_t port, uint16_t mask, char *buf, size_t len)
+{
+	if (!mask)
+		snprintf(buf, len, "*");
+	else if (mask == 0xffff)
+		snprintf(buf, len, "%u", ntohs(port));
+	else
+		snprintf(buf, len, "%u/0x%x", ntohs(port), ntohs(mask));
+}
+
+void dmt_spec_str(const struct ethtool_rx_flow_spec *fs, uint32_t rss_context,
+		  char *buf, size_t len)
+{
+	char s[64], d[64], sp[16], dp[16];
+	uint32_t type = fs->flow_type & ~(FLOW_EXT | FLOW_MAC_EXT | FLOW_RSS);
+
+	if (type == TCP_V4_FLOW) {
+		const struct ethtool_tcpip4_spec *h = &fs->h_u.tcp_ip4_spec;
+		const struct ethtool_tcpip4_spec *m = &fs->m_u.tcp_ip4_spec;
+
+		addr_str(AF_INET, &h->ip4src, &m->ip4src, s, sizeof(s));
+		addr_str(AF_INET, &h->ip4dst, &m->ip4dst, d, sizeof(d));
+		port_str(h->psrc, m->psrc, sp, sizeof(sp));
+		port_str(h->pdst, m->pdst, dp, sizeof(dp));
+	} else if (type == TCP_V6_FLOW) {
+		const struct ethtool_tcpip6_spec *h = &fs->h_u.tcp_ip6_spec;
+		const struct ethtool_tcpip6_spec *m = &fs->m_u.tcp_ip6_spec;
+
+		addr_str(AF_INET6, h->ip6src, m->ip6src, s, sizeof(s));
+		addr_str(AF_INET6, h->ip6dst, m->ip6dst, d, sizeof(d));
+		port_str(h->psrc, m->psrc, sp, sizeof(sp));
+		port_str(h->pdst, m->pdst, dp, sizeof(dp));
+	} else {
+		snprintf(buf, len, "flow-type 0x%x", fs->flow_type);
+		return;
+	}
+	if (fs->flow_type & FLOW_RSS)
+		snprintf(buf, len, "tcp%c %s:%s -> %s:%s context %u",
+			 type == TCP_V4_FLOW ? '4' : '6', s, sp, d, dp,
+			 rss_context);
+	else
+		snprintf(buf, len, "tcp%c %s:%s -> %s:%s queue %llu",
+			 type == TCP_V4_FLOW ? '4' : '6', s, sp, d, dp,
+			 (unsigned long long)fs->ring_cookie);
+}
+
+/* ---------------------------------------------------------------------- */
+/* flows                                                                   */
+
+/* Some value matches both (value a under mask ma, b under mb)? */
+static bool fields_meet(const void *a, const void *ma, const void *b,
+			const void *mb, size_t n)
+{
+	const uint8_t *x = a, *mx = ma, *y = b, *my = mb;
+
+	for (size_t i = 0; i < n; i++)
+		if ((x[i] ^ y[i]) & mx[i] & my[i])
+			return false;
+	return true;
+}
+
+#define MEET(a, ma, b, mb) fields_meet(&(a), &(ma), &(b), &(mb), sizeof(a))
+
+static uint32_t base_type(const struct ethtool_rx_flow_spec *fs)
+{
+	return fs->flow_type & ~(uint32_t)(FLOW_EXT | FLOW_MAC_EXT | FLOW_RSS);
+}
+
+/* The L4 part of a TCP match (ports, protocol TCP) against an IP rule's
+ * protocol and first four bytes of the L4 header (where the ports are). */
+static bool l4_meets(const __be16 *psrc, const __be16 *pdst, const __be16 *mpsrc,
+		     const __be16 *mpdst, const uint8_t *proto, const uint8_t *mproto,
+		     const __be32 *l4, const __be32 *ml4)
+{
+	uint8_t ports[4], pmask[4], tcp = IPPROTO_TCP, all = 0xff;
+
+	memcpy(ports, psrc, 2);
+	memcpy(ports + 2, pdst, 2);
+	memcpy(pmask, mpsrc, 2);
+	memcpy(pmask + 2, mpdst, 2);
+	return fields_meet(&tcp, &all, proto, mproto, 1) &&
+	       fields_meet(ports, pmask, l4, ml4, 4);
+}
+
+/* tcp (a) against an IP rule (b) of the same family. */
+static bool tcp4_meets_ip4(const struct ethtool_rx_flow_spec *a,
+			   const struct ethtool_rx_flow_spec *b)
+{
+	const struct ethtool_tcpip4_spec *h = &a->h_u.tcp_ip4_spec, *m = &a->m_u.tcp_ip4_spec;
+	const struct ethtool_usrip4_spec *u = &b->h_u.usr_ip4_spec, *um = &b->m_u.usr_ip4_spec;
+
+	return MEET(h->ip4src, m->ip4src, u->ip4src, um->ip4src) &&
+	       MEET(h->ip4dst, m->ip4dst, u->ip4dst, um->ip4dst) &&
+	       MEET(h->tos, m->tos, u->tos, um->tos) &&
+	       l4_meets(&h->psrc, &h->pdst, &m->psrc, &m->pdst, &u->proto,
+			&um->proto, &u->l4_4_bytes, &um->l4_4_bytes);
+}
+
+static bool tcp6_meets_ip6(const struct ethtool_rx_flow_spec *a,
+			   const struct ethtool_rx_flow_spec *b)
+{
+	const struct ethtool_tcpip6_spec *h = &a->h_u.tcp_ip6_spec, *m = &a->m_u.tcp_ip6_spec;
+	const struct ethtool_usrip6_spec *u = &b->h_u.usr_ip6_spec, *um = &b->m_u.usr_ip6_spec;
+
+	return MEET(h->ip6src, m->ip6src, u->ip6src, um->ip6src) &&
+	       MEET(h->ip6dst, m->ip6dst, u->ip6dst, um->ip6dst) &&
+	       MEET(h->tclass, m->tclass, u->tclass, um->tclass) &&
+	       l4_meets(&h->psrc, &h->pdst, &m->psrc, &m->pdst, &u->l4_proto,
+			&um->l4_proto, &u->l4_4_bytes, &um->l4_4_bytes);
+}
+
+bool dmt_spec_overlap(const struct ethtool_rx_flow_spec *a,
+		      const struct ethtool_rx_flow_spec *b)
+{
+	uint32_t ta = base_type(a), tb = base_type(b);
+
+	if (ta == TCP_V4_FLOW && tb == TCP_V4_FLOW) {
+		const struct ethtool_tcpip4_spec *x = &a->h_u.tcp_ip4_spec, *mx = &a->m_u.tcp_ip4_spec;
+		const struct ethtool_tcpip4_spec *y = &b->h_u.tcp_ip4_spec, *my = &b->m_u.tcp_ip4_spec;
+
+		return MEET(x->ip4src, mx->ip4src, y->ip4src, my->ip4src) &&
+		       MEET(x->ip4dst, mx->ip4dst, y->ip4dst, my->ip4dst) &&
+		       MEET(x->psrc, mx->psrc, y->psrc, my->psrc) &&
+		       MEET(x->pdst, mx->pdst, y->pdst, my->pdst) &&
+		       MEET(x->tos, mx->tos, y->tos, my->tos);
+	}
+	if (ta == TCP_V6_FLOW && tb == TCP_V6_FLOW) {
+		const struct ethtool_tcpip6_spec *x = &a->h_u.tcp_ip6_spec, *mx = &a->m_u.tcp_ip6_spec;
+		const struct ethtool_tcpip6_spec *y = &b->h_u.tcp_ip6_spec, *my = &b->m_u.tcp_ip6_spec;
+
+		return MEET(x->ip6src, mx->ip6src, y->ip6src, my->ip6src) &&
+		       MEET(x->ip6dst, mx->ip6dst, y->ip6dst, my->ip6dst) &&
+		       MEET(x->psrc, mx->psrc, y->psrc, my->psrc) &&
+		       MEET(x->pdst, mx->pdst, y->pdst, my->pdst) &&
+		       MEET(x->tclass, mx->tclass, y->tclass, my->tclass);
+	}
+	if (ta == TCP_V4_FLOW && tb == IP_USER_FLOW)
+		return tcp4_meets_ip4(a, b);
+	if (tb == TCP_V4_FLOW && ta == IP_USER_FLOW)
+		return tcp4_meets_ip4(b, a);
+	if (ta == TCP_V6_FLOW && tb == IPV6_USER_FLOW)
+		return tcp6_meets_ip6(a, b);
+	if (tb == TCP_V6_FLOW && ta == IPV6_USER_FLOW)
+		return tcp6_meets_ip6(b, a);
+	return false;
 }

@@ -11,14 +11,6 @@
 #include "netdev.h"
 #include "core/uapi.h"
 
-const char *dmt_ifname(int ifindex, char *buf)
-{
-	if (ifindex > 0 && if_indextoname((unsigned int)ifindex, buf))
-		return buf;
-	snprintf(buf, DMT_IFNAME_MAX, "ifindex %d", ifindex);
-	return buf;
-}
-
 /* Resolve "netdev", or record on err why not. */
 static int netdev_family(struct dmt_err *err, struct dmt_nl *nl, uint16_t *id)
 {

@@ -27,11 +27,6 @@ struct devmemtcp_binding {
 	size_t nqueues;
 };
 
-/* The name of ifindex for messages, or "ifindex N" when it has none, in
- * buf (DMT_IFNAME_MAX bytes); returns buf. */
-#define DMT_IFNAME_MAX 32	/* IF_NAMESIZE or "ifindex -2147483648" */
-const char *dmt_ifname(int ifindex, char *buf);
-
 /* Queue dump of ifindex over nl (see devmemtcp_queue_list). */
 int dmt_queue_list(struct dmt_nl *nl, int ifindex,
 		   struct devmemtcp_queue *queues, size_t max);

@@ -7,7 +7,8 @@
  * rules (each written pending first); then bind-rx outside the lock.
  * Close, a failed open and devmemtcp_nic_recover() undo in reverse.  The
  * owners' model and the shared settings are lib/nic/owners.c; the files and
- * the lock lib/nic/journal.c (nic.h).
+ * the lock lib/nic/journal.c and rundir.c (nic.h); the handle's owner file
+ * handle.c, flows as rules rules.c.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,584 +33,6 @@ int dmt_nic_crash_step;
 int dmt_test_nic_close_fail_step;
 int dmt_test_nic_close_crash_step;
 #endif
-
-/* ---------------------------------------------------------------------- */
-/* plan                                                                    */
-
-int dmt_plan_queues(uint32_t nrx, const uint32_t *req, uint32_t nreq,
-		    uint32_t k, bool allow_all, uint32_t *out, char *why,
-		    size_t whylen)
-{
-	if (req) {
-		if (nreq == 0) {
-			snprintf(why, whylen, "the queue list is empty: give at least one RX queue");
-			return -EINVAL;
-		}
-		for (uint32_t i = 0; i < nreq; i++) {
-			if (req[i] >= nrx) {
-				snprintf(why, whylen,
-					 "RX queue %u is out of range: the interface has %u RX queues (0-%u); "
-					 "pick a lower index or add channels with ethtool -L",
-					 req[i], nrx, nrx ? nrx - 1 : 0);
-				return -ERANGE;
-			}
-			for (uint32_t j = 0; j < i; j++) {
-				if (req[j] == req[i]) {
-					snprintf(why, whylen,
-						 "RX queue %u is listed twice: list each queue once",
-						 req[i]);
-					return -EINVAL;
-				}
-			}
-			out[i] = req[i];
-		}
-		k = nreq;
-	} else {
-		if (k == 0)
-			k = 1;
-		if (k > nrx) {
-			snprintf(why, whylen,
-				 "%u devmem queues asked for but the interface has %u RX queues: "
-				 "ask for fewer or add channels with ethtool -L",
-				 k, nrx);
-			return -ERANGE;
-		}
-		for (uint32_t i = 0; i < k; i++)
-			out[i] = nrx - k + i;
-	}
-	if (k >= nrx && !allow_all) {
-		snprintf(why, whylen,
-			 "all %u RX queues would be devmem queues, leaving none for other traffic: "
-			 "use fewer queues or add channels with ethtool -L",
-			 nrx);
-		return -EINVAL;
-	}
-	return (int)k;
-}
-
-static bool in_set(uint32_t v, const uint32_t *set, uint32_t n)
-{
-	for (uint32_t i = 0; i < n; i++)
-		if (set[i] == v)
-			return true;
-	return false;
-}
-
-bool dmt_rss_is_default(const uint32_t *cur, uint32_t n, uint32_t nrx)
-{
-	if (!nrx)
-		return false;
-	for (uint32_t i = 0; i < n; i++)
-		if (cur[i] != i % nrx)
-			return false;
-	return true;
-}
-
-int dmt_plan_rss(const uint32_t *cur, uint32_t n, uint32_t nrx,
-		 const uint32_t *queues, uint32_t k, uint32_t *out)
-{
-	uint32_t others[4096], nothers = 0, r = 0;
-	bool changed = false, def = dmt_rss_is_default(cur, n, nrx);
-
-	for (uint32_t q = 0; q < nrx && nothers < ARRAY_SIZE(others); q++)
-		if (!in_set(q, queues, k))
-			others[nothers++] = q;
-	if (!nothers)
-		return -EINVAL;
-	for (uint32_t i = 0; i < n; i++) {
-		if (def)
-			out[i] = others[i % nothers];
-		else if (in_set(cur[i], queues, k))
-			out[i] = others[r++ % nothers];
-		else
-			out[i] = cur[i];
-		changed |= out[i] != cur[i];
-	}
-	return changed;
-}
-
-void dmt_plan_ctx(uint32_t n, const uint32_t *queues, uint32_t k, uint32_t *out)
-{
-	for (uint32_t i = 0; i < n; i++)
-		out[i] = queues[i % k];
-}
-
-/* ---------------------------------------------------------------------- */
-/* steps, journal                                                          */
-
-static uint64_t nl_rt(const struct devmemtcp_nic *nic)
-{
-	return nic->nl ? nic->nl->round_trips : 0;
-}
-
-static int save_me(struct devmemtcp_nic *nic, struct dmt_op *op)
-{
-	char *text;
-	size_t len;
-	int err = dmt_op_save_owner(op, &nic->me, &text, &len);
-
-	if (err < 0)
-		return err;
-	free(nic->text);
-	nic->text = text;
-	nic->text_len = len;
-	nic->saved = true;
-	nic->marked = nic->me.closed;
-	return 0;
-}
-
-/* This owner is gone although its process lives: its file says closed,
- * so that the next operation of anyone undoes what is left.  Without
- * the memory to write what is left, the text written last is marked: it
- * has everything on the device (each change is written before it is
- * made), and what is gone since is found gone. */
-static int mark_closed(struct devmemtcp_nic *nic, struct dmt_op *op)
-{
-	struct dmt_err why = nic->eerr;
-	int err;
-
-	nic->me.closed = true;
-	if (!nic->saved)
-		return 0;
-	err = save_me(nic, op);
-	if (err == -ENOMEM)
-		err = dmt_owner_write_closed(&op->rd, nic->name, nic->text,
-					     nic->text_len, &nic->eerr);
-	if (err < 0)
-		return err;
-	nic->marked = true;
-	nic->eerr = why;	/* the failure that made this necessary */
-	return 0;
-}
-
-/* "this handle's setup of eth0 was undone by someone else (...): its
- * file DIR/NAME is gone or no longer what it wrote" */
-static void stale_msg(const struct devmemtcp_nic *nic, const struct dmt_op *op,
-		      char *buf, size_t len)
-{
-	if (snprintf(buf, len,
-		     "this handle's setup of %s was undone by someone else (devmemtcp restore --all, say): "
-		     "its file %s/%s is gone or no longer what it wrote",
-		     nic->eth.ifname, op->rd.path, nic->name) < 0)
-		buf[0] = '\0';
-}
-
-/* Nothing of this owner is on the device any more. */
-static void forget_steering(struct dmt_owner *me)
-{
-	for (uint32_t i = 0; i < me->nrules; i++)
-		free(me->rules[i].before);
-	free(me->rules);
-	me->rules = NULL;
-	me->nrules = 0;
-	free(me->ctx_before);
-	me->ctx_before = NULL;
-	me->nctx_before = 0;
-	me->ctx = DMT_CTX_NONE;
-}
-
-/*
- * Under the lock: is this owner's file still what it last wrote?  Someone
- * else may have undone its setup since (restore --all; the next operation
- * after a failed one marked it closed): then what the file records now,
- * nothing when it is gone, is all that is this owner's, and a rule where
- * its rule was may be another owner's identical one.  0 when the file is
- * as written (or was never written); 1 when it is not, or was not before
- * (nic->stale), nic->me then being what the file records; or a negative
- * errno (message on nic->eerr).
- */
-static int own_file(struct devmemtcp_nic *nic, struct dmt_op *op)
-{
-	struct dmt_owner o;
-	char *text;
-	size_t len;
-	int ret;
-
-	if (!nic->saved)
-		return nic->stale;
-	ret = dmt_file_same(&op->rd, nic->name, nic->text, nic->text_len, &nic->eerr);
-	if (ret == 1)
-		return nic->stale;
-	if (ret == 0)
-		ret = dmt_op_load_owner(op, nic->name, &o);
-	if (ret == -ENOENT) {
-		forget_steering(&nic->me);
-		nic->saved = false;
-		nic->stale = true;
-		return 1;
-	}
-	if (ret < 0)
-		return ret;
-	/* rewritten by whoever undid part of it: that is what is left */
-	ret = dmt_owner_format(&o, &text, &len);
-	if (ret < 0) {
-		dmt_owner_free(&o);
-		return dmt_err_set(&nic->eerr, ret, "reading %s/%s: out of memory",
-				   op->rd.path, nic->name);
-	}
-	dmt_owner_free(&nic->me);
-	nic->me = o;
-	free(nic->text);
-	nic->text = text;
-	nic->text_len = len;
-	nic->marked = o.closed;
-	nic->stale = true;
-	return 1;
-}
-
-/* Who finishes what a failed open or close left. */
-static void finish_hint(const struct devmemtcp_nic *nic, char *buf, size_t len)
-{
-	const char *ifname = nic->eth.ifname;
-
-	if (nic->saved && !nic->marked)	/* an owner whose process lives */
-		snprintf(buf, len,
-			 "the next open or close on %s after this process ends, or 'devmemtcp restore --all %s', finishes it",
-			 ifname, ifname);
-	else
-		snprintf(buf, len,
-			 "the next open or close on %s, or 'devmemtcp restore %s', finishes it",
-			 ifname, ifname);
-}
-
-/* Compose "what failed" on ctx from nic->eerr. */
-static int report(struct devmemtcp_nic *nic, int code, const char *what)
-{
-	return dmt_err(nic->ctx, &nic->ctx->err, code, "%s: %s", what,
-		       nic->eerr.msg[0] ? nic->eerr.msg : dmt_errno_name(code));
-}
-
-/* ---------------------------------------------------------------------- */
-/* flows on a handle                                                       */
-
-static bool spec_match_same(const struct ethtool_rx_flow_spec *a,
-			    const struct ethtool_rx_flow_spec *b)
-{
-	uint32_t ta = a->flow_type & ~(uint32_t)FLOW_RSS;
-	uint32_t tb = b->flow_type & ~(uint32_t)FLOW_RSS;
-
-	return ta == tb && memcmp(&a->h_u, &b->h_u, sizeof(a->h_u)) == 0 &&
-	       memcmp(&a->m_u, &b->m_u, sizeof(a->m_u)) == 0;
-}
-
-/* Everything about a flow that can be checked without the NIC: flags,
- * queue index, family, fields; *fs gets its match. */
-static int flow_check(struct devmemtcp_nic *nic,
-		      const struct devmemtcp_flow *flow, size_t index,
-		      struct ethtool_rx_flow_spec *fs)
-{
-	uint32_t nq = nic->me.nqueues;
-	int err;
-
-	if (flow->flags & ~(uint32_t)DEVMEMTCP_FLOW_QUEUE)
-		return dmt_err_set(&nic->eerr, -EINVAL,
-				   "flow %zu: unknown flags 0x%x", index, flow->flags);
-	if ((flow->flags & DEVMEMTCP_FLOW_QUEUE) && flow->queue >= nq)
-		return dmt_err_set(&nic->eerr, -ERANGE,
-				   "flow %zu: queue index %u is out of range: the handle has %u devmem queues (indexes 0-%u)",
-				   index, flow->queue, nq, nq - 1);
-	err = dmt_flow_to_spec(flow, 0, false, fs);
-	if (err == -EAFNOSUPPORT)
-		return dmt_err_set(&nic->eerr, -EAFNOSUPPORT,
-				   "flow %zu: family %d is neither AF_INET nor AF_INET6",
-				   index, flow->family);
-	if (err < 0)
-		return dmt_err_set(&nic->eerr, -EINVAL,
-				   "flow %zu matches every TCP packet: give at least one address or port with a non-zero mask",
-				   index);
-	return 0;
-}
-
-/* "tcp4 *:* -> 10.0.0.1:5201": the match without the action */
-static void match_str(const struct ethtool_rx_flow_spec *fs, char *desc, size_t len)
-{
-	char *cut;
-
-	dmt_spec_str(fs, 0, desc, len);
-	cut = strstr(desc, (fs->flow_type & FLOW_RSS) ? " context" : " queue");
-	if (cut)
-		*cut = '\0';
-}
-
-static int check_flows(struct devmemtcp_nic *nic,
-		       const struct devmemtcp_flow *flows, size_t n)
-{
-	struct ethtool_rx_flow_spec *fs = dmt_calloc(n ? n : 1, sizeof(*fs));
-	char desc[160];
-	int err = 0;
-
-	if (!fs)
-		return dmt_err_set(&nic->eerr, -ENOMEM, "out of memory");
-	for (size_t i = 0; i < n && !err; i++) {
-		err = flow_check(nic, &flows[i], i, &fs[i]);
-		for (size_t k = 0; k < i && !err; k++) {
-			if (!spec_match_same(&fs[k], &fs[i]))
-				continue;
-			match_str(&fs[i], desc, sizeof(desc));
-			err = dmt_err_set(&nic->eerr, -EEXIST,
-					  "flow %zu (%s) matches the same packets as flow %zu of this handle: remove one of them",
-					  i, desc, k);
-		}
-	}
-	free(fs);
-	return err;
-}
-
-/* The rule of a flow: to the flow's queue (or the next one round-robin)
- * or to the RSS context. */
-static int flow_spec(struct devmemtcp_nic *nic, const struct devmemtcp_flow *flow,
-		     size_t index, bool to_ctx, struct ethtool_rx_flow_spec *fs)
-{
-	uint32_t queue;
-	int err = flow_check(nic, flow, index, fs);
-
-	if (err < 0)
-		return err;
-	if (flow->flags & DEVMEMTCP_FLOW_QUEUE)
-		queue = nic->me.queues[flow->queue];
-	else
-		queue = nic->me.queues[nic->rr % nic->me.nqueues];
-	dmt_flow_to_spec(flow, queue, to_ctx, fs);
-	return 0;
-}
-
-/* A flow of this handle with the same match. */
-static int check_own_rules(struct devmemtcp_nic *nic,
-			   const struct ethtool_rx_flow_spec *fs, size_t index)
-{
-	char desc[160];
-
-	for (uint32_t i = 0; i < nic->me.nrules; i++) {
-		if (!spec_match_same(&nic->me.rules[i].fs, fs))
-			continue;
-		match_str(fs, desc, sizeof(desc));
-		return dmt_err_set(&nic->eerr, -EEXIST,
-				   "flow %zu (%s) matches the same packets as flow %u of this handle: remove one of them",
-				   index, desc, nic->me.rules[i].id);
-	}
-	return 0;
-}
-
-/* Owners' flows are disjoint: a packet both match would go to whichever
- * rule the NIC applies first, and so to the wrong process. */
-static int check_owners_flows(struct devmemtcp_nic *nic, struct dmt_op *op,
-			      const struct ethtool_rx_flow_spec *fs, size_t index)
-{
-	char desc[160], theirs[160];
-
-	for (size_t i = 0; i < op->nowners; i++) {
-		const struct dmt_owner *o = &op->owners[i];
-
-		for (uint32_t k = 0; k < o->nrules; k++) {
-			if (!dmt_spec_overlap(&o->rules[k].fs, fs))
-				continue;
-			match_str(fs, desc, sizeof(desc));
-			match_str(&o->rules[k].fs, theirs, sizeof(theirs));
-			return dmt_err_set(&nic->eerr, -EEXIST,
-					   "flow %zu (%s) overlaps flow %u (%s) of pid %ld (%s) on %s: "
-					   "each process must steer packets no other one does",
-					   index, desc, o->rules[k].id, theirs,
-					   (long)o->pid, o->comm, nic->eth.ifname);
-		}
-	}
-	return 0;
-}
-
-/* A rule at loc belongs to an owner (this one included). */
-static bool owners_location(const struct dmt_op *op, const struct dmt_owner *me,
-			    uint32_t loc)
-{
-	for (size_t i = 0; i <= op->nowners; i++) {
-		const struct dmt_owner *o = i < op->nowners ? &op->owners[i] : me;
-
-		for (uint32_t k = 0; k < o->nrules; k++)
-			if (o->rules[k].placed && o->rules[k].location == loc)
-				return true;
-	}
-	return false;
-}
-
-/* Does the device's rule d deliver to this owner (its queues or
- * context)? */
-static bool steers_to_me(const struct dmt_rule *d, const struct dmt_owner *me)
-{
-	uint64_t cookie = d->fs.ring_cookie;
-
-	if (cookie == RX_CLS_FLOW_DISC)
-		return false;
-	if (d->fs.flow_type & FLOW_RSS)
-		return me->ctx == DMT_CTX_PLACED && d->rss_context == me->ctx_id;
-	if (cookie >> 32)
-		return false;	/* to a VF */
-	for (uint32_t i = 0; i < me->nqueues; i++)
-		if (me->queues[i] == (uint32_t)cookie)
-			return true;
-	return false;
-}
-
-/* Our rule went to loc: a rule of nobody's matched before it (a lower
- * location) that overlaps it and steers elsewhere captures (part of) the
- * flow, which would then arrive as ordinary data. */
-static int check_shadow(struct devmemtcp_nic *nic, struct dmt_op *op,
-			const struct ethtool_rx_flow_spec *fs, uint32_t loc,
-			size_t index)
-{
-	char desc[160], theirs[160];
-
-	if (nic->flags & DEVMEMTCP_NIC_ALLOW_SHADOW)
-		return 0;
-	for (long i = 0; i < op->nrules; i++) {
-		const struct dmt_rule *d = &op->rules[i];
-
-		if (d->location >= loc || owners_location(op, &nic->me, d->location) ||
-		    !dmt_spec_overlap(&d->fs, fs) || steers_to_me(d, &nic->me))
-			continue;
-		match_str(fs, desc, sizeof(desc));
-		dmt_spec_str(&d->fs, d->rss_context, theirs, sizeof(theirs));
-		return dmt_err_set(&nic->eerr, -EEXIST,
-				   "flow %zu (%s): rule %u on %s (%s) matches these packets first and steers them elsewhere: "
-				   "delete it (ethtool -N %s delete %u) or pass DEVMEMTCP_NIC_ALLOW_SHADOW",
-				   index, desc, d->location, nic->eth.ifname, theirs,
-				   nic->eth.ifname, d->location);
-	}
-	return 0;
-}
-
-/* Journal the rule as pending before inserting it, with the locations
- * used now: a crash inside the insert leaves an entry that recovery finds
- * by its content among the new ones. */
-static int journal_rule(struct devmemtcp_nic *nic, struct dmt_op *op,
-			const struct ethtool_rx_flow_spec *fs, bool to_ctx,
-			struct dmt_orule **rp)
-{
-	struct dmt_owner *me = &nic->me;
-	struct dmt_orule *v, *r;
-	int err;
-
-	v = dmt_realloc(me->rules, (me->nrules + 1) * sizeof(*v));
-	if (!v)
-		return dmt_err_set(&nic->eerr, -ENOMEM, "out of memory");
-	me->rules = v;
-	r = &me->rules[me->nrules];
-	memset(r, 0, sizeof(*r));
-	r->before = dmt_calloc(op->nrules > 0 ? (size_t)op->nrules : 1, sizeof(uint32_t));
-	if (!r->before)
-		return dmt_err_set(&nic->eerr, -ENOMEM, "out of memory");
-	for (long i = 0; i < op->nrules; i++)
-		r->before[r->nbefore++] = op->rules[i].location;
-	r->id = nic->next_flow_id;
-	r->fs = *fs;
-	r->rss_context = to_ctx ? me->ctx_id : 0;
-	me->nrules++;
-	err = save_me(nic, op);
-	if (err < 0) {
-		me->nrules--;
-		free(r->before);
-		return err;
-	}
-	*rp = r;
-	return 0;
-}
-
-/* Room for one more rule in the operation's copy of the device's rules,
- * made before the insert: once the rule is on the device, recording it
- * there must not fail, or undo, which trusts that copy, would take the
- * rule for gone and leave it (and the context it uses). */
-static int reserve_rule(struct devmemtcp_nic *nic, struct dmt_op *op)
-{
-	struct dmt_rule *v = dmt_realloc(op->rules, ((size_t)op->nrules + 1) * sizeof(*v));
-
-	if (!v)
-		return dmt_err_set(&nic->eerr, -ENOMEM, "out of memory");
-	op->rules = v;
-	return 0;
-}
-
-/* Remember our new rule among the device's (in the reserved room). */
-static void note_rule(struct dmt_op *op, const struct dmt_orule *r)
-{
-	struct dmt_rule *d = &op->rules[op->nrules++];
-
-	d->location = r->location;
-	d->rss_context = r->rss_context;
-	d->fs = r->fs;
-}
-
-/* Our rule at the end of the list is taken out again (where it is). */
-static void unplace_rule(struct devmemtcp_nic *nic, struct dmt_op *op)
-{
-	struct dmt_orule *r = &nic->me.rules[nic->me.nrules - 1];
-	struct dmt_owner one = nic->me;
-	char doing[sizeof(op->doing)];
-	uint32_t changes = op->changes;
-	bool gone;
-
-	/* the step that failed is what the message names */
-	memcpy(doing, op->doing, sizeof(doing));
-	one.rules = r;
-	one.nrules = 1;
-	one.ctx = DMT_CTX_NONE;
-	if (dmt_op_undo_owner(op, &one, &gone) == 0 && gone)
-		nic->me.nrules--;
-	save_me(nic, op);
-	memcpy(op->doing, doing, sizeof(doing));
-	op->changes = changes;
-}
-
-/* One ntuple rule for flow: the flow id, or a negative errno (message on
- * nic->eerr).  A rule whose insert failed stays pending in the journal. */
-static int add_rule(struct devmemtcp_nic *nic, struct dmt_op *op,
-		    const struct devmemtcp_flow *flow, size_t index)
-{
-	struct ethtool_rx_flow_spec fs;
-	struct dmt_orule *r = NULL;
-	uint32_t loc = RX_CLS_LOC_ANY;
-	bool to_ctx = nic->use_ctx && !(flow->flags & DEVMEMTCP_FLOW_QUEUE);
-	int err;
-
-	snprintf(op->doing, sizeof(op->doing), "ntuple rule for flow %zu", index);
-	err = flow_spec(nic, flow, index, to_ctx, &fs);
-	if (!err)
-		err = check_own_rules(nic, &fs, index);
-	if (!err)
-		err = check_owners_flows(nic, op, &fs, index);
-	if (!err)
-		err = dmt_op_rules(op);
-	if (!err)
-		err = reserve_rule(nic, op);
-	if (!err)
-		err = journal_rule(nic, op, &fs, to_ctx, &r);
-	if (!err)
-		err = dmt_op_step(op, "ntuple rule for flow %zu", index);
-	if (!err)
-		err = nic->eth.ops->rule_insert(&nic->eth, &fs, r->rss_context, &loc);
-	if (err < 0)
-		return err;
-	/* on the device: recorded in memory first, where nothing can fail */
-	op->changes++;
-	r->placed = true;
-	r->location = loc;
-	r->fs.location = loc;
-	free(r->before);
-	r->before = NULL;
-	r->nbefore = 0;
-	note_rule(op, r);
-	err = save_me(nic, op);
-	if (!err)
-		err = check_shadow(nic, op, &r->fs, loc, index);
-	if (err == -EEXIST) {
-		struct dmt_err why = nic->eerr;
-
-		unplace_rule(nic, op);
-		nic->eerr = why;
-		return err;
-	}
-	if (err < 0)
-		return err;
-	if (!(flow->flags & DEVMEMTCP_FLOW_QUEUE))
-		nic->rr++;
-	return (int)nic->next_flow_id++;
-}
 
 /* ---------------------------------------------------------------------- */
 /* open / close                                                            */
@@ -861,7 +284,7 @@ static int apply_ctx(struct devmemtcp_nic *nic, struct dmt_op *op)
 		if (op->ctxs[i].context && me->nctx_before < DMT_LIST_MAX)
 			me->ctx_before[me->nctx_before++] = op->ctxs[i].context;
 	me->ctx = DMT_CTX_PENDING;
-	err = save_me(nic, op);
+	err = dmt_nic_save(nic, op);
 	if (!err)
 		err = dmt_op_step(op, "RSS context");
 	if (!err) {
@@ -877,7 +300,7 @@ static int apply_ctx(struct devmemtcp_nic *nic, struct dmt_op *op)
 		dmt_err_clear(&nic->eerr);
 		me->ctx = DMT_CTX_NONE;
 		nic->use_ctx = false;
-		return save_me(nic, op);
+		return dmt_nic_save(nic, op);
 	}
 	if (err < 0)
 		return err;
@@ -886,7 +309,7 @@ static int apply_ctx(struct devmemtcp_nic *nic, struct dmt_op *op)
 	free(me->ctx_before);
 	me->ctx_before = NULL;
 	me->nctx_before = 0;
-	return save_me(nic, op);
+	return dmt_nic_save(nic, op);
 }
 
 /* Under the lock: the shared settings with this owner, its context and
@@ -903,7 +326,7 @@ static int apply(struct devmemtcp_nic *nic, struct dmt_op *op,
 	if (!err)
 		err = apply_ctx(nic, op);
 	for (size_t i = 0; i < nflows && !err; i++) {
-		err = add_rule(nic, op, &flows[i], i);
+		err = dmt_nic_add_rule(nic, op, &flows[i], i);
 		if (err > 0)
 			err = 0;
 	}
@@ -931,7 +354,7 @@ static int undo_own(struct devmemtcp_nic *nic, struct dmt_op *op)
 	if (err < 0 && !nic->eerr.msg[0])
 		dmt_err_set(&nic->eerr, err, "%s", dmt_errno_name(err));
 	if (err < 0 || !gone) {
-		e2 = mark_closed(nic, op);
+		e2 = dmt_nic_mark_closed(nic, op);
 		if (!err)
 			err = e2;
 	}
@@ -942,7 +365,7 @@ static int undo_own(struct devmemtcp_nic *nic, struct dmt_op *op)
  * when that failed (whose message stays the one given).  Without the
  * others' files (unread: why not) the shared settings, which need every
  * owner's file, wait for the next operation. */
-static int leave(struct devmemtcp_nic *nic, struct dmt_op *op,
+int dmt_nic_leave(struct devmemtcp_nic *nic, struct dmt_op *op,
 		 const struct dmt_err *unread)
 {
 	char doing[sizeof(op->doing)];
@@ -969,7 +392,7 @@ static int leave(struct devmemtcp_nic *nic, struct dmt_op *op,
 }
 
 /* Apply failed at op->doing: undo this owner's steps and say both
- * (unread: the owners' files could not be read again, see leave()). */
+ * (unread: the owners' files could not be read again, see dmt_nic_leave()). */
 static int rollback(struct devmemtcp_nic *nic, struct dmt_op *op, int err,
 		    const struct dmt_err *unread)
 {
@@ -985,8 +408,8 @@ static int rollback(struct devmemtcp_nic *nic, struct dmt_op *op, int err,
 	devmemtcp_binding_close(nic->binding);
 	nic->binding = NULL;
 	op->fail_step = op->crash_step = 0;
-	if (leave(nic, op, unread) < 0) {
-		finish_hint(nic, hint, sizeof(hint));
+	if (dmt_nic_leave(nic, op, unread) < 0) {
+		dmt_nic_finish_hint(nic, hint, sizeof(hint));
 		return dmt_err(ctx, &ctx->err, err,
 			       "setting up %s for devmem failed at %s: %s; "
 			       "undoing the finished steps failed too (%s): %s",
@@ -998,7 +421,7 @@ static int rollback(struct devmemtcp_nic *nic, struct dmt_op *op, int err,
 		       ifname, doing, cause.msg, done);
 }
 
-static uint64_t binding_rt(const struct devmemtcp_nic *nic)
+uint64_t dmt_nic_binding_rt(const struct devmemtcp_nic *nic)
 {
 	return nic->binding && nic->binding->nl ? nic->binding->nl->round_trips : 0;
 }
@@ -1045,7 +468,7 @@ static int rollback_bind(struct devmemtcp_nic *nic, struct dmt_op *op, int err)
 		ret = dmt_op_load(op, nic->name);
 	if (ret < 0 && !op->locked) {
 		dmt_op_end(op);
-		finish_hint(nic, hint, sizeof(hint));
+		dmt_nic_finish_hint(nic, hint, sizeof(hint));
 		return dmt_err(nic->ctx, &nic->ctx->err, err,
 			       "setting up %s for devmem failed at %s: %s; undoing the finished steps failed too (%s): %s",
 			       nic->eth.ifname, doing, cause.msg, nic->eerr.msg, hint);
@@ -1064,7 +487,7 @@ static int rollback_bind(struct devmemtcp_nic *nic, struct dmt_op *op, int err)
 static void opened(struct devmemtcp_nic *nic, const struct dmt_op *op,
 		   uint64_t rt0, uint64_t io0)
 {
-	nic->setup_rt = nl_rt(nic) - rt0 + binding_rt(nic);
+	nic->setup_rt = dmt_nic_nl_rt(nic) - rt0 + dmt_nic_binding_rt(nic);
 	nic->setup_ioctls = nic->eth.ioctls - io0;
 	nic->setup_steps = op->changes;
 	dmt_log(nic->ctx, DEVMEMTCP_LOG_INFO,
@@ -1088,31 +511,31 @@ static int open_locked(struct devmemtcp_nic *nic, struct dmt_op *op,
 		dmt_op_report(op, "%s", nic->eerr.msg);
 	err = dmt_op_count_rx(op);
 	if (err < 0)
-		return report(nic, err, "cannot set up devmem");
+		return dmt_nic_report(nic, err, "cannot set up devmem");
 	nic->nrx = op->nrx;
 	err = plan_queues(nic, op, opts);
 	if (err < 0)
 		return err;
-	err = check_flows(nic, DMT_OPT(opts, devmemtcp_nic_opts, flows, NULL),
+	err = dmt_nic_check_flows(nic, DMT_OPT(opts, devmemtcp_nic_opts, flows, NULL),
 			  DMT_OPT(opts, devmemtcp_nic_opts, nflows, 0));
 	if (err < 0)
 		return dmt_err(ctx, &ctx->err, err, "%s: %s", nic->eth.ifname,
 			       nic->eerr.msg);
 	err = check_support(nic, op);
 	if (err < 0)
-		return report(nic, err, "cannot set up devmem");
-	err = save_me(nic, op);
+		return dmt_nic_report(nic, err, "cannot set up devmem");
+	err = dmt_nic_save(nic, op);
 	if (err < 0)
-		return report(nic, err, "cannot set up devmem");
+		return dmt_nic_report(nic, err, "cannot set up devmem");
 	err = apply(nic, op, opts);
 	if (err == -EOPNOTSUPP && nic->tds_unreported && !op->changes &&
 	    !strcmp(op->doing, "header split")) {
 		/* tcp-data-split was not shown and cannot be set: nothing
 		 * changed, the device has none */
 		op->fail_step = op->crash_step = 0;
-		leave(nic, op, NULL);
+		dmt_nic_leave(nic, op, NULL);
 		no_header_split(nic);
-		return report(nic, -EOPNOTSUPP, "cannot set up devmem");
+		return dmt_nic_report(nic, -EOPNOTSUPP, "cannot set up devmem");
 	}
 	if (err < 0)
 		return rollback(nic, op, err, NULL);
@@ -1135,7 +558,7 @@ int dmt_nic_open_as(struct devmemtcp_ctx *ctx, const char *ifname,
 	if (err)
 		return err;
 	identity(nic, pid, start);
-	rt0 = nl_rt(nic);
+	rt0 = dmt_nic_nl_rt(nic);
 	io0 = nic->eth.ioctls;
 	err = dmt_op_begin(&op, ctx, &nic->eth, nic->nl, nic->run_dir, &nic->eerr);
 	if (err < 0) {
@@ -1205,32 +628,7 @@ int dmt_nic_new_remote(struct devmemtcp_ctx *ctx, const struct dmt_nic_ops *ops,
 	return 0;
 }
 
-/* Lock for an operation on a live handle; the message on the handle. */
-static int handle_op(struct devmemtcp_nic *nic, struct dmt_op *op)
-{
-	int err = dmt_op_begin(op, nic->ctx, &nic->eth, nic->nl, nic->run_dir,
-			       &nic->eerr);
 
-	if (!err)
-		err = dmt_op_load(op, nic->name);
-	if (!err && dmt_op_clean(op, false) < 0)
-		dmt_op_report(op, "%s", nic->eerr.msg);
-	op->nrx = nic->nrx;
-	return err;
-}
-
-/* For add_flow and remove_flow: -ESTALE when someone else undid this
- * owner's setup (own_file). */
-static int check_own_file(struct devmemtcp_nic *nic, struct dmt_op *op)
-{
-	char msg[DMT_ERRMSG_MAX];
-	int ret = own_file(nic, op);
-
-	if (ret <= 0)
-		return ret;
-	stale_msg(nic, op, msg, sizeof(msg));
-	return dmt_err_set(&nic->eerr, -ESTALE, "%s; close the handle and open a new one", msg);
-}
 
 DEVMEMTCP_EXPORT int devmemtcp_nic_close(struct devmemtcp_nic *nic)
 {
@@ -1253,7 +651,7 @@ static int local_close(struct devmemtcp_nic *nic)
 	char hint[256], msg[DMT_ERRMSG_MAX];
 	int err, own;
 
-	err = handle_op(nic, &op);
+	err = dmt_nic_handle_op(nic, &op);
 #if DMT_TEST_HOOKS
 	op.fail_step = dmt_test_nic_close_fail_step
 			       ? dmt_test_nic_close_fail_step
@@ -1267,9 +665,9 @@ static int local_close(struct devmemtcp_nic *nic)
 	unread = nic->eerr;
 	unread.code = err;
 	/* only what this owner's file still records is its own */
-	own = op.locked ? own_file(nic, &op) : 0;
+	own = op.locked ? dmt_nic_own_file(nic, &op) : 0;
 	if (own == 1) {
-		stale_msg(nic, &op, msg, sizeof(msg));
+		dmt_nic_stale_msg(nic, &op, msg, sizeof(msg));
 		dmt_op_report(&op, "%s; only what it records now is undone", msg);
 	} else if (own < 0) {
 		if (err < 0)
@@ -1282,7 +680,7 @@ static int local_close(struct devmemtcp_nic *nic)
 		int e2;
 
 		memcpy(doing, op.doing, sizeof(doing));
-		e2 = leave(nic, &op, err < 0 ? &unread : NULL);
+		e2 = dmt_nic_leave(nic, &op, err < 0 ? &unread : NULL);
 		if (err < 0) {	/* the first failure is the one named */
 			nic->eerr = unread;
 			memcpy(op.doing, doing, sizeof(doing));
@@ -1291,7 +689,7 @@ static int local_close(struct devmemtcp_nic *nic)
 		}
 	}
 	if (err < 0) {
-		finish_hint(nic, hint, sizeof(hint));
+		dmt_nic_finish_hint(nic, hint, sizeof(hint));
 		dmt_err(nic->ctx, &nic->ctx->err, err,
 			"closing the devmem setup of %s failed%s%s: %s; what is left is recorded in %s: %s",
 			nic->eth.ifname, op.doing[0] ? " at " : "", op.doing,
@@ -1340,88 +738,6 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_add_flow(struct devmemtcp_nic *nic,
 	return nic->ops->add_flow(nic, flow);
 }
 
-static int local_add_flow(struct devmemtcp_nic *nic, const struct devmemtcp_flow *flow)
-{
-	struct dmt_op op;
-	int ret, stale = 0;
-
-	ret = handle_op(nic, &op);
-	if (!ret)
-		ret = stale = check_own_file(nic, &op);
-	if (!ret)
-		ret = dmt_op_reconcile(&op, &nic->me, true);
-	if (!ret)
-		ret = add_rule(nic, &op, flow, nic->next_flow_id);
-	if (ret < 0) {
-		/* A rule whose insert failed stays journalled as pending:
-		 * undo it now rather than leave it for close. */
-		if (!stale && nic->me.nrules && !nic->me.rules[nic->me.nrules - 1].placed) {
-			struct dmt_err why = nic->eerr;
-
-			unplace_rule(nic, &op);
-			nic->eerr = why;
-		}
-		dmt_err(nic->ctx, &nic->err, ret, "adding a flow on %s: %s",
-			nic->eth.ifname,
-			nic->eerr.msg[0] ? nic->eerr.msg : dmt_errno_name(ret));
-	}
-	dmt_op_end(&op);
-	return ret;
-}
-
-DEVMEMTCP_EXPORT int devmemtcp_nic_remove_flow(struct devmemtcp_nic *nic,
-					       int flow_id)
-{
-	DMT_KEEP_ERRNO;
-
-	if (!nic)
-		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_nic_remove_flow: nic is NULL");
-	return nic->ops->remove_flow(nic, flow_id);
-}
-
-static int local_remove_flow(struct devmemtcp_nic *nic, int flow_id)
-{
-	struct dmt_owner one;
-	struct dmt_op op;
-	uint32_t i;
-	bool gone = false;
-	int err;
-
-	for (i = 0; i < nic->me.nrules; i++)
-		if ((int)nic->me.rules[i].id == flow_id && nic->me.rules[i].placed)
-			break;
-	if (i == nic->me.nrules)
-		return dmt_err(nic->ctx, &nic->err, -ENOENT,
-			       "flow %d is not a flow of this handle: use the id devmemtcp_nic_add_flow() returned",
-			       flow_id);
-	err = handle_op(nic, &op);
-	if (!err)
-		err = check_own_file(nic, &op);
-	if (!err) {
-		one = nic->me;
-		one.rules = &nic->me.rules[i];
-		one.nrules = 1;
-		one.ctx = DMT_CTX_NONE;
-		err = dmt_op_undo_owner(&op, &one, &gone);
-	}
-	if (!err) {
-		struct dmt_orule *r = &nic->me.rules[i];
-
-		free(r->before);
-		memmove(r, r + 1, (nic->me.nrules - i - 1) * sizeof(*r));
-		nic->me.nrules--;
-		err = save_me(nic, &op);
-	}
-	if (!err)
-		err = dmt_op_reconcile(&op, &nic->me, false);
-	if (err < 0)
-		dmt_err(nic->ctx, &nic->err, err, "removing flow %d on %s: %s",
-			flow_id, nic->eth.ifname,
-			nic->eerr.msg[0] ? nic->eerr.msg : dmt_errno_name(err));
-	dmt_op_end(&op);
-	return err;
-}
-
 DEVMEMTCP_EXPORT int devmemtcp_nic_stats(const struct devmemtcp_nic *nic,
 					 struct devmemtcp_nic_stats *stats)
 {
@@ -1434,7 +750,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_stats(const struct devmemtcp_nic *nic,
 	memset(&s, 0, sizeof(s));
 	s.setup_round_trips = nic->setup_rt;
 	s.setup_ioctls = nic->setup_ioctls;
-	s.round_trips = nl_rt(nic) + binding_rt(nic);
+	s.round_trips = dmt_nic_nl_rt(nic) + dmt_nic_binding_rt(nic);
 	s.ioctls = nic->eth.ioctls;
 	s.steps = nic->setup_steps;
 	s.rules = nic->ops->flows(nic);
@@ -1450,8 +766,8 @@ static uint32_t local_flows(const struct devmemtcp_nic *nic)
 
 static const struct dmt_nic_ops local_ops = {
 	.close = local_close,
-	.add_flow = local_add_flow,
-	.remove_flow = local_remove_flow,
+	.add_flow = dmt_nic_local_add_flow,
+	.remove_flow = dmt_nic_local_remove_flow,
 	.flows = local_flows,
 };
 

@@ -452,6 +452,43 @@ struct devmemtcp_binding *dmt_nic_take_binding(struct devmemtcp_nic *nic);
  * owner died (the broker exiting while a client still holds a binding). */
 void dmt_nic_forget(struct devmemtcp_nic *nic);
 
+/* Between the files of the owners' model: owners.c (processes, the
+ * operation, the derived settings, queues), undo.c (undoing an owner,
+ * dead owners) and shared.c (the shared settings on the device). */
+bool dmt_in_list(uint32_t v, const uint32_t *set, uint32_t n);
+int dmt_shared_copy(struct dmt_shared *dst, const struct dmt_shared *src);
+int dmt_shared_copy_table(struct dmt_shared *dst, const struct dmt_shared *src);
+bool dmt_shared_same_table(const struct dmt_shared *a, const struct dmt_shared *b);
+int dmt_op_save_base(struct dmt_op *op);
+bool dmt_op_queue_bound(const struct dmt_op *op, uint32_t q, char *what, size_t len);
+int dmt_op_bound_queues(struct dmt_op *op, uint32_t **list, uint32_t *n);
+long dmt_op_find_rule(const struct dmt_op *op, uint32_t loc);
+void dmt_op_forget_rule(struct dmt_op *op, long i);
+bool dmt_rule_is(const struct dmt_rule *d, const struct dmt_orule *r);
+bool dmt_table_is(const struct dmt_rss *rss, const struct dmt_owner *o);
+
+/* Between the files of the setup: nic.c (open, close, the transaction),
+ * handle.c (the handle's owner file) and rules.c (flows as rules). */
+uint64_t dmt_nic_nl_rt(const struct devmemtcp_nic *nic);
+int dmt_nic_save(struct devmemtcp_nic *nic, struct dmt_op *op);
+int dmt_nic_mark_closed(struct devmemtcp_nic *nic, struct dmt_op *op);
+void dmt_nic_stale_msg(const struct devmemtcp_nic *nic, const struct dmt_op *op,
+		       char *buf, size_t len);
+int dmt_nic_own_file(struct devmemtcp_nic *nic, struct dmt_op *op);
+void dmt_nic_finish_hint(const struct devmemtcp_nic *nic, char *buf, size_t len);
+int dmt_nic_report(struct devmemtcp_nic *nic, int code, const char *what);
+int dmt_nic_check_flows(struct devmemtcp_nic *nic,
+			const struct devmemtcp_flow *flows, size_t n);
+int dmt_nic_add_rule(struct devmemtcp_nic *nic, struct dmt_op *op,
+		     const struct devmemtcp_flow *flow, size_t index);
+int dmt_nic_local_add_flow(struct devmemtcp_nic *nic, const struct devmemtcp_flow *flow);
+int dmt_nic_local_remove_flow(struct devmemtcp_nic *nic, int flow_id);
+int dmt_nic_leave(struct devmemtcp_nic *nic, struct dmt_op *op,
+		  const struct dmt_err *unread);
+uint64_t dmt_nic_binding_rt(const struct devmemtcp_nic *nic);
+int dmt_nic_handle_op(struct devmemtcp_nic *nic, struct dmt_op *op);
+int dmt_nic_check_own_file(struct devmemtcp_nic *nic, struct dmt_op *op);
+
 /* Test hooks: fail (or SIGKILL the process at) the n-th change of the
  * next opens (also DEVMEMTCP_NIC_FAIL_STEP, DEVMEMTCP_NIC_CRASH_STEP) or
  * closes (DEVMEMTCP_TEST_NIC_CLOSE_FAIL_STEP, _CRASH_STEP); 0 off. */

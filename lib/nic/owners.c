@@ -7,7 +7,9 @@
  * and the live owners (and the queues queue-get shows bound, which never
  * go back into the default table), and changed only where the device
  * still shows what the owners last wrote.  Everything here runs under the
- * interface lock (struct dmt_op); nic.c drives it.
+ * interface lock (struct dmt_op); nic.c drives it.  Undoing an owner and
+ * the dead owners are undo.c; the shared settings on the device shared.c;
+ * whether two rules overlap flow.c.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -102,110 +104,9 @@ bool dmt_owner_alive(const struct dmt_owner *o)
 }
 
 /* ---------------------------------------------------------------------- */
-/* flows                                                                   */
-
-/* Some value matches both (value a under mask ma, b under mb)? */
-static bool fields_meet(const void *a, const void *ma, const void *b,
-			const void *mb, size_t n)
-{
-	const uint8_t *x = a, *mx = ma, *y = b, *my = mb;
-
-	for (size_t i = 0; i < n; i++)
-		if ((x[i] ^ y[i]) & mx[i] & my[i])
-			return false;
-	return true;
-}
-
-#define MEET(a, ma, b, mb) fields_meet(&(a), &(ma), &(b), &(mb), sizeof(a))
-
-static uint32_t base_type(const struct ethtool_rx_flow_spec *fs)
-{
-	return fs->flow_type & ~(uint32_t)(FLOW_EXT | FLOW_MAC_EXT | FLOW_RSS);
-}
-
-/* The L4 part of a TCP match (ports, protocol TCP) against an IP rule's
- * protocol and first four bytes of the L4 header (where the ports are). */
-static bool l4_meets(const __be16 *psrc, const __be16 *pdst, const __be16 *mpsrc,
-		     const __be16 *mpdst, const uint8_t *proto, const uint8_t *mproto,
-		     const __be32 *l4, const __be32 *ml4)
-{
-	uint8_t ports[4], pmask[4], tcp = IPPROTO_TCP, all = 0xff;
-
-	memcpy(ports, psrc, 2);
-	memcpy(ports + 2, pdst, 2);
-	memcpy(pmask, mpsrc, 2);
-	memcpy(pmask + 2, mpdst, 2);
-	return fields_meet(&tcp, &all, proto, mproto, 1) &&
-	       fields_meet(ports, pmask, l4, ml4, 4);
-}
-
-/* tcp (a) against an IP rule (b) of the same family. */
-static bool tcp4_meets_ip4(const struct ethtool_rx_flow_spec *a,
-			   const struct ethtool_rx_flow_spec *b)
-{
-	const struct ethtool_tcpip4_spec *h = &a->h_u.tcp_ip4_spec, *m = &a->m_u.tcp_ip4_spec;
-	const struct ethtool_usrip4_spec *u = &b->h_u.usr_ip4_spec, *um = &b->m_u.usr_ip4_spec;
-
-	return MEET(h->ip4src, m->ip4src, u->ip4src, um->ip4src) &&
-	       MEET(h->ip4dst, m->ip4dst, u->ip4dst, um->ip4dst) &&
-	       MEET(h->tos, m->tos, u->tos, um->tos) &&
-	       l4_meets(&h->psrc, &h->pdst, &m->psrc, &m->pdst, &u->proto,
-			&um->proto, &u->l4_4_bytes, &um->l4_4_bytes);
-}
-
-static bool tcp6_meets_ip6(const struct ethtool_rx_flow_spec *a,
-			   const struct ethtool_rx_flow_spec *b)
-{
-	const struct ethtool_tcpip6_spec *h = &a->h_u.tcp_ip6_spec, *m = &a->m_u.tcp_ip6_spec;
-	const struct ethtool_usrip6_spec *u = &b->h_u.usr_ip6_spec, *um = &b->m_u.usr_ip6_spec;
-
-	return MEET(h->ip6src, m->ip6src, u->ip6src, um->ip6src) &&
-	       MEET(h->ip6dst, m->ip6dst, u->ip6dst, um->ip6dst) &&
-	       MEET(h->tclass, m->tclass, u->tclass, um->tclass) &&
-	       l4_meets(&h->psrc, &h->pdst, &m->psrc, &m->pdst, &u->l4_proto,
-			&um->l4_proto, &u->l4_4_bytes, &um->l4_4_bytes);
-}
-
-bool dmt_spec_overlap(const struct ethtool_rx_flow_spec *a,
-		      const struct ethtool_rx_flow_spec *b)
-{
-	uint32_t ta = base_type(a), tb = base_type(b);
-
-	if (ta == TCP_V4_FLOW && tb == TCP_V4_FLOW) {
-		const struct ethtool_tcpip4_spec *x = &a->h_u.tcp_ip4_spec, *mx = &a->m_u.tcp_ip4_spec;
-		const struct ethtool_tcpip4_spec *y = &b->h_u.tcp_ip4_spec, *my = &b->m_u.tcp_ip4_spec;
-
-		return MEET(x->ip4src, mx->ip4src, y->ip4src, my->ip4src) &&
-		       MEET(x->ip4dst, mx->ip4dst, y->ip4dst, my->ip4dst) &&
-		       MEET(x->psrc, mx->psrc, y->psrc, my->psrc) &&
-		       MEET(x->pdst, mx->pdst, y->pdst, my->pdst) &&
-		       MEET(x->tos, mx->tos, y->tos, my->tos);
-	}
-	if (ta == TCP_V6_FLOW && tb == TCP_V6_FLOW) {
-		const struct ethtool_tcpip6_spec *x = &a->h_u.tcp_ip6_spec, *mx = &a->m_u.tcp_ip6_spec;
-		const struct ethtool_tcpip6_spec *y = &b->h_u.tcp_ip6_spec, *my = &b->m_u.tcp_ip6_spec;
-
-		return MEET(x->ip6src, mx->ip6src, y->ip6src, my->ip6src) &&
-		       MEET(x->ip6dst, mx->ip6dst, y->ip6dst, my->ip6dst) &&
-		       MEET(x->psrc, mx->psrc, y->psrc, my->psrc) &&
-		       MEET(x->pdst, mx->pdst, y->pdst, my->pdst) &&
-		       MEET(x->tclass, mx->tclass, y->tclass, my->tclass);
-	}
-	if (ta == TCP_V4_FLOW && tb == IP_USER_FLOW)
-		return tcp4_meets_ip4(a, b);
-	if (tb == TCP_V4_FLOW && ta == IP_USER_FLOW)
-		return tcp4_meets_ip4(b, a);
-	if (ta == TCP_V6_FLOW && tb == IPV6_USER_FLOW)
-		return tcp6_meets_ip6(a, b);
-	if (tb == TCP_V6_FLOW && ta == IPV6_USER_FLOW)
-		return tcp6_meets_ip6(b, a);
-	return false;
-}
-
-/* ---------------------------------------------------------------------- */
 /* the shared settings                                                     */
 
-static bool in_list(uint32_t v, const uint32_t *set, uint32_t n)
+bool dmt_in_list(uint32_t v, const uint32_t *set, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
 		if (set[i] == v)
@@ -213,7 +114,7 @@ static bool in_list(uint32_t v, const uint32_t *set, uint32_t n)
 	return false;
 }
 
-static int copy_shared(struct dmt_shared *dst, const struct dmt_shared *src)
+int dmt_shared_copy(struct dmt_shared *dst, const struct dmt_shared *src)
 {
 	*dst = *src;
 	dst->rss = NULL;
@@ -229,7 +130,7 @@ static int copy_shared(struct dmt_shared *dst, const struct dmt_shared *src)
 }
 
 /* dst's table becomes a copy of src's */
-static int copy_table(struct dmt_shared *dst, const struct dmt_shared *src)
+int dmt_shared_copy_table(struct dmt_shared *dst, const struct dmt_shared *src)
 {
 	uint32_t *t = NULL;
 
@@ -245,7 +146,7 @@ static int copy_table(struct dmt_shared *dst, const struct dmt_shared *src)
 	return 0;
 }
 
-static bool same_table(const struct dmt_shared *a, const struct dmt_shared *b)
+bool dmt_shared_same_table(const struct dmt_shared *a, const struct dmt_shared *b)
 {
 	return a->rss_size == b->rss_size &&
 	       (!a->rss_size || memcmp(a->rss, b->rss, a->rss_size * 4) == 0);
@@ -255,7 +156,7 @@ static bool same_table(const struct dmt_shared *a, const struct dmt_shared *b)
 static bool kept_in_rss(uint32_t q, const struct dmt_owner *const *owners, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (owners[i]->keep_rss && in_list(q, owners[i]->queues, owners[i]->nqueues))
+		if (owners[i]->keep_rss && dmt_in_list(q, owners[i]->queues, owners[i]->nqueues))
 			return true;
 	return false;
 }
@@ -268,7 +169,7 @@ int dmt_derive_shared(const struct dmt_base *b, uint32_t nrx,
 	const struct dmt_shared *bl = &b->baseline, *keep;
 	bool rules = more_rules;
 	uint32_t *uni, k = 0, held = 0;
-	int err = copy_shared(t, bl);
+	int err = dmt_shared_copy(t, bl);
 
 	if (err < 0 || (n == 0 && nbound == 0))
 		return err;
@@ -282,7 +183,7 @@ int dmt_derive_shared(const struct dmt_base *b, uint32_t nrx,
 
 		rules |= o->nrules > 0;
 		for (uint32_t q = 0; !o->keep_rss && q < o->nqueues; q++)
-			if (o->queues[q] < nrx && !in_list(o->queues[q], uni, k))
+			if (o->queues[q] < nrx && !dmt_in_list(o->queues[q], uni, k))
 				uni[k++] = o->queues[q];
 	}
 	/* whoever has them: their bytes go where someone can read them */
@@ -290,7 +191,7 @@ int dmt_derive_shared(const struct dmt_base *b, uint32_t nrx,
 		if (bound[i] >= nrx || kept_in_rss(bound[i], owners, n))
 			continue;
 		held++;
-		if (!in_list(bound[i], uni, k))
+		if (!dmt_in_list(bound[i], uni, k))
 			uni[k++] = bound[i];
 	}
 	if (n == 0 && held == 0) {
@@ -421,7 +322,7 @@ void dmt_op_end(struct dmt_op *op)
 	dmt_rundir_close(&op->rd);
 }
 
-static int save_base(struct dmt_op *op)
+int dmt_op_save_base(struct dmt_op *op)
 {
 	char name[IF_NAMESIZE + 8], *text;
 	size_t len;
@@ -668,7 +569,7 @@ int dmt_op_queue_get(struct dmt_op *op)
 
 /* What queue-get shows on RX queue q: "dma-buf 7", "io_uring zcrx", "an
  * AF_XDP socket"; false when nothing. */
-static bool queue_bound(const struct dmt_op *op, uint32_t q, char *what, size_t len)
+bool dmt_op_queue_bound(const struct dmt_op *op, uint32_t q, char *what, size_t len)
 {
 	for (int i = 0; i < op->nqget; i++) {
 		const struct devmemtcp_queue *x = &op->qget[i];
@@ -686,7 +587,7 @@ static bool queue_bound(const struct dmt_op *op, uint32_t q, char *what, size_t 
 }
 
 /* The RX queues queue-get shows bound (*list malloc'd). */
-static int bound_queues(struct dmt_op *op, uint32_t **list, uint32_t *n)
+int dmt_op_bound_queues(struct dmt_op *op, uint32_t **list, uint32_t *n)
 {
 	char what[32];
 	int err = dmt_op_queue_get(op);
@@ -700,8 +601,8 @@ static int bound_queues(struct dmt_op *op, uint32_t **list, uint32_t *n)
 		return dmt_err_set(op->err, -ENOMEM, "%s: out of memory", op->e->ifname);
 	for (int i = 0; i < op->nqget; i++)
 		if (op->qget[i].type == DEVMEMTCP_QUEUE_RX &&
-		    queue_bound(op, op->qget[i].id, what, sizeof(what)) &&
-		    !in_list(op->qget[i].id, *list, *n))
+		    dmt_op_queue_bound(op, op->qget[i].id, what, sizeof(what)) &&
+		    !dmt_in_list(op->qget[i].id, *list, *n))
 			(*list)[(*n)++] = op->qget[i].id;
 	return 0;
 }
@@ -745,7 +646,7 @@ int dmt_op_dev_rss(struct dmt_op *op, const struct dmt_rss **rss)
 	return op->rss_err;
 }
 
-static long find_rule(const struct dmt_op *op, uint32_t loc)
+long dmt_op_find_rule(const struct dmt_op *op, uint32_t loc)
 {
 	for (long i = 0; i < op->nrules; i++)
 		if (op->rules[i].location == loc)
@@ -753,678 +654,22 @@ static long find_rule(const struct dmt_op *op, uint32_t loc)
 	return -1;
 }
 
-static void forget_rule(struct dmt_op *op, long i)
+void dmt_op_forget_rule(struct dmt_op *op, long i)
 {
 	op->rules[i] = op->rules[--op->nrules];
 }
 
 /* The device's rule at i is the rule r we inserted. */
-static bool rule_is(const struct dmt_rule *d, const struct dmt_orule *r)
+bool dmt_rule_is(const struct dmt_rule *d, const struct dmt_orule *r)
 {
 	return dmt_spec_equal(&d->fs, &r->fs) &&
 	       (!(r->fs.flow_type & FLOW_RSS) || d->rss_context == r->rss_context);
 }
 
-/* ---------------------------------------------------------------------- */
-/* undo an owner's rules and context                                       */
-
-static int delete_rule(struct dmt_op *op, long i)
-{
-	uint32_t loc = op->rules[i].location;
-	int err = dmt_op_step(op, "deleting the rule at location %u", loc);
-
-	if (!err)
-		err = op->e->ops->rule_delete(op->e, loc);
-	if (err == -ENOENT)
-		err = 0;
-	if (err < 0)
-		return err;
-	op->changes++;
-	forget_rule(op, i);
-	return 0;
-}
-
-/* One rule of o: deleted where it is still ours, else left and reported. */
-static int undo_rule(struct dmt_op *op, const struct dmt_owner *o,
-		     const struct dmt_orule *r)
-{
-	const char *ifname = op->e->ifname;
-	long i, hit = -1, hits = 0;
-
-	if (r->placed) {
-		i = find_rule(op, r->location);
-		if (i < 0)
-			return 0;	/* gone already */
-		if (rule_is(&op->rules[i], r))
-			return delete_rule(op, i);
-		dmt_op_report(op, "rule at location %u on %s differs from what pid %ld (%s) inserted: left alone",
-			      r->location, ifname, (long)o->pid, o->comm);
-		return 0;
-	}
-	/* pending: the insert may or may not have happened */
-	for (i = 0; i < op->nrules; i++) {
-		if (in_list(op->rules[i].location, r->before, r->nbefore) ||
-		    !rule_is(&op->rules[i], r))
-			continue;
-		hit = i;
-		hits++;
-	}
-	if (hits == 1)
-		return delete_rule(op, hit);
-	if (hits > 1)
-		dmt_op_report(op, "%ld rules on %s match the rule pid %ld (%s) was inserting: left alone",
-			      hits, ifname, (long)o->pid, o->comm);
-	return 0;
-}
-
-static int undo_rules(struct dmt_op *op, struct dmt_owner *o)
-{
-	int err = dmt_op_rules(op);
-
-	while (!err && o->nrules) {
-		struct dmt_orule *r = &o->rules[o->nrules - 1];
-
-		err = undo_rule(op, o, r);
-		if (err < 0)
-			break;
-		free(r->before);
-		r->before = NULL;
-		o->nrules--;
-	}
-	return err;
-}
-
-static bool table_is(const struct dmt_rss *rss, const struct dmt_owner *o)
+bool dmt_table_is(const struct dmt_rss *rss, const struct dmt_owner *o)
 {
 	return rss->indir_size == o->ctx_size &&
 	       memcmp(rss->indir, o->ctx_indir, o->ctx_size * 4) == 0;
-}
-
-static int delete_ctx(struct dmt_op *op, const struct dmt_owner *o, uint32_t id)
-{
-	int err = dmt_op_step(op, "deleting RSS context %u", id);
-
-	if (!err)
-		err = op->e->ops->rss_ctx_delete(op->e, id);
-	dmt_op_contexts_changed(op);
-	if (err == -ENOENT)
-		return 0;
-	if (err == -EBUSY) {
-		dmt_op_report(op, "RSS context %u on %s that pid %ld (%s) created is still used by rules: left alone",
-			      id, op->e->ifname, (long)o->pid, o->comm);
-		return 0;
-	}
-	if (!err)
-		op->changes++;
-	return err;
-}
-
-static int undo_placed_ctx(struct dmt_op *op, const struct dmt_owner *o)
-{
-	struct dmt_rss cur = { 0 };
-	bool ours;
-	int err;
-
-	snprintf(op->doing, sizeof(op->doing), "RSS context %u", o->ctx_id);
-	err = op->e->ops->rss_get(op->e, o->ctx_id, &cur);
-	ours = err == 0 && table_is(&cur, o);
-
-	dmt_rss_free(&cur);
-	if (err == -ENOENT)
-		return 0;
-	if (err == -ENOMEM || err == -ENOBUFS || err == -EAGAIN || err == -EINTR)
-		/* cannot tell yet: the record stays for the next attempt */
-		return dmt_err_set(op->err, err,
-				   "reading RSS context %u on %s: %s", o->ctx_id,
-				   op->e->ifname, dmt_errno_name(err));
-	if (err < 0) {
-		/* cannot tell: leave it rather than delete what may not be ours */
-		dmt_op_report(op, "RSS context %u on %s that pid %ld (%s) created cannot be read (%s): left alone",
-			      o->ctx_id, op->e->ifname, (long)o->pid, o->comm,
-			      dmt_errno_name(err));
-		return 0;
-	}
-	if (ours)
-		return delete_ctx(op, o, o->ctx_id);
-	dmt_op_report(op, "RSS context %u on %s differs from what pid %ld (%s) created: left alone",
-		      o->ctx_id, op->e->ifname, (long)o->pid, o->comm);
-	return 0;
-}
-
-/* Created or not when the owner died: the one new context with our
- * table, if there is exactly one. */
-static int undo_pending_ctx(struct dmt_op *op, const struct dmt_owner *o)
-{
-	struct dmt_rss *list = NULL;
-	uint32_t id = 0, hits = 0;
-	size_t n = 0;
-	int err = op->e->ops->rss_dump(op->e, &list, &n);
-
-	if (err == -EOPNOTSUPP)
-		return 0;
-	if (err < 0)
-		return err;
-	for (size_t i = 0; i < n; i++) {
-		if (list[i].context && !in_list(list[i].context, o->ctx_before, o->nctx_before) &&
-		    table_is(&list[i], o)) {
-			id = list[i].context;
-			hits++;
-		}
-		dmt_rss_free(&list[i]);
-	}
-	free(list);
-	if (hits == 1)
-		return delete_ctx(op, o, id);
-	if (hits > 1)
-		dmt_op_report(op, "%u RSS contexts on %s match the one pid %ld (%s) was creating: left alone",
-			      hits, op->e->ifname, (long)o->pid, o->comm);
-	return 0;
-}
-
-int dmt_op_undo_owner(struct dmt_op *op, struct dmt_owner *o, bool *gone)
-{
-	int err = 0;
-
-	*gone = false;
-	if (o->nrules)
-		err = undo_rules(op, o);
-	if (!err && o->ctx == DMT_CTX_PLACED)
-		err = undo_placed_ctx(op, o);
-	else if (!err && o->ctx == DMT_CTX_PENDING)
-		err = undo_pending_ctx(op, o);
-	if (err < 0)
-		return err;
-	o->ctx = DMT_CTX_NONE;
-	*gone = true;
-	return 0;
-}
-
-/* ---------------------------------------------------------------------- */
-/* dead owners                                                             */
-
-static void drop_owner(struct dmt_op *op, size_t i)
-{
-	dmt_owner_free(&op->owners[i]);
-	op->owners[i] = op->owners[op->nowners - 1];
-	op->alive[i] = op->alive[op->nowners - 1];
-	op->nowners--;
-}
-
-/* A queue of o still carries a binding, which some process holds (o's
- * own, a child that inherited the netlink socket, one it was passed to,
- * a thread of a leader that exited): o's steering stays, reported. */
-static bool owner_held(struct dmt_op *op, const struct dmt_owner *o)
-{
-	char what[32];
-
-	for (uint32_t k = 0; k < o->nqueues; k++) {
-		if (!queue_bound(op, o->queues[k], what, sizeof(what)))
-			continue;
-		dmt_op_report(op, "the setup of %s by pid %ld (%s) stays: RX queue %u still carries %s "
-			      "(its process, or one that inherited or was passed the binding, holds it); "
-			      "its rules and RSS context stay, and its queues stay out of the default RSS table, until the binding is gone",
-			      op->e->ifname, (long)o->pid, o->comm, o->queues[k], what);
-		return true;
-	}
-	return false;
-}
-
-int dmt_op_clean(struct dmt_op *op, bool all)
-{
-	int first = 0;
-
-	for (size_t i = 0; i < op->nowners;) {
-		struct dmt_owner *o = &op->owners[i];
-		char name[NAME_MAX + 1];
-		bool gone;
-		int err;
-
-		if (op->alive[i] && !all) {
-			i++;
-			continue;
-		}
-		err = dmt_op_queue_get(op);
-		if (err < 0) {
-			/* cannot tell whether its binding lives: it stays */
-			if (!first)
-				first = err;
-			i++;
-			continue;
-		}
-		if (owner_held(op, o)) {
-			i++;
-			continue;
-		}
-		dmt_owner_name(o, name, sizeof(name));
-		op->undid = true;
-		err = dmt_op_undo_owner(op, o, &gone);
-		if (!err && gone) {
-			dmt_log(op->ctx, DEVMEMTCP_LOG_INFO,
-				"%s: undid what pid %ld (%s) left (%s)", op->e->ifname,
-				(long)o->pid, o->comm, name);
-			dmt_file_remove(&op->rd, name);
-			drop_owner(op, i);
-			continue;
-		}
-		/* keep what is left for the next attempt; its queues stay
-		 * claimed meanwhile */
-		o->closed = true;
-		op->alive[i] = false;
-		dmt_op_save_owner(op, o, NULL, NULL);
-		if (!first)
-			first = dmt_err_set(op->err, err,
-					    "undoing what pid %ld (%s) left on %s failed at %s: %s",
-					    (long)o->pid, o->comm, op->e->ifname,
-					    op->doing, dmt_errno_name(err));
-		i++;
-	}
-	return first;
-}
-
-/* ---------------------------------------------------------------------- */
-/* the shared settings on the device                                       */
-
-/* The first owner: the baseline, before any change. */
-static int snapshot_base(struct dmt_op *op)
-{
-	struct dmt_eth *e = op->e;
-	struct dmt_base *b = &op->base;
-	struct dmt_shared *bl = &b->baseline;
-	const struct dmt_rss *rss;
-	struct dmt_rings r;
-	struct dmt_feature f;
-	int err;
-
-	memset(b, 0, sizeof(*b));
-	snprintf(b->ifname, sizeof(b->ifname), "%s", e->ifname);
-	b->ifindex = e->ifindex;
-	b->netns = dmt_netns_id();
-	err = dmt_op_dev_rings(op, &r);
-	if (err < 0)
-		return err;
-	bl->tds = r.has_tds ? r.tds : -1;
-	bl->hds = r.has_hds ? (int64_t)r.hds_thresh : -1;
-	err = dmt_op_dev_ntuple(op, &f);
-	if (err < 0)
-		return err;
-	bl->ntuple = f.active;
-	err = dmt_op_dev_rss(op, &rss);
-	if (err == 0 && rss->indir_size) {
-		struct dmt_shared now = { .rss = rss->indir, .rss_size = rss->indir_size };
-
-		err = copy_table(bl, &now);
-	} else if (err == -EOPNOTSUPP) {
-		err = 0;
-	}
-	if (err < 0)
-		return err;
-	b->rss_default = bl->rss_size && dmt_rss_is_default(bl->rss, bl->rss_size, op->nrx);
-	err = copy_shared(&b->applied, bl);
-	if (!err)
-		err = save_base(op);
-	if (err < 0) {
-		dmt_base_free(b);
-		return err;
-	}
-	op->have_base = true;
-	return 0;
-}
-
-static const char *const setting_names[] = {
-	"tcp-data-split", "hds-thresh", "rx-ntuple-filter", "the default RSS table",
-};
-
-static void theirs(struct dmt_op *op, uint32_t bit)
-{
-	int i = __builtin_ctz(bit);
-
-	op->base.theirs |= bit;
-	dmt_op_report(op, "%s of %s was changed by someone else since devmemtcp set it: left alone, also when the last owner goes",
-		      setting_names[i], op->e->ifname);
-}
-
-/* tcp-data-split as the journal has it: -1 when not shown */
-static int shown_tds(const struct dmt_rings *r)
-{
-	return r->has_tds ? r->tds : -1;
-}
-
-/* A change of an earlier operation that did not finish (a crash): what
- * the device shows now is either the old value or the new one, both
- * ours; anything else is someone else's. */
-static int settle(struct dmt_op *op)
-{
-	struct dmt_base *b = &op->base;
-	struct dmt_shared *a = &b->applied, *g = &b->applying;
-	const struct dmt_rss *cur;
-	struct dmt_rings r;
-	struct dmt_feature f;
-	int err;
-
-	if (!b->has_applying)
-		return 0;
-	err = dmt_op_dev_rings(op, &r);
-	if (err < 0)
-		return err;
-	if (!(b->theirs & DMT_S_TDS) && shown_tds(&r) != a->tds) {
-		if (shown_tds(&r) == g->tds)
-			a->tds = g->tds;
-		else
-			theirs(op, DMT_S_TDS);
-	}
-	if (r.has_hds && !(b->theirs & DMT_S_HDS) && r.hds_thresh != a->hds) {
-		if (r.hds_thresh == g->hds)
-			a->hds = g->hds;
-		else
-			theirs(op, DMT_S_HDS);
-	}
-	err = dmt_op_dev_ntuple(op, &f);
-	if (err < 0)
-		return err;
-	if (!(b->theirs & DMT_S_NTUPLE) && f.active != a->ntuple) {
-		if (f.active == g->ntuple)
-			a->ntuple = g->ntuple;
-		else
-			theirs(op, DMT_S_NTUPLE);
-	}
-	if (a->rss_size && !(b->theirs & DMT_S_RSS)) {
-		struct dmt_shared now = { 0 };
-
-		err = dmt_op_dev_rss(op, &cur);
-		if (err < 0)
-			return err;
-		now.rss = cur->indir;
-		now.rss_size = cur->indir_size;
-		if (!same_table(&now, a)) {
-			if (same_table(&now, g))
-				err = copy_table(a, g);
-			else
-				theirs(op, DMT_S_RSS);
-		}
-		if (err < 0)
-			return err;
-	}
-	dmt_shared_free(g);
-	b->has_applying = false;
-	return 0;
-}
-
-static int change_rings(struct dmt_op *op, const struct dmt_shared *t,
-			bool restoring)
-{
-	struct dmt_base *b = &op->base;
-	const struct dmt_shared *a = &b->applied;
-	struct dmt_eth *e = op->e;
-	bool tds = !(b->theirs & DMT_S_TDS) && t->tds != a->tds;
-	/* a baseline not shown is restored as auto */
-	int want = t->tds < 0 ? DMT_ETHTOOL_TCP_DATA_SPLIT_UNKNOWN : t->tds;
-	bool hds = !(b->theirs & DMT_S_HDS) && t->hds >= 0 && t->hds != a->hds;
-	struct dmt_rings r;
-	int err;
-
-	snprintf(op->doing, sizeof(op->doing), "header split");
-	err = dmt_op_dev_rings(op, &r);
-	if (err < 0)
-		return err;
-	if (tds && shown_tds(&r) != a->tds) {
-		if (shown_tds(&r) != t->tds)
-			theirs(op, DMT_S_TDS);
-		tds = false;
-	}
-	if (hds && r.has_hds && r.hds_thresh != a->hds) {
-		if (r.hds_thresh != t->hds)
-			theirs(op, DMT_S_HDS);
-		hds = false;
-	}
-	if (!tds && !hds)
-		return 0;
-	/* The kernel's bind-rx checks the header split a user configured, not
-	 * the one a driver shows: bnxt_en (with hardware GRO) and fbnic show
-	 * "on" while the configuration is still auto.  So "on" goes along
-	 * with hds-thresh, and back, to auto first, with it. */
-	if (!(b->theirs & DMT_S_TDS) && t->tds == DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED &&
-	    a->tds == DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED && shown_tds(&r) == a->tds)
-		tds = true;
-	err = dmt_op_step(op, "header split");
-	if (err < 0)
-		return err;
-	op->have_rings = false;
-	if (restoring && tds) {
-		/* "auto" first, as ethtool does: a driver whose default
-		 * matched the old state is left in its default mode. */
-		err = e->ops->rings_set(e, DMT_ETHTOOL_TCP_DATA_SPLIT_UNKNOWN,
-					hds ? t->hds : -1);
-		if (err == 0)
-			err = e->ops->rings_get(e, &r);
-		if (err == 0 && shown_tds(&r) != t->tds && t->tds >= 0)
-			err = e->ops->rings_set(e, t->tds, -1);
-		else if (err < 0)
-			err = e->ops->rings_set(e, want, hds ? t->hds : -1);
-	} else {
-		err = e->ops->rings_set(e, tds ? want : -1, hds ? t->hds : -1);
-		if (err == -EINVAL && e->nl && strstr(e->nl->extack, "GRO HW is disabled")) {
-			/* mlx5_core splits headers only with hardware GRO */
-			char why[sizeof(e->err->msg)];
-
-			snprintf(why, sizeof(why), "%s", e->err->msg);
-			dmt_err_set(e->err, err, "%s: turn hardware GRO on first (ethtool -K %s rx-gro-hw on)",
-				    why, e->ifname);
-		}
-	}
-	if (!err)
-		op->changes++;
-	return err;
-}
-
-static int change_rss(struct dmt_op *op, const struct dmt_shared *t)
-{
-	struct dmt_base *b = &op->base;
-	struct dmt_eth *e = op->e;
-	const struct dmt_rss *cur;
-	struct dmt_shared now = { 0 };
-	bool ours, done;
-	int err;
-
-	snprintf(op->doing, sizeof(op->doing), "RSS table");
-	err = dmt_op_dev_rss(op, &cur);
-	if (err < 0)
-		return err;
-	now.rss = cur->indir;
-	now.rss_size = cur->indir_size;
-	ours = same_table(&now, &b->applied);
-	done = same_table(&now, t);
-	if (!ours) {
-		if (!done)
-			theirs(op, DMT_S_RSS);
-		return 0;
-	}
-	err = dmt_op_step(op, "RSS table");
-	if (err < 0)
-		return err;
-	op->have_rss = false;
-	if (b->rss_default && same_table(t, &b->baseline))
-		err = e->ops->rss_set(e, 0, NULL, 0);	/* the driver's own */
-	else
-		err = e->ops->rss_set(e, 0, t->rss, t->rss_size);
-	if (!err)
-		op->changes++;
-	return err;
-}
-
-/* Turning ntuple filters off deletes every rule on most drivers: with
- * rules of others there, it stays on (and *t says so). */
-static int change_ntuple(struct dmt_op *op, struct dmt_shared *t)
-{
-	struct dmt_base *b = &op->base;
-	struct dmt_eth *e = op->e;
-	struct dmt_feature f;
-	int err;
-
-	snprintf(op->doing, sizeof(op->doing), "ntuple feature");
-	err = dmt_op_dev_ntuple(op, &f);
-	if (err < 0)
-		return err;
-	if (f.active != b->applied.ntuple) {
-		if (f.active != t->ntuple)
-			theirs(op, DMT_S_NTUPLE);
-		return 0;
-	}
-	if (t->ntuple && (!f.present || !f.hw || f.nochange))
-		return dmt_err_set(op->err, -EOPNOTSUPP,
-				   "%s cannot turn on ntuple filters (rx-ntuple-filter is %s): "
-				   "devmem needs a NIC whose driver supports ntuple flow steering",
-				   e->ifname, !f.present ? "unknown" : "off [fixed]");
-	if (!t->ntuple) {
-		err = dmt_op_rules(op);
-		if (err < 0)
-			return err;
-		if (op->nrules > 0) {
-			dmt_op_report(op, "rx-ntuple-filter stays on: %s has %ld ntuple rules devmemtcp did not make, which turning it off would delete",
-				      e->ifname, op->nrules);
-			t->ntuple = 1;
-			return 0;
-		}
-	}
-	err = dmt_op_step(op, "ntuple feature");
-	op->have_feat = false;
-	if (!err)
-		err = e->ops->feature_set(e, DMT_NTUPLE_FEATURE, t->ntuple);
-	if (!err)
-		op->changes++;
-	return err;
-}
-
-/* Bring the device from applied to t: write-ahead, change in a safe
- * order, commit.  With restoring (no owner left) the order is reversed. */
-static int apply_shared(struct dmt_op *op, struct dmt_shared *t, bool restoring)
-{
-	struct dmt_base *b = &op->base;
-	const struct dmt_shared *a = &b->applied;
-	bool rings = (!(b->theirs & DMT_S_TDS) && t->tds != a->tds) ||
-		     (!(b->theirs & DMT_S_HDS) && t->hds != a->hds);
-	bool ntuple = !(b->theirs & DMT_S_NTUPLE) && t->ntuple != a->ntuple;
-	bool rss = !(b->theirs & DMT_S_RSS) && !same_table(t, a);
-	int err;
-
-	if (!rings && !ntuple && !rss)
-		return 0;
-	err = copy_shared(&b->applying, t);
-	if (err < 0)
-		return err;
-	b->has_applying = true;
-	err = save_base(op);
-	if (err < 0)
-		return err;
-	if (!restoring) {
-		if (rings)
-			err = change_rings(op, t, false);
-		if (!err && rss)
-			err = change_rss(op, t);
-		if (!err && ntuple)
-			err = change_ntuple(op, t);
-	} else {
-		if (ntuple)
-			err = change_ntuple(op, t);
-		if (!err && rss)
-			err = change_rss(op, t);
-		if (!err && rings)
-			err = change_rings(op, t, true);
-	}
-	if (err < 0)
-		return err;	/* applying stays: either value is ours */
-	/* committed: what is theirs keeps its last applied value */
-	if (!(b->theirs & DMT_S_RSS)) {
-		err = copy_table(&b->applied, t);
-		if (err < 0)
-			return err;
-	}
-	if (!(b->theirs & DMT_S_TDS))
-		b->applied.tds = t->tds;
-	if (!(b->theirs & DMT_S_HDS))
-		b->applied.hds = t->hds;
-	if (!(b->theirs & DMT_S_NTUPLE))
-		b->applied.ntuple = t->ntuple;
-	dmt_shared_free(&b->applying);
-	b->has_applying = false;
-	return restoring ? 0 : save_base(op);
-}
-
-static bool same_shared(const struct dmt_shared *a, const struct dmt_shared *b)
-{
-	return a->tds == b->tds && a->hds == b->hds && a->ntuple == b->ntuple &&
-	       same_table(a, b);
-}
-
-/* Nobody is left, but a bound queue keeps the shared settings from
- * going back: say which, and that IF.base stays. */
-static void report_held(struct dmt_op *op, const uint32_t *bound, uint32_t nbound)
-{
-	char what[32];
-
-	for (uint32_t i = 0; i < nbound; i++) {
-		if (!queue_bound(op, bound[i], what, sizeof(what)))
-			continue;
-		dmt_op_report(op, "RX queue %u of %s still carries %s although no devmemtcp owner is left: "
-			      "the default RSS table stays off it, and %s/%s.base stays, until it is gone "
-			      "(then the next open, close or devmemtcp restore %s puts the rest back)",
-			      bound[i], op->e->ifname, what, op->rd.path, op->e->ifname,
-			      op->e->ifname);
-		return;
-	}
-}
-
-int dmt_op_reconcile(struct dmt_op *op, const struct dmt_owner *me,
-		     bool more_rules)
-{
-	const struct dmt_owner **list;
-	struct dmt_shared t = { 0 };
-	char name[IF_NAMESIZE + 8];
-	uint32_t *bound = NULL, nbound = 0;
-	bool restoring = false;
-	size_t n = 0;
-	int err;
-
-	snprintf(op->doing, sizeof(op->doing), "the shared settings");
-	list = dmt_calloc(op->nowners + 1, sizeof(*list));
-	if (!list)
-		return dmt_err_set(op->err, -ENOMEM, "%s: out of memory", op->e->ifname);
-	for (size_t i = 0; i < op->nowners; i++)
-		list[n++] = &op->owners[i];
-	if (me)
-		list[n++] = me;
-	err = 0;
-	if (n == 0 && !op->have_base)
-		goto out;
-	if (!op->nrx)
-		err = dmt_op_count_rx(op);
-	if (!err)
-		err = bound_queues(op, &bound, &nbound);
-	if (!err && !op->have_base)
-		err = snapshot_base(op);
-	if (!err)
-		err = settle(op);
-	if (!err)
-		err = dmt_derive_shared(&op->base, op->nrx, list, n, bound, nbound,
-					more_rules, &t);
-	restoring = !err && n == 0 && same_shared(&t, &op->base.baseline);
-	if (!err)
-		err = apply_shared(op, &t, restoring);
-	if (!err && restoring) {
-		snprintf(name, sizeof(name), "%s.base", op->e->ifname);
-		err = dmt_file_remove(&op->rd, name);
-		dmt_base_free(&op->base);
-		op->have_base = false;
-		op->undid = true;
-	} else if (!err && n == 0) {
-		report_held(op, bound, nbound);
-	}
-	dmt_shared_free(&t);
-out:
-	free(bound);
-	free(list);
-	if (err < 0 && !op->err->msg[0])
-		dmt_err_set(op->err, err, "%s", dmt_errno_name(err));
-	return err;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1483,7 +728,7 @@ static bool owners_rule(const struct dmt_op *op, const struct dmt_rule *d)
 			const struct dmt_orule *r = &o->rules[k];
 
 			if (r->placed ? r->location == d->location
-				      : rule_is(d, r) && !in_list(d->location, r->before, r->nbefore))
+				      : dmt_rule_is(d, r) && !dmt_in_list(d->location, r->before, r->nbefore))
 				return true;
 		}
 	}
@@ -1499,8 +744,8 @@ static bool owners_context(const struct dmt_op *op, const struct dmt_rss *c)
 
 		if (o->ctx == DMT_CTX_PLACED && o->ctx_id == c->context)
 			return true;
-		if (o->ctx == DMT_CTX_PENDING && table_is(c, o) &&
-		    !in_list(c->context, o->ctx_before, o->nctx_before))
+		if (o->ctx == DMT_CTX_PENDING && dmt_table_is(c, o) &&
+		    !dmt_in_list(c->context, o->ctx_before, o->nctx_before))
 			return true;
 	}
 	return false;
@@ -1566,7 +811,7 @@ static int queue_map(struct dmt_op *op, struct qslot *m, char *why, size_t whyle
 		char what[32];
 
 		if (op->qget[i].type == DEVMEMTCP_QUEUE_RX &&
-		    queue_bound(op, op->qget[i].id, what, sizeof(what)))
+		    dmt_op_queue_bound(op, op->qget[i].id, what, sizeof(what)))
 			mark(m, op->nrx, op->qget[i].id, Q_OUTSIDE, (uint32_t)i);
 	}
 	err = dmt_op_rules(op);
@@ -1627,7 +872,7 @@ static int taken(const struct dmt_op *op, const struct qslot *m, uint32_t q,
 
 	switch (m[q].who) {
 	case Q_OUTSIDE:
-		queue_bound(op, q, what, sizeof(what));
+		dmt_op_queue_bound(op, q, what, sizeof(what));
 		snprintf(why, whylen,
 			 "RX queue %u of %s has %s on it, which no devmemtcp owner put there: pick another queue",
 			 q, ifname, what);

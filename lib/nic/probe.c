@@ -22,7 +22,7 @@
 #include "netdev.h"
 #include "nic.h"
 #include "core/uapi.h"
-#include "rx/zcrx.h"
+#include "zcrx_ifq.h"
 
 static void problem(struct devmemtcp_probe *p, const char *fix,
 		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));

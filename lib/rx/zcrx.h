@@ -25,6 +25,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "core/internal.h"
 #include "core/uapi.h"
 
@@ -126,16 +130,89 @@ int dmt_zcrx_fake_new(struct devmemtcp_ctx *ctx, struct devmemtcp_buf *buf,
 		      uint32_t rq_entries, struct devmemtcp_zcrx **z,
 		      struct dmt_zcrx_fake_rings *rings);
 
-/* ---- for probe --------------------------------------------------------- */
+/* ---- the handle, for its control-plane half (nic/zcrx_ifq.c) ----------- */
 
-struct dmt_zcrx_support {
-	int zcrx;		/* 1 this kernel has it, 0 no, -1 unknown */
-	int dmabuf;		/* dma-buf areas: 1, 0, -1 */
-	char msg[160];		/* why not, or "" */
+#define DMT_ZCRX_CQE_SIZE 32		/* IORING_SETUP_CQE32 */
+#define DMT_ZCRX_SQ_ENTRIES 64		/* arms and cancels only */
+#define DMT_ZCRX_RQ_MAX 32768		/* the kernel's IO_RQ_MAX_ENTRIES */
+#define DMT_ZCRX_RQ_HDR_ROOM 4096	/* head and tail: two cache lines on any arch */
+#define DMT_ZCRX_NO_SLOT UINT32_MAX
+
+struct dmt_zcrx_slot;
+struct dmt_nl;
+
+/* The kernel's view of a zcrx handle: made and registered by the control
+ * plane (nic/zcrx_ifq.c: devmemtcp_zcrx_new, devmemtcp_zcrx_free),
+ * driven by the receive half (zcrx.c). */
+struct devmemtcp_zcrx {
+	struct devmemtcp_ctx *ctx;
+	struct dmt_err err;
+	/* Slots, the refill ring, the waiting queue, the sockets, statistics
+	 * and the life cycle below; the SQ and CQ belong to the ring's thread. */
+	pthread_mutex_t lock;
+	unsigned refs;		/* the handle and each socket */
+	bool closed;		/* devmemtcp_zcrx_free ran */
+	int ring_fd;
+	bool enabled;
+	pthread_t thread;	/* the ring's thread once enabled */
+	/* submission and completion queues */
+	void *fake_mem;		/* unit tests: the rings in plain memory */
+	void *rings;
+	size_t rings_len;
+	struct dmt_io_uring_sqe *sqes;
+	size_t sqes_len;
+	uint32_t *sq_head, *sq_tail, *sq_flags;
+	uint32_t sq_mask, sq_entries, sq_local;
+	uint32_t *cq_head, *cq_tail;
+	uint32_t cq_mask, cq_entries;
+	const uint8_t *cqes;
+	/* the queue and its area */
+	int ifindex;
+	uint32_t queue;
+	char ifname[DMT_IFNAME_MAX];
+	/* queue-get and rings-get, opened in the namespace of the ifindex */
+	struct dmt_nl *nl;
+	uint32_t zcrx_id;
+	uint32_t napi_id;	/* of the queue, 0: unknown */
+	struct devmemtcp_buf *buf;
+	bool dmabuf_area;
+	uint64_t area_token;
+	uint64_t area_size;
+	uint32_t buf_size;
+	/* the refill ring, in a region of our memory */
+	void *region;
+	size_t region_len;
+	uint32_t *rq_head, *rq_tail;
+	struct dmt_zcrx_rqe *rqes;
+	uint32_t rq_entries, rq_local;
+	const struct dmt_zcrx_kstats *kstats;	/* NULL: not reported */
+	/* releases that found the refill ring full */
+	struct dmt_zcrx_rqe *waiting;
+	size_t nwaiting, waiting_cap;
+	/* fragments handed out */
+	struct dmt_zcrx_slot *slots;
+	uint32_t nslots, free_slot;
+	/* sockets (NULL holes) */
+	struct dmt_zcrx_sock **socks;
+	uint32_t nsocks;
+	uint32_t gen;
+	struct devmemtcp_zcrx_stats st;
 };
 
-/* What this kernel offers (a small ring, no registration): 0, or -ENOMEM
- * when the answer is unknown for lack of memory. */
-int dmt_zcrx_support(struct dmt_zcrx_support *s);
+static inline int dmt_zcrx_sys_register(int fd, uint32_t op, void *arg, uint32_t nr)
+{
+	long r = syscall(__NR_io_uring_register, fd, op, arg, nr);
+
+	return r < 0 ? -errno : (int)r;
+}
+
+/* The refill ring's memory (its header, rq_entries entries and the
+ * kernel's copy statistics after them): 0 or -ENOMEM. */
+int dmt_zcrx_region_alloc(struct devmemtcp_zcrx *z);
+/* Everything of z, z included (the control plane closed its socket). */
+void dmt_zcrx_destroy(struct devmemtcp_zcrx *z);
+/* Drop a reference with the lock held (released here); the last one
+ * destroys z. */
+void dmt_zcrx_put_unlock(struct devmemtcp_zcrx *z);
 
 #endif
