@@ -7,7 +7,8 @@
  * reply with the fds they carry).  It calls the helpers of internal.h,
  * the interface name check of nic.h and a buffer's fd; the broker's table
  * of privileged operations (broker_ops.c) calls it, and the broker
- * program (tools/broker) serves it.
+ * program (broker/) serves it, calling only the public API and the
+ * functions of serve.c declared at the end of this header.
  *
  * The protocol (devmemtcp-broker(8)): a UNIX seqpacket socket, one
  * request and one reply per message.  Every message starts with struct
@@ -31,6 +32,7 @@
 #include <stdint.h>
 #include <net/if.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "core/internal.h"
 
@@ -310,5 +312,35 @@ int dmt_brk_bind(struct dmt_err *err, bool tx, int ifindex, const uint32_t *queu
 int dmt_brk_udmabuf(struct dmt_err *err, int memfd, int *dmabuf_fd);
 int dmt_brk_policy(struct dmt_err *err, const char *ifname,
 		   struct dmt_brk_policy_reply *r);
+
+/* ---- serve.c: what the broker program calls besides the public API ---- */
+
+/* devmemtcp_nic_open with another process (pid, its start time) recorded
+ * as the owner. */
+int dmt_serve_nic_open(struct devmemtcp_ctx *ctx, const char *ifname,
+		       const struct devmemtcp_nic_opts *opts, pid_t pid,
+		       uint64_t start, struct devmemtcp_nic **nic);
+/* The handle's binding, the caller's from now on; NULL when it has none. */
+struct devmemtcp_binding *dmt_serve_take_binding(struct devmemtcp_nic *nic);
+/* A copy of b's netlink socket (close-on-exec, above 2) in *fd and its id
+ * in *id; b is closed, so the binding lives as long as the copy.  -errno
+ * (*fd -1) when the copy failed. */
+int dmt_serve_hand_over(struct devmemtcp_binding *b, int *fd, uint32_t *id);
+/* Free the handle, leaving its setup and its file as they are. */
+void dmt_serve_forget(struct devmemtcp_nic *nic);
+/* Number the handles of this process above base. */
+void dmt_serve_handle_base(unsigned int base);
+/* The start time of pid (/proc/PID/stat); *zombie when it has ended. */
+int dmt_serve_proc_start(pid_t pid, uint64_t *start, bool *zombie);
+/* The run directory: $DEVMEMTCP_RUN_DIR, or /run/devmemtcp. */
+const char *dmt_serve_run_dir(void);
+/* The names of its files (*names malloc'd, each name too); -errno when it
+ * cannot be opened or read. */
+int dmt_serve_run_dir_names(char ***names, size_t *n);
+/* UDMABUF_CREATE on dev (/dev/udmabuf) over memfd: the dma-buf's fd
+ * (close-on-exec), or -1 with errno set. */
+int dmt_serve_udmabuf(int dev, int memfd, uint64_t size);
+/* A test hook's environment variable (NULL in a build without hooks). */
+const char *dmt_serve_hook_env(const char *name);
 
 #endif

@@ -29,7 +29,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nic.h"
 #include "nicops.h"
 
 #define SETTLE_MS 250		/* how often lingering handles and udmabufs are looked at */
@@ -247,7 +246,7 @@ static int clear_path(const struct sockaddr_un *sa)
  * byte comes through the FIFO $DEVMEMTCP_TEST_BROKER_BOUND_FIFO. */
 static void hook_bound(void)
 {
-	const char *fifo = dmt_hook_env("DEVMEMTCP_TEST_BROKER_BOUND_FIFO");
+	const char *fifo = dmt_serve_hook_env("DEVMEMTCP_TEST_BROKER_BOUND_FIFO");
 	char c;
 	int fd;
 
@@ -358,7 +357,7 @@ static int other_netns(pid_t pid)
 	a = readlink(path, theirs, sizeof(theirs) - 1);
 #if DMT_TEST_HOOKS
 	/* tests: as without CAP_SYS_PTRACE for another user's process */
-	if (dmt_hook_env("DEVMEMTCP_TEST_BROKER_NETNS_UNREADABLE")) {
+	if (dmt_serve_hook_env("DEVMEMTCP_TEST_BROKER_NETNS_UNREADABLE")) {
 		a = -1;
 		errno = EACCES;
 	}
@@ -414,10 +413,10 @@ static int peer_of(int fd, struct brk_peer *p)
 		for (size_t i = 0; i < len / sizeof(gid_t); i++)
 			p->groups[p->ngroups++] = groups[i];
 	proc_comm(cr.pid, p->comm, sizeof(p->comm));
-	if (dmt_proc_start(cr.pid, &p->start, &zombie) || zombie)
+	if (dmt_serve_proc_start(cr.pid, &p->start, &zombie) || zombie)
 		refuse(p, -ESRCH, "pid %ld has exited", (long)cr.pid);
 	else if (proc_euid(cr.pid) != (long)cr.uid ||
-		 dmt_proc_start(cr.pid, &again, &zombie) || again != p->start)
+		 dmt_serve_proc_start(cr.pid, &again, &zombie) || again != p->start)
 		refuse(p, -ESRCH, "pid %ld is no longer the process of uid %u that connected",
 		       (long)cr.pid, cr.uid);
 	else if ((ns = other_netns(cr.pid)) == 1)
@@ -452,16 +451,12 @@ static void raise_nofile(void)
  * owner's file, so none of its files is taken for another. */
 static void recover_dead(struct devmemtcp_ctx *ctx)
 {
-	struct dmt_err err = { 0 };
-	struct dmt_rundir rd;
 	char **names = NULL, done[64][IF_NAMESIZE];
 	size_t n = 0, ndone = 0;
 	unsigned long maxh = 0;
 
-	if (dmt_rundir_open(&rd, dmt_run_dir(NULL), false, &err) < 0)
+	if (dmt_serve_run_dir_names(&names, &n) < 0 && !n)
 		return;
-	dmt_rundir_list(&rd, "", &names, &n, &err);
-	dmt_rundir_close(&rd);
 	for (size_t i = 0; i < n; i++) {
 		char ifname[IF_NAMESIZE] = "";
 		const char *dot = strchr(names[i], '.');
@@ -490,7 +485,7 @@ static void recover_dead(struct devmemtcp_ctx *ctx)
 			fprintf(stderr, "devmemtcp-broker: %s: %s\n", ifname, devmemtcp_ctx_errmsg(ctx));
 	}
 	free(names);
-	dmt_nic_handle_base((unsigned int)maxh);
+	dmt_serve_handle_base((unsigned int)maxh);
 }
 
 static double now_s(void)
@@ -685,7 +680,7 @@ static void pool_stop(struct pool *p)
  * the test has done what it must first). */
 static void hook_hold(void)
 {
-	const char *path = dmt_hook_env("DEVMEMTCP_TEST_BROKER_HOLD");
+	const char *path = dmt_serve_hook_env("DEVMEMTCP_TEST_BROKER_HOLD");
 
 	while (path && *path && access(path, F_OK) == 0)
 		usleep(1000);
@@ -832,7 +827,7 @@ int main(int argc, char **argv)
 	}
 	if (geteuid() != 0 || !dmt_cap_net_admin()) {
 		fprintf(stderr, "devmemtcp-broker: runs as root with CAP_NET_ADMIN (it changes NICs and uses root's run directory %s)\n",
-			dmt_run_dir(NULL));
+			dmt_serve_run_dir());
 		dmt_policy_free(&policy);
 		return 1;
 	}

@@ -2,7 +2,7 @@
 /*
  * What devmemtcp-broker's requests do, through the library (struct
  * brk_ops of session.h): the NIC layer with the client recorded as the
- * owner (dmt_nic_open_as), bind-rx and bind-tx whose netlink socket goes
+ * owner (dmt_serve_nic_open), bind-rx and bind-tx whose netlink socket goes
  * to the client, UDMABUF_CREATE over the client's memfd, queue-get for
  * bindings still on a handle's queues.
  *
@@ -30,10 +30,8 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include "netdev.h"
-#include "nic.h"
 #include "nicops.h"
-#include "uapi.h"
+#include "priv/broker.h"
 
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -122,14 +120,14 @@ static int import_dmabuf(struct devmemtcp_ctx *ctx, int fd, struct devmemtcp_buf
  * here, so the binding lives exactly as long as the client's). */
 static int hand_over(struct devmemtcp_binding *bnd, int *fd, uint32_t *id, char *msg)
 {
+	int ret;
+
 	if (!bnd)
 		return 0;
-	*fd = fcntl(mnl_socket_get_fd(bnd->nl->sock), F_DUPFD_CLOEXEC, 3);
-	*id = bnd->id;
-	devmemtcp_binding_close(bnd);
-	if (*fd < 0)
-		return fail(msg, -errno, "devmemtcp-broker: a copy of the binding's socket: %s",
-			    strerror(errno));
+	ret = dmt_serve_hand_over(bnd, fd, id);
+	if (ret)
+		return fail(msg, ret, "devmemtcp-broker: a copy of the binding's socket: %s",
+			    strerror(-ret));
 	return 0;
 }
 
@@ -168,14 +166,14 @@ static int op_open(struct brk *b, const char *ifname, const struct devmemtcp_nic
 			goto out;
 		o.buf = buf;
 	}
-	ret = dmt_nic_open_as(ctx, ifname, &o, pid, start, &nic);
+	ret = dmt_serve_nic_open(ctx, ifname, &o, pid, start, &nic);
 	devmemtcp_buf_free(buf);	/* the binding keeps its own reference */
 	if (ret) {
 		ctx_msg(ctx, msg);
 		goto out;
 	}
 	open_reply(nic, r);
-	ret = hand_over(dmt_nic_take_binding(nic), nl_fd, &r->binding_id, msg);
+	ret = hand_over(dmt_serve_take_binding(nic), nl_fd, &r->binding_id, msg);
 	if (ret) {
 		devmemtcp_nic_close(nic);
 		goto out;
@@ -200,7 +198,7 @@ static int op_close(struct brk *b, void *nic, char *msg)
 
 static void op_forget(struct brk *b, void *nic)
 {
-	dmt_nic_forget(nic);
+	dmt_serve_forget(nic);
 }
 
 static int op_add_flow(struct brk *b, void *nic, const struct devmemtcp_flow *f, char *msg)
@@ -314,15 +312,13 @@ static int op_udmabuf_size(struct brk *b, int memfd, uint64_t max, uint64_t *siz
 static int op_udmabuf(struct brk *b, int memfd, uint64_t size, int *dmabuf, int *keep,
 		      char *msg)
 {
-	struct dmt_udmabuf_create c = { .memfd = (uint32_t)memfd,
-					.flags = DMT_UDMABUF_FLAGS_CLOEXEC, .size = size };
 	int dev, ret;
 
 	*dmabuf = *keep = -1;
 #if DMT_TEST_HOOKS
 	/* tests where no /dev/udmabuf is: a pipe stands in, the client's end
 	 * the write end, ours the read end (POLLHUP: the client's are gone) */
-	if (dmt_hook_env("DEVMEMTCP_TEST_BROKER_FAKE_UDMABUF")) {
+	if (dmt_serve_hook_env("DEVMEMTCP_TEST_BROKER_FAKE_UDMABUF")) {
 		int p[2];
 
 		if (pipe2(p, O_CLOEXEC))
@@ -336,12 +332,12 @@ static int op_udmabuf(struct brk *b, int memfd, uint64_t size, int *dmabuf, int 
 	if (dev < 0)
 		return fail(msg, -errno, "devmemtcp-broker: cannot open /dev/udmabuf: %s",
 			    strerror(errno));
-	*dmabuf = ioctl(dev, DMT_UDMABUF_CREATE, &c);
+	*dmabuf = dmt_serve_udmabuf(dev, memfd, size);
 	ret = *dmabuf < 0 ? -errno : 0;
 	close(dev);
 	if (ret)
 		return fail(msg, ret, "devmemtcp-broker: UDMABUF_CREATE of %llu bytes failed: %s",
-			    (unsigned long long)c.size, strerror(-ret));
+			    (unsigned long long)size, strerror(-ret));
 	*keep = fcntl(*dmabuf, F_DUPFD_CLOEXEC, 3);
 	if (*keep < 0) {
 		ret = -errno;
@@ -416,7 +412,7 @@ static bool op_alive(pid_t pid, uint64_t start)
 	uint64_t now;
 	bool zombie;
 
-	return dmt_proc_start(pid, &now, &zombie) == 0 && !zombie && now == start;
+	return dmt_serve_proc_start(pid, &now, &zombie) == 0 && !zombie && now == start;
 }
 
 const struct brk_ops brk_nic_ops = {
