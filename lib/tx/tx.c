@@ -450,6 +450,9 @@ static int route_oif(int fd)
 	rtm->rtm_dst_len = (unsigned char)(k.alen * 8);
 	mnl_attr_put(nlh, RTA_DST, k.alen, k.dst);
 	mnl_attr_put(nlh, RTA_SRC, k.alen, k.src);
+	/* A socket of its own: the question is rtnetlink's (the context's
+	 * socket is generic netlink), asked once after a send failed with
+	 * ENODEV, from whichever thread sends. */
 	ret = dmt_nl_open(&nl, NETLINK_ROUTE);
 	if (ret)
 		return ret;
