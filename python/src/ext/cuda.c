@@ -83,7 +83,7 @@ static void leave(void)
 	cu.pop(&c);
 }
 
-int dmt_cuda_htod(int device, uint64_t dst, const void *src, size_t len,
+int dmtpy_cuda_htod(int device, uint64_t dst, const void *src, size_t len,
 		  void *stream)
 {
 	int ret = enter(device);
@@ -96,7 +96,7 @@ int dmt_cuda_htod(int device, uint64_t dst, const void *src, size_t len,
 	return ret;
 }
 
-int dmt_cuda_sync(int device)
+int dmtpy_cuda_sync(int device)
 {
 	int ret = enter(device);
 

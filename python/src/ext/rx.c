@@ -30,7 +30,7 @@ static void rx_destroy(struct core *c)
 	free(rx->scratch);
 	free(rx->linear);
 	free(rx);
-	dmt_test_freed("Rx");
+	dmtpy_test_freed("Rx");
 }
 
 /* ---- fragment sets -------------------------------------------------------- */
@@ -76,7 +76,7 @@ static void set_wait(struct frag_set *set)
 	}
 }
 
-int dmt_set_push_fence(struct frag_set *set, struct devmemtcp_gpu_fence *f)
+int dmtpy_set_push_fence(struct frag_set *set, struct devmemtcp_gpu_fence *f)
 {
 	struct fence_ent *e = malloc(sizeof(*e));
 
@@ -125,13 +125,13 @@ static int set_release(struct frag_set *set, struct gpu_core *gpu,
 
 	set_unhold(set);
 	if (dev >= 0)
-		dmt_cuda_sync(dev);	/* a view had no stream to fence */
+		dmtpy_cuda_sync(dev);	/* a view had no stream to fence */
 	if (gpu) {
 		ret = devmemtcp_gpu_release_after(gpu->gpu, rx->rx, set->frags,
 						  set->n, stream);
 		if (ret < 0) {
 			copy_msg(msg, msglen, devmemtcp_gpu_errmsg(gpu->gpu));
-			dmt_cuda_sync(gpu->device);
+			dmtpy_cuda_sync(gpu->device);
 			devmemtcp_rx_release(rx->rx, set->frags, set->n);
 		}
 	} else if (atomic_load(&set->fences)) {
@@ -160,7 +160,7 @@ static int set_release(struct frag_set *set, struct gpu_core *gpu,
 	return ret < 0 ? ret : 0;
 }
 
-int dmt_set_put(struct frag_set *set, bool from_any_thread, char *msg,
+int dmtpy_set_put(struct frag_set *set, bool from_any_thread, char *msg,
 		size_t msglen)
 {
 	if (atomic_fetch_sub_explicit(&set->refs, 1, memory_order_acq_rel) != 1)
@@ -168,7 +168,7 @@ int dmt_set_put(struct frag_set *set, bool from_any_thread, char *msg,
 	return set_release(set, NULL, NULL, from_any_thread, msg, msglen);
 }
 
-int dmt_set_release_gpu(struct frag_set *set, struct gpu_core *gpu,
+int dmtpy_set_release_gpu(struct frag_set *set, struct gpu_core *gpu,
 			void *stream, char *msg, size_t msglen)
 {
 	atomic_store(&set->refs, 0);
@@ -183,7 +183,7 @@ static long buf_index(const struct rx_core *rx, size_t nb, uint32_t id)
 	return -1;
 }
 
-struct buf_core *dmt_set_frag_buf(const struct frag_set *set, uint32_t i)
+struct buf_core *dmtpy_set_frag_buf(const struct frag_set *set, uint32_t i)
 {
 	const struct devmemtcp_frag *f = &set->frags[i];
 	long k;
@@ -194,7 +194,7 @@ struct buf_core *dmt_set_frag_buf(const struct frag_set *set, uint32_t i)
 	return k < 0 ? NULL : set->rx->bufs[k].buf;
 }
 
-int dmt_set_range(const struct frag_set *set, uint64_t *addr, uint64_t *len,
+int dmtpy_set_range(const struct frag_set *set, uint64_t *addr, uint64_t *len,
 		  char *why, size_t whylen)
 {
 	struct devmemtcp_gpu_iov iov;
@@ -229,7 +229,7 @@ int dmt_set_range(const struct frag_set *set, uint64_t *addr, uint64_t *len,
 
 /* ---- the receiver's GPU handles ------------------------------------------ */
 
-struct gpu_core *dmt_rx_gpu(struct rx_core *rx, int device)
+struct gpu_core *dmtpy_rx_gpu(struct rx_core *rx, int device)
 {
 	struct gpu_core *g;
 	int ret;
@@ -241,7 +241,7 @@ struct gpu_core *dmt_rx_gpu(struct rx_core *rx, int device)
 	if (!rx->gpus[device]) {
 		DEVMEMTCP_OPTS(gpu_opts, o, .cuda_device = device);
 
-		g = dmt_gpu_core_new(rx->ctx, device, &o, &ret);
+		g = dmtpy_gpu_core_new(rx->ctx, device, &o, &ret);
 		if (!g)
 			return NULL;
 		/* another thread may have made one while the GIL was free */
@@ -400,7 +400,7 @@ static size_t cap_room(struct rx_core *rx, size_t len)
 				 "Rx.recv: live Fragments and their DLPack views hold %llu bytes of the buffer of binding %u, at its view_cap of %llu: release Fragments (release(), a with block, or del) and drop tensors made from them, or raise Buffer.view_cap; bytes held by views starve the NIC's queue",
 				 (unsigned long long)held, rx->bufs[i].id,
 				 (unsigned long long)cap);
-			dmt_raise(-ENOBUFS, msg);
+			dmtpy_raise(-ENOBUFS, msg);
 			return 0;
 		}
 		if (cap - held < len)
@@ -415,7 +415,7 @@ static PyObject *new_fragments(struct recv_out *o, int n)
 
 	if (!f) {
 		if (o->set)
-			dmt_set_put(o->set, false, NULL, 0);
+			dmtpy_set_put(o->set, false, NULL, 0);
 		free(o->linear);
 		return NULL;
 	}
@@ -534,7 +534,7 @@ static PyObject *Rx_recv(RxObject *self, PyObject *const *args,
 		memset(&o, 0, sizeof(o));
 		atomic_fetch_add(&rx->receiving, 1);
 		Py_BEGIN_ALLOW_THREADS
-		dmt_test_point("Rx.recv");
+		dmtpy_test_point("Rx.recv");
 		pthread_mutex_lock(&rx->recv_lock);
 		n = recv_locked(rx, max_frags, len, timeout_ms, &o);
 		pthread_mutex_unlock(&rx->recv_lock);
@@ -547,11 +547,11 @@ static PyObject *Rx_recv(RxObject *self, PyObject *const *args,
 	if (!len || (n == -EINTR && PyErr_Occurred()))
 		return NULL;
 	if (n == -EAGAIN)
-		return dmt_raise(n, "Rx.recv: the socket is non-blocking and has no data");
+		return dmtpy_raise(n, "Rx.recv: the socket is non-blocking and has no data");
 	if (n == -ETIMEDOUT)
-		return dmt_raise(n, "Rx.recv: no data within the timeout");
+		return dmtpy_raise(n, "Rx.recv: no data within the timeout");
 	if (n < 0)
-		return dmt_raise(n, o.msg);
+		return dmtpy_raise(n, o.msg);
 	return new_fragments(&o, n);
 }
 
@@ -588,7 +588,7 @@ static PyObject *Rx_add_buf(PyObject *self, PyObject *args)
 	/* a receive may be waiting: the entry is published after the
 	 * library has it, and receives read only published entries */
 	Py_BEGIN_ALLOW_THREADS
-	dmt_test_point("Rx.add_buf");
+	dmtpy_test_point("Rx.add_buf");
 	pthread_mutex_lock(&rx->add_lock);
 	nb = atomic_load(&rx->nbufs);
 	full = nb == RX_MAX_BUFS;
@@ -603,7 +603,7 @@ static PyObject *Rx_add_buf(PyObject *self, PyObject *args)
 	if (full)
 		PyErr_Format(PyExc_ValueError, "a receiver takes at most %d buffers", RX_MAX_BUFS);
 	else if (ret)
-		dmt_raise(ret, devmemtcp_rx_errmsg(rx->rx));
+		dmtpy_raise(ret, devmemtcp_rx_errmsg(rx->rx));
 out:
 	core_put(buf ? &buf->c : NULL);
 	core_put(&rx->c);
@@ -623,7 +623,7 @@ static PyObject *Rx_flush(PyObject *self, PyObject *unused)
 	ret = devmemtcp_rx_flush(rx->rx);
 	if (ret < 0)
 		copy_msg(msg, sizeof(msg), devmemtcp_rx_errmsg(rx->rx));
-	return ret < 0 ? dmt_raise(ret, msg) : PyLong_FromLong(ret);
+	return ret < 0 ? dmtpy_raise(ret, msg) : PyLong_FromLong(ret);
 }
 
 static const struct dmt_field rx_stats_fields[] = {
@@ -653,8 +653,8 @@ static PyObject *Rx_stats(PyObject *self, PyObject *unused)
 		return NULL;
 	ret = devmemtcp_rx_stats(rx->rx, &st);
 	if (ret)
-		return dmt_raise(ret, NULL);
-	return dmt_fields_dict(&st, rx_stats_fields,
+		return dmtpy_raise(ret, NULL);
+	return dmtpy_fields_dict(&st, rx_stats_fields,
 			       sizeof(rx_stats_fields) / sizeof(rx_stats_fields[0]));
 }
 
@@ -685,7 +685,7 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 		return -1;
 	/* held from here (sock.fileno() is Python code); the receiver keeps
 	 * them, or they are dropped at err */
-	ctx = dmt_ctx_get(ctxobj);
+	ctx = dmtpy_ctx_get(ctxobj);
 	if (!ctx)
 		return -1;
 	if (gpuobj != Py_None) {
@@ -704,7 +704,7 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 	}
 	if (dmt_fresh((PyObject *)self, "Rx"))
 		goto err;
-	fd = dmt_dup_sock(sock);
+	fd = dmtpy_dup_sock(sock);
 	if (fd < 0)
 		goto err;
 	{
@@ -716,7 +716,7 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 	rx = ret ? NULL : calloc(1, sizeof(*rx));
 	if (!rx) {
 		devmemtcp_rx_free(h);
-		dmt_new_failed(ret, ctx, fd);
+		dmtpy_new_failed(ret, ctx, fd);
 		goto err;
 	}
 	core_init(&rx->c, rx_destroy);
@@ -746,7 +746,7 @@ err:
 static void Rx_dealloc(RxObject *self)
 {
 	Py_CLEAR(self->sock);
-	dmt_any_dealloc((PyObject *)self);
+	dmtpy_any_dealloc((PyObject *)self);
 }
 
 PyDoc_STRVAR(recv_doc,
