@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
- * Private: buffer objects (layer 5).  This layer owns struct
+ * Private: buffer objects (lib/buf/).  This layer owns struct
  * devmemtcp_buf: the dma-buf fd, its size, the segment table that maps
  * dma-buf offsets to device addresses, and CPU access to host-backed
  * buffers.  It makes buffers through providers, each a struct
  * dmt_buf_provider that buf.c calls: udmabuf (udmabuf.c), CUDA (cuda.c),
  * DRM (drm.c, libdrm), and in buf.c itself the import of a caller's fd.
  * A provider may call only the provider API below (dmt_buf_set_segments,
- * dmt_buf_map_cpu) and the layers under it (cuda.h); nothing in this
+ * dmt_buf_map_cpu: provider.c), the CUDA driver table (cuda.h) and, for
+ * a udmabuf, its context's table of privileged operations
+ * (core/privops.h); the segment index is segmap.c.  Nothing in this
  * layer calls netdev, rx or tx, which read a buffer's fields.
  */
 #ifndef DEVMEMTCP_BUF_H

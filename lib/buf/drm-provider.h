@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
- * Private: the DRM buffer provider (layer 5, beside buf.h's other
+ * Private: the DRM buffer provider (lib/buf/, beside buf.h's other
  * providers).  It owns finding a DRM node that can allocate, the dumb
  * buffer made there or the caller's GEM handle, its PRIME export and CPU
  * mapping, and the list of DRM nodes that probe reports.  Every call into

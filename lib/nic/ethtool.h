@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
- * Private: the ethtool layer (layer 3).  It owns the reading and changing
+ * Private: the ethtool family, part of the NIC layer (lib/nic/: its
+ * messages built and parsed in ethtool_msg.c, pure; the requests in
+ * ethtool.c; a flow's rule spec in flow.c).  It owns the reading and changing
  * of one interface's ethtool settings: rings (tcp-data-split, hds-thresh),
  * channels and features over the genl family "ethtool"; the RSS table and
  * RSS contexts over netlink where the kernel has the op and the SIOCETHTOOL

@@ -3,8 +3,9 @@
  * Private: the netdev layer, the genl family "netdev".  It owns queue-get,
  * qstats-get and the bindings: bind-rx and bind-tx, the explanation of
  * their failures, and the socket whose closing unbinds.  It calls the nl
- * layer and the buffer's fd, size and page-grid check (buf.h); nic, probe
- * and tx call it, and it calls none of them.
+ * layer and the buffer's fd, size and page-grid check (buf.h); the rest
+ * of nic (setup, probe, zcrx's control plane), priv's tables and tx call
+ * it, and it calls none of them.
  */
 #ifndef DEVMEMTCP_NETDEV_H
 #define DEVMEMTCP_NETDEV_H

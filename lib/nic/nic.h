@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
- * Private: transactional NIC setup (layer 4) for the owners of an
+ * Private: transactional NIC setup (lib/nic/) for the owners of an
  * interface.  This layer owns what devmemtcp_nic handles change on an
  * interface (header split, hds-thresh, the default RSS table, RSS
  * contexts, ntuple rules, the bind-rx binding), the files and the lock
- * under the run directory (journal.c), the owners' model (owners.c) and
- * the undo of all of it.  It may call the ethtool layer (ethtool.h) for
- * every NIC setting and the netdev layer (netdev.h) for bind-rx and queue
- * listing; it is called only through the public API (and, for the broker,
- * dmt_nic_open_as()).
+ * under the run directory (journal.c the formats, rundir.c the files and
+ * the lock), the handle (nic.c open and close, handle.c its owner file,
+ * rules.c its flows), the owners' model (owners.c, undo.c, shared.c), the
+ * pure planners (plan.c) and the undo of all of it.  It may call the
+ * ethtool family (ethtool.h) for every NIC setting and the netdev family
+ * (netdev.h) for bind-rx and queue listing; it is called through the
+ * public API and the local table of privileged operations (priv.c:
+ * dmt_nic_open_self), and by the broker's serve.c (dmt_nic_open_as()).
  *
  * The files are the source of truth for undo: each owner writes what it is
  * about to change before changing it (IF.owner.PID.START.N), the first

@@ -3,9 +3,10 @@
  * Private: the netlink layer, the bottom of the library.  It owns the
  * sockets (generic netlink or rtnetlink, chosen at open), the one
  * request/ack/dump loop with extack capture, and genl family resolution.
- * It calls only libmnl and the error helpers of internal.h; the netdev,
- * ethtool, nic, probe and tx layers build their messages and send them
- * through it, and none is called from here.
+ * It calls only libmnl and the error helpers of internal.h; the NIC layer
+ * and tx build their messages and send them through it, and none is
+ * called from here.  The context's query socket is nl's too (ctx_nl.c:
+ * dmt_ctx_nl, used under the context's lock).
  */
 #ifndef DEVMEMTCP_NL_H
 #define DEVMEMTCP_NL_H

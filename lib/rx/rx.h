@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
- * Private: the receive layer (6).  It owns struct devmemtcp_rx: the
+ * Private: the receive layer (lib/rx/).  It owns struct devmemtcp_rx: the
  * recvmsg(MSG_SOCK_DEVMEM) call and its control buffer, the parsing of
  * the devmem control messages into fragments (cmsg.c, and inline here for
  * the hot path), the device address of each fragment from the registered

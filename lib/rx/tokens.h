@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
- * Private: the token manager (part of layer 6).  It owns the tokens one
+ * Private: the token manager (part of the receive layer).  It owns the tokens one
  * socket holds and their return to the kernel: which tokens are
  * outstanding, consecutive ones merged into ranges, batches kept within
  * the kernel's SO_DEVMEM_DONTNEED limits (128 ranges, 1024 frags), partial

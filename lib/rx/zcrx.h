@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
  * Private: io_uring zero-copy receive (zcrx), the second receive backend,
- * beside the receive layer (6).  It owns struct devmemtcp_zcrx: the
- * io_uring and its rings, the registration of one interface queue with an
- * area over a buffer, the refill ring and the queue of releases that wait
- * for room in it, the table of fragments handed out (their ids are the
- * tokens), and the sockets registered on the handle with the fragments
- * their completions brought.  The receive layer (rx.c) calls it for
+ * its receive half (zcrx.c).  It owns struct devmemtcp_zcrx (made by the
+ * control-plane half, nic/zcrx_ifq.c: the ring, the registration of one
+ * interface queue with an area over a buffer, teardown): the completion
+ * parser, the refill ring and the queue of releases that wait for room in
+ * it, the table of fragments handed out (their ids are the tokens), the
+ * sockets registered on the handle with the fragments their completions
+ * brought, the ring's thread, and a fake handle for the tests.  The receive layer (rx.c) calls it for
  * sockets made with opts.zcrx: dmt_zcrx_recv replaces recvmsg, and
  * dmt_zcrx_refill is the token manager's return function, so releases,
- * deferred releases and statistics stay rx.c's.  It reads buffers (buf.h),
- * asks queue-get for the queue's NAPI id and release (netdev.h) and reads
- * the rings settings to explain a refused registration (ethtool.h).
+ * deferred releases and statistics stay rx.c's.  It reads buffers (buf.h)
+ * and never touches netlink or the NIC.
  *
  * Threads: one thread drives the ring (SQ, CQ, io_uring_enter): the first
  * that receives or waits on the handle.  Releases may come from any

@@ -2,7 +2,8 @@
 /*
  * Private: the tx layer, the devmem send data path.  It owns the send
  * handle: iovecs of dma-buf offsets under an SCM_DEVMEM_DMABUF cmsg, the
- * MSG_ZEROCOPY completion tracking, and the explanation of send errors.
+ * MSG_ZEROCOPY completion tracking (track.c, pure, fuzzed), and the
+ * explanation of send errors (tx.c).
  * It reads the binding made by bind-tx in the netdev layer and asks the
  * nl layer (rtnetlink) for a route when explaining ENODEV; nothing below
  * it calls it.
