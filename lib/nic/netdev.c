@@ -618,6 +618,7 @@ int dmt_binding_adopt(struct devmemtcp_ctx *ctx, struct dmt_err *err, bool tx,
 		close(fd);
 		return dmt_err_set(err, -ENOMEM, "the binding of devmemtcp-broker: out of memory");
 	}
+	/* The broker's socket is the binding's own: it holds the binding. */
 	ret = dmt_nl_adopt(&b->nl, fd);
 	if (ret) {
 		close(fd);
@@ -639,6 +640,7 @@ int dmt_bind_local(struct devmemtcp_ctx *ctx, struct dmt_err *err,
 
 	if (!b)
 		return dmt_err_set(err, -ENOMEM, "%s: out of memory", a->op);
+	/* A socket of the binding's own: closing it unbinds. */
 	ret = dmt_nl_open(&b->nl, NETLINK_GENERIC);
 	if (ret) {
 		dmt_err_set(err, ret,
@@ -726,7 +728,10 @@ DEVMEMTCP_EXPORT int devmemtcp_bind_rx(struct devmemtcp_ctx *ctx, int ifindex,
 }
 
 /* 1: the kernel's netdev family lists bind-tx, 0: it does not (or there is
- * no netdev family), < 0: could not tell. */
+ * no netdev family), < 0: could not tell.  A one-off question after a
+ * failed bind-tx, on a socket of its own that is closed at once: the
+ * context's would be opened by it and stay open (a failed call leaves no
+ * descriptor behind, test-alloc checks that). */
 static int kernel_has_bind_tx(void)
 {
 	struct dmt_genl_family f;

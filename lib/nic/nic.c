@@ -52,7 +52,10 @@ void dmt_nic_free(struct devmemtcp_nic *nic)
 }
 
 /* The real ethtool layer needs a netlink socket (the unit tests' fake NIC
- * does not); e->nl borrows it, the caller closes it. */
+ * does not); e->nl borrows it, the caller closes it.  One of the handle's
+ * own, not the context's: an operation holds it across the run
+ * directory's lock (up to 10 s), and its round trips are the handle's
+ * (devmemtcp_nic_stats). */
 static int eth_nl_open(struct devmemtcp_ctx *ctx, struct dmt_eth *e,
 		       struct dmt_nl **nl)
 {

@@ -77,6 +77,8 @@ static int xdp_attached(int ifindex, bool *xdp)
 	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
 	ifm->ifi_family = AF_UNSPEC;
 	ifm->ifi_index = ifindex;
+	/* A socket of its own: the question is rtnetlink's (the context's
+	 * socket is generic netlink). */
 	ret = dmt_nl_open(&nl, NETLINK_ROUTE);
 	if (ret)
 		return ret;
@@ -239,6 +241,9 @@ static int probe_open(struct devmemtcp_ctx *ctx, struct probe *pr,
 	snprintf(p->ifname, sizeof(p->ifname), "%s", ifname);
 	p->ifindex = pr->e.ifindex;
 	probe_host_facts(pr);
+	/* The probe's own socket, not the context's: its steps wait between
+	 * their requests (the broker's answer, a trial bind) and must not hold
+	 * the context's lock meanwhile. */
 	err = dmt_nl_open(&pr->nl, NETLINK_GENERIC);
 	if (err < 0) {
 		dmt_eth_fini(&pr->e);

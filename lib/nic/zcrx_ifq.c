@@ -454,6 +454,9 @@ static int zcrx_setup(struct devmemtcp_zcrx *z, const struct devmemtcp_zcrx_opts
 	if (ret)
 		return ret;
 	nbufs = z->area_size / (uint64_t)sysconf(_SC_PAGESIZE);
+	/* The handle's own socket: queue-get must ask the network namespace
+	 * the queue was registered in, also from devmemtcp_zcrx_free on
+	 * another thread. */
 	ret = dmt_nl_open(&z->nl, NETLINK_GENERIC);
 	if (ret)
 		return dmt_err_set(&z->ctx->err, ret,
