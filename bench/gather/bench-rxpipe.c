@@ -327,16 +327,20 @@ static void print_row(const struct shape *s, enum kind kind,
 		      const struct row *r)
 {
 	double bytes = (double)s->n * s->len;
+	char per[32] = "1";
 
-	printf("| %s | %s | %.0f k | %.1f | **%.2f** | %.1f | **%.1f** | %.2f / %.2f / %.2f | %.3f | %.2f | %s, %s |\n",
+	if (r->launches)
+		snprintf(per, sizeof(per), "%.2f",
+			 (double)r->receives / (double)r->launches);
+	printf("| %s | %s | %.0f k | %.1f | **%.2f** | %.1f | **%.1f** | %.2f / %.2f / %.2f | %.3f | %s | %s, %s |\n",
 	       s->name, kind_name[kind], r->receives / r->wall / 1e3,
 	       bytes * r->receives / r->wall / 1e9, r->cpu_us,
 	       r->cpu_us * 1e3 / s->n, bytes / (r->cpu_us * 1e-6) / 1e9,
 	       r->stage[0], r->stage[1], r->stage[2], r->kernel_us,
-	       r->launches ? (double)r->receives / (double)r->launches : 0.0,
+	       per,
 	       r->bytes_ok ? (kind == K_D2D ? "bytes n/a" : "bytes equal")
 			   : "MISMATCH",
-	       r->tokens_ok ? "tokens all back" : "TOKENS LOST");
+	       r->tokens_ok ? "tokens all back" : "MISMATCH: tokens lost or left outstanding");
 	fflush(stdout);
 }
 
