@@ -13,9 +13,10 @@
  *   d2d       baseline: one cuMemcpyDtoDAsync of the receive's size, then
  *             devmemtcp_gpu_release_after (a fence per receive)
  *   default   today's default: devmemtcp_gpu_gather_release per receive
- *   pipeline  coalesced: a handle with coalesce_bytes (1 MiB) and
+ *   pipeline  coalesced: a handle with coalesce_bytes (-c, 1 MiB) and
  *             devmemtcp_gpu_gather_recv; one launch and one fence per
- *             batch
+ *             batch (and the same with 4 times the batch, for comparison;
+ *             the SUMMARY is the first's)
  *
  * The fake kernel: recvmsg is defined here (the library's call resolves to
  * it), and copies a prepared control buffer (the cmsgs the kernel would
@@ -170,11 +171,12 @@ static double kernel_cost(const struct shape *s)
 
 /* ---- one row ----------------------------------------------------------------- */
 
-enum kind { K_D2D, K_DEFAULT, K_PIPELINE };
+enum kind { K_D2D, K_DEFAULT, K_PIPELINE, K_PIPELINE_BIG, K_N };
 static const char *const kind_name[] = {
 	"per-receive cuMemcpyDtoDAsync + release_after (baseline)",
 	"today's default: devmemtcp_gpu_gather_release per receive",
 	"pipeline: coalesced devmemtcp_gpu_gather_recv",
+	"pipeline, 4x the batch (coalesce_bytes x 4, for comparison)",
 };
 
 struct row {
@@ -224,7 +226,7 @@ static void run(struct devmemtcp_gpu *g, enum kind kind, const struct shape *s,
 	uint64_t i = 0, ns = 0, freed0 = K.freed, l0 = 0;
 	struct dmt_batch_stats bs;
 
-	if (kind == K_PIPELINE) {
+	if (kind >= K_PIPELINE) {
 		dmt_batch_stats(g, &bs);
 		l0 = bs.launches;
 	}
@@ -247,7 +249,7 @@ static void run(struct devmemtcp_gpu *g, enum kind kind, const struct shape *s,
 		if (!(i % 32)) {
 			CUevent *e = &marks[(i / 32) % (IN_FLIGHT / 32)];
 
-			if (kind == K_PIPELINE && devmemtcp_gpu_flush(g) < 0)
+			if (kind >= K_PIPELINE && devmemtcp_gpu_flush(g) < 0)
 				die("flush", g, rx);
 			if (i >= IN_FLIGHT)
 				CK(B.cu->cuEventSynchronize(*e));
@@ -289,7 +291,7 @@ static void run(struct devmemtcp_gpu *g, enum kind kind, const struct shape *s,
 		}
 	}
 	/* what an idle loader does: the batch goes before it waits */
-	if (kind == K_PIPELINE && devmemtcp_gpu_flush(g) < 0)
+	if (kind >= K_PIPELINE && devmemtcp_gpu_flush(g) < 0)
 		die("flush", g, rx);
 	CK(B.cu->cuStreamSynchronize(B.st));
 	row->wall = now_s() - w0;
@@ -300,7 +302,7 @@ static void run(struct devmemtcp_gpu *g, enum kind kind, const struct shape *s,
 	for (int k = 0; k < 3; k++)
 		row->stage[k] = ns ? sum[k] / (double)ns * 1e6 : 0;
 	row->launches = 0;
-	if (kind == K_PIPELINE) {
+	if (kind >= K_PIPELINE) {
 		dmt_batch_stats(g, &bs);
 		row->launches = bs.launches - l0;
 	}
@@ -426,9 +428,9 @@ int main(int argc, char **argv)
 		{ "1448 B x 181 (262088 B)", 181, 1448, NULL },
 	};
 	struct shape mib = { "1 MiB (256 x 4 KiB)", 256, 4096, NULL };
-	struct row rows[2][3];
+	struct row rows[2][K_N];
 	struct devmemtcp_gpu_opts go = { .sz = sizeof(go) };
-	struct devmemtcp_gpu *pipe;
+	struct devmemtcp_gpu *pipe, *pipe4;
 	struct devmemtcp_buf *buf;
 	struct devmemtcp_rx *rx;
 	int opt, status, fds[3], bad = 0;
@@ -461,6 +463,12 @@ int main(int argc, char **argv)
 	rx = receiver(&buf, fds);
 	if (!rx)
 		return 1;
+	go.coalesce_bytes = coalesce * 4;
+	if (devmemtcp_gpu_new(B.ctx, &go, &pipe4)) {
+		fprintf(stderr, "devmemtcp_gpu_new (coalesce_bytes %u): %s\n",
+			coalesce * 4, devmemtcp_ctx_errmsg(B.ctx));
+		return 1;
+	}
 	go.coalesce_bytes = coalesce;
 	if (devmemtcp_gpu_new(B.ctx, &go, &pipe)) {
 		fprintf(stderr, "devmemtcp_gpu_new (coalesce_bytes %u): %s\n",
@@ -481,8 +489,10 @@ int main(int argc, char **argv)
 
 		make_ctrls(&shapes[s]);
 		kus = kernel_cost(&shapes[s]);
-		for (int k = 0; k < 3; k++) {
-			struct devmemtcp_gpu *g = k == K_PIPELINE ? pipe : B.gpu;
+		for (int k = 0; k < K_N; k++) {
+			struct devmemtcp_gpu *g = k == K_PIPELINE	? pipe
+						  : k == K_PIPELINE_BIG ? pipe4
+									: B.gpu;
 
 			run(g, (enum kind)k, &shapes[s], rx, kus, &rows[s][k]);
 			print_row(&shapes[s], (enum kind)k, &rows[s][k]);
@@ -508,6 +518,7 @@ int main(int argc, char **argv)
 		       rows[1][K_PIPELINE].cpu_us * 1e3 / shapes[1].n);
 	}
 	devmemtcp_gpu_free(pipe);
+	devmemtcp_gpu_free(pipe4);
 	devmemtcp_rx_free(rx);
 	for (int i = 0; i < 3; i++)
 		close(fds[i]);
