@@ -468,6 +468,15 @@ def policy_seeds():
             ("edge-ports", "allow everyone interface eth1 ports " +
              ",".join(str(i) for i in range(1, 18)) + "\n"),
             ("edge-queues", "allow everyone interface eth1 queues 65\n"),
+            ("queue-ids", "allow everyone interface eth1 queues 3,5-7\n"),
+            ("queue-id-one", "allow everyone interface eth1 queues 4-4\n"),
+            ("queue-ids-many", "allow everyone interface eth1 queues 0-4095\n"),
+            ("edge-queue-reversed", "allow everyone interface eth1 queues 7-5\n"),
+            ("edge-queue-overlap", "allow everyone interface eth1 queues 3-5,5\n"),
+            ("edge-queue-max", "allow everyone interface eth1 queues 4096-4096\n"),
+            ("edge-queue-empty", "allow everyone interface eth1 queues 3,,5\n"),
+            ("edge-queue-ranges", "allow everyone interface eth1 queues " +
+             ",".join(str(2 * i) for i in range(17)) + "\n"),
             ("edge-size", "allow everyone interface eth1 udmabuf 1025G\n"),
             ("edge-total-less", "allow everyone interface eth1 udmabuf 2M udmabuf-total 1M\n"),
             ("edge-total-alone", "allow everyone interface eth1 udmabuf-total 1M\n"),

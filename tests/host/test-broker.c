@@ -1073,6 +1073,7 @@ static void test_policy(void **state)
 
 	/* a rule that names queues: those, asked for by id */
 	try_open(65530, &(struct open_try){ "va", "dst-port 5201", 1, 0 }, &a);
+	/* ERRORS devmemtcp_nic_open EPERM */
 	assert_int_equal(a.ret, -EPERM);
 	ctxfix_expect_text(a.msg,
 			   "devmemtcp-broker: uid 65530 may use RX queues 3,5-7 of va only (rule at %s:5): ask for them by id (devmemtcp_nic_opts.queues, devmemtcp recv --queues)",
