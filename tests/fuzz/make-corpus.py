@@ -352,6 +352,11 @@ class Session:
         return b
 
     @staticmethod
+    def open_ids(flags, ifidx, qbytes):
+        # the queue at index i is (i * 3 + byte) % 8
+        return bytes([0, flags, 1, ifidx, 1, len(qbytes), 0]) + bytes(qbytes)
+
+    @staticmethod
     def close(handle):
         return bytes([1, handle])
 
@@ -430,6 +435,14 @@ def session_seeds():
     p.connect(0, 1003).send(0, S.open(0, 2, 1), [(0, 0)]).op(0, S.READ)
     p.op(0, S.DEAD).send(0, S.policy(2)).op(0, S.READ)
     seed("refused", p)
+
+    # uid 1002's rule on fz1 names queues 1,3-4: by count refused, by id
+    # one it names, one it does not
+    p = S().connect(6, 1002).send(6, S.open(0, 1, 1)).op(6, S.READ)
+    p.send(6, S.open_ids(0, 1, [3])).u8(1).op(6, S.READ)
+    p.send(6, S.open_ids(0, 1, [2])).op(6, S.READ)
+    p.send(6, S.close(1)).u8(1, 1).op(6, S.READ)
+    seed("queue-ids", p)
 
 
 POLICY = """# devmemtcp-broker policy
