@@ -287,7 +287,7 @@ DEVMEMTCP_EXPORT int devmemtcp_ctx_new(const struct devmemtcp_ctx_opts *opts,
 {
 	DMT_KEEP_ERRNO;
 	struct devmemtcp_ctx *ctx;
-	int ret;
+	int ret, level;
 
 	if (!ctxp)
 		return dmt_err(NULL, NULL, -EINVAL,
@@ -296,6 +296,11 @@ DEVMEMTCP_EXPORT int devmemtcp_ctx_new(const struct devmemtcp_ctx_opts *opts,
 	ret = DMT_OPTS_CHECK(NULL, NULL, opts, devmemtcp_ctx_opts);
 	if (ret)
 		return ret;
+	level = DMT_OPT(opts, devmemtcp_ctx_opts, log_level, 0);
+	if (level < DEVMEMTCP_LOG_OFF || level > DEVMEMTCP_LOG_DEBUG)
+		return dmt_err(NULL, NULL, -EINVAL,
+			       "devmemtcp_ctx_new: log_level %d is not a log level: use DEVMEMTCP_LOG_OFF (-1), 0 (the default) or 1 to 7 (DEVMEMTCP_LOG_ERR 3 to DEVMEMTCP_LOG_DEBUG 7)",
+			       level);
 	ctx = dmt_calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return dmt_err_nomem(NULL, NULL, "devmemtcp_ctx_new");
