@@ -821,6 +821,9 @@ int main(int argc, char **argv)
 		ret = dmt_policy_format(&policy, &text, &len);
 		if (!ret)
 			fputs(text, stdout);
+		/* a comment: the output stays a policy file */
+		if (!ret && !policy.n)
+			printf("# %s has no rules: the broker refuses every request\n", o.conf);
 		free(text);
 		dmt_policy_free(&policy);
 		return ret ? 1 : 0;

@@ -3,10 +3,13 @@
  * The policy file of devmemtcp-broker (policy.h, devmemtcp-broker.conf(5)):
  *
  *   # comment
- *   allow WHO interface IF[,IF...]|* [queues N] [ports P[-Q][,...]|any]
+ *   allow WHO interface IF[,IF...]|* [queues N|Q-R[,...]] [ports P[-Q][,...]|any]
  *         [udmabuf SIZE] [udmabuf-total SIZE] [tx]
  *
- * WHO is "user NAME", "uid N", "group NAME", "gid N" or "everyone".  One
+ * WHO is "user NAME", "uid N", "group NAME", "gid N" or "everyone".
+ * "queues 2" is a count; "queues 3,5-7" (a list, or one range: a single
+ * queue is "4-4") names the RX queue ids the caller may ask for, and the
+ * count is how many it names (at most DMT_POL_MAX_QUEUES).  One
  * rule per line, words separated by blanks, each keyword once, numbers in
  * plain decimal.  Anything else refuses the whole file with its line.
  */
@@ -199,6 +202,49 @@ static int parse_ports(char *s, struct dmt_pol_rule *r, char *why, size_t whylen
 	}
 }
 
+/* "queues": a count, or queue ids in ranges (a ',' or '-' makes a list). */
+static int parse_queues(char *s, struct dmt_pol_rule *r, char *why, size_t whylen)
+{
+	static const char usage[] =
+		"queues: a count from 1 to %d, or queue ids Q[-R][,...] from 0 to %d with Q <= R (queues 3,5-7; one queue: queues 4-4)";
+	uint64_t v, total = 0;
+
+	if (!strpbrk(s, ",-")) {
+		if (!number(s, 1, DMT_POL_MAX_QUEUES, &v))
+			return fail(why, whylen, usage, DMT_POL_MAX_QUEUES, DMT_POL_MAX_QID);
+		r->queues = (uint32_t)v;
+		return 0;
+	}
+	for (char *p = s;;) {
+		char *end = p + strcspn(p, ","), *dash, save = *end;
+		uint64_t lo, hi;
+
+		*end = '\0';
+		dash = strchr(p, '-');
+		if (dash)
+			*dash = '\0';
+		if (!number(p, 0, DMT_POL_MAX_QID, &lo) ||
+		    !number(dash ? dash + 1 : p, 0, DMT_POL_MAX_QID, &hi) || hi < lo)
+			return fail(why, whylen, usage, DMT_POL_MAX_QUEUES, DMT_POL_MAX_QID);
+		if (r->nqranges == DMT_POL_MAX_QRANGES)
+			return fail(why, whylen, "more than %d queue ranges in one rule", DMT_POL_MAX_QRANGES);
+		for (uint32_t k = 0; k < r->nqranges; k++)
+			if (lo <= r->qranges[k][1] && hi >= r->qranges[k][0])
+				return fail(why, whylen, "queue ranges %u-%u and %u-%u overlap",
+					    r->qranges[k][0], r->qranges[k][1], (unsigned int)lo,
+					    (unsigned int)hi);
+		r->qranges[r->nqranges][0] = (uint32_t)lo;
+		r->qranges[r->nqranges][1] = (uint32_t)hi;
+		r->nqranges++;
+		total += hi - lo + 1;
+		if (!save)
+			break;
+		p = end + 1;
+	}
+	r->queues = total < DMT_POL_MAX_QUEUES ? (uint32_t)total : DMT_POL_MAX_QUEUES;
+	return 0;
+}
+
 /* "64M": bytes, a K/M/G suffix (powers of 1024) or none; at most 1 TiB. */
 static int parse_size(const char *key, char *s, uint64_t *v, char *why, size_t whylen)
 {
@@ -222,7 +268,6 @@ static int parse_keys(struct words *ws, size_t i, struct dmt_pol_rule *r, char *
 	static const char *const keys[] = { "interface", "queues", "ports", "udmabuf", "tx",
 					    "udmabuf-total" };
 	bool seen[6] = { false };
-	uint64_t v;
 	int err = 0;
 
 	while (i < ws->n && !err) {
@@ -245,10 +290,8 @@ static int parse_keys(struct words *ws, size_t i, struct dmt_pol_rule *r, char *
 			return fail(why, whylen, "\"%s\" wants a value", keys[k]);
 		if (k == 0)
 			err = parse_ifs(ws->w[i + 1], r, why, whylen);
-		else if (k == 1 && !number(ws->w[i + 1], 1, DMT_POL_MAX_QUEUES, &v))
-			err = fail(why, whylen, "queues: a number from 1 to %d", DMT_POL_MAX_QUEUES);
 		else if (k == 1)
-			r->queues = (uint32_t)v;
+			err = parse_queues(ws->w[i + 1], r, why, whylen);
 		else if (k == 2)
 			err = parse_ports(ws->w[i + 1], r, why, whylen);
 		else if (k == 3)
@@ -385,7 +428,14 @@ static void fmt_rule(FILE *f, const struct dmt_pol_rule *r)
 		fputc('*', f);
 	for (uint32_t i = 0; i < r->nifs; i++)
 		fprintf(f, "%s%s", i ? "," : "", r->ifs[i]);
-	fprintf(f, " queues %u", r->queues);
+	if (r->nqranges) {
+		char q[DMT_POL_MAX_QRANGES * 12];
+
+		dmt_policy_queues_str(r, q, sizeof(q));
+		fprintf(f, " queues %s", q);
+	} else {
+		fprintf(f, " queues %u", r->queues);
+	}
 	if (r->any_port)
 		fprintf(f, " ports any");
 	for (uint32_t i = 0; i < r->nports; i++) {
@@ -507,6 +557,35 @@ uint64_t dmt_policy_udmabuf_total(const struct dmt_policy *p, const struct dmt_p
 		}
 	}
 	return max;
+}
+
+bool dmt_policy_queue_ok(const struct dmt_pol_rule *r, uint32_t id)
+{
+	if (!r->nqranges)
+		return true;
+	for (uint32_t i = 0; i < r->nqranges; i++)
+		if (id >= r->qranges[i][0] && id <= r->qranges[i][1])
+			return true;
+	return false;
+}
+
+void dmt_policy_queues_str(const struct dmt_pol_rule *r, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < r->nqranges && off < len; i++) {
+		int n;
+
+		if (r->qranges[i][0] == r->qranges[i][1] && r->nqranges > 1)
+			n = snprintf(buf + off, len - off, "%s%u", i ? "," : "", r->qranges[i][0]);
+		else
+			n = snprintf(buf + off, len - off, "%s%u-%u", i ? "," : "",
+				     r->qranges[i][0], r->qranges[i][1]);
+		if (n < 0)
+			return;
+		off += (size_t)n;
+	}
 }
 
 bool dmt_policy_flow_ok(const struct dmt_pol_rule *r, const struct devmemtcp_flow *f)

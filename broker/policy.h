@@ -21,6 +21,8 @@
 #define DMT_POL_MAX_IFS 32
 #define DMT_POL_MAX_PORTS 16		/* = DMT_BRK_MAX_PORTS */
 #define DMT_POL_MAX_QUEUES 64		/* = DMT_BRK_MAX_QUEUES */
+#define DMT_POL_MAX_QRANGES 16		/* ranges of queue ids in one rule */
+#define DMT_POL_MAX_QID 4095		/* = DMT_MAX_QUEUES - 1 */
 #define DMT_POL_MAX_LINE 1024
 #define DMT_POL_MAX_NAME 32
 #define DMT_POL_MAX_UDMABUF (1ull << 40)
@@ -43,6 +45,8 @@ struct dmt_pol_rule {
 	uint32_t nifs;
 	char ifs[DMT_POL_MAX_IFS][IF_NAMESIZE];
 	uint32_t queues;		/* the most queues at once, 1.. */
+	uint32_t nqranges;		/* queue ids the rule names, 0: any */
+	uint32_t qranges[DMT_POL_MAX_QRANGES][2];	/* ... as ranges */
 	bool any_port;
 	uint32_t nports;
 	uint16_t ports[DMT_POL_MAX_PORTS][2];	/* destination port ranges */
@@ -97,6 +101,11 @@ uint64_t dmt_policy_rule_total(const struct dmt_pol_rule *r);
  * caller allows (0: none), and the first rule that allows that many. */
 uint64_t dmt_policy_udmabuf_total(const struct dmt_policy *p, const struct dmt_pol_who_is *w,
 				  const struct dmt_pol_rule **rule);
+/* Does the rule allow RX queue id (any, when it names none). */
+bool dmt_policy_queue_ok(const struct dmt_pol_rule *r, uint32_t id);
+/* The rule's queue ids as its file writes them ("3,5-7") into buf. */
+void dmt_policy_queues_str(const struct dmt_pol_rule *r, char *buf, size_t len);
+
 /* Does the rule allow this flow: a whole destination port in its ranges
  * (or any flow with "ports any"). */
 bool dmt_policy_flow_ok(const struct dmt_pol_rule *r, const struct devmemtcp_flow *f);

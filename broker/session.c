@@ -403,6 +403,21 @@ static int open_allowed(struct brk *b, const struct brk_client *c,
 		return set_err(r, -EPERM,
 			       "devmemtcp-broker: DEVMEMTCP_NIC_KEEP_RSS leaves other traffic on the devmem queues of %s, in memory the caller can read: not through the broker",
 			       ifname);
+	if (rule->nqranges) {
+		char named[DMT_POL_MAX_QRANGES * 12];
+
+		dmt_policy_queues_str(rule, named, sizeof(named));
+		if (!q->u.open.nids)
+			return set_err(r, -EPERM,
+				       "devmemtcp-broker: uid %u may use RX queues %s of %s only (rule at %s:%u): ask for them by id (devmemtcp_nic_opts.queues, devmemtcp recv --queues)",
+				       c->peer.uid, named, ifname, b->conf, rule->line);
+		for (uint32_t i = 0; i < q->u.open.nids; i++)
+			if (!dmt_policy_queue_ok(rule, q->u.open.ids[i]))
+				return set_err(r, -EPERM,
+					       "devmemtcp-broker: uid %u asked for RX queue %u of %s, which the rule at %s:%u does not name (queues %s)",
+					       c->peer.uid, q->u.open.ids[i], ifname, b->conf,
+					       rule->line, named);
+	}
 	used = queues_of(b, c->peer.uid, ifname);
 	if (used + want > rule->queues)
 		return set_err(r, -EDQUOT,

@@ -7,7 +7,8 @@
  * CPU cannot read.  So the framing comes from the control connection alone:
  * the received fragments are cut at sample boundaries by byte count, each
  * sample is gathered into its own contiguous GPU buffer with
- * devmemtcp_gpu_gather(), and the fragments' tokens go back to the kernel
+ * devmemtcp_gpu_gather_recv() (the linear bytes of a steering miss by the
+ * same launch), and the fragments' tokens go back to the kernel
  * only once the gather has finished (devmemtcp_gpu_release_after()).
  *
  *   receiver: dataloader -l PORT -i IFNAME [-q QUEUE] [--cpu] [--rx-page-size N]
@@ -208,11 +209,12 @@ static int cpu_copy(struct loader *L, const struct devmemtcp_frag *f,
 
 /*
  * Hand n received fragments to their samples.  GPU: one gather for all of
- * them into as many destinations as samples they touch (linear fragments,
- * a rare steering miss, are copied in by the CPU).  CPU: copies.
+ * them into as many destinations as samples they touch, linear fragments
+ * (a rare steering miss; linear_len bytes at linear, NULL: none) included.
+ * CPU: copies.
  */
 static int consume(struct loader *L, const struct devmemtcp_frag *f, size_t n,
-		   const uint8_t *linear)
+		   const uint8_t *linear, size_t linear_len)
 {
 	struct devmemtcp_gpu_iov dst[NSLOTS];
 	uint64_t done_sample[NSLOTS], done_size[NSLOTS];
@@ -243,8 +245,6 @@ static int consume(struct loader *L, const struct devmemtcp_frag *f, size_t n,
 					return -E2BIG;	/* a receive spanning 128 samples */
 				else
 					dst[ndst++] = (struct devmemtcp_gpu_iov){ a, take };
-				if (f[i].flags & DEVMEMTCP_FRAG_LINEAR)
-					cu.htod(a, linear + f[i].offset + off, take);
 			}
 			off += take;
 			L->filled += take;
@@ -257,7 +257,8 @@ static int consume(struct loader *L, const struct devmemtcp_frag *f, size_t n,
 		}
 	}
 	if (!L->cpu && ndst) {
-		ret = devmemtcp_gpu_gather(L->gpu, f, n, dst, ndst, L->stream);
+		ret = devmemtcp_gpu_gather_recv(L->gpu, NULL, f, n, linear,
+						linear_len, dst, ndst, L->stream);
 		if (ret) {
 			fprintf(stderr, "gather: %s\n", devmemtcp_gpu_errmsg(L->gpu));
 			return ret;
@@ -360,7 +361,7 @@ static int synthetic(struct loader *L, uint32_t nsamples)
 			sent += l;
 			n++;
 		}
-		if (consume(L, f, n, NULL))
+		if (consume(L, f, n, NULL, 0))
 			return -1;
 		h->fence = NULL;
 		if (!L->cpu &&
@@ -481,7 +482,7 @@ static int receive_all(struct loader *L, struct devmemtcp_rx *rx)
 					devmemtcp_rx_errmsg(rx));
 			return n;
 		}
-		ret = consume(L, f, (size_t)n, linear);
+		ret = consume(L, f, (size_t)n, linear, sizeof(linear));
 		if (ret)
 			break;
 		/* GPU: tokens go back once the gather has read the bytes. */

@@ -821,6 +821,18 @@ struct devmemtcp_gpu_opts {
 	/* Launches whose descriptors may be in flight at once (0: 4); the
 	 * next gather waits for the oldest when all are busy. */
 	uint32_t slots;
+	/* Coalescing (0: off, each gather is queued by its call): gathers
+	 * wait in a batch of up to this many bytes that one launch queues,
+	 * when it is full, when a gather goes to another stream, when
+	 * devmemtcp_gpu_flush() or another call of the handle that queues on
+	 * a stream is made, or when a gather call finds the batch's first
+	 * gather older than coalesce_us.  The caller must flush before it
+	 * queues anything else on the stream or waits for more data: see
+	 * devmemtcp_gpu_flush(3).  At most 64 MiB. */
+	uint32_t coalesce_bytes;
+	/* The age of a batch's first gather at which the next gather call
+	 * queues the batch (0: 20 us). */
+	uint32_t coalesce_us;
 };
 
 /* A device address range: a gather destination or a no-copy view entry. */
@@ -843,9 +855,10 @@ const char *devmemtcp_gpu_errmsg(const struct devmemtcp_gpu *gpu);
 /*
  * Queue on stream a copy of the bytes of n fragments, in order, into the
  * destinations, filling each before the next.  Linear fragments leave a
- * hole of their length (copy them yourself); every other fragment needs
- * its device address.  Returns 0, or a negative errno with nothing queued
- * (-ENOSPC: the destinations hold fewer bytes than the fragments).
+ * hole of their length (devmemtcp_gpu_gather_recv() fills it); every other
+ * fragment needs its device address.  Returns 0, or a negative errno with
+ * nothing queued (-ENOSPC: the destinations hold fewer bytes than the
+ * fragments).
  */
 int devmemtcp_gpu_gather(struct devmemtcp_gpu *gpu,
 			 const struct devmemtcp_frag *frags, size_t n,
@@ -864,6 +877,25 @@ int devmemtcp_gpu_gather_release(struct devmemtcp_gpu *gpu,
 				 const struct devmemtcp_frag *frags, size_t n,
 				 const struct devmemtcp_gpu_iov *dsts,
 				 size_t ndst, void *stream);
+
+/*
+ * What one devmemtcp_rx_recv() returned, all of it: the device fragments
+ * as devmemtcp_gpu_gather() places them, and the linear ones from linear
+ * (the buffer given to devmemtcp_rx_recv, len bytes; NULL: holes), copied
+ * by the same launch; with rx, the tokens as devmemtcp_gpu_gather_release()
+ * returns them (rx NULL: none).  See devmemtcp_gpu_gather_recv(3).
+ */
+int devmemtcp_gpu_gather_recv(struct devmemtcp_gpu *gpu,
+			      struct devmemtcp_rx *rx,
+			      const struct devmemtcp_frag *frags, size_t n,
+			      const void *linear, size_t len,
+			      const struct devmemtcp_gpu_iov *dsts, size_t ndst,
+			      void *stream);
+
+/* Coalescing (opts.coalesce_bytes): queue the gathers waiting in the
+ * handle's batch now.  Returns how many gathers the launch carried (0:
+ * none waited), or a negative errno. */
+int devmemtcp_gpu_flush(struct devmemtcp_gpu *gpu);
 
 /*
  * No-copy view: the device ranges holding the fragments' bytes, in order,

@@ -18,8 +18,11 @@
 #                skipped (and reported so) when too little is left
 #   BUILD        build directory (default .device-build/gather, reused)
 #   SECTIONS     benchmark sections in order (default
-#                latency,fence,cpu,sweep,pipeline,graph,micro,dist,tune,tune-large;
-#                pipeline is bench-pipeline, the others bench-gather's -t)
+#                latency,fence,cpu,sweep,pipeline,graph,micro,dist,tune,tune-large,rxpipe;
+#                pipeline is bench-pipeline, rxpipe bench-rxpipe (the receive
+#                pipeline with coalesced gathers against today's default,
+#                ending with its SUMMARY lines: put it last), the others
+#                bench-gather's -t)
 #   GATHER_MIB   fragments per measurement of the dist section (default 256)
 #   SKIP_TESTS=1 benchmarks only (a second run for numbers)
 #   BENCH_NO_PERSIST=1  benchmarks without the persistent kernel (set by
@@ -41,7 +44,7 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-${OUT:-$PWD/gpu-run-out}}
 build=${BUILD:-$src/.device-build/gather}
 budget=${TIME_BUDGET:-470}
-sections=${SECTIONS:-latency,fence,cpu,sweep,pipeline,graph,micro,dist,tune,tune-large}
+sections=${SECTIONS:-latency,fence,cpu,sweep,pipeline,graph,micro,dist,tune,tune-large,rxpipe}
 gather_mib=${GATHER_MIB:-256}
 arch=x86_64-linux-gnu
 start=$(date +%s)
@@ -164,6 +167,8 @@ write_summary() {
 		rows "sweep at receive sizes (4 KiB fragments)" bench-sweep.log \
 			'^\| 4 KiB \| (64|256|1024|4096) KiB'
 		rows pipeline pipeline.log '^\| 256 KiB'
+		rows "receive pipeline (coalesced gathers)" rxpipe.log \
+			'^\| (256 KiB|1448 B)|^- (latency|fake kernel)|^SUMMARY'
 		rows "CUDA graph against inline launches" bench-graph.log '^\| [0-9]+ KiB'
 		rows "large batches" bench-dist.log '^\| [0-9m]'
 		echo "tarball: $out/gpu-run.tar.gz (gpu-run/gather-gpu-run.md, gpu-run/logs/)"
@@ -276,6 +281,7 @@ for s in "${secs[@]}"; do
 	[ "$gpu" = 1 ] || break
 	case $s in
 	pipeline) step pipeline 60 bench "$build/bench/gather/bench-pipeline" -T 0.5 ;;
+	rxpipe) step rxpipe 60 bench "$build/bench/gather/bench-rxpipe" -T 1 ;;
 	dist) step bench-dist 90 bench "$bg" -s "$gather_mib" -r 5 -t dist ;;
 	tune-large) step bench-tune-large 90 bench "$bg" -s 512 -r 3 -t tune-large ;;
 	*) step "bench-$s" 60 bench "$bg" -s 256 -r 5 -t "$s" ;;

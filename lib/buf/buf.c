@@ -132,6 +132,10 @@ static int import_create(struct devmemtcp_ctx *ctx,
 	struct devmemtcp_segment whole;
 	int ret;
 
+	if (!opts->segments && opts->nsegments)
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "import: nsegments is %zu but segments is NULL: pass the segment table, or nsegments 0 for one segment over the whole dma-buf",
+			       opts->nsegments);
 	ret = import_check(ctx, opts);
 	if (ret)
 		return ret;

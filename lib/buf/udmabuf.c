@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /* The udmabuf provider: host memory (memfd) exported as a dma-buf. */
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,12 +33,33 @@ const char *dmt_udmabuf_dev(void)
 	return p && *p ? p : "/dev/udmabuf";
 }
 
+/* udmabuf's directory in sysfs; test builds may point it elsewhere. */
+static const char *udmabuf_sysfs(void)
+{
+	const char *p = dmt_hook_env("DEVMEMTCP_TEST_UDMABUF_SYSFS");
+
+	return p && *p ? p : "/sys/module/udmabuf";
+}
+
+/* A loadable module has an initstate; one built into the kernel has
+ * only its parameters. */
+static bool udmabuf_builtin(void)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/initstate", udmabuf_sysfs());
+	return access(path, F_OK) != 0 && errno == ENOENT;
+}
+
 /* The module's size_limit_mb parameter, or 0 when unknown. */
 static long udmabuf_limit_mb(void)
 {
-	FILE *f = fopen("/sys/module/udmabuf/parameters/size_limit_mb", "re");
+	char path[PATH_MAX];
+	FILE *f;
 	long mb = 0;
 
+	snprintf(path, sizeof(path), "%s/parameters/size_limit_mb", udmabuf_sysfs());
+	f = fopen(path, "re");
 	if (!f)
 		return 0;
 	if (fscanf(f, "%ld", &mb) != 1)
@@ -53,6 +76,9 @@ static int udmabuf_size(struct devmemtcp_ctx *ctx,
 	bool huge = opts->flags & DEVMEMTCP_BUF_HUGETLB;
 	uint64_t align = huge ? 2u << 20 : (uint64_t)sysconf(_SC_PAGESIZE);
 
+	if (opts->segments || opts->nsegments)
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "udmabuf: segments are for imported dma-bufs (DEVMEMTCP_PROVIDER_IMPORT): a udmabuf is one segment over its memfd; leave segments NULL and nsegments 0");
 	if (opts->flags & ~(uint32_t)DEVMEMTCP_BUF_HUGETLB)
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "udmabuf: flags %#x: only DEVMEMTCP_BUF_HUGETLB applies to udmabuf",
@@ -66,6 +92,11 @@ static int udmabuf_size(struct devmemtcp_ctx *ctx,
 			       "udmabuf: %llu bytes is more than a memfd can hold (at most %lld bytes): give a smaller size",
 			       (unsigned long long)opts->size, (long long)INT64_MAX);
 	*size = (opts->size + align - 1) & ~(align - 1);
+	if (limit > 0 && *size > (uint64_t)limit << 20 && udmabuf_builtin())
+		return dmt_err(ctx, &ctx->err, -E2BIG,
+			       "udmabuf: %llu bytes exceed udmabuf's size_limit_mb of %ld MiB: udmabuf is built into this kernel: boot it with udmabuf.size_limit_mb=%llu or use a smaller buffer",
+			       (unsigned long long)*size, limit,
+			       (unsigned long long)((*size + (1 << 20) - 1) >> 20));
 	if (limit > 0 && *size > (uint64_t)limit << 20)
 		return dmt_err(ctx, &ctx->err, -E2BIG,
 			       "udmabuf: %llu bytes exceed the udmabuf module's size_limit_mb of %ld MiB: reload it with 'modprobe -r udmabuf; modprobe udmabuf size_limit_mb=%llu' or use a smaller buffer",

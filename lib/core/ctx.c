@@ -285,7 +285,7 @@ const char *dmt_errno_name(int err)
 int dmt_ctx_alloc(const struct devmemtcp_ctx_opts *opts, struct devmemtcp_ctx **ctxp)
 {
 	struct devmemtcp_ctx *ctx;
-	int ret;
+	int ret, level;
 
 	if (!ctxp)
 		return dmt_err(NULL, NULL, -EINVAL,
@@ -294,6 +294,11 @@ int dmt_ctx_alloc(const struct devmemtcp_ctx_opts *opts, struct devmemtcp_ctx **
 	ret = DMT_OPTS_CHECK(NULL, NULL, opts, devmemtcp_ctx_opts);
 	if (ret)
 		return ret;
+	level = DMT_OPT(opts, devmemtcp_ctx_opts, log_level, 0);
+	if (level < DEVMEMTCP_LOG_OFF || level > DEVMEMTCP_LOG_DEBUG)
+		return dmt_err(NULL, NULL, -EINVAL,
+			       "devmemtcp_ctx_new: log_level %d is not a log level: use DEVMEMTCP_LOG_OFF (-1), 0 (the default) or 1 to 7 (DEVMEMTCP_LOG_ERR 3 to DEVMEMTCP_LOG_DEBUG 7)",
+			       level);
 	ctx = dmt_calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return dmt_err_nomem(NULL, NULL, "devmemtcp_ctx_new");

@@ -198,7 +198,7 @@ static inline int dmt_err_nomem(const struct devmemtcp_ctx *ctx,
 #define DMT_OPTS_END_devmemtcp_probe_opts dmt_offsetofend(struct devmemtcp_probe_opts, run_dir)
 #define DMT_OPTS_END_devmemtcp_tx_opts dmt_offsetofend(struct devmemtcp_tx_opts, max_call_bytes)
 #define DMT_OPTS_END_devmemtcp_zcrx_opts dmt_offsetofend(struct devmemtcp_zcrx_opts, cq_entries)
-#define DMT_OPTS_END_devmemtcp_gpu_opts dmt_offsetofend(struct devmemtcp_gpu_opts, slots)
+#define DMT_OPTS_END_devmemtcp_gpu_opts dmt_offsetofend(struct devmemtcp_gpu_opts, coalesce_us)
 
 /*
  * libbpf-style options check (OPTS_VALID): opts may be NULL; otherwise sz

@@ -68,6 +68,7 @@ static void gpu_destroy(struct devmemtcp_gpu *gpu)
 			cu->cuEventDestroy(gpu->slots[i].done);
 		}
 	}
+	dmt_batch_fini(gpu);
 	dmt_persist_fini(gpu);	/* before the slots it reads go */
 	dmt_gpu_graphs_fini(gpu);	/* before the kernels they launch go */
 	dmt_gpu_fences_fini(gpu);
@@ -253,6 +254,25 @@ static int gpu_aux_stream(struct devmemtcp_gpu *gpu)
 		    DEVMEMTCP_GPU_GRAPHS))
 #define GPU_NO_INLINE                                                          \
 	((uint32_t)(DEVMEMTCP_GPU_DESC_COPY | DEVMEMTCP_GPU_PERSISTENT))
+#define GPU_COALESCE_MAX (64u << 20)
+
+/* Coalesced gathers are inline launches (gpu_batch.c). */
+static int gpu_coalesce_check(struct devmemtcp_ctx *ctx,
+			      const struct devmemtcp_gpu_opts *opts)
+{
+	uint32_t bytes = DMT_OPT_GET(opts, devmemtcp_gpu_opts, coalesce_bytes, 0);
+
+	if (bytes > GPU_COALESCE_MAX)
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "devmemtcp_gpu_new: opts.coalesce_bytes %u is above %u (64 MiB): a batch that large only delays its bytes",
+			       bytes, GPU_COALESCE_MAX);
+	if (bytes && (opts->flags & GPU_NO_INLINE))
+		return dmt_err(ctx, &ctx->err, -EINVAL,
+			       "devmemtcp_gpu_new: opts.coalesce_bytes coalesces gathers into inline launches, and with DEVMEMTCP_GPU_%s there are none: leave one of them off",
+			       opts->flags & DEVMEMTCP_GPU_PERSISTENT ? "PERSISTENT"
+								    : "DESC_COPY");
+	return 0;
+}
 
 static int gpu_opts_check(struct devmemtcp_ctx *ctx,
 			  const struct devmemtcp_gpu_opts *opts)
@@ -281,7 +301,7 @@ static int gpu_opts_check(struct devmemtcp_ctx *ctx,
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "devmemtcp_gpu_new: opts.slots %u is above 64",
 			       opts->slots);
-	return 0;
+	return gpu_coalesce_check(ctx, opts);
 }
 
 /* Options into the handle; the persistent kernel takes slots by powers of
@@ -308,6 +328,8 @@ static void gpu_config(struct devmemtcp_gpu *gpu,
 	gpu->inline_max = gpu->flags & DEVMEMTCP_GPU_DESC_COPY
 				  ? 0
 				  : GPU_INLINE_MAX_DEFAULT;
+	gpu->coalesce_bytes = DMT_OPT(opts, devmemtcp_gpu_opts, coalesce_bytes, 0);
+	gpu->coalesce_us = DMT_OPT(opts, devmemtcp_gpu_opts, coalesce_us, 0);
 }
 
 static int gpu_new_impl(struct devmemtcp_ctx *ctx,
@@ -347,6 +369,8 @@ static int gpu_new_impl(struct devmemtcp_ctx *ctx,
 	if (!ret)
 		ret = gpu_alloc_slots(gpu);
 	if (!ret)
+		ret = dmt_batch_init(gpu);
+	if (!ret)
 		ret = gpu_aux_stream(gpu);
 	if (!ret)
 		ret = dmt_gpu_fences_prepare(gpu);
@@ -370,8 +394,10 @@ err_free:
 DEVMEMTCP_EXPORT void devmemtcp_gpu_free(struct devmemtcp_gpu *gpu)
 {
 	DMT_KEEP_ERRNO;
-	if (gpu)
-		dmt_gpu_unref(gpu);
+	if (!gpu)
+		return;
+	dmt_batch_close(gpu);	/* queues what waits */
+	dmt_gpu_unref(gpu);
 }
 
 DEVMEMTCP_EXPORT const char *devmemtcp_gpu_errmsg(const struct devmemtcp_gpu *gpu)
@@ -459,6 +485,9 @@ static int gpu_gather_impl(struct devmemtcp_gpu *gpu, struct devmemtcp_rx *rx,
 			       "this libdevmemtcp was built without the gather kernels: install the CUDA toolkit (nvcc) and rebuild with -Dcuda=enabled");
 	if (!n)
 		return 0;
+	if (gpu->coalesce_bytes)
+		return dmt_batch_gather(gpu, release ? rx : NULL, frags, n, NULL,
+					0, dsts, ndst, (CUstream)stream, fn);
 	ret = dmt_gpu_ctx_enter(gpu, &pushed);
 	if (ret)
 		return ret;
@@ -486,11 +515,17 @@ DEVMEMTCP_EXPORT int devmemtcp_gpu_view(struct devmemtcp_gpu *gpu,
 static int gpu_fence_new_impl(struct devmemtcp_gpu *gpu, void *stream,
 			      struct devmemtcp_gpu_fence **fencep)
 {
+	int ret;
+
 	if (!gpu)
 		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_gpu_fence_new: gpu is NULL");
 	if (!fencep)
 		return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
 			       "devmemtcp_gpu_fence_new: fence pointer is NULL");
+	/* after the gathers waiting in a batch */
+	ret = dmt_batch_flush(gpu, "devmemtcp_gpu_fence_new", false);
+	if (ret < 0)
+		return ret;
 	return dmt_gpu_fence_new(gpu, stream, fencep);
 }
 
@@ -499,11 +534,16 @@ static int gpu_release_after_impl(struct devmemtcp_gpu *gpu,
 				  const struct devmemtcp_frag *frags,
 				  size_t n, void *stream)
 {
+	int ret;
+
 	if (!gpu)
 		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_gpu_release_after: gpu is NULL");
 	if (!rx)
 		return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
 			       "devmemtcp_gpu_release_after: rx is NULL");
+	ret = dmt_batch_flush(gpu, "devmemtcp_gpu_release_after", false);
+	if (ret < 0)
+		return ret;
 	return dmt_gpu_release_after(gpu, rx, frags, n, stream);
 }
 

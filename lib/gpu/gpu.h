@@ -4,7 +4,8 @@
  * devmemtcp_gpu: the gather kernels (gather.cu, embedded as a fatbin;
  * gather_none.c when built without nvcc), the CPU side of a gather
  * (gpu_desc.c: descriptors, launch geometry, views), the launches
- * (gpu_launch.c: inline or from pinned slots), the persistent kernel
+ * (gpu_launch.c: inline or from pinned slots), coalesced gathers and
+ * gathers that place linear fragments (gpu_batch.c), the persistent kernel
  * (gpu_persist.c), and fences that hold token releases back until the GPU
  * is done with the bytes (gpu_fence.c), and waiting on the CPU for a word
  * the GPU writes (wait.c).  It may call the CUDA driver table
@@ -122,6 +123,12 @@ struct devmemtcp_gpu {
 	uint64_t fence_sleeps;		/* tests: sleeps of fence waits */
 	struct devmemtcp_gpu_fence *free_fences;
 	struct devmemtcp_gpu_fence *retired_fences;
+	/* gpu_batch.c: coalescing and linear bytes */
+	uint32_t coalesce_bytes;	/* 0: gathers queued by their call */
+	uint32_t coalesce_us;
+	uint64_t linear_dev;		/* what dmt_gpu_gather's builds place
+					 * linear fragments from (0: holes) */
+	struct dmt_gpu_batch *batch;
 };
 
 /* The parameter of dmt_gather_inline<N>: header, then N descriptors
@@ -214,6 +221,59 @@ int dmt_gpu_gather(struct devmemtcp_gpu *gpu,
 		   const struct dmt_gather_fence *fence, bool *fenced,
 		   CUstream stream);
 
+struct dmt_gather_batch;
+/* gpu_launch.c: queue the inline launch of parameter p, whose batch b
+ * (b->desc == p->desc, b->dst == p->dst) is built; fence, if not NULL,
+ * rides on it.  The context is current. */
+int dmt_gpu_launch_inline(struct devmemtcp_gpu *gpu, struct dmt_gather_inline *p,
+			  const struct dmt_gather_batch *b,
+			  const struct dmt_gather_fence *fence, CUstream stream);
+
+/* gpu_fence.c: whether f completed (1), not yet (0; wait: block until it
+ * does), or its wait failed (< 0), without giving it back: for a fence
+ * that several releases share (gpu_batch.c); dmt_gpu_fence_put gives it
+ * back once it completed. */
+int dmt_gpu_fence_peek(struct devmemtcp_gpu_fence *f, bool wait);
+void dmt_gpu_fence_put(struct devmemtcp_gpu_fence *f);
+
+/*
+ * gpu_batch.c: coalesced gathers (opts.coalesce_bytes) and gathers that
+ * place linear fragments.  init at devmemtcp_gpu_new (the context
+ * current); close at devmemtcp_gpu_free (queues what waits, waits for the
+ * launches that read staged bytes); fini when the last reference goes.
+ */
+int dmt_batch_init(struct devmemtcp_gpu *gpu);
+void dmt_batch_close(struct devmemtcp_gpu *gpu);
+void dmt_batch_fini(struct devmemtcp_gpu *gpu);
+/* A gather (validated: gpu has kernels, n > 0) through the batch; fn:
+ * the public call, for messages. */
+int dmt_batch_gather(struct devmemtcp_gpu *gpu, struct devmemtcp_rx *rx,
+		     const struct devmemtcp_frag *frags, size_t n,
+		     const void *linear, size_t len,
+		     const struct devmemtcp_gpu_iov *dsts, size_t ndst,
+		     CUstream stream, const char *fn);
+/* Queue what waits in the batch (asked: devmemtcp_gpu_flush; else
+ * before another call of the handle queues on a stream); the number of
+ * gathers it carried, or a negative errno (message on gpu, naming fn). */
+int dmt_batch_flush(struct devmemtcp_gpu *gpu, const char *fn, bool asked);
+
+/* Tests and benchmarks: what the batch did. */
+struct dmt_batch_stats {
+	uint64_t launches;		/* batches queued */
+	uint64_t gathers;		/* gather calls they carried */
+	/* why: full, its first gather too old, devmemtcp_gpu_flush, before
+	 * another stream's or an overlapping gather or another call that
+	 * queues, not coalescing, a wait for tokens or devmemtcp_gpu_free */
+	uint64_t by_size, by_age, by_flush, by_order, by_call, by_wait;
+	uint64_t big;			/* gathers too large for a batch */
+	uint64_t pending_bytes;		/* in the open batch now */
+	uint32_t pending_gathers;
+	uint64_t pending_max;		/* most bytes a batch held back */
+	uint64_t staged_bytes;		/* linear bytes staged */
+	uint64_t stage_size;		/* the staging buffer's size */
+};
+void dmt_batch_stats(struct devmemtcp_gpu *gpu, struct dmt_batch_stats *s);
+
 /* Logged by devmemtcp_gpu_new with DEVMEMTCP_GPU_PERSISTENT: the mode
  * measured slower than launches (devmemtcp_gpu_new(3)). */
 #define DMT_PERSIST_WARNING                                                    \
@@ -251,6 +311,10 @@ struct dmt_gather_batch {
 	uint32_t nd;		/* descriptors filled */
 	uint32_t ndst;		/* destinations filled (>= 1) */
 	uint64_t bytes;		/* output positions covered, holes included */
+	/* Device address of byte 0 of the linear buffer (a staged copy):
+	 * linear fragments are copied from linear + offset; 0: they leave
+	 * holes. */
+	uint64_t linear;
 };
 
 /* Output positions are 32-bit: a launch covers less than 4 GiB. */

@@ -117,7 +117,12 @@ static int build_one(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 
 		if (pos + f->len > limit)
 			break;
-		if (!is_hole(f) && f->len) {
+		if (f->len && is_hole(f) && b->linear) {
+			if (nd == max)
+				break;
+			d[nd++] = (struct dmt_gather_desc){ b->linear + f->offset,
+							    f->len, (uint32_t)pos };
+		} else if (!is_hole(f) && f->len) {
 			if (nd == max || may_cross(f, g))
 				break;
 			if (!f->addr)
@@ -180,7 +185,13 @@ static int put_piece(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		take = DMT_GATHER_POS_MAX - *posp;
 	if (!take)
 		return 0;
-	if (!is_hole(f)) {
+	if (is_hole(f) && b->linear) {
+		if (b->nd == b->max_desc)
+			return 0;
+		b->desc[b->nd++] = (struct dmt_gather_desc){
+			b->linear + f->offset + cur->foff, (uint32_t)take,
+			(uint32_t)*posp };
+	} else if (!is_hole(f)) {
 		if (b->nd == b->max_desc)
 			return 0;
 		if (!f->addr)

@@ -398,7 +398,7 @@ static int word_wait(struct devmemtcp_gpu_fence *f)
 	return ret;
 }
 
-int dmt_gpu_fence_done(struct devmemtcp_gpu_fence *f, bool wait)
+int dmt_gpu_fence_peek(struct devmemtcp_gpu_fence *f, bool wait)
 {
 	struct devmemtcp_gpu *gpu = f->gpu;
 	CUresult r;
@@ -412,7 +412,6 @@ int dmt_gpu_fence_done(struct devmemtcp_gpu_fence *f, bool wait)
 			if (ret)
 				return ret;
 		}
-		fence_put(f);
 		return 1;
 	}
 	r = wait ? gpu->cu->cuEventSynchronize(f->ev)
@@ -424,8 +423,21 @@ int dmt_gpu_fence_done(struct devmemtcp_gpu_fence *f, bool wait)
 				    wait ? "cuEventSynchronize(fence)"
 					 : "cuEventQuery(fence)",
 				    "a kernel on the fenced stream failed");
-	fence_put(f);
 	return 1;
+}
+
+void dmt_gpu_fence_put(struct devmemtcp_gpu_fence *f)
+{
+	fence_put(f);
+}
+
+int dmt_gpu_fence_done(struct devmemtcp_gpu_fence *f, bool wait)
+{
+	int ret = dmt_gpu_fence_peek(f, wait);
+
+	if (ret == 1)
+		fence_put(f);
+	return ret;
 }
 
 /*

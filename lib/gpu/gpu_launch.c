@@ -192,7 +192,8 @@ static int gather_slots(struct devmemtcp_gpu *gpu,
 			return ret;
 		b = (struct dmt_gather_batch){ .desc = s->desc, .dst = s->dst,
 					       .max_desc = max,
-					       .max_dst = DMT_GATHER_DST_MAX };
+					       .max_dst = DMT_GATHER_DST_MAX,
+					       .linear = gpu->linear_dev };
 		ret = dmt_gather_build(gpu->ctx, &gpu->err, frags, n, dsts,
 				       ndst, &cur, &b);
 		if (!ret && first && cur.i < n)
@@ -345,10 +346,8 @@ static int gather_inline(struct devmemtcp_gpu *gpu,
 	struct dmt_gather_cursor cur = { 0 };
 	struct dmt_gather_batch b = { .desc = p->desc, .dst = p->dst,
 				      .max_desc = gpu->inline_max,
-				      .max_dst = DMT_INLINE_DST_MAX };
-	struct dmt_gather_geom g;
-	void *params[] = { p };
-	unsigned int k = 0;
+				      .max_dst = DMT_INLINE_DST_MAX,
+				      .linear = gpu->linear_dev };
 	int ret;
 
 	ret = dmt_gather_build(gpu->ctx, &gpu->err, frags, n, dsts, ndst,
@@ -359,23 +358,36 @@ static int gather_inline(struct devmemtcp_gpu *gpu,
 		return 0;
 	if (!b.nd)
 		return 1;
-	while (inline_sizes[k] < b.nd)
-		k++;
-	geometry(gpu, &b, false, &g);
-	if (!gpu->inline_1d)
-		dmt_gather_geometry_2d(b.nd, &g);
-	p->a = launch_args(&b, &g);
-	p->f = fence ? *fence : (struct dmt_gather_fence){ 0 };
-	ret = gpu->graphs_off ? 0
-			      : graph_launch(gpu, (int)k, &g, b.ndst, params,
-					     stream);
-	if (!ret)
-		ret = launch(gpu, gpu->fn_inline[k], &g, b.ndst, params, stream,
-			     gpu->pdl);
+	ret = dmt_gpu_launch_inline(gpu, p, &b, fence, stream);
 	if (ret < 0)
 		return ret;
 	*fenced = fence != NULL;
 	return 1;
+}
+
+int dmt_gpu_launch_inline(struct devmemtcp_gpu *gpu, struct dmt_gather_inline *p,
+			  const struct dmt_gather_batch *b,
+			  const struct dmt_gather_fence *fence, CUstream stream)
+{
+	struct dmt_gather_geom g;
+	void *params[] = { p };
+	unsigned int k = 0;
+	int ret;
+
+	while (inline_sizes[k] < b->nd)
+		k++;
+	geometry(gpu, b, false, &g);
+	if (!gpu->inline_1d)
+		dmt_gather_geometry_2d(b->nd, &g);
+	p->a = launch_args(b, &g);
+	p->f = fence ? *fence : (struct dmt_gather_fence){ 0 };
+	ret = gpu->graphs_off ? 0
+			      : graph_launch(gpu, (int)k, &g, b->ndst, params,
+					     stream);
+	if (!ret)
+		ret = launch(gpu, gpu->fn_inline[k], &g, b->ndst, params, stream,
+			     gpu->pdl);
+	return ret < 0 ? ret : 0;
 }
 
 int dmt_gpu_gather(struct devmemtcp_gpu *gpu,

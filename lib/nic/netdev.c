@@ -632,6 +632,30 @@ int dmt_binding_adopt(struct devmemtcp_ctx *ctx, struct dmt_err *err, bool tx,
 	return 0;
 }
 
+/* A requested RX queue past the count queue-get gives: refused naming the
+ * count.  A count that cannot be had (no queue-get, too many queues to
+ * list here) leaves the check to the kernel. */
+static int bind_queues_in_range(struct dmt_err *err, struct dmt_nl *nl,
+				const struct dmt_bind_call *a)
+{
+	struct devmemtcp_queue qs[256];
+	char name[DMT_IFNAME_MAX];
+	uint32_t nrx = 0;
+	int n = dmt_queue_list(nl, a->ifindex, qs, ARRAY_SIZE(qs));
+
+	if (n <= 0 || n > (int)ARRAY_SIZE(qs))
+		return 0;
+	for (int j = 0; j < n; j++)
+		nrx += qs[j].type == DMT_NETDEV_QUEUE_TYPE_RX;
+	for (size_t i = 0; nrx && i < a->nqueues; i++)
+		if (a->queues[i] >= nrx)
+			return dmt_err_set(err, -ERANGE,
+					   "%s: RX queue %u is out of range: %s has %u RX queues (0-%u); pick a lower index or add channels with ethtool -L",
+					   a->op, a->queues[i], dmt_ifname(a->ifindex, name),
+					   nrx, nrx - 1);
+	return 0;
+}
+
 int dmt_bind_local(struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		   struct dmt_bind_call *a, struct devmemtcp_binding **bindingp)
 {
@@ -648,7 +672,10 @@ int dmt_bind_local(struct devmemtcp_ctx *ctx, struct dmt_err *err,
 			    a->op, strerror(-ret));
 		goto err_close;
 	}
-	ret = bind_request(err, b, a);
+	if (!a->tx)
+		ret = bind_queues_in_range(err, b->nl, a);
+	if (!ret)
+		ret = bind_request(err, b, a);
 	if (!ret && a->verify)
 		ret = verify_bound(err, b);
 	if (ret)

@@ -241,13 +241,15 @@ static int plan_queues(struct devmemtcp_nic *nic, struct dmt_op *op,
 		       const struct devmemtcp_nic_opts *opts)
 {
 	const uint32_t *req = DMT_OPT(opts, devmemtcp_nic_opts, queues, NULL);
-	uint32_t k = DMT_OPT(opts, devmemtcp_nic_opts, nqueues, 0);
+	uint32_t k = DMT_OPT(opts, devmemtcp_nic_opts, nqueues, 0), room = k;
 	char why[512];
 	int nq;
 
-	if (k > op->nrx)	/* checked again with a message; no huge calloc */
-		k = req ? k : op->nrx + 1;
-	nic->me.queues = dmt_calloc(k ? k : 1, sizeof(uint32_t));
+	/* a count over the NIC's is refused with the count asked for; the
+	 * array need not be larger than the NIC */
+	if (!req && room > op->nrx)
+		room = op->nrx + 1;
+	nic->me.queues = dmt_calloc(room ? room : 1, sizeof(uint32_t));
 	if (!nic->me.queues)
 		return dmt_err(nic->ctx, &nic->ctx->err, -ENOMEM, "%s: out of memory",
 			       nic->eth.ifname);

@@ -65,6 +65,32 @@ static int dir_checks(struct dmt_rundir *rd, const struct stat *st,
 	return 0;
 }
 
+/*
+ * Whose directory path is and what to do when it cannot be used: the
+ * default one is root's (a user sets DEVMEMTCP_RUN_DIR instead); one the
+ * caller named, through the run_dir option or DEVMEMTCP_RUN_DIR, is
+ * theirs to fix.
+ */
+static const char *rundir_whose(const char *path)
+{
+	const char *env = secure_getenv("DEVMEMTCP_RUN_DIR");
+
+	if (!strcmp(path, DMT_RUN_DIR))
+		return "";
+	if (env && !strcmp(path, env))
+		return " (DEVMEMTCP_RUN_DIR)";
+	return " (the run_dir option)";
+}
+
+static const char *rundir_fix(const char *path, int e)
+{
+	if (!strcmp(path, DMT_RUN_DIR) && geteuid() != 0)
+		return "run as root, or set DEVMEMTCP_RUN_DIR to a directory of yours that only you can write";
+	if (e == -ENOENT)
+		return "only the last component is created: create its parent, or pass another run_dir";
+	return "use a directory this user can write and others cannot, or pass another run_dir";
+}
+
 int dmt_rundir_open(struct dmt_rundir *rd, const char *path, bool create,
 		    struct dmt_err *err)
 {
@@ -102,10 +128,10 @@ fail:
 				   "the run directory %s is a symbolic link or not a directory: "
 				   "use a real directory owned by root, not writable by others",
 				   path);
-	return dmt_err_set(err, e,
-			   "cannot open the run directory %s: %s (run as root, or set "
-			   "DEVMEMTCP_RUN_DIR to a directory of yours that only you can write)",
-			   path, e == -ENOENT ? "it or a parent is missing" : strerror(-e));
+	return dmt_err_set(err, e, "cannot open the run directory %s%s: %s (%s)",
+			   path, rundir_whose(path),
+			   e == -ENOENT ? "it or a parent is missing" : strerror(-e),
+			   rundir_fix(path, e));
 }
 
 void dmt_rundir_close(struct dmt_rundir *rd)
@@ -293,11 +319,12 @@ static int file_write_pieces(const struct dmt_rundir *rd, const char *name,
 	temp_name(tmp, sizeof(tmp), name);
 	fd = openat(rd->fd, tmp,
 		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return dmt_err_set(err, -errno,
-				   "cannot create %s/%s: %s (run as root, or set DEVMEMTCP_RUN_DIR "
-				   "to a directory of yours that only you can write)",
-				   rd->path, tmp, strerror(errno));
+	if (fd < 0) {
+		e = -errno;
+		return dmt_err_set(err, e, "cannot create %s/%s%s: %s (%s)",
+				   rd->path, tmp, rundir_whose(rd->path),
+				   strerror(-e), rundir_fix(rd->path, e));
+	}
 	for (int i = 0; i < npieces && !e; i++)
 		e = write_all(fd, piece[i].iov_base, piece[i].iov_len);
 	if (!e && fsync(fd) < 0)

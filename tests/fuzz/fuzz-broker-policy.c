@@ -46,6 +46,22 @@ static void check_rule(const struct dmt_pol_rule *r)
 			FZ_CHECK(strcmp(r->ifs[k], r->ifs[i]) != 0);
 	}
 	FZ_CHECK(r->queues >= 1 && r->queues <= DMT_POL_MAX_QUEUES);
+	FZ_CHECK(r->nqranges <= DMT_POL_MAX_QRANGES);
+	for (uint32_t i = 0; i < r->nqranges; i++) {
+		uint64_t named = 0;
+
+		FZ_CHECK(r->qranges[i][0] <= r->qranges[i][1] &&
+			 r->qranges[i][1] <= DMT_POL_MAX_QID);
+		for (uint32_t k = 0; k < i; k++)
+			FZ_CHECK(r->qranges[i][1] < r->qranges[k][0] ||
+				 r->qranges[i][0] > r->qranges[k][1]);
+		FZ_CHECK(dmt_policy_queue_ok(r, r->qranges[i][0]) &&
+			 dmt_policy_queue_ok(r, r->qranges[i][1]));
+		for (uint32_t k = 0; k < r->nqranges; k++)
+			named += r->qranges[k][1] - r->qranges[k][0] + 1;
+		/* the count is how many it names, at most the most at once */
+		FZ_CHECK(r->queues == (named < DMT_POL_MAX_QUEUES ? named : DMT_POL_MAX_QUEUES));
+	}
 	FZ_CHECK(!r->any_port || !r->nports);
 	FZ_CHECK(r->nports <= DMT_POL_MAX_PORTS);
 	for (uint32_t i = 0; i < r->nports; i++) {
@@ -63,7 +79,7 @@ static bool same_rule(const struct dmt_pol_rule *a, const struct dmt_pol_rule *b
 {
 	if (a->who != b->who || strcmp(a->name, b->name) || a->id != b->id ||
 	    a->any_if != b->any_if || a->nifs != b->nifs || a->queues != b->queues ||
-	    a->any_port != b->any_port || a->nports != b->nports ||
+	    a->any_port != b->any_port || a->nports != b->nports || a->nqranges != b->nqranges ||
 	    a->udmabuf != b->udmabuf || a->udmabuf_total != b->udmabuf_total || a->tx != b->tx)
 		return false;
 	for (uint32_t i = 0; i < a->nifs; i++)
@@ -71,6 +87,9 @@ static bool same_rule(const struct dmt_pol_rule *a, const struct dmt_pol_rule *b
 			return false;
 	for (uint32_t i = 0; i < a->nports; i++)
 		if (a->ports[i][0] != b->ports[i][0] || a->ports[i][1] != b->ports[i][1])
+			return false;
+	for (uint32_t i = 0; i < a->nqranges; i++)
+		if (a->qranges[i][0] != b->qranges[i][0] || a->qranges[i][1] != b->qranges[i][1])
 			return false;
 	return true;
 }

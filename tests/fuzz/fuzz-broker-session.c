@@ -42,6 +42,7 @@
 static const char policy_text[] =
 	"allow uid 1000 interface fz0 queues 4 ports any udmabuf 64K udmabuf-total 128K tx\n"
 	"allow uid 1001 interface fz0,fz1 queues 2 ports 5000-5010,6000\n"
+	"allow uid 1002 interface fz1 queues 1,3-4 ports any\n"
 	"allow gid 2000 interface * queues 1 ports 7000 udmabuf 8K\n"
 	"allow everyone interface fz2 queues 1\n";
 static const char *const ifnames[NIFS] = { "fz0", "fz1", "fz2" };
@@ -164,6 +165,10 @@ static int op_open(struct brk *b, const char *ifname, const struct devmemtcp_nic
 	FZ_CHECK(rule != NULL);
 	FZ_CHECK(!(o->flags & DEVMEMTCP_NIC_KEEP_RSS));
 	FZ_CHECK(owned(c->peer.uid, ifindex) + want <= rule->queues);
+	/* a rule that names queue ids: asked for by id, each named */
+	FZ_CHECK(!rule->nqranges || o->queues);
+	for (uint32_t i = 0; rule->nqranges && i < o->nqueues; i++)
+		FZ_CHECK(dmt_policy_queue_ok(rule, o->queues[i]));
 	for (size_t i = 0; i < o->nflows; i++)
 		FZ_CHECK(dmt_policy_flow_ok(rule, &o->flows[i]));
 	FZ_CHECK(dmabuf < 0 || fd_open(dmabuf));

@@ -352,6 +352,11 @@ class Session:
         return b
 
     @staticmethod
+    def open_ids(flags, ifidx, qbytes):
+        # the queue at index i is (i * 3 + byte) % 8
+        return bytes([0, flags, 1, ifidx, 1, len(qbytes), 0]) + bytes(qbytes)
+
+    @staticmethod
     def close(handle):
         return bytes([1, handle])
 
@@ -431,6 +436,14 @@ def session_seeds():
     p.op(0, S.DEAD).send(0, S.policy(2)).op(0, S.READ)
     seed("refused", p)
 
+    # uid 1002's rule on fz1 names queues 1,3-4: by count refused, by id
+    # one it names, one it does not
+    p = S().connect(6, 1002).send(6, S.open(0, 1, 1)).op(6, S.READ)
+    p.send(6, S.open_ids(0, 1, [3])).u8(1).op(6, S.READ)
+    p.send(6, S.open_ids(0, 1, [2])).op(6, S.READ)
+    p.send(6, S.close(1)).u8(1, 1).op(6, S.READ)
+    seed("queue-ids", p)
+
 
 POLICY = """# devmemtcp-broker policy
 allow group ml interface eth1 queues 2 ports 5201-5299 udmabuf 256M tx
@@ -468,6 +481,15 @@ def policy_seeds():
             ("edge-ports", "allow everyone interface eth1 ports " +
              ",".join(str(i) for i in range(1, 18)) + "\n"),
             ("edge-queues", "allow everyone interface eth1 queues 65\n"),
+            ("queue-ids", "allow everyone interface eth1 queues 3,5-7\n"),
+            ("queue-id-one", "allow everyone interface eth1 queues 4-4\n"),
+            ("queue-ids-many", "allow everyone interface eth1 queues 0-4095\n"),
+            ("edge-queue-reversed", "allow everyone interface eth1 queues 7-5\n"),
+            ("edge-queue-overlap", "allow everyone interface eth1 queues 3-5,5\n"),
+            ("edge-queue-max", "allow everyone interface eth1 queues 4096-4096\n"),
+            ("edge-queue-empty", "allow everyone interface eth1 queues 3,,5\n"),
+            ("edge-queue-ranges", "allow everyone interface eth1 queues " +
+             ",".join(str(2 * i) for i in range(17)) + "\n"),
             ("edge-size", "allow everyone interface eth1 udmabuf 1025G\n"),
             ("edge-total-less", "allow everyone interface eth1 udmabuf 2M udmabuf-total 1M\n"),
             ("edge-total-alone", "allow everyone interface eth1 udmabuf-total 1M\n"),

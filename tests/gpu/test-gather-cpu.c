@@ -203,10 +203,16 @@ static void execute(const struct dmt_gather_batch *b)
 		execute_block(b, &g, x * g.wpb);
 }
 
-/* Gather batch after batch; returns the number of batches. */
+/* Linear bytes, when a gather places them: a staged copy of the linear
+ * buffer at this fake device address (the source's upper half). */
+#define LINEAR_BASE (SRC_BASE + SRC_SIZE / 2)
+#define LINEAR_SIZE (SRC_SIZE / 2)
+
+/* Gather batch after batch; returns the number of batches.  linear: the
+ * linear fragments are placed from LINEAR_BASE (else holes). */
 static int gather_cpu(const struct devmemtcp_frag *f, size_t n,
 		      const struct devmemtcp_gpu_iov *dsts, size_t ndst,
-		      uint32_t max_desc, uint32_t max_dst)
+		      uint32_t max_desc, uint32_t max_dst, bool linear)
 {
 	struct dmt_gather_desc *desc = calloc(max_desc, sizeof(*desc));
 	struct dmt_gather_dst *dst = calloc(max_dst, sizeof(*dst));
@@ -220,7 +226,8 @@ static int gather_cpu(const struct devmemtcp_frag *f, size_t n,
 	while (cur.i < n) {
 		struct dmt_gather_batch b = { .desc = desc, .dst = dst,
 					      .max_desc = max_desc,
-					      .max_dst = max_dst };
+					      .max_dst = max_dst,
+					      .linear = linear ? LINEAR_BASE : 0 };
 		struct dmt_gather_cursor before = cur;
 
 		assert_int_equal(dmt_gather_build(ctx, &err, f, n, dsts, ndst,
@@ -274,8 +281,9 @@ static uint64_t make_frags(struct devmemtcp_frag *f, size_t n, bool holes)
 						.addr = SRC_BASE + off,
 						.len = len, .token = (uint32_t)i };
 		if (holes && i % 7 == 3)
-			f[i] = (struct devmemtcp_frag){ .len = len,
-							.flags = DEVMEMTCP_FRAG_LINEAR };
+			f[i] = (struct devmemtcp_frag){
+				.offset = rnd_range(0, LINEAR_SIZE - len), .len = len,
+				.flags = DEVMEMTCP_FRAG_LINEAR };
 		total += len;
 	}
 	return total;
@@ -303,9 +311,10 @@ static size_t make_dsts(struct devmemtcp_gpu_iov *d, size_t max,
 }
 
 /* The reference: concatenate, cut into the destinations; holes keep the
- * poison. */
+ * poison, or take the linear bytes. */
 static void reference(const struct devmemtcp_frag *f, size_t n,
-		      const struct devmemtcp_gpu_iov *d, size_t ndst)
+		      const struct devmemtcp_gpu_iov *d, size_t ndst,
+		      bool linear)
 {
 	size_t di = 0;
 	uint64_t doff = 0;
@@ -324,6 +333,11 @@ static void reference(const struct devmemtcp_frag *f, size_t n,
 			if (!(f[i].flags & DEVMEMTCP_FRAG_LINEAR))
 				memcpy(want + (d[di].addr - DST_BASE) + doff,
 				       src_mem + f[i].offset + k, take);
+			else if (linear)
+				memcpy(want + (d[di].addr - DST_BASE) + doff,
+				       src_mem + (LINEAR_BASE - SRC_BASE) +
+					       f[i].offset + k,
+				       take);
 			k += (uint32_t)take;
 			doff += take;
 		}
@@ -331,7 +345,7 @@ static void reference(const struct devmemtcp_frag *f, size_t n,
 }
 
 static void run_case(size_t n, size_t maxdst, bool holes, uint32_t max_desc,
-		     uint32_t max_dst)
+		     uint32_t max_dst, bool linear)
 {
 	struct devmemtcp_frag *f = calloc(n, sizeof(*f));
 	struct devmemtcp_gpu_iov d[64];
@@ -342,9 +356,9 @@ static void run_case(size_t n, size_t maxdst, bool holes, uint32_t max_desc,
 	assert_true(maxdst <= 64);
 	total = make_frags(f, n, holes);
 	ndst = make_dsts(d, maxdst, total, rnd() % 2 ? rnd_range(0, 5000) : 0);
-	reference(f, n, d, ndst);
+	reference(f, n, d, ndst, linear);
 	memset(dst_mem, POISON, DST_SIZE);
-	gather_cpu(f, n, d, ndst, max_desc, max_dst);
+	gather_cpu(f, n, d, ndst, max_desc, max_dst, linear);
 	if (memcmp(dst_mem, want, DST_SIZE)) {
 		size_t bad = 0;
 
@@ -361,12 +375,18 @@ static void test_random_gathers(void **state)
 	for (int r = 0; r < 300; r++) {
 		size_t n = (size_t)rnd_range(1, 300);
 
-		run_case(n, 1, r % 2, 1u << 18, DMT_GATHER_DST_MAX);
+		run_case(n, 1, r % 2, 1u << 18, DMT_GATHER_DST_MAX, false);
 		run_case(n, (size_t)rnd_range(1, 64), r % 3 == 0, 1u << 18,
-			 DMT_GATHER_DST_MAX);
+			 DMT_GATHER_DST_MAX, false);
 		/* small batches: cuts at batch ends too */
 		run_case(n, (size_t)rnd_range(1, 64), r % 2,
-			 (uint32_t)rnd_range(1, 40), (uint32_t)rnd_range(1, 6));
+			 (uint32_t)rnd_range(1, 40), (uint32_t)rnd_range(1, 6),
+			 false);
+		/* linear fragments placed from their staged bytes */
+		run_case(n, (size_t)rnd_range(1, 64), true,
+			 r % 2 ? 1u << 18 : (uint32_t)rnd_range(1, 40),
+			 r % 2 ? DMT_GATHER_DST_MAX : (uint32_t)rnd_range(1, 6),
+			 true);
 	}
 }
 
@@ -398,6 +418,50 @@ static void test_descriptors_one_dst(void **state)
 	assert_int_equal(desc[1].src, SRC_BASE + 0x5000);
 	assert_int_equal(desc[1].len, 1448);
 	assert_int_equal(desc[1].pos, 4096 + 66);
+}
+
+/* With staged linear bytes, a linear fragment is a descriptor too, from
+ * the staged copy at its offset; without, a hole. */
+static void test_descriptors_linear(void **state)
+{
+	const struct devmemtcp_frag f[] = {
+		{ .addr = SRC_BASE + 0x1000, .len = 4096 },
+		{ .offset = 0, .len = 66, .flags = DEVMEMTCP_FRAG_LINEAR },
+		{ .offset = 66, .len = 1000, .flags = DEVMEMTCP_FRAG_LINEAR },
+		{ .addr = SRC_BASE + 0x5000, .len = 1448 },
+	};
+	const struct devmemtcp_gpu_iov dst[] = {
+		{ DST_BASE + 100, 4096 + 500 },
+		{ DST_BASE + 0x10000, 10000 },
+	};
+	struct dmt_gather_desc desc[8];
+	struct dmt_gather_dst dsts[2];
+	struct dmt_gather_batch b = { desc, dsts, 8, 2, .linear = LINEAR_BASE };
+	struct dmt_gather_cursor cur = { 0 };
+
+	(void)state;
+	assert_int_equal(dmt_gather_build(ctx, &err, f, 4, dst, 2, &cur, &b), 0);
+	assert_int_equal(cur.i, 4);
+	assert_int_equal(b.nd, 5);
+	assert_int_equal(b.ndst, 2);
+	assert_int_equal(b.bytes, 4096 + 66 + 1000 + 1448);
+	assert_int_equal(desc[1].src, LINEAR_BASE);
+	assert_int_equal(desc[1].len, 66);
+	assert_int_equal(desc[1].pos, 4096);
+	/* the second linear fragment straddles the destinations */
+	assert_int_equal(desc[2].src, LINEAR_BASE + 66);
+	assert_int_equal(desc[2].len, 500 - 66);
+	assert_int_equal(desc[2].pos, 4096 + 66);
+	assert_int_equal(desc[3].src, LINEAR_BASE + 500);
+	assert_int_equal(desc[3].len, 1066 - 500);
+	assert_int_equal(desc[3].pos, 4096 + 500);
+	assert_int_equal(dsts[1].start, 4096 + 500);
+	assert_int_equal(desc[4].src, SRC_BASE + 0x5000);
+	/* no staged bytes: holes */
+	cur = (struct dmt_gather_cursor){ 0 };
+	b = (struct dmt_gather_batch){ desc, dsts, 8, 2 };
+	assert_int_equal(dmt_gather_build(ctx, &err, f, 4, dst, 2, &cur, &b), 0);
+	assert_int_equal(b.nd, 2);
 }
 
 /* A fragment straddling two destinations becomes two descriptors. */
@@ -643,7 +707,8 @@ static void test_random_fragments_across_segments(void **state)
 		assert_int_equal(pos, total);
 		memset(dst_mem, POISON, DST_SIZE);
 		gather_cpu(f, n, d, ndst, r % 2 ? 1u << 18 : (uint32_t)rnd_range(1, 9),
-			   r % 2 ? DMT_GATHER_DST_MAX : (uint32_t)rnd_range(1, 4));
+			   r % 2 ? DMT_GATHER_DST_MAX : (uint32_t)rnd_range(1, 4),
+			   false);
 		if (memcmp(dst_mem, want, DST_SIZE))
 			fail_msg("round %d: gathered bytes differ from the dma-buf's", r);
 	}
@@ -831,6 +896,7 @@ int main(void)
 		cmocka_unit_test(test_geometry),
 		cmocka_unit_test(test_warp_range),
 		cmocka_unit_test(test_descriptors_one_dst),
+		cmocka_unit_test(test_descriptors_linear),
 		cmocka_unit_test(test_descriptors_cut_at_destination),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_random_gathers),

@@ -260,6 +260,17 @@ static void test_persistent_refused(void **state)
 	assert_int_equal(ret, -ETIMEDOUT);
 	assert_string_equal(devmemtcp_gpu_errmsg(p),
 			    "persistent gather kernel: waited 10 s for a slot's previous job: is the stream of an earlier gather blocked for good?");
+	/* a gather of a whole receive waits the same */
+	{
+		struct devmemtcp_frag lf = { .offset = 0, .len = 100,
+					     .flags = DEVMEMTCP_FRAG_LINEAR };
+
+		/* ERRORS devmemtcp_gpu_gather_recv ETIMEDOUT */
+		assert_int_equal(devmemtcp_gpu_gather_recv(p, NULL, &lf, 1, src, 100,
+							   &d, 1, s), -ETIMEDOUT);
+		assert_string_equal(devmemtcp_gpu_errmsg(p),
+				    "persistent gather kernel: waited 10 s for a slot's previous job: is the stream of an earlier gather blocked for good?");
+	}
 	gate = 1;
 	assert_int_equal(cu->cuStreamSynchronize(s), CUDA_SUCCESS);
 	devmemtcp_gpu_free(p);
@@ -418,6 +429,62 @@ static void test_gather_release_refused(void **state)
 	close(sv[1]);
 }
 
+/* devmemtcp_gpu_gather_recv: the launch that places linear bytes, the
+ * batch object and the staging memory, and a persistent handle. */
+static void test_gather_recv_refused(void **state)
+{
+	DEVMEMTCP_OPTS(gpu_opts, persist, .flags = DEVMEMTCP_GPU_PERSISTENT);
+	static char linear[256];
+	struct devmemtcp_frag f[2] = {
+		{ .addr = (uintptr_t)src, .len = 100 },
+		{ .offset = 10, .len = 50, .flags = DEVMEMTCP_FRAG_LINEAR },
+	};
+	struct devmemtcp_gpu_iov d = { (uintptr_t)dst, sizeof(dst) };
+	struct devmemtcp_gpu *g;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(linear); i++)
+		linear[i] = (char)(i * 3 + 5);
+	/* ERRORS devmemtcp_gpu_gather_recv EIO */
+	driver_fails("cuLaunchKernelEx", 719);
+	assert_int_equal(devmemtcp_gpu_gather_recv(gpu, NULL, f, 2, linear, sizeof(linear),
+						   &d, 1, NULL), -EIO);
+	driver_works();
+	assert_string_equal(devmemtcp_gpu_errmsg(gpu),
+			    "cuLaunchKernelEx(dmt_gather) failed: CUDA_ERROR_FAKE (fake-cuda error): is stream a stream of this GPU's primary context?");
+	/* ERRORS devmemtcp_gpu_gather_recv ENOMEM */
+	dmt_test_alloc_fail(1, false);
+	assert_int_equal(devmemtcp_gpu_gather_recv(gpu, NULL, f, 2, linear, sizeof(linear),
+						   &d, 1, NULL), -ENOMEM);
+	dmt_test_alloc_fail(0, false);
+	assert_string_equal(devmemtcp_gpu_errmsg(gpu), "devmemtcp_gpu_gather_recv: out of memory");
+	/* the pinned staging memory */
+	assert_int_equal(devmemtcp_gpu_new(ctx, NULL, &g), 0);
+	driver_fails("cuMemHostAlloc", 2);	/* CUDA_ERROR_OUT_OF_MEMORY */
+	assert_int_equal(devmemtcp_gpu_gather_recv(g, NULL, f, 2, linear, sizeof(linear),
+						   &d, 1, NULL), -ENOMEM);
+	driver_works();
+	assert_string_equal(devmemtcp_gpu_errmsg(g),
+			    "cuMemHostAlloc(linear bytes' staging) failed: CUDA_ERROR_FAKE (fake-cuda error): raise the locked-memory limit (ulimit -l)");
+	/* the handle works on: the bytes, linear ones included */
+	memset(dst, 0, sizeof(dst));
+	assert_int_equal(devmemtcp_gpu_gather_recv(g, NULL, f, 2, linear, sizeof(linear),
+						   &d, 1, NULL), 0);
+	assert_int_equal(dmt_gpu_cuda(g)->cuStreamSynchronize(NULL), CUDA_SUCCESS);
+	assert_memory_equal(dst, src, 100);
+	assert_memory_equal(dst + 100, linear + 10, 50);
+	devmemtcp_gpu_free(g);
+	/* ERRORS devmemtcp_gpu_gather_recv EOPNOTSUPP */
+	assert_int_equal(devmemtcp_gpu_new(ctx, &persist, &g), 0);
+	setenv("DEVMEMTCP_FAKE_CUDA_CAPTURING", "1", 1);
+	assert_int_equal(devmemtcp_gpu_gather_recv(g, NULL, f, 2, linear, sizeof(linear),
+						   &d, 1, NULL), -EOPNOTSUPP);
+	unsetenv("DEVMEMTCP_FAKE_CUDA_CAPTURING");
+	assert_string_equal(devmemtcp_gpu_errmsg(g),
+			    "a gather of a handle with DEVMEMTCP_GPU_PERSISTENT cannot be captured into a CUDA graph: capture with a handle without it");
+	devmemtcp_gpu_free(g);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -427,6 +494,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_persistent_refused),
 		cmocka_unit_test(test_fences_refused),
 		cmocka_unit_test(test_gather_release_refused),
+		cmocka_unit_test(test_gather_recv_refused),
 		cmocka_unit_test(test_view_refused),
 	};
 

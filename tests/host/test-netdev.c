@@ -244,6 +244,14 @@ static void test_bind_arg_checks(void **state)
 	assert_int_equal(devmemtcp_bind_rx(ctx, va, NULL, 0, buf, NULL, &b), -EINVAL);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
 			    "devmemtcp_bind_rx: no queues given: pass at least one RX queue index");
+	/* a queue past the NIC's count, which queue-get gives: named with
+	 * the count (va: 4 RX queues) before the kernel is asked */
+	q[0] = 99;
+	/* ERRORS devmemtcp_bind_rx ERANGE */
+	assert_int_equal(devmemtcp_bind_rx(ctx, va, q, 1, buf, NULL, &b), -ERANGE);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "devmemtcp_bind_rx: RX queue 99 is out of range: va has 4 RX queues (0-3); pick a lower index or add channels with ethtool -L");
+	q[0] = 1;
 	/* ERRORS devmemtcp_bind_rx ENODEV */
 	assert_int_equal(devmemtcp_bind_rx(ctx, 0, q, 1, buf, NULL, &b), -ENODEV);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -215,6 +216,73 @@ static void test_udmabuf_missing(void **state)
 	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -EINVAL);
 }
 
+/* Fields a provider does not use are refused, not ignored. */
+static void test_segments_where_unused(void **state)
+{
+	struct devmemtcp_segment seg = { 0, 4096, 0 };
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
+		       .size = 4096, .segments = &seg, .nsegments = 1);
+	struct devmemtcp_buf *buf = (void *)1;
+
+	setenv("DEVMEMTCP_UDMABUF_DEV", "/nonexistent/udmabuf", 1);
+	/* ERRORS devmemtcp_buf_new EINVAL */
+	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -EINVAL);
+	assert_null(buf);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "udmabuf: segments are for imported dma-bufs (DEVMEMTCP_PROVIDER_IMPORT): a udmabuf is one segment over its memfd; leave segments NULL and nsegments 0");
+	o.segments = NULL;
+	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "udmabuf: segments are for imported dma-bufs (DEVMEMTCP_PROVIDER_IMPORT): a udmabuf is one segment over its memfd; leave segments NULL and nsegments 0");
+	unsetenv("DEVMEMTCP_UDMABUF_DEV");
+	/* an import with a count but no table */
+	assert_int_equal(import(8192, NULL, 3, &buf), -EINVAL);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "import: nsegments is 3 but segments is NULL: pass the segment table, or nsegments 0 for one segment over the whole dma-buf");
+}
+
+/* The udmabuf size limit: a module is reloaded with a larger one, a
+ * udmabuf built into the kernel takes it on the kernel command line. */
+static void test_udmabuf_size_limit(void **state)
+{
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_UDMABUF,
+		       .size = 3 << 20);
+	struct devmemtcp_buf *buf;
+	char dir[] = "/tmp/dmt-udmabuf-sysXXXXXX", path[128];
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/parameters", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/parameters/size_limit_mb", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("2\n", f);
+	fclose(f);
+	setenv("DEVMEMTCP_TEST_UDMABUF_SYSFS", dir, 1);
+	/* built in: no initstate */
+	/* ERRORS devmemtcp_buf_new E2BIG */
+	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -E2BIG);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "udmabuf: 3145728 bytes exceed udmabuf's size_limit_mb of 2 MiB: udmabuf is built into this kernel: boot it with udmabuf.size_limit_mb=3 or use a smaller buffer");
+	/* a loadable module has an initstate */
+	snprintf(path, sizeof(path), "%s/initstate", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("live\n", f);
+	fclose(f);
+	assert_int_equal(devmemtcp_buf_new(ctx, &o, &buf), -E2BIG);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "udmabuf: 3145728 bytes exceed the udmabuf module's size_limit_mb of 2 MiB: reload it with 'modprobe -r udmabuf; modprobe udmabuf size_limit_mb=3' or use a smaller buffer");
+	unsetenv("DEVMEMTCP_TEST_UDMABUF_SYSFS");
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/parameters/size_limit_mb", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/parameters", dir);
+	rmdir(path);
+	rmdir(dir);
+}
+
 static void test_unknown_provider(void **state)
 {
 	DEVMEMTCP_OPTS(buf_opts, o, .provider = 42, .size = 4096);
@@ -302,6 +370,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_qstats_args),
 		cmocka_unit_test(test_find),
+		cmocka_unit_test(test_segments_where_unused),
+		cmocka_unit_test(test_udmabuf_size_limit),
 		cmocka_unit_test(test_import_unsorted_segments),
 		cmocka_unit_test(test_import_bad_segments),
 		cmocka_unit_test(test_import_default_segment),

@@ -286,6 +286,12 @@ static void c_gpu_gather_release(void)
 	(void)devmemtcp_gpu_gather_release(NULL, NULL, NULL, 0, NULL, 0, NULL);
 }
 
+static void c_gpu_gather_recv(void)
+{
+	(void)devmemtcp_gpu_gather_recv(NULL, NULL, NULL, 0, NULL, 0, NULL, 0,
+					NULL);
+}
+static void c_gpu_flush(void) { (void)devmemtcp_gpu_flush(NULL); }
 static void c_gpu_release_after(void)
 {
 	(void)devmemtcp_gpu_release_after(NULL, NULL, NULL, 0, NULL);
@@ -338,7 +344,7 @@ static const struct {
 	CALL(tx_reap), CALL(tx_wait), CALL(tx_stats), CALL(gpu_new),
 	CALL(gpu_free), CALL(gpu_errmsg), CALL(gpu_gather), CALL(gpu_view),
 	CALL(gpu_fence_new), CALL(gpu_fence_done), CALL(gpu_release_after),
-	CALL(gpu_gather_release),
+	CALL(gpu_gather_release), CALL(gpu_gather_recv), CALL(gpu_flush),
 	CALL(zcrx_new), CALL(zcrx_free), CALL(zcrx_errmsg), CALL(zcrx_wait),
 	CALL(zcrx_stats),
 };

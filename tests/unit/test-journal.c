@@ -508,8 +508,8 @@ static void test_files(void **state)
 
 		assert_int_equal(dmt_rundir_open(&nope, "/proc/nope/dir", true, &jerr), -ENOENT);
 		assert_string_equal(jerr.msg,
-				    "cannot open the run directory /proc/nope/dir: it or a parent is missing "
-				    "(run as root, or set DEVMEMTCP_RUN_DIR to a directory of yours that only you can write)");
+				    "cannot open the run directory /proc/nope/dir (the run_dir option): it or a parent is missing "
+				    "(only the last component is created: create its parent, or pass another run_dir)");
 	}
 }
 

@@ -685,6 +685,11 @@ static void test_bad_input(void **state)
 	assert_null(nic);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
 			    "eth0: RX queue 9 is out of range: the interface has 8 RX queues (0-7); pick a lower index or add channels with ethtool -L");
+	/* the message names the count asked for, not a clamped one */
+	o = (struct devmemtcp_nic_opts){ .sz = sizeof(o), .nqueues = 100 };
+	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), -ERANGE);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "eth0: 100 devmem queues asked for but the interface has 8 RX queues: ask for fewer or add channels with ethtool -L");
 	o = (struct devmemtcp_nic_opts){ .sz = sizeof(o), .flows = &f, .nflows = 1 };
 	assert_int_equal(devmemtcp_nic_open(ctx, "eth0", &o, &nic), -ERANGE);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),

@@ -161,6 +161,32 @@ static void test_log_off(void **state)
 	not_logged(DEVMEMTCP_LOG_OFF, "debug");
 }
 
+/* A log level outside the enum is refused, naming the range. */
+static void test_log_level_range(void **state)
+{
+	struct devmemtcp_ctx *c = (void *)1;
+
+	for (int level = -2; level <= 42; level += 44) {
+		DEVMEMTCP_OPTS(ctx_opts, co, .log_level = level);
+		char want[256];
+
+		c = (void *)1;
+		/* ERRORS devmemtcp_ctx_new EINVAL */
+		assert_int_equal(devmemtcp_ctx_new(&co, &c), -EINVAL);
+		assert_null(c);
+		snprintf(want, sizeof(want),
+			 "devmemtcp_ctx_new: log_level %d is not a log level: use DEVMEMTCP_LOG_OFF (-1), 0 (the default) or 1 to 7 (DEVMEMTCP_LOG_ERR 3 to DEVMEMTCP_LOG_DEBUG 7)",
+			 level);
+		assert_string_equal(devmemtcp_ctx_errmsg(NULL), want);
+	}
+	for (int level = -1; level <= 7; level++) {
+		DEVMEMTCP_OPTS(ctx_opts, co, .log_level = level);
+
+		assert_int_equal(devmemtcp_ctx_new(&co, &c), 0);
+		devmemtcp_ctx_free(c);
+	}
+}
+
 static void test_opts_sz_zero(void **state)
 {
 	struct devmemtcp_ctx_opts o;
@@ -400,6 +426,7 @@ int main(void)
 		cmocka_unit_test(test_silent_by_default),
 		cmocka_unit_test(test_callback_turns_logging_on),
 		cmocka_unit_test(test_log_off),
+		cmocka_unit_test(test_log_level_range),
 		cmocka_unit_test(test_opts_sz_zero),
 		cmocka_unit_test(test_opts_tail),
 		cmocka_unit_test(test_rx_new_checks),

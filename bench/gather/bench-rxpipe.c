@@ -1,0 +1,531 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * Receive pipeline benchmark: what a data loader's thread does with each
+ * receive, through the public calls, with the tokens accounted for real:
+ *
+ *   devmemtcp_rx_recv (on a fake kernel, below) -> the GPU step -> the
+ *   release step (devmemtcp_rx_flush: completed fences hand their tokens
+ *   to the fake kernel's SO_DEVMEM_DONTNEED)
+ *
+ * Rows, all in one run, per receive shape (256 KiB as 64 x 4 KiB
+ * fragments; 1448-byte fragments, two per 4 KiB page, 181 per receive):
+ *
+ *   d2d       baseline: one cuMemcpyDtoDAsync of the receive's size, then
+ *             devmemtcp_gpu_release_after (a fence per receive)
+ *   default   today's default: devmemtcp_gpu_gather_release per receive
+ *   pipeline  coalesced: a handle with coalesce_bytes (-c, 1 MiB) and
+ *             devmemtcp_gpu_gather_recv; one launch and one fence per
+ *             batch (and the same with 4 times the batch, for comparison;
+ *             the SUMMARY is the first's)
+ *
+ * The fake kernel: recvmsg is defined here (the library's call resolves to
+ * it), and copies a prepared control buffer (the cmsgs the kernel would
+ * write, tokens unique across CTRLS buffers) into the caller's; the
+ * DONTNEED hook counts the tokens.  Its cost is measured alone (the same
+ * copies in a loop) and subtracted from the CPU time; it is reported.  The
+ * real kernel's recvmsg and SO_DEVMEM_DONTNEED costs are in no figure.
+ *
+ * CPU µs per receive = (thread CPU time - fake kernel time) / receives;
+ * the stages are mean wall µs over every 7th receive.  Bytes: the last
+ * RING receives' destinations are compared with the source; tokens: every
+ * token received came back exactly once (the hook's count), none left
+ * outstanding.  Latency: a 1 MiB receive on an idle GPU, from the call to
+ * devmemtcp_rx_recv to the bytes in place (flush + cuStreamSynchronize),
+ * median of 200.
+ *
+ *   bench-rxpipe [-d device] [-T seconds per row] [-c coalesce_bytes]
+ *
+ * Ends with
+ *   SUMMARY pipeline size=256KiB cpu_us=... gbps_per_core=...
+ *           ratio_vs_default=... latency_1mib_us=...
+ *   SUMMARY pipeline frag=1448 ns_per_frag=...
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "common.h"
+#include "rx.h"
+
+#define NIC_BUF (256ull << 20)	/* the GPU buffer the NIC writes */
+#define RING 64			/* destination slices */
+#define SLICE (1ull << 20)	/* bytes per slice (the largest receive) */
+#define CTRLS 256		/* control buffers, used in turn */
+#define IN_FLIGHT 128		/* receives queued on the GPU at most */
+#define CMSG_FRAG CMSG_SPACE(sizeof(struct dmt_dmabuf_cmsg))
+#define MAX_FRAGS 512
+#define SAMPLE 7		/* stage times of every SAMPLE-th receive */
+
+static struct bench B;
+static double seconds = 1.0;
+static uint32_t coalesce = 1u << 20;
+
+/* ---- the fake kernel ---------------------------------------------------- */
+
+static struct {
+	int fd;			/* the receiver's socket */
+	const char *ctrl;	/* the next receive's cmsgs */
+	size_t ctrllen, bytes;
+	uint64_t freed, dontneed_calls;
+	double dontneed_s;	/* wall time in the hook */
+} K = { .fd = -1 };
+
+ssize_t recvmsg(int fd, struct msghdr *msg, int flags);
+ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	(void)flags;
+	if (fd != K.fd || !K.ctrl || msg->msg_controllen < K.ctrllen) {
+		errno = fd != K.fd ? EBADF : EAGAIN;
+		return -1;
+	}
+	memcpy(msg->msg_control, K.ctrl, K.ctrllen);
+	msg->msg_controllen = K.ctrllen;
+	msg->msg_flags = 0;
+	return (ssize_t)K.bytes;
+}
+
+static int dontneed(void *arg, const struct dmt_dmabuf_token *t, size_t n)
+{
+	double t0 = now_s();
+	uint32_t c = 0;
+
+	(void)arg;
+	for (size_t i = 0; i < n; i++)
+		c += t[i].token_count;
+	K.freed += c;
+	K.dontneed_calls++;
+	K.dontneed_s += now_s() - t0;
+	return (int)c;
+}
+
+/* ---- receive shapes -------------------------------------------------------- */
+
+struct shape {
+	const char *name;
+	uint32_t n, len;	/* fragments per receive, bytes each */
+	char *ctrls;		/* CTRLS control buffers */
+};
+
+/* Fragment j of buffer k: 4 KiB fragments at random pages; 1448-byte
+ * ones two per page (at 0 and 2048). */
+static void make_ctrls(struct shape *s)
+{
+	s->ctrls = aligned_alloc(64, (size_t)CTRLS * s->n * CMSG_FRAG);
+	if (!s->ctrls)
+		abort();
+	for (uint32_t k = 0; k < CTRLS; k++) {
+		char *ctrl = s->ctrls + (size_t)k * s->n * CMSG_FRAG;
+		uint64_t page = 0;
+
+		for (uint32_t i = 0; i < s->n; i++) {
+			struct cmsghdr *cm = (struct cmsghdr *)(ctrl + i * CMSG_FRAG);
+			struct dmt_dmabuf_cmsg d = { .frag_size = s->len,
+						     .frag_token = k * s->n + i,
+						     .dmabuf_id = 1 };
+
+			if (s->len == 4096 || !(i % 2))
+				page = rnd() % (NIC_BUF / 4096) * 4096;
+			d.frag_offset = page + (s->len == 4096 ? 0 : (i % 2) * 2048);
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_DEVMEM_DMABUF;
+			cm->cmsg_len = CMSG_LEN(sizeof(d));
+			memcpy(CMSG_DATA(cm), &d, sizeof(d));
+		}
+	}
+}
+
+static void kernel_next(const struct shape *s, uint64_t i)
+{
+	K.ctrl = s->ctrls + (i % CTRLS) * s->n * CMSG_FRAG;
+	K.ctrllen = s->n * CMSG_FRAG;
+	K.bytes = (size_t)s->n * s->len;
+}
+
+/* The fake kernel's CPU µs per receive, alone. */
+static double kernel_cost(const struct shape *s)
+{
+	static char ctrl[MAX_FRAGS * CMSG_FRAG];
+	char lin[64];
+	struct iovec iov = { lin, sizeof(lin) };
+	const uint64_t reps = 200000;
+	double c0 = thread_cpu_s();
+
+	for (uint64_t i = 0; i < reps; i++) {
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+				      .msg_control = ctrl,
+				      .msg_controllen = sizeof(ctrl) };
+
+		kernel_next(s, i);
+		if (recvmsg(K.fd, &msg, 0) < 0)
+			abort();
+		__asm__ volatile("" : : "r"(ctrl) : "memory");
+	}
+	return (thread_cpu_s() - c0) / (double)reps * 1e6;
+}
+
+/* ---- one row ----------------------------------------------------------------- */
+
+enum kind { K_D2D, K_DEFAULT, K_PIPELINE, K_PIPELINE_BIG, K_N };
+static const char *const kind_name[] = {
+	"per-receive cuMemcpyDtoDAsync + release_after (baseline)",
+	"today's default: devmemtcp_gpu_gather_release per receive",
+	"pipeline: coalesced devmemtcp_gpu_gather_recv",
+	"pipeline, 4x the batch (coalesce_bytes x 4, for comparison)",
+};
+
+struct row {
+	double wall, cpu, kernel_us, cpu_us;
+	uint64_t receives, launches;
+	double stage[3];	/* mean wall µs: receive, GPU step, release */
+	bool bytes_ok, tokens_ok;
+};
+
+static void die(const char *what, struct devmemtcp_gpu *g,
+		struct devmemtcp_rx *rx)
+{
+	fprintf(stderr, "%s: %s / %s\n", what, rx ? devmemtcp_rx_errmsg(rx) : "",
+		g ? devmemtcp_gpu_errmsg(g) : "");
+	exit(1);
+}
+
+/* The bytes of receive i (its control buffer) in slice i % RING. */
+static bool check_receive(const struct shape *s, uint64_t i, uint8_t *got)
+{
+	const char *ctrl = s->ctrls + (i % CTRLS) * s->n * CMSG_FRAG;
+	uint64_t pos = 0;
+
+	CK(B.cu->cuMemcpyDtoH(got, B.dst + (i % RING) * SLICE,
+			      (size_t)s->n * s->len));
+	for (uint32_t k = 0; k < s->n; k++) {
+		struct dmt_dmabuf_cmsg d;
+
+		memcpy(&d, CMSG_DATA((const struct cmsghdr *)(ctrl + k * CMSG_FRAG)),
+		       sizeof(d));
+		if (bench_same(&B, got + pos, d.frag_offset, d.frag_size))
+			return false;
+		pos += d.frag_size;
+	}
+	return true;
+}
+
+static void run(struct devmemtcp_gpu *g, enum kind kind, const struct shape *s,
+		struct devmemtcp_rx *rx, double kernel_us, struct row *row)
+{
+	static struct devmemtcp_frag frags[MAX_FRAGS];
+	static uint8_t lin[4096], got[SLICE];
+	const uint64_t size = (uint64_t)s->n * s->len;
+	CUevent marks[IN_FLIGHT / 32];
+	struct devmemtcp_rx_stats rs;
+	double t_end, c0, w0, sum[3] = { 0 };
+	uint64_t i = 0, ns = 0, freed0 = K.freed, l0 = 0;
+	struct dmt_batch_stats bs;
+
+	if (kind >= K_PIPELINE) {
+		dmt_batch_stats(g, &bs);
+		l0 = bs.launches;
+	}
+	for (int m = 0; m < IN_FLIGHT / 32; m++)
+		CK(B.cu->cuEventCreate(&marks[m], CU_EVENT_DISABLE_TIMING));
+	w0 = now_s();
+	c0 = thread_cpu_s();
+	t_end = w0 + seconds;
+	for (;; i++) {
+		struct devmemtcp_gpu_iov d = { B.dst + (i % RING) * SLICE, size };
+		bool sample = !(i % SAMPLE);
+		double a = 0, b = 0, c = 0;
+		int n, ret = 0;
+
+		if (!(i % 256) && now_s() > t_end)
+			break;
+		/* at most IN_FLIGHT receives queued, so a token comes back
+		 * before the fake kernel hands it out again CTRLS receives
+		 * later (a mark is work of our own: the batch goes first) */
+		if (!(i % 32)) {
+			CUevent *e = &marks[(i / 32) % (IN_FLIGHT / 32)];
+
+			if (kind >= K_PIPELINE && devmemtcp_gpu_flush(g) < 0)
+				die("flush", g, rx);
+			if (i >= IN_FLIGHT)
+				CK(B.cu->cuEventSynchronize(*e));
+			CK(B.cu->cuEventRecord(*e, B.st));
+		}
+		kernel_next(s, i);
+		if (sample)
+			a = now_s();
+		n = devmemtcp_rx_recv(rx, frags, MAX_FRAGS, lin, sizeof(lin));
+		if (n != (int)s->n)
+			die("devmemtcp_rx_recv", g, rx);
+		if (sample)
+			b = now_s();
+		if (kind == K_D2D) {
+			if (B.cu->cuMemcpyDtoDAsync(d.addr, B.src + (i % 64) * size,
+						    size, B.st) ||
+			    devmemtcp_gpu_release_after(g, rx, frags, (size_t)n,
+							B.st) < 0)
+				die("d2d", g, rx);
+		} else if (kind == K_DEFAULT) {
+			ret = devmemtcp_gpu_gather_release(g, rx, frags,
+							   (size_t)n, &d, 1, B.st);
+		} else {
+			ret = devmemtcp_gpu_gather_recv(g, rx, frags, (size_t)n,
+							lin, sizeof(lin), &d, 1,
+							B.st);
+		}
+		if (ret < 0)
+			die(kind_name[kind], g, rx);
+		if (sample)
+			c = now_s();
+		if (devmemtcp_rx_flush(rx) < 0)
+			die("devmemtcp_rx_flush", g, rx);
+		if (sample) {
+			sum[0] += b - a;
+			sum[1] += c - b;
+			sum[2] += now_s() - c;
+			ns++;
+		}
+	}
+	/* what an idle loader does: the batch goes before it waits */
+	if (kind >= K_PIPELINE && devmemtcp_gpu_flush(g) < 0)
+		die("flush", g, rx);
+	CK(B.cu->cuStreamSynchronize(B.st));
+	row->wall = now_s() - w0;
+	row->cpu = thread_cpu_s() - c0;
+	row->receives = i;
+	row->kernel_us = kernel_us;
+	row->cpu_us = row->cpu * 1e6 / (double)i - kernel_us;
+	for (int k = 0; k < 3; k++)
+		row->stage[k] = ns ? sum[k] / (double)ns * 1e6 : 0;
+	row->launches = 0;
+	if (kind >= K_PIPELINE) {
+		dmt_batch_stats(g, &bs);
+		row->launches = bs.launches - l0;
+	}
+	row->bytes_ok = kind == K_D2D;	/* its source is not the receive's */
+	if (kind != K_D2D) {
+		row->bytes_ok = true;
+		for (uint64_t k = i > RING ? i - RING : 0; k < i; k++)
+			row->bytes_ok &= check_receive(s, k, got);
+	}
+	/* every token back exactly once, none outstanding */
+	while (devmemtcp_rx_release_all(rx) > 0)
+		;
+	if (devmemtcp_rx_flush(rx) < 0)
+		die("devmemtcp_rx_flush", g, rx);
+	rs.sz = sizeof(rs);
+	row->tokens_ok = !devmemtcp_rx_stats(rx, &rs) &&
+			 !rs.tokens_outstanding &&
+			 K.freed - freed0 == i * s->n;
+	for (int m = 0; m < IN_FLIGHT / 32; m++)
+		B.cu->cuEventDestroy(marks[m]);
+}
+
+static void print_row(const struct shape *s, enum kind kind,
+		      const struct row *r)
+{
+	double bytes = (double)s->n * s->len;
+	char per[32] = "1";
+
+	if (r->launches)
+		snprintf(per, sizeof(per), "%.2f",
+			 (double)r->receives / (double)r->launches);
+	printf("| %s | %s | %.0f k | %.1f | **%.2f** | %.1f | **%.1f** | %.2f / %.2f / %.2f | %.3f | %s | %s, %s |\n",
+	       s->name, kind_name[kind], r->receives / r->wall / 1e3,
+	       bytes * r->receives / r->wall / 1e9, r->cpu_us,
+	       r->cpu_us * 1e3 / s->n, bytes / (r->cpu_us * 1e-6) / 1e9,
+	       r->stage[0], r->stage[1], r->stage[2], r->kernel_us,
+	       per,
+	       r->bytes_ok ? (kind == K_D2D ? "bytes n/a" : "bytes equal")
+			   : "MISMATCH",
+	       r->tokens_ok ? "tokens all back" : "MISMATCH: tokens lost or left outstanding");
+	fflush(stdout);
+}
+
+/* Call -> bytes in place at 1 MiB (256 x 4 KiB), idle GPU: µs, median. */
+static double latency(struct devmemtcp_gpu *g, struct devmemtcp_rx *rx,
+		      const struct shape *s, bool *ok)
+{
+	static struct devmemtcp_frag frags[MAX_FRAGS];
+	static uint8_t lin[4096], got[SLICE];
+	double t[200];
+
+	*ok = true;
+	for (int k = 0; k < 200; k++) {
+		struct devmemtcp_gpu_iov d = { B.dst + (k % RING) * SLICE, SLICE };
+		double t0;
+
+		kernel_next(s, (uint64_t)k);
+		t0 = now_s();
+		if (devmemtcp_rx_recv(rx, frags, MAX_FRAGS, lin, sizeof(lin)) !=
+			    (int)s->n ||
+		    devmemtcp_gpu_gather_recv(g, rx, frags, s->n, lin,
+					      sizeof(lin), &d, 1, B.st) < 0 ||
+		    devmemtcp_gpu_flush(g) < 0)
+			die("latency", g, rx);
+		CK(B.cu->cuStreamSynchronize(B.st));
+		t[k] = (now_s() - t0) * 1e6;
+		if (k < 4)
+			*ok &= check_receive(s, (uint64_t)k, got);
+		if (devmemtcp_rx_flush(rx) < 0)
+			die("devmemtcp_rx_flush", g, rx);
+	}
+	return median(t, 200);
+}
+
+/* ---- setup -------------------------------------------------------------------- */
+
+static int tcp_pair(int *peer, int *lst)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int c;
+
+	*lst = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (*lst < 0 || c < 0 || bind(*lst, (struct sockaddr *)&a, sizeof(a)) ||
+	    listen(*lst, 1) || getsockname(*lst, (struct sockaddr *)&a, &len) ||
+	    connect(c, (struct sockaddr *)&a, sizeof(a)))
+		abort();
+	*peer = accept(*lst, NULL, NULL);
+	if (*peer < 0)
+		abort();
+	return c;
+}
+
+/* A receiver whose socket the fake kernel answers, with the NIC's buffer
+ * (one segment over the GPU source memory) as binding 1. */
+static struct devmemtcp_rx *receiver(struct devmemtcp_buf **bufp, int *fds)
+{
+	struct devmemtcp_segment seg = { 0, NIC_BUF, B.src };
+	struct devmemtcp_rx *rx;
+
+	if (dmt_buf_alloc(B.ctx, DEVMEMTCP_PROVIDER_IMPORT, bufp))
+		abort();
+	(*bufp)->size = NIC_BUF;
+	if (dmt_buf_set_segments(*bufp, &seg, 1))
+		abort();
+	fds[0] = tcp_pair(&fds[1], &fds[2]);
+	if (devmemtcp_rx_new(B.ctx, fds[0], NULL, &rx) ||
+	    devmemtcp_rx_add_buf(rx, 1, *bufp)) {
+		fprintf(stderr, "rx: %s\n", devmemtcp_ctx_errmsg(B.ctx));
+		return NULL;
+	}
+	dmt_rx_tokens(rx)->dontneed = dontneed;
+	K.fd = fds[0];
+	return rx;
+}
+
+int main(int argc, char **argv)
+{
+	struct shape shapes[] = {
+		{ "256 KiB (64 x 4 KiB)", 64, 4096, NULL },
+		{ "1448 B x 181 (262088 B)", 181, 1448, NULL },
+	};
+	struct shape mib = { "1 MiB (256 x 4 KiB)", 256, 4096, NULL };
+	struct row rows[2][K_N];
+	struct devmemtcp_gpu_opts go = { .sz = sizeof(go) };
+	struct devmemtcp_gpu *pipe, *pipe4;
+	struct devmemtcp_buf *buf;
+	struct devmemtcp_rx *rx;
+	int opt, status, fds[3], bad = 0;
+	double lat;
+	bool lat_ok;
+
+	while ((opt = getopt(argc, argv, "d:T:c:h")) != -1) {
+		switch (opt) {
+		case 'd':
+			B.device = atoi(optarg);
+			break;
+		case 'T':
+			seconds = atof(optarg);
+			if (seconds <= 0 || seconds > 60)
+				seconds = 1;
+			break;
+		case 'c':
+			coalesce = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		default:
+			fprintf(stderr, "usage: %s [-d device] [-T seconds per row] [-c coalesce_bytes]\n",
+				argv[0]);
+			return opt == 'h' ? 0 : 2;
+		}
+	}
+	status = bench_open(&B, B.device, NIC_BUF, RING * SLICE);
+	if (status >= 0)
+		return status;
+	bench_header(&B, "Receive pipeline benchmark");
+	rx = receiver(&buf, fds);
+	if (!rx)
+		return 1;
+	go.coalesce_bytes = coalesce * 4;
+	if (devmemtcp_gpu_new(B.ctx, &go, &pipe4)) {
+		fprintf(stderr, "devmemtcp_gpu_new (coalesce_bytes %u): %s\n",
+			coalesce * 4, devmemtcp_ctx_errmsg(B.ctx));
+		return 1;
+	}
+	go.coalesce_bytes = coalesce;
+	if (devmemtcp_gpu_new(B.ctx, &go, &pipe)) {
+		fprintf(stderr, "devmemtcp_gpu_new (coalesce_bytes %u): %s\n",
+			coalesce, devmemtcp_ctx_errmsg(B.ctx));
+		return 1;
+	}
+	printf("\n## Receive pipeline: devmemtcp_rx_recv + GPU step + devmemtcp_rx_flush, one CPU thread\n\n");
+	printf("- %.1f s per row; fragments at random pages of a %llu MiB GPU buffer; destination: a ring of %d slices; at most %d receives queued on the GPU; pipeline: coalesce_bytes %u, coalesce_us default\n",
+	       seconds, (unsigned long long)(NIC_BUF >> 20), RING, IN_FLIGHT,
+	       coalesce);
+	printf("- CPU µs per receive: the thread's CPU time per receive, the fake kernel's own cost (its recvmsg, measured alone, last column but one) subtracted; its DONTNEED hook's time is in the figures (see the line after the table); the real kernel's recvmsg and SO_DEVMEM_DONTNEED costs are in no figure\n");
+	printf("- stages: mean wall µs of every %dth receive (devmemtcp_rx_recv incl. the fake kernel / GPU step / devmemtcp_rx_flush)\n\n",
+	       SAMPLE);
+	printf("| receive | pipeline | receives/s | GB/s (wall) | CPU µs per receive | ns per fragment | GB/s per core | µs: recv / GPU step / release | fake kernel µs | receives per launch | check |\n");
+	printf("|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|\n");
+	for (int s = 0; s < 2; s++) {
+		double kus;
+
+		make_ctrls(&shapes[s]);
+		kus = kernel_cost(&shapes[s]);
+		for (int k = 0; k < K_N; k++) {
+			struct devmemtcp_gpu *g = k == K_PIPELINE	? pipe
+						  : k == K_PIPELINE_BIG ? pipe4
+									: B.gpu;
+
+			run(g, (enum kind)k, &shapes[s], rx, kus, &rows[s][k]);
+			print_row(&shapes[s], (enum kind)k, &rows[s][k]);
+			bad |= !rows[s][k].bytes_ok || !rows[s][k].tokens_ok;
+		}
+	}
+	make_ctrls(&mib);
+	lat = latency(pipe, rx, &mib, &lat_ok);
+	bad |= !lat_ok;
+	printf("\n- fake kernel's DONTNEED hook: %llu calls, %.3f µs per call (included above)\n",
+	       (unsigned long long)K.dontneed_calls,
+	       K.dontneed_calls ? K.dontneed_s / (double)K.dontneed_calls * 1e6 : 0.0);
+	printf("- latency, call to bytes in place, 1 MiB receive, idle GPU, pipeline handle (devmemtcp_rx_recv + gather_recv + flush + cuStreamSynchronize): %.1f µs median, %s\n",
+	       lat, lat_ok ? "bytes equal" : "MISMATCH");
+	printf("- targets: <= 2.5 µs per 256 KiB receive all-in (>= 100 GB/s per core), >= 1.5x the default; <= 15 ns per 1448-byte fragment; <= 20 µs at 1 MiB\n\n");
+	{
+		const struct row *p = &rows[0][K_PIPELINE], *d = &rows[0][K_DEFAULT];
+
+		printf("SUMMARY pipeline size=256KiB cpu_us=%.3f gbps_per_core=%.1f ratio_vs_default=%.2f latency_1mib_us=%.1f\n",
+		       p->cpu_us, 262144.0 / (p->cpu_us * 1e-6) / 1e9,
+		       d->cpu_us / p->cpu_us, lat);
+		printf("SUMMARY pipeline frag=1448 ns_per_frag=%.2f\n",
+		       rows[1][K_PIPELINE].cpu_us * 1e3 / shapes[1].n);
+	}
+	devmemtcp_gpu_free(pipe);
+	devmemtcp_gpu_free(pipe4);
+	devmemtcp_rx_free(rx);
+	for (int i = 0; i < 3; i++)
+		close(fds[i]);
+	devmemtcp_buf_free(buf);
+	for (int s = 0; s < 2; s++)
+		free(shapes[s].ctrls);
+	free(mib.ctrls);
+	bench_close(&B);
+	return bad;
+}
