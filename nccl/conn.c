@@ -22,6 +22,7 @@
 
 #include "plugin.h"
 #include "stage.h"
+#include "unpack.h"
 
 struct dmtn_comm *dmtn_comm_new(enum dmtn_comm_kind kind, int dev)
 {
@@ -55,7 +56,11 @@ void dmtn_comm_free(struct dmtn_comm *c)
 {
 	if (!c)
 		return;
+	/* NCCL closes a comm once its kernels are done with it: what the
+	 * queue still holds goes back with the receive handle */
+	dmtn_unpack_closing(c);
 	dmtn_devmem_rx_close(c);
+	dmtn_unpack_free(c);
 	dmtn_devmem_tx_close(c);
 	dmtn_flow_put(c->flow);
 	close_fd(&c->ctrl_lfd);
@@ -610,7 +615,21 @@ static void log_recv_path(const struct dmtn_comm *c)
 				 : " (devmem RX is not set up, see above)");
 }
 
-nccl_result_t dmtn_accept(void *listen_comm, void **recv_comm)
+/* NCCL allocated a device handle for c (its device offered UNPACK): fill
+ * it with c's unpack queue.  0, or -1 (said why). */
+static int dev_handle_fill(struct dmtn_comm *c, nccl_dev_handle_t *h)
+{
+	if (h->type != NCCL_NET_DEVICE_UNPACK ||
+	    !dmtn_dev_unpack(&dmtn.dev[c->dev])) {
+		DMTN_WARN("accept: NCCL asks for device offload type %d version %d on dev %d, which this plugin did not offer",
+			  h->type, h->version, c->dev);
+		return -1;
+	}
+	return dmtn_unpack_attach(c, h) ? -1 : 0;
+}
+
+nccl_result_t dmtn_accept(void *listen_comm, void **recv_comm,
+			  nccl_dev_handle_t **dev_handle)
 {
 	struct dmtn_comm *l = dmtn_comm_get(listen_comm, DMTN_COMM_LISTEN,
 					    __func__);
@@ -647,6 +666,10 @@ nccl_result_t dmtn_accept(void *listen_comm, void **recv_comm)
 	/* the data socket is steered to a devmem queue: plain reads of it
 	 * would fail, so a comm that cannot receive devmem is an error */
 	if (l->flow && dmtn_devmem_rx_open(c, l->flow)) {
+		dmtn_comm_free(c);
+		return NCCL_ERR_SYSTEM;
+	}
+	if (dev_handle && *dev_handle && dev_handle_fill(c, *dev_handle)) {
 		dmtn_comm_free(c);
 		return NCCL_ERR_SYSTEM;
 	}

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 
 #include "plugin.h"
+#include "unpack.h"
 
 #define BOUNCE_SIZE (4u << 20)
 /* Largest single send()/recv(): keeps one huge message from starving the
@@ -99,6 +100,7 @@ static nccl_result_t mr_new(void *comm, void *data, size_t size, int type,
 	mr->size = size;
 	mr->type = type;
 	mr->cuda_dev = -1;
+	mr->setup = c->kind == DMTN_COMM_RECV && !c->recv_started;
 	if (type == NCCL_PTR_CUDA) {
 		ret = dmtn_cuda_ptr_device(data, &mr->cuda_dev);
 		if (ret) {
@@ -112,11 +114,26 @@ static nccl_result_t mr_new(void *comm, void *data, size_t size, int type,
 	return NCCL_OK;
 }
 
+/* Can sends of c go out with devmem TX? */
+static bool tx_devmem(const struct dmtn_comm *c)
+{
+	return c->kind == DMTN_COMM_SEND && dmtn.dev[c->dev].devmem && dmtn.cfg.tx;
+}
+
 nccl_result_t dmtn_reg_mr(void *comm, void *data, size_t size, int type,
 			  void **mhandle)
 {
-	return mr_new(comm, data, size, type, __func__,
-		      (struct dmtn_mr **)mhandle);
+	struct dmtn_mr *mr;
+	nccl_result_t ret;
+
+	ret = mr_new(comm, data, size, type, __func__, &mr);
+	if (ret)
+		return ret;
+	/* CUDA memory without a dma-buf: exported for devmem TX */
+	if (type == NCCL_PTR_CUDA && tx_devmem(mr->comm))
+		dmtn_devmem_mr(mr->comm, mr, -1);
+	*mhandle = mr;
+	return NCCL_OK;
 }
 
 nccl_result_t dmtn_reg_mr_dmabuf(void *comm, void *data, size_t size,
@@ -132,8 +149,7 @@ nccl_result_t dmtn_reg_mr_dmabuf(void *comm, void *data, size_t size,
 	mr->dmabuf_offset = offset;
 	/* Only sends read a dma-buf by offset; receives land in the bound
 	 * buffer and are gathered into data. */
-	if (mr->comm->kind == DMTN_COMM_SEND && dmtn.dev[mr->comm->dev].devmem &&
-	    dmtn.cfg.tx)
+	if (tx_devmem(mr->comm))
 		dmtn_devmem_mr(mr->comm, mr, fd);
 	*mhandle = mr;
 	return NCCL_OK;
@@ -498,11 +514,15 @@ static nccl_result_t recv_complete(struct dmtn_comm *c, struct dmtn_req *r,
 	if (left)
 		return NCCL_OK;
 	if (r->fence_dev < 0) {
+		if (r->unpack)
+			dmtn_unpack_complete(c, r);
 		r->state = DMTN_REQ_DONE;
 		return NCCL_OK;
 	}
 	/* gathers queued: done once the last of them ran */
 	r->state = DMTN_REQ_WAIT;
+	if (r->unpack)
+		dmtn_unpack_complete(c, r);
 	return dmtn_devmem_fence(r) ? comm_fail(c, NCCL_ERR_CUDA, "recording the completion of a gather failed (see above)")
 				    : NCCL_OK;
 }
@@ -557,13 +577,15 @@ nccl_result_t dmtn_irecv(void *recv_comm, int n, void **data,
 	struct dmtn_comm *c;
 	struct dmtn_req *r;
 	nccl_result_t ret;
+	int max;
 
 	ret = post_start(recv_comm, DMTN_COMM_RECV, request, __func__, &c);
 	if (ret)
 		return ret;
-	if (n < 1 || n > dmtn.cfg.max_recvs || !data || !sizes) {
+	max = c->unpack ? 1 : dmtn.cfg.max_recvs;
+	if (n < 1 || n > max || !data || !sizes) {
 		DMTN_WARN("irecv: %d buffers: between 1 and maxRecvs (%d) with data and sizes",
-			  n, dmtn.cfg.max_recvs);
+			  n, max);
 		return NCCL_ERR_INTERNAL;
 	}
 	for (int i = 0; i < n; i++) {
@@ -574,9 +596,15 @@ nccl_result_t dmtn_irecv(void *recv_comm, int n, void **data,
 		if (ret)
 			return ret;
 	}
+	/* a receive per slot of the unpack queue until NCCL consumed it */
+	if (c->unpack && dmtn_unpack_full(c))
+		return NCCL_OK;
 	r = req_queue(c, DMTN_REQ_RECV);
 	if (!r)
 		return NCCL_OK;
+	c->recv_started = true;
+	if (c->unpack)
+		dmtn_unpack_post(c, r);
 	r->n = n;
 	for (int i = 0; i < n; i++)
 		r->buf[i] = (struct dmtn_rbuf){
@@ -616,7 +644,7 @@ nccl_result_t dmtn_test(void *request, int *done, int *sizes)
 	nccl_result_t ret;
 
 	if (!r || r->magic != DMTN_REQ_MAGIC || r->state == DMTN_REQ_FREE ||
-	    !done) {
+	    r->state == DMTN_REQ_CONSUME || !done) {
 		DMTN_WARN("test: %p is not a pending request of this plugin",
 			  request);
 		return NCCL_ERR_INTERNAL;
@@ -647,7 +675,40 @@ nccl_result_t dmtn_test(void *request, int *done, int *sizes)
 	*done = 1;
 	for (int i = 0; sizes && r->kind != DMTN_REQ_FLUSH && i < r->n; i++)
 		sizes[i] = r->buf[i].size > INT_MAX ? INT_MAX : (int)r->buf[i].size;
+	/* NCCL hands a receive with unpack entries back with irecvConsumed
+	 * once its kernel has read them */
+	if (r->kind == DMTN_REQ_RECV && r->unpack)
+		r->state = DMTN_REQ_CONSUME;
+	else
+		req_put(r);
+	return NCCL_OK;
+}
+
+nccl_result_t dmtn_irecv_consumed(void *recv_comm, int n, void *request)
+{
+	struct dmtn_comm *c = dmtn_comm_get(recv_comm, DMTN_COMM_RECV, __func__);
+	uintptr_t off = (uintptr_t)request - (uintptr_t)(c ? c->reqs : NULL);
+	struct dmtn_req *r = request;
+
+	if (!c)
+		return NCCL_ERR_INTERNAL;
+	/* without a queue a receive is freed when test() reports it: the
+	 * request NCCL passes may be another one by now */
+	if (!c->unpack)
+		return NCCL_OK;
+	/* one of this comm's requests, in the state test() left it */
+	if (off >= sizeof(c->reqs) || off % sizeof(c->reqs[0]) ||
+	    r->magic != DMTN_REQ_MAGIC || r->state != DMTN_REQ_CONSUME ||
+	    r->kind != DMTN_REQ_RECV) {
+		DMTN_WARN("irecvConsumed: %p is not a receive of recv comm %p that test() reported done",
+			  request, (void *)c);
+		return NCCL_ERR_INTERNAL;
+	}
+	if (dmtn_unpack_consumed(c, r))
+		return NCCL_ERR_INTERNAL;
 	req_put(r);
+	/* its fragments' tokens go back now */
+	dmtn_devmem_rx_flush(c);
 	return NCCL_OK;
 }
 
@@ -663,13 +724,15 @@ static nccl_result_t close_comm(void *p, enum dmtn_comm_kind kind,
 		return NCCL_ERR_INTERNAL;
 	s = &c->st;
 	DMTN_INFO(NCCL_SUBSYS_NET,
-		  "%s comm %p (%s, peer %s): %llu messages, %llu bytes, %llu through devmem %s, %llu arrived as plain data, %llu copied through host memory",
+		  "%s comm %p (%s, peer %s): %llu messages, %llu bytes, %llu through devmem %s, %llu arrived as plain data, %llu copied through host memory, %llu unpacked by NCCL's kernel, %llu gathered by the plugin",
 		  send ? "send" : "recv", (const void *)c, dmtn.dev[c->dev].name,
 		  c->peer, (unsigned long long)s->msgs,
 		  (unsigned long long)s->bytes,
 		  (unsigned long long)s->devmem_bytes, send ? "TX" : "RX",
 		  (unsigned long long)s->linear_bytes,
-		  (unsigned long long)s->bounce_bytes);
+		  (unsigned long long)s->bounce_bytes,
+		  (unsigned long long)s->unpack_bytes,
+		  (unsigned long long)s->gather_bytes);
 	dmtn_comm_free(c);
 	return NCCL_OK;
 }
