@@ -32,6 +32,7 @@
 #include <net/if.h>
 #include <netdb.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,7 +63,7 @@ static uint32_t next_sample_size(uint64_t *seed)
 
 /* ---- the few CUDA driver calls the example needs (libcuda.so.1) --------- */
 
-static struct {
+static struct cuda_calls {
 	int (*init)(unsigned int);
 	int (*device_get)(int *, int);
 	int (*ctx_retain)(void **, int);
@@ -75,27 +76,50 @@ static struct {
 	int (*stream_sync)(void *);
 } cu;
 
+/* Every driver call above, each named when the driver lacks it. */
 static int cuda_open(void)
 {
+	static const struct {
+		const char *name;
+		size_t at;
+	} syms[] = {
+#define SYM(f, s) { s, offsetof(struct cuda_calls, f) }
+		SYM(init, "cuInit"), SYM(device_get, "cuDeviceGet"),
+		SYM(ctx_retain, "cuDevicePrimaryCtxRetain"), SYM(ctx_set, "cuCtxSetCurrent"),
+		SYM(alloc, "cuMemAlloc_v2"), SYM(free, "cuMemFree_v2"),
+		SYM(htod, "cuMemcpyHtoD_v2"), SYM(dtoh, "cuMemcpyDtoH_v2"),
+		SYM(stream_new, "cuStreamCreate"), SYM(stream_sync, "cuStreamSynchronize"),
+#undef SYM
+	};
 	void *h = dlopen("libcuda.so.1", RTLD_NOW);
 	void *cctx;
-	int dev;
+	int dev, r;
 
-	if (!h)
+	if (!h) {
+		fprintf(stderr, "GPU: %s: the NVIDIA driver's libcuda.so.1 is needed\n", dlerror());
 		return -1;
-	*(void **)&cu.init = dlsym(h, "cuInit");
-	*(void **)&cu.device_get = dlsym(h, "cuDeviceGet");
-	*(void **)&cu.ctx_retain = dlsym(h, "cuDevicePrimaryCtxRetain");
-	*(void **)&cu.ctx_set = dlsym(h, "cuCtxSetCurrent");
-	*(void **)&cu.alloc = dlsym(h, "cuMemAlloc_v2");
-	*(void **)&cu.free = dlsym(h, "cuMemFree_v2");
-	*(void **)&cu.htod = dlsym(h, "cuMemcpyHtoD_v2");
-	*(void **)&cu.dtoh = dlsym(h, "cuMemcpyDtoH_v2");
-	*(void **)&cu.stream_new = dlsym(h, "cuStreamCreate");
-	*(void **)&cu.stream_sync = dlsym(h, "cuStreamSynchronize");
-	if (!cu.stream_sync || cu.init(0) || cu.device_get(&dev, 0) ||
-	    cu.ctx_retain(&cctx, dev) || cu.ctx_set(cctx))
+	}
+	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
+		void *f = dlsym(h, syms[i].name);
+
+		if (!f) {
+			fprintf(stderr, "GPU: libcuda.so.1 has no %s: the driver is too old for this example\n",
+				syms[i].name);
+			return -1;
+		}
+		memcpy((char *)&cu + syms[i].at, &f, sizeof(f));
+	}
+	r = cu.init(0);
+	if (!r)
+		r = cu.device_get(&dev, 0);
+	if (!r)
+		r = cu.ctx_retain(&cctx, dev);
+	if (!r)
+		r = cu.ctx_set(cctx);
+	if (r) {
+		fprintf(stderr, "GPU: CUDA error %d setting up device 0\n", r);
 		return -1;
+	}
 	return 0;
 }
 
@@ -555,14 +579,27 @@ static int loader_open_gpu(struct loader *L, struct devmemtcp_ctx *ctx)
 
 	if (!ret)
 		ret = devmemtcp_buf_new(ctx, &bo, &L->buf);
-	if (ret || cuda_open() || cu.stream_new(&L->stream, 1)) {
+	if (ret) {
 		fprintf(stderr, "GPU: %s\n(run with --cpu on machines without an NVIDIA GPU)\n",
 			devmemtcp_ctx_errmsg(ctx));
 		return -1;
 	}
-	for (int i = 0; i < NSLOTS; i++)
-		if (cu.alloc(&L->slot_dev[i], MAX_SAMPLE))
+	if (cuda_open()) {
+		fprintf(stderr, "(run with --cpu on machines without an NVIDIA GPU)\n");
+		return -1;
+	}
+	ret = cu.stream_new(&L->stream, 1);
+	if (ret) {
+		fprintf(stderr, "GPU: cuStreamCreate: CUDA error %d\n", ret);
+		return -1;
+	}
+	for (int i = 0; i < NSLOTS; i++) {
+		ret = cu.alloc(&L->slot_dev[i], MAX_SAMPLE);
+		if (ret) {
+			fprintf(stderr, "GPU: cuMemAlloc_v2 of a sample buffer: CUDA error %d\n", ret);
 			return -1;
+		}
+	}
 	return 0;
 }
 

@@ -189,7 +189,7 @@ trap 'log "interrupted"; finish 1' INT TERM
 
 # ---- the machine ------------------------------------------------------------------
 {
-	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); tree: $(git -C "$src" describe --always --dirty 2>/dev/null || cat "$src/.tree-id" 2>/dev/null || echo unknown)"
+	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); tree: ${DEVMEMTCP_TREE:-$(git -C "$src" describe --always --dirty 2>/dev/null || cat "$src/.tree-id" 2>/dev/null || echo unknown)}"
 	echo "- kernel: $(uname -r); CPU: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //') ($(nproc) cores)"
 	if command -v nvidia-smi >/dev/null; then
 		echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version,pci.bus_id,clocks.max.sm,clocks.max.mem --format=csv,noheader 2>&1 | head -n1)"

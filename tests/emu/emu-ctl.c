@@ -283,6 +283,8 @@ int devmemtcp_emu_stats(FILE *out)
 	S(reaped_bindings);
 	S(copies);
 	S(copy_calls);
+	S(copy_xfers);
+	S(copy_bytes);
 #undef S
 	emu_unlock();
 	return 0;

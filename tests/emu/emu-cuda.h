@@ -47,6 +47,14 @@ struct emu_cuda_ops {
 	 * before the stream) */
 	void *batch_async;
 	int batch_fail_idx;
+	/* the scatter kernel (emu-scatter.cu) and its device staging */
+	int (*mem_alloc)(unsigned long long *d, size_t n);
+	int (*mem_free)(unsigned long long d);
+	int (*module_load)(void **mod, const void *image);
+	int (*module_fn)(void **fn, void *mod, const char *name);
+	int (*launch)(void *fn, unsigned int gx, unsigned int gy, unsigned int gz,
+		      unsigned int bx, unsigned int by, unsigned int bz, unsigned int smem,
+		      void *st, void **params, void **extra);
 };
 
 /* CUmemcpyAttributes */
@@ -67,6 +75,15 @@ typedef int (*emu_batch13_fn)(unsigned long long *dsts, unsigned long long *srcs
 typedef int (*emu_batch128_fn)(unsigned long long *dsts, unsigned long long *srcs, size_t *sizes,
 			       size_t count, struct emu_memcpy_attr *attrs, size_t *attr_idx,
 			       size_t nattrs, size_t *fail_idx, void *st);
+
+/* The scatter kernel's table: where each piece goes (emu-scatter.cu); its
+ * parameters: (table, count, staging, dma-buf), device addresses but the
+ * unsigned int count. */
+struct emu_scatter_desc {
+	uint64_t dst;		/* dma-buf offset */
+	uint32_t src;		/* offset in the device staging */
+	uint32_t len;
+};
 
 /*
  * The shim calls this (found with dlsym in the preloaded emulator) after

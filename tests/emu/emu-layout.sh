@@ -5,8 +5,9 @@
 # VM: test-e2e's transfer (16 MiB through an 8 MiB buffer, its fragment
 # layout report checked against the layout) and multi-flow test, then the
 # data loader (examples/dataloader.c, receiver and sender, CPU copies; with
-# --gpu also on the fake CUDA driver through the CUDA shim), every byte
-# checked by the programs themselves.  Here: every token came back, no
+# --gpu also on the fake CUDA driver through the CUDA shim, once for each
+# way the emulator copies into CUDA memory), every byte checked by the
+# programs themselves.  Here: every token came back, no
 # binding is left, the NIC's state is as it was, nothing went unmodelled.
 #
 #   EMU_BUILD=BUILDDIR sh tests/emu/emu-layout.sh default|buf2k|mixed|page16k [--gpu]
@@ -65,11 +66,30 @@ if [ "$gpu" = --gpu ]; then
 	# provider through the shim, the program's own libcuda.so.1 calls
 	mkdir -p "$EMU_DIR/cuda"
 	ln -s "$B/tests/gpu/libfakecuda.so" "$EMU_DIR/cuda/libcuda.so.1"
-	# shellcheck disable=SC2086
-	LD_LIBRARY_PATH=$EMU_DIR/cuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
-	DEVMEMTCP_LIBCUDA=$B/tests/emu/libdevmemtcp-emucuda.so \
-		loader gpu ${e2e_opts}
-	echo "emu: host-to-device copies $(emu_stat copies) pieces in $(emu_stat copy_calls) calls"
+	# each way the emulator copies into CUDA memory (DEVMEMTCP_EMU_COPY):
+	# the scatter kernel (the fake driver runs its source) makes one
+	# transfer and one launch per placing; runs one transfer a call
+	for way in scatter runs batch; do
+		p0=$(emu_stat copies) c0=$(emu_stat copy_calls) x0=$(emu_stat copy_xfers)
+		b0=$(emu_stat copy_bytes)
+		# shellcheck disable=SC2086
+		LD_LIBRARY_PATH=$EMU_DIR/cuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+		DEVMEMTCP_LIBCUDA=$B/tests/emu/libdevmemtcp-emucuda.so DEVMEMTCP_EMU_COPY=$way \
+			loader gpu-$way ${e2e_opts}
+		p=$(($(emu_stat copies) - p0)) c=$(($(emu_stat copy_calls) - c0))
+		x=$(($(emu_stat copy_xfers) - x0)) b=$(($(emu_stat copy_bytes) - b0))
+		echo "emu: $way: $p buffers into GPU memory in $c calls, $x transfers of $((b / (x > 0 ? x : 1))) bytes each"
+		ok=1
+		[ "$x" -gt 0 ] && [ "$x" -le "$p" ] || ok=0
+		case $way in
+		scatter) [ "$c" = $((2 * x)) ] && [ "$p" -gt "$c" ] || ok=0 ;;
+		runs) [ "$c" = "$x" ] || ok=0 ;;
+		esac
+		if [ $ok = 0 ]; then
+			echo "emu: $way: not the copies it makes"
+			exit 1
+		fi
+	done
 fi
 
 after=$(nic_state)

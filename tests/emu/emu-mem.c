@@ -3,12 +3,12 @@
  * The memory behind a bound dma-buf, found by the emulator itself: a
  * mappable dma-buf (the emulated udmabuf's memfd, a real udmabuf or vgem
  * buffer) through its own mapping; CUDA memory through what the test
- * build's CUDA shim saw the library export (emu-cuda.h).  Writes into CUDA
- * memory are host-to-device copies from pinned staging memory on a
- * non-blocking stream of the emulator's own, grouped so that payload laid
- * out at a fixed pitch (a NIC page per segment, fixed-size buffers) or
- * back to back (packed) goes in one call per group, never a call per page;
- * the stream is synchronised before the receive returns.
+ * build's CUDA shim saw the library export (emu-cuda.h).  Payload for
+ * CUDA memory is received into pinned staging memory and goes to the GPU
+ * on a non-blocking stream of the emulator's own, by default in one
+ * host-to-device copy and one launch of a scatter kernel per receive,
+ * never a call per page ("CUDA copies" below); the stream is synchronised
+ * before the receive returns.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +22,7 @@
 
 #include "emu.h"
 #include "emu-cuda.h"
+#include "emu-scatter-ptx.h"
 #include "uapi.h"
 
 #ifndef HUGETLBFS_MAGIC
@@ -253,6 +254,40 @@ void emu_mem_forget(void)
 
 /* ---- CUDA copies ------------------------------------------------------------------- */
 
+/*
+ * How received payload goes into CUDA memory ($DEVMEMTCP_EMU_COPY).  Each
+ * way is a few calls on the emulator's own non-blocking stream, and the
+ * stream is synchronised before the receive returns, so that no fragment
+ * is handed out before its bytes are in GPU memory:
+ *
+ *   scatter (the default): the receive's payload, each piece at the same
+ *     offset modulo 16 as its destination, and the table of where each
+ *     piece goes, in one host-to-device copy into device staging; then one
+ *     launch of a kernel (emu-scatter.cu, loaded from PTX text) that puts
+ *     every piece in place.  Two calls and one transfer, whatever the
+ *     layout and whatever order the page pool gives its pages in.
+ *   runs: one host-to-device copy per run of buffers that lie back to back
+ *     in the dma-buf, the bytes between them included (they belong to the
+ *     buffers of the run: the rest of a NIC page or of a fixed-size buffer,
+ *     a page's end the fragment allocator left), staged as in the dma-buf.
+ *     As many calls as the page pool's order breaks the runs into.
+ *   batch: buffers back to back (up to 64 bytes apart) in one copy, buffers
+ *     of one length at one pitch in one cuMemcpy2DAsync, the rest in one
+ *     cuMemcpyBatchAsync.  Few calls, but the driver makes a transfer of
+ *     every row and every batch entry.
+ *
+ * Where the kernel cannot be loaded, scatter falls back to runs, saying
+ * so, unless it was asked for by name.
+ */
+enum { COPY_SCATTER = 1, COPY_RUNS, COPY_BATCH };
+
+static const char *const copy_names[] = { "none", "scatter", "runs", "batch" };
+static int copy_last;		/* the way of the last receive, any thread */
+
+#define GAP 64			/* batch: bytes between two buffers one copy covers */
+#define SCATTER_THREADS 128u
+#define SCATTER_BLOCKS 1024u
+
 struct group {
 	uint64_t dst;		/* dma-buf offset of the first row (lowest) */
 	size_t src;		/* staging offset */
@@ -260,11 +295,13 @@ struct group {
 	uint64_t pitch;		/* rows > 1: the destination's pitch */
 };
 
-#define GAP 64			/* bytes between two buffers one copy covers */
-
 static __thread struct {
 	void *ctx, *stream;
-	uint8_t *staging;
+	uint8_t *staging;		/* pinned host memory */
+	unsigned long long dev;		/* device staging (scatter) */
+	void *fn;			/* the scatter kernel */
+	int mode;
+	size_t n, total;		/* pieces placed; their staging bytes (scatter) */
 	struct group g[MAX_GROUPS];
 	size_t ng;
 	uint32_t idx[MAX_GROUPS];
@@ -272,24 +309,85 @@ static __thread struct {
 	size_t sz[MAX_GROUPS];
 } tls;
 
+/* Exported for benchmarks (dlsym): how the last receive into CUDA memory
+ * copied ("scatter", "runs", "batch"; "none" before the first). */
+__attribute__((visibility("default"))) const char *devmemtcp_emu_copy_mode(void);
+
+const char *devmemtcp_emu_copy_mode(void)
+{
+	return copy_names[__atomic_load_n(&copy_last, __ATOMIC_RELAXED)];
+}
+
+/* The way asked for, *named when $DEVMEMTCP_EMU_COPY says it. */
+static int copy_asked(bool *named)
+{
+	const char *e = getenv("DEVMEMTCP_EMU_COPY");
+
+	*named = e && *e;
+	if (!*named || !strcmp(e, "scatter"))
+		return COPY_SCATTER;
+	if (!strcmp(e, "runs"))
+		return COPY_RUNS;
+	if (!strcmp(e, "batch"))
+		return COPY_BATCH;
+	return emu_unmodelled("DEVMEMTCP_EMU_COPY=%s: the emulator copies into CUDA memory with scatter (the default), runs or batch",
+			      e);
+}
+
+/* This thread's stream, staging and kernel in m's context (current). */
+static int cuda_setup(struct emu_mem *m)
+{
+	const struct emu_cuda_ops *o = &m->cu.ops;
+	void *mod = NULL;
+	bool named;
+	int mode = copy_asked(&named), r;
+
+	if (mode < 0)
+		return mode;
+	/* a stream of our own that does not wait for the legacy default
+	 * stream (where a persistent gather may run) */
+	if (o->stream_create(&tls.stream, 1 /* CU_STREAM_NON_BLOCKING */) ||
+	    o->host_alloc((void **)&tls.staging, STAGING, 0)) {
+		tls.stream = NULL;
+		return emu_unmodelled("the emulator's CUDA stream or pinned staging could not be made");
+	}
+	tls.fn = NULL;
+	if (mode == COPY_SCATTER) {
+		r = o->mem_alloc(&tls.dev, STAGING);
+		if (!r) {
+			r = o->module_load(&mod, emu_scatter_ptx);
+			if (!r)
+				r = o->module_fn(&tls.fn, mod, EMU_SCATTER_KERNEL);
+			if (r)
+				o->mem_free(tls.dev);
+		}
+		if (r) {
+			tls.fn = NULL;
+			if (named) {
+				tls.stream = NULL;
+				return emu_unmodelled("DEVMEMTCP_EMU_COPY=scatter: the emulator's scatter kernel or its device staging cannot be had: CUDA error %d",
+						      r);
+			}
+			emu_log("the scatter kernel or its device staging cannot be had (CUDA error %d): one copy per run of buffers instead (DEVMEMTCP_EMU_COPY=runs)",
+				r);
+			mode = COPY_RUNS;
+		}
+	}
+	tls.mode = mode;
+	tls.ctx = m->cu.ctx;
+	return 0;
+}
+
 static int cuda_enter(struct emu_mem *m)
 {
 	const struct emu_cuda_ops *o = &m->cu.ops;
+	void *c;
 
 	if (o->ctx_push(m->cu.ctx))
 		return -EIO;
-	if (tls.ctx != m->cu.ctx || !tls.stream) {
-		/* a stream of our own that does not wait for the legacy
-		 * default stream (where a persistent gather may run) */
-		if (o->stream_create(&tls.stream, 1 /* CU_STREAM_NON_BLOCKING */) ||
-		    o->host_alloc((void **)&tls.staging, STAGING, 0)) {
-			void *c;
-
-			o->ctx_pop(&c);
-			tls.stream = NULL;
-			return emu_unmodelled("the emulator's CUDA stream or pinned staging could not be made");
-		}
-		tls.ctx = m->cu.ctx;
+	if ((tls.ctx != m->cu.ctx || !tls.stream) && cuda_setup(m)) {
+		o->ctx_pop(&c);
+		return -EIO;
 	}
 	return 0;
 }
@@ -303,7 +401,8 @@ static void cuda_leave(struct emu_mem *m)
 
 size_t emu_mem_max_pull(const struct emu_mem *m)
 {
-	return m->kind == EMU_MEM_CPU ? SIZE_MAX : STAGING;
+	/* less scatter's piece table and the 16-byte alignment of its pieces */
+	return m->kind == EMU_MEM_CPU ? SIZE_MAX : STAGING - MAX_GROUPS * 32;
 }
 
 static const struct emu_piece *sort_pieces;
@@ -315,33 +414,76 @@ static int by_offset(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/*
- * Where the n pieces of one receive are received: straight into the
- * mapping, or into staging laid out so that, in the order of their
- * dma-buf offsets, they go in few copies: buffers back to back (or a few
- * bytes apart: the bytes between belong to no fragment) in one, buffers of
- * one length at one pitch (a NIC page or a fixed-size buffer each, in
- * whatever order the page pool gave the pages) in one two-dimensional
- * copy, the rest in one batch.
- */
-int emu_mem_place(struct emu_mem *m, struct emu_piece *p, size_t n)
+static void sort_by_offset(const struct emu_piece *p, size_t n)
 {
-	size_t s = 0, i = 0;
-
-	if (m->kind == EMU_MEM_CPU) {
-		for (i = 0; i < n; i++)
-			p[i].host = m->cpu + p[i].off;
-		return 0;
-	}
-	if (n > MAX_GROUPS)
-		return emu_unmodelled("a receive of more than %d buffers", MAX_GROUPS);
-	if (cuda_enter(m))
-		return -EIO;
-	cuda_leave(m);
-	for (i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++)
 		tls.idx[i] = (uint32_t)i;
 	sort_pieces = p;
 	qsort(tls.idx, n, sizeof(tls.idx[0]), by_offset);
+}
+
+/* scatter: the piece table, then the pieces in the order they arrive, each
+ * at its destination's offset modulo 16. */
+static int place_scatter(const struct emu_mem *m, struct emu_piece *p, size_t n)
+{
+	struct emu_scatter_desc *d = (struct emu_scatter_desc *)tls.staging;
+	size_t s = (n * sizeof(*d) + 15) & ~(size_t)15;
+
+	for (size_t i = 0; i < n; i++) {
+		s += (size_t)((m->cu.dptr + p[i].off - tls.dev - s) & 15);
+		if (s + p[i].len > STAGING)
+			return emu_unmodelled("a receive of more than the emulator's staging");
+		d[i] = (struct emu_scatter_desc){ p[i].off, (uint32_t)s, p[i].len };
+		p[i].host = tls.staging + s;
+		s += p[i].len;
+	}
+	tls.total = s;
+	return 0;
+}
+
+/* runs: in dma-buf order, a piece joins the run before it when it starts
+ * within the bytes that run's last buffer owns; staged as in the dma-buf,
+ * as long as the staging holds the bytes between. */
+static int place_runs(struct emu_piece *p, size_t n)
+{
+	size_t s = 0, spare = STAGING;
+
+	for (size_t i = 0; i < n; i++)
+		spare -= p[i].len;
+	sort_by_offset(p, n);
+	tls.ng = 0;
+	for (size_t i = 0; i < n;) {
+		struct emu_piece *a = &p[tls.idx[i]];
+		uint64_t end = a->off + a->len, reach = a->off + a->slot;
+		size_t j = i + 1;
+
+		a->host = tls.staging + s;
+		for (; j < n; j++) {
+			struct emu_piece *b = &p[tls.idx[j]];
+
+			if (b->off < end || b->off > reach || b->off - end > spare)
+				break;
+			spare -= b->off - end;
+			b->host = tls.staging + s + (b->off - a->off);
+			end = b->off + b->len;
+			reach = b->off + b->slot;
+		}
+		tls.g[tls.ng++] = (struct group){ a->off, s, (uint32_t)(end - a->off), 1, 0 };
+		s += end - a->off;
+		i = j;
+	}
+	return 0;
+}
+
+/* batch: buffers back to back (or a few bytes apart: the bytes between
+ * belong to no fragment) in one copy, buffers of one length at one pitch
+ * (a NIC page or a fixed-size buffer each, in whatever order the page pool
+ * gave the pages) in one two-dimensional copy, the rest in one batch. */
+static int place_batch(struct emu_piece *p, size_t n)
+{
+	size_t s = 0, i = 0;
+
+	sort_by_offset(p, n);
 	tls.ng = 0;
 	for (i = 0; i < n;) {
 		struct emu_piece *a = &p[tls.idx[i]];
@@ -379,8 +521,40 @@ int emu_mem_place(struct emu_mem *m, struct emu_piece *p, size_t n)
 	return 0;
 }
 
+/* Where the n pieces of one receive are received: straight into the
+ * mapping, or into this thread's staging as the way of copying wants. */
+int emu_mem_place(struct emu_mem *m, struct emu_piece *p, size_t n)
+{
+	if (m->kind == EMU_MEM_CPU) {
+		for (size_t i = 0; i < n; i++)
+			p[i].host = m->cpu + p[i].off;
+		return 0;
+	}
+	if (n > MAX_GROUPS)
+		return emu_unmodelled("a receive of more than %d buffers", MAX_GROUPS);
+	if (cuda_enter(m))
+		return -EIO;
+	cuda_leave(m);
+	tls.n = 0;
+	switch (tls.mode) {
+	case COPY_SCATTER:
+		if (place_scatter(m, p, n))
+			return -EIO;
+		break;
+	case COPY_RUNS:
+		if (place_runs(p, n))
+			return -EIO;
+		break;
+	default:
+		if (place_batch(p, n))
+			return -EIO;
+	}
+	tls.n = n;
+	return 0;
+}
+
 /* The single buffers of the groups, in one cuMemcpyBatchAsync. */
-static int copy_batch(struct emu_mem *m, uint64_t *calls)
+static int copy_batch(struct emu_mem *m, struct emu_copy_count *c)
 {
 	const struct emu_cuda_ops *o = &m->cu.ops;
 	struct emu_memcpy_attr attr = {
@@ -398,10 +572,14 @@ static int copy_batch(struct emu_mem *m, uint64_t *calls)
 		tls.sd[n] = m->cu.dptr + g->dst;
 		tls.ss[n] = (uintptr_t)(tls.staging + g->src);
 		tls.sz[n++] = g->width;
+		c->bytes += g->width;
 	}
-	if (n < 2)
+	if (n < 2) {
+		c->bytes = 0;
 		return 1;	/* not worth it: one copy */
-	(*calls)++;
+	}
+	c->calls++;
+	c->xfers += n;
 	if (o->batch_fail_idx)
 		return ((emu_batch128_fn)o->batch_async)(tls.sd, tls.ss, tls.sz, n, &attr,
 							&attr_idx, 1, &fail, tls.stream) ? -1 : 0;
@@ -409,20 +587,17 @@ static int copy_batch(struct emu_mem *m, uint64_t *calls)
 						tls.stream) ? -1 : 0;
 }
 
-/* The copies of the pieces placed last (CUDA), done before it returns. */
-int emu_mem_commit(struct emu_mem *m, uint64_t *calls)
+/* The groups (runs, batch): a copy each, but the single buffers of batch's
+ * in one cuMemcpyBatchAsync where the driver has it. */
+static int copy_groups(struct emu_mem *m, struct emu_copy_count *c)
 {
 	const struct emu_cuda_ops *o = &m->cu.ops;
-	int r = 0, batched;
+	int r = 0, batched = 1;
 
-	*calls = 0;
-	if (m->kind == EMU_MEM_CPU || !tls.ng)
-		return 0;
-	if (cuda_enter(m))
-		return -EIO;
-	batched = o->batch_async ? copy_batch(m, calls) : 1;
+	if (tls.mode == COPY_BATCH && o->batch_async)
+		batched = copy_batch(m, c);
 	if (batched < 0)
-		r = -1;
+		return batched;
 	for (size_t i = 0; i < tls.ng && !r; i++) {
 		const struct group *g = &tls.g[i];
 
@@ -432,7 +607,7 @@ int emu_mem_commit(struct emu_mem *m, uint64_t *calls)
 			r = o->htod_async(m->cu.dptr + g->dst, tls.staging + g->src, g->width,
 					  tls.stream);
 		} else {
-			struct emu_memcpy2d c = {
+			struct emu_memcpy2d c2 = {
 				.srcMemoryType = EMU_CU_MEMORYTYPE_HOST,
 				.srcHost = tls.staging + g->src,
 				.srcPitch = g->width,
@@ -443,14 +618,52 @@ int emu_mem_commit(struct emu_mem *m, uint64_t *calls)
 				.Height = g->rows,
 			};
 
-			r = o->copy2d_async(&c, tls.stream);
+			r = o->copy2d_async(&c2, tls.stream);
 		}
-		(*calls)++;
+		c->calls++;
+		c->xfers += g->rows;
+		c->bytes += (uint64_t)g->width * g->rows;
 	}
+	return r;
+}
+
+/* scatter: the staging in one copy, then the kernel. */
+static int copy_scatter(struct emu_mem *m, struct emu_copy_count *c)
+{
+	const struct emu_cuda_ops *o = &m->cu.ops;
+	unsigned long long table = tls.dev, src = tls.dev, dst = m->cu.dptr;
+	unsigned int n = (unsigned int)tls.n;
+	void *args[] = { &table, &n, &src, &dst };
+	int r;
+
+	r = o->htod_async(tls.dev, tls.staging, tls.total, tls.stream);
+	if (!r)
+		r = o->launch(tls.fn, n < SCATTER_BLOCKS ? n : SCATTER_BLOCKS, 1, 1, SCATTER_THREADS,
+			      1, 1, 0, tls.stream, args, NULL);
+	c->calls = 2;
+	c->xfers = 1;
+	c->bytes = tls.total;
+	return r;
+}
+
+/* The copies of the pieces placed last (CUDA), done before it returns. */
+int emu_mem_commit(struct emu_mem *m, struct emu_copy_count *c)
+{
+	const struct emu_cuda_ops *o = &m->cu.ops;
+	int r;
+
+	*c = (struct emu_copy_count){ 0 };
+	if (m->kind == EMU_MEM_CPU || !tls.n)
+		return 0;
+	if (cuda_enter(m))
+		return -EIO;
+	r = tls.mode == COPY_SCATTER ? copy_scatter(m, c) : copy_groups(m, c);
 	if (!r)
 		r = o->stream_sync(tls.stream);
 	cuda_leave(m);
+	tls.n = 0;
 	tls.ng = 0;
+	__atomic_store_n(&copy_last, tls.mode, __ATOMIC_RELAXED);
 	if (r)
 		return emu_unmodelled("a host-to-device copy of received payload failed: CUDA error %d", r);
 	return 0;

@@ -89,6 +89,9 @@ void emu_timing_add(const struct emu_timing *t)
 	timing.sys_ns += t->sys_ns;
 	timing.wait_ns += t->wait_ns;
 	timing.bytes += t->bytes;
+	timing.copy_calls += t->copy_calls;
+	timing.copy_xfers += t->copy_xfers;
+	timing.copy_bytes += t->copy_bytes;
 	pthread_mutex_unlock(&es_lock);
 }
 
@@ -387,6 +390,7 @@ static int slot_get(struct esock *s, struct emu_procfile *pf)
 			pf->socks[i].hint = 0;
 			pf->socks[i].count = 0;
 			pf->socks[i].npend = 0;
+			pf->socks[i].phead = 0;
 			emu_tsock_bits(pf, i)[0] |= 1;	/* tokens start at 1 */
 			s->slot = i;
 			return i;
@@ -411,39 +415,53 @@ static int tok_alloc(struct emu_procfile *pf, int slot, uint32_t *tok)
 	return emu_unmodelled("more than %u tokens outstanding on one socket", EMU_MAX_TOK);
 }
 
+/* The process file keeps the buffers received and not read yet (for the
+ * reaper) in a ring in the order they arrived, the order they are read. */
 static void pend_record(struct emu_procfile *pf, int slot, uint32_t binding, uint32_t page)
 {
 	struct emu_tsock *ts = &pf->socks[slot];
 
 	if (ts->npend < EMU_MAX_PENDING)
-		ts->pend[ts->npend++] = (struct emu_tok){ binding, page };
+		ts->pend[(ts->phead + ts->npend++) % EMU_MAX_PENDING] =
+			(struct emu_tok){ binding, page };
 }
 
 static void pend_forget(struct emu_procfile *pf, int slot, uint32_t binding, uint32_t page)
 {
 	struct emu_tsock *ts = &pf->socks[slot];
+	struct emu_tok *head = &ts->pend[ts->phead];
 
-	for (uint32_t i = 0; i < ts->npend; i++)
-		if (ts->pend[i].binding == binding && ts->pend[i].page == page) {
-			ts->pend[i] = ts->pend[--ts->npend];
+	for (uint32_t i = 0; i < ts->npend; i++) {
+		struct emu_tok *t = &ts->pend[(ts->phead + i) % EMU_MAX_PENDING];
+
+		if (t->binding == binding && t->page == page) {
+			*t = *head;	/* the oldest, nearly always itself */
+			ts->phead = (ts->phead + 1) % EMU_MAX_PENDING;
+			ts->npend--;
 			return;
 		}
+	}
 }
 
 /* Hand out pending buffers as devmem cmsgs (locked). */
 static size_t deliver_locked(struct esock *s, struct emu_procfile *pf, struct msghdr *msg,
 			     size_t *used, size_t room, uint64_t *frags, int *err)
 {
+	struct emu_tok *toks = emu_tsock_toks(pf, s->slot);
+	struct emu_binding *b = NULL;
+	struct emu_pool *p = NULL;
 	size_t out = 0;
 
 	while (s->pn && out < room && *used + CM_SPACE <= msg->msg_controllen) {
 		struct pbuf *pb = &s->pend[s->phead];
-		struct emu_binding *b = emu_binding_get(pb->binding);
-		struct emu_pool *p = b ? emu_pool_map(b, false) : NULL;
 		uint32_t take = pb->len - pb->done, tok = 0;
 		struct dmt_dmabuf_cmsg d = { 0 };
 		struct cmsghdr *cm = (struct cmsghdr *)((char *)msg->msg_control + *used);
 
+		if (!b || b->id != pb->binding) {
+			b = emu_binding_get(pb->binding);
+			p = b ? emu_pool_map(b, false) : NULL;
+		}
 		if (!p) {
 			*err = emu_unmodelled("binding %u of a received buffer is gone: emulator bug",
 					      pb->binding);
@@ -454,9 +472,7 @@ static size_t deliver_locked(struct esock *s, struct emu_procfile *pf, struct ms
 		*err = tok_alloc(pf, s->slot, &tok);
 		if (*err)
 			return out;
-		emu_pool_refs(p)[pb->page]++;
-		b->held++;
-		emu_tsock_toks(pf, s->slot)[tok] = (struct emu_tok){ pb->binding, pb->page };
+		toks[tok] = (struct emu_tok){ pb->binding, pb->page };
 		d.frag_offset = (uint64_t)pb->page * p->page_size + pb->off + pb->done;
 		d.frag_size = take;
 		d.frag_token = tok;
@@ -469,15 +485,16 @@ static size_t deliver_locked(struct esock *s, struct emu_procfile *pf, struct ms
 		pb->done += take;
 		out += take;
 		(*frags)++;
-		if (pb->done == pb->len) {
-			/* the "skb" is consumed: its reference goes */
-			pend_forget(pf, s->slot, pb->binding, pb->page);
-			emu_page_put(b, p, 0, pb->page);
-			b->held--;
-			emu_binding_maybe_free(b);
-			s->phead = (s->phead + 1) % EMU_MAX_PENDING;
-			s->pn--;
+		if (pb->done < pb->len) {
+			/* the token takes a reference of its own */
+			emu_pool_refs(p)[pb->page]++;
+			b->held++;
+			continue;
 		}
+		/* the "skb" is consumed: its reference becomes the token's */
+		pend_forget(pf, s->slot, pb->binding, pb->page);
+		s->phead = (s->phead + 1) % EMU_MAX_PENDING;
+		s->pn--;
 	}
 	return out;
 }
@@ -557,6 +574,7 @@ static void plan_locked(struct emu_nic *n, int q, struct emu_binding *b, struct 
 			struct plan *pl)
 {
 	uint32_t ps = p->page_size, mss = s->mss;
+	size_t lastf = SIZE_MAX;	/* the fragment allocator's last buffer */
 
 	pl->n = pl->bytes = pl->segs = pl->pages = 0;
 	pl->status = PLAN_OK;
@@ -577,7 +595,8 @@ static void plan_locked(struct emu_nic *n, int q, struct emu_binding *b, struct 
 		if (n->rx_mix)
 			seg = 1 + mix_next(&p->q[qi].mix) % seg;
 		for (rem = seg; rem && !fail;) {
-			uint32_t page, off = 0, len;
+			uint32_t page, off = 0, len, slot = ps;
+			bool frag = false;
 			int r;
 
 			if (pl->n == maxbufs) {
@@ -592,9 +611,13 @@ static void plan_locked(struct emu_nic *n, int q, struct emu_binding *b, struct 
 			} else if (n->rx_buf_size) {
 				len = rem < n->rx_buf_size ? (uint32_t)rem : n->rx_buf_size;
 				r = alloc_frag(p, qi, n->rx_buf_size, &page, &off);
+				slot = n->rx_buf_size;
+				frag = true;
 			} else if (n->rx_pack) {
 				len = rem < ps ? (uint32_t)rem : ps;
 				r = alloc_frag(p, qi, len, &page, &off);
+				slot = (len + 7) & ~7u;
+				frag = true;
 			} else {
 				len = rem < ps ? (uint32_t)rem : ps;
 				r = emu_page_alloc(p, qi, 1, &page);
@@ -606,7 +629,14 @@ static void plan_locked(struct emu_nic *n, int q, struct emu_binding *b, struct 
 				emu_sh->st.alloc_fail++;
 				break;
 			}
-			pl->pc[pl->n] = (struct emu_piece){ (uint64_t)page * ps + off, NULL, len };
+			if (frag) {
+				/* the allocator left the page of its last buffer
+				 * here: nothing after that buffer is anyone's */
+				if (lastf != SIZE_MAX && pl->pb[lastf].page != page)
+					pl->pc[lastf].slot = ps - pl->pb[lastf].off;
+				lastf = pl->n;
+			}
+			pl->pc[pl->n] = (struct emu_piece){ (uint64_t)page * ps + off, NULL, len, slot };
 			pl->pb[pl->n] = (struct pbuf){ b->id, page, off, len, 0 };
 			pl->n++;
 			rem -= len;
@@ -709,7 +739,8 @@ static ssize_t arrive(int fd, struct esock *s, size_t want, size_t maxbufs, bool
 		struct emu_mem *m;
 		struct iovec iov[MAX_PIECES];
 		struct msghdr mh = { .msg_iov = iov };
-		uint64_t pull, t0, calls;
+		struct emu_copy_count cc;
+		uint64_t pull, t0;
 		int inq = 0, q, qi, err = 0;
 		ssize_t got;
 
@@ -813,13 +844,18 @@ static ssize_t arrive(int fd, struct esock *s, size_t want, size_t maxbufs, bool
 			s->corrupt_at = -1;
 		}
 		t0 = emu_now_ns();
-		if (emu_mem_commit(m, &calls))
+		if (emu_mem_commit(m, &cc))
 			return -EIO;
 		t->copy_ns += emu_now_ns() - t0;
-		if (calls) {
+		if (cc.calls) {
+			t->copy_calls += cc.calls;
+			t->copy_xfers += cc.xfers;
+			t->copy_bytes += cc.bytes;
 			emu_lock();
 			emu_sh->st.copies += pl.n;
-			emu_sh->st.copy_calls += calls;
+			emu_sh->st.copy_calls += cc.calls;
+			emu_sh->st.copy_xfers += cc.xfers;
+			emu_sh->st.copy_bytes += cc.bytes;
 			emu_unlock();
 		}
 		s->stream += pl.bytes;
@@ -984,6 +1020,8 @@ plain:
 int emu_rx_dontneed(int fd, const void *val, socklen_t len, int *ret)
 {
 	const struct dmt_dmabuf_token *t = val;
+	struct emu_binding *b = NULL;
+	struct emu_pool *p = NULL;
 	struct emu_procfile *pf;
 	struct emu_tsock *ts;
 	struct esock *s;
@@ -1015,8 +1053,6 @@ int emu_rx_dontneed(int fd, const void *val, socklen_t len, int *ret)
 	for (size_t i = 0; i < len / sizeof(*t); i++) {
 		for (uint32_t k = 0; k < t[i].token_count; k++) {
 			uint32_t tok = t[i].token_start + k;
-			struct emu_binding *b;
-			struct emu_pool *p;
 
 			if (++seen > DMT_MAX_DONTNEED_FRAGS)
 				goto done;
@@ -1028,12 +1064,14 @@ int emu_rx_dontneed(int fd, const void *val, socklen_t len, int *ret)
 			if (tok / 64 < ts->hint)
 				ts->hint = tok / 64;
 			ts->count--;
-			b = emu_binding_get(toks[tok].binding);
-			p = b ? emu_pool_map(b, false) : NULL;
+			if (!b || !b->used || b->id != toks[tok].binding) {
+				b = emu_binding_get(toks[tok].binding);
+				p = b ? emu_pool_map(b, false) : NULL;
+			}
 			if (p) {
 				emu_page_put(b, p, 0, toks[tok].page);
 				b->held--;
-				emu_binding_maybe_free(b);
+				emu_binding_maybe_free(b);	/* b->used 0 when it went */
 			}
 			freed++;
 		}

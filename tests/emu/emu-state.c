@@ -626,8 +626,9 @@ void emu_tsock_release_locked(struct emu_procfile *pf, int slot)
 		}
 	}
 	for (uint32_t i = 0; i < ts->npend; i++)
-		tok_put(&ts->pend[i]);
+		tok_put(&ts->pend[(ts->phead + i) % EMU_MAX_PENDING]);
 	ts->npend = 0;
+	ts->phead = 0;
 	ts->count = 0;
 	ts->hint = 0;
 	ts->ino = 0;

@@ -34,7 +34,7 @@
 #include <sys/vfs.h>
 
 #define EMU_MAGIC 0x64656d75	/* "demu" */
-#define EMU_VERSION 1
+#define EMU_VERSION 2
 
 #define EMU_MAX_NICS 8
 #define EMU_MAX_QUEUES 64
@@ -131,7 +131,10 @@ struct emu_stats {
 	uint64_t starvations, starved_ns, alloc_fail;
 	uint64_t tx_sends, tx_bytes;
 	uint64_t reaped_procs, reaped_tokens, reaped_bindings;
-	uint64_t copies, copy_calls;
+	/* CUDA memory: buffers placed, driver calls that issue copies or
+	 * kernels, host-to-device transfers (contiguous ranges: a batch's
+	 * entries, a 2D copy's rows), the bytes they carry */
+	uint64_t copies, copy_calls, copy_xfers, copy_bytes;
 };
 
 struct emu_proc {
@@ -184,7 +187,7 @@ struct emu_tsock {
 	uint32_t used;
 	uint32_t hint;			/* lowest token word that may be free */
 	uint32_t count;			/* tokens out */
-	uint32_t npend;
+	uint32_t npend, phead;		/* a ring, oldest first */
 	struct emu_tok pend[EMU_MAX_PENDING];
 };
 
@@ -312,11 +315,15 @@ struct emu_mem *emu_mem_get(const struct emu_binding *b, int *err);
 int emu_mem_probe(int fd, uint64_t *size, uint8_t *kind, uint8_t *hugetlb,
 		  uint64_t *dev, uint64_t *ino, char *msg, size_t len);
 /* One piece of a receive: its dma-buf offset, where its bytes are
- * received (host), its length. */
+ * received (host), its length, and the bytes from off on that belong to
+ * its buffer alone while the receive runs (>= len: the rest of its NIC
+ * page or fixed-size buffer, or of a page the fragment allocator left),
+ * which a copy may write. */
 struct emu_piece {
 	uint64_t off;
 	uint8_t *host;
 	uint32_t len;
+	uint32_t slot;
 };
 bool emu_mem_is_cpu(const struct emu_mem *m);
 uint8_t *emu_mem_cpu(const struct emu_mem *m);
@@ -325,7 +332,13 @@ size_t emu_mem_max_pull(const struct emu_mem *m);
 /* Where each piece's bytes are received (p[i].host), then, once they are,
  * the copies into device memory (CUDA; finished when it returns). */
 int emu_mem_place(struct emu_mem *m, struct emu_piece *p, size_t n);
-int emu_mem_commit(struct emu_mem *m, uint64_t *calls);
+/* What the copies of one receive cost the driver. */
+struct emu_copy_count {
+	uint64_t calls;		/* driver calls issuing copies or kernels */
+	uint64_t xfers;		/* host-to-device transfers (contiguous ranges) */
+	uint64_t bytes;		/* bytes they carry */
+};
+int emu_mem_commit(struct emu_mem *m, struct emu_copy_count *c);
 int emu_mem_read(struct emu_mem *m, uint64_t off, void *dst, size_t len);
 bool emu_udmabuf_of(int fd, uint64_t *size, bool *huge);
 void emu_mem_forget(void);
@@ -374,6 +387,9 @@ struct emu_timing {
 	uint64_t sys_ns;		/* the real socket's syscalls */
 	uint64_t wait_ns;		/* waiting for data or pages */
 	uint64_t bytes;
+	/* CUDA memory (struct emu_copy_count): driver calls, transfers and
+	 * their bytes */
+	uint64_t copy_calls, copy_xfers, copy_bytes;
 };
 extern __thread struct emu_timing *emu_tls_timing;
 void emu_timing_add(const struct emu_timing *t);

@@ -109,6 +109,11 @@ __attribute__((constructor)) static void shim_init(void)
 	*(void **)&ops.htod_async = real_cuMemcpyHtoDAsync_v2;
 	*(void **)&ops.dtoh_async = real_cuMemcpyDtoHAsync_v2;
 	*(void **)&ops.copy2d_async = real_cuMemcpy2DAsync_v2;
+	*(void **)&ops.mem_alloc = real_cuMemAlloc_v2;
+	*(void **)&ops.mem_free = real_cuMemFree_v2;
+	*(void **)&ops.module_load = real_cuModuleLoadData;
+	*(void **)&ops.module_fn = real_cuModuleGetFunction;
+	*(void **)&ops.launch = real_cuLaunchKernel;
 	ops.batch_async = dlsym(h, "cuMemcpyBatchAsync_v2");
 	if (!ops.batch_async) {
 		ops.batch_async = dlsym(h, "cuMemcpyBatchAsync");

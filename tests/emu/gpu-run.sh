@@ -14,7 +14,11 @@
 #      on the GPU (tests/emu/views.py);
 #   3. the random-fault run on CUDA memory (tests/emu/emu-faults.sh --gpu);
 #   4. bench/emu-nic per layout: GB/s into GPU memory and the CPU cost of
-#      each stage of a receive, the emulation's own apart.
+#      each stage of a receive, the emulation's own apart, the copies it
+#      issued and their bytes; again with each other way the emulator can
+#      copy (DEVMEMTCP_EMU_COPY=runs, batch; scatter is the default), and
+#      the bound: the same sender through a plain socket into pinned memory
+#      and one host-to-device copy per receive (bench/emu-nic --plain).
 # Builds what it needs first (with the libraries of .gpu-deps,
 # scripts/gpu-deps.sh), and writes OUTDIR/emulated-nic-h200.md (also
 # copied to bench/results/ of this tree), ending with one line per layout
@@ -25,7 +29,9 @@
 # usage (from anywhere): tests/emu/gpu-run.sh [OUTDIR]
 #   OUTDIR   default $OUT (the device runner's), else ./emu-gpu-out
 # Env: TIME_BUDGET (seconds, default 540), BUILD (default .device-build/emu),
-#   PYTHON (default /opt/torch/.venv/bin/python), SAMPLES (2048),
+#   PYTHON (default /opt/torch/.venv/bin/python; GPU_RUN_FAKE=1 without it:
+#   a python3 with PyTorch and numpy, else python3: the Python steps skip),
+#   SAMPLES (2048),
 #   (a second run reuses both builds: a few seconds instead of minutes)
 #   BENCH_BYTES (1G), GPU_RUN_FAKE=1: check this script on a machine without
 #   a GPU (tests/gpu/fake-cuda.c in place of the driver; numbers meaningless)
@@ -41,6 +47,17 @@ samples=${SAMPLES:-2048}
 bench_bytes=${BENCH_BYTES:-1G}
 budget=${TIME_BUDGET:-540}
 fake=${GPU_RUN_FAKE:-0}
+# the check of the script without the venv: the machine's first python3
+# with PyTorch (Debian's, CPU), else its first python3
+if [ "$fake" = 1 ] && [ -z "${PYTHON:-}" ] && [ ! -x "$py" ]; then
+	py=$(command -v python3)
+	for p in /usr/bin/python3 "$py"; do
+		if "$p" -c 'import torch, numpy' 2>/dev/null; then
+			py=$p
+			break
+		fi
+	done
+fi
 start=$(date +%s)
 deadline=$((start + budget))
 work=$(mktemp -d "${TMPDIR:-/tmp}/emu-gpu-run.XXXXXX")
@@ -105,17 +122,38 @@ write_report() {
 		echo
 		echo "## 1, 4. Data loader and receive benchmark per RX buffer layout"
 		echo
-		echo "| layout | loader bytes (checked) | bad (loader + benchmark) | tokens outstanding after | NIC as found | loader s | benchmark GB/s into GPU memory | us/receive: emulation (placing + copies + socket) | library receive | gather | release |"
-		echo "|---|---:|---:|---:|---|---:|---:|---|---:|---:|---:|"
+		echo "| layout | loader bytes (checked) | bad (loader + benchmark) | tokens outstanding after | NIC as found | loader s | benchmark GB/s into GPU memory | us/receive: emulation (placing + copies + socket) | copies issued per receive (transfers x bytes) | library receive | gather | release |"
+		echo "|---|---:|---:|---:|---|---:|---:|---|---|---:|---:|---:|"
 		grep '^RESULT layout=' "$results" | while read -r line; do
 			v() { echo "$line" | sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }
-			echo "| $(v layout) | $(v bytes) | $(v bad) | $(v tokens_outstanding) | $(v nic_as_found) | $(v loader_s) | $(v gbps) | $(v bench_us_emu) + $(v bench_us_copy) + $(v bench_us_sys) | $(v bench_us_lib) | $(v bench_us_gather) | $(v bench_us_release) |"
+			echo "| $(v layout) | $(v bytes) | $(v bad) | $(v tokens_outstanding) | $(v nic_as_found) | $(v loader_s) | $(v gbps) | $(v bench_us_emu) + $(v bench_us_copy) + $(v bench_us_sys) | $(v bench_calls) ($(v bench_xfers) x $(v bench_xfer_bytes)) | $(v bench_us_lib) | $(v bench_us_gather) | $(v bench_us_release) |"
 		done
 		for l in default buf2k mixed page16k; do
 			f=$stage/logs/bench-$l.log
 			[ -f "$f" ] || continue
 			echo
 			sed -n '/^## /,/^EMU-NIC/p' "$f" | grep -v '^EMU-NIC'
+		done
+		echo
+		echo "## 4b. How the emulator copies into GPU memory, and the bound"
+		echo
+		echo "bench/emu-nic per layout and DEVMEMTCP_EMU_COPY (scatter, the default: one"
+		echo "host-to-device copy and one scatter kernel per receive; runs: a copy per run of"
+		echo "back-to-back buffers; batch: 2D copies and cuMemcpyBatchAsync, the way before"
+		echo "scatter), then the same sender through a plain TCP socket into pinned memory with"
+		echo "one host-to-device copy per receive and no emulation: what a NIC emulated by"
+		echo "copies cannot pass on this machine."
+		echo
+		echo "| layout | copy | GB/s into GPU memory | us/receive copying | calls per receive | transfers per receive | bytes per transfer | us/receive: emulation's placing + socket | used |"
+		echo "|---|---|---:|---:|---:|---:|---:|---|---|"
+		grep '^RESULT copy ' "$results" | while read -r line; do
+			v() { echo "$line" | sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }
+			echo "| $(v layout) | $(v way) | $(v gbps) | $(v us_copy) | $(v calls) | $(v xfers) | $(v xfer_bytes) | $(v us_emu) + $(v us_sys) | $(v copy)$([ "$(v ok)" = 1 ] || echo ", FAILED") |"
+		done
+		grep '^RESULT plain ' "$results" | while read -r line; do
+			v() { echo "$line" | sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }
+			echo
+			echo "Plain TCP socket, no emulation: $(v gbps) GB/s into GPU memory (per 256 KiB receive: socket $(v us_sock) us, host-to-device copy and sync $(v us_copy) us)$([ "$(v ok)" = 1 ] || echo "; FAILED: see logs/bench-plain.log")."
 		done
 		echo
 		echo "## 2. Python: torch_loader.py and DLPack views"
@@ -168,7 +206,7 @@ trap 'log "interrupted"; finish 1' INT TERM
 
 # ---- the machine ----------------------------------------------------------------
 {
-	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); tree: $(git -C "$src" describe --always --dirty 2>/dev/null || cat "$src/.tree-id" 2>/dev/null || echo unknown)"
+	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); tree: ${DEVMEMTCP_TREE:-$(git -C "$src" describe --always --dirty 2>/dev/null || cat "$src/.tree-id" 2>/dev/null || echo unknown)}"
 	echo "- kernel: $(uname -r); CPU: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //') ($(nproc) cores)"
 	command -v nvidia-smi >/dev/null &&
 		echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version,pci.bus_id --format=csv,noheader 2>&1 | head -n1)"

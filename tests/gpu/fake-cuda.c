@@ -130,7 +130,7 @@ static const struct alloc *alloc_find(uintptr_t p)
 
 /* ---- kernels ------------------------------------------------------------------ */
 
-enum fn_id { F_GATHER, F_INLINE, F_PERSIST, F_SPIN, F_SPIN_WRITE, F_NOP };
+enum fn_id { F_GATHER, F_INLINE, F_PERSIST, F_SPIN, F_SPIN_WRITE, F_NOP, F_EMU_SCATTER };
 
 struct CUfunc_st {
 	const char *name;
@@ -148,6 +148,8 @@ static struct CUfunc_st fns[] = {
 	{ "dmt_spin", F_SPIN, 0 },
 	{ "dmt_spin_write", F_SPIN_WRITE, 0 },
 	{ "dmt_nop", F_NOP, 0 },
+	/* the emulated NIC's (tests/emu/emu-scatter.cu), from PTX text */
+	{ "dmt_emu_scatter", F_EMU_SCATTER, 0 },
 };
 
 struct launch {
@@ -157,8 +159,8 @@ struct launch {
 	struct dmt_gather_args a;	/* F_GATHER */
 	struct dmt_gather_fence f;	/* F_GATHER */
 	unsigned long long ns;		/* F_SPIN, F_SPIN_WRITE */
-	uint64_t addr;			/* F_SPIN_WRITE */
-	uint32_t value;
+	uint64_t addr;			/* F_SPIN_WRITE; F_EMU_SCATTER: the staging */
+	uint32_t value;			/* F_EMU_SCATTER: the pieces */
 	/* the kernel's parameter struct is 16-byte aligned */
 	unsigned char param[DMT_INLINE_HDR + 1024 * 16] __attribute__((aligned(16)));
 };
@@ -466,6 +468,28 @@ static void fence_signal(const struct dmt_gather_fence *f)
 			 __ATOMIC_SEQ_CST);
 }
 
+/* The emulated NIC's scatter kernel: its source, run a thread at a time
+ * (its threads share nothing but what they read); uint4 aligned as CUDA's,
+ * so that UBSan's alignment check sees what a GPU would fault on. */
+typedef struct {
+	uint32_t x, y, z, w;
+} __attribute__((aligned(16))) uint4;
+static __thread struct {
+	unsigned int x;
+} blockIdx, gridDim, threadIdx, blockDim;
+#include "../emu/emu-scatter.cu"
+
+static void emu_scatter(const struct launch *l)
+{
+	gridDim.x = l->grid;
+	blockDim.x = l->block;
+	for (blockIdx.x = 0; blockIdx.x < l->grid; blockIdx.x++)
+		for (threadIdx.x = 0; threadIdx.x < l->block; threadIdx.x++)
+			dmt_emu_scatter((const void *)(uintptr_t)l->descs, l->value,
+					(const void *)(uintptr_t)l->addr,
+					(void *)(uintptr_t)l->dsts);
+}
+
 static void run_kernel(const struct launch *l)
 {
 	const struct dmt_gather_inline *in = (const void *)l->param;
@@ -491,6 +515,9 @@ static void run_kernel(const struct launch *l)
 		pause_us(l->ns / 1000);
 		__atomic_store_n((uint32_t *)(uintptr_t)l->addr, l->value,
 				 __ATOMIC_SEQ_CST);
+		break;
+	case F_EMU_SCATTER:
+		emu_scatter(l);
 		break;
 	case F_NOP:
 		break;
@@ -1101,31 +1128,50 @@ EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n,
 
 /* ---- modules, launches --------------------------------------------------------------- */
 
+/* A module: the library's fatbin (the_module), or PTX text (the emulated
+ * NIC's scatter kernel), whose functions must be entries it declares. */
 static struct CUmod_st {
-	int dummy;
+	char *ptx;
 } the_module;
 
 EXPORT CUresult cuModuleLoadData(CUmodule *m, const void *img)
 {
-	(void)img;
-	*m = &the_module;
+	const char *text = img;
+
+	if (!img)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (strncmp(text, "//", 2) && text[0] != '.') {
+		*m = &the_module;
+		return CUDA_SUCCESS;
+	}
+	*m = calloc(1, sizeof(**m));
+	if (!*m || !((*m)->ptx = strdup(text)))
+		die("out of memory");
 	return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuModuleUnload(CUmodule m)
 {
-	(void)m;
+	if (m != &the_module) {
+		free(m->ptx);
+		free(m);
+	}
 	return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 {
-	(void)m;
+	char entry[128];
+
+	snprintf(entry, sizeof(entry), ".entry %s(", name);
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
-		if (!strcmp(fns[i].name, name)) {
-			*f = &fns[i];
-			return CUDA_SUCCESS;
-		}
+		if (strcmp(fns[i].name, name))
+			continue;
+		if ((fns[i].id == F_EMU_SCATTER) != (m->ptx != NULL) ||
+		    (m->ptx && !strstr(m->ptx, entry)))
+			return ERR_NOT_FOUND;
+		*f = &fns[i];
+		return CUDA_SUCCESS;
 	}
 	return ERR_NOT_FOUND;
 }
@@ -1166,6 +1212,12 @@ static struct launch *launch_new(CUfunction f, unsigned int gx,
 		l->ns = *(unsigned long long *)params[0];
 		l->addr = *(unsigned long long *)params[1];
 		l->value = *(unsigned int *)params[2];
+		break;
+	case F_EMU_SCATTER:
+		l->descs = *(CUdeviceptr *)params[0];
+		l->value = *(unsigned int *)params[1];
+		l->addr = *(CUdeviceptr *)params[2];
+		l->dsts = *(CUdeviceptr *)params[3];
 		break;
 	case F_NOP:
 		break;
