@@ -114,6 +114,7 @@ int dmtn_cfg_read(struct dmtn_cfg *cfg)
 	ret |= env_bool("NCCL_DEVMEMTCP_CUDA_PTR", false, &cfg->cuda_ptr);
 	ret |= env_bool("NCCL_DEVMEMTCP_RECOVER", true, &cfg->recover);
 	ret |= env_bool("NCCL_DEVMEMTCP_UNPACK", false, &cfg->unpack);
+	ret |= env_bool("NCCL_DEVMEMTCP_THREADS", true, &cfg->threads);
 	ret |= env_u64("NCCL_DEVMEMTCP_NQUEUES", 1, 1, 64, &nq);
 	ret |= env_u64("NCCL_DEVMEMTCP_BUFFER_SIZE", 64ull << 20, 1ull << 20,
 		       1ull << 40, &cfg->buf_size);

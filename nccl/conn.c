@@ -35,6 +35,8 @@ struct dmtn_comm *dmtn_comm_new(enum dmtn_comm_kind kind, int dev)
 	c->dev = dev;
 	c->traffic_class = NCCL_NET_TRAFFIC_CLASS_UNDEF;
 	c->ctrl_lfd = c->data_lfd = c->ctrl_fd = c->data_fd = -1;
+	c->wake_fd = -1;
+	pthread_mutex_init(&c->mu, NULL);
 	for (int i = 0; i < DMTN_PENDING_CTRL; i++)
 		c->pend_ctrl[i].fd = -1;
 	for (int i = 0; i < DMTN_PENDING_DATA; i++)
@@ -56,6 +58,7 @@ void dmtn_comm_free(struct dmtn_comm *c)
 {
 	if (!c)
 		return;
+	dmtn_helper_stop(c);
 	/* NCCL closes a comm once its kernels are done with it: what the
 	 * queue still holds goes back with the receive handle */
 	dmtn_unpack_closing(c);
@@ -72,6 +75,7 @@ void dmtn_comm_free(struct dmtn_comm *c)
 	close_fd(&c->ctrl_fd);
 	close_fd(&c->data_fd);
 	free(c->bounce);
+	pthread_mutex_destroy(&c->mu);
 	c->magic = 0;
 	free(c);
 }

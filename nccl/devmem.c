@@ -551,7 +551,8 @@ int dmtn_devmem_fence(struct dmtn_req *r)
 	return 0;
 }
 
-/* 1 when a request in DMTN_REQ_WAIT is done, 0 not yet, < 0 failed */
+/* 1 when request r (its bytes moved, r->wait) is done, 0 not yet, < 0
+ * failed */
 int dmtn_devmem_req_done(struct dmtn_req *r)
 {
 	struct dmtn_comm *c = r->comm;

@@ -67,6 +67,7 @@ struct dmtn_cfg {
 	uint64_t linear_size;	/* NCCL_DEVMEMTCP_LINEAR_SIZE */
 	enum dmtn_mem mem;	/* NCCL_DEVMEMTCP_MEM */
 	int max_recvs;		/* NCCL_DEVMEMTCP_MAX_RECVS */
+	bool threads;		/* NCCL_DEVMEMTCP_THREADS: a helper per comm */
 	int family;		/* NCCL_DEVMEMTCP_FAMILY: AF_INET, AF_INET6, 0 any */
 	bool unpack;		/* NCCL_DEVMEMTCP_UNPACK: offer device unpack */
 	char ifname[256];	/* NCCL_DEVMEMTCP_IFNAME */
@@ -164,10 +165,11 @@ enum dmtn_req_kind {
 	DMTN_REQ_FLUSH = 3,
 };
 
+/* What NCCL sees of a request (r->state, read and written with atomics:
+ * with a helper thread, ACTIVE becomes DONE there). */
 enum dmtn_req_state {
 	DMTN_REQ_FREE = 0,
-	DMTN_REQ_ACTIVE,	/* posted, bytes still to move */
-	DMTN_REQ_WAIT,		/* bytes moved, a completion still pending */
+	DMTN_REQ_ACTIVE,	/* posted: bytes or a completion still pending */
 	DMTN_REQ_DONE,
 	DMTN_REQ_CONSUME,	/* done and reported: its unpack entries wait
 				 * for irecvConsumed */
@@ -195,7 +197,10 @@ struct dmtn_req {
 	struct dmtn_comm *comm;
 	int n;
 	struct dmtn_rbuf buf[DMTN_MAX_RECVS];
-	bool header_queued;	/* send: its header is in ctrl_out */
+	/* the mover's (the helper thread's, or NCCL's proxy's without one) */
+	bool moved;		/* every byte moved */
+	bool wait;		/* ... and a completion is still pending */
+	uint64_t hseq;		/* send: the number of its header */
 	bool devmem_tx;		/* send: sent with devmem TX */
 	uint64_t tx_end;	/* devmem TX bytes of the comm at its end */
 	void *fence;		/* devmemtcp_gpu_fence of its last gather */
@@ -273,11 +278,14 @@ struct dmtn_comm {
 	struct dmtn_req reqs[DMTN_NREQS];
 	int free_reqs[DMTN_NREQS];
 	int nfree;
-	/* requests in posting order: q[q_sent % N] is the oldest send whose
-	 * bytes still move, or the oldest receive not yet given all its
-	 * messages; q_tail is where the next one goes */
+	/* requests in posting order: q[q_done % N] is the oldest not done,
+	 * q[q_sent % N] the oldest send whose bytes still move, or the
+	 * oldest receive not yet given all its messages; q_tail is where the
+	 * next one goes (written by NCCL's thread, atomic); q_hdr: the
+	 * oldest send whose header is not queued yet */
 	struct dmtn_req *q[DMTN_NREQS];
-	unsigned int q_sent, q_tail;
+	unsigned int q_done, q_sent, q_tail, q_hdr;
+	uint64_t hdr_queued, hdr_sent;	/* headers queued, written out */
 	/* send: headers not yet written */
 	uint8_t ctrl_out[DMTN_NREQS * sizeof(struct dmtn_msg)];
 	size_t ctrl_out_len, ctrl_out_off;
@@ -296,6 +304,14 @@ struct dmtn_comm {
 	struct dmtn_devmem_rx *drx;
 	struct dmtn_devmem_tx *dtx;
 	struct dmtn_unpack *unpack;	/* NCCL's device unpack queue */
+	/* the helper thread that moves the comm's bytes (xfer.c), or none:
+	 * NCCL's proxy thread moves them in isend, irecv and test */
+	bool helper_on;
+	pthread_t helper;
+	pthread_mutex_t mu;	/* held by the helper while it moves */
+	int wake_fd;		/* eventfd: a request was posted, or stop */
+	bool stop, sleeping;	/* atomic */
+	uint64_t moves;		/* the mover's progress count */
 	bool recv_started;	/* a receive was posted (registrations after
 				 * it are not NCCL's own buffers) */
 	struct dmtn_stats st;
@@ -315,6 +331,8 @@ struct dmtn_comm *dmtn_comm_new(enum dmtn_comm_kind kind, int dev);
 void dmtn_comm_free(struct dmtn_comm *c);
 /* Free the comms of connects NCCL left in progress (at teardown). */
 void dmtn_stage_teardown(void);
+/* xfer.c: end c's helper thread, if it has one. */
+void dmtn_helper_stop(struct dmtn_comm *c);
 
 /* xfer.c */
 nccl_result_t dmtn_reg_mr(void *comm, void *data, size_t size, int type,
@@ -355,8 +373,8 @@ ssize_t dmtn_devmem_recv(struct dmtn_comm *c, struct dmtn_req *r,
 			 struct dmtn_rbuf *b);
 /* Record the fence a receive with gathers waits for; 0 or -EIO. */
 int dmtn_devmem_fence(struct dmtn_req *r);
-/* 1 when a request waiting for devmem completions (DMTN_REQ_WAIT) is done,
- * 0 not yet, < 0 failed. */
+/* 1 when a request whose bytes moved and that waits for devmem
+ * completions (r->wait) is done, 0 not yet, < 0 failed. */
 int dmtn_devmem_req_done(struct dmtn_req *r);
 int dmtn_devmem_mr(struct dmtn_comm *c, struct dmtn_mr *mr, int fd);
 void dmtn_devmem_mr_free(struct dmtn_mr *mr);
