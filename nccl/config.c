@@ -6,6 +6,7 @@
  * run with file capabilities (CAP_NET_ADMIN for devmem setup).
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <ifaddrs.h>
 #include <limits.h>
@@ -101,6 +102,35 @@ static int env_family(int *out)
 	return -EINVAL;
 }
 
+/* "LO-HI": the data ports listen may use (a devmemtcp-broker policy allows
+ * flows to some ports only); unset: any. */
+static int env_ports(uint16_t *lo, uint16_t *hi)
+{
+	const char *v = secure_getenv("NCCL_DEVMEMTCP_PORT_RANGE");
+	unsigned long a, b;
+	char *end;
+
+	*lo = *hi = 0;
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	a = strtoul(v, &end, 10);
+	if (!errno && *end == '-' && end != v) {
+		const char *p = end + 1;
+
+		b = strtoul(p, &end, 10);
+		if (!errno && !*end && end != p && a >= 1 && a <= b && b <= 65535 &&
+		    isdigit((unsigned char)*v) && isdigit((unsigned char)*p)) {
+			*lo = (uint16_t)a;
+			*hi = (uint16_t)b;
+			return 0;
+		}
+	}
+	DMTN_WARN("NCCL_DEVMEMTCP_PORT_RANGE=%s: use LO-HI, two port numbers from 1 to 65535, LO not above HI",
+		  v);
+	return -EINVAL;
+}
+
 int dmtn_cfg_read(struct dmtn_cfg *cfg)
 {
 	const char *ifname = secure_getenv("NCCL_DEVMEMTCP_IFNAME");
@@ -124,6 +154,7 @@ int dmtn_cfg_read(struct dmtn_cfg *cfg)
 		       DMTN_MAX_RECVS, &mr);
 	ret |= env_mem(&cfg->mem);
 	ret |= env_family(&cfg->family);
+	ret |= env_ports(&cfg->port_lo, &cfg->port_hi);
 	if (ifname) {
 		if (strlen(ifname) >= sizeof(cfg->ifname)) {
 			DMTN_WARN("NCCL_DEVMEMTCP_IFNAME is longer than %zu characters",

@@ -111,16 +111,41 @@ static void sock_tune(int fd, int family, int traffic_class)
 			   sizeof(traffic_class));
 }
 
-static int listen_socket(const struct dmtn_dev *d, uint16_t *port)
+static void port_set(struct sockaddr_storage *ss, uint16_t port)
+{
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+}
+
+/* Bind fd to d's address and a port of [lo, hi], tried from a random one
+ * on (lo 0: any port); 0 or -errno (-EADDRINUSE: all taken). */
+static int bind_port(int fd, const struct dmtn_dev *d, uint16_t lo,
+		     uint16_t hi)
+{
+	struct sockaddr_storage ss = d->addr;
+	uint32_t n = lo ? (uint32_t)hi - lo + 1 : 1, start = 0;
+
+	if (n > 1 && getrandom(&start, sizeof(start), 0) != sizeof(start))
+		start = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		port_set(&ss, lo ? (uint16_t)(lo + (start + i) % n) : 0);
+		if (!bind(fd, (struct sockaddr *)&ss, d->addrlen))
+			return 0;
+		if (errno != EADDRINUSE)
+			return -errno;
+	}
+	return -EADDRINUSE;
+}
+
+static int listen_socket(const struct dmtn_dev *d, uint16_t *port,
+			 uint16_t lo, uint16_t hi)
 {
 	struct sockaddr_storage ss = d->addr;
 	socklen_t len = sizeof(ss);
-	int fd, one = 1;
+	int fd, one = 1, err;
 
-	if (ss.ss_family == AF_INET)
-		((struct sockaddr_in *)&ss)->sin_port = 0;
-	else
-		((struct sockaddr_in6 *)&ss)->sin6_port = 0;
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
@@ -128,10 +153,10 @@ static int listen_socket(const struct dmtn_dev *d, uint16_t *port)
 	/* a burst of connections between two accept calls (NCCL's proxy
 	 * has other work) must not fill the queue: the kernel would drop the
 	 * peer's SYN, and its connect would wait a second for the retry */
-	if (bind(fd, (struct sockaddr *)&ss, d->addrlen) || listen(fd, 128) ||
-	    getsockname(fd, (struct sockaddr *)&ss, &len)) {
-		int err = -errno;
-
+	err = bind_port(fd, d, lo, hi);
+	if (!err && (listen(fd, 128) || getsockname(fd, (struct sockaddr *)&ss, &len)))
+		err = -errno;
+	if (err) {
 		close(fd);
 		return err;
 	}
@@ -173,11 +198,18 @@ nccl_result_t dmtn_listen(int dev, void *handle, void **listen_comm)
 	if (!l)
 		return NCCL_ERR_SYSTEM;
 	l->pending_ms = pending_ms();
-	l->ctrl_lfd = ret = listen_socket(d, &cport);
+	l->ctrl_lfd = ret = listen_socket(d, &cport, 0, 0);
+	/* only the data port is steered: it is the one a devmemtcp-broker
+	 * policy may restrict */
 	if (ret >= 0)
-		l->data_lfd = ret = listen_socket(d, &dport);
+		l->data_lfd = ret = listen_socket(d, &dport, dmtn.cfg.port_lo,
+						  dmtn.cfg.port_hi);
 	if (ret < 0) {
-		DMTN_WARN("listen on %s: %s", d->name, strerror(-ret));
+		if (ret == -EADDRINUSE && dmtn.cfg.port_lo)
+			DMTN_WARN("listen on %s: every port of NCCL_DEVMEMTCP_PORT_RANGE=%u-%u is in use: widen the range",
+				  d->name, dmtn.cfg.port_lo, dmtn.cfg.port_hi);
+		else
+			DMTN_WARN("listen on %s: %s", d->name, strerror(-ret));
 		goto err;
 	}
 	/* never 0: connect refuses a handle with nonce 0 */

@@ -70,6 +70,7 @@ struct dmtn_cfg {
 	bool threads;		/* NCCL_DEVMEMTCP_THREADS: a helper per comm */
 	int family;		/* NCCL_DEVMEMTCP_FAMILY: AF_INET, AF_INET6, 0 any */
 	bool unpack;		/* NCCL_DEVMEMTCP_UNPACK: offer device unpack */
+	uint16_t port_lo, port_hi;	/* NCCL_DEVMEMTCP_PORT_RANGE, 0: any */
 	char ifname[256];	/* NCCL_DEVMEMTCP_IFNAME */
 };
 

@@ -427,6 +427,23 @@ static int barrier(struct rank *r)
 	return 0;
 }
 
+/* NCCL_DEVMEMTCP_PORT_RANGE=LO-HI: *lo and *hi, else 0 */
+static void port_range(unsigned int *lo, unsigned int *hi)
+{
+	const char *v = getenv("NCCL_DEVMEMTCP_PORT_RANGE");
+
+	*lo = *hi = 0;
+	if (v && sscanf(v, "%u-%u", lo, hi) != 2)
+		*lo = *hi = 0;
+}
+
+/* The data port a handle names (bytes 26 and 27, network order: the
+ * plugin's wire format). */
+static unsigned int handle_data_port(const char *h)
+{
+	return (unsigned int)(uint8_t)h[26] << 8 | (uint8_t)h[27];
+}
+
 /* Listen, swap handles, connect and accept together until both are up. */
 static int connect_pair(struct rank *r, void **sc, void **rc)
 {
@@ -437,8 +454,14 @@ static int connect_pair(struct rank *r, void **sc, void **rc)
 
 	memset(mine, 0, sizeof(mine));
 	*sc = *rc = NULL;
+	unsigned int lo, hi;
+
 	ret = net_listen(&r->net, r->dev, mine, &lc);
 	CHECK(r, ret == NCCL_OK && lc, "listen: %d", ret);
+	port_range(&lo, &hi);
+	CHECK(r, !lo || (handle_data_port(mine) >= lo && handle_data_port(mine) <= hi),
+	      "the data port %u is outside NCCL_DEVMEMTCP_PORT_RANGE %u-%u",
+	      handle_data_port(mine), lo, hi);
 	if (sync_send(r, mine, sizeof(mine)) || sync_recv(r, peer, sizeof(peer)))
 		return -1;
 	while (!*sc || !*rc) {
@@ -1261,6 +1284,31 @@ static int too_large(struct rank *r)
 	return close_pair(r);
 }
 
+/* With NCCL_DEVMEMTCP_PORT_RANGE, rank 0 listens until every port of the
+ * range is taken: the next listen fails, saying so. */
+static int ports_taken(struct rank *r)
+{
+	char h[NCCL_NET_HANDLE_MAXSIZE];
+	void *lc[64];
+	unsigned int lo, hi, n = 0;
+	int ret = NCCL_OK;
+
+	port_range(&lo, &hi);
+	if (r->id || !lo || hi - lo >= 63)
+		return 0;
+	while (ret == NCCL_OK && n < 64) {
+		lc[n] = NULL;
+		ret = net_listen(&r->net, r->dev, h, &lc[n]);
+		n += ret == NCCL_OK;
+	}
+	CHECK(r, ret == NCCL_ERR_SYSTEM && n == hi - lo + 1 &&
+		 log_count(0, "every port of NCCL_DEVMEMTCP_PORT_RANGE", "is in use: widen the range"),
+	      "listen %u of a range of %u ports: %d", n + 1, hi - lo + 1, ret);
+	for (unsigned int i = 0; i < n; i++)
+		CHECK(r, CALL(&r->net, close_listen, lc[i]) == NCCL_OK, "closeListen");
+	return 0;
+}
+
 /* ---- one rank, one version ---------------------------------------------------- */
 
 static int regs(struct rank *r)
@@ -1412,7 +1460,7 @@ static int run_version(struct rank *r, int v, void *lib)
 		return -1;
 	if (!fork_mode && (bad_handle(r) || barrier(r) || peer_closes(r) ||
 			   barrier(r) || peer_dies_midway(r) || barrier(r) ||
-			   too_large(r)))
+			   too_large(r) || barrier(r) || ports_taken(r)))
 		return -1;
 	CHECK(r, net_finalize(&r->net) == NCCL_OK, "finalize");
 	return barrier(r);
