@@ -3,7 +3,7 @@
  * NCCL's device unpack, the parts that need no transfer (built with the
  * plugin's sources):
  *
- *   test-nccl-unpack layout|choice|all
+ *   test-nccl-unpack layout|choice|queue|all (layout and choice)
  *
  *   layout: the plugin's declarations of NCCL's unpack queue (net_abi.h)
  *       against the field offsets and sizes NCCL publishes in
@@ -19,6 +19,9 @@
  *
  * Exit 0 pass, 1 fail.
  */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,6 +213,205 @@ static void decide(void)
 	      "not asked for: %s", dmtn.unpack_why);
 }
 
+/* ---- one comm's queue, on the fake driver ------------------------------------ */
+
+/* fake-cuda.c: a mapped host allocation's device address is its host
+ * address plus this */
+#define DEVMAP_OFF (1ull << 44)
+/* where the bound buffer would start on the GPU */
+#define BOUNCE 0x7f3200000000ull
+
+static char last_warn[1024];
+
+static void capture(enum nccl_log_level level, unsigned long flags,
+		    const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level != NCCL_LOG_WARN)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(last_warn, sizeof(last_warn), fmt, ap);
+	va_end(ap);
+}
+
+/* The host view of a device address the plugin handed NCCL's kernel;
+ * NULL (and a failure) when it is not a mapped one. */
+static void *host_of(uint64_t dev, const char *what)
+{
+	CHECK(dev >= DEVMAP_OFF, "%s is %#llx: not a device address of the mapped queue",
+	      what, (unsigned long long)dev);
+	return dev >= DEVMAP_OFF ? (void *)(uintptr_t)(dev - DEVMAP_OFF) : NULL;
+}
+
+static void entry_is(const struct nccl_unpack_meta *m, int slot, int i,
+		     uint32_t src_off, uint32_t len, uint64_t dst_off)
+{
+	const struct nccl_unpack_entry *e = &m->mem[slot][i];
+
+	CHECK(e->src_off == src_off && e->len == len && e->dst_off == dst_off,
+	      "slot %d entry %d: {%u, %u, %llu}, expected {%u, %u, %llu}", slot, i,
+	      e->src_off, e->len, (unsigned long long)e->dst_off, src_off, len,
+	      (unsigned long long)dst_off);
+}
+
+static void queue(void)
+{
+	enum { DEPTH = NCCL_UNPACK_QUEUE_DEPTH, SLOT = NCCL_UNPACK_SLOT_ENTRIES };
+	int (*retain)(void **, int), (*push)(void *), (*pop)(void **);
+	struct dmtn_req r[DEPTH + 1];
+	struct nccl_unpack_handle *uh;
+	struct nccl_unpack_meta *m;
+	struct dmtn_comm *c;
+	nccl_dev_handle_t h;
+	void *lib, *ctx, *t0, *t1;
+	bool all;
+
+	lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	CHECK(lib, "libcuda.so.1 (nccl/tests/fake-cuda.c): %s", dlerror());
+	if (!lib)
+		return;
+	*(void **)&retain = dlsym(lib, "cuDevicePrimaryCtxRetain");
+	*(void **)&push = dlsym(lib, "cuCtxPushCurrent_v2");
+	*(void **)&pop = dlsym(lib, "cuCtxPopCurrent_v2");
+	CHECK(retain && push && pop && dlsym(lib, "cuMemHostAlloc"),
+	      "libcuda.so.1 is not nccl/tests/fake-cuda.c");
+	if (!retain || !push || !pop || !dlsym(lib, "cuMemHostAlloc"))
+		return;
+	dmtn.log = capture;
+	memset(r, 0, sizeof(r));
+	c = calloc(1, sizeof(*c));
+	snprintf(c->peer, sizeof(c->peer), "10.0.0.2");
+
+	/* no current context, no bound buffer: no device to map it for */
+	dmtn.unpack_base = BOUNCE;
+	dmtn.unpack_base_set = true;
+	h = (nccl_dev_handle_t){ .type = NCCL_NET_DEVICE_UNPACK,
+				 .version = NCCL_NET_DEVICE_UNPACK_VERSION };
+	CHECK(dmtn_unpack_attach(c, &h) == -ENODEV && !c->unpack &&
+		      strstr(last_warn, "NCCL asks for device unpack but no CUDA context is current"),
+	      "attach without a context: %s", last_warn);
+	CHECK(retain(&ctx, 0) == 0 && push(ctx) == 0, "the fake driver's context");
+	/* another unpack version: refused */
+	h.version = NCCL_NET_DEVICE_UNPACK_VERSION - 1;
+	CHECK(dmtn_unpack_attach(c, &h) == -EPROTO && !c->unpack &&
+		      strstr(last_warn, "NCCL asks for unpack version 6, this plugin offered 7"),
+	      "attach of version 6: %s", last_warn);
+	h.version = NCCL_NET_DEVICE_UNPACK_VERSION;
+	CHECK(dmtn_unpack_attach(c, &h) == 0 && c->unpack, "attach: %s", last_warn);
+	if (!c->unpack)
+		goto out;
+
+	/* what NCCL's kernel is given: device addresses only */
+	CHECK(h.size == sizeof(struct nccl_unpack_handle) && h.needs_proxy_progress == 1,
+	      "handle size %zu, needsProxyProgress %d", h.size, h.needs_proxy_progress);
+	uh = host_of((uintptr_t)h.handle, "the device handle");
+	if (!uh)
+		goto out;
+	CHECK((uintptr_t)uh->bounce_buf == BOUNCE && uh->head == 0,
+	      "bounce_buf %p (expected %#llx), head %llu", uh->bounce_buf, BOUNCE,
+	      (unsigned long long)uh->head);
+	m = host_of((uintptr_t)uh->meta, "the handle's meta");
+	if (!m)
+		goto out;
+	/* the driver's pinned memory is not zeroed: the plugin clears it */
+	all = true;
+	for (int q = 0; q < DEPTH; q++)
+		all &= m->cnt[q] == 0;
+	CHECK(all, "a slot's count is not 0 before any receive");
+
+	/* the depth: a receive per slot until NCCL consumed the oldest */
+	for (int i = 0; i < DEPTH; i++) {
+		CHECK(!dmtn_unpack_full(c), "full after %d receives", i);
+		dmtn_unpack_post(c, &r[i]);
+		CHECK(r[i].unpack && r[i].useq == (uint64_t)i && r[i].nent == 0,
+		      "receive %d numbered %llu", i, (unsigned long long)r[i].useq);
+	}
+	CHECK(dmtn_unpack_full(c), "not full after %d receives", DEPTH);
+
+	/* receive 0 fills its slot: a page per entry, the last refused */
+	all = true;
+	for (int k = 0; k < SLOT; k++)
+		all &= dmtn_unpack_add(c, &r[0], BOUNCE + 4096ull * (SLOT - 1 - k), 4096,
+				       4096ull * k);
+	CHECK(all && r[0].nent == SLOT, "%u of %d entries taken", r[0].nent, SLOT);
+	CHECK(!dmtn_unpack_add(c, &r[0], BOUNCE, 4096, 0) && r[0].nent == SLOT,
+	      "entry %d of a slot taken", SLOT + 1);
+
+	/* receive 1: source offsets are 32 bits from the bounce address */
+	CHECK(!dmtn_unpack_add(c, &r[1], 0, 1, 0), "address 0 taken");
+	CHECK(!dmtn_unpack_add(c, &r[1], BOUNCE - 1, 1, 0), "an address below the bounce address taken");
+	CHECK(!dmtn_unpack_add(c, &r[1], BOUNCE + (1ull << 32), 1, 0),
+	      "a source offset of 4 GiB taken");
+	CHECK(!dmtn_unpack_add(c, &r[1], BOUNCE + (1ull << 32) - 4096, 4097, 0),
+	      "a fragment ending past 4 GiB taken");
+	CHECK(r[1].nent == 0, "refused entries counted: %u", r[1].nent);
+	CHECK(dmtn_unpack_add(c, &r[1], BOUNCE + (1ull << 32) - 4096, 4096, 7),
+	      "a fragment ending at 4 GiB refused");
+	CHECK(dmtn_unpack_add(c, &r[1], BOUNCE, 1, 1ull << 40),
+	      "a destination offset of 1 TiB refused");
+	/* the count is published last: none before complete */
+	CHECK(m->cnt[0] == 0 && m->cnt[1] == 0, "counts %llu, %llu before complete",
+	      (unsigned long long)m->cnt[0], (unsigned long long)m->cnt[1]);
+	dmtn_unpack_complete(c, &r[0]);
+	dmtn_unpack_complete(c, &r[1]);
+	/* receive 2, all placed by the plugin: a count of 0 over a stale one */
+	m->cnt[2] = 5;
+	dmtn_unpack_complete(c, &r[2]);
+	CHECK(m->cnt[0] == SLOT && m->cnt[1] == 2 && m->cnt[2] == 0,
+	      "counts %llu, %llu, %llu", (unsigned long long)m->cnt[0],
+	      (unsigned long long)m->cnt[1], (unsigned long long)m->cnt[2]);
+	entry_is(m, 0, 0, 4096u * (SLOT - 1), 4096, 0);
+	entry_is(m, 0, SLOT - 1, 0, 4096, 4096ull * (SLOT - 1));
+	for (int k = 1; k < SLOT - 1; k++)
+		if (m->mem[0][k].src_off != 4096u * (SLOT - 1 - k) || m->mem[0][k].len != 4096 ||
+		    m->mem[0][k].dst_off != 4096ull * k) {
+			entry_is(m, 0, k, 4096u * (SLOT - 1 - k), 4096, 4096ull * k);
+			break;
+		}
+	entry_is(m, 1, 0, (uint32_t)((1ull << 32) - 4096), 4096, 7);
+	entry_is(m, 1, 1, 0, 1, 1ull << 40);
+	/* nothing written past a slot's entries (the plugin zeroed them) */
+	entry_is(m, 1, 2, 0, 0, 0);
+	entry_is(m, 2, 0, 0, 0, 0);
+
+	/* irecvConsumed in posting order only; tokens back once consumed */
+	t0 = dmtn_unpack_ticket(c, &r[0]);
+	t1 = dmtn_unpack_ticket(c, &r[1]);
+	CHECK(dmtn_unpack_done(t0, false) == 0 && dmtn_unpack_done(t0, true) == -EBUSY,
+	      "receive 0's fragments released before NCCL consumed it");
+	last_warn[0] = 0;
+	CHECK(dmtn_unpack_consumed(c, &r[1]) == -EINVAL &&
+		      strstr(last_warn, "irecvConsumed: receive 1 of recv comm") &&
+		      strstr(last_warn, "but receive 0 is the oldest NCCL has not consumed"),
+	      "irecvConsumed out of order: %s", last_warn);
+	CHECK(dmtn_unpack_consumed(c, &r[0]) == 0, "irecvConsumed of receive 0");
+	CHECK(dmtn_unpack_done(t0, false) == 1, "receive 0 consumed, its fragments held");
+	CHECK(dmtn_unpack_done(t1, false) == 0, "receive 1's fragments released with receive 0's");
+	CHECK(!dmtn_unpack_full(c), "full after receive 0 was consumed");
+
+	/* receive 16 takes slot 0 again, its count over the old one */
+	dmtn_unpack_post(c, &r[DEPTH]);
+	CHECK(r[DEPTH].useq == DEPTH && dmtn_unpack_full(c), "receive %d numbered %llu", DEPTH,
+	      (unsigned long long)r[DEPTH].useq);
+	CHECK(dmtn_unpack_add(c, &r[DEPTH], BOUNCE + 8192, 100, 5), "receive %d's entry", DEPTH);
+	dmtn_unpack_complete(c, &r[DEPTH]);
+	CHECK(m->cnt[0] == 1, "slot 0's count %llu after receive %d", (unsigned long long)m->cnt[0],
+	      DEPTH);
+	entry_is(m, 0, 0, 8192, 100, 5);
+
+	/* NCCL closes the comm: every held fragment may go back */
+	dmtn_unpack_closing(c);
+	CHECK(dmtn_unpack_done(t1, false) == 1, "receive 1's fragments held after close");
+out:
+	dmtn_unpack_free(c);
+	CHECK(!c->unpack, "the queue after free");
+	free(c);
+	pop(&ctx);
+	dmtn.log = NULL;
+	printf("queue: depth %d, %d entries per slot, source offsets below 4 GiB\n", DEPTH, SLOT);
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "all";
@@ -225,6 +427,9 @@ int main(int argc, char **argv)
 		proto();
 	if (choice)
 		decide();
+	/* not in all: it needs the fake driver as libcuda.so.1 */
+	if (!strcmp(what, "queue"))
+		queue();
 	printf("%s\n", failures ? "FAIL" : "PASS");
 	return failures ? 1 : 0;
 }
