@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "plugin.h"
 
@@ -226,6 +227,46 @@ static bool usable_addr(const struct ifaddrs *ifa, int family)
 	return true;
 }
 
+/* Is the sysfs device directory dir a PCI device? */
+static bool is_pci(const char *dir)
+{
+	char link[PATH_MAX], target[PATH_MAX];
+	ssize_t n;
+
+	if ((size_t)snprintf(link, sizeof(link), "%s/subsystem", dir) >= sizeof(link))
+		return false;
+	n = readlink(link, target, sizeof(target) - 1);
+	if (n <= 0)
+		return false;
+	target[n] = 0;
+	n = (ssize_t)strlen(target);
+	return n >= 8 && !strcmp(target + n - 8, "/bus/pci");
+}
+
+/*
+ * The PCI device an interface sits on, for NCCL's topology (which pairs
+ * GPUs with the NICs nearest them): the interface's device, or its closest
+ * PCI ancestor (a virtio NIC's device is the virtio device on a PCI one);
+ * NULL for interfaces on no PCI device (veth, a platform device), which
+ * NCCL attaches to the CPU.
+ */
+char *dmtn_pci_path(const char *ifname)
+{
+	char path[PATH_MAX];
+	char *p, *slash;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/device", ifname);
+	p = realpath(path, NULL);
+	while (p && strncmp(p, "/sys/devices/", 13) == 0) {
+		if (is_pci(p))
+			return p;
+		slash = strrchr(p, '/');
+		*slash = 0;
+	}
+	free(p);
+	return NULL;
+}
+
 static void dev_fill(struct dmtn_dev *d, const struct ifaddrs *ifa)
 {
 	char path[PATH_MAX];
@@ -238,8 +279,7 @@ static void dev_fill(struct dmtn_dev *d, const struct ifaddrs *ifa)
 			     ? sizeof(struct sockaddr_in)
 			     : sizeof(struct sockaddr_in6);
 	memcpy(&d->addr, ifa->ifa_addr, d->addrlen);
-	snprintf(path, sizeof(path), "/sys/class/net/%s/device", d->name);
-	d->pci_path = realpath(path, NULL);
+	d->pci_path = dmtn_pci_path(d->name);
 	d->speed = 10000;	/* virtual interfaces report none */
 	snprintf(path, sizeof(path), "/sys/class/net/%s/speed", d->name);
 	f = fopen(path, "re");

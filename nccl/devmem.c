@@ -91,7 +91,7 @@ bool dmtn_devmem_probe(struct dmtn_dev *d)
 {
 	struct devmemtcp_ctx *ctx = ctx_new();
 	DEVMEMTCP_OPTS(probe, rep);
-	bool ok;
+	bool ok, brk;
 	int n;
 
 	if (!ctx)
@@ -103,14 +103,27 @@ bool dmtn_devmem_probe(struct dmtn_dev *d)
 		devmemtcp_ctx_free(ctx);
 		return false;
 	}
+	/* without CAP_NET_ADMIN the library sets the NIC up through
+	 * devmemtcp-broker(8), as far as its policy lets this user */
+	brk = !rep.cap_net_admin && rep.broker_state == 1 && rep.broker_allowed == 1;
+	if (brk && rep.broker_queues < rep.broker_queues_used + dmtn.cfg.nqueues) {
+		DMTN_INFO(DMTN_INIT_NET,
+			  "%s: devmemtcp-broker lets this user own %u queues (%u owned now), NCCL_DEVMEMTCP_NQUEUES is %u",
+			  d->name, rep.broker_queues, rep.broker_queues_used,
+			  dmtn.cfg.nqueues);
+		brk = false;
+	}
 	/* what nic_open cannot fix; header split off, say, it turns on */
-	ok = rep.has_bind_rx && rep.cap_net_admin && rep.tcp_data_split >= 0 &&
-	     rep.ntuple >= 0 && rep.rx_queues >= 2 && !rep.xdp;
+	ok = rep.has_bind_rx && (rep.cap_net_admin || brk) &&
+	     rep.tcp_data_split >= 0 && rep.ntuple >= 0 && rep.rx_queues >= 2 &&
+	     !rep.xdp;
 	DMTN_INFO(DMTN_INIT_NET,
-		  "%s: driver %s, kernel %s, bind-rx %s, bind-tx %s, %d RX queues: %s",
+		  "%s: driver %s, kernel %s, bind-rx %s, bind-tx %s, %d RX queues: %s%s%s",
 		  d->name, rep.driver, rep.kernel, rep.has_bind_rx ? "yes" : "no",
 		  rep.has_bind_tx ? "yes" : "no", rep.rx_queues,
-		  ok ? "devmem possible" : "no devmem");
+		  ok ? "devmem possible" : "no devmem",
+		  ok && brk ? ", set up through devmemtcp-broker: " : "",
+		  ok && brk ? rep.broker_msg : "");
 	for (uint32_t i = 0; !ok && i < rep.nproblems; i++)
 		DMTN_INFO(DMTN_INIT_NET, "%s: %s; fix: %s", d->name,
 			  rep.problems[i].what, rep.problems[i].fix);

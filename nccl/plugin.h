@@ -122,6 +122,8 @@ static inline bool dmtn_dev_unpack(const struct dmtn_dev *d)
 	return dmtn.unpack && d->devmem && dmtn.cfg.rx;
 }
 void dmtn_devices_free(struct dmtn_dev *devs, int n);
+/* The sysfs path of the PCI device ifname sits on (malloc'd), or NULL. */
+char *dmtn_pci_path(const char *ifname);
 
 /* ---- v11 contexts ------------------------------------------------------- */
 

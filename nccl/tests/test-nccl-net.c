@@ -67,6 +67,7 @@
 #define SLOT (MAX_MSG + SLACK)
 #define TIMEOUT_S 120
 #define GROUPED_BYTES 70106
+#define DMTN_TEST_MAX_DEVS 16
 
 static const char *plugin_path;
 static uint64_t total = 64ull << 20;
@@ -76,6 +77,9 @@ static bool quiet, fork_mode, want_devmem, dmabuf_tx, cuda_mode, gpu_mode;
 static bool want_unpack;
 static const char *rank_ns[2], *rank_if[2];
 static long rank1_uid = -1;
+/* --devices N --pci yes|no: the devices test */
+static int want_devices;
+static const char *want_pci;
 /* what ncclGetVersion says (--nccl-version; 0: it fails) */
 static int nccl_version = 22809;
 
@@ -1391,6 +1395,9 @@ static int check_paths(struct rank *r, size_t mark, const void *sc,
 	}
 	CHECK(r, log_count(mark, "recv comm", "devmem RX (binding") >= 1,
 	      "no recv comm logged devmem RX");
+	if (r->id == 1 && rank1_uid >= 0)
+		CHECK(r, log_count(0, "devmem possible, set up through devmemtcp-broker", NULL) == 1,
+		      "the unprivileged rank did not say it sets up through devmemtcp-broker");
 	CHECK(r, log_count(mark, "recv comm", gpu_mode ? "GPU memory)" : "host memory)") >= 1,
 	      "no recv comm received into %s memory", gpu_mode ? "GPU" : "host");
 	printf("rank %d: received %" PRIu64 " bytes, %" PRIu64 " through devmem RX, %" PRIu64 " as plain data; sent %" PRIu64 " through devmem TX\n",
@@ -1608,6 +1615,88 @@ out:
 	return NULL;
 }
 
+/* ---- several NICs ----------------------------------------------------------- */
+
+/* The sysfs directory of the PCI device ifname sits on: its device or the
+ * closest ancestor whose subsystem link ends in bus/pci; NULL if none. */
+static char *pci_dir(const char *ifname)
+{
+	char path[512], target[512];
+	char *dir;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/device", ifname);
+	dir = realpath(path, NULL);
+	while (dir && strlen(dir) > strlen("/sys/devices/")) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "%s/subsystem", dir);
+		n = readlink(path, target, sizeof(target) - 1);
+		if (n >= 8 && !memcmp(target + n - 8, "/bus/pci", 8))
+			return dir;
+		*strrchr(dir, '/') = 0;
+	}
+	free(dir);
+	return NULL;
+}
+
+/*
+ * --devices N --pci yes|no: one process sees N interfaces (the vm suite:
+ * dsim0 and dsim1 in one namespace): devices() lists each once, with its
+ * name, its PCI device (the interface's own device or its closest PCI
+ * ancestor: the sim's PCI parents behind the VM's IOMMU; none on the
+ * platform parent), a GUID of its own; with
+ * NCCL_DEVMEMTCP_ENABLE=1 a listen on each sets that NIC up for devmem.
+ */
+static int devices_test(void *lib)
+{
+	struct rank rr = { .id = 0 }, *r = &rr;
+	void *lc[DMTN_TEST_MAX_DEVS];
+	char h[NCCL_NET_HANDLE_MAXSIZE];
+	uint64_t guids[DMTN_TEST_MAX_DEVS];
+	int ndev = 0;
+
+	r->net = (struct net){ .v = 11, .table = dlsym(lib, "ncclNetPlugin_v11") };
+	CHECK(r, r->net.table && net_init(&r->net) == NCCL_OK, "init");
+	CHECK(r, CALL(&r->net, devices, &ndev) == NCCL_OK && ndev == want_devices,
+	      "devices: %d, expected %d", ndev, want_devices);
+	for (int i = 0; i < ndev; i++) {
+		struct nccl_net_props_v11 p;
+		char *pci;
+
+		memset(&p, 0xa5, sizeof(p));
+		CHECK(r, T11(&r->net)->get_properties(i, &p) == NCCL_OK, "getProperties(%d)", i);
+		pci = pci_dir(p.name);
+		printf("dev %d: %s, PCI device %s, GUID %#" PRIx64 ", %d Mbps\n", i, p.name,
+		       p.pci_path ? p.pci_path : "(none)", p.guid, p.speed);
+		if (!strcmp(want_pci, "yes"))
+			CHECK(r, pci && p.pci_path && !strcmp(p.pci_path, pci),
+			      "%s: PCI path %s, its device is %s", p.name,
+			      p.pci_path ? p.pci_path : "(none)", pci ? pci : "not a PCI device");
+		else
+			CHECK(r, !pci && !p.pci_path, "%s: PCI path %s, expected none (%s)",
+			      p.name, p.pci_path ? p.pci_path : "(none)", pci ? pci : "-");
+		free(pci);
+		guids[i] = p.guid;
+		for (int j = 0; j < i; j++)
+			CHECK(r, guids[j] != guids[i], "devices %d and %d share GUID %#" PRIx64,
+			      j, i, guids[i]);
+	}
+	for (int i = 0; i < ndev; i++) {
+		lc[i] = NULL;
+		CHECK(r, net_listen(&r->net, i, h, &lc[i]) == NCCL_OK && lc[i], "listen on dev %d", i);
+	}
+	if (getenv("NCCL_DEVMEMTCP_ENABLE"))
+		CHECK(r, log_count(0, "devmem RX set up", NULL) == ndev,
+		      "%d of %d interfaces set up for devmem RX", log_count(0, "devmem RX set up", NULL),
+		      ndev);
+	for (int i = 0; i < ndev; i++)
+		CHECK(r, CALL(&r->net, close_listen, lc[i]) == NCCL_OK, "closeListen");
+	CHECK(r, net_finalize(&r->net) == NCCL_OK, "finalize");
+	printf("devices: %d, each with %s\n", ndev,
+	       !strcmp(want_pci, "yes") ? "its PCI device" : "no PCI device");
+	return 0;
+}
+
 static uint64_t parse_bytes(const char *s)
 {
 	char *end;
@@ -1626,7 +1715,8 @@ static void usage(int code)
 	printf("usage: test-nccl-net PLUGIN.so [--version 8|9|10|11] [--bytes N] [--quiet] [--corrupt K] [--cuda]\n"
 	       "       test-nccl-net PLUGIN.so --fork [--ns0 NS --if0 IF --ns1 NS --if1 IF]\n"
 	       "                     [--devmem] [--dmabuf-tx] [--gpu [--unpack]] [--uid1 UID]\n"
-	       "                     [--nccl-version CODE] [--version V] [--bytes N]\n");
+	       "                     [--nccl-version CODE] [--version V] [--bytes N]\n"
+	       "       test-nccl-net PLUGIN.so --devices N --pci yes|no\n");
 	exit(code);
 }
 
@@ -1649,6 +1739,8 @@ static void parse_args(int argc, char **argv)
 		{ "unpack", no_argument, NULL, 10 },
 		{ "nccl-version", required_argument, NULL, 11 },
 		{ "uid1", required_argument, NULL, 12 },
+		{ "devices", required_argument, NULL, 13 },
+		{ "pci", required_argument, NULL, 14 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -1672,11 +1764,15 @@ static void parse_args(int argc, char **argv)
 		case 10: want_unpack = true; break;
 		case 11: nccl_version = atoi(optarg); break;
 		case 12: rank1_uid = atol(optarg); break;
+		case 13: want_devices = atoi(optarg); break;
+		case 14: want_pci = optarg; break;
 		case 'h': usage(0); break;
 		default: usage(2);
 		}
 	}
-	if (optind != argc - 1 || (only_version && (only_version < 8 || only_version > 11)))
+	if (optind != argc - 1 || (only_version && (only_version < 8 || only_version > 11)) ||
+	    (want_devices && (want_devices > DMTN_TEST_MAX_DEVS || !want_pci ||
+			      (strcmp(want_pci, "yes") && strcmp(want_pci, "no")))))
 		usage(2);
 	if (!fork_mode && (rank_ns[0] || rank_ns[1] || dmabuf_tx || gpu_mode ||
 			   want_unpack || rank1_uid >= 0)) {
@@ -1716,6 +1812,17 @@ int main(int argc, char **argv)
 
 	parse_args(argc, argv);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (want_devices) {
+		void *lib = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
+
+		if (!lib) {
+			fprintf(stderr, "dlopen %s: %s\n", plugin_path, dlerror());
+			return 1;
+		}
+		status = devices_test(lib);
+		printf("%s\n", status ? "FAIL" : "PASS");
+		return status ? 1 : 0;
+	}
 	pat_init();
 	ipv6_or_skip();
 	if (!fork_mode && !rank_if[0])
