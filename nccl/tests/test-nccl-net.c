@@ -505,7 +505,8 @@ static int open_pair(struct rank *r)
 /* NCCL's order: deregister, then close. */
 static int close_send(struct rank *r)
 {
-	CHECK(r, CALL(&r->net, dereg_mr, r->sc, r->smh) == NCCL_OK, "deregMr send");
+	if (r->smh)
+		CHECK(r, CALL(&r->net, dereg_mr, r->sc, r->smh) == NCCL_OK, "deregMr send");
 	CHECK(r, CALL(&r->net, close_send, r->sc) == NCCL_OK, "closeSend");
 	r->sc = r->smh = NULL;
 	return 0;
@@ -1244,7 +1245,7 @@ static int peer_dies_midway(struct rank *r)
 {
 	void *req = NULL;
 	/* more than loopback's socket buffers hold */
-	size_t cap = (size_t)WINDOW * SLOT;
+	size_t cap = (size_t)WINDOW * SLOT, mark;
 	int ret, done = 0;
 	char c = 'm';
 
@@ -1257,6 +1258,17 @@ static int peer_dies_midway(struct rank *r)
 		for (int i = 0; i < 100 && !done; i++)
 			CHECK(r, CALL(&r->net, test, req, &done, NULL) == NCCL_OK, "test");
 		CHECK(r, !done, "%zu bytes went out with nobody reading", cap);
+		/* deregMr of the memory the send still uses (an abort): the
+		 * comm fails, so that its helper thread never reads the freed
+		 * registration again */
+		mark = log_mark();
+		CHECK(r, CALL(&r->net, dereg_mr, r->sc, r->smh) == NCCL_OK, "deregMr send");
+		r->smh = NULL;
+		CHECK(r, log_count(mark, "deregMr of memory that a send not yet done still uses: the comm stops", NULL) == 1,
+		      "deregMr under a send not yet done did not fail the comm");
+		ret = CALL(&r->net, test, req, &done, NULL);
+		CHECK(r, ret == NCCL_ERR_INVALID_USAGE && !done,
+		      "test after deregMr under the send: %d, done %d", ret, done);
 		return close_first(r, c);
 	}
 	if (sync_recv(r, &c, 1))
