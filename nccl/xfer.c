@@ -209,6 +209,31 @@ static struct dmtn_mr *mr_get(struct dmtn_comm *c, void *mhandle,
 	return mr;
 }
 
+/*
+ * deregMr of memory that a request of c not yet done still uses (NCCL
+ * deregisters after its requests are done; an abort may not): the comm
+ * fails, so that its mover never looks at the request, and so at mr,
+ * again.  Under c->mu.  A registration used on a comm other than the one
+ * it was made on and deregistered with (NCCL's are per comm) must outlive
+ * that comm's requests.
+ */
+static void mr_release(struct dmtn_comm *c, const struct dmtn_mr *mr)
+{
+	unsigned int tail = __atomic_load_n(&c->q_tail, __ATOMIC_ACQUIRE);
+
+	for (unsigned int i = c->q_done; i != tail; i++) {
+		const struct dmtn_req *r = c->q[i % DMTN_NREQS];
+
+		for (int k = 0; k < r->n; k++)
+			if (r->buf[k].mr == mr) {
+				comm_fail(c, NCCL_ERR_INVALID_USAGE,
+					  "deregMr of memory that a %s not yet done still uses: the comm stops",
+					  r->kind == DMTN_REQ_SEND ? "send" : "receive");
+				return;
+			}
+	}
+}
+
 nccl_result_t dmtn_dereg_mr(void *comm, void *mhandle)
 {
 	struct dmtn_comm *c = dmtn_comm_get(comm, 0, __func__);
@@ -219,10 +244,16 @@ nccl_result_t dmtn_dereg_mr(void *comm, void *mhandle)
 	mr = mr_get(c, mhandle, __func__);
 	if (!mr || mr == (struct dmtn_mr *)-1)
 		return NCCL_ERR_INTERNAL;
-	/* the comm's helper may be sending from it */
+	/* the comm's helper may be moving bytes of it: it stops first */
 	pthread_mutex_lock(&mr->comm->mu);
+	mr_release(mr->comm, mr);
 	dmtn_devmem_mr_free(mr);
 	pthread_mutex_unlock(&mr->comm->mu);
+	if (c != mr->comm) {
+		pthread_mutex_lock(&c->mu);
+		mr_release(c, mr);
+		pthread_mutex_unlock(&c->mu);
+	}
 	mr->magic = 0;
 	free(mr);
 	return NCCL_OK;
