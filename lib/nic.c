@@ -1289,6 +1289,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_open(struct devmemtcp_ctx *ctx,
 	DMT_KEEP_ERRNO;
 	uint64_t start = 0;
 	bool zombie;
+	int ret;
 
 	if (!ctx)
 		return -EINVAL;
@@ -1297,7 +1298,18 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_open(struct devmemtcp_ctx *ctx,
 	if (dmt_proc_start(getpid(), &start, &zombie) < 0)
 		return dmt_err(ctx, &ctx->err, -EIO,
 			       "cannot read this process's start time (/proc/self/stat): is /proc mounted?");
-	return dmt_nic_open_as(ctx, ifname, opts, getpid(), start, nicp);
+	ret = dmt_nic_open_as(ctx, ifname, opts, getpid(), start, nicp);
+	if ((ret == -EACCES || ret == -EPERM) && !dmt_cap_net_admin()) {
+		/* refused for want of privilege, and no broker to ask: say
+		 * both ways out, not only the run directory's */
+		char why[DMT_ERRMSG_MAX / 2];
+
+		snprintf(why, sizeof(why), "%s", devmemtcp_ctx_errmsg(ctx));
+		ret = dmt_err(ctx, &ctx->err, -EPERM,
+			      "devmemtcp_nic_open on %s: no CAP_NET_ADMIN and no broker: start devmemtcp-broker (systemctl start devmemtcp-broker.socket; its socket is %s) or run with CAP_NET_ADMIN (%s)",
+			      ifname ? ifname : "(null)", dmt_brk_path(), why);
+	}
+	return ret;
 }
 
 /* Lock for an operation on a live handle; the message on the handle. */

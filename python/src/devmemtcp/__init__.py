@@ -34,6 +34,7 @@ from ._devmemtcp import (  # noqa: F401
     Nic,
     Queue,
     Rx,
+    TimeoutError,
     Tx,
     TxDone,
     version,
@@ -61,7 +62,7 @@ from ._version import __version__  # noqa: F401
 
 __all__ = [
     "Binding", "Buffer", "Context", "Error", "Fragment", "Fragments", "Gpu",
-    "Nic", "Queue", "Rx", "Tx", "TxDone", "version",
+    "Nic", "Queue", "Rx", "TimeoutError", "Tx", "TxDone", "version",
     "FRAG_FOREIGN", "FRAG_LINEAR", "LOG_DEBUG", "LOG_ERR", "LOG_INFO",
     "LOG_NONE", "LOG_OFF", "LOG_WARN", "PROVIDER_CUDA", "PROVIDER_DRM", "PROVIDER_IMPORT",
     "PROVIDER_UDMABUF", "QUEUE_RX", "QUEUE_TX", "RELEASE_ANY_THREAD",

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 # Type stubs of the C extension devmemtcp._devmemtcp.
+import builtins
 import socket
 from types import TracebackType
 from typing import Any, Iterator, NamedTuple, Optional, Protocol, Sequence, SupportsIndex, Tuple, Union
@@ -8,6 +9,9 @@ from typing_extensions import Buffer as _BytesLike, Self
 
 class Error(OSError):
     """An error of libdevmemtcp: errno and the library's message."""
+
+class TimeoutError(Error, builtins.TimeoutError):
+    """A timeout expired (ETIMEDOUT)."""
 
 class _Closable:
     @property
@@ -120,9 +124,14 @@ class Nic(_Closable):
 
 class Gpu(_Closable):
     def __init__(self, ctx: Context, device: int = 0, *, desc_copy: bool = False,
-                 max_frags: int = 0, slots: int = 0) -> None: ...
+                 max_frags: int = 0, slots: int = 0, graphs: bool = False,
+                 persistent: bool = False) -> None: ...
     @property
     def device(self) -> int: ...
+    @property
+    def graphs(self) -> bool: ...
+    @property
+    def persistent(self) -> bool: ...
 
 class Fragments(Sequence[Fragment]):
     @property
@@ -158,6 +167,9 @@ class Rx(_Closable):
     def add_buf(self, binding: Union[int, Binding, Nic], buf: Buffer, /) -> None: ...
     def recv(self, max_bytes: Optional[int] = None, max_frags: Optional[int] = None,
              timeout: Optional[float] = None) -> Fragments: ...
+    def recv_into(self, dst: _DLPackExporter, offset: int = 0, stream: _Stream = None,
+                  max_bytes: Optional[int] = None, max_frags: Optional[int] = None,
+                  timeout: Optional[float] = None) -> int: ...
     def flush(self) -> int: ...
     def stats(self) -> dict[str, int]: ...
     def fileno(self) -> int: ...
