@@ -683,32 +683,39 @@ struct into_arg {
 	uint64_t nbytes;	/* out */
 };
 
-/* The scratch array's n fragments: their bytes, and whether each is in a
- * registered buffer on dst's device.  0, or -1 with o->msg set. */
+/* The scratch array's n fragments: their bytes, whether there are linear
+ * ones, and whether each is in a registered buffer on dst's device (checked
+ * once per run of one binding: a receive's fragments are of one binding,
+ * but for a steering miss's linear bytes).  0, or a negative errno with
+ * o->msg set. */
 static int into_check(struct rx_core *rx, int n, const DLDevice *dev,
-		      struct recv_out *o, uint64_t *nbytes, size_t *host_bufs)
+		      struct recv_out *o, uint64_t *nbytesp, size_t *host_bufs,
+		      bool *linearp)
 {
-	size_t nb = atomic_load(&rx->nbufs);
-	long last = 0;
+	const struct devmemtcp_frag *f = rx->scratch;
+	size_t nb = atomic_load(&rx->nbufs), host = 0;
+	uint32_t last_id = 0;
+	uint64_t nbytes = 0;
+	bool have = false, linear = false;
 
-	*nbytes = 0;
-	*host_bufs = 0;
-	for (int i = 0; i < n; i++) {
-		const struct devmemtcp_frag *f = &rx->scratch[i];
+	for (int i = 0; i < n; i++, f++) {
 		const struct buf_core *b;
+		long k;
 
-		*nbytes += f->len;
-		if (f->flags & DEVMEMTCP_FRAG_LINEAR)
+		nbytes += f->len;
+		if (f->flags & DEVMEMTCP_FRAG_LINEAR) {
+			linear = true;
 			continue;
-		if ((size_t)last >= nb || rx->bufs[last].id != f->binding_id)
-			last = buf_index(rx, nb, f->binding_id);
-		if (last < 0 || (f->len && !f->addr)) {
-			snprintf(o->msg, sizeof(o->msg),
-				 "fragment %d (binding %u) has no address: register its binding's buffer with Rx.add_buf()",
-				 i, f->binding_id);
-			return -EINVAL;
 		}
-		b = rx->bufs[last].buf;
+		/* a GPU gather checks addresses itself */
+		if (!f->addr && f->len && dev->device_type == kDLCPU)
+			goto noaddr;
+		if (have && f->binding_id == last_id)
+			continue;
+		k = buf_index(rx, nb, f->binding_id);
+		if (k < 0)
+			goto noaddr;
+		b = rx->bufs[k].buf;
 		if (b->device.device_type && (b->device.device_type != dev->device_type ||
 					      b->device.device_id != dev->device_id)) {
 			snprintf(o->msg, sizeof(o->msg),
@@ -717,14 +724,25 @@ static int into_check(struct rx_core *rx, int n, const DLDevice *dev,
 				 b->device.device_type, b->device.device_id);
 			return -EINVAL;
 		}
-		if (b->host)
-			*host_bufs |= 1u << last;
-		else if (dev->device_type == kDLCPU) {
+		if (b->host) {
+			host |= 1u << k;
+		} else if (dev->device_type == kDLCPU) {
 			snprintf(o->msg, sizeof(o->msg),
 				 "the fragments are in device memory, which the CPU cannot read: give a dst on their device");
 			return -EOPNOTSUPP;
 		}
+		last_id = f->binding_id;
+		have = true;
+		continue;
+noaddr:
+		snprintf(o->msg, sizeof(o->msg),
+			 "fragment %d (binding %u) has no address: register its binding's buffer with Rx.add_buf()",
+			 i, f->binding_id);
+		return -EINVAL;
 	}
+	*nbytesp = nbytes;
+	*host_bufs = host;
+	*linearp = linear;
 	return 0;
 }
 
@@ -734,9 +752,10 @@ static int into_done(struct rx_core *rx, int n, struct recv_out *o, void *arg)
 	const struct dmt_dst *d = a->d;
 	size_t host_bufs;
 	uint64_t pos = 0;
+	bool linear;
 	int ret;
 
-	ret = into_check(rx, n, &d->device, o, &a->nbytes, &host_bufs);
+	ret = into_check(rx, n, &d->device, o, &a->nbytes, &host_bufs, &linear);
 	if (!ret && a->nbytes > d->nbytes - a->offset) {
 		snprintf(o->msg, sizeof(o->msg), "%d fragments of %llu bytes for %llu bytes of room",
 			 n, (unsigned long long)a->nbytes,
@@ -787,7 +806,7 @@ static int into_done(struct rx_core *rx, int n, struct recv_out *o, void *arg)
 			return ret;
 		}
 		/* linear bytes (a steering miss) fill the holes the gather left */
-		for (int i = 0; i < n; i++) {
+		for (int i = 0; linear && i < n; i++) {
 			const struct devmemtcp_frag *f = &rx->scratch[i];
 
 			if ((f->flags & DEVMEMTCP_FRAG_LINEAR) && f->len) {
