@@ -134,6 +134,7 @@ struct rx_core {
 	atomic_size_t nbufs;		/* entries below are immutable */
 	struct rx_buf bufs[RX_MAX_BUFS];
 	struct gpu_core *gpus[MAX_GPUS];
+	unsigned int gen;		/* dmt_fork_gen at creation */
 };
 
 struct tx_core {
@@ -328,6 +329,16 @@ int dmt_buf_sync(struct buf_core *buf, bool start, bool write);
 int dmt_cuda_htod(int device, uint64_t dst, const void *src, size_t len,
 		  void *stream);
 int dmt_cuda_sync(int device);
+
+/* fork(): the generation of this process (0 in the process that loaded
+ * the module, +1 in each forked child, pthread_atfork).  A receiver made
+ * at another generation is a parent's: its tokens, views and CUDA state
+ * stay the parent's (the library refuses calls on it with EBADFD). */
+extern atomic_uint dmt_fork_gen;
+static inline bool dmt_parents(unsigned int gen)
+{
+	return gen != atomic_load_explicit(&dmt_fork_gen, memory_order_relaxed);
+}
 
 /*
  * Test builds (-Dtest_hooks=true, testhooks.c): dmt_test_point() holds a

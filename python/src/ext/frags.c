@@ -61,9 +61,14 @@ static PyObject *Fragments_exit(PyObject *self, PyObject *args)
 static void Fragments_dealloc(FragmentsObject *self)
 {
 	PyObject *t, *v, *tb;
+	/* a parent's fragments freed in a forked child: their tokens stay
+	 * the parent's, which is no error here */
+	bool parents = self->set && dmt_parents(self->set->rx->gen);
 
 	PyErr_Fetch(&t, &v, &tb);
-	if (frags_release(self))
+	if (frags_release(self) && parents)
+		PyErr_Clear();
+	else if (PyErr_Occurred())
 		PyErr_WriteUnraisable((PyObject *)self);
 	PyErr_Restore(t, v, tb);
 	Py_CLEAR(self->linear);

@@ -124,6 +124,15 @@ static int set_release(struct frag_set *set, struct gpu_core *gpu,
 	int dev = atomic_load(&set->sync_device), ret;
 
 	set_unhold(set);
+	if (dmt_parents(rx->gen)) {
+		/* a parent's fragments: the library refuses to hand their
+		 * tokens back (they stay the parent's); no CUDA, no fences */
+		ret = devmemtcp_rx_release(rx->rx, set->frags, set->n);
+		copy_msg(msg, msglen, devmemtcp_rx_errmsg(rx->rx));
+		set_free(set);
+		core_put(&rx->c);
+		return ret < 0 ? ret : 0;
+	}
 	if (dev >= 0)
 		dmt_cuda_sync(dev);	/* a view had no stream to fence */
 	if (gpu) {
@@ -1108,6 +1117,7 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 	rx->ctx = ctx;
 	rx->rx = h;
 	rx->fd = fd;
+	rx->gen = atomic_load(&dmt_fork_gen);
 	atomic_init(&rx->nbufs, 0);
 	atomic_init(&rx->receiving, 0);
 	pthread_mutex_init(&rx->add_lock, NULL);
