@@ -103,11 +103,11 @@ class Binding(_Closable):
     def buffer(self) -> Buffer: ...
 
 class Nic(_Closable):
-    def __init__(self, ctx: Context, ifname: str, *, queues: Optional[Sequence[int]] = None,
+    def __init__(self, ctx: Context, ifname: Optional[str] = None, *, queues: Optional[Sequence[int]] = None,
                  nqueues: int = 0, flows: Sequence[str] = (), buf: Optional[Buffer] = None,
                  recover: bool = False, rss_context: bool = True, keep_rss: bool = False,
                  run_dir: Optional[str] = None, rx_page_size: int = 0,
-                 verify: bool = True) -> None: ...
+                 verify: bool = True, near_gpu: Optional[int] = None) -> None: ...
     @property
     def queues(self) -> Tuple[int, ...]: ...
     @property
@@ -121,6 +121,9 @@ class Nic(_Closable):
     def probe(ctx: Context, ifname: str, *, try_bind: bool = False) -> dict[str, Any]: ...
     @staticmethod
     def recover(ctx: Context, ifname: str, *, run_dir: Optional[str] = None) -> bool: ...
+    @staticmethod
+    def rank(ctx: Context, *, pci: Optional[str] = None,
+             gpu: Optional[int] = None) -> list[Tuple[str, str, int, int]]: ...
 
 class Gpu(_Closable):
     def __init__(self, ctx: Context, device: int = 0, *, desc_copy: bool = False,
@@ -191,6 +194,10 @@ PROVIDER_IMPORT: int
 PROVIDER_CUDA: int
 PROVIDER_DRM: int
 FRAG_LINEAR: int
+PCI_SAME_SWITCH: int
+PCI_SAME_ROOT_PORT: int
+PCI_SAME_NUMA: int
+PCI_OTHER: int
 FRAG_FOREIGN: int
 QUEUE_RX: int
 QUEUE_TX: int

@@ -294,6 +294,17 @@ CUresult cuDeviceGet(CUdevice *d, int ordinal)
 	return CUDA_SUCCESS;
 }
 
+/* As the driver writes it: upper-case hex (devmemtcp_nic_near_gpu
+ * lowers it). */
+CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice d);
+CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice d)
+{
+	if (d != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	snprintf(id, (size_t)len, "0000:1B:00.0");
+	return CUDA_SUCCESS;
+}
+
 CUresult cuDeviceGetName(char *name, int len, CUdevice d);
 CUresult cuDeviceGetName(char *name, int len, CUdevice d)
 {
