@@ -181,7 +181,7 @@ static int rank_impl(struct devmemtcp_ctx *ctx, const char *pci_dev,
 		}
 		r = &all[n++];
 		memset(r, 0, sizeof(*r));
-		snprintf(r->r.ifname, sizeof(r->r.ifname), "%s", e->d_name);
+		memcpy(r->r.ifname, e->d_name, strlen(e->d_name));	/* < 16, NUL from memset */
 		snprintf(r->r.pci, sizeof(r->r.pci), "%s", nic.chain[nic.depth - 1]);
 		r->shared = common(&dev, &nic);
 		r->r.distance = distance(&dev, &nic, r->shared);
