@@ -326,7 +326,10 @@ static int gather_cuda(FragmentsObject *f, struct frag_set *set,
 	 * released now.  Views are made, and the Fragments released, only
 	 * with the GIL: none can come while the gather runs. */
 	whole = f->set == set && atomic_load(&set->refs) == 2 &&
-		!atomic_load(&set->fences) && atomic_load(&set->sync_device) < 0;
+		!atomic_load(&set->fences) && atomic_load(&set->sync_device) < 0 &&
+		/* an empty gather: 0 when it can gather at all (kernels, a
+		 * handle of this process); else the Fragments stays held */
+		devmemtcp_gpu_gather(g->gpu, NULL, 0, NULL, 0, stream) == 0;
 	if (whole) {
 		f->set = NULL;
 		atomic_store(&set->refs, 1);
