@@ -23,6 +23,7 @@
 #include "broker.h"
 #include "buf.h"
 #include "netdev.h"
+#include "fork.h"
 #include "nic.h"
 #include "uapi.h"
 
@@ -60,6 +61,7 @@ struct devmemtcp_nic {
 	struct dmt_brk *brk;		/* set up by devmemtcp-broker: its connection */
 	uint32_t brk_handle;		/* ... and its handle there */
 	uint32_t brk_rules;
+	unsigned int fork_gen;		/* fork.h */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -716,6 +718,8 @@ static int nic_new(struct devmemtcp_ctx *ctx, const char *ifname,
 	struct devmemtcp_nic *nic = dmt_calloc(1, sizeof(*nic));
 	int err;
 
+	if (nic)
+		nic->fork_gen = dmt_fork_gen();
 	if (!nic)
 		return dmt_err(ctx, &ctx->err, -ENOMEM,
 			       "devmemtcp_nic_open: out of memory");
@@ -1252,6 +1256,7 @@ static int open_remote(struct devmemtcp_ctx *ctx, const char *ifname,
 	if (!nic)
 		return dmt_err_nomem(ctx, &ctx->err, "devmemtcp_nic_open");
 	nic->ctx = ctx;
+	nic->fork_gen = dmt_fork_gen();
 	nic->eth.ioctl_fd = -1;
 	err = dmt_brk_open(&nic->eerr, ifname, opts, &nic->brk, &r, &fd);
 	if (!err)
@@ -1291,6 +1296,7 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_open(struct devmemtcp_ctx *ctx,
 	DMT_KEEP_ERRNO;
 	uint64_t start = 0;
 	bool zombie;
+	int ret;
 
 	if (!ctx)
 		return -EINVAL;
@@ -1299,7 +1305,18 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_open(struct devmemtcp_ctx *ctx,
 	if (dmt_proc_start(getpid(), &start, &zombie) < 0)
 		return dmt_err(ctx, &ctx->err, -EIO,
 			       "cannot read this process's start time (/proc/self/stat): is /proc mounted?");
-	return dmt_nic_open_as(ctx, ifname, opts, getpid(), start, nicp);
+	ret = dmt_nic_open_as(ctx, ifname, opts, getpid(), start, nicp);
+	if ((ret == -EACCES || ret == -EPERM) && !dmt_cap_net_admin()) {
+		/* refused for want of privilege, and no broker to ask: say
+		 * both ways out, not only the run directory's */
+		char why[DMT_ERRMSG_MAX / 2];
+
+		snprintf(why, sizeof(why), "%s", devmemtcp_ctx_errmsg(ctx));
+		ret = dmt_err(ctx, &ctx->err, -EPERM,
+			      "devmemtcp_nic_open on %s: no CAP_NET_ADMIN and no broker: start devmemtcp-broker (systemctl start devmemtcp-broker.socket; its socket is %s) or run with CAP_NET_ADMIN (%s)",
+			      ifname ? ifname : "(null)", dmt_brk_path(), why);
+	}
+	return ret;
 }
 
 /* Lock for an operation on a live handle; the message on the handle. */
@@ -1339,6 +1356,12 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_close(struct devmemtcp_nic *nic)
 
 	if (!nic)
 		return 0;
+	if (dmt_forked(nic->fork_gen)) {
+		/* a parent's: its binding, flows and NIC settings stay the
+		 * parent's; our copies of its sockets close, nothing else */
+		nic_free(nic);
+		return 0;
+	}
 	/* the binding first: header split cannot go off under it */
 	devmemtcp_binding_close(nic->binding);
 	nic->binding = NULL;
@@ -1430,6 +1453,8 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_add_flow(struct devmemtcp_nic *nic,
 
 	if (!nic)
 		return -EINVAL;
+	if (dmt_forked(nic->fork_gen))
+		return dmt_fork_refuse(nic->ctx, &nic->err, "devmemtcp_nic_add_flow", "NIC handle");
 	if (!flow)
 		return dmt_err(nic->ctx, &nic->err, -EINVAL,
 			       "devmemtcp_nic_add_flow: flow is NULL");
@@ -1471,6 +1496,8 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_remove_flow(struct devmemtcp_nic *nic,
 
 	if (!nic)
 		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_nic_remove_flow: nic is NULL");
+	if (dmt_forked(nic->fork_gen))
+		return dmt_fork_refuse(nic->ctx, &nic->err, "devmemtcp_nic_remove_flow", "NIC handle");
 	if (nic->brk)
 		return flow_id < 0 ? dmt_err(nic->ctx, &nic->err, -ENOENT,
 					     "flow %d is not a flow of this handle: use the id devmemtcp_nic_add_flow() returned",

@@ -110,6 +110,7 @@ struct gpu_core {
 	struct ctx_core *ctx;
 	struct devmemtcp_gpu *gpu;
 	int device;
+	uint32_t flags;		/* enum devmemtcp_gpu_flags it was made with */
 	pthread_mutex_t lock;	/* one gather at a time per handle */
 };
 
@@ -133,6 +134,7 @@ struct rx_core {
 	atomic_size_t nbufs;		/* entries below are immutable */
 	struct rx_buf bufs[RX_MAX_BUFS];
 	struct gpu_core *gpus[MAX_GPUS];
+	unsigned int gen;		/* dmt_fork_gen at creation */
 };
 
 struct tx_core {
@@ -165,6 +167,16 @@ struct frag_set {
 	uint64_t held[RX_MAX_BUFS];	/* bytes per rx->bufs[i] */
 	uint32_t n;
 	struct devmemtcp_frag frags[];
+};
+
+/* DLPack consumer side: the writable, contiguous bytes of obj. */
+struct dmt_dst {
+	PyObject *capsule;
+	void *managed;		/* DLManagedTensor(Versioned) to delete */
+	bool versioned;
+	DLDevice device;
+	uint64_t addr;
+	uint64_t nbytes;
 };
 
 /* ---- Python objects ------------------------------------------------------ */
@@ -203,6 +215,11 @@ typedef struct {
 	PyObject *sock;		/* keeps the caller's socket object alive */
 	size_t max_frags;
 	size_t max_bytes;
+	/* recv_into(): the destination and stream last given, converted */
+	PyObject *dst_obj;
+	struct dmt_dst dst;
+	PyObject *stream_obj;
+	void *stream;
 } RxObject;
 
 typedef struct {
@@ -222,7 +239,7 @@ typedef struct {
 
 extern PyTypeObject Context_Type, Buffer_Type, Binding_Type, Nic_Type,
 	Gpu_Type, Rx_Type, Tx_Type, Fragments_Type;
-extern PyObject *DmtError;
+extern PyObject *DmtError, *DmtTimeoutError;
 extern PyTypeObject *Fragment_Type, *Queue_Type, *TxDone_Type;
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -277,6 +294,12 @@ int dmt_set_put(struct frag_set *set, bool from_any_thread, char *msg,
  * dropping the caller's reference, which must be the last. */
 int dmt_set_release_gpu(struct frag_set *set, struct gpu_core *gpu,
 			void *stream, char *msg, size_t msglen);
+/* Gather set into iov on stream and hand its tokens back when the gather
+ * has read them (devmemtcp_gpu_gather_release), without the GIL; the
+ * caller's reference, which must be the only one, goes. */
+int dmt_set_gather_release(struct frag_set *set, struct gpu_core *g,
+			   const struct devmemtcp_gpu_iov *iov, void *stream,
+			   char *msg, size_t msglen);
 /* Release only after fence (which the set now owns) completed. */
 int dmt_set_push_fence(struct frag_set *set, struct devmemtcp_gpu_fence *f);
 /* The bytes of the set are one device range: 1 with *addr, *len; else 0
@@ -294,15 +317,6 @@ struct buf_core *dmt_set_frag_buf(const struct frag_set *set, uint32_t i);
 PyObject *dmt_dlpack_export(PyObject *kw, struct frag_set *set,
 			    struct buf_core *buf, struct gpu_core *gpu,
 			    uint64_t addr, uint64_t len);
-/* DLPack consumer side: the writable, contiguous bytes of obj. */
-struct dmt_dst {
-	PyObject *capsule;
-	void *managed;		/* DLManagedTensor(Versioned) to delete */
-	bool versioned;
-	DLDevice device;
-	uint64_t addr;
-	uint64_t nbytes;
-};
 int dmt_dlpack_import(PyObject *obj, void *stream, bool have_stream,
 		      struct dmt_dst *dst);
 void dmt_dlpack_done(struct dmt_dst *dst);
@@ -315,6 +329,16 @@ int dmt_buf_sync(struct buf_core *buf, bool start, bool write);
 int dmt_cuda_htod(int device, uint64_t dst, const void *src, size_t len,
 		  void *stream);
 int dmt_cuda_sync(int device);
+
+/* fork(): the generation of this process (0 in the process that loaded
+ * the module, +1 in each forked child, pthread_atfork).  A receiver made
+ * at another generation is a parent's: its tokens, views and CUDA state
+ * stay the parent's (the library refuses calls on it with EBADFD). */
+extern atomic_uint dmt_fork_gen;
+static inline bool dmt_parents(unsigned int gen)
+{
+	return gen != atomic_load_explicit(&dmt_fork_gen, memory_order_relaxed);
+}
 
 /*
  * Test builds (-Dtest_hooks=true, testhooks.c): dmt_test_point() holds a
