@@ -254,8 +254,8 @@ def test_nic_without_privilege_or_broker(tmp_path):
     assert msg == (
         "devmemtcp_nic_open on lo: no CAP_NET_ADMIN and no broker: start devmemtcp-broker "
         "(systemctl start devmemtcp-broker.socket; its socket is %s) or run with CAP_NET_ADMIN "
-        "(cannot open the run directory %s: Permission denied (run as root, or set "
-        "DEVMEMTCP_RUN_DIR to a directory of yours that only you can write))"
+        "(cannot open the run directory %s (the run_dir option): Permission denied (use a "
+        "directory this user can write and others cannot, or pass another run_dir))"
         % (tmp_path / "no-broker.sock", tmp_path)), msg
 
 
