@@ -587,6 +587,33 @@ struct devmemtcp_probe_owner {
 	uint32_t binding;	/* dma-buf binding on its queues (queue-get), 0: none */
 };
 
+/* How far an interface is from a device over PCIe, nearest first. */
+enum devmemtcp_pci_distance {
+	DEVMEMTCP_PCI_SAME_SWITCH = 0,	/* below one PCIe switch */
+	DEVMEMTCP_PCI_SAME_ROOT_PORT = 1,	/* below one root port, not one switch */
+	DEVMEMTCP_PCI_SAME_NUMA = 2,	/* same NUMA node (or no NUMA information) */
+	DEVMEMTCP_PCI_OTHER = 3,	/* another NUMA node: across the sockets' link */
+};
+
+/* One interface as devmemtcp_nic_rank() ranks it. */
+struct devmemtcp_nic_rank {
+	char ifname[16];
+	char pci[16];		/* its PCI function, "0000:1b:00.0" */
+	int distance;		/* enum devmemtcp_pci_distance */
+	int numa_node;		/* -1 when unknown */
+};
+
+/* The network interfaces that sit on PCI, nearest to the PCI device
+ * pci_dev ("0000:1b:00.0") first (devmemtcp_nic_rank(3)); at most max in
+ * ranks.  Returns how many there are (may exceed max), or a negative errno. */
+int devmemtcp_nic_rank(struct devmemtcp_ctx *ctx, const char *pci_dev,
+		       struct devmemtcp_nic_rank *ranks, size_t max);
+
+/* The same, from CUDA device gpu (an ordinal, as CUDA_VISIBLE_DEVICES
+ * numbers them): ranks[0] is the NIC to receive into that GPU with. */
+int devmemtcp_nic_near_gpu(struct devmemtcp_ctx *ctx, int gpu,
+			   struct devmemtcp_nic_rank *ranks, size_t max);
+
 /* What devmemtcp_nic_probe() found.  Numbers are -1 when unknown. */
 struct devmemtcp_probe {
 	size_t sz;

@@ -6,6 +6,7 @@
  * run with file capabilities (CAP_NET_ADMIN for devmem setup).
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <ifaddrs.h>
 #include <limits.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "plugin.h"
 
@@ -101,6 +103,35 @@ static int env_family(int *out)
 	return -EINVAL;
 }
 
+/* "LO-HI": the data ports listen may use (a devmemtcp-broker policy allows
+ * flows to some ports only); unset: any. */
+static int env_ports(uint16_t *lo, uint16_t *hi)
+{
+	const char *v = secure_getenv("NCCL_DEVMEMTCP_PORT_RANGE");
+	unsigned long a, b;
+	char *end;
+
+	*lo = *hi = 0;
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	a = strtoul(v, &end, 10);
+	if (!errno && *end == '-' && end != v) {
+		const char *p = end + 1;
+
+		b = strtoul(p, &end, 10);
+		if (!errno && !*end && end != p && a >= 1 && a <= b && b <= 65535 &&
+		    isdigit((unsigned char)*v) && isdigit((unsigned char)*p)) {
+			*lo = (uint16_t)a;
+			*hi = (uint16_t)b;
+			return 0;
+		}
+	}
+	DMTN_WARN("NCCL_DEVMEMTCP_PORT_RANGE=%s: use LO-HI, two port numbers from 1 to 65535, LO not above HI",
+		  v);
+	return -EINVAL;
+}
+
 int dmtn_cfg_read(struct dmtn_cfg *cfg)
 {
 	const char *ifname = secure_getenv("NCCL_DEVMEMTCP_IFNAME");
@@ -113,6 +144,8 @@ int dmtn_cfg_read(struct dmtn_cfg *cfg)
 	ret |= env_bool("NCCL_DEVMEMTCP_TX", true, &cfg->tx);
 	ret |= env_bool("NCCL_DEVMEMTCP_CUDA_PTR", false, &cfg->cuda_ptr);
 	ret |= env_bool("NCCL_DEVMEMTCP_RECOVER", true, &cfg->recover);
+	ret |= env_bool("NCCL_DEVMEMTCP_UNPACK", false, &cfg->unpack);
+	ret |= env_bool("NCCL_DEVMEMTCP_THREADS", true, &cfg->threads);
 	ret |= env_u64("NCCL_DEVMEMTCP_NQUEUES", 1, 1, 64, &nq);
 	ret |= env_u64("NCCL_DEVMEMTCP_BUFFER_SIZE", 64ull << 20, 1ull << 20,
 		       1ull << 40, &cfg->buf_size);
@@ -122,6 +155,7 @@ int dmtn_cfg_read(struct dmtn_cfg *cfg)
 		       DMTN_MAX_RECVS, &mr);
 	ret |= env_mem(&cfg->mem);
 	ret |= env_family(&cfg->family);
+	ret |= env_ports(&cfg->port_lo, &cfg->port_hi);
 	if (ifname) {
 		if (strlen(ifname) >= sizeof(cfg->ifname)) {
 			DMTN_WARN("NCCL_DEVMEMTCP_IFNAME is longer than %zu characters",
@@ -193,6 +227,46 @@ static bool usable_addr(const struct ifaddrs *ifa, int family)
 	return true;
 }
 
+/* Is the sysfs device directory dir a PCI device? */
+static bool is_pci(const char *dir)
+{
+	char link[PATH_MAX], target[PATH_MAX];
+	ssize_t n;
+
+	if ((size_t)snprintf(link, sizeof(link), "%s/subsystem", dir) >= sizeof(link))
+		return false;
+	n = readlink(link, target, sizeof(target) - 1);
+	if (n <= 0)
+		return false;
+	target[n] = 0;
+	n = (ssize_t)strlen(target);
+	return n >= 8 && !strcmp(target + n - 8, "/bus/pci");
+}
+
+/*
+ * The PCI device an interface sits on, for NCCL's topology (which pairs
+ * GPUs with the NICs nearest them): the interface's device, or its closest
+ * PCI ancestor (a virtio NIC's device is the virtio device on a PCI one);
+ * NULL for interfaces on no PCI device (veth, a platform device), which
+ * NCCL attaches to the CPU.
+ */
+char *dmtn_pci_path(const char *ifname)
+{
+	char path[PATH_MAX];
+	char *p, *slash;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/device", ifname);
+	p = realpath(path, NULL);
+	while (p && strncmp(p, "/sys/devices/", 13) == 0) {
+		if (is_pci(p))
+			return p;
+		slash = strrchr(p, '/');
+		*slash = 0;
+	}
+	free(p);
+	return NULL;
+}
+
 static void dev_fill(struct dmtn_dev *d, const struct ifaddrs *ifa)
 {
 	char path[PATH_MAX];
@@ -205,8 +279,7 @@ static void dev_fill(struct dmtn_dev *d, const struct ifaddrs *ifa)
 			     ? sizeof(struct sockaddr_in)
 			     : sizeof(struct sockaddr_in6);
 	memcpy(&d->addr, ifa->ifa_addr, d->addrlen);
-	snprintf(path, sizeof(path), "/sys/class/net/%s/device", d->name);
-	d->pci_path = realpath(path, NULL);
+	d->pci_path = dmtn_pci_path(d->name);
 	d->speed = 10000;	/* virtual interfaces report none */
 	snprintf(path, sizeof(path), "/sys/class/net/%s/speed", d->name);
 	f = fopen(path, "re");

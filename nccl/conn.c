@@ -22,6 +22,7 @@
 
 #include "plugin.h"
 #include "stage.h"
+#include "unpack.h"
 
 struct dmtn_comm *dmtn_comm_new(enum dmtn_comm_kind kind, int dev)
 {
@@ -34,6 +35,8 @@ struct dmtn_comm *dmtn_comm_new(enum dmtn_comm_kind kind, int dev)
 	c->dev = dev;
 	c->traffic_class = NCCL_NET_TRAFFIC_CLASS_UNDEF;
 	c->ctrl_lfd = c->data_lfd = c->ctrl_fd = c->data_fd = -1;
+	c->wake_fd = -1;
+	pthread_mutex_init(&c->mu, NULL);
 	for (int i = 0; i < DMTN_PENDING_CTRL; i++)
 		c->pend_ctrl[i].fd = -1;
 	for (int i = 0; i < DMTN_PENDING_DATA; i++)
@@ -55,7 +58,12 @@ void dmtn_comm_free(struct dmtn_comm *c)
 {
 	if (!c)
 		return;
+	dmtn_helper_stop(c);
+	/* NCCL closes a comm once its kernels are done with it: what the
+	 * queue still holds goes back with the receive handle */
+	dmtn_unpack_closing(c);
 	dmtn_devmem_rx_close(c);
+	dmtn_unpack_free(c);
 	dmtn_devmem_tx_close(c);
 	dmtn_flow_put(c->flow);
 	close_fd(&c->ctrl_lfd);
@@ -67,6 +75,7 @@ void dmtn_comm_free(struct dmtn_comm *c)
 	close_fd(&c->ctrl_fd);
 	close_fd(&c->data_fd);
 	free(c->bounce);
+	pthread_mutex_destroy(&c->mu);
 	c->magic = 0;
 	free(c);
 }
@@ -102,16 +111,41 @@ static void sock_tune(int fd, int family, int traffic_class)
 			   sizeof(traffic_class));
 }
 
-static int listen_socket(const struct dmtn_dev *d, uint16_t *port)
+static void port_set(struct sockaddr_storage *ss, uint16_t port)
+{
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+}
+
+/* Bind fd to d's address and a port of [lo, hi], tried from a random one
+ * on (lo 0: any port); 0 or -errno (-EADDRINUSE: all taken). */
+static int bind_port(int fd, const struct dmtn_dev *d, uint16_t lo,
+		     uint16_t hi)
+{
+	struct sockaddr_storage ss = d->addr;
+	uint32_t n = lo ? (uint32_t)hi - lo + 1 : 1, start = 0;
+
+	if (n > 1 && getrandom(&start, sizeof(start), 0) != sizeof(start))
+		start = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		port_set(&ss, lo ? (uint16_t)(lo + (start + i) % n) : 0);
+		if (!bind(fd, (struct sockaddr *)&ss, d->addrlen))
+			return 0;
+		if (errno != EADDRINUSE)
+			return -errno;
+	}
+	return -EADDRINUSE;
+}
+
+static int listen_socket(const struct dmtn_dev *d, uint16_t *port,
+			 uint16_t lo, uint16_t hi)
 {
 	struct sockaddr_storage ss = d->addr;
 	socklen_t len = sizeof(ss);
-	int fd, one = 1;
+	int fd, one = 1, err;
 
-	if (ss.ss_family == AF_INET)
-		((struct sockaddr_in *)&ss)->sin_port = 0;
-	else
-		((struct sockaddr_in6 *)&ss)->sin6_port = 0;
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
@@ -119,10 +153,10 @@ static int listen_socket(const struct dmtn_dev *d, uint16_t *port)
 	/* a burst of connections between two accept calls (NCCL's proxy
 	 * has other work) must not fill the queue: the kernel would drop the
 	 * peer's SYN, and its connect would wait a second for the retry */
-	if (bind(fd, (struct sockaddr *)&ss, d->addrlen) || listen(fd, 128) ||
-	    getsockname(fd, (struct sockaddr *)&ss, &len)) {
-		int err = -errno;
-
+	err = bind_port(fd, d, lo, hi);
+	if (!err && (listen(fd, 128) || getsockname(fd, (struct sockaddr *)&ss, &len)))
+		err = -errno;
+	if (err) {
 		close(fd);
 		return err;
 	}
@@ -164,11 +198,18 @@ nccl_result_t dmtn_listen(int dev, void *handle, void **listen_comm)
 	if (!l)
 		return NCCL_ERR_SYSTEM;
 	l->pending_ms = pending_ms();
-	l->ctrl_lfd = ret = listen_socket(d, &cport);
+	l->ctrl_lfd = ret = listen_socket(d, &cport, 0, 0);
+	/* only the data port is steered: it is the one a devmemtcp-broker
+	 * policy may restrict */
 	if (ret >= 0)
-		l->data_lfd = ret = listen_socket(d, &dport);
+		l->data_lfd = ret = listen_socket(d, &dport, dmtn.cfg.port_lo,
+						  dmtn.cfg.port_hi);
 	if (ret < 0) {
-		DMTN_WARN("listen on %s: %s", d->name, strerror(-ret));
+		if (ret == -EADDRINUSE && dmtn.cfg.port_lo)
+			DMTN_WARN("listen on %s: every port of NCCL_DEVMEMTCP_PORT_RANGE=%u-%u is in use: widen the range",
+				  d->name, dmtn.cfg.port_lo, dmtn.cfg.port_hi);
+		else
+			DMTN_WARN("listen on %s: %s", d->name, strerror(-ret));
 		goto err;
 	}
 	/* never 0: connect refuses a handle with nonce 0 */
@@ -610,7 +651,21 @@ static void log_recv_path(const struct dmtn_comm *c)
 				 : " (devmem RX is not set up, see above)");
 }
 
-nccl_result_t dmtn_accept(void *listen_comm, void **recv_comm)
+/* NCCL allocated a device handle for c (its device offered UNPACK): fill
+ * it with c's unpack queue.  0, or -1 (said why). */
+static int dev_handle_fill(struct dmtn_comm *c, nccl_dev_handle_t *h)
+{
+	if (h->type != NCCL_NET_DEVICE_UNPACK ||
+	    !dmtn_dev_unpack(&dmtn.dev[c->dev])) {
+		DMTN_WARN("accept: NCCL asks for device offload type %d version %d on dev %d, which this plugin did not offer",
+			  h->type, h->version, c->dev);
+		return -1;
+	}
+	return dmtn_unpack_attach(c, h) ? -1 : 0;
+}
+
+nccl_result_t dmtn_accept(void *listen_comm, void **recv_comm,
+			  nccl_dev_handle_t **dev_handle)
 {
 	struct dmtn_comm *l = dmtn_comm_get(listen_comm, DMTN_COMM_LISTEN,
 					    __func__);
@@ -647,6 +702,10 @@ nccl_result_t dmtn_accept(void *listen_comm, void **recv_comm)
 	/* the data socket is steered to a devmem queue: plain reads of it
 	 * would fail, so a comm that cannot receive devmem is an error */
 	if (l->flow && dmtn_devmem_rx_open(c, l->flow)) {
+		dmtn_comm_free(c);
+		return NCCL_ERR_SYSTEM;
+	}
+	if (dev_handle && *dev_handle && dev_handle_fill(c, *dev_handle)) {
 		dmtn_comm_free(c);
 		return NCCL_ERR_SYSTEM;
 	}

@@ -31,6 +31,8 @@ typedef unsigned long long CUdeviceptr;
 
 #define CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9
 #define CU_STREAM_NON_BLOCKING 0x1
+#define CU_MEMHOSTALLOC_PORTABLE 0x01
+#define CU_MEMHOSTALLOC_DEVICEMAP 0x02
 #define MAX_GPUS 64
 
 static struct {
@@ -49,6 +51,9 @@ static struct {
 	CUresult (*cuStreamCreate)(CUstream *, unsigned int);
 	CUresult (*cuStreamDestroy)(CUstream);
 	CUresult (*cuGetErrorName)(CUresult, const char **);
+	CUresult (*cuMemHostAlloc)(void **, size_t, unsigned int);
+	CUresult (*cuMemFreeHost)(void *);
+	CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr *, void *, unsigned int);
 	CUcontext ctx[MAX_GPUS];
 	CUstream copy_stream[MAX_GPUS];	/* non-blocking, for copies */
 } cu;
@@ -94,6 +99,10 @@ static void cu_load(void)
 	CU_SYM(cuStreamCreate, "cuStreamCreate");
 	CU_SYM(cuStreamDestroy, "cuStreamDestroy_v2");
 	CU_SYM(cuGetErrorName, "cuGetErrorName");
+	/* device unpack only (unpack.c) */
+	*(void **)&cu.cuMemHostAlloc = dlsym(cu.lib, "cuMemHostAlloc");
+	*(void **)&cu.cuMemFreeHost = dlsym(cu.lib, "cuMemFreeHost");
+	*(void **)&cu.cuMemHostGetDevicePointer = dlsym(cu.lib, "cuMemHostGetDevicePointer_v2");
 	r = cu.cuInit(0);
 	if (r) {
 		snprintf(cu_why, sizeof(cu_why), "cuInit failed with CUDA error %d", r);
@@ -261,5 +270,45 @@ void dmtn_cuda_stream_free(int dev, void *stream)
 	if (!stream || ctx_push(dev))
 		return;
 	cu.cuStreamDestroy(stream);
+	ctx_pop();
+}
+
+int dmtn_cuda_host_alloc(int dev, size_t size, void **host, uint64_t *dptr)
+{
+	CUdeviceptr d = 0;
+	void *p = NULL;
+	CUresult r;
+	int ret = ctx_push(dev);
+
+	if (ret)
+		return ret;
+	if (!cu.cuMemHostAlloc || !cu.cuMemFreeHost || !cu.cuMemHostGetDevicePointer) {
+		ctx_pop();
+		pthread_mutex_lock(&cu_lock);
+		snprintf(cu_why, sizeof(cu_why),
+			 "libcuda.so.1 has no cuMemHostAlloc, cuMemFreeHost or cuMemHostGetDevicePointer_v2: the NVIDIA driver is too old");
+		pthread_mutex_unlock(&cu_lock);
+		return -ENOSYS;
+	}
+	r = cu.cuMemHostAlloc(&p, size, CU_MEMHOSTALLOC_PORTABLE |
+						 CU_MEMHOSTALLOC_DEVICEMAP);
+	if (!r) {
+		r = cu.cuMemHostGetDevicePointer(&d, p, 0);
+		if (r)
+			cu.cuMemFreeHost(p);
+	}
+	ctx_pop();
+	if (r)
+		return cu_fail("cuMemHostAlloc(DEVICEMAP)", r);
+	*host = p;
+	*dptr = d;
+	return 0;
+}
+
+void dmtn_cuda_host_free(int dev, void *host)
+{
+	if (!host || ctx_push(dev))
+		return;
+	cu.cuMemFreeHost(host);
 	ctx_pop();
 }

@@ -26,6 +26,7 @@
 
 #include "devmemtcp.h"
 #include "plugin.h"
+#include "unpack.h"
 
 #define RX_FRAGS 256
 #define TMP_SIZE (64u << 10)
@@ -90,7 +91,7 @@ bool dmtn_devmem_probe(struct dmtn_dev *d)
 {
 	struct devmemtcp_ctx *ctx = ctx_new();
 	DEVMEMTCP_OPTS(probe, rep);
-	bool ok;
+	bool ok, brk;
 	int n;
 
 	if (!ctx)
@@ -102,14 +103,27 @@ bool dmtn_devmem_probe(struct dmtn_dev *d)
 		devmemtcp_ctx_free(ctx);
 		return false;
 	}
+	/* without CAP_NET_ADMIN the library sets the NIC up through
+	 * devmemtcp-broker(8), as far as its policy lets this user */
+	brk = !rep.cap_net_admin && rep.broker_state == 1 && rep.broker_allowed == 1;
+	if (brk && rep.broker_queues < rep.broker_queues_used + dmtn.cfg.nqueues) {
+		DMTN_INFO(DMTN_INIT_NET,
+			  "%s: devmemtcp-broker lets this user own %u queues (%u owned now), NCCL_DEVMEMTCP_NQUEUES is %u",
+			  d->name, rep.broker_queues, rep.broker_queues_used,
+			  dmtn.cfg.nqueues);
+		brk = false;
+	}
 	/* what nic_open cannot fix; header split off, say, it turns on */
-	ok = rep.has_bind_rx && rep.cap_net_admin && rep.tcp_data_split >= 0 &&
-	     rep.ntuple >= 0 && rep.rx_queues >= 2 && !rep.xdp;
+	ok = rep.has_bind_rx && (rep.cap_net_admin || brk) &&
+	     rep.tcp_data_split >= 0 && rep.ntuple >= 0 && rep.rx_queues >= 2 &&
+	     !rep.xdp;
 	DMTN_INFO(DMTN_INIT_NET,
-		  "%s: driver %s, kernel %s, bind-rx %s, bind-tx %s, %d RX queues: %s",
+		  "%s: driver %s, kernel %s, bind-rx %s, bind-tx %s, %d RX queues: %s%s%s",
 		  d->name, rep.driver, rep.kernel, rep.has_bind_rx ? "yes" : "no",
 		  rep.has_bind_tx ? "yes" : "no", rep.rx_queues,
-		  ok ? "devmem possible" : "no devmem");
+		  ok ? "devmem possible" : "no devmem",
+		  ok && brk ? ", set up through devmemtcp-broker: " : "",
+		  ok && brk ? rep.broker_msg : "");
 	for (uint32_t i = 0; !ok && i < rep.nproblems; i++)
 		DMTN_INFO(DMTN_INIT_NET, "%s: %s; fix: %s", d->name,
 			  rep.problems[i].what, rep.problems[i].fix);
@@ -375,8 +389,9 @@ static int copy_frag(struct dmtn_devmem_rx *x, const struct devmemtcp_frag *f,
 
 /* Place n fragments at dst (stream order): linear ones from the linear
  * buffer, the others by gather or copy.  Returns 0 or a negative errno. */
-static int place(struct dmtn_comm *c, struct dmtn_req *r, char *dst,
-		 int dst_dev, int n)
+static int place(struct dmtn_comm *c, struct dmtn_req *r,
+		 const struct devmemtcp_frag *frags, int n, char *dst,
+		 int dst_dev)
 {
 	struct dmtn_devmem_rx *x = c->drx;
 	bool gather = dst_dev >= 0 && dst_dev == x->nic->cuda_dev;
@@ -385,13 +400,8 @@ static int place(struct dmtn_comm *c, struct dmtn_req *r, char *dst,
 	int ret = 0;
 
 	for (int i = 0; i < n && !ret; i++) {
-		const struct devmemtcp_frag *f = &x->frags[i];
+		const struct devmemtcp_frag *f = &frags[i];
 
-		if (f->flags & DEVMEMTCP_FRAG_FOREIGN) {
-			DMTN_WARN("recv comm from %s: a fragment of binding %u, not ours (%u): the flow reached another devmem queue",
-				  c->peer, f->binding_id, x->nic->binding_id);
-			return -EPROTO;
-		}
 		if (f->flags & DEVMEMTCP_FRAG_LINEAR) {
 			c->st.linear_bytes += f->len;
 			if (dst_dev < 0)
@@ -403,20 +413,22 @@ static int place(struct dmtn_comm *c, struct dmtn_req *r, char *dst,
 			c->st.devmem_bytes += f->len;
 			if (!gather)
 				ret = copy_frag(x, f, dst + pos, dst_dev);
+			else
+				c->st.gather_bytes += f->len;
 		}
 		pos += f->len;
 	}
 	if (ret || !gather) {
-		if (devmemtcp_rx_release(x->rx, x->frags, (size_t)n))
+		if (devmemtcp_rx_release(x->rx, frags, (size_t)n))
 			DMTN_WARN("devmem RX: %s", devmemtcp_rx_errmsg(x->rx));
 		return ret;
 	}
 	/* one launch for the call; the tokens go back once it ran */
 	iov.len = pos;
-	ret = devmemtcp_gpu_gather(x->gpu, x->frags, (size_t)n, &iov, 1,
+	ret = devmemtcp_gpu_gather(x->gpu, frags, (size_t)n, &iov, 1,
 				   x->stream);
 	if (!ret)
-		ret = devmemtcp_gpu_release_after(x->gpu, x->rx, x->frags,
+		ret = devmemtcp_gpu_release_after(x->gpu, x->rx, frags,
 						  (size_t)n, x->stream);
 	if (ret) {
 		DMTN_WARN("devmem RX gather: %s", devmemtcp_gpu_errmsg(x->gpu));
@@ -427,18 +439,61 @@ static int place(struct dmtn_comm *c, struct dmtn_req *r, char *dst,
 	return 0;
 }
 
+/*
+ * Queue what NCCL's unpack kernel can copy of the n fragments of x->frags
+ * bound for offset dst_off of b (unpack.c): fragments in the bound buffer
+ * within reach of the queue's bounce address, up to the slot's size, their
+ * tokens held until NCCL has consumed the receive; bytes that arrived as
+ * plain data are copied to their place.  Returns how many fragments it
+ * took (the first ones), or a negative errno.
+ */
+static int queue_frags(struct dmtn_comm *c, struct dmtn_req *r,
+		       struct dmtn_rbuf *b, int n)
+{
+	struct dmtn_devmem_rx *x = c->drx;
+	uint64_t pos = 0;
+	int i, ret;
+
+	for (i = 0; i < n; i++) {
+		const struct devmemtcp_frag *f = &x->frags[i];
+
+		if (f->flags & DEVMEMTCP_FRAG_LINEAR) {
+			c->st.linear_bytes += f->len;
+			if (dmtn_cuda_copy_htod(b->mr->cuda_dev,
+						(uintptr_t)(b->data + b->done + pos),
+						x->linear + f->offset, f->len))
+				return -EIO;
+		} else if (dmtn_unpack_add(c, r, f->addr, f->len, b->done + pos)) {
+			c->st.devmem_bytes += f->len;
+			c->st.unpack_bytes += f->len;
+		} else {
+			break;
+		}
+		pos += f->len;
+	}
+	if (!i)
+		return 0;
+	ret = devmemtcp_rx_release_after(x->rx, x->frags, (size_t)i,
+					 dmtn_unpack_done,
+					 dmtn_unpack_ticket(c, r));
+	if (ret) {
+		DMTN_WARN("devmem RX: holding the tokens of queued fragments: %s",
+			  devmemtcp_rx_errmsg(x->rx));
+		return ret;
+	}
+	return i;
+}
+
 ssize_t dmtn_devmem_recv(struct dmtn_comm *c, struct dmtn_req *r,
 			 struct dmtn_rbuf *b)
 {
 	struct dmtn_devmem_rx *x = c->drx;
-	size_t len = b->size - b->done, got = 0;
+	size_t len = b->size - b->done, got = 0, done = 0;
 	int dst_dev = b->mr && b->mr->type == NCCL_PTR_CUDA ? b->mr->cuda_dev : -1;
-	int n, ret;
+	int n, ret, first = 0;
 
 	if (len > x->linear_size)
 		len = x->linear_size;
-	if (dst_dev >= 0 && dst_dev == x->nic->cuda_dev && gpu_ready(x))
-		return -EIO;
 	n = devmemtcp_rx_recv(x->rx, x->frags, RX_FRAGS, x->linear, len);
 	if (n == -EAGAIN || n == -EINTR)
 		return 0;
@@ -452,15 +507,42 @@ ssize_t dmtn_devmem_recv(struct dmtn_comm *c, struct dmtn_req *r,
 	/* the library promises no more than len bytes (the peer's stream
 	 * decides how they are cut, never how many): checked all the same,
 	 * since place() writes them at b */
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
+		if (x->frags[i].flags & DEVMEMTCP_FRAG_FOREIGN) {
+			DMTN_WARN("recv comm from %s: a fragment of binding %u, not ours (%u): the flow reached another devmem queue",
+				  c->peer, x->frags[i].binding_id, x->nic->binding_id);
+			devmemtcp_rx_release(x->rx, x->frags, (size_t)n);
+			return -EPROTO;
+		}
 		got += x->frags[i].len;
+	}
 	if (got > len) {
 		DMTN_WARN("recv comm from %s: %zu bytes received where %zu were asked for",
 			  c->peer, got, len);
 		devmemtcp_rx_release(x->rx, x->frags, (size_t)n);
 		return -EPROTO;
 	}
-	ret = place(c, r, b->data + b->done, dst_dev, n);
+	/* NCCL's kernel unpacks into its own buffers of the connection, on
+	 * the bound buffer's GPU; the plugin places the rest */
+	if (r->unpack && b->mr && b->mr->setup && dst_dev >= 0 &&
+	    dst_dev == x->nic->cuda_dev) {
+		int k = queue_frags(c, r, b, n);
+
+		if (k < 0) {
+			devmemtcp_rx_release(x->rx, x->frags, (size_t)n);
+			return k == -EIO ? -EIO : -EPROTO;
+		}
+		for (int i = 0; i < k; i++)
+			done += x->frags[i].len;
+		first = k;
+	}
+	if (first < n && dst_dev >= 0 && dst_dev == x->nic->cuda_dev &&
+	    gpu_ready(x)) {
+		devmemtcp_rx_release(x->rx, x->frags + first, (size_t)(n - first));
+		return -EIO;
+	}
+	ret = first == n ? 0 : place(c, r, x->frags + first, n - first,
+				     b->data + b->done + done, dst_dev);
 	if (ret)
 		return ret == -EIO ? -EIO : -EPROTO;
 	return (ssize_t)got;
@@ -482,7 +564,8 @@ int dmtn_devmem_fence(struct dmtn_req *r)
 	return 0;
 }
 
-/* 1 when a request in DMTN_REQ_WAIT is done, 0 not yet, < 0 failed */
+/* 1 when request r (its bytes moved, r->wait) is done, 0 not yet, < 0
+ * failed */
 int dmtn_devmem_req_done(struct dmtn_req *r)
 {
 	struct dmtn_comm *c = r->comm;
@@ -514,16 +597,13 @@ static struct dmtn_devmem_tx *tx_get(struct dmtn_comm *c)
 	return c->dtx;
 }
 
-int dmtn_devmem_mr(struct dmtn_comm *c, struct dmtn_mr *mr, int fd)
+/* The dma-buf NCCL gave (regMrDmaBuf): a copy of its fd, the buffer's
+ * size from the fd.  0 or a negative errno (said). */
+static int tx_import(struct dmtn_devmem_tx *t, struct dmtn_mr *mr, int fd)
 {
-	struct dmtn_devmem_tx *t = tx_get(c);
-	const struct dmtn_dev *d = &dmtn.dev[c->dev];
 	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_IMPORT);
 	off_t size;
-	int ret;
 
-	if (!t)
-		return -ENOMEM;
 	/* NCCL closes fd after the call: the buffer keeps a copy */
 	o.fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	size = o.fd < 0 ? -1 : lseek(o.fd, 0, SEEK_END);
@@ -535,21 +615,77 @@ int dmtn_devmem_mr(struct dmtn_comm *c, struct dmtn_mr *mr, int fd)
 		return -EBADF;
 	}
 	o.size = (uint64_t)size;
-	ret = devmemtcp_buf_new(t->ctx, &o, &mr->dmabuf);
+	return devmemtcp_buf_new(t->ctx, &o, &mr->dmabuf);
+}
+
+/* CUDA memory registered without a dma-buf (regMr): the library exports
+ * the registration's pages itself; the registration starts that many bytes
+ * into its dma-buf. */
+static int tx_export(struct dmtn_devmem_tx *t, struct dmtn_mr *mr)
+{
+	DEVMEMTCP_OPTS(buf_opts, o, .provider = DEVMEMTCP_PROVIDER_CUDA,
+		       .cuda_ptr = mr->base, .size = mr->size);
+	const struct devmemtcp_segment *seg;
+	int ret = devmemtcp_buf_new(t->ctx, &o, &mr->dmabuf);
+
+	if (ret)
+		return ret;
+	if (!devmemtcp_buf_segments(mr->dmabuf, &seg) || seg[0].addr > mr->base) {
+		DMTN_WARN("regMr: the export of %#lx has no segment at its start",
+			  (unsigned long)mr->base);
+		return -EINVAL;
+	}
+	mr->dmabuf_offset = seg[0].offset + (mr->base - seg[0].addr);
+	return 0;
+}
+
+/* Test builds: DEVMEMTCP_TEST_NCCL_TX_EXPORT=1 exports CUDA registrations
+ * through the library even when NCCL gave a dma-buf, so that the emulated
+ * NIC (tests/emu), which reaches CUDA memory only through the library's
+ * exports, can send from them. */
+static bool test_tx_export(void)
+{
+#if DMTN_TEST_HOOKS
+	const char *v = secure_getenv("DEVMEMTCP_TEST_NCCL_TX_EXPORT");
+
+	return v && !strcmp(v, "1");
+#else
+	return false;
+#endif
+}
+
+int dmtn_devmem_mr(struct dmtn_comm *c, struct dmtn_mr *mr, int fd)
+{
+	struct dmtn_devmem_tx *t = tx_get(c);
+	const struct dmtn_dev *d = &dmtn.dev[c->dev];
+	bool export = fd < 0 || (mr->type == NCCL_PTR_CUDA && test_tx_export());
+	int ret;
+
+	if (!t)
+		return -ENOMEM;
+	ret = export ? tx_export(t, mr) : tx_import(t, mr, fd);
+	if (ret == -EBADF)
+		return ret;
 	if (!ret)
 		ret = devmemtcp_bind_tx(t->ctx, d->ifindex, mr->dmabuf, NULL,
 					&mr->tx_binding);
 	if (ret) {
-		DMTN_WARN("send comm %p to %s: devmem TX from this dma-buf (%llu bytes) is not available, sends from it use plain TCP: %s",
-			  (void *)c, c->peer, (unsigned long long)size,
+		DMTN_WARN("send comm %p to %s: devmem TX from %s %zu bytes at %#lx is not available, sends from it use plain TCP: %s",
+			  (void *)c, c->peer,
+			  export ? "an export of the CUDA registration of"
+				 : "the dma-buf registration of",
+			  mr->size, (unsigned long)mr->base,
 			  devmemtcp_ctx_errmsg(t->ctx));
 		devmemtcp_buf_free(mr->dmabuf);
 		mr->dmabuf = NULL;
 		return ret;
 	}
 	DMTN_INFO(DMTN_INIT_NET,
-		  "send comm %p to %s: dma-buf of %llu bytes bound for devmem TX on %s (binding %u)",
-		  (void *)c, c->peer, (unsigned long long)size, d->name,
+		  "send comm %p to %s: %s of %llu bytes bound for devmem TX on %s (binding %u)",
+		  (void *)c, c->peer,
+		  export ? "CUDA registration exported as a dma-buf"
+			 : "dma-buf",
+		  (unsigned long long)devmemtcp_buf_size(mr->dmabuf), d->name,
 		  devmemtcp_binding_id(mr->tx_binding));
 	return 0;
 }
@@ -673,4 +809,26 @@ void dmtn_devmem_tx_close(struct dmtn_comm *c)
 	devmemtcp_ctx_free(c->dtx->ctx);
 	free(c->dtx);
 	c->dtx = NULL;
+}
+
+void dmtn_devmem_rx_gpu(const struct dmtn_comm *c, int *dev, uint64_t *base)
+{
+	const struct devmemtcp_segment *segs;
+
+	*dev = -1;
+	*base = 0;
+	if (!c->drx || c->drx->nic->cuda_dev < 0 ||
+	    !devmemtcp_buf_segments(c->drx->nic->buf, &segs))
+		return;
+	*dev = c->drx->nic->cuda_dev;
+	/* the lowest address: the segments are sorted by dma-buf offset,
+	 * and the CUDA provider's run upwards from offset 0 */
+	*base = segs[0].addr;
+}
+
+void dmtn_devmem_rx_flush(struct dmtn_comm *c)
+{
+	if (c->drx && devmemtcp_rx_flush(c->drx->rx) < 0)
+		DMTN_WARN("recv comm from %s: returning tokens: %s", c->peer,
+			  devmemtcp_rx_errmsg(c->drx->rx));
 }

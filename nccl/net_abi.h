@@ -84,6 +84,49 @@ struct nccl_net_device_handle {
 	int needs_proxy_progress;
 };
 
+/*
+ * NCCL's device-side unpack (netDeviceType NCCL_NET_DEVICE_UNPACK, version
+ * 0x7, the same in every release from 2.19 to 2.30): a receive comm's device
+ * handle points at an unpack handle in memory the GPU can reach; its meta
+ * is a queue of NCCL_UNPACK_QUEUE_DEPTH slots, one per receive in posting
+ * order (slot = receive number % depth, the number counted from 0 per
+ * comm), each a count and up to NCCL_UNPACK_SLOT_ENTRIES entries.  NCCL's
+ * Simple-protocol kernel copies each entry's len bytes from bounce_buf +
+ * src_off to the receive's buffer + dst_off before it reads the step; it
+ * keeps the comm's receive count in head.  Declared from the layout NCCL
+ * publishes in src/device/network/unpack/unpack_defs.h (union loadMeta,
+ * struct netUnpackMeta, struct unpackNetDeviceHandle) and net_device.h
+ * (NCCL_NET_DEVICE_UNPACK_VERSION); the assertions below and the
+ * nccl-unpack-layout test pin the offsets.
+ */
+#define NCCL_NET_DEVICE_UNPACK_VERSION 0x7
+#define NCCL_UNPACK_QUEUE_DEPTH 16		/* NCCL_NET_DEVICE_UNPACK_MAX_QUEUE_DEPTH */
+#define NCCL_UNPACK_SLICE_SIZE (4u << 20)	/* NET_UNPACK_MAX_SLICE_SIZE */
+#define NCCL_UNPACK_PAGE_SIZE 4096u		/* SLICE_PAGE_SIZE */
+#define NCCL_UNPACK_SLOT_ENTRIES \
+	(NCCL_UNPACK_SLICE_SIZE / NCCL_UNPACK_PAGE_SIZE * 2)	/* NET_UNPACK_MAX_SLICE_PAGES */
+
+/* union loadMeta: one copy */
+struct nccl_unpack_entry {
+	uint32_t src_off;	/* from bounce_buf: 32 bits */
+	uint32_t len;
+	uint64_t dst_off;	/* from the receive's buffer */
+} __attribute__((aligned(16)));
+
+/* struct netUnpackMeta */
+struct nccl_unpack_meta {
+	struct nccl_unpack_entry mem[NCCL_UNPACK_QUEUE_DEPTH][NCCL_UNPACK_SLOT_ENTRIES];
+	uint64_t cnt[NCCL_UNPACK_QUEUE_DEPTH];
+};
+
+/* struct unpackNetDeviceHandle: what nccl_net_device_handle.handle points
+ * at (a device address) */
+struct nccl_unpack_handle {
+	struct nccl_unpack_meta *meta;	/* device address */
+	void *bounce_buf;		/* device address src_off counts from */
+	uint64_t head;			/* written by NCCL's kernel */
+};
+
 /* ncclNetVDeviceProps_v9_t .. _v11_t */
 struct nccl_net_vdevice_props {
 	int ndevs;
@@ -320,6 +363,17 @@ NCCL_ABI_CHECK(struct nccl_net_device_handle, needs_proxy_progress, 24);
 _Static_assert(sizeof(struct nccl_net_vdevice_props) == 20, "ncclNetVDeviceProps_t");
 _Static_assert(sizeof(struct nccl_net_comm_config) == 4, "ncclNetCommConfig_t");
 _Static_assert(sizeof(struct nccl_net_attr) == 44, "ncclNetAttr_v11_t");
+
+_Static_assert(sizeof(struct nccl_unpack_entry) == 16, "union loadMeta");
+NCCL_ABI_CHECK(struct nccl_unpack_entry, len, 4);
+NCCL_ABI_CHECK(struct nccl_unpack_entry, dst_off, 8);
+_Static_assert(NCCL_UNPACK_SLOT_ENTRIES == 2048, "NET_UNPACK_MAX_SLICE_PAGES");
+NCCL_ABI_CHECK(struct nccl_unpack_meta, cnt, 16 * 2048 * 16);
+_Static_assert(sizeof(struct nccl_unpack_meta) == 16 * 2048 * 16 + 16 * 8,
+	       "struct netUnpackMeta");
+_Static_assert(sizeof(struct nccl_unpack_handle) == 24, "struct unpackNetDeviceHandle");
+NCCL_ABI_CHECK(struct nccl_unpack_handle, bounce_buf, 8);
+NCCL_ABI_CHECK(struct nccl_unpack_handle, head, 16);
 
 _Static_assert(sizeof(struct nccl_net_props_v8) == 64, "ncclNetProperties_v8_t");
 NCCL_ABI_CHECK(struct nccl_net_props_v8, guid, 16);

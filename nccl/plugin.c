@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "plugin.h"
+#include "unpack.h"
 
 #define DMTN_EXPORT __attribute__((visibility("default")))
 
@@ -59,6 +60,7 @@ static nccl_result_t global_init(nccl_logger_t log, bool legacy)
 		ret = NCCL_ERR_SYSTEM;
 		goto out;
 	}
+	dmtn_unpack_decide();
 	for (int i = 0; i < dmtn.ndev; i++) {
 		struct dmtn_dev *d = &dmtn.dev[i];
 		char addr[INET6_ADDRSTRLEN];
@@ -72,6 +74,11 @@ static nccl_result_t global_init(nccl_logger_t log, bool legacy)
 			  : dmtn.cfg.devmem ? "plain TCP (the interface cannot do devmem, see above)"
 					    : "plain TCP (NCCL_DEVMEMTCP_ENABLE is not set)");
 	}
+	if (dmtn.cfg.devmem && dmtn.cfg.rx)
+		DMTN_INFO(DMTN_INIT_NET, "received fragments reach NCCL's buffers %s: %s",
+			  dmtn.unpack ? "through NCCL's device unpack"
+				      : "through the plugin's own gather",
+			  dmtn.unpack_why);
 	dmtn.pid = getpid();
 	dmtn.initialized = true;
 out:
@@ -215,6 +222,12 @@ static nccl_result_t props_get(int dev, struct nccl_net_props_v11 *p)
 	p->max_recvs = dmtn.cfg.max_recvs;
 	p->net_device_type = NCCL_NET_DEVICE_HOST;
 	p->net_device_version = NCCL_NET_DEVICE_INVALID_VERSION;
+	if (dmtn_dev_unpack(d)) {
+		/* one buffer per receive: a queue slot is one receive */
+		p->max_recvs = 1;
+		p->net_device_type = NCCL_NET_DEVICE_UNPACK;
+		p->net_device_version = NCCL_NET_DEVICE_UNPACK_VERSION;
+	}
 	p->vprops.ndevs = 1;
 	p->vprops.devs[0] = dev;
 	p->max_p2p_bytes = NCCL_MAX_NET_SIZE_BYTES;
@@ -301,8 +314,7 @@ static nccl_result_t connect_v11(void *p, int dev, void *handle, void **sc,
 
 static nccl_result_t accept_any(void *lc, void **rc, nccl_dev_handle_t **rdc)
 {
-	/* netDeviceType HOST: NCCL asks for no device offload */
-	return dmtn_accept(lc, rc);
+	return dmtn_accept(lc, rc, rdc);
 }
 
 /* ---- data path adapters ------------------------------------------------- */
@@ -357,7 +369,7 @@ static nccl_result_t irecv_v10(void *rc, int n, void **data, size_t *sizes,
 
 static nccl_result_t get_device_mr(void *comm, void *mhandle, void **dptr)
 {
-	/* Only UNPACK devices hand memory handles to device code. */
+	/* NCCL's unpack kernel reads no memory handle */
 	if (dptr)
 		*dptr = NULL;
 	return NCCL_OK;
@@ -365,7 +377,7 @@ static nccl_result_t get_device_mr(void *comm, void *mhandle, void **dptr)
 
 static nccl_result_t irecv_consumed(void *rc, int n, void *request)
 {
-	return NCCL_OK;
+	return dmtn_irecv_consumed(rc, n, request);
 }
 
 /* ---- the tables --------------------------------------------------------- */

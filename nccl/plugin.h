@@ -67,7 +67,10 @@ struct dmtn_cfg {
 	uint64_t linear_size;	/* NCCL_DEVMEMTCP_LINEAR_SIZE */
 	enum dmtn_mem mem;	/* NCCL_DEVMEMTCP_MEM */
 	int max_recvs;		/* NCCL_DEVMEMTCP_MAX_RECVS */
+	bool threads;		/* NCCL_DEVMEMTCP_THREADS: a helper per comm */
 	int family;		/* NCCL_DEVMEMTCP_FAMILY: AF_INET, AF_INET6, 0 any */
+	bool unpack;		/* NCCL_DEVMEMTCP_UNPACK: offer device unpack */
+	uint16_t port_lo, port_hi;	/* NCCL_DEVMEMTCP_PORT_RANGE, 0: any */
 	char ifname[256];	/* NCCL_DEVMEMTCP_IFNAME */
 };
 
@@ -100,13 +103,27 @@ struct dmtn_global {
 	struct dmtn_cfg cfg;
 	int ndev;
 	struct dmtn_dev dev[DMTN_MAX_DEVS];
+	/* device unpack (unpack.c): offered on devmem devices when true */
+	bool unpack;
+	char unpack_why[320];	/* why (not) */
+	int nccl_version;	/* ncclGetVersion's, -1 unknown */
+	/* the bounce address of every unpack queue of the process */
+	uint64_t unpack_base;
+	bool unpack_base_set;
 };
 
 extern struct dmtn_global dmtn;
 
 int dmtn_devices_find(const struct dmtn_cfg *cfg, struct dmtn_dev *devs,
 		      int max);
+/* Does device d offer NCCL's device unpack? */
+static inline bool dmtn_dev_unpack(const struct dmtn_dev *d)
+{
+	return dmtn.unpack && d->devmem && dmtn.cfg.rx;
+}
 void dmtn_devices_free(struct dmtn_dev *devs, int n);
+/* The sysfs path of the PCI device ifname sits on (malloc'd), or NULL. */
+char *dmtn_pci_path(const char *ifname);
 
 /* ---- v11 contexts ------------------------------------------------------- */
 
@@ -138,6 +155,9 @@ struct dmtn_mr {
 	uint64_t dmabuf_offset;	/* dma-buf offset of base */
 	struct devmemtcp_buf *dmabuf;
 	struct devmemtcp_binding *tx_binding;
+	/* registered on a receive comm before its first receive: one of
+	 * NCCL's own buffers of the connection, which its kernel reads */
+	bool setup;
 };
 
 /* ---- requests ----------------------------------------------------------- */
@@ -148,11 +168,14 @@ enum dmtn_req_kind {
 	DMTN_REQ_FLUSH = 3,
 };
 
+/* What NCCL sees of a request (r->state, read and written with atomics:
+ * with a helper thread, ACTIVE becomes DONE there). */
 enum dmtn_req_state {
 	DMTN_REQ_FREE = 0,
-	DMTN_REQ_ACTIVE,	/* posted, bytes still to move */
-	DMTN_REQ_WAIT,		/* bytes moved, a completion still pending */
+	DMTN_REQ_ACTIVE,	/* posted: bytes or a completion still pending */
 	DMTN_REQ_DONE,
+	DMTN_REQ_CONSUME,	/* done and reported: its unpack entries wait
+				 * for irecvConsumed */
 };
 
 #define DMTN_REQ_MAGIC 0x444d5451u	/* "DMTQ" */
@@ -177,11 +200,18 @@ struct dmtn_req {
 	struct dmtn_comm *comm;
 	int n;
 	struct dmtn_rbuf buf[DMTN_MAX_RECVS];
-	bool header_queued;	/* send: its header is in ctrl_out */
+	/* the mover's (the helper thread's, or NCCL's proxy's without one) */
+	bool moved;		/* every byte moved */
+	bool wait;		/* ... and a completion is still pending */
+	uint64_t hseq;		/* send: the number of its header */
 	bool devmem_tx;		/* send: sent with devmem TX */
 	uint64_t tx_end;	/* devmem TX bytes of the comm at its end */
 	void *fence;		/* devmemtcp_gpu_fence of its last gather */
 	int fence_dev;
+	/* receive on a comm with a device unpack queue */
+	bool unpack;
+	uint64_t useq;		/* its number: slot useq % depth */
+	uint32_t nent;		/* entries in its slot */
 };
 
 /* ---- comms -------------------------------------------------------------- */
@@ -221,6 +251,8 @@ struct dmtn_stats {
 	uint64_t devmem_bytes;	/* through devmem RX or TX */
 	uint64_t linear_bytes;	/* devmem RX: bytes that arrived as plain data */
 	uint64_t bounce_bytes;	/* CUDA memory copied through host memory */
+	uint64_t unpack_bytes;	/* devmem RX: left to NCCL's unpack kernel */
+	uint64_t gather_bytes;	/* devmem RX: gathered by the plugin */
 };
 
 struct dmtn_comm {
@@ -249,11 +281,14 @@ struct dmtn_comm {
 	struct dmtn_req reqs[DMTN_NREQS];
 	int free_reqs[DMTN_NREQS];
 	int nfree;
-	/* requests in posting order: q[q_sent % N] is the oldest send whose
-	 * bytes still move, or the oldest receive not yet given all its
-	 * messages; q_tail is where the next one goes */
+	/* requests in posting order: q[q_done % N] is the oldest not done,
+	 * q[q_sent % N] the oldest send whose bytes still move, or the
+	 * oldest receive not yet given all its messages; q_tail is where the
+	 * next one goes (written by NCCL's thread, atomic); q_hdr: the
+	 * oldest send whose header is not queued yet */
 	struct dmtn_req *q[DMTN_NREQS];
-	unsigned int q_sent, q_tail;
+	unsigned int q_done, q_sent, q_tail, q_hdr;
+	uint64_t hdr_queued, hdr_sent;	/* headers queued, written out */
 	/* send: headers not yet written */
 	uint8_t ctrl_out[DMTN_NREQS * sizeof(struct dmtn_msg)];
 	size_t ctrl_out_len, ctrl_out_off;
@@ -271,6 +306,17 @@ struct dmtn_comm {
 
 	struct dmtn_devmem_rx *drx;
 	struct dmtn_devmem_tx *dtx;
+	struct dmtn_unpack *unpack;	/* NCCL's device unpack queue */
+	/* the helper thread that moves the comm's bytes (xfer.c), or none:
+	 * NCCL's proxy thread moves them in isend, irecv and test */
+	bool helper_on;
+	pthread_t helper;
+	pthread_mutex_t mu;	/* held by the helper while it moves */
+	int wake_fd;		/* eventfd: a request was posted, or stop */
+	bool stop, sleeping;	/* atomic */
+	uint64_t moves;		/* the mover's progress count */
+	bool recv_started;	/* a receive was posted (registrations after
+				 * it are not NCCL's own buffers) */
 	struct dmtn_stats st;
 };
 
@@ -280,13 +326,16 @@ struct dmtn_comm {
 nccl_result_t dmtn_listen(int dev, void *handle, void **listen_comm);
 nccl_result_t dmtn_connect(int dev, int traffic_class, void *handle,
 			   void **send_comm);
-nccl_result_t dmtn_accept(void *listen_comm, void **recv_comm);
+nccl_result_t dmtn_accept(void *listen_comm, void **recv_comm,
+			  nccl_dev_handle_t **dev_handle);
 nccl_result_t dmtn_close_listen(void *listen_comm);
 /* A comm of kind on device dev, no socket yet; NULL without memory. */
 struct dmtn_comm *dmtn_comm_new(enum dmtn_comm_kind kind, int dev);
 void dmtn_comm_free(struct dmtn_comm *c);
 /* Free the comms of connects NCCL left in progress (at teardown). */
 void dmtn_stage_teardown(void);
+/* xfer.c: end c's helper thread, if it has one. */
+void dmtn_helper_stop(struct dmtn_comm *c);
 
 /* xfer.c */
 nccl_result_t dmtn_reg_mr(void *comm, void *data, size_t size, int type,
@@ -303,6 +352,7 @@ nccl_result_t dmtn_irecv(void *recv_comm, int n, void **data,
 nccl_result_t dmtn_iflush(void *recv_comm, int n, void **data, int *sizes,
 			  void **mhandles, void **request);
 nccl_result_t dmtn_test(void *request, int *done, int *sizes);
+nccl_result_t dmtn_irecv_consumed(void *recv_comm, int n, void *request);
 nccl_result_t dmtn_close_send(void *send_comm);
 nccl_result_t dmtn_close_recv(void *recv_comm);
 struct dmtn_comm *dmtn_comm_get(void *p, enum dmtn_comm_kind kind,
@@ -315,14 +365,19 @@ int dmtn_devmem_steer(struct dmtn_dev *d, int data_port,
 void dmtn_flow_put(struct dmtn_flow *flow);
 int dmtn_devmem_rx_open(struct dmtn_comm *c, struct dmtn_flow *flow);
 void dmtn_devmem_rx_close(struct dmtn_comm *c);
+/* The GPU and device address of the buffer c receives into: *dev -1 when
+ * it is host memory or c has no devmem RX. */
+void dmtn_devmem_rx_gpu(const struct dmtn_comm *c, int *dev, uint64_t *base);
+/* Hand released tokens to the kernel now. */
+void dmtn_devmem_rx_flush(struct dmtn_comm *c);
 /* Move bytes of the current message into b; returns the bytes moved (> 0),
  * 0 when nothing is readable now, or an nccl error as a negative number. */
 ssize_t dmtn_devmem_recv(struct dmtn_comm *c, struct dmtn_req *r,
 			 struct dmtn_rbuf *b);
 /* Record the fence a receive with gathers waits for; 0 or -EIO. */
 int dmtn_devmem_fence(struct dmtn_req *r);
-/* 1 when a request waiting for devmem completions (DMTN_REQ_WAIT) is done,
- * 0 not yet, < 0 failed. */
+/* 1 when a request whose bytes moved and that waits for devmem
+ * completions (r->wait) is done, 0 not yet, < 0 failed. */
 int dmtn_devmem_req_done(struct dmtn_req *r);
 int dmtn_devmem_mr(struct dmtn_comm *c, struct dmtn_mr *mr, int fd);
 void dmtn_devmem_mr_free(struct dmtn_mr *mr);
@@ -342,6 +397,9 @@ int dmtn_cuda_copy_htod(int dev, uint64_t dst, const void *src, size_t n);
 int dmtn_cuda_copy_dtoh(int dev, void *dst, uint64_t src, size_t n);
 int dmtn_cuda_stream_new(int dev, void **stream);
 void dmtn_cuda_stream_free(int dev, void *stream);
+/* Pinned host memory the GPU dev reaches at *dptr (its primary context). */
+int dmtn_cuda_host_alloc(int dev, size_t size, void **host, uint64_t *dptr);
+void dmtn_cuda_host_free(int dev, void *host);
 const char *dmtn_cuda_why(void);
 
 #endif

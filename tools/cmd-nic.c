@@ -9,6 +9,8 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -369,17 +371,22 @@ static void print_json(const struct devmemtcp_probe *p,
 
 static void probe_usage(FILE *f)
 {
-	fprintf(f, "usage: devmemtcp probe IFACE [--json] [--try-bind] [--run-dir DIR]\n\n"
+	fprintf(f, "usage: devmemtcp probe IFACE [--json] [--try-bind] [--run-dir DIR]\n"
+		   "       devmemtcp probe --gpu N | --pci ADDR\n\n"
 		   "Report what IFACE and this kernel offer for devmem TCP, the processes that\n"
 		   "own queues of IFACE (from DIR, default $DEVMEMTCP_RUN_DIR or /run/devmemtcp)\n"
 		   "and, for each problem, the fix.  --try-bind binds a 2 MiB udmabuf to the\n"
 		   "last RX queue nobody uses and releases it (needs root and the udmabuf module).\n"
+		   "--gpu N (a CUDA device) or --pci ADDR (a PCI function, 0000:1b:00.0) lists\n"
+		   "the interfaces on PCI nearest that device first: same PCIe switch, same root\n"
+		   "port, same NUMA node, other (devmemtcp_nic_rank(3)).\n"
 		   "Exit status: 0 no problems, 1 problems found, 2 error.\n");
 }
 
 struct probe_args {
 	struct devmemtcp_probe_opts *po;
 	bool json;
+	const char *gpu, *pci;
 };
 
 static int probe_option(int c, const char *arg, void *opts)
@@ -390,6 +397,8 @@ static int probe_option(int c, const char *arg, void *opts)
 	case 'j': a->json = true; break;
 	case 't': a->po->flags |= DEVMEMTCP_PROBE_TRY_BIND; break;
 	case 'd': a->po->run_dir = arg; break;
+	case 'g': a->gpu = arg; break;
+	case 'p': a->pci = arg; break;
 	case 'h': probe_usage(stdout); return 0;
 	}
 	return -1;
@@ -422,12 +431,60 @@ static const char *take_iface(int *argc, char **argv, const struct option *opts)
 	return NULL;
 }
 
+static const char *const distance_names[] = {
+	[DEVMEMTCP_PCI_SAME_SWITCH] = "same-switch",
+	[DEVMEMTCP_PCI_SAME_ROOT_PORT] = "same-root-port",
+	[DEVMEMTCP_PCI_SAME_NUMA] = "same-numa-node",
+	[DEVMEMTCP_PCI_OTHER] = "other",
+};
+
+/* probe --gpu N / --pci ADDR: the ranking, one interface a line. */
+static int probe_near(const struct probe_args *a)
+{
+	struct devmemtcp_nic_rank r[64];
+	struct devmemtcp_ctx *ctx;
+	char *end;
+	long gpu = 0;
+	int n;
+
+	if (a->gpu) {
+		errno = 0;
+		gpu = strtol(a->gpu, &end, 10);
+		if (errno || end == a->gpu || *end || gpu < 0 || gpu > INT_MAX)
+			return usage_error("devmemtcp probe", "--gpu takes a CUDA device number (0, 1, ...)");
+	}
+	if (tool_ctx_new("devmemtcp probe", &ctx))
+		return 2;
+	n = a->gpu ? devmemtcp_nic_near_gpu(ctx, (int)gpu, r, 64)
+		   : devmemtcp_nic_rank(ctx, a->pci, r, 64);
+	if (n < 0) {
+		fprintf(stderr, "devmemtcp probe: %s\n", devmemtcp_ctx_errmsg(ctx));
+		devmemtcp_ctx_free(ctx);
+		return 2;
+	}
+	if (a->gpu)
+		printf("interfaces nearest CUDA device %ld, nearest first:\n", gpu);
+	else
+		printf("interfaces nearest %s, nearest first:\n", a->pci);
+	if (!n)
+		printf("  none on PCI\n");
+	for (int i = 0; i < n && i < 64; i++)
+		printf("  %-16s %s  %-14s numa %d\n", r[i].ifname, r[i].pci,
+		       r[i].distance >= 0 && r[i].distance <= DEVMEMTCP_PCI_OTHER
+			       ? distance_names[r[i].distance] : "?",
+		       r[i].numa_node);
+	devmemtcp_ctx_free(ctx);
+	return 0;
+}
+
 int cmd_probe(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "try-bind", no_argument, NULL, 't' },
 		{ "run-dir", required_argument, NULL, 'd' },
+		{ "gpu", required_argument, NULL, 'g' },
+		{ "pci", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -440,9 +497,14 @@ int cmd_probe(int argc, char **argv)
 	int ret, nq;
 
 	ifname = take_iface(&argc, argv, lo);
-	ret = tool_getopt("devmemtcp probe", argc, argv, ":jtd:h", lo, probe_option, &a);
+	ret = tool_getopt("devmemtcp probe", argc, argv, ":jtd:g:p:h", lo, probe_option, &a);
 	if (ret >= 0)
 		return ret;
+	if (a.gpu || a.pci) {
+		if (ifname || (a.gpu && a.pci))
+			return usage_error("devmemtcp probe", "--gpu and --pci take no IFACE, and one of them only");
+		return probe_near(&a);
+	}
 	if (!ifname)
 		return usage_error("devmemtcp probe", "IFACE, the interface to probe, is missing");
 	if (tool_ctx_new("devmemtcp probe", &ctx))

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 """A plain-Python sender (no devmem needed on this side).
 
-  sender.py samples HOST PORT [-n N]
+  sender.py samples HOST PORT [-n N] [--wait S]
       Training samples for torch_loader.py (or examples/dataloader.c): their
       sizes, 4-byte big-endian each, on a control connection to PORT + 1, and
       their bytes on the data connection to PORT.  Sample i has a size from
@@ -59,9 +59,10 @@ def connect(host, port, tries=100):
             time.sleep(0.1)
 
 
-def send_samples(host, port, n):
-    ctrl = connect(host, port + 1)
-    data = connect(host, port)
+def send_samples(host, port, n, wait=10.0):
+    tries = max(1, int(wait * 10))
+    ctrl = connect(host, port + 1, tries)
+    data = connect(host, port, tries)
     total = 0
     for i, size in enumerate(sample_sizes(n)):
         ctrl.sendall(struct.pack("!I", size))
@@ -100,6 +101,8 @@ def main():
     s.add_argument("host")
     s.add_argument("port", type=int)
     s.add_argument("-n", type=int, default=200, help="samples (200)")
+    s.add_argument("--wait", type=float, default=10.0,
+                   help="seconds to retry connecting (10)")
     t = sub.add_parser("stream")
     t.add_argument("host")
     t.add_argument("port", type=int)
@@ -107,7 +110,7 @@ def main():
     t.add_argument("--delay", type=float, default=0)
     a = ap.parse_args()
     if a.mode == "samples":
-        send_samples(a.host, a.port, a.n)
+        send_samples(a.host, a.port, a.n, a.wait)
     else:
         send_stream(a.host, a.port, a.bytes, a.delay)
     return 0

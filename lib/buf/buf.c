@@ -11,6 +11,7 @@
 
 #include "buf.h"
 #include "core/uapi.h"
+#include "core/fork.h"
 
 int dmt_buf_alloc(struct devmemtcp_ctx *ctx, int provider,
 		  struct devmemtcp_buf **bufp)
@@ -23,6 +24,7 @@ int dmt_buf_alloc(struct devmemtcp_ctx *ctx, int provider,
 	buf->ctx = ctx;
 	buf->provider = provider;
 	buf->fd = -1;
+	buf->fork_gen = dmt_fork_gen();
 	*bufp = buf;
 	return 0;
 }
@@ -38,7 +40,9 @@ struct devmemtcp_buf *dmt_buf_get(const struct devmemtcp_buf *cbuf)
 
 static void buf_destroy(struct devmemtcp_buf *buf)
 {
-	if (buf->ops && buf->ops->release)
+	/* a parent's provider memory (CUDA's) is the parent's: a child
+	 * closes its copy of the dma-buf below and calls no driver */
+	if (buf->ops && buf->ops->release && !dmt_forked(buf->fork_gen))
 		buf->ops->release(buf);
 	if (buf->cpu_map)
 		munmap(buf->cpu_map, buf->size);

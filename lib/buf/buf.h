@@ -40,6 +40,7 @@ struct devmemtcp_buf {
 	void *cpu_map;		/* host-backed buffers: mmap of fd, else NULL */
 	const struct dmt_buf_provider *ops;	/* NULL: made by dmt_buf_alloc */
 	void *priv;		/* provider state */
+	unsigned int fork_gen;	/* fork.h */
 };
 
 /* A zeroed buffer with fd = -1, provider set and no provider ops (tests

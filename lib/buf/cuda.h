@@ -283,7 +283,9 @@ typedef struct {
 	  (CUgraphExec e, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS *p))  \
 	X(cuGraphLaunch, "cuGraphLaunch", (CUgraphExec e, CUstream s))         \
 	X(cuGraphExecDestroy, "cuGraphExecDestroy", (CUgraphExec e))           \
-	X(cuGraphDestroy, "cuGraphDestroy", (CUgraph g))
+	X(cuGraphDestroy, "cuGraphDestroy", (CUgraph g))                      \
+	X(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId",                          \
+	  (char *id, int len, CUdevice d))
 
 struct dmt_cuda {
 	void *handle;

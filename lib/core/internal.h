@@ -129,6 +129,7 @@ struct devmemtcp_ctx {
 	 * threads may share a context for queries. */
 	pthread_mutex_t lock;
 	struct dmt_nl *nl;	/* query socket, opened on first use (nl.h) */
+	unsigned int nl_gen;	/* ... in this fork generation (core/fork.h) */
 	/* the privileged operations, chosen when the context was made
 	 * (core/privops.h) */
 	const struct dmt_priv_ops *priv;

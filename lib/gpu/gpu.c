@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "buf/cuda.h"
+#include "core/fork.h"
 #include "gpu.h"
 
 #define GPU_MAX_FRAGS_DEFAULT (1u << 18)
@@ -96,6 +97,12 @@ void dmt_gpu_unref(struct devmemtcp_gpu *gpu)
 	pthread_mutex_unlock(&gpu->lock);
 	if (!last)
 		return;
+	if (dmt_forked(gpu->fork_gen)) {
+		/* CUDA does not survive fork(): the parent's context, streams
+		 * and slots are not this process's to free */
+		free(gpu);
+		return;
+	}
 	gpu->cu->cuCtxPushCurrent(gpu->cctx);
 	gpu_destroy(gpu);
 	dmt_gpu_ctx_leave(gpu, true);
@@ -352,6 +359,7 @@ static int gpu_new_impl(struct devmemtcp_ctx *ctx,
 	if (!gpu)
 		return dmt_err_nomem(ctx, &ctx->err, "devmemtcp_gpu_new");
 	gpu->ctx = ctx;
+	gpu->fork_gen = dmt_fork_gen();
 	gpu->refs = 1;
 	pthread_mutex_init(&gpu->lock, NULL);
 	gpu_config(gpu, opts);
@@ -473,6 +481,8 @@ static int gpu_gather_impl(struct devmemtcp_gpu *gpu, struct devmemtcp_rx *rx,
 
 	if (!gpu)
 		return dmt_err(NULL, NULL, -EINVAL, "%s: gpu is NULL", fn);
+	if (dmt_forked(gpu->fork_gen))
+		return dmt_fork_refuse(gpu->ctx, &gpu->err, fn, "GPU handle");
 	if (release && !rx)
 		return dmt_err(gpu->ctx, &gpu->err, -EINVAL, "%s: rx is NULL",
 			       fn);
@@ -519,6 +529,8 @@ static int gpu_fence_new_impl(struct devmemtcp_gpu *gpu, void *stream,
 
 	if (!gpu)
 		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_gpu_fence_new: gpu is NULL");
+	if (dmt_forked(gpu->fork_gen))
+		return dmt_fork_refuse(gpu->ctx, &gpu->err, "devmemtcp_gpu_fence_new", "GPU handle");
 	if (!fencep)
 		return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
 			       "devmemtcp_gpu_fence_new: fence pointer is NULL");
@@ -538,6 +550,8 @@ static int gpu_release_after_impl(struct devmemtcp_gpu *gpu,
 
 	if (!gpu)
 		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_gpu_release_after: gpu is NULL");
+	if (dmt_forked(gpu->fork_gen))
+		return dmt_fork_refuse(gpu->ctx, &gpu->err, "devmemtcp_gpu_release_after", "GPU handle");
 	if (!rx)
 		return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
 			       "devmemtcp_gpu_release_after: rx is NULL");

@@ -79,6 +79,7 @@ struct gpu_graph {
 
 struct devmemtcp_gpu {
 	struct devmemtcp_ctx *ctx;
+	unsigned int fork_gen;		/* fork.h */
 	struct dmt_err err;
 	const struct dmt_cuda *cu;
 	int ordinal;

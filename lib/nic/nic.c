@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "buf/buf.h"
+#include "core/fork.h"
 #include "core/privops.h"
 #include "netdev.h"
 #include "nic.h"
@@ -114,6 +115,8 @@ static int nic_new(struct devmemtcp_ctx *ctx, const char *ifname,
 	struct devmemtcp_nic *nic = dmt_calloc(1, sizeof(*nic));
 	int err;
 
+	if (nic)
+		nic->fork_gen = dmt_fork_gen();
 	if (!nic)
 		return dmt_err(ctx, &ctx->err, -ENOMEM,
 			       "devmemtcp_nic_open: out of memory");
@@ -626,6 +629,7 @@ int dmt_nic_new_remote(struct devmemtcp_ctx *ctx, const struct dmt_nic_ops *ops,
 	if (!nic)
 		return dmt_err_nomem(ctx, &ctx->err, "devmemtcp_nic_open");
 	nic->ctx = ctx;
+	nic->fork_gen = dmt_fork_gen();
 	nic->ops = ops;
 	nic->remote = state ? nic + 1 : NULL;
 	nic->eth.ioctl_fd = -1;
@@ -641,6 +645,12 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_close(struct devmemtcp_nic *nic)
 
 	if (!nic)
 		return 0;
+	if (dmt_forked(nic->fork_gen)) {
+		/* a parent's: its binding, flows and NIC settings stay the
+		 * parent's; our copies of its sockets close, nothing else */
+		nic->ops->free(nic);
+		return 0;
+	}
 	/* the binding first: header split cannot go off under it */
 	devmemtcp_binding_close(nic->binding);
 	nic->binding = NULL;
@@ -737,6 +747,8 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_add_flow(struct devmemtcp_nic *nic,
 
 	if (!nic)
 		return -EINVAL;
+	if (dmt_forked(nic->fork_gen))
+		return dmt_fork_refuse(nic->ctx, &nic->err, "devmemtcp_nic_add_flow", "NIC handle");
 	if (!flow)
 		return dmt_err(nic->ctx, &nic->err, -EINVAL,
 			       "devmemtcp_nic_add_flow: flow is NULL");
@@ -771,6 +783,7 @@ static uint32_t local_flows(const struct devmemtcp_nic *nic)
 
 static const struct dmt_nic_ops local_ops = {
 	.close = local_close,
+	.free = dmt_nic_free,
 	.add_flow = dmt_nic_local_add_flow,
 	.remove_flow = dmt_nic_local_remove_flow,
 	.flows = local_flows,

@@ -384,6 +384,9 @@ struct devmemtcp_binding;
  */
 struct dmt_nic_ops {
 	int (*close)(struct devmemtcp_nic *nic);
+	/* free the handle only (a forked child's copy of a parent's handle:
+	 * core/fork.h), closing its descriptors and changing nothing */
+	void (*free)(struct devmemtcp_nic *nic);
 	int (*add_flow)(struct devmemtcp_nic *nic, const struct devmemtcp_flow *flow);
 	int (*remove_flow)(struct devmemtcp_nic *nic, int flow_id);
 	uint32_t (*flows)(const struct devmemtcp_nic *nic);
@@ -416,6 +419,7 @@ struct devmemtcp_nic {
 	/* the calls on the handle, by the implementation that made it */
 	const struct dmt_nic_ops *ops;
 	void *remote;			/* that implementation's state, or NULL */
+	unsigned int fork_gen;		/* core/fork.h */
 };
 
 /* devmemtcp_nic_open's checks of its arguments (both implementations). */

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "buf/buf.h"
+#include "core/fork.h"
 #include "core/privops.h"
 #include "netdev.h"
 #include "nic.h"
@@ -391,6 +392,8 @@ DEVMEMTCP_EXPORT int devmemtcp_nic_remove_flow(struct devmemtcp_nic *nic,
 
 	if (!nic)
 		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_nic_remove_flow: nic is NULL");
+	if (dmt_forked(nic->fork_gen))
+		return dmt_fork_refuse(nic->ctx, &nic->err, "devmemtcp_nic_remove_flow", "NIC handle");
 	return nic->ops->remove_flow(nic, flow_id);
 }
 

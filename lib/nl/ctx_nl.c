@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "core/fork.h"
 #include "nl.h"
 
 struct dmt_nl *dmt_ctx_nl(struct devmemtcp_ctx *ctx, int *errp)
@@ -13,7 +14,14 @@ struct dmt_nl *dmt_ctx_nl(struct devmemtcp_ctx *ctx, int *errp)
 	int ret;
 
 	pthread_mutex_lock(&ctx->lock);
+	if (ctx->nl && dmt_forked(ctx->nl_gen)) {
+		/* a forked child: the parent's socket would mix our replies
+		 * with its; our copy goes, a socket of our own comes */
+		dmt_nl_close(ctx->nl);
+		ctx->nl = NULL;
+	}
 	if (!ctx->nl) {
+		ctx->nl_gen = dmt_fork_gen();
 		ret = dmt_nl_open(&ctx->nl, NETLINK_GENERIC);
 		if (ret) {
 			*errp = dmt_err(ctx, &ctx->err, ret,

@@ -155,6 +155,7 @@ static uint32_t brk_nic_flows(const struct devmemtcp_nic *nic)
 
 static const struct dmt_nic_ops brk_nic_ops = {
 	.close = brk_nic_close,
+	.free = brk_nic_free,
 	.add_flow = brk_nic_add_flow,
 	.remove_flow = brk_nic_remove_flow,
 	.flows = brk_nic_flows,

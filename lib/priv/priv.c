@@ -4,7 +4,9 @@
  * table, and what crosses over to the broker whatever the table (priv.h);
  * the broker's side of each operation is broker_ops.c.
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -25,9 +27,22 @@ static int local_nic_open(struct devmemtcp_ctx *ctx, const char *ifname,
 			  const struct devmemtcp_nic_opts *opts,
 			  struct devmemtcp_nic **nicp)
 {
+	int ret;
+
 	if (DMT_OPT(opts, devmemtcp_nic_opts, flags, 0) & DEVMEMTCP_NIC_BROKER)
 		return dmt_brk_nic_open(ctx, ifname, opts, nicp);
-	return dmt_nic_open_self(ctx, ifname, opts, nicp);
+	ret = dmt_nic_open_self(ctx, ifname, opts, nicp);
+	if ((ret == -EACCES || ret == -EPERM) && !dmt_cap_net_admin()) {
+		/* refused for want of privilege, and no broker to ask: say
+		 * both ways out, not only the run directory's */
+		char why[DMT_ERRMSG_MAX / 2];
+
+		snprintf(why, sizeof(why), "%s", devmemtcp_ctx_errmsg(ctx));
+		ret = dmt_err(ctx, &ctx->err, -EPERM,
+			      "devmemtcp_nic_open on %s: no CAP_NET_ADMIN and no broker: start devmemtcp-broker (systemctl start devmemtcp-broker.socket; its socket is %s) or run with CAP_NET_ADMIN (%s)",
+			      ifname ? ifname : "(null)", dmt_brk_path(), why);
+	}
+	return ret;
 }
 
 int dmt_priv_bind_local(struct devmemtcp_ctx *ctx, struct dmt_err *err,

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "buf/buf.h"
+#include "core/fork.h"
 #include "rx.h"
 #include "zcrx.h"
 
@@ -44,6 +45,7 @@ struct devmemtcp_rx {
 	struct devmemtcp_rx_stats st;
 	bool warned_miss;
 	struct dmt_zcrx_sock *zc;	/* io_uring zcrx socket, NULL: devmem */
+	unsigned int fork_gen;	/* fork.h */
 };
 
 static int sock_dontneed(void *arg, const struct dmt_dmabuf_token *t, size_t n)
@@ -88,6 +90,7 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
 		return dmt_err_nomem(ctx, &ctx->err, "devmemtcp_rx_new");
 	rx->ctx = ctx;
 	rx->fd = fd;
+	rx->fork_gen = dmt_fork_gen();
 	if (DMT_OPT(opts, devmemtcp_rx_opts, zcrx, NULL)) {
 		ret = dmt_zcrx_sock_new(opts->zcrx, fd, &ctx->err, &rx->zc);
 		if (ret) {
@@ -121,6 +124,17 @@ DEVMEMTCP_EXPORT void devmemtcp_rx_free(struct devmemtcp_rx *rx)
 	DMT_KEEP_ERRNO;
 	if (!rx)
 		return;
+	if (dmt_forked(rx->fork_gen)) {
+		/* a parent's: its tokens, deferred releases and zcrx ring
+		 * stay the parent's; only this process's memory goes */
+		dmt_tokens_fini(&rx->tokens);
+		for (size_t i = 0; i < rx->nbufs; i++)
+			dmt_buf_put(rx->bufs[i].buf);
+		free(rx->bufs);
+		free(rx->ctrl);
+		free(rx);
+		return;
+	}
 	devmemtcp_rx_release_all(rx);
 	dmt_zcrx_sock_free(rx->zc);
 	dmt_tokens_fini(&rx->tokens);
@@ -180,6 +194,8 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_add_buf(struct devmemtcp_rx *rx,
 
 	if (!rx)
 		return -EINVAL;
+	if (dmt_forked(rx->fork_gen))
+		return dmt_fork_refuse(rx->ctx, &rx->err, "devmemtcp_rx_add_buf", "receiver");
 	pthread_mutex_lock(&rx->lock);
 	ret = add_buf_locked(rx, binding_id, buf);
 	pthread_mutex_unlock(&rx->lock);
@@ -464,6 +480,8 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_recv(struct devmemtcp_rx *rx,
 
 	if (!rx)
 		return -EINVAL;
+	if (dmt_forked(rx->fork_gen))
+		return dmt_fork_refuse(rx->ctx, &rx->err, "devmemtcp_rx_recv", "receiver");
 	if (!frags || !max_frags || !linear || !len)
 		return rx_err(rx, -EINVAL,
 			      "devmemtcp_rx_recv: need a fragment array (max_frags > 0) and a linear buffer of len > 0 bytes");
@@ -532,6 +550,8 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_release(struct devmemtcp_rx *rx,
 
 	if (!rx)
 		return -EINVAL;
+	if (dmt_forked(rx->fork_gen))
+		return dmt_fork_refuse(rx->ctx, &rx->err, "devmemtcp_rx_release", "receiver");
 	pthread_mutex_lock(&rx->lock);
 	ret = release_locked(rx, frags, n);
 	pthread_mutex_unlock(&rx->lock);
@@ -575,6 +595,8 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_release_after(struct devmemtcp_rx *rx,
 
 	if (!rx)
 		return -EINVAL;
+	if (dmt_forked(rx->fork_gen))
+		return dmt_fork_refuse(rx->ctx, &rx->err, "devmemtcp_rx_release_after", "receiver");
 	pthread_mutex_lock(&rx->lock);
 	ret = release_after_locked(rx, frags, n, done, arg);
 	pthread_mutex_unlock(&rx->lock);
@@ -588,6 +610,8 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_flush(struct devmemtcp_rx *rx)
 
 	if (!rx)
 		return -EINVAL;
+	if (dmt_forked(rx->fork_gen))
+		return dmt_fork_refuse(rx->ctx, &rx->err, "devmemtcp_rx_flush", "receiver");
 	pthread_mutex_lock(&rx->lock);
 	ret = flush_due(rx);
 	pthread_mutex_unlock(&rx->lock);
@@ -621,6 +645,8 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_release_all(struct devmemtcp_rx *rx)
 
 	if (!rx)
 		return -EINVAL;
+	if (dmt_forked(rx->fork_gen))
+		return dmt_fork_refuse(rx->ctx, &rx->err, "devmemtcp_rx_release_all", "receiver");
 	pthread_mutex_lock(&rx->lock);
 	ret = release_all_locked(rx);
 	pthread_mutex_unlock(&rx->lock);

@@ -67,6 +67,10 @@ CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n,
 CUresult cuStreamSynchronize(struct CUstream_st *s);
 CUresult cuStreamCreate(struct CUstream_st **s, unsigned int flags);
 CUresult cuStreamDestroy_v2(struct CUstream_st *s);
+CUresult cuMemHostAlloc(void **p, size_t size, unsigned int flags);
+CUresult cuMemFreeHost(void *p);
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p,
+				      unsigned int flags);
 
 static struct CUctx_st primary = { 0 };
 /* both ranks of the harness may share a stream */
@@ -234,5 +238,46 @@ EXPORT CUresult cuStreamCreate(struct CUstream_st **s, unsigned int flags)
 EXPORT CUresult cuStreamDestroy_v2(struct CUstream_st *s)
 {
 	free(s);
+	return 0;
+}
+
+/*
+ * Pinned host memory mapped for the GPU (the plugin's device unpack queue):
+ * the device address is the host address plus FAKE_CUDA_DEVMAP_OFF, so
+ * that a test can tell which of the two a pointer handed to NCCL's kernel
+ * holds (test-nccl-unpack queue translates it back).  Needs a context.
+ */
+#define FAKE_CUDA_DEVMAP_OFF (1ull << 44)
+#define CU_MEMHOSTALLOC_PORTABLE 0x1
+#define CU_MEMHOSTALLOC_DEVICEMAP 0x2
+
+EXPORT CUresult cuMemHostAlloc(void **p, size_t size, unsigned int flags)
+{
+	if (!depth)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!size || (flags & ~(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP)))
+		return CUDA_ERROR_INVALID_VALUE;
+	/* not zeroed, as the driver's is not */
+	*p = malloc(size);
+	if (!*p)
+		return CUDA_ERROR_UNKNOWN;
+	memset(*p, 0x5a, size);
+	return 0;
+}
+
+EXPORT CUresult cuMemFreeHost(void *p)
+{
+	free(p);
+	return 0;
+}
+
+EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p,
+					     unsigned int flags)
+{
+	if (!depth)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!p || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	*d = (CUdeviceptr)(uintptr_t)p + FAKE_CUDA_DEVMAP_OFF;
 	return 0;
 }

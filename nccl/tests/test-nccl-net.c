@@ -38,6 +38,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <ifaddrs.h>
@@ -66,13 +67,53 @@
 #define SLOT (MAX_MSG + SLACK)
 #define TIMEOUT_S 120
 #define GROUPED_BYTES 70106
+#define DMTN_TEST_MAX_DEVS 16
 
 static const char *plugin_path;
 static uint64_t total = 64ull << 20;
 static int only_version;
 static long corrupt_msg = -1;
-static bool quiet, fork_mode, want_devmem, dmabuf_tx, cuda_mode;
+static bool quiet, fork_mode, want_devmem, dmabuf_tx, cuda_mode, gpu_mode;
+static bool want_unpack;
 static const char *rank_ns[2], *rank_if[2];
+static long rank1_uid = -1;
+/* --devices N --pci yes|no: the devices test */
+static int want_devices;
+static const char *want_pci;
+/* what ncclGetVersion says (--nccl-version; 0: it fails) */
+static int nccl_version = 22809;
+
+/* NCCL's own entry point, which the plugin looks for in the process to
+ * know which NCCL loaded it (the harness is linked with -rdynamic). */
+__attribute__((visibility("default"))) int ncclGetVersion(int *version);
+int ncclGetVersion(int *version)
+{
+	if (!nccl_version)
+		return 3;	/* ncclInternalError */
+	*version = nccl_version;
+	return 0;
+}
+
+/* ---- CUDA memory (--gpu): libcuda.so.1, the real driver or a fake -------- */
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+static struct {
+	void *lib;
+	CUresult (*cuInit)(unsigned int);
+	CUresult (*cuDeviceGet)(int *, int);
+	CUresult (*cuDevicePrimaryCtxRetain)(void **, int);
+	CUresult (*cuCtxSetCurrent)(void *);
+	CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+	CUresult (*cuMemFree)(CUdeviceptr);
+	CUresult (*cuStreamCreate)(void **, unsigned int);
+	CUresult (*cuStreamSynchronize)(void *);
+	CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, void *);
+	CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, void *);
+	CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, void *);
+	CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, void *);
+	void *stream;
+} cu;
 
 /* ---- NCCL's logger: print, and keep the lines for the checks ------------- */
 
@@ -200,9 +241,11 @@ static int net_connect(struct net *n, int dev, void *h, void **sc)
 	}
 }
 
-static int net_accept(struct net *n, void *lc, void **rc)
+/* As NCCL's proxy: a device handle for the receive comm when the device
+ * offers UNPACK (dhp, of type and version set), else none. */
+static int net_accept(struct net *n, void *lc, void **rc, nccl_dev_handle_t *dhp)
 {
-	nccl_dev_handle_t *dh = NULL;
+	nccl_dev_handle_t *dh = dhp;
 
 	return CALL(n, accept, lc, rc, &dh);
 }
@@ -245,10 +288,17 @@ struct rank {
 	struct net net;
 	int dev;
 	void *sc, *rc;		/* to the peer, from the peer */
-	char *sbuf, *rbuf;
+	char *sbuf, *rbuf;	/* --gpu: device addresses */
 	void *smh, *rmh;
 	struct devmemtcp_ctx *dctx;
 	struct devmemtcp_buf *ubuf;	/* --dmabuf-tx */
+	uint8_t *stage;		/* --gpu: host copy of SLOT bytes */
+	/* NCCL's side of the receive comm's unpack queue (--unpack) */
+	nccl_dev_handle_t dh, *dhp;
+	uint64_t head;		/* receives unpacked, as NCCL's kernel counts */
+	uint64_t unpacked;	/* entries copied, bytes */
+	uint64_t unpacked_bytes;
+	uint64_t extra_rx, extra_tx;	/* bytes of the tests after transfer() */
 	int result;
 };
 
@@ -262,6 +312,61 @@ struct rank {
 			return -1;                                             \
 		}                                                              \
 	} while (0)
+
+/* ---- --gpu buffers ---------------------------------------------------------- */
+
+#define CU_SYM(f, name)                                                        \
+	do {                                                                   \
+		*(void **)&cu.f = dlsym(cu.lib, name);                         \
+		if (!cu.f) {                                                   \
+			fprintf(stderr, "libcuda.so.1 has no %s\n", name);     \
+			return -1;                                             \
+		}                                                              \
+	} while (0)
+
+/* Load the driver and make device 0's primary context current on this
+ * thread (the plugin's listen takes its GPU from it, as under NCCL). */
+static int gpu_init(void)
+{
+	void *ctx;
+	int d;
+
+	if (!cu.lib) {
+		cu.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+		if (!cu.lib) {
+			fprintf(stderr, "--gpu: %s\n", dlerror());
+			return -1;
+		}
+		CU_SYM(cuInit, "cuInit");
+		CU_SYM(cuDeviceGet, "cuDeviceGet");
+		CU_SYM(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+		CU_SYM(cuCtxSetCurrent, "cuCtxSetCurrent");
+		CU_SYM(cuMemAlloc, "cuMemAlloc_v2");
+		CU_SYM(cuMemFree, "cuMemFree_v2");
+		CU_SYM(cuStreamCreate, "cuStreamCreate");
+		CU_SYM(cuStreamSynchronize, "cuStreamSynchronize");
+		CU_SYM(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+		CU_SYM(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+		CU_SYM(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+		CU_SYM(cuMemsetD8Async, "cuMemsetD8Async");
+	}
+	if (cu.cuInit(0) || cu.cuDeviceGet(&d, 0) ||
+	    cu.cuDevicePrimaryCtxRetain(&ctx, d) || cu.cuCtxSetCurrent(ctx)) {
+		fprintf(stderr, "--gpu: no CUDA device 0\n");
+		return -1;
+	}
+	/* non-blocking: never behind the plugin's own work */
+	if (!cu.stream && cu.cuStreamCreate(&cu.stream, 1)) {
+		fprintf(stderr, "--gpu: cuStreamCreate failed\n");
+		return -1;
+	}
+	return 0;
+}
+
+static int gpu_sync(void)
+{
+	return cu.cuStreamSynchronize(cu.stream) ? -1 : 0;
+}
 
 static double now_s(void)
 {
@@ -326,6 +431,23 @@ static int barrier(struct rank *r)
 	return 0;
 }
 
+/* NCCL_DEVMEMTCP_PORT_RANGE=LO-HI: *lo and *hi, else 0 */
+static void port_range(unsigned int *lo, unsigned int *hi)
+{
+	const char *v = getenv("NCCL_DEVMEMTCP_PORT_RANGE");
+
+	*lo = *hi = 0;
+	if (v && sscanf(v, "%u-%u", lo, hi) != 2)
+		*lo = *hi = 0;
+}
+
+/* The data port a handle names (bytes 26 and 27, network order: the
+ * plugin's wire format). */
+static unsigned int handle_data_port(const char *h)
+{
+	return (unsigned int)(uint8_t)h[26] << 8 | (uint8_t)h[27];
+}
+
 /* Listen, swap handles, connect and accept together until both are up. */
 static int connect_pair(struct rank *r, void **sc, void **rc)
 {
@@ -336,8 +458,14 @@ static int connect_pair(struct rank *r, void **sc, void **rc)
 
 	memset(mine, 0, sizeof(mine));
 	*sc = *rc = NULL;
+	unsigned int lo, hi;
+
 	ret = net_listen(&r->net, r->dev, mine, &lc);
 	CHECK(r, ret == NCCL_OK && lc, "listen: %d", ret);
+	port_range(&lo, &hi);
+	CHECK(r, !lo || (handle_data_port(mine) >= lo && handle_data_port(mine) <= hi),
+	      "the data port %u is outside NCCL_DEVMEMTCP_PORT_RANGE %u-%u",
+	      handle_data_port(mine), lo, hi);
 	if (sync_send(r, mine, sizeof(mine)) || sync_recv(r, peer, sizeof(peer)))
 		return -1;
 	while (!*sc || !*rc) {
@@ -346,13 +474,23 @@ static int connect_pair(struct rank *r, void **sc, void **rc)
 			CHECK(r, ret == NCCL_OK, "connect: %d", ret);
 		}
 		if (!*rc) {
-			ret = net_accept(&r->net, lc, rc);
+			ret = net_accept(&r->net, lc, rc, r->dhp);
 			CHECK(r, ret == NCCL_OK, "accept: %d", ret);
 		}
 		if (still_waiting(r, end, "connecting"))
 			return -1;
 	}
 	CHECK(r, CALL(&r->net, close_listen, lc) == NCCL_OK, "closeListen");
+	if (r->dhp) {
+		CHECK(r, r->dh.handle && r->dh.size == sizeof(struct nccl_unpack_handle) &&
+			 r->dh.needs_proxy_progress == 1,
+		      "the device handle accept filled: handle %p size %zu needsProxyProgress %d",
+		      r->dh.handle, r->dh.size, r->dh.needs_proxy_progress);
+		CHECK(r, ((const struct nccl_unpack_handle *)r->dh.handle)->head == 0,
+		      "the unpack handle's head starts at %" PRIu64,
+		      ((const struct nccl_unpack_handle *)r->dh.handle)->head);
+		r->head = 0;
+	}
 	return 0;
 }
 
@@ -367,7 +505,8 @@ static int open_pair(struct rank *r)
 /* NCCL's order: deregister, then close. */
 static int close_send(struct rank *r)
 {
-	CHECK(r, CALL(&r->net, dereg_mr, r->sc, r->smh) == NCCL_OK, "deregMr send");
+	if (r->smh)
+		CHECK(r, CALL(&r->net, dereg_mr, r->sc, r->smh) == NCCL_OK, "deregMr send");
 	CHECK(r, CALL(&r->net, close_send, r->sc) == NCCL_OK, "closeSend");
 	r->sc = r->smh = NULL;
 	return 0;
@@ -426,13 +565,24 @@ static int check_props(struct rank *r)
 	      "device name %s", p.name ? p.name : "(null)");
 	CHECK(r, p.ptr_support == want_ptr, "ptrSupport %#x, expected %#x",
 	      p.ptr_support, want_ptr);
-	CHECK(r, p.max_recvs == 8 && p.speed > 0 && p.max_comms > 0,
+	CHECK(r, p.max_recvs == (want_unpack ? 1 : 8) && p.speed > 0 && p.max_comms > 0,
 	      "maxRecvs %d speed %d maxComms %d", p.max_recvs, p.speed,
 	      p.max_comms);
-	CHECK(r, p.net_device_type == NCCL_NET_DEVICE_HOST &&
-		 p.net_device_version == NCCL_NET_DEVICE_INVALID_VERSION,
-	      "netDeviceType %d version %d", p.net_device_type,
-	      p.net_device_version);
+	if (want_unpack)
+		CHECK(r, p.net_device_type == NCCL_NET_DEVICE_UNPACK &&
+			 p.net_device_version == NCCL_NET_DEVICE_UNPACK_VERSION,
+		      "netDeviceType %d version %d, expected UNPACK (1) version 7",
+		      p.net_device_type, p.net_device_version);
+	else
+		CHECK(r, p.net_device_type == NCCL_NET_DEVICE_HOST &&
+			 p.net_device_version == NCCL_NET_DEVICE_INVALID_VERSION,
+		      "netDeviceType %d version %d", p.net_device_type,
+		      p.net_device_version);
+	/* NCCL allocates a device handle for each receive comm of an UNPACK
+	 * device, of the type and version it found */
+	r->dh = (nccl_dev_handle_t){ .type = p.net_device_type,
+				      .version = p.net_device_version };
+	r->dhp = want_unpack ? &r->dh : NULL;
 	if (r->net.v >= 9)
 		CHECK(r, p.vprops.ndevs == 1 && p.vprops.devs[0] == 0 &&
 			 p.max_p2p_bytes == NCCL_MAX_NET_SIZE_BYTES &&
@@ -521,6 +671,8 @@ struct dir {
 	unsigned int msg[WINDOW];
 	uint64_t mpos[WINDOW];
 	size_t msize[WINDOW];
+	bool fin[WINDOW];	/* test() said done */
+	int fsize[WINDOW];	/* and this size */
 };
 
 static size_t clipped(uint64_t pos, unsigned int k)
@@ -531,12 +683,19 @@ static size_t clipped(uint64_t pos, unsigned int k)
 }
 
 /* Write the pattern into the send buffer at p: a udmabuf is written
- * bracketed with the dma-buf sync the NIC's reads need. */
+ * bracketed with the dma-buf sync the NIC's reads need; GPU memory by a
+ * copy from the host. */
 static int put(struct rank *r, char *p, size_t size, uint64_t pos,
 	       unsigned int seed)
 {
 	char tmp[65536];
 
+	if (gpu_mode) {
+		fill((char *)r->stage, size, pos, seed);
+		CHECK(r, !cu.cuMemcpyHtoDAsync((uintptr_t)p, r->stage, size, cu.stream) &&
+			 !gpu_sync(), "copying %zu bytes to the GPU", size);
+		return 0;
+	}
 	if (!r->ubuf) {
 		fill(p, size, pos, seed);
 		return 0;
@@ -549,6 +708,31 @@ static int put(struct rank *r, char *p, size_t size, uint64_t pos,
 		      "udmabuf write: %s", devmemtcp_buf_errmsg(r->ubuf));
 	}
 	return 0;
+}
+
+/* Fill len bytes at p (a receive buffer) with byte v. */
+static int set_bytes(struct rank *r, char *p, int v, size_t len)
+{
+	if (!gpu_mode) {
+		memset(p, v, len);
+		return 0;
+	}
+	CHECK(r, !cu.cuMemsetD8Async((uintptr_t)p, (unsigned char)v, len, cu.stream) &&
+		 !gpu_sync(), "cuMemsetD8Async of %zu bytes", len);
+	return 0;
+}
+
+/* The len bytes at p as the host sees them (GPU memory: a copy in
+ * r->stage); NULL when the copy failed. */
+static const uint8_t *bytes_at(struct rank *r, const char *p, size_t len)
+{
+	if (!gpu_mode)
+		return (const uint8_t *)p;
+	if (cu.cuMemcpyDtoHAsync(r->stage, (uintptr_t)p, len, cu.stream) || gpu_sync()) {
+		fprintf(stderr, "FAIL rank %d: copying %zu bytes from the GPU\n", r->id, len);
+		return NULL;
+	}
+	return r->stage;
 }
 
 static int post_send(struct rank *r, struct dir *d, unsigned int seed)
@@ -585,7 +769,8 @@ static int post_recv(struct rank *r, struct dir *d)
 
 	if (d->req[slot])
 		return 0;
-	memset(p, 0xee, size + SLACK);
+	if (set_bytes(r, p, 0xee, size + SLACK))
+		return -1;
 	ret = net_irecv(&r->net, r->rc, 1, &data, &cap, &tag, &r->rmh,
 			&d->req[slot]);
 	CHECK(r, ret == NCCL_OK, "irecv of message %u: %d", d->next, ret);
@@ -603,8 +788,10 @@ static int post_recv(struct rank *r, struct dir *d)
 static int check_recv(struct rank *r, struct dir *d, int slot, int got,
 		      unsigned int seed)
 {
-	const uint8_t *p = (const uint8_t *)r->rbuf + (size_t)slot * SLOT;
 	size_t size = d->msize[slot];
+	const uint8_t *p = bytes_at(r, r->rbuf + (size_t)slot * SLOT, size + SLACK);
+
+	CHECK(r, p, "message %u: reading it back", d->msg[slot]);
 
 	CHECK(r, got >= 0 && (size_t)got == size,
 	      "message %u: test reports %d bytes, %zu were sent", d->msg[slot],
@@ -621,26 +808,80 @@ static int check_recv(struct rank *r, struct dir *d, int slot, int got,
 	return 0;
 }
 
-/* Test every request in flight once (NCCL's proxy does the same). */
+/*
+ * What NCCL does once a receive is done: with an unpack queue its kernel
+ * copies the slot's entries into the receive's buffer (here the driver's
+ * copies, or memcpy on the fake driver), then the proxy calls
+ * irecvConsumed, for every receive.  size: the buffer's, which no entry may
+ * pass.
+ */
+static int consumed(struct rank *r, void *req, char *data, size_t size)
+{
+	int ret;
+
+	if (r->dhp) {
+		const struct nccl_unpack_handle *h = r->dh.handle;
+		const struct nccl_unpack_meta *m = h->meta;
+		unsigned int slot = r->head % NCCL_UNPACK_QUEUE_DEPTH;
+		uint64_t cnt = __atomic_load_n(&m->cnt[slot], __ATOMIC_ACQUIRE);
+
+		CHECK(r, cnt <= NCCL_UNPACK_SLOT_ENTRIES,
+		      "receive %" PRIu64 ": %" PRIu64 " entries in its slot", r->head, cnt);
+		for (uint64_t i = 0; i < cnt; i++) {
+			const struct nccl_unpack_entry *e = &m->mem[slot][i];
+
+			CHECK(r, e->len && e->dst_off + e->len <= size,
+			      "receive %" PRIu64 " entry %" PRIu64 ": %u bytes to offset %" PRIu64 " of %zu",
+			      r->head, i, e->len, e->dst_off, size);
+			if (gpu_mode)
+				CHECK(r, !cu.cuMemcpyDtoDAsync((uintptr_t)(data + e->dst_off),
+							       (uintptr_t)h->bounce_buf + e->src_off,
+							       e->len, cu.stream),
+				      "cuMemcpyDtoDAsync");
+			else
+				memcpy(data + e->dst_off,
+				       (const char *)h->bounce_buf + e->src_off, e->len);
+			r->unpacked_bytes += e->len;
+		}
+		r->unpacked += cnt;
+		r->head++;
+		if (gpu_mode)
+			CHECK(r, !gpu_sync(), "the unpack copies");
+	}
+	ret = CALL(&r->net, irecv_consumed, r->rc, 1, req);
+	CHECK(r, ret == NCCL_OK, "irecvConsumed: %d", ret);
+	return 0;
+}
+
+/* Test every request in flight once, and finish those done in posting
+ * order: NCCL's proxy hands receives back (irecvConsumed) in that order. */
 static int poll_dir(struct rank *r, struct dir *d, bool recv, unsigned int seed)
 {
-	for (int s = 0; s < WINDOW; s++) {
-		int done = 0, size = -1, ret;
+	for (unsigned int k = d->done; k != d->next; k++) {
+		int s = (int)(k % WINDOW), done = 0, size = -1, ret;
 
-		if (!d->req[s])
+		if (!d->req[s] || d->fin[s])
 			continue;
 		ret = CALL(&r->net, test, d->req[s], &done, &size);
 		CHECK(r, ret == NCCL_OK, "test of %s %u: %d", recv ? "receive" : "send",
 		      d->msg[s], ret);
-		if (!done)
-			continue;
+		d->fin[s] = done;
+		d->fsize[s] = size;
+	}
+	while (d->done != d->next && d->fin[d->done % WINDOW]) {
+		int s = (int)(d->done % WINDOW);
+
+		if (recv && consumed(r, d->req[s], r->rbuf + (size_t)s * SLOT,
+				     d->msize[s] + (d->msg[s] % 3 ? 0 : SLACK / 2)))
+			return -1;
 		d->req[s] = NULL;
+		d->fin[s] = false;
 		d->done++;
-		if (recv && check_recv(r, d, s, size, seed))
+		if (recv && check_recv(r, d, s, d->fsize[s], seed))
 			return -1;
 		if (!recv)
-			CHECK(r, (size_t)size == d->msize[s], "send %u: test says %d bytes of %zu",
-			      d->msg[s], size, d->msize[s]);
+			CHECK(r, (size_t)d->fsize[s] == d->msize[s], "send %u: test says %d bytes of %zu",
+			      d->msg[s], d->fsize[s], d->msize[s]);
 	}
 	return 0;
 }
@@ -729,8 +970,24 @@ static int grouped(struct rank *r)
 	double end = now_s() + TIMEOUT_S;
 	int done = 0, ret;
 
+	if (want_unpack) {
+		/* maxRecvs is 1: a grouped receive is refused, nothing queued */
+		if (r->id == 1) {
+			for (int i = 0; i < 4; i++) {
+				data[i] = r->rbuf + (size_t)i * SLOT;
+				mhs[i] = r->rmh;
+			}
+			ret = net_irecv(&r->net, r->rc, 4, data, caps, tags, mhs, &req);
+			CHECK(r, ret == NCCL_ERR_INTERNAL &&
+				 (!req || req == (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION),
+			      "a grouped receive of 4 on a comm with maxRecvs 1: %d, request %p",
+			      ret, req);
+		}
+		return barrier(r);
+	}
 	if (r->id == 0) {
 		void *reqs[4] = { 0 };
+		r->extra_tx += GROUPED_BYTES;
 
 		for (int i = 0; i < 4; i++) {
 			char *p = r->sbuf + (size_t)i * SLOT;
@@ -753,10 +1010,12 @@ static int grouped(struct rank *r)
 		}
 		return barrier(r);
 	}
+	r->extra_rx += GROUPED_BYTES;
 	for (int i = 0; i < 4; i++) {
 		data[i] = r->rbuf + (size_t)i * SLOT;
 		mhs[i] = r->rmh;
-		memset(data[i], 0xee, caps[i] + SLACK);
+		if (set_bytes(r, data[i], 0xee, caps[i] + SLACK))
+			return -1;
 	}
 	while (!req) {
 		ret = net_irecv(&r->net, r->rc, 4, data, caps, tags, mhs, &req);
@@ -771,11 +1030,13 @@ static int grouped(struct rank *r)
 			return -1;
 	}
 	for (int i = 0; i < 4; i++) {
-		const uint8_t *p = data[i];
+		const uint8_t *p;
 		int k = 0;
 
 		while (send_tags[k] != tags[i])
 			k++;
+		p = bytes_at(r, data[i], send_sizes[k] + 1);
+		CHECK(r, p, "tag %d: reading it back", tags[i]);
 
 		CHECK(r, sizes_out[i] == (int)send_sizes[k],
 		      "buffer with tag %d: %d bytes, the message with that tag had %zu",
@@ -786,6 +1047,112 @@ static int grouped(struct rank *r)
 		      tags[i]);
 	}
 	return after_receive(r, req, data, sizes_out, mhs) || barrier(r) ? -1 : 0;
+}
+
+/* ---- the unpack queue's depth (--unpack) ---------------------------------- */
+
+#define DEPTH_MSGS (NCCL_UNPACK_QUEUE_DEPTH + 1)
+#define DEPTH_SIZE 1000
+#define DEPTH_STRIDE 1024
+
+/* Wait until test() says request req is done. */
+static int wait_done(struct rank *r, void *req, const char *what)
+{
+	double end = now_s() + TIMEOUT_S;
+	int done = 0, size = -1, ret;
+
+	while (!done) {
+		ret = CALL(&r->net, test, req, &done, &size);
+		CHECK(r, ret == NCCL_OK, "%s: test: %d", what, ret);
+		if (!done && still_waiting(r, end, what))
+			return -1;
+	}
+	CHECK(r, size == DEPTH_SIZE, "%s: %d bytes, %d were sent", what, size, DEPTH_SIZE);
+	return 0;
+}
+
+/*
+ * A receive holds its slot of the unpack queue until NCCL consumed it:
+ * with NCCL_UNPACK_QUEUE_DEPTH receives done and not consumed, irecv
+ * returns no request; irecvConsumed out of order is refused; once the
+ * oldest is consumed the next receive is taken.  Every byte checked.
+ */
+static int unpack_depth(struct rank *r)
+{
+	void *req[DEPTH_MSGS] = { 0 };
+	int ret;
+
+	if (r->id == 0) {
+		r->extra_tx += DEPTH_MSGS * DEPTH_SIZE;
+		for (int k = 0; k < DEPTH_MSGS; k++) {
+			char *p = r->sbuf + (size_t)k * DEPTH_STRIDE;
+
+			if (put(r, p, DEPTH_SIZE, (uint64_t)k << 12, 9))
+				return -1;
+			while (!req[k]) {
+				ret = net_isend(&r->net, r->sc, p, DEPTH_SIZE, 0, r->smh, &req[k]);
+				CHECK(r, ret == NCCL_OK, "isend %d: %d", k, ret);
+			}
+		}
+		for (int k = 0; k < DEPTH_MSGS; k++)
+			if (wait_done(r, req[k], "sending"))
+				return -1;
+		return barrier(r);
+	}
+	r->extra_rx += DEPTH_MSGS * DEPTH_SIZE;
+	for (int k = 0; k < DEPTH_MSGS; k++) {
+		void *data = r->rbuf + (size_t)k * DEPTH_STRIDE;
+		size_t cap = DEPTH_SIZE;
+		int tag = 0;
+
+		if (set_bytes(r, data, 0xee, DEPTH_STRIDE))
+			return -1;
+		ret = net_irecv(&r->net, r->rc, 1, &data, &cap, &tag, &r->rmh, &req[k]);
+		CHECK(r, ret == NCCL_OK, "irecv %d: %d", k, ret);
+		if (req[k] == (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION)
+			req[k] = NULL;
+		if (k < NCCL_UNPACK_QUEUE_DEPTH) {
+			CHECK(r, req[k], "irecv %d: no request with %d receives unconsumed",
+			      k, k);
+			if (wait_done(r, req[k], "receiving"))
+				return -1;
+		} else {
+			CHECK(r, !req[k], "irecv %d: a request with %d receives done and not consumed",
+			      k, NCCL_UNPACK_QUEUE_DEPTH);
+		}
+	}
+	ret = CALL(&r->net, irecv_consumed, r->rc, 1, req[1]);
+	CHECK(r, ret == NCCL_ERR_INTERNAL && log_count(0, "is the oldest NCCL has not consumed", NULL),
+	      "irecvConsumed of receive 1 before receive 0: %d", ret);
+	ret = CALL(&r->net, irecv_consumed, r->rc, 1, r->rbuf);
+	CHECK(r, ret == NCCL_ERR_INTERNAL, "irecvConsumed of a pointer that is no request: %d", ret);
+	for (int k = 0; k < DEPTH_MSGS; k++) {
+		if (k == NCCL_UNPACK_QUEUE_DEPTH) {
+			void *data = r->rbuf + (size_t)k * DEPTH_STRIDE;
+			size_t cap = DEPTH_SIZE;
+			int tag = 0;
+
+			ret = net_irecv(&r->net, r->rc, 1, &data, &cap, &tag, &r->rmh, &req[k]);
+			CHECK(r, ret == NCCL_OK && req[k] &&
+				 req[k] != (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION,
+			      "irecv %d once receive 0 was consumed: %d, request %p", k, ret, req[k]);
+			if (wait_done(r, req[k], "receiving"))
+				return -1;
+		}
+		if (consumed(r, req[k], r->rbuf + (size_t)k * DEPTH_STRIDE, DEPTH_SIZE))
+			return -1;
+	}
+	for (int k = 0; k < DEPTH_MSGS; k++) {
+		const uint8_t *p = bytes_at(r, r->rbuf + (size_t)k * DEPTH_STRIDE, DEPTH_STRIDE);
+		size_t i;
+
+		CHECK(r, p, "receive %d: reading it back", k);
+		i = mismatch(p, DEPTH_SIZE, (uint64_t)k << 12, 9);
+		CHECK(r, i == DEPTH_SIZE, "receive %d: byte %zu is %u, expected %u", k, i,
+		      p[i], pat(((uint64_t)k << 12) + i, 9));
+		CHECK(r, p[DEPTH_SIZE] == 0xee, "receive %d: written past its size", k);
+	}
+	return barrier(r);
 }
 
 /* ---- error paths ------------------------------------------------------------ */
@@ -878,7 +1245,7 @@ static int peer_dies_midway(struct rank *r)
 {
 	void *req = NULL;
 	/* more than loopback's socket buffers hold */
-	size_t cap = (size_t)WINDOW * SLOT;
+	size_t cap = (size_t)WINDOW * SLOT, mark;
 	int ret, done = 0;
 	char c = 'm';
 
@@ -891,6 +1258,17 @@ static int peer_dies_midway(struct rank *r)
 		for (int i = 0; i < 100 && !done; i++)
 			CHECK(r, CALL(&r->net, test, req, &done, NULL) == NCCL_OK, "test");
 		CHECK(r, !done, "%zu bytes went out with nobody reading", cap);
+		/* deregMr of the memory the send still uses (an abort): the
+		 * comm fails, so that its helper thread never reads the freed
+		 * registration again */
+		mark = log_mark();
+		CHECK(r, CALL(&r->net, dereg_mr, r->sc, r->smh) == NCCL_OK, "deregMr send");
+		r->smh = NULL;
+		CHECK(r, log_count(mark, "deregMr of memory that a send not yet done still uses: the comm stops", NULL) == 1,
+		      "deregMr under a send not yet done did not fail the comm");
+		ret = CALL(&r->net, test, req, &done, NULL);
+		CHECK(r, ret == NCCL_ERR_INVALID_USAGE && !done,
+		      "test after deregMr under the send: %d, done %d", ret, done);
 		return close_first(r, c);
 	}
 	if (sync_recv(r, &c, 1))
@@ -922,18 +1300,43 @@ static int too_large(struct rank *r)
 	return close_pair(r);
 }
 
+/* With NCCL_DEVMEMTCP_PORT_RANGE, rank 0 listens until every port of the
+ * range is taken: the next listen fails, saying so. */
+static int ports_taken(struct rank *r)
+{
+	char h[NCCL_NET_HANDLE_MAXSIZE];
+	void *lc[64];
+	unsigned int lo, hi, n = 0;
+	int ret = NCCL_OK;
+
+	port_range(&lo, &hi);
+	if (r->id || !lo || hi - lo >= 63)
+		return 0;
+	while (ret == NCCL_OK && n < 64) {
+		lc[n] = NULL;
+		ret = net_listen(&r->net, r->dev, h, &lc[n]);
+		n += ret == NCCL_OK;
+	}
+	CHECK(r, ret == NCCL_ERR_SYSTEM && n == hi - lo + 1 &&
+		 log_count(0, "every port of NCCL_DEVMEMTCP_PORT_RANGE", "is in use: widen the range"),
+	      "listen %u of a range of %u ports: %d", n + 1, hi - lo + 1, ret);
+	for (unsigned int i = 0; i < n; i++)
+		CHECK(r, CALL(&r->net, close_listen, lc[i]) == NCCL_OK, "closeListen");
+	return 0;
+}
+
 /* ---- one rank, one version ---------------------------------------------------- */
 
 static int regs(struct rank *r)
 {
 	struct net *n = &r->net;
 	/* --cuda: the buffers stand for GPU memory (the fake libcuda) */
-	int type = cuda_mode ? NCCL_PTR_CUDA : NCCL_PTR_HOST;
+	int type = cuda_mode || gpu_mode ? NCCL_PTR_CUDA : NCCL_PTR_HOST;
 	int ret;
 
 	if (r->ubuf) {
 		ret = CALL(n, reg_mr_dmabuf, r->sc, r->sbuf, (size_t)WINDOW * SLOT,
-			   NCCL_PTR_HOST, 0, devmemtcp_buf_fd(r->ubuf), &r->smh);
+			   type, 0, devmemtcp_buf_fd(r->ubuf), &r->smh);
 		CHECK(r, ret == NCCL_OK, "regMrDmaBuf: %d", ret);
 	} else if (n->v == 9 || n->v == 11) {
 		/* without devmem a dma-buf registration is host memory like
@@ -971,7 +1374,7 @@ static bool kernel_has_tx(void)
 static int check_bounce(struct rank *r, const void *sc, const void *rc,
 			uint64_t received)
 {
-	uint64_t sent = total + (r->id ? 0 : GROUPED_BYTES);
+	uint64_t sent = total + r->extra_tx;
 	uint64_t rx = close_stat(rc, "copied through host memory");
 	uint64_t tx = close_stat(sc, "copied through host memory");
 
@@ -988,8 +1391,8 @@ static int check_paths(struct rank *r, size_t mark, const void *sc,
 	uint64_t rx_dm = close_stat(rc, "through devmem RX");
 	uint64_t rx_bytes = close_stat(rc, "bytes,");
 	uint64_t tx_dm = close_stat(sc, "through devmem TX");
-	/* rank 1 also received the grouped messages */
-	uint64_t want = total + (r->id ? GROUPED_BYTES : 0);
+	/* and the bytes of the tests after the transfer */
+	uint64_t want = total + r->extra_rx;
 
 	CHECK(r, rx_bytes == want, "the recv comm's close line says %" PRIu64 " bytes, not %" PRIu64,
 	      rx_bytes, want);
@@ -1004,6 +1407,11 @@ static int check_paths(struct rank *r, size_t mark, const void *sc,
 	}
 	CHECK(r, log_count(mark, "recv comm", "devmem RX (binding") >= 1,
 	      "no recv comm logged devmem RX");
+	if (r->id == 1 && rank1_uid >= 0)
+		CHECK(r, log_count(0, "devmem possible, set up through devmemtcp-broker", NULL) == 1,
+		      "the unprivileged rank did not say it sets up through devmemtcp-broker");
+	CHECK(r, log_count(mark, "recv comm", gpu_mode ? "GPU memory)" : "host memory)") >= 1,
+	      "no recv comm received into %s memory", gpu_mode ? "GPU" : "host");
 	printf("rank %d: received %" PRIu64 " bytes, %" PRIu64 " through devmem RX, %" PRIu64 " as plain data; sent %" PRIu64 " through devmem TX\n",
 	       r->id, rx_bytes, rx_dm, close_stat(rc, "arrived as plain data"),
 	       tx_dm);
@@ -1012,18 +1420,29 @@ static int check_paths(struct rank *r, size_t mark, const void *sc,
 	CHECK(r, rx_dm == want,
 	      "%" PRIu64 " of %" PRIu64 " bytes came through devmem RX",
 	      rx_dm, want);
+	if (want_unpack) {
+		uint64_t unp = close_stat(rc, "unpacked by NCCL's kernel");
+		uint64_t gat = close_stat(rc, "gathered by the plugin");
+
+		printf("rank %d: %" PRIu64 " bytes unpacked by NCCL's kernel (here: the harness, %" PRIu64 " entries), %" PRIu64 " gathered by the plugin\n",
+		       r->id, unp, r->unpacked, gat);
+		/* every devmem byte went one way or the other, and what the
+		 * queue held is what the kernel copied */
+		CHECK(r, unp + gat == rx_dm && unp > 0 && unp == r->unpacked_bytes,
+		      "unpacked %" PRIu64 " + gathered %" PRIu64 " of %" PRIu64 " devmem bytes; the queue's entries held %" PRIu64,
+		      unp, gat, rx_dm, r->unpacked_bytes);
+	}
 	if (!dmabuf_tx)
 		return 0;
 	if (kernel_has_tx()) {
 		CHECK(r, log_count(mark, "send comm", ": devmem TX") >= 1,
 		      "no send comm logged devmem TX");
-		/* rank 0 also sent the grouped messages */
-		uint64_t sent = total + (r->id ? 0 : GROUPED_BYTES);
+		uint64_t sent = total + r->extra_tx;
 
 		CHECK(r, tx_dm == sent, "%" PRIu64 " of %" PRIu64 " bytes went out through devmem TX",
 		      tx_dm, sent);
 	} else {
-		CHECK(r, log_count(mark, "devmem TX from this dma-buf", "needs Linux 6.16") >= 1,
+		CHECK(r, log_count(mark, "devmem TX from the dma-buf registration", "needs Linux 6.16") >= 1,
 		      "the fallback to plain TCP does not say devmem TX needs Linux 6.16");
 		CHECK(r, tx_dm == 0, "devmem TX bytes on a kernel without it");
 	}
@@ -1050,7 +1469,9 @@ static int run_version(struct rank *r, int v, void *lib)
 	if (check_props(r) || barrier(r))
 		return -1;
 	mark = log_mark();
-	if (open_pair(r) || transfer(r) || grouped(r))
+	r->extra_rx = r->extra_tx = 0;
+	if (open_pair(r) || transfer(r) || grouped(r) ||
+	    (want_unpack && unpack_depth(r)))
 		return -1;
 	sc = r->sc;
 	rc = r->rc;
@@ -1058,16 +1479,48 @@ static int run_version(struct rank *r, int v, void *lib)
 		return -1;
 	if (!fork_mode && (bad_handle(r) || barrier(r) || peer_closes(r) ||
 			   barrier(r) || peer_dies_midway(r) || barrier(r) ||
-			   too_large(r)))
+			   too_large(r) || barrier(r) || ports_taken(r)))
 		return -1;
 	CHECK(r, net_finalize(&r->net) == NCCL_OK, "finalize");
 	return barrier(r);
+}
+
+/* --gpu: GPU memory from the driver; the send buffer of --dmabuf-tx from
+ * the library's CUDA provider (a dma-buf it exported). */
+static int gpu_buffers(struct rank *r, size_t size)
+{
+	CUdeviceptr p;
+
+	r->stage = malloc(SLOT);
+	CHECK(r, r->stage, "out of memory");
+	CHECK(r, !gpu_init(), "no GPU");
+	CHECK(r, !cu.cuMemAlloc(&p, size), "cuMemAlloc of %zu bytes", size);
+	r->rbuf = (char *)(uintptr_t)p;
+	if (!dmabuf_tx) {
+		CHECK(r, !cu.cuMemAlloc(&p, size), "cuMemAlloc of %zu bytes", size);
+		r->sbuf = (char *)(uintptr_t)p;
+		return 0;
+	}
+	DEVMEMTCP_OPTS(ctx_opts, co, .log_level = DEVMEMTCP_LOG_WARN);
+	DEVMEMTCP_OPTS(buf_opts, bo, .provider = DEVMEMTCP_PROVIDER_CUDA,
+		       .size = size, .cuda_device = 0);
+	const struct devmemtcp_segment *seg;
+
+	CHECK(r, !devmemtcp_ctx_new(&co, &r->dctx), "devmemtcp_ctx_new");
+	CHECK(r, !devmemtcp_buf_new(r->dctx, &bo, &r->ubuf), "CUDA buffer: %s",
+	      devmemtcp_ctx_errmsg(r->dctx));
+	CHECK(r, devmemtcp_buf_segments(r->ubuf, &seg) >= 1 && !seg[0].offset,
+	      "the CUDA buffer's segments");
+	r->sbuf = (char *)(uintptr_t)seg[0].addr;
+	return 0;
 }
 
 static int rank_buffers(struct rank *r)
 {
 	size_t size = (size_t)WINDOW * SLOT;
 
+	if (gpu_mode)
+		return gpu_buffers(r, size);
 	r->rbuf = malloc(size);
 	CHECK(r, r->rbuf, "out of memory");
 	if (!dmabuf_tx) {
@@ -1089,6 +1542,18 @@ static int rank_buffers(struct rank *r)
 
 static void rank_free(struct rank *r)
 {
+	if (gpu_mode) {
+		if (r->rbuf)
+			cu.cuMemFree((uintptr_t)r->rbuf);
+		if (r->ubuf) {
+			devmemtcp_buf_free(r->ubuf);
+			devmemtcp_ctx_free(r->dctx);
+		} else if (r->sbuf) {
+			cu.cuMemFree((uintptr_t)r->sbuf);
+		}
+		free(r->stage);
+		return;
+	}
 	free(r->rbuf);
 	if (r->ubuf) {
 		munmap(r->sbuf, devmemtcp_buf_size(r->ubuf));
@@ -1117,6 +1582,17 @@ static void *rank_main(void *arg)
 			return NULL;
 		}
 		close(fd);
+	}
+	if (r->id == 1 && rank1_uid >= 0) {
+		/* a rank without any capability (a uid other than 0 has none
+		 * left after setresuid) */
+		uid_t u = (uid_t)rank1_uid;
+
+		if (setgroups(0, NULL) || setresgid(u, u, u) || setresuid(u, u, u)) {
+			fprintf(stderr, "rank 1: dropping to uid %u: %s\n", u, strerror(errno));
+			return NULL;
+		}
+		printf("rank 1: uid %u, no capabilities\n", u);
 	}
 	if (rank_if[r->id]) {
 		char list[64];
@@ -1151,6 +1627,88 @@ out:
 	return NULL;
 }
 
+/* ---- several NICs ----------------------------------------------------------- */
+
+/* The sysfs directory of the PCI device ifname sits on: its device or the
+ * closest ancestor whose subsystem link ends in bus/pci; NULL if none. */
+static char *pci_dir(const char *ifname)
+{
+	char path[512], target[512];
+	char *dir;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/device", ifname);
+	dir = realpath(path, NULL);
+	while (dir && strlen(dir) > strlen("/sys/devices/")) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "%s/subsystem", dir);
+		n = readlink(path, target, sizeof(target) - 1);
+		if (n >= 8 && !memcmp(target + n - 8, "/bus/pci", 8))
+			return dir;
+		*strrchr(dir, '/') = 0;
+	}
+	free(dir);
+	return NULL;
+}
+
+/*
+ * --devices N --pci yes|no: one process sees N interfaces (the vm suite:
+ * dsim0 and dsim1 in one namespace): devices() lists each once, with its
+ * name, its PCI device (the interface's own device or its closest PCI
+ * ancestor: the sim's PCI parents behind the VM's IOMMU; none on the
+ * platform parent), a GUID of its own; with
+ * NCCL_DEVMEMTCP_ENABLE=1 a listen on each sets that NIC up for devmem.
+ */
+static int devices_test(void *lib)
+{
+	struct rank rr = { .id = 0 }, *r = &rr;
+	void *lc[DMTN_TEST_MAX_DEVS];
+	char h[NCCL_NET_HANDLE_MAXSIZE];
+	uint64_t guids[DMTN_TEST_MAX_DEVS];
+	int ndev = 0;
+
+	r->net = (struct net){ .v = 11, .table = dlsym(lib, "ncclNetPlugin_v11") };
+	CHECK(r, r->net.table && net_init(&r->net) == NCCL_OK, "init");
+	CHECK(r, CALL(&r->net, devices, &ndev) == NCCL_OK && ndev == want_devices,
+	      "devices: %d, expected %d", ndev, want_devices);
+	for (int i = 0; i < ndev; i++) {
+		struct nccl_net_props_v11 p;
+		char *pci;
+
+		memset(&p, 0xa5, sizeof(p));
+		CHECK(r, T11(&r->net)->get_properties(i, &p) == NCCL_OK, "getProperties(%d)", i);
+		pci = pci_dir(p.name);
+		printf("dev %d: %s, PCI device %s, GUID %#" PRIx64 ", %d Mbps\n", i, p.name,
+		       p.pci_path ? p.pci_path : "(none)", p.guid, p.speed);
+		if (!strcmp(want_pci, "yes"))
+			CHECK(r, pci && p.pci_path && !strcmp(p.pci_path, pci),
+			      "%s: PCI path %s, its device is %s", p.name,
+			      p.pci_path ? p.pci_path : "(none)", pci ? pci : "not a PCI device");
+		else
+			CHECK(r, !pci && !p.pci_path, "%s: PCI path %s, expected none (%s)",
+			      p.name, p.pci_path ? p.pci_path : "(none)", pci ? pci : "-");
+		free(pci);
+		guids[i] = p.guid;
+		for (int j = 0; j < i; j++)
+			CHECK(r, guids[j] != guids[i], "devices %d and %d share GUID %#" PRIx64,
+			      j, i, guids[i]);
+	}
+	for (int i = 0; i < ndev; i++) {
+		lc[i] = NULL;
+		CHECK(r, net_listen(&r->net, i, h, &lc[i]) == NCCL_OK && lc[i], "listen on dev %d", i);
+	}
+	if (getenv("NCCL_DEVMEMTCP_ENABLE"))
+		CHECK(r, log_count(0, "devmem RX set up", NULL) == ndev,
+		      "%d of %d interfaces set up for devmem RX", log_count(0, "devmem RX set up", NULL),
+		      ndev);
+	for (int i = 0; i < ndev; i++)
+		CHECK(r, CALL(&r->net, close_listen, lc[i]) == NCCL_OK, "closeListen");
+	CHECK(r, net_finalize(&r->net) == NCCL_OK, "finalize");
+	printf("devices: %d, each with %s\n", ndev,
+	       !strcmp(want_pci, "yes") ? "its PCI device" : "no PCI device");
+	return 0;
+}
+
 static uint64_t parse_bytes(const char *s)
 {
 	char *end;
@@ -1168,7 +1726,9 @@ static void usage(int code)
 {
 	printf("usage: test-nccl-net PLUGIN.so [--version 8|9|10|11] [--bytes N] [--quiet] [--corrupt K] [--cuda]\n"
 	       "       test-nccl-net PLUGIN.so --fork [--ns0 NS --if0 IF --ns1 NS --if1 IF]\n"
-	       "                     [--devmem] [--dmabuf-tx] [--version V] [--bytes N]\n");
+	       "                     [--devmem] [--dmabuf-tx] [--gpu [--unpack]] [--uid1 UID]\n"
+	       "                     [--nccl-version CODE] [--version V] [--bytes N]\n"
+	       "       test-nccl-net PLUGIN.so --devices N --pci yes|no\n");
 	exit(code);
 }
 
@@ -1187,6 +1747,12 @@ static void parse_args(int argc, char **argv)
 		{ "dmabuf-tx", no_argument, NULL, 6 },
 		{ "corrupt", required_argument, NULL, 7 },
 		{ "cuda", no_argument, NULL, 8 },
+		{ "gpu", no_argument, NULL, 9 },
+		{ "unpack", no_argument, NULL, 10 },
+		{ "nccl-version", required_argument, NULL, 11 },
+		{ "uid1", required_argument, NULL, 12 },
+		{ "devices", required_argument, NULL, 13 },
+		{ "pci", required_argument, NULL, 14 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -1206,14 +1772,27 @@ static void parse_args(int argc, char **argv)
 		case 6: dmabuf_tx = true; break;
 		case 7: corrupt_msg = atol(optarg); break;
 		case 8: cuda_mode = true; break;
+		case 9: gpu_mode = true; break;
+		case 10: want_unpack = true; break;
+		case 11: nccl_version = atoi(optarg); break;
+		case 12: rank1_uid = atol(optarg); break;
+		case 13: want_devices = atoi(optarg); break;
+		case 14: want_pci = optarg; break;
 		case 'h': usage(0); break;
 		default: usage(2);
 		}
 	}
-	if (optind != argc - 1 || (only_version && (only_version < 8 || only_version > 11)))
+	if (optind != argc - 1 || (only_version && (only_version < 8 || only_version > 11)) ||
+	    (want_devices && (want_devices > DMTN_TEST_MAX_DEVS || !want_pci ||
+			      (strcmp(want_pci, "yes") && strcmp(want_pci, "no")))))
 		usage(2);
-	if (!fork_mode && (rank_ns[0] || rank_ns[1] || dmabuf_tx)) {
-		fprintf(stderr, "--nsN and --dmabuf-tx need --fork (a process per rank)\n");
+	if (!fork_mode && (rank_ns[0] || rank_ns[1] || dmabuf_tx || gpu_mode ||
+			   want_unpack || rank1_uid >= 0)) {
+		fprintf(stderr, "--nsN, --dmabuf-tx, --gpu, --unpack and --uid1 need --fork (a process per rank)\n");
+		exit(2);
+	}
+	if (want_unpack && !(gpu_mode && want_devmem)) {
+		fprintf(stderr, "--unpack needs --gpu and --devmem (NCCL's kernel reads the bound GPU buffer)\n");
 		exit(2);
 	}
 	plugin_path = argv[optind];
@@ -1245,6 +1824,17 @@ int main(int argc, char **argv)
 
 	parse_args(argc, argv);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (want_devices) {
+		void *lib = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
+
+		if (!lib) {
+			fprintf(stderr, "dlopen %s: %s\n", plugin_path, dlerror());
+			return 1;
+		}
+		status = devices_test(lib);
+		printf("%s\n", status ? "FAIL" : "PASS");
+		return status ? 1 : 0;
+	}
 	pat_init();
 	ipv6_or_skip();
 	if (!fork_mode && !rank_if[0])
@@ -1253,6 +1843,12 @@ int main(int argc, char **argv)
 	 * the fake one of the tests (LD_LIBRARY_PATH) */
 	if (cuda_mode)
 		setenv("NCCL_DEVMEMTCP_CUDA_PTR", "1", 1);
+	/* what device unpack needs: the plugin's consent, and NCCL's Simple
+	 * protocol only (the harness plays that NCCL) */
+	if (want_unpack) {
+		setenv("NCCL_DEVMEMTCP_UNPACK", "1", 0);
+		setenv("NCCL_PROTO", "Simple", 0);
+	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
 		perror("socketpair");
 		return 1;

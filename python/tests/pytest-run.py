@@ -15,7 +15,10 @@ class Outcomes:
         self.skipped = len(st.get("skipped", []))
 
 
-o = Outcomes()
-rc = pytest.main(sys.argv[1:], plugins=[o])
-# 5: nothing collected (a module skipped as a whole)
-sys.exit(77 if rc in (0, 5) and not o.ran and o.skipped else int(rc))
+# guarded: a spawned process (multiprocessing's spawn start method, as a
+# DataLoader's workers may use) imports this file again as __mp_main__
+if __name__ == "__main__":
+    o = Outcomes()
+    rc = pytest.main(sys.argv[1:], plugins=[o])
+    # 5: nothing collected (a module skipped as a whole)
+    sys.exit(77 if rc in (0, 5) and not o.ran and o.skipped else int(rc))

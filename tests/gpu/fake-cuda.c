@@ -826,6 +826,15 @@ EXPORT CUresult cuCtxGetCurrent(CUcontext *c)
 	return CUDA_SUCCESS;
 }
 
+/* The one device (the NCCL plugin asks which the current context is on). */
+EXPORT CUresult cuCtxGetDevice(CUdevice *d)
+{
+	if (!ctx_depth || !ctx_stack[ctx_depth - 1])
+		return ERR_INVALID_CONTEXT;
+	*d = 0;
+	return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuCtxSynchronize(void)
 {
 	int n;

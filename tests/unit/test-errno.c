@@ -217,6 +217,20 @@ static void c_nic_probe(void)
 	(void)devmemtcp_nic_probe(ctx, "nonexistent0", NULL, p);
 	free(p);
 }
+static void c_nic_rank(void)
+{
+	struct devmemtcp_nic_rank r[4];
+
+	(void)devmemtcp_nic_rank(ctx, "0000:00:00.0", r, 4);
+	(void)devmemtcp_nic_rank(ctx, "bad", r, 4);
+}
+static void c_nic_near_gpu(void)
+{
+	struct devmemtcp_nic_rank r[4];
+
+	(void)devmemtcp_nic_near_gpu(ctx, -1, r, 4);
+	(void)devmemtcp_nic_near_gpu(ctx, 0, r, 4);	/* no CUDA here, or a GPU */
+}
 static void c_bind_tx(void)
 {
 	struct devmemtcp_binding *b = NULL;
@@ -339,7 +353,7 @@ static const struct {
 	CALL(rx_stats), CALL(flow_parse), CALL(nic_open), CALL(nic_close),
 	CALL(nic_errmsg), CALL(nic_queues), CALL(nic_binding),
 	CALL(nic_add_flow), CALL(nic_remove_flow), CALL(nic_stats),
-	CALL(nic_recover), CALL(nic_probe), CALL(bind_tx), CALL(tx_new),
+	CALL(nic_recover), CALL(nic_probe), CALL(nic_rank), CALL(nic_near_gpu), CALL(bind_tx), CALL(tx_new),
 	CALL(tx_free), CALL(tx_errmsg), CALL(tx_fd), CALL(tx_send),
 	CALL(tx_reap), CALL(tx_wait), CALL(tx_stats), CALL(gpu_new),
 	CALL(gpu_free), CALL(gpu_errmsg), CALL(gpu_gather), CALL(gpu_view),

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 # Type stubs of the C extension devmemtcp._devmemtcp.
+import builtins
 import socket
 from types import TracebackType
 from typing import Any, Iterator, NamedTuple, Optional, Protocol, Sequence, SupportsIndex, Tuple, Union
@@ -8,6 +9,9 @@ from typing_extensions import Buffer as _BytesLike, Self
 
 class Error(OSError):
     """An error of libdevmemtcp: errno and the library's message."""
+
+class TimeoutError(Error, builtins.TimeoutError):
+    """A timeout expired (ETIMEDOUT)."""
 
 class _Closable:
     @property
@@ -99,11 +103,11 @@ class Binding(_Closable):
     def buffer(self) -> Buffer: ...
 
 class Nic(_Closable):
-    def __init__(self, ctx: Context, ifname: str, *, queues: Optional[Sequence[int]] = None,
+    def __init__(self, ctx: Context, ifname: Optional[str] = None, *, queues: Optional[Sequence[int]] = None,
                  nqueues: int = 0, flows: Sequence[str] = (), buf: Optional[Buffer] = None,
                  recover: bool = False, rss_context: bool = True, keep_rss: bool = False,
                  run_dir: Optional[str] = None, rx_page_size: int = 0,
-                 verify: bool = True) -> None: ...
+                 verify: bool = True, near_gpu: Optional[int] = None) -> None: ...
     @property
     def queues(self) -> Tuple[int, ...]: ...
     @property
@@ -117,12 +121,20 @@ class Nic(_Closable):
     def probe(ctx: Context, ifname: str, *, try_bind: bool = False) -> dict[str, Any]: ...
     @staticmethod
     def recover(ctx: Context, ifname: str, *, run_dir: Optional[str] = None) -> bool: ...
+    @staticmethod
+    def rank(ctx: Context, *, pci: Optional[str] = None,
+             gpu: Optional[int] = None) -> list[Tuple[str, str, int, int]]: ...
 
 class Gpu(_Closable):
     def __init__(self, ctx: Context, device: int = 0, *, desc_copy: bool = False,
-                 max_frags: int = 0, slots: int = 0) -> None: ...
+                 max_frags: int = 0, slots: int = 0, graphs: bool = False,
+                 persistent: bool = False) -> None: ...
     @property
     def device(self) -> int: ...
+    @property
+    def graphs(self) -> bool: ...
+    @property
+    def persistent(self) -> bool: ...
 
 class Fragments(Sequence[Fragment]):
     @property
@@ -158,6 +170,9 @@ class Rx(_Closable):
     def add_buf(self, binding: Union[int, Binding, Nic], buf: Buffer, /) -> None: ...
     def recv(self, max_bytes: Optional[int] = None, max_frags: Optional[int] = None,
              timeout: Optional[float] = None) -> Fragments: ...
+    def recv_into(self, dst: _DLPackExporter, offset: int = 0, stream: _Stream = None,
+                  max_bytes: Optional[int] = None, max_frags: Optional[int] = None,
+                  timeout: Optional[float] = None) -> int: ...
     def flush(self) -> int: ...
     def stats(self) -> dict[str, int]: ...
     def fileno(self) -> int: ...
@@ -179,6 +194,10 @@ PROVIDER_IMPORT: int
 PROVIDER_CUDA: int
 PROVIDER_DRM: int
 FRAG_LINEAR: int
+PCI_SAME_SWITCH: int
+PCI_SAME_ROOT_PORT: int
+PCI_SAME_NUMA: int
+PCI_OTHER: int
 FRAG_FOREIGN: int
 QUEUE_RX: int
 QUEUE_TX: int

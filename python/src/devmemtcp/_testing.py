@@ -50,6 +50,11 @@ def _load():
                                     ctypes.c_uint32, ctypes.c_uint32,
                                     ctypes.c_uint32, ctypes.c_uint64]
     lib.fakedev_bench_c.restype = ctypes.c_double
+    lib.fakedev_bench_pipeline_c.argtypes = [
+        ctypes.c_int, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint32,
+        ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int, ctypes.c_uint32,
+        ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64]
+    lib.fakedev_bench_pipeline_c.restype = ctypes.c_double
     return lib
 
 
@@ -126,6 +131,20 @@ def bench_c(sock, iterations, max_frags, max_bytes, binding_id, size):
                                  max_bytes, binding_id, size)
     finally:
         os.close(buf_fd)
+    if r < 0:
+        raise OSError(int(-r), os.strerror(int(-r)))
+    return r
+
+
+def bench_pipeline_c(sock, buf_fd, iterations, max_frags, max_bytes, binding_id,
+                     size, buf_addr, device, gpu_flags, dst, dst_len, stream):
+    """Nanoseconds per devmemtcp_rx_recv + devmemtcp_gpu_gather_release of
+    one receive into [dst, dst + dst_len) on stream through the C API on
+    sock (attached, with a cycle), the stream synchronised once at the end;
+    buf_fd is imported as the binding's buffer at device address buf_addr."""
+    r = _lib.fakedev_bench_pipeline_c(fileno(sock), buf_fd, iterations, max_frags,
+                                      max_bytes, binding_id, size, buf_addr, device,
+                                      gpu_flags, dst, dst_len, stream)
     if r < 0:
         raise OSError(int(-r), os.strerror(int(-r)))
     return r

@@ -8,6 +8,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -28,7 +30,26 @@ static struct {
 	CUresult (*sync)(void);
 	CUcontext ctx[MAX_GPUS];
 	pthread_mutex_t lock;
+	bool dead;	/* loaded by a parent: CUDA does not survive fork() */
 } cu = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+atomic_uint dmtpy_fork_gen;
+
+/* In a forked child: a driver the parent loaded is not usable here (its
+ * contexts are the parent's), so the extension calls it no more; the
+ * lock may have been held by a thread that did not come along. */
+static void fork_child(void)
+{
+	atomic_fetch_add_explicit(&dmtpy_fork_gen, 1, memory_order_relaxed);
+	pthread_mutex_init(&cu.lock, NULL);
+	if (cu.h)
+		cu.dead = true;
+}
+
+__attribute__((constructor)) static void fork_init(void)
+{
+	pthread_atfork(NULL, NULL, fork_child);
+}
 
 static int load(void)
 {
@@ -65,6 +86,8 @@ static int enter(int device)
 
 	if (device < 0 || device >= MAX_GPUS)
 		return -EINVAL;
+	if (cu.dead)
+		return -EBADFD;
 	pthread_mutex_lock(&cu.lock);
 	ret = load();
 	if (!ret && !cu.ctx[device] &&

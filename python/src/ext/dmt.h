@@ -112,6 +112,7 @@ struct gpu_core {
 	struct ctx_core *ctx;
 	struct devmemtcp_gpu *gpu;
 	int device;
+	uint32_t flags;		/* enum devmemtcp_gpu_flags it was made with */
 	pthread_mutex_t lock;	/* one gather at a time per handle */
 };
 
@@ -135,6 +136,7 @@ struct rx_core {
 	atomic_size_t nbufs;		/* entries below are immutable */
 	struct rx_buf bufs[RX_MAX_BUFS];
 	struct gpu_core *gpus[MAX_GPUS];
+	unsigned int gen;		/* dmtpy_fork_gen at creation */
 };
 
 struct tx_core {
@@ -167,6 +169,16 @@ struct frag_set {
 	uint64_t held[RX_MAX_BUFS];	/* bytes per rx->bufs[i] */
 	uint32_t n;
 	struct devmemtcp_frag frags[];
+};
+
+/* DLPack consumer side: the writable, contiguous bytes of obj. */
+struct dmt_dst {
+	PyObject *capsule;
+	void *managed;		/* DLManagedTensor(Versioned) to delete */
+	bool versioned;
+	DLDevice device;
+	uint64_t addr;
+	uint64_t nbytes;
 };
 
 /* ---- Python objects ------------------------------------------------------ */
@@ -205,6 +217,11 @@ typedef struct {
 	PyObject *sock;		/* keeps the caller's socket object alive */
 	size_t max_frags;
 	size_t max_bytes;
+	/* recv_into(): the destination and stream last given, converted */
+	PyObject *dst_obj;
+	struct dmt_dst dst;
+	PyObject *stream_obj;
+	void *stream;
 } RxObject;
 
 typedef struct {
@@ -224,7 +241,7 @@ typedef struct {
 
 extern PyTypeObject Context_Type, Buffer_Type, Binding_Type, Nic_Type,
 	Gpu_Type, Rx_Type, Tx_Type, Fragments_Type;
-extern PyObject *DmtError;
+extern PyObject *DmtError, *DmtTimeoutError;
 extern PyTypeObject *Fragment_Type, *Queue_Type, *TxDone_Type;
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -279,6 +296,12 @@ int dmtpy_set_put(struct frag_set *set, bool from_any_thread, char *msg,
  * dropping the caller's reference, which must be the last. */
 int dmtpy_set_release_gpu(struct frag_set *set, struct gpu_core *gpu,
 			void *stream, char *msg, size_t msglen);
+/* Gather set into iov on stream and hand its tokens back when the gather
+ * has read them (devmemtcp_gpu_gather_release), without the GIL; the
+ * caller's reference, which must be the only one, goes. */
+int dmtpy_set_gather_release(struct frag_set *set, struct gpu_core *g,
+			   const struct devmemtcp_gpu_iov *iov, void *stream,
+			   char *msg, size_t msglen);
 /* Release only after fence (which the set now owns) completed. */
 int dmtpy_set_push_fence(struct frag_set *set, struct devmemtcp_gpu_fence *f);
 /* The bytes of the set are one device range: 1 with *addr, *len; else 0
@@ -296,15 +319,6 @@ struct buf_core *dmtpy_set_frag_buf(const struct frag_set *set, uint32_t i);
 PyObject *dmtpy_dlpack_export(PyObject *kw, struct frag_set *set,
 			    struct buf_core *buf, struct gpu_core *gpu,
 			    uint64_t addr, uint64_t len);
-/* DLPack consumer side: the writable, contiguous bytes of obj. */
-struct dmt_dst {
-	PyObject *capsule;
-	void *managed;		/* DLManagedTensor(Versioned) to delete */
-	bool versioned;
-	DLDevice device;
-	uint64_t addr;
-	uint64_t nbytes;
-};
 int dmtpy_dlpack_import(PyObject *obj, void *stream, bool have_stream,
 		      struct dmt_dst *dst);
 void dmtpy_dlpack_done(struct dmt_dst *dst);
@@ -317,6 +331,16 @@ int dmtpy_buf_sync(struct buf_core *buf, bool start, bool write);
 int dmtpy_cuda_htod(int device, uint64_t dst, const void *src, size_t len,
 		  void *stream);
 int dmtpy_cuda_sync(int device);
+
+/* fork(): the generation of this process (0 in the process that loaded
+ * the module, +1 in each forked child, pthread_atfork).  A receiver made
+ * at another generation is a parent's: its tokens, views and CUDA state
+ * stay the parent's (the library refuses calls on it with EBADFD). */
+extern atomic_uint dmtpy_fork_gen;
+static inline bool dmt_parents(unsigned int gen)
+{
+	return gen != atomic_load_explicit(&dmtpy_fork_gen, memory_order_relaxed);
+}
 
 /*
  * Test builds (-Dtest_hooks=true, testhooks.c): dmtpy_test_point() holds a

@@ -61,9 +61,14 @@ static PyObject *Fragments_exit(PyObject *self, PyObject *args)
 static void Fragments_dealloc(FragmentsObject *self)
 {
 	PyObject *t, *v, *tb;
+	/* a parent's fragments freed in a forked child: their tokens stay
+	 * the parent's, which is no error here */
+	bool parents = self->set && dmt_parents(self->set->rx->gen);
 
 	PyErr_Fetch(&t, &v, &tb);
-	if (frags_release(self))
+	if (frags_release(self) && parents)
+		PyErr_Clear();
+	else if (PyErr_Occurred())
 		PyErr_WriteUnraisable((PyObject *)self);
 	PyErr_Restore(t, v, tb);
 	Py_CLEAR(self->linear);
@@ -274,6 +279,31 @@ static int gather_cpu(FragmentsObject *f, struct frag_set *set,
 	return set_unuse(set) ? -1 : ret;
 }
 
+/* Linear bytes (a steering miss) fill the holes the gather left. */
+static int gather_linear(const struct frag_set *set, const char *linear,
+			 const struct dmt_dst *d, void *stream, char *msg,
+			 size_t msglen)
+{
+	uint64_t pos = 0;
+
+	for (uint32_t i = 0; i < set->n; i++) {
+		const struct devmemtcp_frag *fr = &set->frags[i];
+
+		if ((fr->flags & DEVMEMTCP_FRAG_LINEAR) && fr->len) {
+			int ret = dmtpy_cuda_htod(d->device.device_id, d->addr + pos,
+						linear + fr->offset, fr->len, stream);
+
+			if (ret) {
+				snprintf(msg, msglen,
+					 "cuMemcpyHtoDAsync of %u linear bytes failed", fr->len);
+				return ret;
+			}
+		}
+		pos += fr->len;
+	}
+	return 0;
+}
+
 static int gather_cuda(FragmentsObject *f, struct frag_set *set,
 		       struct dmt_dst *d, void *stream)
 {
@@ -283,12 +313,38 @@ static int gather_cuda(FragmentsObject *f, struct frag_set *set,
 	struct gpu_core *g = dmtpy_rx_gpu(rx, d->device.device_id);
 	struct devmemtcp_gpu_fence *fence = NULL;
 	char msg[1024] = "";
-	uint64_t pos = 0;
+	bool whole;
 	int ret;
 
 	if (!g) {
 		set_unuse(set);
 		return -1;
+	}
+	/* Nothing but the Fragments and this call hold the set (no views,
+	 * none had to be waited for): the gather hands the tokens back
+	 * itself (devmemtcp_gpu_gather_release), and the Fragments is
+	 * released now.  Views are made, and the Fragments released, only
+	 * with the GIL: none can come while the gather runs. */
+	whole = f->set == set && atomic_load(&set->refs) == 2 &&
+		!atomic_load(&set->fences) && atomic_load(&set->sync_device) < 0 &&
+		/* an empty gather: 0 when it can gather at all (kernels, a
+		 * handle of this process); else the Fragments stays held */
+		devmemtcp_gpu_gather(g->gpu, NULL, 0, NULL, 0, stream) == 0;
+	if (whole) {
+		f->set = NULL;
+		atomic_store(&set->refs, 1);
+		Py_BEGIN_ALLOW_THREADS
+		dmtpy_test_point("Fragments.gather_into(cuda)");
+		ret = dmtpy_set_gather_release(set, g, &iov, stream, msg, sizeof(msg));
+		if (!ret)
+			ret = gather_linear(set, linear, d, stream, msg, sizeof(msg));
+		Py_END_ALLOW_THREADS
+		core_put(&g->c);
+		if (ret) {
+			dmtpy_raise(ret, msg);
+			return -1;
+		}
+		return 0;
 	}
 	Py_BEGIN_ALLOW_THREADS
 	dmtpy_test_point("Fragments.gather_into(cuda)");
@@ -297,19 +353,8 @@ static int gather_cuda(FragmentsObject *f, struct frag_set *set,
 	if (ret)
 		snprintf(msg, sizeof(msg), "%s", devmemtcp_gpu_errmsg(g->gpu));
 	pthread_mutex_unlock(&g->lock);
-	/* linear bytes (a steering miss) fill the holes the gather left */
-	for (uint32_t i = 0; !ret && i < set->n; i++) {
-		const struct devmemtcp_frag *fr = &set->frags[i];
-
-		if ((fr->flags & DEVMEMTCP_FRAG_LINEAR) && fr->len) {
-			ret = dmtpy_cuda_htod(d->device.device_id, d->addr + pos,
-					    linear + fr->offset, fr->len, stream);
-			if (ret)
-				snprintf(msg, sizeof(msg),
-					 "cuMemcpyHtoDAsync of %u linear bytes failed", fr->len);
-		}
-		pos += fr->len;
-	}
+	if (!ret)
+		ret = gather_linear(set, linear, d, stream, msg, sizeof(msg));
 	Py_END_ALLOW_THREADS
 	if (ret) {
 		core_put(&g->c);

@@ -8,7 +8,7 @@
 
 #include "common.h"
 
-PyObject *DmtError;
+PyObject *DmtError, *DmtTimeoutError;
 PyTypeObject *Fragment_Type, *Queue_Type, *TxDone_Type;
 
 PyObject *dmtpy_raise(int ret, const char *msg)
@@ -24,7 +24,7 @@ PyObject *dmtpy_raise(int ret, const char *msg)
 	args = str ? Py_BuildValue("(iO)", e, str) : NULL;
 	Py_XDECREF(str);
 	if (args) {
-		PyErr_SetObject(DmtError, args);
+		PyErr_SetObject(e == ETIMEDOUT ? DmtTimeoutError : DmtError, args);
 		Py_DECREF(args);
 	}
 	return NULL;
@@ -261,6 +261,10 @@ static const struct int_const constants[] = {
 	{ "PROVIDER_CUDA", DEVMEMTCP_PROVIDER_CUDA },
 	{ "PROVIDER_DRM", DEVMEMTCP_PROVIDER_DRM },
 	{ "FRAG_LINEAR", DEVMEMTCP_FRAG_LINEAR },
+	{ "PCI_SAME_SWITCH", DEVMEMTCP_PCI_SAME_SWITCH },
+	{ "PCI_SAME_ROOT_PORT", DEVMEMTCP_PCI_SAME_ROOT_PORT },
+	{ "PCI_SAME_NUMA", DEVMEMTCP_PCI_SAME_NUMA },
+	{ "PCI_OTHER", DEVMEMTCP_PCI_OTHER },
 	{ "FRAG_FOREIGN", DEVMEMTCP_FRAG_FOREIGN },
 	{ "QUEUE_RX", DEVMEMTCP_QUEUE_RX },
 	{ "QUEUE_TX", DEVMEMTCP_QUEUE_TX },
@@ -331,6 +335,10 @@ PyDoc_STRVAR(error_doc,
 "return value, negated, and whose strerror is the library's message (the\n"
 "kernel's extack text, if any, and what to fix).");
 
+PyDoc_STRVAR(timeout_doc,
+"A timeout expired (errno ETIMEDOUT): both a devmemtcp.Error and the builtin\n"
+"TimeoutError, so `except TimeoutError` catches it as it does a socket's.");
+
 PyMODINIT_FUNC PyInit__devmemtcp(void);
 
 PyMODINIT_FUNC PyInit__devmemtcp(void)
@@ -342,6 +350,16 @@ PyMODINIT_FUNC PyInit__devmemtcp(void)
 	DmtError = PyErr_NewExceptionWithDoc("devmemtcp.Error", error_doc,
 					     PyExc_OSError, NULL);
 	if (!DmtError || PyModule_AddObject(m, "Error", Py_NewRef(DmtError)))
+		goto err;
+	{
+		PyObject *bases = PyTuple_Pack(2, DmtError, PyExc_TimeoutError);
+
+		DmtTimeoutError = bases ? PyErr_NewExceptionWithDoc(
+			"devmemtcp.TimeoutError", timeout_doc, bases, NULL) : NULL;
+		Py_XDECREF(bases);
+	}
+	if (!DmtTimeoutError ||
+	    PyModule_AddObject(m, "TimeoutError", Py_NewRef(DmtTimeoutError)))
 		goto err;
 	Fragment_Type = new_structseq(m, &fragment_desc, "Fragment");
 	Queue_Type = new_structseq(m, &queue_desc, "Queue");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /* Nic: the transactional NIC setup, probe and crash recovery. */
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 
 #include "common.h"
@@ -133,12 +134,26 @@ static int nic_open(NicObject *self, struct ctx_core *ctx, struct buf_core *buf,
 	return 0;
 }
 
+/* A CUDA device number: >= 0, -2 when negative or too large, -1 with an
+ * exception raised when not an int. */
+static int gpu_number(PyObject *o)
+{
+	long v = PyLong_AsLong(o);
+
+	if (v == -1 && PyErr_Occurred())
+		return -1;
+	return v < 0 || v > INT_MAX ? -2 : (int)v;
+}
+
 static int Nic_init(NicObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "ctx", "ifname", "queues", "nqueues", "flows",
 				  "buf", "recover", "rss_context", "keep_rss",
-				  "run_dir", "rx_page_size", "verify", NULL };
+				  "run_dir", "rx_page_size", "verify", "near_gpu", NULL };
 	struct nic_args a = { .rss_context = 1, .verify = 1 };
+	struct devmemtcp_nic_rank near;
+	PyObject *near_obj = Py_None;
+	int near_gpu = -1;
 	struct devmemtcp_flow *flows = NULL;
 	struct buf_core *buf = NULL;
 	struct ctx_core *ctx;
@@ -148,18 +163,48 @@ static int Nic_init(NicObject *self, PyObject *args, PyObject *kw)
 
 	a.queues = a.buf = Py_None;
 	a.flows = NULL;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "Os|$OIOOpppzIp:Nic", kwlist,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|z$OIOOpppzIpO:Nic", kwlist,
 					 &a.ctx, &a.ifname, &a.queues,
 					 &a.nqueues, &a.flows, &a.buf,
 					 &a.recover, &a.rss_context,
 					 &a.keep_rss, &a.run_dir, &a.page,
-					 &a.verify))
+					 &a.verify, &near_obj))
 		return -1;
+	if (near_obj != Py_None) {
+		near_gpu = gpu_number(near_obj);
+		if (near_gpu == -1 && PyErr_Occurred())
+			return -1;
+		if (near_gpu < 0) {
+			PyErr_SetString(PyExc_ValueError, "near_gpu is a CUDA device number (0, 1, ...)");
+			return -1;
+		}
+	}
+	if (!a.ifname == (near_gpu < 0)) {
+		PyErr_SetString(PyExc_TypeError,
+				"Nic needs ifname or near_gpu=N (a CUDA device: the interface nearest it), not both");
+		return -1;
+	}
 	/* held through the other arguments' conversion (Python code) and the
 	 * setup without the GIL; the Nic takes references of its own */
 	ctx = dmtpy_ctx_get(a.ctx);
 	if (!ctx || (a.buf != Py_None && !(buf = dmtpy_buf_get(a.buf))))
 		goto out;
+	if (near_gpu >= 0) {
+		int n;
+
+		Py_BEGIN_ALLOW_THREADS
+		n = devmemtcp_nic_near_gpu(ctx->ctx, near_gpu, &near, 1);
+		Py_END_ALLOW_THREADS
+		if (n < 0) {
+			dmtpy_raise_ctx(n, ctx);
+			goto out;
+		}
+		if (n == 0) {
+			dmtpy_raise(-ENODEV, "Nic(near_gpu=...): no network interface on PCI: name one (ifname)");
+			goto out;
+		}
+		a.ifname = near.ifname;
+	}
 	if (dmt_fresh((PyObject *)self, "Nic"))
 		goto out;
 	if (queue_ids_of(a.queues, &q, &a.nqueues) ||
@@ -435,6 +480,56 @@ static PyObject *Nic_probe(PyObject *cls, PyObject *args, PyObject *kw)
 	return d;
 }
 
+static PyObject *Nic_rank(PyObject *cls, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "ctx", "pci", "gpu", NULL };
+	struct devmemtcp_nic_rank r[64];
+	const char *pci = NULL;
+	struct ctx_core *ctx;
+	PyObject *ctxobj, *list, *gpu_obj = Py_None;
+	int gpu = -1, n;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$zO:rank", kwlist,
+					 &ctxobj, &pci, &gpu_obj))
+		return NULL;
+	if (gpu_obj != Py_None) {
+		gpu = gpu_number(gpu_obj);
+		if (gpu == -1 && PyErr_Occurred())
+			return NULL;
+		if (gpu < 0) {
+			PyErr_SetString(PyExc_ValueError, "gpu is a CUDA device number (0, 1, ...)");
+			return NULL;
+		}
+	}
+	if (!pci == (gpu < 0)) {
+		PyErr_SetString(PyExc_TypeError,
+				"rank needs pci='0000:1b:00.0' or gpu=N, not both");
+		return NULL;
+	}
+	ctx = dmtpy_ctx_get(ctxobj);
+	if (!ctx)
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	n = pci ? devmemtcp_nic_rank(ctx->ctx, pci, r, 64)
+		: devmemtcp_nic_near_gpu(ctx->ctx, gpu, r, 64);
+	Py_END_ALLOW_THREADS
+	if (n < 0)
+		dmtpy_raise_ctx(n, ctx);
+	core_put(&ctx->c);
+	if (n < 0)
+		return NULL;
+	list = PyList_New(0);
+	for (int i = 0; list && i < n && i < 64; i++) {
+		PyObject *t = Py_BuildValue("(ssii)", r[i].ifname, r[i].pci,
+					    r[i].distance, r[i].numa_node);
+
+		if (!t || PyList_Append(list, t))
+			Py_CLEAR(list);
+		Py_XDECREF(t);
+	}
+	return list;
+}
+
 static PyObject *Nic_recover(PyObject *cls, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "ctx", "ifname", "run_dir", NULL };
@@ -486,6 +581,12 @@ static PyMethodDef Nic_methods[] = {
 	  "What stands between ifname and devmem TCP, as a dict of the report's\n"
 	  "fields plus 'problems': [(what, fix), ...].  try_bind binds a small\n"
 	  "udmabuf to the last RX queue and releases it (the only sure test)." },
+	{ "rank", (PyCFunction)(void (*)(void))Nic_rank,
+	  METH_VARARGS | METH_KEYWORDS | METH_STATIC,
+	  "rank(ctx, *, pci=None, gpu=None)\n--\n\n"
+	  "The network interfaces on PCI, nearest the PCI function pci or CUDA\n"
+	  "device gpu first: [(ifname, pci, distance, numa_node), ...]; distance\n"
+	  "is PCI_SAME_SWITCH, PCI_SAME_ROOT_PORT, PCI_SAME_NUMA or PCI_OTHER." },
 	{ "recover", (PyCFunction)(void (*)(void))Nic_recover,
 	  METH_VARARGS | METH_KEYWORDS | METH_STATIC,
 	  "recover(ctx, ifname, *, run_dir=None)\n--\n\n"
@@ -504,16 +605,18 @@ static PyGetSetDef Nic_getset[] = {
 };
 
 PyDoc_STRVAR(Nic_doc,
-"Nic(ctx, ifname, *, queues=None, nqueues=0, flows=(), buf=None,\n"
+"Nic(ctx, ifname=None, *, queues=None, nqueues=0, flows=(), buf=None,\n"
 "    recover=False, rss_context=True, keep_rss=False, run_dir=None,\n"
-"    rx_page_size=0, verify=True)\n--\n\n"
+"    rx_page_size=0, verify=True, near_gpu=None)\n--\n\n"
 "Prepare a NIC for devmem TCP in one step: header split on, hds-thresh 0,\n"
 "RSS kept off the devmem queues (the ids in `queues`, else the last\n"
 "`nqueues`, default 1), one ntuple rule per flow ('tcp4 dst-ip 10.0.0.2\n"
 "dst-port 5201'), and buf bound to the queues.  close() (or the end of a\n"
 "with block) undoes exactly these changes.  A journal under run_dir\n"
 "(default /run/devmemtcp) lets Nic.recover() undo a crashed process's\n"
-"changes; recover=True does that first.  Needs CAP_NET_ADMIN.");
+"changes; recover=True does that first.  Needs CAP_NET_ADMIN.\n"
+"near_gpu=N instead of ifname takes the interface nearest CUDA device N\n"
+"over PCIe (Nic.rank(ctx, gpu=N)[0]).");
 
 PyTypeObject Nic_Type = {
 	PyVarObject_HEAD_INIT(NULL, 0)

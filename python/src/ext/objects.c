@@ -1007,15 +1007,15 @@ struct gpu_core *dmtpy_gpu_core_new(struct ctx_core *ctx, int device,
 static int Gpu_init(GpuObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "ctx", "device", "desc_copy", "max_frags",
-				  "slots", NULL };
+				  "slots", "graphs", "persistent", NULL };
 	unsigned int max_frags = 0, slots = 0;
-	int device = 0, desc_copy = 0, ret;
+	int device = 0, desc_copy = 0, graphs = 0, persistent = 0, ret;
 	struct ctx_core *ctx;
 	PyObject *ctxobj;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|i$pII:Gpu", kwlist,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|i$pIIpp:Gpu", kwlist,
 					 &ctxobj, &device, &desc_copy,
-					 &max_frags, &slots))
+					 &max_frags, &slots, &graphs, &persistent))
 		return -1;
 	ctx = dmtpy_ctx_get(ctxobj);	/* held while the Gpu is made without the GIL */
 	if (!ctx)
@@ -1026,12 +1026,18 @@ static int Gpu_init(GpuObject *self, PyObject *args, PyObject *kw)
 	}
 	{
 		DEVMEMTCP_OPTS(gpu_opts, o, .cuda_device = device,
-			       .flags = desc_copy ? DEVMEMTCP_GPU_DESC_COPY : 0,
+			       .flags = (desc_copy ? DEVMEMTCP_GPU_DESC_COPY : 0) |
+					(graphs ? DEVMEMTCP_GPU_GRAPHS : 0) |
+					(persistent ? DEVMEMTCP_GPU_PERSISTENT : 0),
 			       .max_frags = max_frags, .slots = slots);
 
 		self->core = dmtpy_gpu_core_new(ctx, device, &o, &ret);
 	}
 	core_put(&ctx->c);
+	if (self->core)
+		self->core->flags = (graphs ? DEVMEMTCP_GPU_GRAPHS : 0) |
+				    (persistent ? DEVMEMTCP_GPU_PERSISTENT : 0) |
+				    (desc_copy ? DEVMEMTCP_GPU_DESC_COPY : 0);
 	return self->core ? 0 : -1;
 }
 
@@ -1047,17 +1053,32 @@ static PyMethodDef Gpu_methods[] = {
 	{ NULL, NULL, 0, NULL },
 };
 
+static PyObject *Gpu_get_flag(PyObject *self, void *closure)
+{
+	struct gpu_core *g = dmt_core(self, "Gpu");
+
+	return g ? PyBool_FromLong(g->flags & (uint32_t)(uintptr_t)closure) : NULL;
+}
+
 static PyGetSetDef Gpu_getset[] = {
 	DMT_CLOSED_GETSET,
 	{ "device", Gpu_get_device, NULL, "CUDA device ordinal.", NULL },
+	{ "graphs", Gpu_get_flag, NULL, "Inline gathers go through CUDA graphs (DEVMEMTCP_GPU_GRAPHS).",
+	  (void *)(uintptr_t)DEVMEMTCP_GPU_GRAPHS },
+	{ "persistent", Gpu_get_flag, NULL, "Gathers go to a resident kernel (DEVMEMTCP_GPU_PERSISTENT).",
+	  (void *)(uintptr_t)DEVMEMTCP_GPU_PERSISTENT },
 	{ NULL, NULL, NULL, NULL, NULL },
 };
 
 PyDoc_STRVAR(Gpu_doc,
-"Gpu(ctx, device=0, *, desc_copy=False, max_frags=0, slots=0)\n--\n\n"
+"Gpu(ctx, device=0, *, desc_copy=False, max_frags=0, slots=0, graphs=False,\n"
+"    persistent=False)\n--\n\n"
 "The gather kernels on one CUDA device (its primary context).  Give it to\n"
 "Rx(gpu=...) to choose the options; otherwise a receiver makes one with\n"
-"the defaults on first use.  libcuda is loaded at run time: without it\n"
+"the defaults on first use.  graphs: inline gathers go through a CUDA\n"
+"graph per stream (DEVMEMTCP_GPU_GRAPHS: less CPU per gather, no overlap\n"
+"of back-to-back gathers); persistent: a resident kernel takes the\n"
+"gathers (DEVMEMTCP_GPU_PERSISTENT); see devmemtcp_gpu_new(3).  libcuda is loaded at run time: without it\n"
 "this raises Error(ENOENT).");
 
 PyTypeObject Gpu_Type = {

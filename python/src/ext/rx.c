@@ -124,6 +124,15 @@ static int set_release(struct frag_set *set, struct gpu_core *gpu,
 	int dev = atomic_load(&set->sync_device), ret;
 
 	set_unhold(set);
+	if (dmt_parents(rx->gen)) {
+		/* a parent's fragments: the library refuses to hand their
+		 * tokens back (they stay the parent's); no CUDA, no fences */
+		ret = devmemtcp_rx_release(rx->rx, set->frags, set->n);
+		copy_msg(msg, msglen, devmemtcp_rx_errmsg(rx->rx));
+		set_free(set);
+		core_put(&rx->c);
+		return ret < 0 ? ret : 0;
+	}
 	if (dev >= 0)
 		dmtpy_cuda_sync(dev);	/* a view had no stream to fence */
 	if (gpu) {
@@ -166,6 +175,32 @@ int dmtpy_set_put(struct frag_set *set, bool from_any_thread, char *msg,
 	if (atomic_fetch_sub_explicit(&set->refs, 1, memory_order_acq_rel) != 1)
 		return 0;
 	return set_release(set, NULL, NULL, from_any_thread, msg, msglen);
+}
+
+int dmtpy_set_gather_release(struct frag_set *set, struct gpu_core *g,
+			   const struct devmemtcp_gpu_iov *iov, void *stream,
+			   char *msg, size_t msglen)
+{
+	struct rx_core *rx = set->rx;
+	int ret;
+
+	set_unhold(set);
+	pthread_mutex_lock(&g->lock);
+	ret = devmemtcp_gpu_gather_release(g->gpu, rx->rx, set->frags, set->n,
+					   iov, 1, stream);
+	if (ret)
+		copy_msg(msg, msglen, devmemtcp_gpu_errmsg(g->gpu));
+	pthread_mutex_unlock(&g->lock);
+	if (ret) {
+		/* nothing deferred; the gather may be queued */
+		dmtpy_cuda_sync(g->device);
+		devmemtcp_rx_release(rx->rx, set->frags, set->n);
+	}
+	if (atomic_load(&rx->receiving))
+		devmemtcp_rx_flush(rx->rx);
+	set_free(set);
+	core_put(&rx->c);
+	return ret < 0 ? ret : 0;
 }
 
 int dmtpy_set_release_gpu(struct frag_set *set, struct gpu_core *gpu,
@@ -289,8 +324,11 @@ static int ensure_scratch(struct rx_core *rx, size_t max_frags, size_t len)
 /* A receive with a timeout: flush releases as a blocking receive does,
  * then wait for data with poll().  0 when readable, or a negative errno.
  * (Without a timeout the library's receive blocks itself while other
- * threads release.) */
-static int wait_readable(struct rx_core *rx, int timeout_ms, struct recv_out *o)
+ * threads release.)  sock_timeout: the timeout is the socket object's
+ * (settimeout(), which makes the descriptor non-blocking) or the call's:
+ * wait anyway. */
+static int wait_readable(struct rx_core *rx, int timeout_ms, bool sock_timeout,
+			 struct recv_out *o)
 {
 	struct pollfd p = { .fd = rx->fd, .events = POLLIN };
 	int ret;
@@ -303,7 +341,7 @@ static int wait_readable(struct rx_core *rx, int timeout_ms, struct recv_out *o)
 		copy_msg(o->msg, sizeof(o->msg), devmemtcp_rx_errmsg(rx->rx));
 		return ret;
 	}
-	if (fcntl(rx->fd, F_GETFL) & O_NONBLOCK)
+	if (!sock_timeout && (fcntl(rx->fd, F_GETFL) & O_NONBLOCK))
 		return -EAGAIN;
 	ret = poll(&p, 1, timeout_ms);
 	if (ret > 0)
@@ -364,15 +402,22 @@ static int make_set(struct rx_core *rx, int n, struct recv_out *o)
 	return n;
 }
 
+/* One receive into the scratch array; then, still under the receive
+ * lock and without the GIL, done(rx, n, o, arg) makes of it what the call
+ * returns (a fragment set, a gather).  n, or a negative errno. */
+typedef int (*recv_done_fn)(struct rx_core *rx, int n, struct recv_out *o,
+			    void *arg);
+
 static int recv_locked(struct rx_core *rx, size_t max_frags, size_t len,
-		       int timeout_ms, struct recv_out *o)
+		       int timeout_ms, bool sock_timeout, struct recv_out *o,
+		       recv_done_fn done, void *arg)
 {
 	int ret = ensure_scratch(rx, max_frags, len);
 
 	if (ret)
 		return ret;
 	if (timeout_ms >= 0) {
-		ret = wait_readable(rx, timeout_ms, o);
+		ret = wait_readable(rx, timeout_ms, sock_timeout, o);
 		if (ret)
 			return ret;
 	}
@@ -380,8 +425,14 @@ static int recv_locked(struct rx_core *rx, size_t max_frags, size_t len,
 	if (ret < 0 && ret != -EAGAIN && ret != -EINTR)
 		copy_msg(o->msg, sizeof(o->msg), devmemtcp_rx_errmsg(rx->rx));
 	if (ret > 0)
-		ret = make_set(rx, ret, o);
+		ret = done(rx, ret, o, arg);
 	return ret;
+}
+
+static int make_set_cb(struct rx_core *rx, int n, struct recv_out *o, void *arg)
+{
+	(void)arg;
+	return make_set(rx, n, o);
 }
 
 /* The bytes a receive may take without live views going over a buffer's
@@ -509,6 +560,103 @@ static int recv_args(RxObject *self, PyObject *const *args, Py_ssize_t nargs,
 	return 0;
 }
 
+/* The timeout of the socket object the receiver was made from
+ * (socket.settimeout()), in ms: -1 none (blocking, non-blocking, or not a
+ * socket object), -2 with an exception set. */
+static int sock_timeout_ms(PyObject *sock)
+{
+	PyObject *t;
+	double v;
+
+	if (!sock || PyLong_Check(sock) || !PyObject_HasAttrString(sock, "gettimeout"))
+		return -1;
+	t = PyObject_CallMethod(sock, "gettimeout", NULL);
+	if (!t)
+		return -2;
+	if (t == Py_None) {
+		Py_DECREF(t);
+		return -1;
+	}
+	v = PyFloat_AsDouble(t);
+	Py_DECREF(t);
+	if (v == -1.0 && PyErr_Occurred())
+		return -2;
+	if (v <= 0)
+		return -1;	/* settimeout(0): non-blocking */
+	return v > 2e6 ? 2000000000 : (int)(v * 1000.0) + 1;
+}
+
+/*
+ * A receive as the socket would do it, with rx held by the caller: the
+ * GIL released while waiting, EINTR retried after the signal handlers,
+ * the timeout of recv(timeout=), else of the socket object (settimeout(),
+ * which makes the descriptor non-blocking underneath), else SO_RCVTIMEO.
+ * *len: at most this many bytes (cap_room when cap); 0 with an exception
+ * set when none may be taken.  n, or a negative errno (not raised; -EINTR
+ * raised by a signal handler: NULL from recv_raise).
+ */
+static int recv_wait(RxObject *self, struct rx_core *rx, size_t *len,
+		     size_t max_frags, int timeout_ms, bool cap,
+		     struct recv_out *o, recv_done_fn done, void *arg,
+		     bool *from_sock)
+{
+	int n;
+
+	*from_sock = false;
+again:
+	for (;;) {
+		if (cap)
+			*len = cap_room(rx, *len);
+		if (!*len)
+			return 0;
+		memset(o, 0, sizeof(*o));
+		atomic_fetch_add(&rx->receiving, 1);
+		Py_BEGIN_ALLOW_THREADS
+		dmtpy_test_point("Rx.recv");
+		pthread_mutex_lock(&rx->recv_lock);
+		/* a timeout given is waited for on any socket */
+		n = recv_locked(rx, max_frags, *len, timeout_ms, true, o,
+				done, arg);
+		pthread_mutex_unlock(&rx->recv_lock);
+		Py_END_ALLOW_THREADS
+		atomic_fetch_sub(&rx->receiving, 1);
+		if (n != -EINTR || PyErr_CheckSignals())
+			break;
+	}
+	if (n == -EAGAIN && timeout_ms < 0) {
+		/* a socket with settimeout() is non-blocking underneath: its
+		 * timeout is the one to honour; a blocking descriptor's EAGAIN
+		 * is SO_RCVTIMEO's expiry */
+		int ms = sock_timeout_ms(self->sock);
+
+		if (ms == -2)
+			return -EINTR;	/* raised */
+		if (ms >= 0) {
+			timeout_ms = ms;
+			*from_sock = true;
+			goto again;
+		}
+		if (!(fcntl(rx->fd, F_GETFL) & O_NONBLOCK))
+			n = -ETIMEDOUT;
+	}
+	return n;
+}
+
+/* Raise what recv_wait returned (n < 0, or 0 with len 0); NULL. */
+static PyObject *recv_raise(int n, size_t len, bool from_sock, int timeout_ms,
+			    const struct recv_out *o)
+{
+	if (!len || (n == -EINTR && PyErr_Occurred()))
+		return NULL;
+	if (n == -EAGAIN)
+		return dmtpy_raise(n, "Rx.recv: the socket is non-blocking and has no data");
+	if (n == -ETIMEDOUT)
+		return dmtpy_raise(n, from_sock ? "Rx.recv: no data within the socket's timeout (settimeout())"
+				 : timeout_ms >= 0 ? "Rx.recv: no data within the timeout"
+				 : "Rx.recv: no data within the socket's SO_RCVTIMEO");
+	return dmtpy_raise(n, o->msg);
+}
+
 static PyObject *Rx_recv(RxObject *self, PyObject *const *args,
 			 Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -517,7 +665,8 @@ static PyObject *Rx_recv(RxObject *self, PyObject *const *args,
 	struct rx_core *rx = dmt_core_get((PyObject *)self, "Rx");
 	size_t max_frags, len;
 	struct recv_out o;
-	int timeout_ms, n = 0;
+	int timeout_ms, n;
+	bool from_sock;
 
 	if (!rx)
 		return NULL;
@@ -525,34 +674,279 @@ static PyObject *Rx_recv(RxObject *self, PyObject *const *args,
 		core_put(&rx->c);
 		return NULL;
 	}
-	for (;;) {
-		len = cap_room(rx, len);
-		if (!len) {
-			n = 0;
-			break;
-		}
-		memset(&o, 0, sizeof(o));
-		atomic_fetch_add(&rx->receiving, 1);
-		Py_BEGIN_ALLOW_THREADS
-		dmtpy_test_point("Rx.recv");
-		pthread_mutex_lock(&rx->recv_lock);
-		n = recv_locked(rx, max_frags, len, timeout_ms, &o);
-		pthread_mutex_unlock(&rx->recv_lock);
-		Py_END_ALLOW_THREADS
-		atomic_fetch_sub(&rx->receiving, 1);
-		if (n != -EINTR || PyErr_CheckSignals())
-			break;
-	}
+	n = recv_wait(self, rx, &len, max_frags, timeout_ms, true, &o,
+		      make_set_cb, NULL, &from_sock);
 	core_put(&rx->c);
-	if (!len || (n == -EINTR && PyErr_Occurred()))
-		return NULL;
-	if (n == -EAGAIN)
-		return dmtpy_raise(n, "Rx.recv: the socket is non-blocking and has no data");
-	if (n == -ETIMEDOUT)
-		return dmtpy_raise(n, "Rx.recv: no data within the timeout");
-	if (n < 0)
-		return dmtpy_raise(n, o.msg);
+	if (n < 0 || !len)
+		return recv_raise(n, len, from_sock, timeout_ms, &o);
 	return new_fragments(&o, n);
+}
+
+/* ---- recv_into: receive, gather and release in one call ------------------- */
+
+struct into_arg {
+	const struct dmt_dst *d;
+	uint64_t offset;
+	struct gpu_core *g;	/* CUDA destinations */
+	void *stream;
+	uint64_t nbytes;	/* out */
+};
+
+/* The scratch array's n fragments: their bytes, whether there are linear
+ * ones, and whether each is in a registered buffer on dst's device (checked
+ * once per run of one binding: a receive's fragments are of one binding,
+ * but for a steering miss's linear bytes).  0, or a negative errno with
+ * o->msg set. */
+static int into_check(struct rx_core *rx, int n, const DLDevice *dev,
+		      struct recv_out *o, uint64_t *nbytesp, size_t *host_bufs,
+		      bool *linearp)
+{
+	const struct devmemtcp_frag *f = rx->scratch;
+	size_t nb = atomic_load(&rx->nbufs), host = 0;
+	uint32_t last_id = 0;
+	uint64_t nbytes = 0;
+	bool have = false, linear = false;
+
+	for (int i = 0; i < n; i++, f++) {
+		const struct buf_core *b;
+		long k;
+
+		nbytes += f->len;
+		if (f->flags & DEVMEMTCP_FRAG_LINEAR) {
+			linear = true;
+			continue;
+		}
+		/* a GPU gather checks addresses itself */
+		if (!f->addr && f->len && dev->device_type == kDLCPU)
+			goto noaddr;
+		if (have && f->binding_id == last_id)
+			continue;
+		k = buf_index(rx, nb, f->binding_id);
+		if (k < 0)
+			goto noaddr;
+		b = rx->bufs[k].buf;
+		if (b->device.device_type && (b->device.device_type != dev->device_type ||
+					      b->device.device_id != dev->device_id)) {
+			snprintf(o->msg, sizeof(o->msg),
+				 "dst is on device (%d, %d) but the fragments on (%d, %d): give a tensor on the buffer's device",
+				 dev->device_type, dev->device_id,
+				 b->device.device_type, b->device.device_id);
+			return -EINVAL;
+		}
+		if (b->host) {
+			host |= 1u << k;
+		} else if (dev->device_type == kDLCPU) {
+			snprintf(o->msg, sizeof(o->msg),
+				 "the fragments are in device memory, which the CPU cannot read: give a dst on their device");
+			return -EOPNOTSUPP;
+		}
+		last_id = f->binding_id;
+		have = true;
+		continue;
+noaddr:
+		snprintf(o->msg, sizeof(o->msg),
+			 "fragment %d (binding %u) has no address: register its binding's buffer with Rx.add_buf()",
+			 i, f->binding_id);
+		return -EINVAL;
+	}
+	*nbytesp = nbytes;
+	*host_bufs = host;
+	*linearp = linear;
+	return 0;
+}
+
+static int into_done(struct rx_core *rx, int n, struct recv_out *o, void *arg)
+{
+	struct into_arg *a = arg;
+	const struct dmt_dst *d = a->d;
+	size_t host_bufs;
+	uint64_t pos = 0;
+	bool linear;
+	int ret;
+
+	ret = into_check(rx, n, &d->device, o, &a->nbytes, &host_bufs, &linear);
+	if (!ret && a->nbytes > d->nbytes - a->offset) {
+		snprintf(o->msg, sizeof(o->msg), "%d fragments of %llu bytes for %llu bytes of room",
+			 n, (unsigned long long)a->nbytes,
+			 (unsigned long long)(d->nbytes - a->offset));
+		ret = -ENOSPC;	/* cannot happen: the receive asked for no more */
+	}
+	if (ret) {
+		devmemtcp_rx_release(rx->rx, rx->scratch, (size_t)n);
+		return ret;
+	}
+	if (d->device.device_type == kDLCPU) {
+		size_t nb = atomic_load(&rx->nbufs);
+		char *dst = (char *)(uintptr_t)(d->addr + a->offset);
+
+		for (size_t i = 0; i < nb; i++)
+			if (host_bufs & (1u << i))
+				dmtpy_buf_sync(rx->bufs[i].buf, true, false);
+		for (int i = 0; i < n; i++) {
+			const struct devmemtcp_frag *f = &rx->scratch[i];
+
+			memcpy(dst, f->flags & DEVMEMTCP_FRAG_LINEAR
+				    ? (const char *)rx->linear + f->offset
+				    : (const char *)(uintptr_t)f->addr, f->len);
+			dst += f->len;
+		}
+		for (size_t i = 0; i < nb; i++)
+			if (host_bufs & (1u << i))
+				dmtpy_buf_sync(rx->bufs[i].buf, false, false);
+		ret = devmemtcp_rx_release(rx->rx, rx->scratch, (size_t)n);
+		if (ret < 0)
+			copy_msg(o->msg, sizeof(o->msg), devmemtcp_rx_errmsg(rx->rx));
+		return ret < 0 ? ret : n;
+	}
+	{
+		struct devmemtcp_gpu_iov iov = { d->addr + a->offset, d->nbytes - a->offset };
+		struct gpu_core *g = a->g;
+
+		pthread_mutex_lock(&g->lock);
+		ret = devmemtcp_gpu_gather_release(g->gpu, rx->rx, rx->scratch,
+						   (size_t)n, &iov, 1, a->stream);
+		if (ret)
+			copy_msg(o->msg, sizeof(o->msg), devmemtcp_gpu_errmsg(g->gpu));
+		pthread_mutex_unlock(&g->lock);
+		if (ret) {
+			/* nothing deferred; the gather may be queued */
+			dmtpy_cuda_sync(g->device);
+			devmemtcp_rx_release(rx->rx, rx->scratch, (size_t)n);
+			return ret;
+		}
+		/* linear bytes (a steering miss) fill the holes the gather left */
+		for (int i = 0; linear && i < n; i++) {
+			const struct devmemtcp_frag *f = &rx->scratch[i];
+
+			if ((f->flags & DEVMEMTCP_FRAG_LINEAR) && f->len) {
+				ret = dmtpy_cuda_htod(g->device, iov.addr + pos,
+						    (const char *)rx->linear + f->offset,
+						    f->len, a->stream);
+				if (ret) {
+					snprintf(o->msg, sizeof(o->msg),
+						 "cuMemcpyHtoDAsync of %u linear bytes failed", f->len);
+					return ret;
+				}
+			}
+			pos += f->len;
+		}
+	}
+	return n;
+}
+
+/* The destination recv_into() imported last, kept with its object. */
+static void into_forget(RxObject *self)
+{
+	if (self->dst_obj) {
+		dmtpy_dlpack_done(&self->dst);
+		Py_CLEAR(self->dst_obj);
+	}
+	Py_CLEAR(self->stream_obj);
+}
+
+static const char *const into_kw[] = { "dst", "offset", "stream", "max_bytes",
+					"max_frags", "timeout" };
+
+static PyObject *Rx_recv_into(RxObject *self, PyObject *const *args,
+			      Py_ssize_t nargs, PyObject *kwnames)
+{
+	PyObject *v[6] = { NULL, NULL, Py_None, Py_None, Py_None, Py_None };
+	struct into_arg a = { .offset = 0 };
+	struct rx_core *rx;
+	size_t max_frags, len;
+	struct recv_out o;
+	int timeout_ms, n;
+	bool from_sock;
+
+	if (nargs > 6) {
+		PyErr_SetString(PyExc_TypeError, "recv_into() takes dst and at most 5 more arguments");
+		return NULL;
+	}
+	for (Py_ssize_t i = 0; i < nargs; i++)
+		v[i] = args[i];
+	for (Py_ssize_t i = 0; kwnames && i < PyTuple_GET_SIZE(kwnames); i++) {
+		const char *k = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, i));
+		int j = 0;
+
+		while (k && j < 6 && strcmp(k, into_kw[j]))
+			j++;
+		if (!k || j == 6) {
+			PyErr_Format(PyExc_TypeError, "recv_into() got an unexpected keyword argument '%s'", k ? k : "?");
+			return NULL;
+		}
+		v[j] = args[nargs + i];
+	}
+	if (!v[0]) {
+		PyErr_SetString(PyExc_TypeError, "recv_into() missing required argument 'dst'");
+		return NULL;
+	}
+	rx = dmt_core_get((PyObject *)self, "Rx");
+	if (!rx)
+		return NULL;
+	max_frags = self->max_frags;
+	len = self->max_bytes;
+	if (v[1]) {
+		a.offset = PyLong_AsUnsignedLongLong(v[1]);
+		if (a.offset == (uint64_t)-1 && PyErr_Occurred())
+			goto err;
+	}
+	if (size_arg(v[3], &len, "max_bytes") || size_arg(v[4], &max_frags, "max_frags") ||
+	    timeout_arg(v[5], &timeout_ms))
+		goto err;
+	/* the stream and the destination: converted once, kept while the
+	 * same objects come back (a stream's handle never changes; the
+	 * import holds the destination's memory) */
+	if (v[2] != self->stream_obj) {
+		long long dl;
+
+		if (dmtpy_stream_of(v[2], &self->stream, &dl))
+			goto err;
+		Py_XSETREF(self->stream_obj, Py_NewRef(v[2]));
+	}
+	if (v[0] != self->dst_obj) {
+		struct dmt_dst d;
+
+		if (dmtpy_dlpack_import(v[0], self->stream, v[2] != Py_None, &d))
+			goto err;
+		if (d.device.device_type != kDLCPU && d.device.device_type != kDLCUDA) {
+			PyErr_Format(PyExc_ValueError, "dst is on DLPack device type %d: only CPU and CUDA",
+				     d.device.device_type);
+			dmtpy_dlpack_done(&d);
+			goto err;
+		}
+		if (self->dst_obj)
+			dmtpy_dlpack_done(&self->dst);
+		self->dst = d;
+		Py_XSETREF(self->dst_obj, Py_NewRef(v[0]));
+	}
+	a.d = &self->dst;
+	if (a.offset >= self->dst.nbytes) {
+		char msg[256];
+
+		snprintf(msg, sizeof(msg),
+			 "offset %llu leaves no room in dst of %llu bytes",
+			 (unsigned long long)a.offset, (unsigned long long)self->dst.nbytes);
+		dmtpy_raise(-ENOSPC, msg);
+		goto err;
+	}
+	if (len > self->dst.nbytes - a.offset)
+		len = (size_t)(self->dst.nbytes - a.offset);
+	a.stream = self->stream;
+	if (self->dst.device.device_type == kDLCUDA) {
+		a.g = dmtpy_rx_gpu(rx, self->dst.device.device_id);
+		if (!a.g)
+			goto err;
+	}
+	n = recv_wait(self, rx, &len, max_frags, timeout_ms, false, &o,
+		      into_done, &a, &from_sock);
+	core_put(a.g ? &a.g->c : NULL);
+	core_put(&rx->c);
+	if (n < 0)
+		return recv_raise(n, len, from_sock, timeout_ms, &o);
+	return PyLong_FromUnsignedLongLong(n ? a.nbytes : 0);
+err:
+	core_put(&rx->c);
+	return NULL;
 }
 
 static PyObject *Rx_add_buf(PyObject *self, PyObject *args)
@@ -723,6 +1117,7 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 	rx->ctx = ctx;
 	rx->rx = h;
 	rx->fd = fd;
+	rx->gen = atomic_load(&dmtpy_fork_gen);
 	atomic_init(&rx->nbufs, 0);
 	atomic_init(&rx->receiving, 0);
 	pthread_mutex_init(&rx->add_lock, NULL);
@@ -743,8 +1138,21 @@ err:
 	return -1;
 }
 
+static PyObject *Rx_close(PyObject *self, PyObject *unused)
+{
+	into_forget((RxObject *)self);
+	return dmtpy_any_close(self, unused);
+}
+
+static PyObject *Rx_exit(PyObject *self, PyObject *args)
+{
+	into_forget((RxObject *)self);
+	return dmtpy_any_exit(self, args);
+}
+
 static void Rx_dealloc(RxObject *self)
 {
+	into_forget(self);
 	Py_CLEAR(self->sock);
 	dmtpy_any_dealloc((PyObject *)self);
 }
@@ -754,18 +1162,39 @@ PyDoc_STRVAR(recv_doc,
 "Receive the next bytes of the stream (at most max_bytes, in at most\n"
 "max_frags fragments; defaults from the constructor) and return them as a\n"
 "Fragments object, empty (falsy) at the end of the stream.  Blocks like the\n"
-"socket does, with the GIL released; timeout (seconds) raises\n"
-"Error(ETIMEDOUT) when nothing came.  The fragments' tokens hold NIC\n"
+"socket does, with the GIL released; timeout (seconds; default: the\n"
+"socket object's settimeout(), or SO_RCVTIMEO) raises TimeoutError (an\n"
+"Error and the builtin TimeoutError, errno ETIMEDOUT) when nothing came.  The fragments' tokens hold NIC\n"
 "buffers until the Fragments is released (release(), a with block, or\n"
 "garbage collection) and every DLPack view of it is gone; a receive that\n"
 "would let live views hold more than a buffer's view_cap takes fewer\n"
 "bytes, and raises Error(ENOBUFS) when the cap is reached already.");
 
+PyDoc_STRVAR(recv_into_doc,
+"recv_into($self, /, dst, offset=0, stream=None, max_bytes=None, max_frags=None,\n"
+"          timeout=None)\n--\n\n"
+"Receive the next bytes of the stream straight into dst at byte offset\n"
+"offset and hand the tokens back, in one call: recv(), gather_into() and\n"
+"the release without a Fragments object.  Takes at most the room dst has\n"
+"after offset (and max_bytes); returns the bytes received, 0 at the end\n"
+"of the stream.  On a GPU one kernel packs the fragments on stream and\n"
+"its last block hands the tokens back (devmemtcp_gpu_gather_release); a\n"
+"host dst is filled by the CPU.  dst (anything with __dlpack__, contiguous\n"
+"and writable) is imported once and kept, with the object, until another\n"
+"dst is given or the receiver closes: while the same object comes back its\n"
+"address is reused and the gather is ordered on stream only, so order\n"
+"other streams' work on dst yourself (the first import ordered it after\n"
+"the work its owner had queued).  Timeouts as recv().");
+
 static PyMethodDef Rx_methods[] = {
-	DMT_CM_METHODS(DMT_CLOSE_DOC("receiver",
-		"tokens of Fragments still alive (or viewed by tensors) go back when those go; the socket's descriptor is closed then.")),
+	{ "close", Rx_close, METH_NOARGS, DMT_CLOSE_DOC("receiver",
+		"tokens of Fragments still alive (or viewed by tensors) go back when those go; the socket's descriptor is closed then.") },
+	DMT_ENTER_METHOD,
+	{ "__exit__", Rx_exit, METH_VARARGS, "__exit__($self, *exc, /)\n--\n\nclose()." },
 	{ "recv", (PyCFunction)(void (*)(void))Rx_recv,
 	  METH_FASTCALL | METH_KEYWORDS, recv_doc },
+	{ "recv_into", (PyCFunction)(void (*)(void))Rx_recv_into,
+	  METH_FASTCALL | METH_KEYWORDS, recv_into_doc },
 	{ "add_buf", Rx_add_buf, METH_VARARGS,
 	  "add_buf($self, binding, buf, /)\n--\n\n"
 	  "Fragments of binding (an id, a Binding or a Nic) map to addresses\n"

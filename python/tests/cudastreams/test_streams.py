@@ -226,8 +226,10 @@ def test_gather_runs_and_releases_on_the_given_stream(crx, cmem, fake, kernels, 
     assert f.released
     assert dst.bytes(f.nbytes) == expected_bytes(cmem.mem, frags)
     assert dst.bytes(dst.n)[f.nbytes:] == bytes(16)
-    # the kernel, the linear bytes and the release's fence: all on the stream
-    assert [c[0] for c in log.calls] == LAUNCHES[mode] + ["copy", "record"]
+    # the kernel with the release's fence (devmemtcp_gpu_gather_release:
+    # the tokens wait for the gather only), then the linear bytes: all on
+    # the stream
+    assert [c[0] for c in log.calls] == LAUNCHES[mode] + ["record", "copy"]
     assert {c[1] for c in log.calls} == {key}
     released_only_when_done(crx, fake, 3, key)
 
@@ -395,3 +397,43 @@ def test_errors_survive_the_dst_deleter(crx, fake):
     assert strided.deleted == 1 and not f.released
     f.release()
     assert settle(crx, fake) == 0
+
+
+def test_recv_into_gathers_and_releases_in_one_call(crx, cmem, fake, kernels):
+    """recv_into: one receive gathered into dst at offset on the stream,
+    the tokens handed back by the gather (gather_release: its fence with
+    the launch, nothing after); the destination imported once while the
+    same object comes back."""
+    if not kernels:
+        pytest.skip("this libdevmemtcp has no gather kernels (built without nvcc)")
+    key = 0x5100
+    dst = FakeCudaArray(3 * 8192 + 100)
+    frags = [[(8192, 4096), (0, 4096)], [(65536, 1448), (4096, 100), (0, 2000, fake.LINEAR)]]
+    for fr in frags:
+        fake.push(crx, fr)
+    fc.fakecuda_busy(key)
+    with Log() as log:
+        assert crx.recv_into(dst, 0, key) == 8192
+        assert crx.recv_into(dst, offset=8192, stream=key) == 1448 + 100 + 2000
+    assert dst.streams == [key] and dst.deleted == 0        # imported once
+    assert [c[0] for c in log.calls] == ["launch", "record", "launch", "record", "copy"]
+    assert {c[1] for c in log.calls} == {key}
+    released_only_when_done(crx, fake, 4, key)
+    want = expected_bytes(cmem.mem, frags[0]) + expected_bytes(cmem.mem, frags[1], 8192)
+    assert dst.bytes(8192 + 3548) == want
+    # another destination: the first one's import goes
+    other = FakeCudaArray(4096)
+    fake.push(crx, [(0, 4096), (4096, 4096)])
+    fake.push(crx, [(8192, 10)])
+    assert crx.recv_into(other, stream=key) == 4096          # its room, no more
+    assert dst.deleted == 1 and other.streams == [key]
+    assert crx.recv_into(other, stream=key) == 4096
+    assert crx.recv_into(dst, stream=key) == 10
+    assert other.deleted == 1 and dst.streams == [key, key]
+
+
+def test_gpu_flags(ctx):
+    with dm.Gpu(ctx, 0) as g:
+        assert (g.graphs, g.persistent) == (False, False)
+    with dm.Gpu(ctx, 0, graphs=True) as g:
+        assert (g.graphs, g.persistent) == (True, False)

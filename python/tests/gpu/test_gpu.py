@@ -308,10 +308,12 @@ def test_jax_view(grx, cudabuf, fake):
 
 
 def test_torch_loader_assembles_samples(grx, cudabuf, fake):
-    """examples/python/torch_loader.py cuts the stream at sample boundaries
-    (sizes from the control connection) and gathers each sample into its
-    own tensor: fed here by the fake kernel from pages of the buffer that
-    hold the pattern of examples/python/sender.py."""
+    """devmemtcp.torch.assemble (which examples/python/torch_loader.py
+    uses) cuts the stream at sample boundaries (sizes from the control
+    connection) and gathers each sample into its own tensor: fed here by
+    the fake kernel from pages of the buffer that hold the pattern of
+    examples/python/sender.py."""
+    from devmemtcp import torch as dmt
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..",
                                     "examples", "python"))
     import sender
@@ -332,7 +334,7 @@ def test_torch_loader_assembles_samples(grx, cudabuf, fake):
         fake.push(r, frags[i:i + 16])
     ctrl = io.BytesIO(b"".join(struct.pack("!I", n) for n in sizes))
     s = torch.cuda.Stream()
-    got = list(torch_loader.assemble(r, ctrl, torch.device("cuda", 0), s))
+    got = list(dmt.assemble(r, ctrl, torch.device("cuda", 0), s))
     torch.cuda.synchronize()
     assert [t.numel() for t in got] == sizes
     for i, t in enumerate(got):

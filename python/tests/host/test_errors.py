@@ -6,6 +6,8 @@ import errno
 import os
 import re
 import socket
+import struct
+import time
 
 import pytest
 
@@ -179,10 +181,82 @@ def test_addr_out_of_range(hostmem):
 
 
 def test_timeout_and_nonblocking(rx, conn):
-    raises(errno.ETIMEDOUT, r"Rx.recv: no data within the timeout", rx.recv, timeout=0.05)
+    e = raises(errno.ETIMEDOUT, r"Rx.recv: no data within the timeout", rx.recv, timeout=0.05)
+    assert isinstance(e, TimeoutError) and isinstance(e, dm.TimeoutError)
     conn.server.setblocking(False)   # the flag is the socket's, shared by the dup
     raises(errno.EAGAIN, r"Rx.recv: the socket is non-blocking and has no data", rx.recv)
     conn.server.setblocking(True)
+
+
+def test_socket_timeout_is_honoured(rx, conn, fake):
+    """settimeout() makes the descriptor non-blocking underneath: the
+    receive waits for the socket's timeout, then raises TimeoutError."""
+    conn.server.settimeout(0.3)
+    t0 = time.monotonic()
+    e = raises(errno.ETIMEDOUT, re.escape("Rx.recv: no data within the socket's timeout (settimeout())"),
+               rx.recv)
+    waited = time.monotonic() - t0
+    assert isinstance(e, TimeoutError) and isinstance(e, dm.TimeoutError)
+    assert 0.25 <= waited < 3, waited
+    # data within the timeout is received
+    fake.push(rx, [(0, 4096)])
+    with rx.recv() as f:
+        assert f.nbytes == 4096
+    # recv(timeout=) wins over the socket's
+    t0 = time.monotonic()
+    raises(errno.ETIMEDOUT, r"Rx.recv: no data within the timeout", rx.recv, timeout=0.05)
+    assert time.monotonic() - t0 < 0.25
+    conn.server.settimeout(0.0)      # non-blocking: no wait
+    raises(errno.EAGAIN, r"Rx.recv: the socket is non-blocking and has no data", rx.recv)
+    conn.server.settimeout(None)
+
+
+def test_so_rcvtimeo_is_a_timeout(rx, conn):
+    conn.server.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
+                           struct.pack("ll", 0, 100000))
+    e = raises(errno.ETIMEDOUT, re.escape("Rx.recv: no data within the socket's SO_RCVTIMEO"),
+               rx.recv)
+    assert isinstance(e, TimeoutError)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become another user")
+def test_nic_without_privilege_or_broker(tmp_path):
+    """Without CAP_NET_ADMIN and without a broker the message names both
+    ways out (a child that became nobody)."""
+    tmp_path.chmod(0o700)          # root's: nobody cannot open it
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(r)
+            os.environ["DEVMEMTCP_BROKER_SOCKET"] = str(tmp_path / "no-broker.sock")
+            os.setgroups([])
+            os.setresgid(65534, 65534, 65534)
+            os.setresuid(65534, 65534, 65534)
+            with dm.Context() as c:
+                try:
+                    dm.Nic(c, "lo", run_dir=str(tmp_path))
+                except dm.Error as err:
+                    os.write(w, ("%d %s" % (err.errno, err.strerror)).encode())
+                    code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    got = b""
+    while chunk := os.read(r, 4096):
+        got += chunk
+    os.close(r)
+    assert os.waitpid(pid, 0)[1] == 0
+    eno, msg = got.decode().split(" ", 1)
+    # ERRORS devmemtcp_nic_open EPERM
+    assert int(eno) == errno.EPERM
+    assert msg == (
+        "devmemtcp_nic_open on lo: no CAP_NET_ADMIN and no broker: start devmemtcp-broker "
+        "(systemctl start devmemtcp-broker.socket; its socket is %s) or run with CAP_NET_ADMIN "
+        "(cannot open the run directory %s (the run_dir option): Permission denied (use a "
+        "directory this user can write and others cannot, or pass another run_dir))"
+        % (tmp_path / "no-broker.sock", tmp_path)), msg
 
 
 def test_argument_errors(ctx, rx, hostmem):

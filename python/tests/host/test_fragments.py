@@ -185,3 +185,64 @@ def test_foreign_binding(ctx, conn, fake):
         r.flush()
         assert fake.stats(r)["outstanding"] == 0
         fake.detach(r)
+
+
+class CountingDst:
+    """A numpy array behind a DLPack producer that counts its imports."""
+
+    def __init__(self, n):
+        self.a = np.zeros(n, dtype=np.uint8)
+        self.imports = 0
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+    def __dlpack__(self, **kw):
+        self.imports += 1
+        return self.a.__dlpack__()
+
+
+def test_recv_into_host(rx, hostmem, fake, conn):
+    """recv_into: a receive copied into dst at offset and its tokens back,
+    no Fragments; the destination imported once while it comes back."""
+    from conftest import expected_bytes
+    frags = [[(12288, 4096), (0, 64, fake.LINEAR)], [(4096, 1000), (8192, 4096)]]
+    for fr in frags:
+        fake.push(rx, fr)
+    dst = CountingDst(10000)
+    assert rx.recv_into(dst, 7) == 4160
+    assert rx.recv_into(dst, offset=7 + 4160) == 5096
+    assert dst.imports == 1
+    want = expected_bytes(hostmem.mem, frags[0]) + expected_bytes(hostmem.mem, frags[1], 4160)
+    assert bytes(dst.a[7:7 + 9256]) == want
+    rx.flush()      # releases go to the kernel at the next receive, or now
+    assert fake.stats(rx)["outstanding"] == 0 and hostmem.buf.held == 0
+    # no more than the room after offset; the rest comes next time
+    fake.push(rx, [(0, 4096)])
+    assert rx.recv_into(dst, 10000 - 96) == 96
+    assert rx.recv_into(dst) == 4000
+    with pytest.raises(dm.Error) as e:
+        rx.recv_into(dst, 10000)
+    assert e.value.errno == errno.ENOSPC
+    assert e.value.strerror == "offset 10000 leaves no room in dst of 10000 bytes"
+    with pytest.raises(TypeError, match="missing required argument 'dst'"):
+        rx.recv_into()
+    # the end of the stream: 0
+    conn.client.close()
+    assert rx.recv_into(dst) == 0
+    assert fake.stats(rx)["bad"] == 0
+
+
+def test_recv_into_device_memory_needs_a_device_dst(ctx, conn, fake):
+    from conftest import HostMem, fake_rx
+    h = HostMem(ctx, 1 << 20, device=(dm.kDLCUDA, 0))
+    with fake_rx(ctx, conn.server, h.buf) as r:
+        fake.push(r, [(0, 4096)])
+        with pytest.raises(dm.Error) as e:
+            r.recv_into(np.zeros(8192, dtype=np.uint8))
+        assert e.value.errno == errno.EINVAL
+        assert e.value.strerror == ("dst is on device (1, 0) but the fragments on (2, 0): "
+                                    "give a tensor on the buffer's device")
+        r.flush()
+        assert fake.stats(r)["outstanding"] == 0
+    h.close()
