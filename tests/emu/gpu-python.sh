@@ -26,6 +26,10 @@ if [ ! -f "$build/tests/emu/libdevmemtcp-emu.so" ] || [ ! -f "$pybuild/tests/lib
 	echo "gpu-python: no builds in $build and $pybuild: run tests/emu/gpu-run.sh first" >&2
 	exit 1
 fi
+# the Debian packages gpu-run.sh unpacked (iproute2, libmnl): on PATH and
+# the library path as there
+. "$src/scripts/gpu-env.sh"
+gpu_deps "$src" "$(dirname "$build")/emu-gpu-deps" || { echo "gpu-python: unpacking .gpu-deps failed" >&2; exit 2; }
 export DEVMEMTCP_LOG=none
 rc=0
 echo "== python-emu on CUDA"
