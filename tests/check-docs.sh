@@ -65,7 +65,7 @@ for f in "$src"/examples/*.c; do
 done
 
 # the environment: what the library reads in every build is documented in
-# devmemtcp(7); what only test builds read (lib/testhooks.h) is never
+# devmemtcp(7); what only test builds read (lib/core/testhooks.h) is never
 # presented as working in an installed library
 vars() { grep -ho "$1(\"DEVMEMTCP_[A-Z_]*\"" "$src"/lib/*.c | grep -o 'DEVMEMTCP_[A-Z_]*' | sort -u; }
 for v in $(vars secure_getenv); do

@@ -21,7 +21,7 @@ for s in $map; do
 		{ echo "man/meson.build does not install man3/$s.3"; fail=1; }
 done
 # the errno policy lives in DMT_KEEP_ERRNO: every exported function starts with it
-for f in "$src"/lib/*.c; do
+for f in $(find "$src/lib" -name '*.c' | sort); do
 	awk -v f="${f##*/}" '
 		/^DEVMEMTCP_EXPORT/ { name = $0; sub(/\(.*/, "", name); sub(/.*[ *]/, "", name); want = 1; next }
 		want && /^\{/ { getline; if ($0 !~ /^\tDMT_KEEP_ERRNO;/) { print f ": " name " does not start with DMT_KEEP_ERRNO"; bad = 1 } want = 0 }

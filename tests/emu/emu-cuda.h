@@ -4,7 +4,7 @@
  * (libdevmemtcp-emucuda.so, emucuda.c) tells the emulator when the library
  * exports GPU memory as a dma-buf, and the driver calls the emulator makes
  * to write received payload there (and read it for devmem TX).  Also the
- * driver ABI of cuMemcpy2DAsync, which lib/cuda.h does not need.
+ * driver ABI of cuMemcpy2DAsync, which lib/buf/cuda.h does not need.
  */
 #ifndef DEVMEMTCP_EMU_CUDA_H
 #define DEVMEMTCP_EMU_CUDA_H

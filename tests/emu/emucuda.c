@@ -35,7 +35,7 @@
 
 typedef int CUresult;
 
-/* Every entry point lib/cuda.h resolves (by its versioned symbol), and the
+/* Every entry point lib/buf/cuda.h resolves (by its versioned symbol), and the
  * ones the emulator itself needs, except the two written out below. */
 #define SHIM_SYMS(X)                                                                 \
 	X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString)         \

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * The devmemtcp-broker policy file (tools/broker/policy.c,
+ * The devmemtcp-broker policy file (broker/policy.c,
  * devmemtcp-broker.conf(5)) on arbitrary text.  A file is refused whole
  * (-EBADMSG with a line of the file and a reason, nothing kept) or taken
  * with every rule in range; its canonical text (dmt_policy_format) parses

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * devmemtcp-broker's session layer (tools/broker/session.c): brk_serve
+ * devmemtcp-broker's session layer (broker/session.c): brk_serve
  * and the jobs it hands to helpers, over real SOCK_SEQPACKET socket
  * pairs, with its operations (struct brk_ops) faked.  The input is a
  * program: clients connect with credentials the harness gives (what

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * The receive cmsg parser (lib/cmsg.c, rx.h) on arbitrary control buffers.
+ * The receive cmsg parser (lib/rx/cmsg.c, rx.h) on arbitrary control buffers.
  * Input: max fragments (u8), the byte count recvmsg returned (u32), then
  * the control buffer, in a heap block of exactly its length.  The parse
  * must end, stay inside the buffer, and when it succeeds describe exactly

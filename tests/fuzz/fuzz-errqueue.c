@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * The TX error-queue parser (dmt_tx_parse_errqueue, lib/tx.c) on arbitrary
+ * The TX error-queue parser (dmt_tx_parse_errqueue, lib/tx/tx.c) on arbitrary
  * control buffers of recvmsg(MSG_ERRQUEUE), in a heap block of exactly
  * their length: it must stay inside msg_controllen and end.
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * The NIC layer's files (lib/journal.c): the baseline (IF.base) and an
+ * The NIC layer's files (lib/nic/journal.c): the baseline (IF.base) and an
  * owner's journal (IF.owner.*), as round trips.  The parsers accept only
  * what the formatters write, one canonical text per value, so any text a
  * parser accepts must format back to exactly the same bytes.  These files

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * The netlink transport's reply parser (dmt_nl_parse, lib/nl.c) and every
+ * The netlink transport's reply parser (dmt_nl_parse, lib/nl/nl.c) and every
  * exposed reply parser (family, queue-get, rings, channels, features, RSS)
  * on arbitrary reply buffers, in a heap block of exactly their length.
  * The sequence number and port the parse expects are those of the first

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * The token manager (lib/tokens.c) against a model of the socket's tokens
+ * The token manager (lib/rx/tokens.c) against a model of the socket's tokens
  * (model.h): a program of receives, releases (valid, repeated, stale),
  * deferred releases completing in any order, polls, flushes, and a kernel
  * that stops at 1024 frags, is interrupted or fails.  A token must reach

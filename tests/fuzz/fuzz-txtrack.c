@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * The TX completion tracker (dmt_tx_track_*, lib/tx.c) against a model:
+ * The TX completion tracker (dmt_tx_track_*, lib/tx/tx.c) against a model:
  * a map from the sequence numbers of sends in flight to the ranges each
  * covered.  A program of sends (partial, empty pieces, adjacent pieces),
  * completions of any sub-range of sequence numbers (late, repeated,

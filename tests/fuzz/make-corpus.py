@@ -192,7 +192,7 @@ def program_seeds():
     write("segments", "one", bytes([0, 1, 16, 0, 16, 1]) + bytes([0, 15, 16, 17]))
 
 
-# devmemtcp-broker protocol (lib/broker.h): host order (x86-64), as
+# devmemtcp-broker protocol (lib/priv/broker.h): host order (x86-64), as
 # dmt_brk_hdr_init and the client's requests lay it out.
 BRK_MAGIC, BRK_VERSION = 0x424d5444, 1
 BRK_OPEN, BRK_CLOSE, BRK_ADD_FLOW, BRK_REMOVE_FLOW = 1, 2, 3, 4

@@ -7,7 +7,7 @@
  * that runs its operations in order, so work is asynchronous as on a GPU;
  * events, stream memory operations and CUDA graphs behave as the driver
  * documents them.  The gather kernels run as C transcriptions of
- * lib/gather.cu: a launch runs every warp of its grid (so a grid too small
+ * lib/gpu/gather.cu: a launch runs every warp of its grid (so a grid too small
  * for its descriptors leaves bytes out), the persistent kernel runs one
  * thread per block with the same go/done/stop protocol.  It checks what a
  * GPU would fault on: a block of more than 256 threads, a destination
@@ -744,7 +744,7 @@ EXPORT CUresult cuDeviceGetCount(int *n)
 EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice d)
 {
 	(void)d;
-	snprintf(name, (size_t)len, "fake GPU (host memory, lib/gather.cu transcribed)");
+	snprintf(name, (size_t)len, "fake GPU (host memory, lib/gpu/gather.cu transcribed)");
 	return CUDA_SUCCESS;
 }
 

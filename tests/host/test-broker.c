@@ -51,7 +51,7 @@
 #define TEST_BUILDDIR "."
 #endif
 
-#define BROKER TEST_BUILDDIR "/tools/broker/devmemtcp-broker"
+#define BROKER TEST_BUILDDIR "/broker/devmemtcp-broker"
 
 static struct devmemtcp_ctx *ctx;
 static char dir[64], sock[100], conf[128], logpath[128];

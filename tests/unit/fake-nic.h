@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
  * An in-memory NIC behind the ethtool layer's ops table, for running the
- * transactional setup of lib/nic.c without privileges or hardware.  It
+ * transactional setup of lib/nic/nic.c without privileges or hardware.  It
  * behaves like the drivers the library targets: header split and hds-thresh
  * in rings, an RSS table of 64 entries, RSS contexts, an ntuple table of
  * 32 rules with driver-chosen locations, and rejects what they reject.

@@ -6,7 +6,7 @@
  * still one the library says (in a C file of lib/), so that a change of
  * the library's wording cannot leave the program printing the old fix.
  */
-#include <dirent.h>
+#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,7 +38,7 @@ static void test_messages(void **state)
 	/* nic_open without RSS (tests/unit/test-nic-plan.c) */
 	rewritten("cannot set up devmem: eth0 has no RSS indirection table, so other traffic cannot be kept off the devmem queues: pass DEVMEMTCP_NIC_KEEP_RSS if you steer it some other way",
 		  "cannot set up devmem: eth0 has no RSS indirection table, so other traffic cannot be kept off the devmem queues: steer it some other way and run devmemtcp recv without --setup");
-	/* probe's fixes (lib/probe.c) */
+	/* probe's fixes (lib/nic/probe.c) */
 	rewritten("ethtool -G eth0 tcp-data-split on (devmemtcp_nic_open() does it and undoes it)",
 		  "ethtool -G eth0 tcp-data-split on (devmemtcp recv --setup does it and undoes it)");
 	rewritten("use a NIC with RSS, or steer other traffic away yourself (DEVMEMTCP_NIC_KEEP_RSS)",
@@ -49,38 +49,42 @@ static void test_messages(void **state)
 	assert_string_equal(tool_fix("(or use devmemtcp_nic_open())", small, sizeof(small)), "(or pas");
 }
 
-/* Whether text is in one of the library's C files. */
+/* The text nftw() looks for, and whether a C file of lib/ has it. */
+static const char *wanted;
+static int seen;
+
+static int look_in(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	size_t n = strlen(path);
+	FILE *f;
+	char *buf;
+	long len;
+
+	(void)st;
+	(void)ftw;
+	if (type != FTW_F || n < 3 || strcmp(path + n - 2, ".c"))
+		return 0;
+	f = fopen(path, "r");
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	rewind(f);
+	buf = calloc(1, (size_t)len + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
+	fclose(f);
+	seen = strstr(buf, wanted) != NULL;
+	free(buf);
+	return seen;
+}
+
+/* Whether text is in one of the library's C files (lib/ and its folders). */
 static int in_library(const char *text)
 {
-	char path[4096];
-	struct dirent *e;
-	DIR *d = opendir(SRCDIR "/lib");
-	int found = 0;
-
-	assert_non_null(d);
-	while (!found && (e = readdir(d))) {
-		size_t n = strlen(e->d_name);
-		FILE *f;
-		char *buf;
-		long len;
-
-		if (n < 3 || strcmp(e->d_name + n - 2, ".c"))
-			continue;
-		snprintf(path, sizeof(path), "%s/lib/%s", SRCDIR, e->d_name);
-		f = fopen(path, "r");
-		assert_non_null(f);
-		fseek(f, 0, SEEK_END);
-		len = ftell(f);
-		rewind(f);
-		buf = calloc(1, (size_t)len + 1);
-		assert_non_null(buf);
-		assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
-		fclose(f);
-		found = strstr(buf, text) != NULL;
-		free(buf);
-	}
-	closedir(d);
-	return found;
+	wanted = text;
+	seen = 0;
+	assert_int_not_equal(nftw(SRCDIR "/lib", look_in, 16, FTW_PHYS), -1);
+	return seen;
 }
 
 static void test_library_says_them(void **state)

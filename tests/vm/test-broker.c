@@ -991,7 +991,7 @@ int main(int argc, char **argv)
 	T_TRY(nic_init(argc, argv, &ctx, &ifname));
 	snprintf(self, sizeof(self), "%s", strchr(argv[0], '/') ? argv[0] : "./x");
 	*strrchr(self, '/') = '\0';
-	snprintf(broker, sizeof(broker), "%s/../../tools/broker/devmemtcp-broker", self);
+	snprintf(broker, sizeof(broker), "%s/../../broker/devmemtcp-broker", self);
 	T_CHECK(access(broker, X_OK) == 0, "%s: %s", broker, strerror(errno));
 	T_TRY(write_conf());
 	signal(SIGPIPE, SIG_IGN);

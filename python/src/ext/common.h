@@ -14,11 +14,11 @@ typedef struct {
 } AnyObject;
 
 /* close(), __enter__, __exit__, closed: shared by every handle type. */
-PyObject *dmt_any_close(PyObject *self, PyObject *unused);
-PyObject *dmt_any_enter(PyObject *self, PyObject *unused);
-PyObject *dmt_any_exit(PyObject *self, PyObject *args);
-PyObject *dmt_any_closed(PyObject *self, void *closure);
-void dmt_any_dealloc(PyObject *self);
+PyObject *dmtpy_any_close(PyObject *self, PyObject *unused);
+PyObject *dmtpy_any_enter(PyObject *self, PyObject *unused);
+PyObject *dmtpy_any_exit(PyObject *self, PyObject *args);
+PyObject *dmtpy_any_closed(PyObject *self, void *closure);
+void dmtpy_any_dealloc(PyObject *self);
 
 #define DMT_CLOSE_DOC(WHAT, EXTRA)                                             \
 	"close($self, /)\n--\n\n"                                              \
@@ -27,16 +27,16 @@ void dmt_any_dealloc(PyObject *self);
 	"Further use raises ValueError.  Safe to call twice."
 
 #define DMT_ENTER_METHOD                                                       \
-	{ "__enter__", dmt_any_enter, METH_NOARGS,                             \
+	{ "__enter__", dmtpy_any_enter, METH_NOARGS,                             \
 	  "__enter__($self, /)\n--\n\nReturn self." }
 #define DMT_CM_METHODS(CLOSE_DOC)                                              \
-	{ "close", dmt_any_close, METH_NOARGS, CLOSE_DOC },                     \
+	{ "close", dmtpy_any_close, METH_NOARGS, CLOSE_DOC },                     \
 	DMT_ENTER_METHOD,                                                      \
-	{ "__exit__", dmt_any_exit, METH_VARARGS,                              \
+	{ "__exit__", dmtpy_any_exit, METH_VARARGS,                              \
 	  "__exit__($self, *exc, /)\n--\n\nclose()." }
 
 #define DMT_CLOSED_GETSET                                                      \
-	{ "closed", dmt_any_closed, NULL, "True once close() was called.", NULL }
+	{ "closed", dmtpy_any_closed, NULL, "True once close() was called.", NULL }
 
 /* A struct of uint64_t counters (after size_t sz) as a dict. */
 struct dmt_field {
@@ -45,7 +45,7 @@ struct dmt_field {
 	char kind;	/* 'Q' uint64_t, 'I' uint32_t, 'i' int, 'q' int64_t, 'b' bool, 's' char[] */
 };
 #define DMT_F(T, name, kind) { #name, offsetof(T, name), kind }
-PyObject *dmt_fields_dict(const void *s, const struct dmt_field *f, size_t n);
+PyObject *dmtpy_fields_dict(const void *s, const struct dmt_field *f, size_t n);
 
 /* __init__ runs once: 0, or -1 with RuntimeError when it ran already. */
 static inline int dmt_fresh(PyObject *self, const char *what)
@@ -59,10 +59,10 @@ static inline int dmt_fresh(PyObject *self, const char *what)
 /* The handle's own descriptor of a socket (object or descriptor): the
  * socket stays open, and its tokens valid, for as long as anything holds
  * the handle.  -1 with an exception set. */
-int dmt_dup_sock(PyObject *sock);
+int dmtpy_dup_sock(PyObject *sock);
 /* A handle constructor failed (ret < 0) or its core could not be
  * allocated (ret 0): close our descriptor, raise, return -1. */
-int dmt_new_failed(int ret, struct ctx_core *ctx, int fd);
+int dmtpy_new_failed(int ret, struct ctx_core *ctx, int fd);
 
 /* Refuse use of a closed object: returns its core or NULL with ValueError. */
 static inline void *dmt_core(PyObject *self, const char *what)
@@ -70,7 +70,7 @@ static inline void *dmt_core(PyObject *self, const char *what)
 	void *c = ((AnyObject *)self)->core;
 
 	if (!c)
-		dmt_closed(what);
+		dmtpy_closed(what);
 	return c;
 }
 

@@ -33,14 +33,14 @@ static struct {
 	bool dead;	/* loaded by a parent: CUDA does not survive fork() */
 } cu = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-atomic_uint dmt_fork_gen;
+atomic_uint dmtpy_fork_gen;
 
 /* In a forked child: a driver the parent loaded is not usable here (its
  * contexts are the parent's), so the extension calls it no more; the
  * lock may have been held by a thread that did not come along. */
 static void fork_child(void)
 {
-	atomic_fetch_add_explicit(&dmt_fork_gen, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&dmtpy_fork_gen, 1, memory_order_relaxed);
 	pthread_mutex_init(&cu.lock, NULL);
 	if (cu.h)
 		cu.dead = true;
@@ -106,7 +106,7 @@ static void leave(void)
 	cu.pop(&c);
 }
 
-int dmt_cuda_htod(int device, uint64_t dst, const void *src, size_t len,
+int dmtpy_cuda_htod(int device, uint64_t dst, const void *src, size_t len,
 		  void *stream)
 {
 	int ret = enter(device);
@@ -119,7 +119,7 @@ int dmt_cuda_htod(int device, uint64_t dst, const void *src, size_t len,
 	return ret;
 }
 
-int dmt_cuda_sync(int device)
+int dmtpy_cuda_sync(int device)
 {
 	int ret = enter(device);
 

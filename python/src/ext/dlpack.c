@@ -57,13 +57,13 @@ static void export_free(struct dmt_export *e)
 	struct devmemtcp_gpu_fence *f;
 
 	if (e->buf->host)
-		dmt_buf_sync(e->buf, false, !e->set);
+		dmtpy_buf_sync(e->buf, false, !e->set);
 	if (e->set) {
 		if (e->gpu && (e->no_stream || stream_elsewhere(e) ||
 			       devmemtcp_gpu_fence_new(e->gpu->gpu, e->stream, &f) ||
-			       dmt_set_push_fence(e->set, f)))
+			       dmtpy_set_push_fence(e->set, f)))
 			atomic_store(&e->set->sync_device, e->gpu->device);
-		dmt_set_put(e->set, true, NULL, 0);
+		dmtpy_set_put(e->set, true, NULL, 0);
 	} else {
 		core_put(&e->buf->c);
 	}
@@ -182,7 +182,7 @@ static int export_args(PyObject *kw, DLDevice dev, struct export_args *a)
 	return 0;
 }
 
-PyObject *dmt_dlpack_export(PyObject *kw, struct frag_set *set,
+PyObject *dmtpy_dlpack_export(PyObject *kw, struct frag_set *set,
 			    struct buf_core *buf, struct gpu_core *gpu,
 			    uint64_t addr, uint64_t len)
 {
@@ -233,7 +233,7 @@ PyObject *dmt_dlpack_export(PyObject *kw, struct frag_set *set,
 		e->gpu = gpu;
 	}
 	if (buf->host)
-		dmt_buf_sync(buf, true, !set);
+		dmtpy_buf_sync(buf, true, !set);
 	return cap;
 }
 
@@ -286,7 +286,7 @@ static PyObject *call_dlpack(PyObject *obj, PyObject *stream)
 	return cap;
 }
 
-int dmt_dlpack_import(PyObject *obj, void *stream, bool have_stream,
+int dmtpy_dlpack_import(PyObject *obj, void *stream, bool have_stream,
 		      struct dmt_dst *d)
 {
 	PyObject *dev, *st;
@@ -350,14 +350,14 @@ int dmt_dlpack_import(PyObject *obj, void *stream, bool have_stream,
 	}
 	return 0;
 err:
-	dmt_dlpack_done(d);
+	dmtpy_dlpack_done(d);
 	return -1;
 }
 
 /* Also on an error path: the producer's deleter may run Python code
  * (a finaliser, a ctypes callback), which must not see, or clear, the
  * exception being raised. */
-void dmt_dlpack_done(struct dmt_dst *d)
+void dmtpy_dlpack_done(struct dmt_dst *d)
 {
 	PyObject *t, *v, *tb;
 

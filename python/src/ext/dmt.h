@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
- * The devmemtcp Python extension: shared declarations.
+ * The devmemtcp Python extension: shared declarations.  Its own functions
+ * and variables are named dmtpy_ (the library it links statically names
+ * its private ones dmt_; the two never meet).
  *
  * Ownership.  Every library handle lives in a "core": a small C struct
  * with an atomic reference count.  The Python object holds one reference;
@@ -134,7 +136,7 @@ struct rx_core {
 	atomic_size_t nbufs;		/* entries below are immutable */
 	struct rx_buf bufs[RX_MAX_BUFS];
 	struct gpu_core *gpus[MAX_GPUS];
-	unsigned int gen;		/* dmt_fork_gen at creation */
+	unsigned int gen;		/* dmtpy_fork_gen at creation */
 };
 
 struct tx_core {
@@ -245,19 +247,19 @@ extern PyTypeObject *Fragment_Type, *Queue_Type, *TxDone_Type;
 /* ---- helpers -------------------------------------------------------------- */
 
 /* Raise devmemtcp.Error(-ret, msg or strerror); returns NULL. */
-PyObject *dmt_raise(int ret, const char *msg);
+PyObject *dmtpy_raise(int ret, const char *msg);
 /* ... with the message of ctx (constructors). */
-PyObject *dmt_raise_ctx(int ret, const struct ctx_core *ctx);
-PyObject *dmt_closed(const char *what);
+PyObject *dmtpy_raise_ctx(int ret, const struct ctx_core *ctx);
+PyObject *dmtpy_closed(const char *what);
 
 /* Cores of the argument objects with a reference of the caller's own
  * (core_put when done), or NULL with an exception set. */
-struct ctx_core *dmt_ctx_get(PyObject *obj);
+struct ctx_core *dmtpy_ctx_get(PyObject *obj);
 struct buf_core *dmtpy_buf_get(PyObject *obj);
 /* int, or an object with fileno(); -1 with an exception set. */
-int dmt_fd_of(PyObject *obj);
+int dmtpy_fd_of(PyObject *obj);
 /* An interface name or index; 0 with an exception set. */
-int dmt_ifindex_of(PyObject *obj, char *name, size_t len);
+int dmtpy_ifindex_of(PyObject *obj, char *name, size_t len);
 /* CUstream values of their own (cuda.h), numbered so by DLPack too. */
 #define DMT_CU_STREAM_LEGACY ((void *)0x1)
 #define DMT_CU_STREAM_PER_THREAD ((void *)0x2)
@@ -265,17 +267,17 @@ int dmt_ifindex_of(PyObject *obj, char *name, size_t len);
 /* A CUDA stream: None, an int, or an object with __cuda_stream__,
  * .cuda_stream or .ptr.  *dl gets the DLPack stream number (None: -2).
  * 0 or -1 with exception. */
-int dmt_stream_of(PyObject *obj, void **stream, long long *dl);
+int dmtpy_stream_of(PyObject *obj, void **stream, long long *dl);
 
-void dmt_ctx_destroy(struct core *c);
-void dmt_buf_destroy(struct core *c);
+void dmtpy_ctx_destroy(struct core *c);
+void dmtpy_buf_destroy(struct core *c);
 /* A new Gpu core on ctx, which the caller holds (the GIL is released). */
-struct gpu_core *dmt_gpu_core_new(struct ctx_core *ctx, int device,
+struct gpu_core *dmtpy_gpu_core_new(struct ctx_core *ctx, int device,
 				  const struct devmemtcp_gpu_opts *opts,
 				  int *ret);
 /* The receiver's Gpu for device (created on first use, without the GIL:
  * the caller holds rx); new reference, NULL with an exception set. */
-struct gpu_core *dmt_rx_gpu(struct rx_core *rx, int device);
+struct gpu_core *dmtpy_rx_gpu(struct rx_core *rx, int device);
 
 /* Fragment sets.  A call that uses a set while other code may run holds
  * a reference of its own (dmt_set_get). */
@@ -288,83 +290,83 @@ static inline void dmt_set_get(struct frag_set *set)
  * caller is not the receiving thread (the tokens then go to the kernel at
  * once).  Returns what the release returned; msg gets the library's
  * message on failure (may be NULL). */
-int dmt_set_put(struct frag_set *set, bool from_any_thread, char *msg,
+int dmtpy_set_put(struct frag_set *set, bool from_any_thread, char *msg,
 		size_t msglen);
 /* Release after the work queued on stream (devmemtcp_gpu_release_after),
  * dropping the caller's reference, which must be the last. */
-int dmt_set_release_gpu(struct frag_set *set, struct gpu_core *gpu,
+int dmtpy_set_release_gpu(struct frag_set *set, struct gpu_core *gpu,
 			void *stream, char *msg, size_t msglen);
 /* Gather set into iov on stream and hand its tokens back when the gather
  * has read them (devmemtcp_gpu_gather_release), without the GIL; the
  * caller's reference, which must be the only one, goes. */
-int dmt_set_gather_release(struct frag_set *set, struct gpu_core *g,
+int dmtpy_set_gather_release(struct frag_set *set, struct gpu_core *g,
 			   const struct devmemtcp_gpu_iov *iov, void *stream,
 			   char *msg, size_t msglen);
 /* Release only after fence (which the set now owns) completed. */
-int dmt_set_push_fence(struct frag_set *set, struct devmemtcp_gpu_fence *f);
+int dmtpy_set_push_fence(struct frag_set *set, struct devmemtcp_gpu_fence *f);
 /* The bytes of the set are one device range: 1 with *addr, *len; else 0
  * with the reason in why. */
-int dmt_set_range(const struct frag_set *set, uint64_t *addr, uint64_t *len,
+int dmtpy_set_range(const struct frag_set *set, uint64_t *addr, uint64_t *len,
 		  char *why, size_t whylen);
 /* The buffer of the i-th fragment (NULL: linear or foreign). */
-struct buf_core *dmt_set_frag_buf(const struct frag_set *set, uint32_t i);
+struct buf_core *dmtpy_set_frag_buf(const struct frag_set *set, uint32_t i);
 
 /* DLPack producer side: __dlpack__(**kw) of len bytes at addr in buf
  * (whose device it is), kept alive by set (a reference is taken) or, for
  * a whole-buffer export, by buf; gpu records the fence of the consumer's
  * stream before a set's tokens go back.  kw's values are Python code: the
  * caller holds set (or buf) and gpu. */
-PyObject *dmt_dlpack_export(PyObject *kw, struct frag_set *set,
+PyObject *dmtpy_dlpack_export(PyObject *kw, struct frag_set *set,
 			    struct buf_core *buf, struct gpu_core *gpu,
 			    uint64_t addr, uint64_t len);
-int dmt_dlpack_import(PyObject *obj, void *stream, bool have_stream,
+int dmtpy_dlpack_import(PyObject *obj, void *stream, bool have_stream,
 		      struct dmt_dst *dst);
-void dmt_dlpack_done(struct dmt_dst *dst);
+void dmtpy_dlpack_done(struct dmt_dst *dst);
 
 /* DMA_BUF_IOCTL_SYNC on a host buffer (start or end of CPU reads/writes). */
-int dmt_buf_sync(struct buf_core *buf, bool start, bool write);
+int dmtpy_buf_sync(struct buf_core *buf, bool start, bool write);
 
 /* The CUDA driver, loaded on first use for what the library does not do
  * (copies of linear bytes, synchronising a context). */
-int dmt_cuda_htod(int device, uint64_t dst, const void *src, size_t len,
+int dmtpy_cuda_htod(int device, uint64_t dst, const void *src, size_t len,
 		  void *stream);
-int dmt_cuda_sync(int device);
+int dmtpy_cuda_sync(int device);
 
 /* fork(): the generation of this process (0 in the process that loaded
  * the module, +1 in each forked child, pthread_atfork).  A receiver made
  * at another generation is a parent's: its tokens, views and CUDA state
  * stay the parent's (the library refuses calls on it with EBADFD). */
-extern atomic_uint dmt_fork_gen;
+extern atomic_uint dmtpy_fork_gen;
 static inline bool dmt_parents(unsigned int gen)
 {
-	return gen != atomic_load_explicit(&dmt_fork_gen, memory_order_relaxed);
+	return gen != atomic_load_explicit(&dmtpy_fork_gen, memory_order_relaxed);
 }
 
 /*
- * Test builds (-Dtest_hooks=true, testhooks.c): dmt_test_point() holds a
+ * Test builds (-Dtest_hooks=true, testhooks.c): dmtpy_test_point() holds a
  * thread that released the GIL at a named point while a test acts from
- * another thread; dmt_test_freed() counts the cores of a kind freed.  No-ops
+ * another thread; dmtpy_test_freed() counts the cores of a kind freed.  No-ops
  * in every other build.
  */
 #ifndef DMT_PY_TEST_HOOKS
 #define DMT_PY_TEST_HOOKS 0
 #endif
 #if DMT_PY_TEST_HOOKS
-void dmt_test_point(const char *name);
-void dmt_test_freed(const char *what);
-extern PyMethodDef dmt_test_methods[];
+void dmtpy_test_point(const char *name);
+void dmtpy_test_freed(const char *what);
+extern PyMethodDef dmtpy_test_methods[];
 #else
-static inline void dmt_test_point(const char *name)
+static inline void dmtpy_test_point(const char *name)
 {
 	(void)name;
 }
-static inline void dmt_test_freed(const char *what)
+static inline void dmtpy_test_freed(const char *what)
 {
 	(void)what;
 }
 #endif
 
 /* Type setup. */
-int dmt_types_init(PyObject *m);
+int dmtpy_types_init(PyObject *m);
 
 #endif

@@ -19,10 +19,10 @@ static struct frag_set *live_set(FragmentsObject *self)
 static int set_unuse(struct frag_set *set)
 {
 	char msg[512] = "";
-	int ret = dmt_set_put(set, false, msg, sizeof(msg));
+	int ret = dmtpy_set_put(set, false, msg, sizeof(msg));
 
 	if (ret < 0 && !PyErr_Occurred())
-		dmt_raise(ret, msg);
+		dmtpy_raise(ret, msg);
 	return ret < 0 ? -1 : 0;
 }
 
@@ -36,9 +36,9 @@ static int frags_release(FragmentsObject *self)
 	self->set = NULL;
 	if (!set)
 		return 0;
-	ret = dmt_set_put(set, false, msg, sizeof(msg));
+	ret = dmtpy_set_put(set, false, msg, sizeof(msg));
 	if (ret < 0) {
-		dmt_raise(ret, msg);
+		dmtpy_raise(ret, msg);
 		return -1;
 	}
 	return 0;
@@ -123,11 +123,11 @@ static int host_sync(struct frag_set *set, bool start)
 			continue;
 		if (!rx->bufs[i].buf->host) {
 			if (start)
-				dmt_raise(-EOPNOTSUPP,
+				dmtpy_raise(-EOPNOTSUPP,
 					  "the fragments are in device memory, which the CPU cannot read: gather_into() a tensor on their device");
 			return -1;
 		}
-		dmt_buf_sync(rx->bufs[i].buf, start, false);
+		dmtpy_buf_sync(rx->bufs[i].buf, start, false);
 	}
 	return 0;
 }
@@ -159,7 +159,7 @@ static int check_addresses(const struct frag_set *set)
 			snprintf(msg, sizeof(msg),
 				 "fragment %u (binding %u) has no address: register its binding's buffer with Rx.add_buf()",
 				 i, f->binding_id);
-			dmt_raise(-EINVAL, msg);
+			dmtpy_raise(-EINVAL, msg);
 			return -1;
 		}
 	}
@@ -186,7 +186,7 @@ static PyObject *Fragments_read(PyObject *self, PyObject *unused)
 		if (out) {
 			linear = f->linear ? PyBytes_AS_STRING(f->linear) : NULL;
 			Py_BEGIN_ALLOW_THREADS
-			dmt_test_point("Fragments.read");
+			dmtpy_test_point("Fragments.read");
 			copy_out(set, linear, PyBytes_AS_STRING(out));
 			Py_END_ALLOW_THREADS
 		}
@@ -241,7 +241,7 @@ static int set_device(struct frag_set *set, DLDevice *dev)
 	bool found = false;
 
 	for (uint32_t i = 0; i < set->n; i++) {
-		struct buf_core *b = dmt_set_frag_buf(set, i);
+		struct buf_core *b = dmtpy_set_frag_buf(set, i);
 
 		if (!b || !set->frags[i].len)
 			continue;
@@ -271,7 +271,7 @@ static int gather_cpu(FragmentsObject *f, struct frag_set *set,
 		return -1;
 	}
 	Py_BEGIN_ALLOW_THREADS
-	dmt_test_point("Fragments.gather_into(cpu)");
+	dmtpy_test_point("Fragments.gather_into(cpu)");
 	copy_out(set, linear, (char *)(uintptr_t)d->addr);
 	Py_END_ALLOW_THREADS
 	host_sync(set, false);
@@ -290,7 +290,7 @@ static int gather_linear(const struct frag_set *set, const char *linear,
 		const struct devmemtcp_frag *fr = &set->frags[i];
 
 		if ((fr->flags & DEVMEMTCP_FRAG_LINEAR) && fr->len) {
-			int ret = dmt_cuda_htod(d->device.device_id, d->addr + pos,
+			int ret = dmtpy_cuda_htod(d->device.device_id, d->addr + pos,
 						linear + fr->offset, fr->len, stream);
 
 			if (ret) {
@@ -310,7 +310,7 @@ static int gather_cuda(FragmentsObject *f, struct frag_set *set,
 	struct rx_core *rx = set->rx;
 	struct devmemtcp_gpu_iov iov = { d->addr, d->nbytes };
 	const char *linear = f->linear ? PyBytes_AS_STRING(f->linear) : NULL;
-	struct gpu_core *g = dmt_rx_gpu(rx, d->device.device_id);
+	struct gpu_core *g = dmtpy_rx_gpu(rx, d->device.device_id);
 	struct devmemtcp_gpu_fence *fence = NULL;
 	char msg[1024] = "";
 	bool whole;
@@ -334,20 +334,20 @@ static int gather_cuda(FragmentsObject *f, struct frag_set *set,
 		f->set = NULL;
 		atomic_store(&set->refs, 1);
 		Py_BEGIN_ALLOW_THREADS
-		dmt_test_point("Fragments.gather_into(cuda)");
-		ret = dmt_set_gather_release(set, g, &iov, stream, msg, sizeof(msg));
+		dmtpy_test_point("Fragments.gather_into(cuda)");
+		ret = dmtpy_set_gather_release(set, g, &iov, stream, msg, sizeof(msg));
 		if (!ret)
 			ret = gather_linear(set, linear, d, stream, msg, sizeof(msg));
 		Py_END_ALLOW_THREADS
 		core_put(&g->c);
 		if (ret) {
-			dmt_raise(ret, msg);
+			dmtpy_raise(ret, msg);
 			return -1;
 		}
 		return 0;
 	}
 	Py_BEGIN_ALLOW_THREADS
-	dmt_test_point("Fragments.gather_into(cuda)");
+	dmtpy_test_point("Fragments.gather_into(cuda)");
 	pthread_mutex_lock(&g->lock);
 	ret = devmemtcp_gpu_gather(g->gpu, set->frags, set->n, &iov, 1, stream);
 	if (ret)
@@ -358,7 +358,7 @@ static int gather_cuda(FragmentsObject *f, struct frag_set *set,
 	Py_END_ALLOW_THREADS
 	if (ret) {
 		core_put(&g->c);
-		dmt_raise(ret, msg);
+		dmtpy_raise(ret, msg);
 		set_unuse(set);
 		return -1;
 	}
@@ -366,25 +366,25 @@ static int gather_cuda(FragmentsObject *f, struct frag_set *set,
 	 * the last: ours is left, and views' */
 	if (f->set) {
 		f->set = NULL;
-		dmt_set_put(set, false, NULL, 0);
+		dmtpy_set_put(set, false, NULL, 0);
 	}
 	if (atomic_load(&set->refs) == 1) {
 		/* no views: the library defers the release on the stream */
-		ret = dmt_set_release_gpu(set, g, stream, msg, sizeof(msg));
+		ret = dmtpy_set_release_gpu(set, g, stream, msg, sizeof(msg));
 	} else {
 		/* views still read the bytes: add this stream's fence */
 		ret = devmemtcp_gpu_fence_new(g->gpu, stream, &fence);
 		if (ret)
 			snprintf(msg, sizeof(msg), "%s", devmemtcp_gpu_errmsg(g->gpu));
 		else
-			ret = dmt_set_push_fence(set, fence);
+			ret = dmtpy_set_push_fence(set, fence);
 		if (ret)
 			atomic_store(&set->sync_device, g->device);
-		dmt_set_put(set, false, NULL, 0);
+		dmtpy_set_put(set, false, NULL, 0);
 	}
 	core_put(&g->c);
 	if (ret < 0) {
-		dmt_raise(ret, msg);
+		dmtpy_raise(ret, msg);
 		return -1;
 	}
 	return 0;
@@ -413,9 +413,9 @@ static PyObject *Fragments_gather_into(PyObject *self, PyObject *args,
 	 * Python code, and the copy runs without the GIL; a release()
 	 * meanwhile takes effect when the gather returns */
 	dmt_set_get(set);
-	if (dmt_stream_of(streamobj, &stream, &dl) || check_addresses(set) ||
+	if (dmtpy_stream_of(streamobj, &stream, &dl) || check_addresses(set) ||
 	    (have = set_device(set, &dev)) < 0 ||
-	    dmt_dlpack_import(dst, stream, dl != -2, &d)) {
+	    dmtpy_dlpack_import(dst, stream, dl != -2, &d)) {
 		set_unuse(set);
 		return NULL;
 	}
@@ -426,7 +426,7 @@ static PyObject *Fragments_gather_into(PyObject *self, PyObject *args,
 		snprintf(msg, sizeof(msg),
 			 "the fragments hold %llu bytes but dst only %llu: give more room",
 			 (unsigned long long)f->nbytes, (unsigned long long)d.nbytes);
-		dmt_raise(-ENOSPC, msg);
+		dmtpy_raise(-ENOSPC, msg);
 	} else if (have && (dev.device_type != d.device.device_type ||
 			    dev.device_id != d.device.device_id)) {
 		PyErr_Format(PyExc_ValueError,
@@ -445,7 +445,7 @@ static PyObject *Fragments_gather_into(PyObject *self, PyObject *args,
 	}
 	if (set)
 		set_unuse(set);
-	dmt_dlpack_done(&d);
+	dmtpy_dlpack_done(&d);
 	if (ret)
 		return NULL;
 	return PyLong_FromUnsignedLongLong(f->nbytes);
@@ -472,13 +472,13 @@ static PyObject *Fragments_dlpack(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	}
 	set = f->set;
-	if (!f->n || !dmt_set_range(set, &addr, &len, why, sizeof(why))) {
+	if (!f->n || !dmtpy_set_range(set, &addr, &len, why, sizeof(why))) {
 		PyErr_SetString(PyExc_BufferError, f->n ? why : "no fragments");
 		return NULL;
 	}
 	b = NULL;
 	for (uint32_t i = 0; !b && i < set->n; i++)
-		b = dmt_set_frag_buf(set, i);
+		b = dmtpy_set_frag_buf(set, i);
 	if (!b || !b->device.device_type) {
 		PyErr_SetString(PyExc_BufferError,
 				"the buffer's device is unknown: give dl_device= when importing it");
@@ -490,9 +490,9 @@ static PyObject *Fragments_dlpack(PyObject *self, PyObject *args, PyObject *kw)
 	dmt_set_get(set);
 	r = NULL;
 	if (b->device.device_type == kDLCUDA)
-		g = dmt_rx_gpu(set->rx, b->device.device_id);
+		g = dmtpy_rx_gpu(set->rx, b->device.device_id);
 	if (g || b->device.device_type != kDLCUDA)
-		r = dmt_dlpack_export(kw, set, b, g, addr, len);
+		r = dmtpy_dlpack_export(kw, set, b, g, addr, len);
 	core_put(g ? &g->c : NULL);
 	if (set_unuse(set))
 		Py_CLEAR(r);

@@ -11,7 +11,7 @@
 PyObject *DmtError, *DmtTimeoutError;
 PyTypeObject *Fragment_Type, *Queue_Type, *TxDone_Type;
 
-PyObject *dmt_raise(int ret, const char *msg)
+PyObject *dmtpy_raise(int ret, const char *msg)
 {
 	int e = ret < 0 ? -ret : ret;
 	PyObject *args, *str;
@@ -30,18 +30,18 @@ PyObject *dmt_raise(int ret, const char *msg)
 	return NULL;
 }
 
-PyObject *dmt_raise_ctx(int ret, const struct ctx_core *ctx)
+PyObject *dmtpy_raise_ctx(int ret, const struct ctx_core *ctx)
 {
-	return dmt_raise(ret, devmemtcp_ctx_errmsg(ctx->ctx));
+	return dmtpy_raise(ret, devmemtcp_ctx_errmsg(ctx->ctx));
 }
 
-PyObject *dmt_closed(const char *what)
+PyObject *dmtpy_closed(const char *what)
 {
 	PyErr_Format(PyExc_ValueError, "operation on a closed %s", what);
 	return NULL;
 }
 
-struct ctx_core *dmt_ctx_get(PyObject *obj)
+struct ctx_core *dmtpy_ctx_get(PyObject *obj)
 {
 	if (!PyObject_TypeCheck(obj, &Context_Type)) {
 		PyErr_Format(PyExc_TypeError, "expected a devmemtcp.Context, got %s",
@@ -49,7 +49,7 @@ struct ctx_core *dmt_ctx_get(PyObject *obj)
 		return NULL;
 	}
 	if (!((ContextObject *)obj)->core) {
-		dmt_closed("Context");
+		dmtpy_closed("Context");
 		return NULL;
 	}
 	core_get(&((ContextObject *)obj)->core->c);
@@ -64,21 +64,21 @@ struct buf_core *dmtpy_buf_get(PyObject *obj)
 		return NULL;
 	}
 	if (!((BufferObject *)obj)->core) {
-		dmt_closed("Buffer");
+		dmtpy_closed("Buffer");
 		return NULL;
 	}
 	core_get(&((BufferObject *)obj)->core->c);
 	return ((BufferObject *)obj)->core;
 }
 
-int dmt_fd_of(PyObject *obj)
+int dmtpy_fd_of(PyObject *obj)
 {
 	return PyObject_AsFileDescriptor(obj);
 }
 
-int dmt_dup_sock(PyObject *sock)
+int dmtpy_dup_sock(PyObject *sock)
 {
-	int fd = dmt_fd_of(sock);
+	int fd = dmtpy_fd_of(sock);
 
 	if (fd < 0)
 		return -1;
@@ -88,17 +88,17 @@ int dmt_dup_sock(PyObject *sock)
 	return fd;
 }
 
-int dmt_new_failed(int ret, struct ctx_core *ctx, int fd)
+int dmtpy_new_failed(int ret, struct ctx_core *ctx, int fd)
 {
 	close(fd);
 	if (ret)
-		dmt_raise_ctx(ret, ctx);
+		dmtpy_raise_ctx(ret, ctx);
 	else
 		PyErr_NoMemory();
 	return -1;
 }
 
-int dmt_ifindex_of(PyObject *obj, char *name, size_t len)
+int dmtpy_ifindex_of(PyObject *obj, char *name, size_t len)
 {
 	long idx;
 
@@ -113,7 +113,7 @@ int dmt_ifindex_of(PyObject *obj, char *name, size_t len)
 			char msg[128];
 
 			snprintf(msg, sizeof(msg), "no network interface named %s", s);
-			dmt_raise(-ENODEV, msg);
+			dmtpy_raise(-ENODEV, msg);
 		}
 		return (int)idx;
 	}
@@ -129,7 +129,7 @@ int dmt_ifindex_of(PyObject *obj, char *name, size_t len)
 
 /* A stream handle from an int or a stream object of PyTorch, CuPy or
  * anything speaking the __cuda_stream__ protocol. */
-int dmt_stream_of(PyObject *obj, void **stream, long long *dl)
+int dmtpy_stream_of(PyObject *obj, void **stream, long long *dl)
 {
 	PyObject *v = NULL;
 	long long s;
@@ -306,7 +306,7 @@ static PyTypeObject *new_structseq(PyObject *m, PyStructSequence_Desc *desc,
 	return t;
 }
 
-int dmt_types_init(PyObject *m)
+int dmtpy_types_init(PyObject *m)
 {
 	static struct {
 		PyTypeObject *t;
@@ -366,10 +366,10 @@ PyMODINIT_FUNC PyInit__devmemtcp(void)
 	TxDone_Type = new_structseq(m, &txdone_desc, "TxDone");
 	if (!Fragment_Type || !Queue_Type || !TxDone_Type)
 		goto err;
-	if (add_constants(m) || dmt_types_init(m))
+	if (add_constants(m) || dmtpy_types_init(m))
 		goto err;
 #if DMT_PY_TEST_HOOKS
-	if (PyModule_AddFunctions(m, dmt_test_methods))
+	if (PyModule_AddFunctions(m, dmtpy_test_methods))
 		goto err;
 #endif
 	return m;

@@ -14,7 +14,7 @@ static void nic_destroy(struct core *c)
 	core_put(n->buf ? &n->buf->c : NULL);
 	core_put(&n->ctx->c);
 	free(n);
-	dmt_test_freed("Nic");
+	dmtpy_test_freed("Nic");
 }
 
 static int flows_of(PyObject *obj, struct devmemtcp_flow **flows, size_t *n)
@@ -47,7 +47,7 @@ static int flows_of(PyObject *obj, struct devmemtcp_flow **flows, size_t *n)
 		ret = devmemtcp_flow_parse(s, &(*flows)[i]);
 		if (ret) {
 			/* what is wrong with it, kept for this thread */
-			dmt_raise(ret, devmemtcp_ctx_errmsg(NULL));
+			dmtpy_raise(ret, devmemtcp_ctx_errmsg(NULL));
 			break;
 		}
 	}
@@ -110,11 +110,11 @@ static int nic_open(NicObject *self, struct ctx_core *ctx, struct buf_core *buf,
 		  (a->rss_context ? 0 : DEVMEMTCP_NIC_NO_RSS_CONTEXT) |
 		  (a->keep_rss ? DEVMEMTCP_NIC_KEEP_RSS : 0);
 	Py_BEGIN_ALLOW_THREADS
-	dmt_test_point("Nic()");
+	dmtpy_test_point("Nic()");
 	ret = devmemtcp_nic_open(ctx->ctx, a->ifname, &o, &nic);
 	Py_END_ALLOW_THREADS
 	if (ret) {
-		dmt_raise_ctx(ret, ctx);
+		dmtpy_raise_ctx(ret, ctx);
 		return -1;
 	}
 	core = calloc(1, sizeof(*core));
@@ -186,7 +186,7 @@ static int Nic_init(NicObject *self, PyObject *args, PyObject *kw)
 	}
 	/* held through the other arguments' conversion (Python code) and the
 	 * setup without the GIL; the Nic takes references of its own */
-	ctx = dmt_ctx_get(a.ctx);
+	ctx = dmtpy_ctx_get(a.ctx);
 	if (!ctx || (a.buf != Py_None && !(buf = dmtpy_buf_get(a.buf))))
 		goto out;
 	if (near_gpu >= 0) {
@@ -196,11 +196,11 @@ static int Nic_init(NicObject *self, PyObject *args, PyObject *kw)
 		n = devmemtcp_nic_near_gpu(ctx->ctx, near_gpu, &near, 1);
 		Py_END_ALLOW_THREADS
 		if (n < 0) {
-			dmt_raise_ctx(n, ctx);
+			dmtpy_raise_ctx(n, ctx);
 			goto out;
 		}
 		if (n == 0) {
-			dmt_raise(-ENODEV, "Nic(near_gpu=...): no network interface on PCI: name one (ifname)");
+			dmtpy_raise(-ENODEV, "Nic(near_gpu=...): no network interface on PCI: name one (ifname)");
 			goto out;
 		}
 		a.ifname = near.ifname;
@@ -224,7 +224,7 @@ out:
 static void Nic_dealloc(NicObject *self)
 {
 	Py_CLEAR(self->buffer);
-	dmt_any_dealloc((PyObject *)self);
+	dmtpy_any_dealloc((PyObject *)self);
 }
 
 /* Drop a call's reference without the GIL: when a close() meanwhile left
@@ -256,7 +256,7 @@ static PyObject *Nic_close(PyObject *self, PyObject *unused)
 	Py_END_ALLOW_THREADS
 	n->nic = NULL;
 	if (ret)
-		dmt_raise_ctx(ret, n->ctx);
+		dmtpy_raise_ctx(ret, n->ctx);
 	core_put(&n->c);
 	if (ret)
 		return NULL;
@@ -292,7 +292,7 @@ static PyObject *Nic_add_flow(PyObject *self, PyObject *args)
 	core_put(&n->c);
 	Py_END_ALLOW_THREADS
 	free(flow);
-	return ret < 0 ? dmt_raise(ret, msg) : PyLong_FromLong(ret);
+	return ret < 0 ? dmtpy_raise(ret, msg) : PyLong_FromLong(ret);
 }
 
 static PyObject *Nic_remove_flow(PyObject *self, PyObject *args)
@@ -314,7 +314,7 @@ static PyObject *Nic_remove_flow(PyObject *self, PyObject *args)
 	core_put(&n->c);
 	Py_END_ALLOW_THREADS
 	if (ret < 0)
-		return dmt_raise(ret, msg);
+		return dmtpy_raise(ret, msg);
 	Py_RETURN_NONE;
 }
 
@@ -341,9 +341,9 @@ static PyObject *Nic_stats(PyObject *self, PyObject *unused)
 	if (ret) {
 		/* a copy: raising allocates, which may run Python code */
 		snprintf(msg, sizeof(msg), "%s", devmemtcp_nic_errmsg(n->nic));
-		return dmt_raise(ret, msg);
+		return dmtpy_raise(ret, msg);
 	}
-	return dmt_fields_dict(&st, nic_stats_fields,
+	return dmtpy_fields_dict(&st, nic_stats_fields,
 			       sizeof(nic_stats_fields) / sizeof(nic_stats_fields[0]));
 }
 
@@ -360,7 +360,7 @@ static PyObject *Nic_get_queues(PyObject *self, void *closure)
 		return NULL;
 	cnt = devmemtcp_nic_queues(n->nic, &q);
 	if (cnt < 0) {
-		t = dmt_raise(cnt, devmemtcp_nic_errmsg(n->nic));
+		t = dmtpy_raise(cnt, devmemtcp_nic_errmsg(n->nic));
 	} else {
 		t = PyTuple_New(cnt);
 		for (int i = 0; t && i < cnt; i++)
@@ -437,7 +437,7 @@ static PyObject *Nic_probe(PyObject *cls, PyObject *args, PyObject *kw)
 	if (!r)
 		return PyErr_NoMemory();
 	r->sz = sizeof(*r);
-	ctx = dmt_ctx_get(ctxobj);	/* held through the probe, without the GIL */
+	ctx = dmtpy_ctx_get(ctxobj);	/* held through the probe, without the GIL */
 	if (!ctx) {
 		free(r);
 		return NULL;
@@ -447,18 +447,18 @@ static PyObject *Nic_probe(PyObject *cls, PyObject *args, PyObject *kw)
 			       .flags = try_bind ? DEVMEMTCP_PROBE_TRY_BIND : 0);
 
 		Py_BEGIN_ALLOW_THREADS
-		dmt_test_point("Nic.probe");
+		dmtpy_test_point("Nic.probe");
 		ret = devmemtcp_nic_probe(ctx->ctx, ifname, &o, r);
 		Py_END_ALLOW_THREADS
 	}
 	if (ret < 0)
-		dmt_raise_ctx(ret, ctx);
+		dmtpy_raise_ctx(ret, ctx);
 	core_put(&ctx->c);
 	if (ret < 0) {
 		free(r);
 		return NULL;
 	}
-	d = dmt_fields_dict(r, probe_fields,
+	d = dmtpy_fields_dict(r, probe_fields,
 			    sizeof(probe_fields) / sizeof(probe_fields[0]));
 	problems = d ? PyList_New(0) : NULL;
 	for (uint32_t i = 0; problems && i < r->nproblems &&
@@ -506,7 +506,7 @@ static PyObject *Nic_rank(PyObject *cls, PyObject *args, PyObject *kw)
 				"rank needs pci='0000:1b:00.0' or gpu=N, not both");
 		return NULL;
 	}
-	ctx = dmt_ctx_get(ctxobj);
+	ctx = dmtpy_ctx_get(ctxobj);
 	if (!ctx)
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
@@ -514,7 +514,7 @@ static PyObject *Nic_rank(PyObject *cls, PyObject *args, PyObject *kw)
 		: devmemtcp_nic_near_gpu(ctx->ctx, gpu, r, 64);
 	Py_END_ALLOW_THREADS
 	if (n < 0)
-		dmt_raise_ctx(n, ctx);
+		dmtpy_raise_ctx(n, ctx);
 	core_put(&ctx->c);
 	if (n < 0)
 		return NULL;
@@ -540,18 +540,18 @@ static PyObject *Nic_recover(PyObject *cls, PyObject *args, PyObject *kw)
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "Os|$z:recover", kwlist,
 					 &ctxobj, &ifname, &run_dir) ||
-	    !(ctx = dmt_ctx_get(ctxobj)))	/* held through the recovery */
+	    !(ctx = dmtpy_ctx_get(ctxobj)))	/* held through the recovery */
 		return NULL;
 	{
 		DEVMEMTCP_OPTS(nic_opts, o, .run_dir = run_dir);
 
 		Py_BEGIN_ALLOW_THREADS
-		dmt_test_point("Nic.recover");
+		dmtpy_test_point("Nic.recover");
 		ret = devmemtcp_nic_recover(ctx->ctx, ifname, &o);
 		Py_END_ALLOW_THREADS
 	}
 	if (ret < 0)
-		dmt_raise_ctx(ret, ctx);
+		dmtpy_raise_ctx(ret, ctx);
 	core_put(&ctx->c);
 	return ret < 0 ? NULL : PyBool_FromLong(ret);
 }
@@ -565,7 +565,7 @@ static PyMethodDef Nic_methods[] = {
 	  "waits for it and runs when it returns, its errors going to the\n"
 	  "library's log.  Further use raises ValueError." },
 	DMT_ENTER_METHOD,
-	{ "__exit__", dmt_any_exit, METH_VARARGS, "__exit__($self, *exc, /)\n--\n\nclose()." },
+	{ "__exit__", dmtpy_any_exit, METH_VARARGS, "__exit__($self, *exc, /)\n--\n\nclose()." },
 	{ "add_flow", Nic_add_flow, METH_VARARGS,
 	  "add_flow($self, flow, /)\n--\n\n"
 	  "Steer one more flow ('tcp4 dst-port 5202'); returns its id." },

@@ -10,7 +10,7 @@
 
 /* ---- shared by every handle type ----------------------------------------- */
 
-PyObject *dmt_any_close(PyObject *self, PyObject *unused)
+PyObject *dmtpy_any_close(PyObject *self, PyObject *unused)
 {
 	struct core *c = ((AnyObject *)self)->core;
 
@@ -19,12 +19,12 @@ PyObject *dmt_any_close(PyObject *self, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
-PyObject *dmt_any_enter(PyObject *self, PyObject *unused)
+PyObject *dmtpy_any_enter(PyObject *self, PyObject *unused)
 {
 	return Py_NewRef(self);
 }
 
-PyObject *dmt_any_exit(PyObject *self, PyObject *args)
+PyObject *dmtpy_any_exit(PyObject *self, PyObject *args)
 {
 	PyObject *r = PyObject_CallMethod(self, "close", NULL);
 
@@ -34,18 +34,18 @@ PyObject *dmt_any_exit(PyObject *self, PyObject *args)
 	Py_RETURN_FALSE;
 }
 
-PyObject *dmt_any_closed(PyObject *self, void *closure)
+PyObject *dmtpy_any_closed(PyObject *self, void *closure)
 {
 	return PyBool_FromLong(((AnyObject *)self)->core == NULL);
 }
 
-void dmt_any_dealloc(PyObject *self)
+void dmtpy_any_dealloc(PyObject *self)
 {
 	core_put(((AnyObject *)self)->core);
 	Py_TYPE(self)->tp_free(self);
 }
 
-PyObject *dmt_fields_dict(const void *s, const struct dmt_field *f, size_t n)
+PyObject *dmtpy_fields_dict(const void *s, const struct dmt_field *f, size_t n)
 {
 	PyObject *d = PyDict_New(), *v;
 
@@ -72,13 +72,13 @@ PyObject *dmt_fields_dict(const void *s, const struct dmt_field *f, size_t n)
 
 /* ---- Context -------------------------------------------------------------- */
 
-void dmt_ctx_destroy(struct core *c)
+void dmtpy_ctx_destroy(struct core *c)
 {
 	struct ctx_core *x = (struct ctx_core *)c;
 
 	devmemtcp_ctx_free(x->ctx);
 	free(x);
-	dmt_test_freed("Context");
+	dmtpy_test_freed("Context");
 }
 
 /* The library's log_level for the argument: None leaves it to the library
@@ -139,7 +139,7 @@ static int Context_init(ContextObject *self, PyObject *args, PyObject *kw)
 	if (ret) {
 		/* the calling thread's message; an allocation failure records
 		 * none, and the thread's may then be an older one */
-		dmt_raise(ret, ret == -ENOMEM ? NULL : devmemtcp_ctx_errmsg(NULL));
+		dmtpy_raise(ret, ret == -ENOMEM ? NULL : devmemtcp_ctx_errmsg(NULL));
 		return -1;
 	}
 	core = calloc(1, sizeof(*core));
@@ -148,7 +148,7 @@ static int Context_init(ContextObject *self, PyObject *args, PyObject *kw)
 		PyErr_NoMemory();
 		return -1;
 	}
-	core_init(&core->c, dmt_ctx_destroy);
+	core_init(&core->c, dmtpy_ctx_destroy);
 	core->ctx = ctx;
 	self->core = core;
 	return 0;
@@ -165,14 +165,14 @@ static PyObject *Context_queues(PyObject *self, PyObject *args)
 	if (!c)
 		return NULL;
 	if (PyArg_ParseTuple(args, "O:queues", &ifobj))
-		ifindex = dmt_ifindex_of(ifobj, name, sizeof(name));
+		ifindex = dmtpy_ifindex_of(ifobj, name, sizeof(name));
 	if (ifindex) {
 		Py_BEGIN_ALLOW_THREADS
-		dmt_test_point("Context.queues");
+		dmtpy_test_point("Context.queues");
 		n = devmemtcp_queue_list(c->ctx, ifindex, q, 256);
 		Py_END_ALLOW_THREADS
 		if (n < 0)
-			dmt_raise_ctx(n, c);
+			dmtpy_raise_ctx(n, c);
 	}
 	core_put(&c->c);
 	if (!ifindex || n < 0)
@@ -236,20 +236,20 @@ static PyObject *Context_qstats(PyObject *self, PyObject *args, PyObject *kw)
 		if (type == -1 && PyErr_Occurred())
 			goto out;
 	}
-	ifindex = dmt_ifindex_of(ifobj, name, sizeof(name));
+	ifindex = dmtpy_ifindex_of(ifobj, name, sizeof(name));
 	if (!ifindex)
 		goto out;
 	Py_BEGIN_ALLOW_THREADS
-	dmt_test_point("Context.qstats");
+	dmtpy_test_point("Context.qstats");
 	ret = devmemtcp_qstats_get(c->ctx, ifindex, type, queue, &st);
 	Py_END_ALLOW_THREADS
 	if (ret < 0)
-		dmt_raise_ctx(ret, c);
+		dmtpy_raise_ctx(ret, c);
 out:
 	core_put(&c->c);
 	if (ret < 0)
 		return NULL;
-	return dmt_fields_dict(&st, qstats_fields,
+	return dmtpy_fields_dict(&st, qstats_fields,
 			       sizeof(qstats_fields) / sizeof(qstats_fields[0]));
 }
 
@@ -292,24 +292,24 @@ PyTypeObject Context_Type = {
 	.tp_doc = Context_doc,
 	.tp_new = PyType_GenericNew,
 	.tp_init = (initproc)Context_init,
-	.tp_dealloc = dmt_any_dealloc,
+	.tp_dealloc = dmtpy_any_dealloc,
 	.tp_methods = Context_methods,
 	.tp_getset = Context_getset,
 };
 
 /* ---- Buffer --------------------------------------------------------------- */
 
-void dmt_buf_destroy(struct core *c)
+void dmtpy_buf_destroy(struct core *c)
 {
 	struct buf_core *b = (struct buf_core *)c;
 
 	devmemtcp_buf_free(b->buf);
 	core_put(&b->ctx->c);
 	free(b);
-	dmt_test_freed("Buffer");
+	dmtpy_test_freed("Buffer");
 }
 
-int dmt_buf_sync(struct buf_core *buf, bool start, bool write)
+int dmtpy_buf_sync(struct buf_core *buf, bool start, bool write)
 {
 	struct dma_buf_sync s = {
 		.flags = (start ? DMA_BUF_SYNC_START : DMA_BUF_SYNC_END) |
@@ -426,7 +426,7 @@ static int Buffer_init(BufferObject *self, PyObject *args, PyObject *kw)
 		return -1;
 	/* held from here: the other arguments' conversion is Python code, and
 	 * the buffer is made without the GIL; the buffer keeps this reference */
-	ctx = dmt_ctx_get(ctxobj);
+	ctx = dmtpy_ctx_get(ctxobj);
 	if (!ctx)
 		return -1;
 	if ((provobj && provider_of(provobj, &a.provider)) ||
@@ -444,13 +444,13 @@ static int Buffer_init(BufferObject *self, PyObject *args, PyObject *kw)
 		o.flags = (a.hugetlb ? DEVMEMTCP_BUF_HUGETLB : 0) |
 			  (a.keep_fd ? DEVMEMTCP_BUF_KEEP_FD : 0);
 		Py_BEGIN_ALLOW_THREADS
-		dmt_test_point("Buffer()");
+		dmtpy_test_point("Buffer()");
 		ret = devmemtcp_buf_new(ctx->ctx, &o, &buf);
 		Py_END_ALLOW_THREADS
 	}
 	free(segs);
 	if (ret) {
-		dmt_raise_ctx(ret, ctx);
+		dmtpy_raise_ctx(ret, ctx);
 		goto err;
 	}
 	core = calloc(1, sizeof(*core));
@@ -459,7 +459,7 @@ static int Buffer_init(BufferObject *self, PyObject *args, PyObject *kw)
 		PyErr_NoMemory();
 		goto err;
 	}
-	core_init(&core->c, dmt_buf_destroy);
+	core_init(&core->c, dmtpy_buf_destroy);
 	core->ctx = ctx;
 	core->buf = buf;
 	core->provider = a.provider;
@@ -483,7 +483,7 @@ err:
 static void Buffer_dealloc(BufferObject *self)
 {
 	Py_CLEAR(self->ctx);
-	dmt_any_dealloc((PyObject *)self);
+	dmtpy_any_dealloc((PyObject *)self);
 }
 
 /* Read or write len bytes at off of b without the GIL.  0, or -1 raised. */
@@ -493,12 +493,12 @@ static int buffer_io(struct buf_core *b, const char *point, uint64_t off,
 	int ret;
 
 	Py_BEGIN_ALLOW_THREADS
-	dmt_test_point(point);
+	dmtpy_test_point(point);
 	ret = write ? devmemtcp_buf_write(b->buf, off, p, len)
 		    : devmemtcp_buf_read(b->buf, off, p, len);
 	Py_END_ALLOW_THREADS
 	if (ret)
-		dmt_raise(ret, devmemtcp_buf_errmsg(b->buf));
+		dmtpy_raise(ret, devmemtcp_buf_errmsg(b->buf));
 	return ret ? -1 : 0;
 }
 
@@ -575,9 +575,9 @@ static PyObject *Buffer_addr(PyObject *self, PyObject *args)
 	}
 	ret = devmemtcp_buf_addr(b->buf, off, &addr);
 	if (ret == -ERANGE)
-		dmt_raise(ret, "Buffer.addr: the offset is in no segment of the buffer");
+		dmtpy_raise(ret, "Buffer.addr: the offset is in no segment of the buffer");
 	else if (ret)
-		dmt_raise(ret, devmemtcp_buf_errmsg(b->buf));
+		dmtpy_raise(ret, devmemtcp_buf_errmsg(b->buf));
 	core_put(&b->c);
 	return ret ? NULL : PyLong_FromUnsignedLongLong(addr);
 }
@@ -616,7 +616,7 @@ static PyObject *Buffer_dlpack(PyObject *self, PyObject *args, PyObject *kw)
 		PyErr_SetString(PyExc_BufferError,
 				"the buffer is not one contiguous device range");
 	else
-		r = dmt_dlpack_export(kw, NULL, b, NULL, addr, len);
+		r = dmtpy_dlpack_export(kw, NULL, b, NULL, addr, len);
 	core_put(&b->c);
 	return r;
 }
@@ -772,7 +772,7 @@ static void binding_destroy(struct core *c)
 	core_put(&b->buf->c);
 	core_put(&b->ctx->c);
 	free(b);
-	dmt_test_freed("Binding");
+	dmtpy_test_freed("Binding");
 }
 
 static int queues_of(PyObject *obj, uint32_t **q, size_t *n)
@@ -810,7 +810,7 @@ static PyObject *new_binding(PyTypeObject *type, PyObject *ctxobj,
 			     const struct devmemtcp_bind_opts *o)
 {
 	/* held through the bind, without the GIL; the binding keeps them */
-	struct ctx_core *ctx = dmt_ctx_get(ctxobj);
+	struct ctx_core *ctx = dmtpy_ctx_get(ctxobj);
 	struct buf_core *buf = ctx ? dmtpy_buf_get(bufobj) : NULL;
 	struct devmemtcp_binding *b = NULL;
 	struct binding_core *core;
@@ -820,12 +820,12 @@ static PyObject *new_binding(PyTypeObject *type, PyObject *ctxobj,
 	if (!buf)
 		goto err;
 	Py_BEGIN_ALLOW_THREADS
-	dmt_test_point("Binding");
+	dmtpy_test_point("Binding");
 	ret = tx ? devmemtcp_bind_tx(ctx->ctx, ifindex, buf->buf, o, &b)
 		 : devmemtcp_bind_rx(ctx->ctx, ifindex, q, nq, buf->buf, o, &b);
 	Py_END_ALLOW_THREADS
 	if (ret) {
-		dmt_raise_ctx(ret, ctx);
+		dmtpy_raise_ctx(ret, ctx);
 		goto err;
 	}
 	self = (BindingObject *)type->tp_alloc(type, 0);
@@ -865,7 +865,7 @@ static PyObject *Binding_rx(PyObject *cls, PyObject *args, PyObject *kw)
 					 &ctxobj, &ifobj, &qobj, &bufobj,
 					 &page, &verify))
 		return NULL;
-	ifindex = dmt_ifindex_of(ifobj, name, sizeof(name));
+	ifindex = dmtpy_ifindex_of(ifobj, name, sizeof(name));
 	if (!ifindex || queues_of(qobj, &q, &nq))
 		return NULL;
 	{
@@ -889,7 +889,7 @@ static PyObject *Binding_tx(PyObject *cls, PyObject *args, PyObject *kw)
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:tx", kwlist, &ctxobj,
 					 &ifobj, &bufobj))
 		return NULL;
-	ifindex = dmt_ifindex_of(ifobj, name, sizeof(name));
+	ifindex = dmtpy_ifindex_of(ifobj, name, sizeof(name));
 	if (!ifindex)
 		return NULL;
 	return new_binding((PyTypeObject *)cls, ctxobj, bufobj, true, ifindex,
@@ -907,7 +907,7 @@ static int Binding_init(PyObject *self, PyObject *args, PyObject *kw)
 static void Binding_dealloc(BindingObject *self)
 {
 	Py_CLEAR(self->buffer);
-	dmt_any_dealloc((PyObject *)self);
+	dmtpy_any_dealloc((PyObject *)self);
 }
 
 static PyObject *Binding_get_id(PyObject *self, void *closure)
@@ -971,10 +971,10 @@ static void gpu_destroy(struct core *c)
 	pthread_mutex_destroy(&g->lock);
 	core_put(&g->ctx->c);
 	free(g);
-	dmt_test_freed("Gpu");
+	dmtpy_test_freed("Gpu");
 }
 
-struct gpu_core *dmt_gpu_core_new(struct ctx_core *ctx, int device,
+struct gpu_core *dmtpy_gpu_core_new(struct ctx_core *ctx, int device,
 				  const struct devmemtcp_gpu_opts *opts,
 				  int *ret)
 {
@@ -982,11 +982,11 @@ struct gpu_core *dmt_gpu_core_new(struct ctx_core *ctx, int device,
 	struct gpu_core *g;
 
 	Py_BEGIN_ALLOW_THREADS
-	dmt_test_point("Gpu()");
+	dmtpy_test_point("Gpu()");
 	*ret = devmemtcp_gpu_new(ctx->ctx, opts, &gpu);
 	Py_END_ALLOW_THREADS
 	if (*ret) {
-		dmt_raise_ctx(*ret, ctx);
+		dmtpy_raise_ctx(*ret, ctx);
 		return NULL;
 	}
 	g = calloc(1, sizeof(*g));
@@ -1017,7 +1017,7 @@ static int Gpu_init(GpuObject *self, PyObject *args, PyObject *kw)
 					 &ctxobj, &device, &desc_copy,
 					 &max_frags, &slots, &graphs, &persistent))
 		return -1;
-	ctx = dmt_ctx_get(ctxobj);	/* held while the Gpu is made without the GIL */
+	ctx = dmtpy_ctx_get(ctxobj);	/* held while the Gpu is made without the GIL */
 	if (!ctx)
 		return -1;
 	if (dmt_fresh((PyObject *)self, "Gpu")) {
@@ -1031,7 +1031,7 @@ static int Gpu_init(GpuObject *self, PyObject *args, PyObject *kw)
 					(persistent ? DEVMEMTCP_GPU_PERSISTENT : 0),
 			       .max_frags = max_frags, .slots = slots);
 
-		self->core = dmt_gpu_core_new(ctx, device, &o, &ret);
+		self->core = dmtpy_gpu_core_new(ctx, device, &o, &ret);
 	}
 	core_put(&ctx->c);
 	if (self->core)
@@ -1089,7 +1089,7 @@ PyTypeObject Gpu_Type = {
 	.tp_doc = Gpu_doc,
 	.tp_new = PyType_GenericNew,
 	.tp_init = (initproc)Gpu_init,
-	.tp_dealloc = dmt_any_dealloc,
+	.tp_dealloc = dmtpy_any_dealloc,
 	.tp_methods = Gpu_methods,
 	.tp_getset = Gpu_getset,
 };

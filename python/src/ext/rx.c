@@ -30,7 +30,7 @@ static void rx_destroy(struct core *c)
 	free(rx->scratch);
 	free(rx->linear);
 	free(rx);
-	dmt_test_freed("Rx");
+	dmtpy_test_freed("Rx");
 }
 
 /* ---- fragment sets -------------------------------------------------------- */
@@ -76,7 +76,7 @@ static void set_wait(struct frag_set *set)
 	}
 }
 
-int dmt_set_push_fence(struct frag_set *set, struct devmemtcp_gpu_fence *f)
+int dmtpy_set_push_fence(struct frag_set *set, struct devmemtcp_gpu_fence *f)
 {
 	struct fence_ent *e = malloc(sizeof(*e));
 
@@ -134,13 +134,13 @@ static int set_release(struct frag_set *set, struct gpu_core *gpu,
 		return ret < 0 ? ret : 0;
 	}
 	if (dev >= 0)
-		dmt_cuda_sync(dev);	/* a view had no stream to fence */
+		dmtpy_cuda_sync(dev);	/* a view had no stream to fence */
 	if (gpu) {
 		ret = devmemtcp_gpu_release_after(gpu->gpu, rx->rx, set->frags,
 						  set->n, stream);
 		if (ret < 0) {
 			copy_msg(msg, msglen, devmemtcp_gpu_errmsg(gpu->gpu));
-			dmt_cuda_sync(gpu->device);
+			dmtpy_cuda_sync(gpu->device);
 			devmemtcp_rx_release(rx->rx, set->frags, set->n);
 		}
 	} else if (atomic_load(&set->fences)) {
@@ -169,7 +169,7 @@ static int set_release(struct frag_set *set, struct gpu_core *gpu,
 	return ret < 0 ? ret : 0;
 }
 
-int dmt_set_put(struct frag_set *set, bool from_any_thread, char *msg,
+int dmtpy_set_put(struct frag_set *set, bool from_any_thread, char *msg,
 		size_t msglen)
 {
 	if (atomic_fetch_sub_explicit(&set->refs, 1, memory_order_acq_rel) != 1)
@@ -177,7 +177,7 @@ int dmt_set_put(struct frag_set *set, bool from_any_thread, char *msg,
 	return set_release(set, NULL, NULL, from_any_thread, msg, msglen);
 }
 
-int dmt_set_gather_release(struct frag_set *set, struct gpu_core *g,
+int dmtpy_set_gather_release(struct frag_set *set, struct gpu_core *g,
 			   const struct devmemtcp_gpu_iov *iov, void *stream,
 			   char *msg, size_t msglen)
 {
@@ -193,7 +193,7 @@ int dmt_set_gather_release(struct frag_set *set, struct gpu_core *g,
 	pthread_mutex_unlock(&g->lock);
 	if (ret) {
 		/* nothing deferred; the gather may be queued */
-		dmt_cuda_sync(g->device);
+		dmtpy_cuda_sync(g->device);
 		devmemtcp_rx_release(rx->rx, set->frags, set->n);
 	}
 	if (atomic_load(&rx->receiving))
@@ -203,7 +203,7 @@ int dmt_set_gather_release(struct frag_set *set, struct gpu_core *g,
 	return ret < 0 ? ret : 0;
 }
 
-int dmt_set_release_gpu(struct frag_set *set, struct gpu_core *gpu,
+int dmtpy_set_release_gpu(struct frag_set *set, struct gpu_core *gpu,
 			void *stream, char *msg, size_t msglen)
 {
 	atomic_store(&set->refs, 0);
@@ -218,7 +218,7 @@ static long buf_index(const struct rx_core *rx, size_t nb, uint32_t id)
 	return -1;
 }
 
-struct buf_core *dmt_set_frag_buf(const struct frag_set *set, uint32_t i)
+struct buf_core *dmtpy_set_frag_buf(const struct frag_set *set, uint32_t i)
 {
 	const struct devmemtcp_frag *f = &set->frags[i];
 	long k;
@@ -229,7 +229,7 @@ struct buf_core *dmt_set_frag_buf(const struct frag_set *set, uint32_t i)
 	return k < 0 ? NULL : set->rx->bufs[k].buf;
 }
 
-int dmt_set_range(const struct frag_set *set, uint64_t *addr, uint64_t *len,
+int dmtpy_set_range(const struct frag_set *set, uint64_t *addr, uint64_t *len,
 		  char *why, size_t whylen)
 {
 	struct devmemtcp_gpu_iov iov;
@@ -264,7 +264,7 @@ int dmt_set_range(const struct frag_set *set, uint64_t *addr, uint64_t *len,
 
 /* ---- the receiver's GPU handles ------------------------------------------ */
 
-struct gpu_core *dmt_rx_gpu(struct rx_core *rx, int device)
+struct gpu_core *dmtpy_rx_gpu(struct rx_core *rx, int device)
 {
 	struct gpu_core *g;
 	int ret;
@@ -276,7 +276,7 @@ struct gpu_core *dmt_rx_gpu(struct rx_core *rx, int device)
 	if (!rx->gpus[device]) {
 		DEVMEMTCP_OPTS(gpu_opts, o, .cuda_device = device);
 
-		g = dmt_gpu_core_new(rx->ctx, device, &o, &ret);
+		g = dmtpy_gpu_core_new(rx->ctx, device, &o, &ret);
 		if (!g)
 			return NULL;
 		/* another thread may have made one while the GIL was free */
@@ -451,7 +451,7 @@ static size_t cap_room(struct rx_core *rx, size_t len)
 				 "Rx.recv: live Fragments and their DLPack views hold %llu bytes of the buffer of binding %u, at its view_cap of %llu: release Fragments (release(), a with block, or del) and drop tensors made from them, or raise Buffer.view_cap; bytes held by views starve the NIC's queue",
 				 (unsigned long long)held, rx->bufs[i].id,
 				 (unsigned long long)cap);
-			dmt_raise(-ENOBUFS, msg);
+			dmtpy_raise(-ENOBUFS, msg);
 			return 0;
 		}
 		if (cap - held < len)
@@ -466,7 +466,7 @@ static PyObject *new_fragments(struct recv_out *o, int n)
 
 	if (!f) {
 		if (o->set)
-			dmt_set_put(o->set, false, NULL, 0);
+			dmtpy_set_put(o->set, false, NULL, 0);
 		free(o->linear);
 		return NULL;
 	}
@@ -612,7 +612,7 @@ again:
 		memset(o, 0, sizeof(*o));
 		atomic_fetch_add(&rx->receiving, 1);
 		Py_BEGIN_ALLOW_THREADS
-		dmt_test_point("Rx.recv");
+		dmtpy_test_point("Rx.recv");
 		pthread_mutex_lock(&rx->recv_lock);
 		/* a timeout given is waited for on any socket */
 		n = recv_locked(rx, max_frags, *len, timeout_ms, true, o,
@@ -649,12 +649,12 @@ static PyObject *recv_raise(int n, size_t len, bool from_sock, int timeout_ms,
 	if (!len || (n == -EINTR && PyErr_Occurred()))
 		return NULL;
 	if (n == -EAGAIN)
-		return dmt_raise(n, "Rx.recv: the socket is non-blocking and has no data");
+		return dmtpy_raise(n, "Rx.recv: the socket is non-blocking and has no data");
 	if (n == -ETIMEDOUT)
-		return dmt_raise(n, from_sock ? "Rx.recv: no data within the socket's timeout (settimeout())"
+		return dmtpy_raise(n, from_sock ? "Rx.recv: no data within the socket's timeout (settimeout())"
 				 : timeout_ms >= 0 ? "Rx.recv: no data within the timeout"
 				 : "Rx.recv: no data within the socket's SO_RCVTIMEO");
-	return dmt_raise(n, o->msg);
+	return dmtpy_raise(n, o->msg);
 }
 
 static PyObject *Rx_recv(RxObject *self, PyObject *const *args,
@@ -781,7 +781,7 @@ static int into_done(struct rx_core *rx, int n, struct recv_out *o, void *arg)
 
 		for (size_t i = 0; i < nb; i++)
 			if (host_bufs & (1u << i))
-				dmt_buf_sync(rx->bufs[i].buf, true, false);
+				dmtpy_buf_sync(rx->bufs[i].buf, true, false);
 		for (int i = 0; i < n; i++) {
 			const struct devmemtcp_frag *f = &rx->scratch[i];
 
@@ -792,7 +792,7 @@ static int into_done(struct rx_core *rx, int n, struct recv_out *o, void *arg)
 		}
 		for (size_t i = 0; i < nb; i++)
 			if (host_bufs & (1u << i))
-				dmt_buf_sync(rx->bufs[i].buf, false, false);
+				dmtpy_buf_sync(rx->bufs[i].buf, false, false);
 		ret = devmemtcp_rx_release(rx->rx, rx->scratch, (size_t)n);
 		if (ret < 0)
 			copy_msg(o->msg, sizeof(o->msg), devmemtcp_rx_errmsg(rx->rx));
@@ -810,7 +810,7 @@ static int into_done(struct rx_core *rx, int n, struct recv_out *o, void *arg)
 		pthread_mutex_unlock(&g->lock);
 		if (ret) {
 			/* nothing deferred; the gather may be queued */
-			dmt_cuda_sync(g->device);
+			dmtpy_cuda_sync(g->device);
 			devmemtcp_rx_release(rx->rx, rx->scratch, (size_t)n);
 			return ret;
 		}
@@ -819,7 +819,7 @@ static int into_done(struct rx_core *rx, int n, struct recv_out *o, void *arg)
 			const struct devmemtcp_frag *f = &rx->scratch[i];
 
 			if ((f->flags & DEVMEMTCP_FRAG_LINEAR) && f->len) {
-				ret = dmt_cuda_htod(g->device, iov.addr + pos,
+				ret = dmtpy_cuda_htod(g->device, iov.addr + pos,
 						    (const char *)rx->linear + f->offset,
 						    f->len, a->stream);
 				if (ret) {
@@ -838,7 +838,7 @@ static int into_done(struct rx_core *rx, int n, struct recv_out *o, void *arg)
 static void into_forget(RxObject *self)
 {
 	if (self->dst_obj) {
-		dmt_dlpack_done(&self->dst);
+		dmtpy_dlpack_done(&self->dst);
 		Py_CLEAR(self->dst_obj);
 	}
 	Py_CLEAR(self->stream_obj);
@@ -899,23 +899,23 @@ static PyObject *Rx_recv_into(RxObject *self, PyObject *const *args,
 	if (v[2] != self->stream_obj) {
 		long long dl;
 
-		if (dmt_stream_of(v[2], &self->stream, &dl))
+		if (dmtpy_stream_of(v[2], &self->stream, &dl))
 			goto err;
 		Py_XSETREF(self->stream_obj, Py_NewRef(v[2]));
 	}
 	if (v[0] != self->dst_obj) {
 		struct dmt_dst d;
 
-		if (dmt_dlpack_import(v[0], self->stream, v[2] != Py_None, &d))
+		if (dmtpy_dlpack_import(v[0], self->stream, v[2] != Py_None, &d))
 			goto err;
 		if (d.device.device_type != kDLCPU && d.device.device_type != kDLCUDA) {
 			PyErr_Format(PyExc_ValueError, "dst is on DLPack device type %d: only CPU and CUDA",
 				     d.device.device_type);
-			dmt_dlpack_done(&d);
+			dmtpy_dlpack_done(&d);
 			goto err;
 		}
 		if (self->dst_obj)
-			dmt_dlpack_done(&self->dst);
+			dmtpy_dlpack_done(&self->dst);
 		self->dst = d;
 		Py_XSETREF(self->dst_obj, Py_NewRef(v[0]));
 	}
@@ -926,14 +926,14 @@ static PyObject *Rx_recv_into(RxObject *self, PyObject *const *args,
 		snprintf(msg, sizeof(msg),
 			 "offset %llu leaves no room in dst of %llu bytes",
 			 (unsigned long long)a.offset, (unsigned long long)self->dst.nbytes);
-		dmt_raise(-ENOSPC, msg);
+		dmtpy_raise(-ENOSPC, msg);
 		goto err;
 	}
 	if (len > self->dst.nbytes - a.offset)
 		len = (size_t)(self->dst.nbytes - a.offset);
 	a.stream = self->stream;
 	if (self->dst.device.device_type == kDLCUDA) {
-		a.g = dmt_rx_gpu(rx, self->dst.device.device_id);
+		a.g = dmtpy_rx_gpu(rx, self->dst.device.device_id);
 		if (!a.g)
 			goto err;
 	}
@@ -982,7 +982,7 @@ static PyObject *Rx_add_buf(PyObject *self, PyObject *args)
 	/* a receive may be waiting: the entry is published after the
 	 * library has it, and receives read only published entries */
 	Py_BEGIN_ALLOW_THREADS
-	dmt_test_point("Rx.add_buf");
+	dmtpy_test_point("Rx.add_buf");
 	pthread_mutex_lock(&rx->add_lock);
 	nb = atomic_load(&rx->nbufs);
 	full = nb == RX_MAX_BUFS;
@@ -997,7 +997,7 @@ static PyObject *Rx_add_buf(PyObject *self, PyObject *args)
 	if (full)
 		PyErr_Format(PyExc_ValueError, "a receiver takes at most %d buffers", RX_MAX_BUFS);
 	else if (ret)
-		dmt_raise(ret, devmemtcp_rx_errmsg(rx->rx));
+		dmtpy_raise(ret, devmemtcp_rx_errmsg(rx->rx));
 out:
 	core_put(buf ? &buf->c : NULL);
 	core_put(&rx->c);
@@ -1017,7 +1017,7 @@ static PyObject *Rx_flush(PyObject *self, PyObject *unused)
 	ret = devmemtcp_rx_flush(rx->rx);
 	if (ret < 0)
 		copy_msg(msg, sizeof(msg), devmemtcp_rx_errmsg(rx->rx));
-	return ret < 0 ? dmt_raise(ret, msg) : PyLong_FromLong(ret);
+	return ret < 0 ? dmtpy_raise(ret, msg) : PyLong_FromLong(ret);
 }
 
 static const struct dmt_field rx_stats_fields[] = {
@@ -1047,8 +1047,8 @@ static PyObject *Rx_stats(PyObject *self, PyObject *unused)
 		return NULL;
 	ret = devmemtcp_rx_stats(rx->rx, &st);
 	if (ret)
-		return dmt_raise(ret, NULL);
-	return dmt_fields_dict(&st, rx_stats_fields,
+		return dmtpy_raise(ret, NULL);
+	return dmtpy_fields_dict(&st, rx_stats_fields,
 			       sizeof(rx_stats_fields) / sizeof(rx_stats_fields[0]));
 }
 
@@ -1079,7 +1079,7 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 		return -1;
 	/* held from here (sock.fileno() is Python code); the receiver keeps
 	 * them, or they are dropped at err */
-	ctx = dmt_ctx_get(ctxobj);
+	ctx = dmtpy_ctx_get(ctxobj);
 	if (!ctx)
 		return -1;
 	if (gpuobj != Py_None) {
@@ -1098,7 +1098,7 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 	}
 	if (dmt_fresh((PyObject *)self, "Rx"))
 		goto err;
-	fd = dmt_dup_sock(sock);
+	fd = dmtpy_dup_sock(sock);
 	if (fd < 0)
 		goto err;
 	{
@@ -1110,14 +1110,14 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 	rx = ret ? NULL : calloc(1, sizeof(*rx));
 	if (!rx) {
 		devmemtcp_rx_free(h);
-		dmt_new_failed(ret, ctx, fd);
+		dmtpy_new_failed(ret, ctx, fd);
 		goto err;
 	}
 	core_init(&rx->c, rx_destroy);
 	rx->ctx = ctx;
 	rx->rx = h;
 	rx->fd = fd;
-	rx->gen = atomic_load(&dmt_fork_gen);
+	rx->gen = atomic_load(&dmtpy_fork_gen);
 	atomic_init(&rx->nbufs, 0);
 	atomic_init(&rx->receiving, 0);
 	pthread_mutex_init(&rx->add_lock, NULL);
@@ -1141,20 +1141,20 @@ err:
 static PyObject *Rx_close(PyObject *self, PyObject *unused)
 {
 	into_forget((RxObject *)self);
-	return dmt_any_close(self, unused);
+	return dmtpy_any_close(self, unused);
 }
 
 static PyObject *Rx_exit(PyObject *self, PyObject *args)
 {
 	into_forget((RxObject *)self);
-	return dmt_any_exit(self, args);
+	return dmtpy_any_exit(self, args);
 }
 
 static void Rx_dealloc(RxObject *self)
 {
 	into_forget(self);
 	Py_CLEAR(self->sock);
-	dmt_any_dealloc((PyObject *)self);
+	dmtpy_any_dealloc((PyObject *)self);
 }
 
 PyDoc_STRVAR(recv_doc,

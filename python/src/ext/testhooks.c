@@ -7,7 +7,7 @@
  * builds compile neither (dmt.h makes both no-ops).
  *
  * One point is armed at a time: _test_park(name) arms it; the next thread
- * to reach dmt_test_point(name) parks there until _test_resume().
+ * to reach dmtpy_test_point(name) parks there until _test_resume().
  */
 #include "common.h"
 
@@ -30,7 +30,7 @@ static struct {
 	} freed[16];
 } tp = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 
-void dmt_test_point(const char *name)
+void dmtpy_test_point(const char *name)
 {
 	pthread_mutex_lock(&tp.lock);
 	if (tp.state == TP_ARMED && !strcmp(tp.point, name)) {
@@ -45,7 +45,7 @@ void dmt_test_point(const char *name)
 	pthread_mutex_unlock(&tp.lock);
 }
 
-void dmt_test_freed(const char *what)
+void dmtpy_test_freed(const char *what)
 {
 	size_t i;
 
@@ -149,7 +149,7 @@ static PyObject *test_freed(PyObject *mod, PyObject *unused)
 	return d;
 }
 
-PyMethodDef dmt_test_methods[] = {
+PyMethodDef dmtpy_test_methods[] = {
 	{ "_test_park", test_park, METH_VARARGS,
 	  "_test_park(point, /)\n--\n\n"
 	  "Test builds: the next thread to reach the named point parks there,\n"

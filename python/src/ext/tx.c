@@ -21,7 +21,7 @@ static void tx_destroy(struct core *c)
 	core_put(&x->t.ctx->c);
 	pthread_mutex_destroy(&x->lock);
 	free(x);
-	dmt_test_freed("Tx");
+	dmtpy_test_freed("Tx");
 }
 
 static int Tx_init(TxObject *self, PyObject *args, PyObject *kw)
@@ -43,7 +43,7 @@ static int Tx_init(TxObject *self, PyObject *args, PyObject *kw)
 		return -1;
 	/* held from here (sock.fileno() is Python code); the sender keeps
 	 * them, or they are dropped at err */
-	ctx = dmt_ctx_get(ctxobj);
+	ctx = dmtpy_ctx_get(ctxobj);
 	if (!ctx)
 		return -1;
 	if (!PyObject_TypeCheck(bobj, &Binding_Type)) {
@@ -54,7 +54,7 @@ static int Tx_init(TxObject *self, PyObject *args, PyObject *kw)
 	}
 	if (!b || dmt_fresh((PyObject *)self, "Tx"))
 		goto err;
-	fd = dmt_dup_sock(sock);
+	fd = dmtpy_dup_sock(sock);
 	if (fd < 0)
 		goto err;
 	{
@@ -66,7 +66,7 @@ static int Tx_init(TxObject *self, PyObject *args, PyObject *kw)
 	x = ret ? NULL : calloc(1, sizeof(*x));
 	if (!x) {
 		devmemtcp_tx_free(h);
-		dmt_new_failed(ret, ctx, fd);
+		dmtpy_new_failed(ret, ctx, fd);
 		goto err;
 	}
 	core_init(&x->t.c, tx_destroy);
@@ -87,7 +87,7 @@ err:
 static void Tx_dealloc(TxObject *self)
 {
 	Py_CLEAR(self->sock);
-	dmt_any_dealloc((PyObject *)self);
+	dmtpy_any_dealloc((PyObject *)self);
 }
 
 static struct tx_obj_core *tx_enter(PyObject *self)
@@ -145,7 +145,7 @@ static PyObject *Tx_send(PyObject *self, PyObject *args, PyObject *kw)
 	free(p);
 	core_put(&x->t.c);
 	if (ret < 0)
-		return dmt_raise((int)ret, msg);
+		return dmtpy_raise((int)ret, msg);
 	return PyLong_FromSsize_t(ret);
 }
 
@@ -179,7 +179,7 @@ static PyObject *Tx_reap(PyObject *self, PyObject *args, PyObject *kw)
 		snprintf(msg, sizeof(msg), "%s", devmemtcp_tx_errmsg(x->t.tx));
 	pthread_mutex_unlock(&x->lock);
 	core_put(&x->t.c);
-	list = n < 0 ? dmt_raise(n, msg) : PyList_New(n);
+	list = n < 0 ? dmtpy_raise(n, msg) : PyList_New(n);
 	for (int i = 0; list && i < n; i++) {
 		PyObject *t = PyStructSequence_New(TxDone_Type);
 
@@ -217,7 +217,7 @@ static PyObject *Tx_wait(PyObject *self, PyObject *args, PyObject *kw)
 	pthread_mutex_unlock(&x->lock);
 	Py_END_ALLOW_THREADS
 	core_put(&x->t.c);
-	return ret < 0 ? dmt_raise(ret, msg) : PyLong_FromLong(ret);
+	return ret < 0 ? dmtpy_raise(ret, msg) : PyLong_FromLong(ret);
 }
 
 static const struct dmt_field tx_stats_fields[] = {
@@ -249,8 +249,8 @@ static PyObject *Tx_stats(PyObject *self, PyObject *unused)
 	pthread_mutex_unlock(&x->lock);
 	core_put(&x->t.c);
 	if (ret)
-		return dmt_raise(ret, NULL);
-	return dmt_fields_dict(&st, tx_stats_fields,
+		return dmtpy_raise(ret, NULL);
+	return dmtpy_fields_dict(&st, tx_stats_fields,
 			       sizeof(tx_stats_fields) / sizeof(tx_stats_fields[0]));
 }
 

@@ -493,7 +493,7 @@ CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 	return CUDA_SUCCESS;
 }
 
-/* The gather kernels' work (lib/gather.cu), done at launch: each
+/* The gather kernels' work (lib/gpu/gather.cu), done at launch: each
  * descriptor's bytes go to the destination holding its output position. */
 static void fc_gather_run(const struct dmt_gather_args *a,
 			  const struct dmt_gather_desc *d,

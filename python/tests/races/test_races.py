@@ -3,7 +3,7 @@
 that object, forced rather than hoped for.
 
 A call that released the GIL is parked at a test point of the extension
-(test builds only: dmt_test_point) while the test releases or closes, from
+(test builds only: dmtpy_test_point) while the test releases or closes, from
 another thread, what the call uses; then it is let go.  A call that runs
 Python code (an argument's __index__, a DLPack producer, a garbage
 collector callback) is given code that does the release or close itself.
