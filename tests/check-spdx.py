@@ -27,8 +27,7 @@ SOURCE_EXT = {".c", ".h", ".cu", ".cpp", ".py", ".pyi", ".sh", ".build", ".map",
 SOURCE_NAMES = {"meson_options.txt", "Makefile", "Kbuild"}
 # not source: data, documents, and what debian/copyright covers
 SKIP = re.compile(r"^(tests/unit/data/|tests/fuzz/corpus/|bench/results/|LICENSES/|debian/)")
-# nccl/plugin.map gets its header with the next change to nccl/
-KNOWN_MISSING = {"nccl/plugin.map"}
+KNOWN_MISSING = set()
 # caches and patches of an unpacked tarball (build trees are found by
 # their meson-private directory, whatever their name)
 SKIP_DIRS = re.compile(r"^(\.git|\.device-build|\.pc|(.*/)?__pycache__|"
