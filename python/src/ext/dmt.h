@@ -135,6 +135,7 @@ struct rx_core {
 	struct rx_buf bufs[RX_MAX_BUFS];
 	struct gpu_core *gpus[MAX_GPUS];
 	unsigned int gen;		/* dmt_fork_gen at creation */
+	struct core *zcrx;		/* its Zcrx (zcrx.c), or NULL */
 };
 
 struct tx_core {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "zcrx.h"
 
 #define DEFAULT_MAX_FRAGS 1024
 #define DEFAULT_MAX_BYTES (4u << 20)
@@ -18,6 +19,7 @@ static void rx_destroy(struct core *c)
 
 	/* waits for pending fences, whose done callbacks free their sets */
 	devmemtcp_rx_free(rx->rx);
+	core_put(rx->zcrx);	/* after the socket left it */
 	if (rx->fd >= 0)
 		close(rx->fd);
 	for (size_t i = 0; i < nb; i++)
@@ -1062,10 +1064,13 @@ static PyObject *Rx_fileno(PyObject *self, PyObject *unused)
 static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "ctx", "sock", "ctrl_size", "release_batch",
-				  "gpu", "max_frags", "max_bytes", NULL };
+				  "gpu", "max_frags", "max_bytes", "zcrx", NULL };
 	Py_ssize_t ctrl_size = 0, max_frags = DEFAULT_MAX_FRAGS,
 		   max_bytes = DEFAULT_MAX_BYTES;
-	PyObject *ctxobj, *sock, *gpuobj = Py_None;
+	PyObject *ctxobj, *sock, *gpuobj = Py_None, *zobj = Py_None;
+	struct devmemtcp_zcrx *zh = NULL;
+	struct buf_core *zbuf = NULL;
+	struct core *zc = NULL;
 	unsigned int batch = 0;
 	struct devmemtcp_rx *h = NULL;
 	struct gpu_core *g = NULL;
@@ -1073,9 +1078,9 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 	struct rx_core *rx;
 	int fd, ret;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$nIOnn:Rx", kwlist,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$nIOnnO:Rx", kwlist,
 					 &ctxobj, &sock, &ctrl_size, &batch,
-					 &gpuobj, &max_frags, &max_bytes))
+					 &gpuobj, &max_frags, &max_bytes, &zobj))
 		return -1;
 	/* held from here (sock.fileno() is Python code); the receiver keeps
 	 * them, or they are dropped at err */
@@ -1091,6 +1096,8 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 		g = ((GpuObject *)gpuobj)->core;
 		core_get(&g->c);
 	}
+	if (zobj != Py_None && !(zc = pydmt_zcrx_get(zobj, &zh, &zbuf)))
+		goto err;
 	if (max_frags <= 0 || max_bytes <= 0 || max_frags > INT32_MAX ||
 	    max_bytes > INT32_MAX || ctrl_size < 0) {
 		PyErr_SetString(PyExc_ValueError, "max_frags and max_bytes must be between 1 and 2**31 - 1");
@@ -1103,7 +1110,7 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 		goto err;
 	{
 		DEVMEMTCP_OPTS(rx_opts, o, .ctrl_size = (size_t)ctrl_size,
-			       .release_batch = batch);
+			       .release_batch = batch, .zcrx = zh);
 
 		ret = devmemtcp_rx_new(ctx->ctx, fd, &o, &h);
 	}
@@ -1122,6 +1129,14 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 	atomic_init(&rx->receiving, 0);
 	pthread_mutex_init(&rx->add_lock, NULL);
 	pthread_mutex_init(&rx->recv_lock, NULL);
+	if (zc) {
+		/* its fragments (binding id 0) are in the area's buffer */
+		core_get(&zbuf->c);
+		rx->bufs[0] = (struct rx_buf){ 0, zbuf };
+		atomic_store(&rx->nbufs, 1);
+		rx->zcrx = zc;	/* our reference */
+		zc = NULL;
+	}
 	if (g && g->device >= 0 && g->device < MAX_GPUS) {
 		rx->gpus[g->device] = g;
 		g = NULL;
@@ -1134,6 +1149,7 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 	return 0;
 err:
 	core_put(g ? &g->c : NULL);
+	core_put(zc);
 	core_put(&ctx->c);
 	return -1;
 }
@@ -1228,13 +1244,16 @@ static PyGetSetDef Rx_getset[] = {
 
 PyDoc_STRVAR(Rx_doc,
 "Rx(ctx, sock, *, ctrl_size=0, release_batch=0, gpu=None, max_frags=1024,\n"
-"   max_bytes=4194304)\n--\n\n"
+"   max_bytes=4194304, zcrx=None)\n--\n\n"
 "A connected TCP socket (a socket object or a descriptor) wrapped for\n"
 "devmem receive.  The receiver keeps its own duplicate of the descriptor.\n"
 "Register the bound buffers with add_buf(), then call recv().  gpu: the\n"
 "Gpu used by Fragments.gather_into() and by CUDA views (default: one per\n"
 "device, made on first use, whose loading of the kernels may wait for the\n"
-"work running on the device; one Gpu may serve every receiver).");
+"work running on the device; one Gpu may serve every receiver).  zcrx: a\n"
+"Zcrx whose queue the socket's flow is steered to: receive through io_uring\n"
+"zero-copy receive instead of recvmsg(MSG_SOCK_DEVMEM), into the Zcrx's\n"
+"buffer (no add_buf() needed), from the ring's thread only (see Zcrx).");
 
 PyTypeObject Rx_Type = {
 	PyVarObject_HEAD_INIT(NULL, 0)
