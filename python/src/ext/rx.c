@@ -418,6 +418,13 @@ static int recv_locked(struct rx_core *rx, size_t max_frags, size_t len,
 
 	if (ret)
 		return ret;
+	if (timeout_ms >= 0 && rx->zcrx) {
+		/* its bytes come through the ring, not the socket: poll()
+		 * cannot tell whether this socket has something to take */
+		copy_msg(o->msg, sizeof(o->msg),
+			 "Rx.recv: no timeout on a zcrx receiver (recv(timeout=), settimeout()): wait with Zcrx.wait(timeout), then recv() on a blocking socket");
+		return -EOPNOTSUPP;
+	}
 	if (timeout_ms >= 0) {
 		ret = wait_readable(rx, timeout_ms, sock_timeout, o);
 		if (ret)

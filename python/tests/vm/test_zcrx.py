@@ -122,34 +122,48 @@ def test_zcrx_transfer_dmabuf_area(ctx):
 
 @needs_zcrx
 def test_zcrx_outlives_close(ctx):
-    """Zcrx.close() while a receiver uses it: the receiver keeps the ring
-    until it is closed, and receives to the end."""
+    """Rx.recv(timeout=) refused, Zcrx.wait() instead; Zcrx.close() while
+    a receiver uses it: the receiver keeps the ring until it is closed,
+    and receives to the end."""
     port, total = 7103, 4 << 20
     flows = ["tcp4 dst-ip %s dst-port %d" % (RX_ADDR, port)]
     with dm.Nic(ctx, IF, queues=[QUEUE], flows=flows), dm.Buffer(ctx, BUF_SIZE) as buf:
         z = dm.Zcrx(ctx, IF, QUEUE, buf)
-        ls = socket.create_server((RX_ADDR, port))
-        sender = send(port, total)
-        conn, _ = ls.accept()
-        ls.close()
-        rx = dm.Rx(ctx, conn, zcrx=z)
-        z.close()
-        assert z.closed
-        with pytest.raises(ValueError):
-            z.stats()
-        assert io_uring_queues(ctx) == [QUEUE]
-        pos = 0
-        while True:
-            with rx.recv() as f:
-                if not f:
-                    break
-                data = f.read()
-                assert data == expect(pos, len(data))
-                pos += len(data)
-        assert pos == total and sender.wait(60) == 0
-        rx.close()          # the last reference: the queue goes back now
-        conn.close()
-        assert io_uring_queues(ctx) == []
+        conn = rx = None
+        try:
+            ls = socket.create_server((RX_ADDR, port))
+            sender = send(port, total)
+            conn, _ = ls.accept()
+            ls.close()
+            rx = dm.Rx(ctx, conn, zcrx=z)
+            # no timeout on a zcrx receiver: the ring's wait() is the one
+            with pytest.raises(dm.Error) as e:
+                rx.recv(timeout=1)
+            assert e.value.errno == errno.EOPNOTSUPP
+            assert e.value.strerror == (
+                "Rx.recv: no timeout on a zcrx receiver (recv(timeout=), settimeout()): wait "
+                "with Zcrx.wait(timeout), then recv() on a blocking socket")
+            assert z.wait(timeout=30) == 1      # the sender's first bytes
+            z.close()
+            assert z.closed
+            with pytest.raises(ValueError):
+                z.stats()
+            assert io_uring_queues(ctx) == [QUEUE]
+            pos = 0
+            while True:
+                with rx.recv() as f:
+                    if not f:
+                        break
+                    data = f.read()
+                    assert data == expect(pos, len(data))
+                    pos += len(data)
+            assert pos == total and sender.wait(60) == 0
+            rx.close()          # the last reference: the queue goes back now
+            assert io_uring_queues(ctx) == []
+        finally:
+            for o in (rx, conn, z):
+                if o is not None:
+                    o.close()
         print("zcrx after close(): %d bytes checked, queue released with the receiver" % pos)
 
 
