@@ -1163,7 +1163,19 @@ err:
 
 static PyObject *Rx_close(PyObject *self, PyObject *unused)
 {
+	struct rx_core *rx;
+
 	into_forget((RxObject *)self);
+	rx = ((RxObject *)self)->core;
+	if (rx && rx->zcrx) {
+		/* the last reference may free the ring, which waits for the
+		 * kernel to release the queue: not with the GIL */
+		((RxObject *)self)->core = NULL;
+		Py_BEGIN_ALLOW_THREADS
+		core_put(&rx->c);
+		Py_END_ALLOW_THREADS
+		Py_RETURN_NONE;
+	}
 	return dmt_any_close(self, unused);
 }
 

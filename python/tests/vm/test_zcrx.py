@@ -5,7 +5,9 @@ tests/vm/test-zcrx.c: every payload byte against the sender's pattern,
 the fragments and tokens counted, the NIC and its queues as before.
 Kernels before 6.15 check the EOPNOTSUPP and its message."""
 
+import contextlib
 import errno
+import gc
 import os
 import socket
 import threading
@@ -216,3 +218,86 @@ def test_zcrx_errors(ctx):
     assert e.value.strerror == (
         "header split is off on %s: enable it (ethtool -G %s tcp-data-split on) or set "
         "the NIC up with devmemtcp_nic_open()" % (IF, IF))
+
+
+# ---- races, forced with the extension's test points (test builds) ---------
+
+ext = dm._devmemtcp
+needs_hooks = pytest.mark.skipif(not hasattr(ext, "_test_park"),
+                                 reason="needs the test points (-Dtest_hooks=true)")
+
+
+def freed(what):
+    return ext._test_freed().get(what, 0)
+
+
+@contextlib.contextmanager
+def parked(point, fn, *args, **kw):
+    """fn(*args, **kw) on another thread, held at test point `point`
+    (without the GIL) for the block; yields the list that gets its result."""
+    out = []
+
+    def run():
+        try:
+            out.append(fn(*args, **kw))
+        except BaseException as e:  # noqa: B036 - handed to the test
+            out.append(e)
+
+    ext._test_park(point)
+    t = threading.Thread(target=run)
+    t.start()
+    try:
+        while not ext._test_wait_parked(0.05):
+            assert t.is_alive(), "the call ended without reaching %s: %r" % (point, out)
+        yield out
+    finally:
+        ext._test_resume()
+        t.join(30)
+    assert not t.is_alive()
+
+
+@needs_zcrx
+@needs_hooks
+def test_zcrx_wait_and_recv_vs_close(ctx):
+    """Zcrx.close() while wait() runs without the GIL on another thread,
+    and Rx.close() with Zcrx.close() while recv() does: the call finishes
+    on the handles it started with, which are freed (the queue released)
+    when it returns, not before."""
+    port, total = 7105, 1 << 20
+    flows = ["tcp4 dst-ip %s dst-port %d" % (RX_ADDR, port)]
+    gc.collect()
+    with dm.Nic(ctx, IF, queues=[QUEUE], flows=flows), dm.Buffer(ctx, BUF_SIZE) as buf:
+        for _ in range(10):
+            z = dm.Zcrx(ctx, IF, QUEUE, buf)
+            n0 = freed("Zcrx")
+            with parked("Zcrx.wait", z.wait, timeout=0) as out:
+                z.close()
+                assert z.closed and freed("Zcrx") == n0
+                assert io_uring_queues(ctx) == [QUEUE]
+            assert out == [0]
+            assert freed("Zcrx") == n0 + 1 and io_uring_queues(ctx) == []
+        z = dm.Zcrx(ctx, IF, QUEUE, buf)
+        ls = socket.create_server((RX_ADDR, port))
+        sender = send(port, total)
+        conn, _ = ls.accept()
+        ls.close()
+        rx = dm.Rx(ctx, conn, zcrx=z)
+        n0 = (freed("Rx"), freed("Zcrx"))
+        with parked("Rx.recv", rx.recv) as out:
+            rx.close()
+            z.close()
+            assert (freed("Rx"), freed("Zcrx")) == n0
+            assert io_uring_queues(ctx) == [QUEUE]
+        f = out[0]
+        assert isinstance(f, dm.Fragments) and f.nbytes > 0, f
+        data = f.read()
+        assert data == expect(0, len(data))
+        # the Fragments holds the receiver, the receiver the ring
+        assert (freed("Rx"), freed("Zcrx")) == n0
+        f.release()
+        assert (freed("Rx"), freed("Zcrx")) == (n0[0] + 1, n0[1] + 1)
+        assert io_uring_queues(ctx) == []
+        conn.close()
+        sender.wait(60)     # reset by the close: its status does not matter
+        print("zcrx races: wait and recv vs close, %d bytes of the first receive checked"
+              % len(data))
