@@ -37,6 +37,7 @@ from ._devmemtcp import (  # noqa: F401
     TimeoutError,
     Tx,
     TxDone,
+    Zcrx,
     version,
     FRAG_FOREIGN,
     FRAG_LINEAR,
@@ -66,7 +67,7 @@ from ._version import __version__  # noqa: F401
 
 __all__ = [
     "Binding", "Buffer", "Context", "Error", "Fragment", "Fragments", "Gpu",
-    "Nic", "Queue", "Rx", "TimeoutError", "Tx", "TxDone", "version",
+    "Nic", "Queue", "Rx", "TimeoutError", "Tx", "TxDone", "Zcrx", "version",
     "FRAG_FOREIGN", "FRAG_LINEAR", "PCI_OTHER", "PCI_SAME_NUMA",
     "PCI_SAME_ROOT_PORT", "PCI_SAME_SWITCH", "LOG_DEBUG", "LOG_ERR", "LOG_INFO",
     "LOG_NONE", "LOG_OFF", "LOG_WARN", "PROVIDER_CUDA", "PROVIDER_DRM", "PROVIDER_IMPORT",

@@ -137,6 +137,7 @@ struct rx_core {
 	struct rx_buf bufs[RX_MAX_BUFS];
 	struct gpu_core *gpus[MAX_GPUS];
 	unsigned int gen;		/* dmtpy_fork_gen at creation */
+	struct core *zcrx;		/* its Zcrx (zcrx.c), or NULL */
 };
 
 struct tx_core {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "zcrx.h"
 
 PyObject *DmtError, *DmtTimeoutError;
 PyTypeObject *Fragment_Type, *Queue_Type, *TxDone_Type;
@@ -315,7 +316,7 @@ int dmtpy_types_init(PyObject *m)
 		{ &Context_Type, "Context" }, { &Buffer_Type, "Buffer" },
 		{ &Binding_Type, "Binding" }, { &Nic_Type, "Nic" },
 		{ &Gpu_Type, "Gpu" }, { &Rx_Type, "Rx" }, { &Tx_Type, "Tx" },
-		{ &Fragments_Type, "Fragments" },
+		{ &Fragments_Type, "Fragments" }, { &dmtpy_Zcrx_Type, "Zcrx" },
 	};
 
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {

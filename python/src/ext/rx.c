@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "zcrx.h"
 
 #define DEFAULT_MAX_FRAGS 1024
 #define DEFAULT_MAX_BYTES (4u << 20)
@@ -18,6 +19,7 @@ static void rx_destroy(struct core *c)
 
 	/* waits for pending fences, whose done callbacks free their sets */
 	devmemtcp_rx_free(rx->rx);
+	core_put(rx->zcrx);	/* after the socket left it */
 	if (rx->fd >= 0)
 		close(rx->fd);
 	for (size_t i = 0; i < nb; i++)
@@ -416,6 +418,13 @@ static int recv_locked(struct rx_core *rx, size_t max_frags, size_t len,
 
 	if (ret)
 		return ret;
+	if (timeout_ms >= 0 && rx->zcrx) {
+		/* its bytes come through the ring, not the socket: poll()
+		 * cannot tell whether this socket has something to take */
+		copy_msg(o->msg, sizeof(o->msg),
+			 "Rx.recv: no timeout on a zcrx receiver (recv(timeout=), settimeout()): wait with Zcrx.wait(timeout), then recv() on a blocking socket");
+		return -EOPNOTSUPP;
+	}
 	if (timeout_ms >= 0) {
 		ret = wait_readable(rx, timeout_ms, sock_timeout, o);
 		if (ret)
@@ -1062,10 +1071,13 @@ static PyObject *Rx_fileno(PyObject *self, PyObject *unused)
 static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "ctx", "sock", "ctrl_size", "release_batch",
-				  "gpu", "max_frags", "max_bytes", NULL };
+				  "gpu", "max_frags", "max_bytes", "zcrx", NULL };
 	Py_ssize_t ctrl_size = 0, max_frags = DEFAULT_MAX_FRAGS,
 		   max_bytes = DEFAULT_MAX_BYTES;
-	PyObject *ctxobj, *sock, *gpuobj = Py_None;
+	PyObject *ctxobj, *sock, *gpuobj = Py_None, *zobj = Py_None;
+	struct devmemtcp_zcrx *zh = NULL;
+	struct buf_core *zbuf = NULL;
+	struct core *zc = NULL;
 	unsigned int batch = 0;
 	struct devmemtcp_rx *h = NULL;
 	struct gpu_core *g = NULL;
@@ -1073,9 +1085,9 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 	struct rx_core *rx;
 	int fd, ret;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$nIOnn:Rx", kwlist,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$nIOnnO:Rx", kwlist,
 					 &ctxobj, &sock, &ctrl_size, &batch,
-					 &gpuobj, &max_frags, &max_bytes))
+					 &gpuobj, &max_frags, &max_bytes, &zobj))
 		return -1;
 	/* held from here (sock.fileno() is Python code); the receiver keeps
 	 * them, or they are dropped at err */
@@ -1091,6 +1103,8 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 		g = ((GpuObject *)gpuobj)->core;
 		core_get(&g->c);
 	}
+	if (zobj != Py_None && !(zc = dmtpy_zcrx_get(zobj, &zh, &zbuf)))
+		goto err;
 	if (max_frags <= 0 || max_bytes <= 0 || max_frags > INT32_MAX ||
 	    max_bytes > INT32_MAX || ctrl_size < 0) {
 		PyErr_SetString(PyExc_ValueError, "max_frags and max_bytes must be between 1 and 2**31 - 1");
@@ -1103,7 +1117,7 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 		goto err;
 	{
 		DEVMEMTCP_OPTS(rx_opts, o, .ctrl_size = (size_t)ctrl_size,
-			       .release_batch = batch);
+			       .release_batch = batch, .zcrx = zh);
 
 		ret = devmemtcp_rx_new(ctx->ctx, fd, &o, &h);
 	}
@@ -1122,6 +1136,14 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 	atomic_init(&rx->receiving, 0);
 	pthread_mutex_init(&rx->add_lock, NULL);
 	pthread_mutex_init(&rx->recv_lock, NULL);
+	if (zc) {
+		/* its fragments (binding id 0) are in the area's buffer */
+		core_get(&zbuf->c);
+		rx->bufs[0] = (struct rx_buf){ 0, zbuf };
+		atomic_store(&rx->nbufs, 1);
+		rx->zcrx = zc;	/* our reference */
+		zc = NULL;
+	}
 	if (g && g->device >= 0 && g->device < MAX_GPUS) {
 		rx->gpus[g->device] = g;
 		g = NULL;
@@ -1134,13 +1156,26 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 	return 0;
 err:
 	core_put(g ? &g->c : NULL);
+	core_put(zc);
 	core_put(&ctx->c);
 	return -1;
 }
 
 static PyObject *Rx_close(PyObject *self, PyObject *unused)
 {
+	struct rx_core *rx;
+
 	into_forget((RxObject *)self);
+	rx = ((RxObject *)self)->core;
+	if (rx && rx->zcrx) {
+		/* the last reference may free the ring, which waits for the
+		 * kernel to release the queue: not with the GIL */
+		((RxObject *)self)->core = NULL;
+		Py_BEGIN_ALLOW_THREADS
+		core_put(&rx->c);
+		Py_END_ALLOW_THREADS
+		Py_RETURN_NONE;
+	}
 	return dmtpy_any_close(self, unused);
 }
 
@@ -1228,13 +1263,16 @@ static PyGetSetDef Rx_getset[] = {
 
 PyDoc_STRVAR(Rx_doc,
 "Rx(ctx, sock, *, ctrl_size=0, release_batch=0, gpu=None, max_frags=1024,\n"
-"   max_bytes=4194304)\n--\n\n"
+"   max_bytes=4194304, zcrx=None)\n--\n\n"
 "A connected TCP socket (a socket object or a descriptor) wrapped for\n"
 "devmem receive.  The receiver keeps its own duplicate of the descriptor.\n"
 "Register the bound buffers with add_buf(), then call recv().  gpu: the\n"
 "Gpu used by Fragments.gather_into() and by CUDA views (default: one per\n"
 "device, made on first use, whose loading of the kernels may wait for the\n"
-"work running on the device; one Gpu may serve every receiver).");
+"work running on the device; one Gpu may serve every receiver).  zcrx: a\n"
+"Zcrx whose queue the socket's flow is steered to: receive through io_uring\n"
+"zero-copy receive instead of recvmsg(MSG_SOCK_DEVMEM), into the Zcrx's\n"
+"buffer (no add_buf() needed), from the ring's thread only (see Zcrx).");
 
 PyTypeObject Rx_Type = {
 	PyVarObject_HEAD_INIT(NULL, 0)

@@ -302,6 +302,7 @@ SETUP = {
     "Nic()": (True, lambda c, b, mem, d: dm.Nic(c, NOSUCH, buf=b, run_dir=d)),
     "Nic.probe": (False, lambda c, b, mem, d: dm.Nic.probe(c, NOSUCH)),
     "Nic.recover": (False, lambda c, b, mem, d: dm.Nic.recover(c, NOSUCH, run_dir=d)),
+    "Zcrx()": (True, lambda c, b, mem, d: dm.Zcrx(c, "lo", 0, b)),
 }
 
 
