@@ -56,7 +56,7 @@ names = sorted(zipfile.ZipFile(sys.argv[1]).namelist())
 for n in names:
     print("  " + n)
 want = [(r"devmemtcp-[\d.]+\.dist-info/(METADATA|WHEEL|RECORD|COPYING)", 4),
-        (r"devmemtcp/(__init__\.py|_version\.py|_devmemtcp\.pyi|py\.typed)", 4),
+        (r"devmemtcp/(__init__\.py|_version\.py|_devmemtcp\.pyi|py\.typed|torch\.py)", 5),
         (r"devmemtcp/_devmemtcp\.cpython-[^/]*\.so", 1),
         (r"devmemtcp/LICENSES/(LGPL-2\.1-or-later|MIT)\.txt", 2)]
 extra = [n for n in names if not any(re.fullmatch(w, n) for w, _ in want)]

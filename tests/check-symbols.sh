@@ -30,6 +30,15 @@ done
 for s in $exported; do
 	echo "$map" | grep -qx "$s" || { echo "exported but not in the map: $s"; fail=1; }
 done
+# the Debian symbols file lists the same symbols (dpkg-gensymbols fails the
+# package build on a difference, far later than this test)
+debsyms=$(sed -n 's/^ \(devmemtcp_[a-z0-9_]*\)@.*/\1/p' "$src/debian/libdevmemtcp0.symbols" | sort -u)
+for s in $map; do
+	echo "$debsyms" | grep -qx "$s" || { echo "in the map but not in debian/libdevmemtcp0.symbols: $s"; fail=1; }
+done
+for s in $debsyms; do
+	echo "$map" | grep -qx "$s" || { echo "in debian/libdevmemtcp0.symbols but not in the map: $s"; fail=1; }
+done
 for s in $declared; do
 	case $s in devmemtcp_done_fn|devmemtcp_log_fn) continue ;; esac
 	echo "$map" | grep -qx "$s" || { echo "declared but not in the map: $s"; fail=1; }
