@@ -469,6 +469,27 @@ static int gather_release(struct devmemtcp_gpu *gpu, struct devmemtcp_rx *rx,
 }
 
 
+int dmt_gather_args(struct devmemtcp_gpu *gpu, const char *fn, bool need_rx,
+		    const struct devmemtcp_rx *rx, const void *frags, size_t n,
+		    const void *dsts, size_t ndst)
+{
+	if (!gpu)
+		return dmt_err(NULL, NULL, -EINVAL, "%s: gpu is NULL", fn);
+	if (dmt_forked(gpu->fork_gen))
+		return dmt_fork_refuse(gpu->ctx, &gpu->err, fn, "GPU handle");
+	if (need_rx && !rx)
+		return dmt_err(gpu->ctx, &gpu->err, -EINVAL, "%s: rx is NULL",
+			       fn);
+	if ((n && !frags) || (ndst && !dsts))
+		return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
+			       "%s: frags or dsts is NULL with a non-zero count",
+			       fn);
+	if (!gpu->fn_gather)
+		return dmt_err(gpu->ctx, &gpu->err, -EOPNOTSUPP,
+			       "this libdevmemtcp was built without the gather kernels: install the CUDA toolkit (nvcc) and rebuild with -Dcuda=enabled");
+	return 0;
+}
+
 /* devmemtcp_gpu_gather, and with release (rx) devmemtcp_gpu_gather_release;
  * fn: the public call, for messages. */
 static int gpu_gather_impl(struct devmemtcp_gpu *gpu, struct devmemtcp_rx *rx,
@@ -479,22 +500,9 @@ static int gpu_gather_impl(struct devmemtcp_gpu *gpu, struct devmemtcp_rx *rx,
 	bool pushed;
 	int ret;
 
-	if (!gpu)
-		return dmt_err(NULL, NULL, -EINVAL, "%s: gpu is NULL", fn);
-	if (dmt_forked(gpu->fork_gen))
-		return dmt_fork_refuse(gpu->ctx, &gpu->err, fn, "GPU handle");
-	if (release && !rx)
-		return dmt_err(gpu->ctx, &gpu->err, -EINVAL, "%s: rx is NULL",
-			       fn);
-	if ((n && !frags) || (ndst && !dsts))
-		return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
-			       "%s: frags or dsts is NULL with a non-zero count",
-			       fn);
-	if (!gpu->fn_gather)
-		return dmt_err(gpu->ctx, &gpu->err, -EOPNOTSUPP,
-			       "this libdevmemtcp was built without the gather kernels: install the CUDA toolkit (nvcc) and rebuild with -Dcuda=enabled");
-	if (!n)
-		return 0;
+	ret = dmt_gather_args(gpu, fn, release, rx, frags, n, dsts, ndst);
+	if (ret || !n)
+		return ret;
 	if (gpu->coalesce_bytes)
 		return dmt_batch_gather(gpu, release ? rx : NULL, frags, n, NULL,
 					0, dsts, ndst, (CUstream)stream, fn);

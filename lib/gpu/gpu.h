@@ -237,6 +237,14 @@ int dmt_gpu_launch_inline(struct devmemtcp_gpu *gpu, struct dmt_gather_inline *p
 int dmt_gpu_fence_peek(struct devmemtcp_gpu_fence *f, bool wait);
 void dmt_gpu_fence_put(struct devmemtcp_gpu_fence *f);
 
+/* The checks every gather call makes, in this order: the handle, a forked
+ * child's use of a parent's handle (core/fork.h), rx where the call
+ * releases (need_rx), the arrays, the kernels; 0, or the negative errno
+ * with its message on the handle.  fn: the public call, for messages. */
+int dmt_gather_args(struct devmemtcp_gpu *gpu, const char *fn, bool need_rx,
+		    const struct devmemtcp_rx *rx, const void *frags, size_t n,
+		    const void *dsts, size_t ndst);
+
 /*
  * gpu_batch.c: coalesced gathers (opts.coalesce_bytes) and gathers that
  * place linear fragments.  init at devmemtcp_gpu_new (the context

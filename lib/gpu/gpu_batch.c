@@ -844,17 +844,10 @@ static int gather_recv_impl(struct devmemtcp_gpu *gpu, struct devmemtcp_rx *rx,
 	static const char fn[] = "devmemtcp_gpu_gather_recv";
 	bool has_linear = false;
 
-	if (!gpu)
-		return dmt_err(NULL, NULL, -EINVAL, "%s: gpu is NULL", fn);
-	if ((n && !frags) || (ndst && !dsts))
-		return dmt_err(gpu->ctx, &gpu->err, -EINVAL,
-			       "%s: frags or dsts is NULL with a non-zero count",
-			       fn);
-	if (!gpu->fn_gather)
-		return dmt_err(gpu->ctx, &gpu->err, -EOPNOTSUPP,
-			       "this libdevmemtcp was built without the gather kernels: install the CUDA toolkit (nvcc) and rebuild with -Dcuda=enabled");
-	if (!n)
-		return 0;
+	int ret = dmt_gather_args(gpu, fn, false, rx, frags, n, dsts, ndst);
+
+	if (ret || !n)
+		return ret;
 	for (size_t i = 0; linear && !has_linear && i < n; i++)
 		has_linear = frags[i].flags & DEVMEMTCP_FRAG_LINEAR;
 	if (!gpu->coalesce_bytes && !has_linear)
