@@ -42,6 +42,7 @@ struct txsock {
 	uint32_t sc[MAX_NOTES];		/* sends not ACKed yet: counter, */
 	uint64_t send_end[MAX_NOTES];	/* and stream offset of their end */
 	uint32_t shead, sn;
+	bool skewed;			/* DEVMEMTCP_EMU_TEST_ACK_SKEW applied */
 };
 
 static pthread_mutex_t tx_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -94,6 +95,28 @@ static uint64_t bytes_acked(int fd)
 	    len < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof(ti.tcpi_bytes_acked))
 		return 0;
 	return ti.tcpi_bytes_acked;
+}
+
+/*
+ * The stream offset of the next byte written on fd: the bytes the peer
+ * ACKed (tcpi_bytes_acked) plus the send queue (SIOCOUTQ, write_seq -
+ * snd_una), two calls.  DEVMEMTCP_EMU_TEST_ACK_SKEW=N (a test hook): the
+ * first reading of each socket's send queue comes out N bytes long, as
+ * when an ACK's bytes_acked is seen and its snd_una not yet (a many-core
+ * machine, the ACK processed on another CPU between the two calls).
+ */
+static uint64_t stream_end(int fd, struct txsock *t)
+{
+	const char *skew = getenv("DEVMEMTCP_EMU_TEST_ACK_SKEW");
+	int outq = 0;
+	uint64_t acked = bytes_acked(fd);
+
+	emu_real.ioctl(fd, SIOCOUTQ, &outq);
+	if (skew && t && !t->skewed) {
+		t->skewed = true;
+		outq += atoi(skew);
+	}
+	return acked + (uint64_t)(outq > 0 ? outq : 0);
 }
 
 static void note_add(struct txsock *t, uint32_t c)
@@ -263,14 +286,12 @@ int emu_tx_sendmsg(int fd, const struct msghdr *msg, int flags, ssize_t *ret)
 		free(bounce);
 		return tx_fail(ret, EIO);
 	}
-	{
-		/* the stream offset of this send's first byte: ACKed, plus
-		 * what waits in the send queue */
-		int outq = 0;
-
-		emu_real.ioctl(fd, SIOCOUTQ, &outq);
-		start = bytes_acked(fd) + (uint64_t)(outq > 0 ? outq : 0);
-	}
+	/* the stream offset of this send's first byte: ACKed, plus what
+	 * waits in the send queue */
+	pthread_mutex_lock(&tx_lock);
+	t = tx_get(fd, true);
+	start = stream_end(fd, t);
+	pthread_mutex_unlock(&tx_lock);
 	iov = (struct iovec){ bounce, total };
 	mh.msg_name = msg->msg_name;
 	mh.msg_namelen = msg->msg_namelen;
