@@ -100,23 +100,37 @@ static uint64_t bytes_acked(int fd)
 /*
  * The stream offset of the next byte written on fd: the bytes the peer
  * ACKed (tcpi_bytes_acked) plus the send queue (SIOCOUTQ, write_seq -
- * snd_una), two calls.  DEVMEMTCP_EMU_TEST_ACK_SKEW=N (a test hook): the
- * first reading of each socket's send queue comes out N bytes long, as
- * when an ACK's bytes_acked is seen and its snd_una not yet (a many-core
- * machine, the ACK processed on another CPU between the two calls).
+ * snd_una).  Two calls, and an ACK processed on another CPU between them
+ * may be seen by one and not the other (bytes_acked already counting it,
+ * snd_una not yet moved: the sum comes out as long as the ACK, megabytes,
+ * and the send's completion would wait for bytes never sent).  Nothing
+ * else writes on fd meanwhile, so the true sum does not change: read
+ * until two readings agree; if ACKs keep landing, the smallest reading
+ * (a completion a little early rather than never).
+ * DEVMEMTCP_EMU_TEST_ACK_SKEW=N (a test hook): the first reading of each
+ * socket's send queue comes out N bytes long.
  */
 static uint64_t stream_end(int fd, struct txsock *t)
 {
 	const char *skew = getenv("DEVMEMTCP_EMU_TEST_ACK_SKEW");
-	int outq = 0;
-	uint64_t acked = bytes_acked(fd);
+	uint64_t prev = UINT64_MAX, low = UINT64_MAX;
 
-	emu_real.ioctl(fd, SIOCOUTQ, &outq);
-	if (skew && t && !t->skewed) {
-		t->skewed = true;
-		outq += atoi(skew);
+	for (int i = 0; i < 100; i++) {
+		int outq = 0;
+		uint64_t now = bytes_acked(fd);
+
+		emu_real.ioctl(fd, SIOCOUTQ, &outq);
+		if (skew && t && !t->skewed) {
+			t->skewed = true;
+			outq += atoi(skew);
+		}
+		now += (uint64_t)(outq > 0 ? outq : 0);
+		if (now == prev)
+			return now;
+		prev = now;
+		low = now < low ? now : low;
 	}
-	return acked + (uint64_t)(outq > 0 ? outq : 0);
+	return low;
 }
 
 static void note_add(struct txsock *t, uint32_t c)
