@@ -20,6 +20,9 @@
 # (default: host memory, the gather kernels run on the CPU), or "system"
 # for the machine's driver (the GPU machine).
 set -eu
+# first: it runs this script again in a mount namespace of its own, with
+# the arguments as given
+. "$(dirname "$0")/../../tests/emu/emu-env.sh"
 driver=$EMU_BUILD/tests/gpu/libfakecuda.so bytes=64M
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -28,7 +31,6 @@ while [ $# -gt 0 ]; do
 	*) echo "usage: emu-nccl.sh [--driver LIBCUDA|system] [--bytes N]"; exit 2 ;;
 	esac
 done
-. "$(dirname "$0")/../../tests/emu/emu-env.sh"
 B=$EMU_BUILD
 harness=$B/nccl/tests/test-nccl-net
 plugin=$B/nccl/libnccl-net-devmemtcp.so

@@ -1617,9 +1617,14 @@ static void *rank_main(void *arg)
 	}
 	r->result = 0;
 out:
-	/* a failed rank's peer stops waiting for it */
-	if (r->result)
+	/* a failed rank's peer stops waiting for it; its comms stay open,
+	 * their helper threads running in the plugin and moving bytes into
+	 * its buffers: both stay until the process exits (unloading the
+	 * plugin under them crashed the run after its failure) */
+	if (r->result) {
 		shutdown(r->sync_fd, SHUT_RDWR);
+		return NULL;
+	}
 	rank_free(r);
 	/* threads share the library: the last one out closes it */
 	if (fork_mode)

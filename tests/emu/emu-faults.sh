@@ -15,13 +15,15 @@
 #
 #   EMU_BUILD=BUILDDIR [EMU_PYTHONPATH=DIR] sh tests/emu/emu-faults.sh [--gpu] [SEED|auto [PYTHON]]
 set -eu
+src=$(cd "$(dirname "$0")/../.." && pwd)
+# first: it runs this script again in a mount namespace of its own, with
+# the arguments as given
+. "$src/tests/emu/emu-env.sh"
 gpu=
 [ "${1:-}" = --gpu ] && { gpu=1; shift; }
 seed=${1:-auto}
 [ "$seed" = auto ] && seed=$(date +%s)
 py=${2:-python3}
-src=$(cd "$(dirname "$0")/../.." && pwd)
-. "$src/tests/emu/emu-env.sh"
 B=$EMU_BUILD
 cpu=--cpu
 [ -n "$gpu" ] && cpu=

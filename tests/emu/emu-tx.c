@@ -42,6 +42,7 @@ struct txsock {
 	uint32_t sc[MAX_NOTES];		/* sends not ACKed yet: counter, */
 	uint64_t send_end[MAX_NOTES];	/* and stream offset of their end */
 	uint32_t shead, sn;
+	bool skewed;			/* DEVMEMTCP_EMU_TEST_ACK_SKEW applied */
 };
 
 static pthread_mutex_t tx_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -94,6 +95,42 @@ static uint64_t bytes_acked(int fd)
 	    len < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof(ti.tcpi_bytes_acked))
 		return 0;
 	return ti.tcpi_bytes_acked;
+}
+
+/*
+ * The stream offset of the next byte written on fd: the bytes the peer
+ * ACKed (tcpi_bytes_acked) plus the send queue (SIOCOUTQ, write_seq -
+ * snd_una).  Two calls, and an ACK processed on another CPU between them
+ * may be seen by one and not the other (bytes_acked already counting it,
+ * snd_una not yet moved: the sum comes out as long as the ACK, megabytes,
+ * and the send's completion would wait for bytes never sent).  Nothing
+ * else writes on fd meanwhile, so the true sum does not change: read
+ * until two readings agree; if ACKs keep landing, the smallest reading
+ * (a completion a little early rather than never).
+ * DEVMEMTCP_EMU_TEST_ACK_SKEW=N (a test hook): the first reading of each
+ * socket's send queue comes out N bytes long.
+ */
+static uint64_t stream_end(int fd, struct txsock *t)
+{
+	const char *skew = getenv("DEVMEMTCP_EMU_TEST_ACK_SKEW");
+	uint64_t prev = UINT64_MAX, low = UINT64_MAX;
+
+	for (int i = 0; i < 100; i++) {
+		int outq = 0;
+		uint64_t now = bytes_acked(fd);
+
+		emu_real.ioctl(fd, SIOCOUTQ, &outq);
+		if (skew && t && !t->skewed) {
+			t->skewed = true;
+			outq += atoi(skew);
+		}
+		now += (uint64_t)(outq > 0 ? outq : 0);
+		if (now == prev)
+			return now;
+		prev = now;
+		low = now < low ? now : low;
+	}
+	return low;
 }
 
 static void note_add(struct txsock *t, uint32_t c)
@@ -263,14 +300,12 @@ int emu_tx_sendmsg(int fd, const struct msghdr *msg, int flags, ssize_t *ret)
 		free(bounce);
 		return tx_fail(ret, EIO);
 	}
-	{
-		/* the stream offset of this send's first byte: ACKed, plus
-		 * what waits in the send queue */
-		int outq = 0;
-
-		emu_real.ioctl(fd, SIOCOUTQ, &outq);
-		start = bytes_acked(fd) + (uint64_t)(outq > 0 ? outq : 0);
-	}
+	/* the stream offset of this send's first byte: ACKed, plus what
+	 * waits in the send queue */
+	pthread_mutex_lock(&tx_lock);
+	t = tx_get(fd, true);
+	start = stream_end(fd, t);
+	pthread_mutex_unlock(&tx_lock);
 	iov = (struct iovec){ bounce, total };
 	mh.msg_name = msg->msg_name;
 	mh.msg_namelen = msg->msg_namelen;
