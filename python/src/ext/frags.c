@@ -335,9 +335,17 @@ static int gather_cuda(FragmentsObject *f, struct frag_set *set,
 		atomic_store(&set->refs, 1);
 		Py_BEGIN_ALLOW_THREADS
 		dmtpy_test_point("Fragments.gather_into(cuda)");
-		ret = dmtpy_set_gather_release(set, g, &iov, stream, msg, sizeof(msg));
-		if (!ret)
-			ret = gather_linear(set, linear, d, stream, msg, sizeof(msg));
+		/* the linear bytes first: the gather-and-release frees the
+		 * set, fragments and all */
+		ret = gather_linear(set, linear, d, stream, msg, sizeof(msg));
+		if (ret) {
+			char unused[1024];
+
+			/* the tokens still go back, once */
+			dmtpy_set_gather_release(set, g, &iov, stream, unused, sizeof(unused));
+		} else {
+			ret = dmtpy_set_gather_release(set, g, &iov, stream, msg, sizeof(msg));
+		}
 		Py_END_ALLOW_THREADS
 		core_put(&g->c);
 		if (ret) {

@@ -226,10 +226,11 @@ def test_gather_runs_and_releases_on_the_given_stream(crx, cmem, fake, kernels, 
     assert f.released
     assert dst.bytes(f.nbytes) == expected_bytes(cmem.mem, frags)
     assert dst.bytes(dst.n)[f.nbytes:] == bytes(16)
-    # the kernel with the release's fence (devmemtcp_gpu_gather_release:
-    # the tokens wait for the gather only), then the linear bytes: all on
-    # the stream
-    assert [c[0] for c in log.calls] == LAUNCHES[mode] + ["record", "copy"]
+    # the linear bytes, then the kernel with the release's fence
+    # (devmemtcp_gpu_gather_release: the tokens wait for the gather only;
+    # the release frees the fragments, so the linear copy comes first): all
+    # on the stream
+    assert [c[0] for c in log.calls] == ["copy"] + LAUNCHES[mode] + ["record"]
     assert {c[1] for c in log.calls} == {key}
     released_only_when_done(crx, fake, 3, key)
 
