@@ -109,6 +109,14 @@ static int run(const char *assign, int want_ret, const char *want_warn,
 }
 
 /* A malformed value: init refuses it, the WARN says NAME=VALUE: ... */
+/* devmemtcp_nic_open always undoes what a dead process left, whatever its
+ * flags: RECOVER=0 cannot be obeyed and must not look obeyed */
+static const char *recover_0(const char *name)
+{
+	return strcmp(name, "NCCL_DEVMEMTCP_RECOVER") ? NULL
+	       : "NCCL_DEVMEMTCP_RECOVER=0 changes nothing: devmemtcp_nic_open always undoes what a dead process left";
+}
+
 static int bad(const char *assign, const char *why)
 {
 	char w[512];
@@ -152,11 +160,13 @@ int main(int argc, char **argv)
 		/* (ENABLE and CUDA_PTR set on act beyond init) */
 		if (i > 0 && strcmp(bools[i], "NCCL_DEVMEMTCP_CUDA_PTR")) {
 			snprintf(a, sizeof(a), "%s=no", bools[i]);
-			fail += run(a, NCCL_OK, NULL, 8);
+			fail += run(a, NCCL_OK, recover_0(bools[i]), 8);
 			snprintf(a, sizeof(a), "%s=TRUE", bools[i]);
 			fail += run(a, NCCL_OK, NULL, 8);
 		}
 	}
+	fail += run("NCCL_DEVMEMTCP_RECOVER=0", NCCL_OK,
+		    recover_0("NCCL_DEVMEMTCP_RECOVER"), 8);
 	fail += BAD("NCCL_DEVMEMTCP_NQUEUES=0", "expected a number from 1 to 64");
 	fail += BAD("NCCL_DEVMEMTCP_NQUEUES=65", "expected a number from 1 to 64");
 	fail += BAD("NCCL_DEVMEMTCP_NQUEUES=two", "expected a number from 1 to 64");
