@@ -1384,6 +1384,56 @@ static int check_bounce(struct rank *r, const void *sc, const void *rc,
 	return 0;
 }
 
+static bool env_is(const char *name, const char *value)
+{
+	const char *v = getenv(name);
+
+	return v && !strcmp(v, value);
+}
+
+/* A number with an optional K or M suffix, as the plugin reads it; 0 unset */
+static uint64_t env_size(const char *name)
+{
+	const char *v = getenv(name);
+	char *end;
+	uint64_t n;
+
+	if (!v || !*v)
+		return 0;
+	n = strtoull(v, &end, 0);
+	if (*end == 'K' || *end == 'k')
+		n <<= 10;
+	else if (*end == 'M' || *end == 'm')
+		n <<= 20;
+	return n;
+}
+
+/* What NCCL_DEVMEMTCP_NQUEUES and NCCL_DEVMEMTCP_LINEAR_SIZE did: the NIC's
+ * setup line names the queues; no devmem receive call took more than the
+ * linear size, and with a small one set (below a message) some took all. */
+static int check_env_rx(struct rank *r, const void *rc)
+{
+	uint64_t nq = env_size("NCCL_DEVMEMTCP_NQUEUES");
+	uint64_t lin = env_size("NCCL_DEVMEMTCP_LINEAR_SIZE");
+	uint64_t max_call = close_stat(rc, "bytes at most per devmem receive call");
+	char want[64];
+
+	snprintf(want, sizeof(want), "devmem RX set up: %" PRIu64 " queue%s from",
+		 nq ? nq : 1, nq > 1 ? "s" : "");
+	CHECK(r, log_count(0, want, NULL) >= 1 &&
+		 log_count(0, want, NULL) == log_count(0, "devmem RX set up", NULL),
+	      "no \"%s\" line (NCCL_DEVMEMTCP_NQUEUES=%" PRIu64 ")", want, nq);
+	CHECK(r, lin ? max_call == lin : max_call > 0 && max_call <= (1u << 20),
+	      "a devmem receive call took up to %" PRIu64 " bytes; NCCL_DEVMEMTCP_LINEAR_SIZE %" PRIu64 " (0: default 1M)",
+	      max_call, lin);
+	if (nq || lin)
+		printf("rank %d: %" PRIu64 " devmem queue(s), %" PRIu64 " bytes at most per receive call\n",
+		       r->id, nq ? nq : 1, max_call);
+	return 0;
+}
+
+static int check_tx(struct rank *r, size_t mark, const void *sc, uint64_t tx_dm);
+
 /* The plugin's own account of the paths (its NCCL_DEBUG=INFO lines). */
 static int check_paths(struct rank *r, size_t mark, const void *sc,
 		       const void *rc)
@@ -1405,8 +1455,22 @@ static int check_paths(struct rank *r, size_t mark, const void *sc,
 			return check_bounce(r, sc, rc, want);
 		return 0;
 	}
+	if (env_is("NCCL_DEVMEMTCP_RX", "0")) {
+		CHECK(r, log_count(mark, "recv comm", "plain TCP (NCCL_DEVMEMTCP_RX=0)") >= 1 &&
+			 log_count(mark, "recv comm", "devmem RX (binding") == 0,
+		      "NCCL_DEVMEMTCP_RX=0: the recv comm did not log plain TCP (NCCL_DEVMEMTCP_RX=0)");
+		CHECK(r, log_count(0, "devmem RX set up", NULL) == 0,
+		      "NCCL_DEVMEMTCP_RX=0 but the NIC was set up for devmem RX");
+		CHECK(r, rx_dm == 0, "NCCL_DEVMEMTCP_RX=0 but %" PRIu64 " bytes came through devmem RX",
+		      rx_dm);
+		printf("rank %d: received %" PRIu64 " bytes with plain TCP (NCCL_DEVMEMTCP_RX=0)\n",
+		       r->id, rx_bytes);
+		return check_tx(r, mark, sc, tx_dm);
+	}
 	CHECK(r, log_count(mark, "recv comm", "devmem RX (binding") >= 1,
 	      "no recv comm logged devmem RX");
+	if (check_env_rx(r, rc))
+		return -1;
 	if (r->id == 1 && rank1_uid >= 0)
 		CHECK(r, log_count(0, "devmem possible, set up through devmemtcp-broker", NULL) == 1,
 		      "the unprivileged rank did not say it sets up through devmemtcp-broker");
@@ -1432,8 +1496,23 @@ static int check_paths(struct rank *r, size_t mark, const void *sc,
 		      "unpacked %" PRIu64 " + gathered %" PRIu64 " of %" PRIu64 " devmem bytes; the queue's entries held %" PRIu64,
 		      unp, gat, rx_dm, r->unpacked_bytes);
 	}
+	return check_tx(r, mark, sc, tx_dm);
+}
+
+/* devmem TX of the dma-buf registrations (--dmabuf-tx) */
+static int check_tx(struct rank *r, size_t mark, const void *sc, uint64_t tx_dm)
+{
 	if (!dmabuf_tx)
 		return 0;
+	if (env_is("NCCL_DEVMEMTCP_TX", "0")) {
+		CHECK(r, log_count(mark, "send comm", "plain TCP (NCCL_DEVMEMTCP_TX=0)") >= 1 &&
+			 log_count(mark, "send comm", ": devmem TX") == 0,
+		      "NCCL_DEVMEMTCP_TX=0: the send comm did not log plain TCP (NCCL_DEVMEMTCP_TX=0)");
+		CHECK(r, tx_dm == 0, "NCCL_DEVMEMTCP_TX=0 but %" PRIu64 " bytes went out through devmem TX",
+		      tx_dm);
+		printf("rank %d: sent with plain TCP (NCCL_DEVMEMTCP_TX=0)\n", r->id);
+		return 0;
+	}
 	if (kernel_has_tx()) {
 		CHECK(r, log_count(mark, "send comm", ": devmem TX") >= 1,
 		      "no send comm logged devmem TX");
