@@ -75,6 +75,7 @@ static int only_version;
 static long corrupt_msg = -1;
 static bool quiet, fork_mode, want_devmem, dmabuf_tx, cuda_mode, gpu_mode;
 static bool want_unpack;
+static int want_max_recvs(void);
 static const char *rank_ns[2], *rank_if[2];
 static long rank1_uid = -1;
 /* --devices N --pci yes|no: the devices test */
@@ -565,9 +566,9 @@ static int check_props(struct rank *r)
 	      "device name %s", p.name ? p.name : "(null)");
 	CHECK(r, p.ptr_support == want_ptr, "ptrSupport %#x, expected %#x",
 	      p.ptr_support, want_ptr);
-	CHECK(r, p.max_recvs == (want_unpack ? 1 : 8) && p.speed > 0 && p.max_comms > 0,
-	      "maxRecvs %d speed %d maxComms %d", p.max_recvs, p.speed,
-	      p.max_comms);
+	CHECK(r, p.max_recvs == want_max_recvs() && p.speed > 0 && p.max_comms > 0,
+	      "maxRecvs %d (expected %d) speed %d maxComms %d", p.max_recvs,
+	      want_max_recvs(), p.speed, p.max_comms);
 	if (want_unpack)
 		CHECK(r, p.net_device_type == NCCL_NET_DEVICE_UNPACK &&
 			 p.net_device_version == NCCL_NET_DEVICE_UNPACK_VERSION,
@@ -959,6 +960,14 @@ static int after_receive(struct rank *r, void *req, void **data, int *sizes,
 
 /* ---- a grouped receive: 4 buffers, messages matched by tag ---------------- */
 
+/* maxRecvs: 1 with device unpack, else NCCL_DEVMEMTCP_MAX_RECVS (8) */
+static int want_max_recvs(void)
+{
+	const char *v = getenv("NCCL_DEVMEMTCP_MAX_RECVS");
+
+	return want_unpack ? 1 : v && *v ? atoi(v) : 8;
+}
+
 static int grouped(struct rank *r)
 {
 	static const int send_tags[4] = { 13, 11, 12, 10 };
@@ -970,8 +979,9 @@ static int grouped(struct rank *r)
 	double end = now_s() + TIMEOUT_S;
 	int done = 0, ret;
 
-	if (want_unpack) {
-		/* maxRecvs is 1: a grouped receive is refused, nothing queued */
+	if (want_max_recvs() < 4) {
+		/* maxRecvs is 1 with unpack, or NCCL_DEVMEMTCP_MAX_RECVS: a
+		 * grouped receive of 4 is refused, nothing queued */
 		if (r->id == 1) {
 			for (int i = 0; i < 4; i++) {
 				data[i] = r->rbuf + (size_t)i * SLOT;
@@ -980,8 +990,8 @@ static int grouped(struct rank *r)
 			ret = net_irecv(&r->net, r->rc, 4, data, caps, tags, mhs, &req);
 			CHECK(r, ret == NCCL_ERR_INTERNAL &&
 				 (!req || req == (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION),
-			      "a grouped receive of 4 on a comm with maxRecvs 1: %d, request %p",
-			      ret, req);
+			      "a grouped receive of 4 on a comm with maxRecvs %d: %d, request %p",
+			      want_max_recvs(), ret, req);
 		}
 		return barrier(r);
 	}
