@@ -165,6 +165,11 @@ int dmtn_cfg_read(struct dmtn_cfg *cfg)
 			strcpy(cfg->ifname, ifname);
 		}
 	}
+	/* devmemtcp_nic_open always undoes what a dead process left on the
+	 * interface (DEVMEMTCP_NIC_RECOVER changes nothing): say so rather
+	 * than let 0 look obeyed */
+	if (!ret && !cfg->recover)
+		DMTN_WARN("NCCL_DEVMEMTCP_RECOVER=0 changes nothing: devmemtcp_nic_open always undoes what a dead process left on an interface before setting it up; unset it");
 	cfg->nqueues = (uint32_t)nq;
 	cfg->max_recvs = (int)mr;
 	return ret ? -EINVAL : 0;

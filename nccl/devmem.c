@@ -545,6 +545,8 @@ ssize_t dmtn_devmem_recv(struct dmtn_comm *c, struct dmtn_req *r,
 				     b->data + b->done + done, dst_dev);
 	if (ret)
 		return ret == -EIO ? -EIO : -EPROTO;
+	if (got > c->st.max_call)
+		c->st.max_call = got;
 	return (ssize_t)got;
 }
 

@@ -253,6 +253,8 @@ struct dmtn_stats {
 	uint64_t bounce_bytes;	/* CUDA memory copied through host memory */
 	uint64_t unpack_bytes;	/* devmem RX: left to NCCL's unpack kernel */
 	uint64_t gather_bytes;	/* devmem RX: gathered by the plugin */
+	uint64_t max_call;	/* devmem RX: most bytes one receive call took
+				 * (NCCL_DEVMEMTCP_LINEAR_SIZE bounds it) */
 };
 
 struct dmtn_comm {

@@ -971,7 +971,7 @@ static nccl_result_t close_comm(void *p, enum dmtn_comm_kind kind,
 	dmtn_helper_stop(c);
 	s = &c->st;
 	DMTN_INFO(NCCL_SUBSYS_NET,
-		  "%s comm %p (%s, peer %s): %llu messages, %llu bytes, %llu through devmem %s, %llu arrived as plain data, %llu copied through host memory, %llu unpacked by NCCL's kernel, %llu gathered by the plugin",
+		  "%s comm %p (%s, peer %s): %llu messages, %llu bytes, %llu through devmem %s, %llu arrived as plain data, %llu copied through host memory, %llu unpacked by NCCL's kernel, %llu gathered by the plugin, %llu bytes at most per devmem receive call",
 		  send ? "send" : "recv", (const void *)c, dmtn.dev[c->dev].name,
 		  c->peer, (unsigned long long)s->msgs,
 		  (unsigned long long)s->bytes,
@@ -979,7 +979,8 @@ static nccl_result_t close_comm(void *p, enum dmtn_comm_kind kind,
 		  (unsigned long long)s->linear_bytes,
 		  (unsigned long long)s->bounce_bytes,
 		  (unsigned long long)s->unpack_bytes,
-		  (unsigned long long)s->gather_bytes);
+		  (unsigned long long)s->gather_bytes,
+		  (unsigned long long)s->max_call);
 	dmtn_comm_free(c);
 	return NCCL_OK;
 }

@@ -6,6 +6,7 @@
 # network namespace: rank 0 on dsim0 in dmtA, rank 1 on dsim1 in dmtB.
 #   1. host memory: devmem RX into a udmabuf, devmem TX from a udmabuf
 #      registered with regMrDmaBuf (table v11);
+#   1b. NCCL_DEVMEMTCP_RX=0, _TX=0, _NQUEUES, _LINEAR_SIZE and their effect;
 #   2. GPU memory: devmem RX into a CUDA buffer gathered by the plugin
 #      into CUDA receive buffers, devmem TX from a CUDA buffer the
 #      library exported (table v10);
@@ -57,6 +58,22 @@ step() { # name, then the command
 step host env NCCL_DEVMEMTCP_MEM=host \
 	LD_PRELOAD="$emu_pre" "$harness" "$plugin" $ranks --devmem --dmabuf-tx \
 	--version 11 --bytes "$bytes" --quiet
+
+# The variables that act on devmem (devmemtcp-nccl(7)), host memory, 4 MiB:
+# RX=0 receives with plain TCP and leaves the NIC alone, TX=0 sends the
+# dma-buf registrations with plain TCP; NQUEUES sets up that many queues
+# and LINEAR_SIZE bounds every devmem receive call (the close line's
+# largest call is exactly it).
+step env-rx0 env NCCL_DEVMEMTCP_MEM=host NCCL_DEVMEMTCP_RX=0 \
+	LD_PRELOAD="$emu_pre" "$harness" "$plugin" $ranks --devmem --dmabuf-tx \
+	--version 11 --bytes 4M --quiet
+step env-tx0 env NCCL_DEVMEMTCP_MEM=host NCCL_DEVMEMTCP_TX=0 \
+	LD_PRELOAD="$emu_pre" "$harness" "$plugin" $ranks --devmem --dmabuf-tx \
+	--version 11 --bytes 4M --quiet
+step env-queues env NCCL_DEVMEMTCP_MEM=host NCCL_DEVMEMTCP_NQUEUES=3 \
+	NCCL_DEVMEMTCP_LINEAR_SIZE=4K \
+	LD_PRELOAD="$emu_pre" "$harness" "$plugin" $ranks --devmem --dmabuf-tx \
+	--version 11 --bytes 4M --quiet
 
 # CUDA memory: the library reaches the driver through the emulator's shim,
 # which tells the emulator what each export stands for; CUDA registrations

@@ -75,6 +75,7 @@ static int only_version;
 static long corrupt_msg = -1;
 static bool quiet, fork_mode, want_devmem, dmabuf_tx, cuda_mode, gpu_mode;
 static bool want_unpack;
+static int want_max_recvs(void);
 static const char *rank_ns[2], *rank_if[2];
 static long rank1_uid = -1;
 /* --devices N --pci yes|no: the devices test */
@@ -565,9 +566,9 @@ static int check_props(struct rank *r)
 	      "device name %s", p.name ? p.name : "(null)");
 	CHECK(r, p.ptr_support == want_ptr, "ptrSupport %#x, expected %#x",
 	      p.ptr_support, want_ptr);
-	CHECK(r, p.max_recvs == (want_unpack ? 1 : 8) && p.speed > 0 && p.max_comms > 0,
-	      "maxRecvs %d speed %d maxComms %d", p.max_recvs, p.speed,
-	      p.max_comms);
+	CHECK(r, p.max_recvs == want_max_recvs() && p.speed > 0 && p.max_comms > 0,
+	      "maxRecvs %d (expected %d) speed %d maxComms %d", p.max_recvs,
+	      want_max_recvs(), p.speed, p.max_comms);
 	if (want_unpack)
 		CHECK(r, p.net_device_type == NCCL_NET_DEVICE_UNPACK &&
 			 p.net_device_version == NCCL_NET_DEVICE_UNPACK_VERSION,
@@ -959,6 +960,14 @@ static int after_receive(struct rank *r, void *req, void **data, int *sizes,
 
 /* ---- a grouped receive: 4 buffers, messages matched by tag ---------------- */
 
+/* maxRecvs: 1 with device unpack, else NCCL_DEVMEMTCP_MAX_RECVS (8) */
+static int want_max_recvs(void)
+{
+	const char *v = getenv("NCCL_DEVMEMTCP_MAX_RECVS");
+
+	return want_unpack ? 1 : v && *v ? atoi(v) : 8;
+}
+
 static int grouped(struct rank *r)
 {
 	static const int send_tags[4] = { 13, 11, 12, 10 };
@@ -970,8 +979,9 @@ static int grouped(struct rank *r)
 	double end = now_s() + TIMEOUT_S;
 	int done = 0, ret;
 
-	if (want_unpack) {
-		/* maxRecvs is 1: a grouped receive is refused, nothing queued */
+	if (want_max_recvs() < 4) {
+		/* maxRecvs is 1 with unpack, or NCCL_DEVMEMTCP_MAX_RECVS: a
+		 * grouped receive of 4 is refused, nothing queued */
 		if (r->id == 1) {
 			for (int i = 0; i < 4; i++) {
 				data[i] = r->rbuf + (size_t)i * SLOT;
@@ -980,8 +990,8 @@ static int grouped(struct rank *r)
 			ret = net_irecv(&r->net, r->rc, 4, data, caps, tags, mhs, &req);
 			CHECK(r, ret == NCCL_ERR_INTERNAL &&
 				 (!req || req == (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION),
-			      "a grouped receive of 4 on a comm with maxRecvs 1: %d, request %p",
-			      ret, req);
+			      "a grouped receive of 4 on a comm with maxRecvs %d: %d, request %p",
+			      want_max_recvs(), ret, req);
 		}
 		return barrier(r);
 	}
@@ -1384,6 +1394,56 @@ static int check_bounce(struct rank *r, const void *sc, const void *rc,
 	return 0;
 }
 
+static bool env_is(const char *name, const char *value)
+{
+	const char *v = getenv(name);
+
+	return v && !strcmp(v, value);
+}
+
+/* A number with an optional K or M suffix, as the plugin reads it; 0 unset */
+static uint64_t env_size(const char *name)
+{
+	const char *v = getenv(name);
+	char *end;
+	uint64_t n;
+
+	if (!v || !*v)
+		return 0;
+	n = strtoull(v, &end, 0);
+	if (*end == 'K' || *end == 'k')
+		n <<= 10;
+	else if (*end == 'M' || *end == 'm')
+		n <<= 20;
+	return n;
+}
+
+/* What NCCL_DEVMEMTCP_NQUEUES and NCCL_DEVMEMTCP_LINEAR_SIZE did: the NIC's
+ * setup line names the queues; no devmem receive call took more than the
+ * linear size, and with a small one set (below a message) some took all. */
+static int check_env_rx(struct rank *r, const void *rc)
+{
+	uint64_t nq = env_size("NCCL_DEVMEMTCP_NQUEUES");
+	uint64_t lin = env_size("NCCL_DEVMEMTCP_LINEAR_SIZE");
+	uint64_t max_call = close_stat(rc, "bytes at most per devmem receive call");
+	char want[64];
+
+	snprintf(want, sizeof(want), "devmem RX set up: %" PRIu64 " queue%s from",
+		 nq ? nq : 1, nq > 1 ? "s" : "");
+	CHECK(r, log_count(0, want, NULL) >= 1 &&
+		 log_count(0, want, NULL) == log_count(0, "devmem RX set up", NULL),
+	      "no \"%s\" line (NCCL_DEVMEMTCP_NQUEUES=%" PRIu64 ")", want, nq);
+	CHECK(r, lin ? max_call == lin : max_call > 0 && max_call <= (1u << 20),
+	      "a devmem receive call took up to %" PRIu64 " bytes; NCCL_DEVMEMTCP_LINEAR_SIZE %" PRIu64 " (0: default 1M)",
+	      max_call, lin);
+	if (nq || lin)
+		printf("rank %d: %" PRIu64 " devmem queue(s), %" PRIu64 " bytes at most per receive call\n",
+		       r->id, nq ? nq : 1, max_call);
+	return 0;
+}
+
+static int check_tx(struct rank *r, size_t mark, const void *sc, uint64_t tx_dm);
+
 /* The plugin's own account of the paths (its NCCL_DEBUG=INFO lines). */
 static int check_paths(struct rank *r, size_t mark, const void *sc,
 		       const void *rc)
@@ -1405,8 +1465,22 @@ static int check_paths(struct rank *r, size_t mark, const void *sc,
 			return check_bounce(r, sc, rc, want);
 		return 0;
 	}
+	if (env_is("NCCL_DEVMEMTCP_RX", "0")) {
+		CHECK(r, log_count(mark, "recv comm", "plain TCP (NCCL_DEVMEMTCP_RX=0)") >= 1 &&
+			 log_count(mark, "recv comm", "devmem RX (binding") == 0,
+		      "NCCL_DEVMEMTCP_RX=0: the recv comm did not log plain TCP (NCCL_DEVMEMTCP_RX=0)");
+		CHECK(r, log_count(0, "devmem RX set up", NULL) == 0,
+		      "NCCL_DEVMEMTCP_RX=0 but the NIC was set up for devmem RX");
+		CHECK(r, rx_dm == 0, "NCCL_DEVMEMTCP_RX=0 but %" PRIu64 " bytes came through devmem RX",
+		      rx_dm);
+		printf("rank %d: received %" PRIu64 " bytes with plain TCP (NCCL_DEVMEMTCP_RX=0)\n",
+		       r->id, rx_bytes);
+		return check_tx(r, mark, sc, tx_dm);
+	}
 	CHECK(r, log_count(mark, "recv comm", "devmem RX (binding") >= 1,
 	      "no recv comm logged devmem RX");
+	if (check_env_rx(r, rc))
+		return -1;
 	if (r->id == 1 && rank1_uid >= 0)
 		CHECK(r, log_count(0, "devmem possible, set up through devmemtcp-broker", NULL) == 1,
 		      "the unprivileged rank did not say it sets up through devmemtcp-broker");
@@ -1432,8 +1506,23 @@ static int check_paths(struct rank *r, size_t mark, const void *sc,
 		      "unpacked %" PRIu64 " + gathered %" PRIu64 " of %" PRIu64 " devmem bytes; the queue's entries held %" PRIu64,
 		      unp, gat, rx_dm, r->unpacked_bytes);
 	}
+	return check_tx(r, mark, sc, tx_dm);
+}
+
+/* devmem TX of the dma-buf registrations (--dmabuf-tx) */
+static int check_tx(struct rank *r, size_t mark, const void *sc, uint64_t tx_dm)
+{
 	if (!dmabuf_tx)
 		return 0;
+	if (env_is("NCCL_DEVMEMTCP_TX", "0")) {
+		CHECK(r, log_count(mark, "send comm", "plain TCP (NCCL_DEVMEMTCP_TX=0)") >= 1 &&
+			 log_count(mark, "send comm", ": devmem TX") == 0,
+		      "NCCL_DEVMEMTCP_TX=0: the send comm did not log plain TCP (NCCL_DEVMEMTCP_TX=0)");
+		CHECK(r, tx_dm == 0, "NCCL_DEVMEMTCP_TX=0 but %" PRIu64 " bytes went out through devmem TX",
+		      tx_dm);
+		printf("rank %d: sent with plain TCP (NCCL_DEVMEMTCP_TX=0)\n", r->id);
+		return 0;
+	}
 	if (kernel_has_tx()) {
 		CHECK(r, log_count(mark, "send comm", ": devmem TX") >= 1,
 		      "no send comm logged devmem TX");
