@@ -1396,7 +1396,18 @@ static int fake_socket(const char *path, bool listening)
 	return fd;
 }
 
-/* A "broker" of root's that reads one request and hangs up; its pid. */
+static volatile sig_atomic_t usr1_seen;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	usr1_seen++;
+}
+
+/* A "broker" of root's that reads one request and hangs up; its pid.
+ * While the client waits for the reply it interrupts it with SIGUSR1
+ * (caught with SA_RESTART, as an application would: a socket with a
+ * receive timeout is not restarted, its recvmsg fails with EINTR). */
 static pid_t hang_up_once(int lfd)
 {
 	pid_t pid = fork();
@@ -1408,6 +1419,9 @@ static pid_t hang_up_once(int lfd)
 
 		if (fd < 0 || recv(fd, m, sizeof(m), 0) <= 0)
 			_exit(1);
+		usleep(50000);
+		kill(getppid(), SIGUSR1);
+		usleep(50000);
 		_exit(0);
 	}
 	return pid;
@@ -1453,6 +1467,7 @@ static void expect_unreachable(const char *path, int err, const char *name)
 
 static void test_transport(void **state)
 {
+	struct sigaction old_usr1;
 	char path[128];
 	int lfd, st;
 	pid_t pid;
@@ -1471,7 +1486,11 @@ static void test_transport(void **state)
 	expect_unreachable(path, -ECONNREFUSED, "ECONNREFUSED");
 	close(lfd);
 
-	/* one that hangs up on the request (exited, killed mid-setup) */
+	/* one that hangs up on the request (exited, killed mid-setup), a
+	 * signal arriving meanwhile: the wait goes on, the answer is EPIPE */
+	sigaction(SIGUSR1, &(struct sigaction){ .sa_handler = on_usr1, .sa_flags = SA_RESTART },
+		  &old_usr1);
+	usr1_seen = 0;
 	lfd = fake_socket(path, true);
 	pid = hang_up_once(lfd);
 	/* ERRORS devmemtcp_nic_open EPIPE */
@@ -1487,6 +1506,8 @@ static void test_transport(void **state)
 			    "devmemtcp-broker did not answer the bind-rx request: EPIPE: it closed the connection (it exited: see its log)");
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(usr1_seen, 2);
+	sigaction(SIGUSR1, &old_usr1, NULL);
 	close(lfd);
 	unlink(path);
 	setenv("DEVMEMTCP_BROKER_SOCKET", sock, 1);
