@@ -154,7 +154,11 @@ static int recv_reply(struct dmt_brk *b, struct dmt_err *err, unsigned int type,
 	ssize_t n;
 	int nfds, ret;
 
-	n = recvmsg(b->fd, &msg, MSG_CMSG_CLOEXEC);
+	/* A signal ends the wait even with SA_RESTART (the socket has a
+	 * receive timeout); the request is out, so wait on for its answer. */
+	do
+		n = recvmsg(b->fd, &msg, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
 	if (n <= 0) {
 		ret = n == 0 ? -EPIPE : errno == EAGAIN ? -ETIMEDOUT : -errno;
 		return dmt_err_set(err, ret,

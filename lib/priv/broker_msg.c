@@ -431,9 +431,16 @@ int dmt_brk_send(int sock, const void *msg, size_t len, const int *fds, int nfds
 		cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
 		memcpy(CMSG_DATA(cm), fds, (size_t)nfds * sizeof(int));
 	}
-	if (sendmsg(sock, &m, MSG_NOSIGNAL | flags) == (ssize_t)len)
-		return 0;
-	return errno ? -errno : -EIO;
+	/* a seqpacket send is whole or nothing: after EINTR, send it again */
+	for (;;) {
+		ssize_t n = sendmsg(sock, &m, MSG_NOSIGNAL | flags);
+
+		if (n == (ssize_t)len)
+			return 0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		return n < 0 && errno ? -errno : -EIO;
+	}
 }
 
 int dmt_brk_take_fds(const struct msghdr *msg, int *fds, int max)
