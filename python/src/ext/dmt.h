@@ -113,6 +113,7 @@ struct gpu_core {
 	struct devmemtcp_gpu *gpu;
 	int device;
 	uint32_t flags;		/* enum devmemtcp_gpu_flags it was made with */
+	uint32_t coalesce_bytes;	/* opts.coalesce_bytes it was made with */
 	pthread_mutex_t lock;	/* one gather at a time per handle */
 };
 

@@ -1007,15 +1007,17 @@ struct gpu_core *dmtpy_gpu_core_new(struct ctx_core *ctx, int device,
 static int Gpu_init(GpuObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "ctx", "device", "desc_copy", "max_frags",
-				  "slots", "graphs", "persistent", NULL };
-	unsigned int max_frags = 0, slots = 0;
+				  "slots", "graphs", "persistent",
+				  "coalesce_bytes", "coalesce_us", NULL };
+	unsigned int max_frags = 0, slots = 0, coalesce_bytes = 0, coalesce_us = 0;
 	int device = 0, desc_copy = 0, graphs = 0, persistent = 0, ret;
 	struct ctx_core *ctx;
 	PyObject *ctxobj;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|i$pIIpp:Gpu", kwlist,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|i$pIIppII:Gpu", kwlist,
 					 &ctxobj, &device, &desc_copy,
-					 &max_frags, &slots, &graphs, &persistent))
+					 &max_frags, &slots, &graphs, &persistent,
+					 &coalesce_bytes, &coalesce_us))
 		return -1;
 	ctx = dmtpy_ctx_get(ctxobj);	/* held while the Gpu is made without the GIL */
 	if (!ctx)
@@ -1029,16 +1031,50 @@ static int Gpu_init(GpuObject *self, PyObject *args, PyObject *kw)
 			       .flags = (desc_copy ? DEVMEMTCP_GPU_DESC_COPY : 0) |
 					(graphs ? DEVMEMTCP_GPU_GRAPHS : 0) |
 					(persistent ? DEVMEMTCP_GPU_PERSISTENT : 0),
-			       .max_frags = max_frags, .slots = slots);
+			       .max_frags = max_frags, .slots = slots,
+			       .coalesce_bytes = coalesce_bytes, .coalesce_us = coalesce_us);
 
 		self->core = dmtpy_gpu_core_new(ctx, device, &o, &ret);
 	}
 	core_put(&ctx->c);
-	if (self->core)
+	if (self->core) {
 		self->core->flags = (graphs ? DEVMEMTCP_GPU_GRAPHS : 0) |
 				    (persistent ? DEVMEMTCP_GPU_PERSISTENT : 0) |
 				    (desc_copy ? DEVMEMTCP_GPU_DESC_COPY : 0);
+		self->core->coalesce_bytes = coalesce_bytes;
+	}
 	return self->core ? 0 : -1;
+}
+
+/* Gpu.flush(): devmemtcp_gpu_flush on the handle, without the GIL. */
+static PyObject *Gpu_flush(PyObject *self, PyObject *unused)
+{
+	struct gpu_core *g = dmt_core_get(self, "Gpu");
+	char msg[1024];
+	int ret;
+
+	if (!g)
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	pthread_mutex_lock(&g->lock);
+	ret = devmemtcp_gpu_flush(g->gpu);
+	if (ret < 0)
+		snprintf(msg, sizeof(msg), "%s", devmemtcp_gpu_errmsg(g->gpu));
+	pthread_mutex_unlock(&g->lock);
+	Py_END_ALLOW_THREADS
+	core_put(&g->c);
+	if (ret < 0) {
+		dmtpy_raise(ret, msg);
+		return NULL;
+	}
+	return PyLong_FromLong(ret);
+}
+
+static PyObject *Gpu_get_coalesce_bytes(PyObject *self, void *closure)
+{
+	struct gpu_core *g = dmt_core(self, "Gpu");
+
+	return g ? PyLong_FromUnsignedLong(g->coalesce_bytes) : NULL;
 }
 
 static PyObject *Gpu_get_device(PyObject *self, void *closure)
@@ -1050,6 +1086,13 @@ static PyObject *Gpu_get_device(PyObject *self, void *closure)
 
 static PyMethodDef Gpu_methods[] = {
 	DMT_CM_METHODS(DMT_CLOSE_DOC("GPU handle", "pending releases keep what they need.")),
+	{ "flush", Gpu_flush, METH_NOARGS,
+	  "flush($self, /)\n--\n\n"
+	  "Queue the gathers waiting in the handle's batch (coalesce_bytes)\n"
+	  "now, on their stream; returns how many gathers the launch carried\n"
+	  "(0: none waited).  With coalescing, call it before queueing anything\n"
+	  "else on the stream that reads the gathered bytes, and before waiting\n"
+	  "for more data: see devmemtcp_gpu_flush(3)." },
 	{ NULL, NULL, 0, NULL },
 };
 
@@ -1063,6 +1106,8 @@ static PyObject *Gpu_get_flag(PyObject *self, void *closure)
 static PyGetSetDef Gpu_getset[] = {
 	DMT_CLOSED_GETSET,
 	{ "device", Gpu_get_device, NULL, "CUDA device ordinal.", NULL },
+	{ "coalesce_bytes", Gpu_get_coalesce_bytes, NULL,
+	  "The batch size of coalesced gathers (0: each gather is queued by its call).", NULL },
 	{ "graphs", Gpu_get_flag, NULL, "Inline gathers go through CUDA graphs (DEVMEMTCP_GPU_GRAPHS).",
 	  (void *)(uintptr_t)DEVMEMTCP_GPU_GRAPHS },
 	{ "persistent", Gpu_get_flag, NULL, "Gathers go to a resident kernel (DEVMEMTCP_GPU_PERSISTENT).",
@@ -1072,13 +1117,17 @@ static PyGetSetDef Gpu_getset[] = {
 
 PyDoc_STRVAR(Gpu_doc,
 "Gpu(ctx, device=0, *, desc_copy=False, max_frags=0, slots=0, graphs=False,\n"
-"    persistent=False)\n--\n\n"
+"    persistent=False, coalesce_bytes=0, coalesce_us=0)\n--\n\n"
 "The gather kernels on one CUDA device (its primary context).  Give it to\n"
 "Rx(gpu=...) to choose the options; otherwise a receiver makes one with\n"
 "the defaults on first use.  graphs: inline gathers go through a CUDA\n"
 "graph per stream (DEVMEMTCP_GPU_GRAPHS: less CPU per gather, no overlap\n"
 "of back-to-back gathers); persistent: a resident kernel takes the\n"
-"gathers (DEVMEMTCP_GPU_PERSISTENT); see devmemtcp_gpu_new(3).  libcuda is loaded at run time: without it\n"
+"gathers (DEVMEMTCP_GPU_PERSISTENT); coalesce_bytes: gathers wait in a\n"
+"batch of up to that many bytes that one launch queues (when full, when\n"
+"a gather goes to another stream, when a gather finds the batch older\n"
+"than coalesce_us, 0: 20 us, or at flush()): call flush() before using\n"
+"the bytes on the stream.  See devmemtcp_gpu_new(3).  libcuda is loaded at run time: without it\n"
 "this raises Error(ENOENT).");
 
 PyTypeObject Gpu_Type = {

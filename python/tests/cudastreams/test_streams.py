@@ -438,3 +438,48 @@ def test_gpu_flags(ctx):
         assert (g.graphs, g.persistent) == (False, False)
     with dm.Gpu(ctx, 0, graphs=True) as g:
         assert (g.graphs, g.persistent) == (True, False)
+
+
+def test_coalesced_gathers_wait_for_flush(ctx, conn, cmem, fake, kernels):
+    """Gpu(coalesce_bytes=...): recv_into's gathers wait in the handle's
+    batch, and their tokens with them; flush() queues them as one launch
+    on their stream, the tokens going back once that stream is done."""
+    if not kernels:
+        pytest.skip("this libdevmemtcp has no gather kernels (built without nvcc)")
+    key = 0x5200
+    frags = [[(8192, 4096)], [(0, 4096), (65536, 1448)]]
+    with dm.Gpu(ctx, 0, coalesce_bytes=1 << 20, coalesce_us=10_000_000) as g, \
+            fake_rx(ctx, conn.server, cmem.buf, gpu=g) as r:
+        assert g.coalesce_bytes == 1 << 20
+        dst = FakeCudaArray(3 * 4096)
+        for fr in frags:
+            fake.push(r, fr)
+        fc.fakecuda_busy(key)
+        with Log() as log:
+            assert r.recv_into(dst, 0, key) == 4096
+            assert r.recv_into(dst, 4096, key) == 4096 + 1448
+        assert log.kinds("launch") == []
+        assert settle(r, fake) == 3                 # held by the batch
+        assert dst.bytes(dst.n) == bytes(dst.n)      # nothing written yet
+        with Log() as log:
+            assert g.flush() == 2
+        assert [c[0] for c in log.calls] == ["launch", "record"]
+        assert {c[1] for c in log.calls} == {key}
+        assert g.flush() == 0
+        released_only_when_done(r, fake, 3, key)
+        want = expected_bytes(cmem.mem, frags[0]) + expected_bytes(cmem.mem, frags[1], 4096)
+        assert dst.bytes(4096 + 4096 + 1448) == want
+
+
+def test_coalesce_limits(ctx):
+    with dm.Gpu(ctx, 0) as g:
+        assert g.coalesce_bytes == 0 and g.flush() == 0
+    with pytest.raises(dm.Error) as e:
+        dm.Gpu(ctx, 0, coalesce_bytes=(64 << 20) + 1)
+    assert e.value.errno == errno.EINVAL
+    assert e.value.strerror == ("devmemtcp_gpu_new: opts.coalesce_bytes 67108865 is above "
+                                "67108864 (64 MiB): a batch that large only delays its bytes")
+    g = dm.Gpu(ctx, 0, coalesce_bytes=4096)
+    g.close()
+    with pytest.raises(ValueError):
+        g.flush()
