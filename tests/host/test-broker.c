@@ -104,6 +104,28 @@ static const char *self_comm(void)
 	return comm;
 }
 
+/* recv and recvmsg that wait on after EINTR: a socket with a receive
+ * timeout is not restarted after a signal or a freeze of the process. */
+static ssize_t recv_r(int fd, void *b, size_t n, int flags)
+{
+	ssize_t r;
+
+	do
+		r = recv(fd, b, n, flags);
+	while (r < 0 && errno == EINTR);
+	return r;
+}
+
+static ssize_t recvmsg_r(int fd, struct msghdr *m, int flags)
+{
+	ssize_t r;
+
+	do
+		r = recvmsg(fd, m, flags);
+	while (r < 0 && errno == EINTR);
+	return r;
+}
+
 static int raw_connect(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -280,7 +302,7 @@ static ssize_t raw_call(int fd, const void *msg, size_t len, const int *fds, int
 	if (sendmsg(fd, &s, MSG_NOSIGNAL) != (ssize_t)len)
 		return -errno;
 	memset(r, 0, sizeof(*r));
-	ret = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+	ret = recvmsg_r(fd, &m, MSG_CMSG_CLOEXEC);
 	if (ret < 0)
 		return -errno;
 	n = dmt_brk_take_fds(&m, got, 4);
@@ -302,7 +324,7 @@ static void expect_refused_and_closed(int fd, const void *msg, size_t len, const
 	assert_int_equal(raw_call(fd, msg, len, fds, nfds, &r, NULL), sizeof(r));
 	assert_int_equal(r.err, err);
 	assert_string_equal(r.msg, text);
-	assert_int_equal(recv(fd, &r, sizeof(r), 0), 0);	/* EOF */
+	assert_int_equal(recv_r(fd, &r, sizeof(r), 0), 0);	/* EOF */
 }
 
 /* A request of type with body bytes from body. */
@@ -440,7 +462,7 @@ static int send_lingering(const char *hold, int fd)
 	assert_int_equal(unlink(hold), 0);
 	pfd = (struct pollfd){ .fd = conn, .events = POLLIN };
 	assert_int_equal(poll(&pfd, 1, 2000), 1);
-	assert_int_equal(recv(conn, &r, sizeof(r), 0), sizeof(r));
+	assert_int_equal(recv_r(conn, &r, sizeof(r), 0), sizeof(r));
 	assert_int_equal(r.err, -EACCES);
 	assert_non_null(strstr(r.msg, "may not use va: no rule of "));
 	return conn;
@@ -559,7 +581,7 @@ static void test_lingering_fds(void **state)
 
 		assert_int_equal(poll(&pfd, 1, 2000), 1);
 	}
-	assert_int_equal(recv(third, &r, sizeof(r), 0), sizeof(r));
+	assert_int_equal(recv_r(third, &r, sizeof(r), 0), sizeof(r));
 	assert_int_equal(r.err, 0);
 	close(third);
 	close(conn[0]);
@@ -735,7 +757,7 @@ static bool policy_answered(int fd, int ms)
 		return false;
 	if (poll(&pfd, 1, ms) != 1)
 		return false;
-	return recv(fd, &r, sizeof(r), 0) == sizeof(r) && r.err == 0;
+	return recv_r(fd, &r, sizeof(r), 0) == sizeof(r) && r.err == 0;
 }
 
 /* Out of descriptors (RLIMIT_NOFILE, here lowered for it), the broker
@@ -803,7 +825,7 @@ static void two_fds(struct answer *a, struct devmemtcp_ctx *c, const void *arg)
 
 	a->ret = raw_call(fd, m, n, two, 2, &r, NULL) == sizeof(r) ? r.err : 1;
 	snprintf(a->msg, sizeof(a->msg), "%s", r.msg);
-	a->after = recv(fd, &r, sizeof(r), 0);
+	a->after = recv_r(fd, &r, sizeof(r), 0);
 }
 
 /* Malformed and oversized requests: the reason, then the connection
