@@ -18,6 +18,7 @@
 #include <netinet/in.h>
 
 #include "buf/buf.h"
+#include "core/fork.h"
 #include "zcrx.h"
 
 _Static_assert(sizeof(struct dmt_io_uring_sqe) == 64, "io_uring_sqe");
@@ -435,6 +436,20 @@ void dmt_zcrx_sock_free(struct dmt_zcrx_sock *s)
 	}
 	if (s->state != SOCK_ARMED || z->closed)
 		sock_remove(z, s);
+	dmt_zcrx_put_unlock(z);
+}
+
+void dmt_zcrx_sock_forget(struct dmt_zcrx_sock *s)
+{
+	struct devmemtcp_zcrx *z;
+
+	if (!s)
+		return;
+	z = s->z;
+	pthread_mutex_lock(&z->lock);
+	/* the fragments it brought and its armed receive are the parent's */
+	z->st.sockets--;
+	sock_remove(z, s);
 	dmt_zcrx_put_unlock(z);
 }
 
@@ -865,6 +880,8 @@ DEVMEMTCP_EXPORT int devmemtcp_zcrx_wait(struct devmemtcp_zcrx *z, int timeout_m
 
 	if (!z)
 		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_zcrx_wait: zcrx is NULL");
+	if (dmt_forked(z->fork_gen))
+		return dmt_fork_refuse(z->ctx, &z->err, "devmemtcp_zcrx_wait", "zcrx handle");
 	pthread_mutex_lock(&z->lock);
 	ret = ring_claim(z, &z->err);
 	if (!ret)
@@ -930,6 +947,7 @@ int dmt_zcrx_fake_new(struct devmemtcp_ctx *ctx, struct devmemtcp_buf *buf,
 	z->ctx = ctx;
 	z->ring_fd = -1;
 	z->refs = 1;
+	z->fork_gen = dmt_fork_gen();
 	z->ifindex = 1;
 	z->buf = buf;
 	z->free_slot = DMT_ZCRX_NO_SLOT;
