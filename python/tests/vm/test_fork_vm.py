@@ -16,7 +16,7 @@ import traceback
 import pytest
 
 import devmemtcp as dm
-from test_vm import IF, RX_ADDR, enter_ns, expect, kernel, send
+from test_vm import IF, RX_ADDR, enter_ns, expect, kernel, nic_state, send
 from test_vm import setup_module  # noqa: F401  (the namespaces, this process in dmtB)
 
 REFUSED = ("%s: this %s was made by a parent of this process (inherited across "
@@ -172,3 +172,62 @@ def test_fork_zcrx():
             assert rx.stats()["tokens_outstanding"] == 0
     print("fork zcrx: the child's calls refused, the parent received %d bytes, checked" % pos)
 
+
+def test_fork_nic():
+    """A parent holding a Nic (queue, flows, binding) and fragments of an Rx
+    on it forks: the child's add_flow/remove_flow on the Nic and its
+    recv/release on the Rx are refused; it closes them, and the NIC is as
+    the parent set it up (the same probe, the binding on its queue); the
+    parent receives the whole stream, removes its flow and closes, and the
+    NIC is as before."""
+    port, total = 6606, 8 << 20
+    flow = "tcp4 dst-ip %s dst-port %d" % (RX_ADDR, port)
+    with dm.Context() as ctx:
+        before = nic_state(ctx)
+        with dm.Buffer(ctx, 16 << 20) as buf, \
+                dm.Nic(ctx, IF, queues=[3], flows=[flow], buf=buf) as nic:
+            extra = nic.add_flow("tcp4 dst-ip %s dst-port %d" % (RX_ADDR, port + 1))
+            owned = nic_state(ctx)
+            bound = [(q.id, q.dmabuf_id) for q in ctx.queues(IF) if q.dmabuf_id]
+            assert bound == [(3, nic.binding_id)]
+            ls = socket.create_server((RX_ADDR, port))
+            sender = send(port, total, delay=0.5)
+            conn, _ = ls.accept()
+            ls.close()
+            with conn, dm.Rx(ctx, conn, max_bytes=1 << 20) as rx:
+                rx.add_buf(nic, buf)
+                with rx.recv() as first:
+                    pos = len(first.read())
+                    assert first.read() == expect(0, pos)
+
+                    def child():
+                        refused(lambda: nic.add_flow("tcp4 dst-port 9"),
+                                "devmemtcp_nic_add_flow", "NIC handle")
+                        refused(lambda: nic.remove_flow(extra),
+                                "devmemtcp_nic_remove_flow", "NIC handle")
+                        refused(rx.recv, "devmemtcp_rx_recv", "receiver")
+                        assert first.read() == expect(0, pos)
+                        refused(first.release, "devmemtcp_rx_release", "receiver")
+                        rx.close()
+                        nic.close()
+                        buf.close()
+
+                    out = in_child(child)
+                    assert out == "", out
+                    assert nic_state(ctx) == owned
+                    assert [(q.id, q.dmabuf_id) for q in ctx.queues(IF) if q.dmabuf_id] == bound
+                while True:
+                    with rx.recv() as f:
+                        if not f:
+                            break
+                        data = f.read()
+                        assert data == expect(pos, len(data)), "bad bytes at %d" % pos
+                        pos += len(data)
+                assert pos == total and sender.wait(60) == 0
+                rx.flush()
+                assert rx.stats()["tokens_outstanding"] == 0
+            nic.remove_flow(extra)
+        assert nic_state(ctx) == before
+        assert not [q for q in ctx.queues(IF) if q.dmabuf_id]
+    print("fork nic: the child's calls refused, the NIC as the parent set it, "
+          "%d bytes received after, checked" % pos)
