@@ -85,8 +85,9 @@ void dmt_zcrx_sock_forget(struct dmt_zcrx_sock *s);
  * The receive of a zcrx socket (the ring's thread): up to max fragments of
  * at most len bytes together (the first whatever its length), each with
  * its token (a fragment id of the handle), area offset (the buffer's
- * offset), device address and length.  Blocks unless the socket was
- * non-blocking when registered.  Returns their number, 0 at the end of the
+ * offset), device address and length.  Waits as recvmsg would on the
+ * socket: not when it is non-blocking now, at most its SO_RCVTIMEO
+ * (-EAGAIN after it).  Returns their number, 0 at the end of the
  * stream, or a negative errno (-EAGAIN: nothing yet) with the message on
  * err.  *miss: the flow arrives on another queue (the kernel copied).
  */

@@ -3,6 +3,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -410,6 +413,55 @@ static int make_set(struct rx_core *rx, int n, struct recv_out *o)
 typedef int (*recv_done_fn)(struct rx_core *rx, int n, struct recv_out *o,
 			    void *arg);
 
+/*
+ * A timed receive on a zcrx receiver: its bytes come through the ring, not
+ * the socket, so poll() on the socket cannot tell whether it has something
+ * to take; the library's zcrx receive waits as recvmsg would on the socket
+ * instead (devmemtcp_rx_recv(3): not at all when the socket is
+ * non-blocking, at most its SO_RCVTIMEO).  So for the call the socket is
+ * blocking with SO_RCVTIMEO timeout_ms (non-blocking for a timeout of 0),
+ * then as it was.  -ETIMEDOUT when nothing came.  Receive lock held.
+ */
+static int zcrx_recv_timed(struct rx_core *rx, size_t max_frags, size_t len,
+			   int timeout_ms, struct recv_out *o, recv_done_fn done,
+			   void *arg)
+{
+	struct timeval was = { 0, 0 }, tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
+	socklen_t tl = sizeof(was);
+	int fl = fcntl(rx->fd, F_GETFL), want, ret, err = 0;
+
+	if (fl < 0 || getsockopt(rx->fd, SOL_SOCKET, SO_RCVTIMEO, &was, &tl))
+		goto failed;
+	want = timeout_ms ? fl & ~O_NONBLOCK : fl | O_NONBLOCK;
+	if ((want != fl && fcntl(rx->fd, F_SETFL, want)) ||
+	    (timeout_ms && setsockopt(rx->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv))))
+		goto failed;
+	ret = devmemtcp_rx_recv(rx->rx, rx->scratch, max_frags, rx->linear, len);
+	if (ret < 0 && ret != -EAGAIN && ret != -EINTR)
+		copy_msg(o->msg, sizeof(o->msg), devmemtcp_rx_errmsg(rx->rx));
+	if (timeout_ms && setsockopt(rx->fd, SOL_SOCKET, SO_RCVTIMEO, &was, sizeof(was)))
+		err = errno;
+	if (want != fl && fcntl(rx->fd, F_SETFL, fl) && !err)
+		err = errno;
+	if (ret > 0)
+		ret = done(rx, ret, o, arg);
+	if (ret == -EAGAIN)
+		ret = -ETIMEDOUT;
+	if (err && ret < 0) {
+		snprintf(o->msg, sizeof(o->msg),
+			 "Rx.recv: cannot restore the socket's flags or SO_RCVTIMEO after a timed zcrx receive: %s",
+			 strerror(err));
+		ret = -err;
+	}
+	return ret;
+failed:
+	err = errno;
+	snprintf(o->msg, sizeof(o->msg),
+		 "Rx.recv: cannot set the socket up for a timed zcrx receive (fcntl, SO_RCVTIMEO): %s",
+		 strerror(err));
+	return -err;
+}
+
 static int recv_locked(struct rx_core *rx, size_t max_frags, size_t len,
 		       int timeout_ms, bool sock_timeout, struct recv_out *o,
 		       recv_done_fn done, void *arg)
@@ -418,13 +470,8 @@ static int recv_locked(struct rx_core *rx, size_t max_frags, size_t len,
 
 	if (ret)
 		return ret;
-	if (timeout_ms >= 0 && rx->zcrx) {
-		/* its bytes come through the ring, not the socket: poll()
-		 * cannot tell whether this socket has something to take */
-		copy_msg(o->msg, sizeof(o->msg),
-			 "Rx.recv: no timeout on a zcrx receiver (recv(timeout=), settimeout()): wait with Zcrx.wait(timeout), then recv() on a blocking socket");
-		return -EOPNOTSUPP;
-	}
+	if (timeout_ms >= 0 && rx->zcrx)
+		return zcrx_recv_timed(rx, max_frags, len, timeout_ms, o, done, arg);
 	if (timeout_ms >= 0) {
 		ret = wait_readable(rx, timeout_ms, sock_timeout, o);
 		if (ret)
@@ -1199,7 +1246,11 @@ PyDoc_STRVAR(recv_doc,
 "Fragments object, empty (falsy) at the end of the stream.  Blocks like the\n"
 "socket does, with the GIL released; timeout (seconds; default: the\n"
 "socket object's settimeout(), or SO_RCVTIMEO) raises TimeoutError (an\n"
-"Error and the builtin TimeoutError, errno ETIMEDOUT) when nothing came.  The fragments' tokens hold NIC\n"
+"Error and the builtin TimeoutError, errno ETIMEDOUT) when nothing came\n"
+"(on a zcrx receiver too: for the call the socket is then blocking with\n"
+"that SO_RCVTIMEO, or non-blocking for a timeout of 0, and as it was\n"
+"afterwards; the ring's completions for its other sockets do not extend\n"
+"the wait).  The fragments' tokens hold NIC\n"
 "buffers until the Fragments is released (release(), a with block, or\n"
 "garbage collection) and every DLPack view of it is gone; a receive that\n"
 "would let live views hold more than a buffer's view_cap takes fewer\n"

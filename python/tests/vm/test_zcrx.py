@@ -10,6 +10,7 @@ import errno
 import gc
 import os
 import socket
+import struct
 import threading
 import time
 
@@ -124,9 +125,8 @@ def test_zcrx_transfer_dmabuf_area(ctx):
 
 @needs_zcrx
 def test_zcrx_outlives_close(ctx):
-    """Rx.recv(timeout=) refused, Zcrx.wait() instead; Zcrx.close() while
-    a receiver uses it: the receiver keeps the ring until it is closed,
-    and receives to the end."""
+    """Zcrx.close() while a receiver uses it: the receiver keeps the ring
+    until it is closed, and receives to the end."""
     port, total = 7103, 4 << 20
     flows = ["tcp4 dst-ip %s dst-port %d" % (RX_ADDR, port)]
     with dm.Nic(ctx, IF, queues=[QUEUE], flows=flows), dm.Buffer(ctx, BUF_SIZE) as buf:
@@ -138,13 +138,6 @@ def test_zcrx_outlives_close(ctx):
             conn, _ = ls.accept()
             ls.close()
             rx = dm.Rx(ctx, conn, zcrx=z)
-            # no timeout on a zcrx receiver: the ring's wait() is the one
-            with pytest.raises(dm.Error) as e:
-                rx.recv(timeout=1)
-            assert e.value.errno == errno.EOPNOTSUPP
-            assert e.value.strerror == (
-                "Rx.recv: no timeout on a zcrx receiver (recv(timeout=), settimeout()): wait "
-                "with Zcrx.wait(timeout), then recv() on a blocking socket")
             assert z.wait(timeout=30) == 1      # the sender's first bytes
             z.close()
             assert z.closed
@@ -167,6 +160,81 @@ def test_zcrx_outlives_close(ctx):
                 if o is not None:
                     o.close()
         print("zcrx after close(): %d bytes checked, queue released with the receiver" % pos)
+
+
+@needs_zcrx
+def test_zcrx_recv_timeout(ctx):
+    """A zcrx receiver honours timeouts as a devmem one does: recv(timeout=)
+    and the socket's settimeout() raise TimeoutError (errno ETIMEDOUT) when
+    nothing came within them (completions of another socket of the ring do
+    not extend the wait), SO_RCVTIMEO on a blocking socket likewise; the
+    socket's flags and SO_RCVTIMEO are as they were; then the stream is
+    received whole."""
+    port, total = 7108, 1 << 20
+    flows = ["tcp4 dst-ip %s dst-port %d" % (RX_ADDR, port),
+             "tcp4 dst-ip %s dst-port %d" % (RX_ADDR, port + 1)]
+    with dm.Nic(ctx, IF, queues=[QUEUE], flows=flows), \
+            dm.Buffer(ctx, BUF_SIZE) as buf, dm.Zcrx(ctx, IF, QUEUE, buf) as z:
+        ls = socket.create_server((RX_ADDR, port))
+        ls2 = socket.create_server((RX_ADDR, port + 1))
+        sender = send(port, total, delay=8.0)    # connects now, sends in 8 s
+        conn, _ = ls.accept()
+        other = send(port + 1, total)            # the ring's other socket: at once
+        conn2, _ = ls2.accept()
+        ls.close()
+        ls2.close()
+        with conn, conn2, dm.Rx(ctx, conn, zcrx=z) as rx, dm.Rx(ctx, conn2, zcrx=z) as rx2:
+            rcvtimeo = conn.getsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, 16)
+            for timeout, slack in ((0, 0.5), (0.3, 1.5)):
+                t0 = time.monotonic()
+                with pytest.raises(dm.TimeoutError) as e:
+                    rx.recv(timeout=timeout)
+                took = time.monotonic() - t0
+                assert e.value.errno == errno.ETIMEDOUT
+                assert isinstance(e.value, TimeoutError)
+                assert e.value.strerror == "Rx.recv: no data within the timeout"
+                assert timeout <= took < timeout + slack, took
+            assert conn.getblocking() and conn.gettimeout() is None
+            assert conn.getsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, 16) == rcvtimeo
+            conn.settimeout(0.3)
+            t0 = time.monotonic()
+            with pytest.raises(dm.TimeoutError) as e:
+                rx.recv()
+            assert 0.3 <= time.monotonic() - t0 < 1.8
+            assert e.value.strerror == "Rx.recv: no data within the socket's timeout (settimeout())"
+            assert conn.gettimeout() == 0.3
+            conn.settimeout(None)
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
+                            struct.pack("ll", 0, 300000))
+            t0 = time.monotonic()
+            with pytest.raises(dm.TimeoutError) as e:
+                rx.recv()
+            assert 0.3 <= time.monotonic() - t0 < 1.8
+            assert e.value.strerror == "Rx.recv: no data within the socket's SO_RCVTIMEO"
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, rcvtimeo)
+            # the other socket's bytes came meanwhile, and are its own
+            pos2 = 0
+            while True:
+                with rx2.recv() as f:
+                    if not f:
+                        break
+                    data = f.read()
+                    assert data == expect(pos2, len(data))
+                    pos2 += len(data)
+            assert pos2 == total and other.wait(60) == 0
+            # and a timeout long enough takes the delayed sender's first bytes
+            pos = 0
+            while pos < total:
+                with rx.recv(timeout=60) as f:
+                    assert f, "end of stream at %d" % pos
+                    data = f.read()
+                    assert data == expect(pos, len(data)), "bad bytes at %d" % pos
+                    pos += len(data)
+            with rx.recv(timeout=60) as f:
+                assert not f
+            assert sender.wait(60) == 0
+    print("zcrx timeouts: recv(timeout=0/0.3), settimeout(0.3), SO_RCVTIMEO 0.3 s expired "
+          "as asked; %d + %d bytes checked" % (pos2, pos))
 
 
 @needs_zcrx
