@@ -20,6 +20,8 @@ static void rx_destroy(struct core *c)
 	struct rx_core *rx = (struct rx_core *)c;
 	size_t nb = atomic_load(&rx->nbufs);
 
+	if (rx->zcrx)
+		dmtpy_test_point("Rx.free(zcrx)");	/* tests: without the GIL */
 	/* waits for pending fences, whose done callbacks free their sets */
 	devmemtcp_rx_free(rx->rx);
 	core_put(rx->zcrx);	/* after the socket left it */
@@ -36,6 +38,21 @@ static void rx_destroy(struct core *c)
 	free(rx->linear);
 	free(rx);
 	dmtpy_test_freed("Rx");
+}
+
+/* Drop a reference on rx.  The last one of a zcrx receiver may block (its
+ * socket's receive is cancelled on the ring's thread, and the ring it held
+ * last waits until the kernel released the queue): not with the GIL, when
+ * this thread holds it (a DLPack deleter may run on a thread without). */
+static void rx_put(struct rx_core *rx)
+{
+	if (rx->zcrx && PyGILState_Check()) {
+		Py_BEGIN_ALLOW_THREADS
+		core_put(&rx->c);
+		Py_END_ALLOW_THREADS
+	} else {
+		core_put(&rx->c);
+	}
 }
 
 /* ---- fragment sets -------------------------------------------------------- */
@@ -135,7 +152,7 @@ static int set_release(struct frag_set *set, struct gpu_core *gpu,
 		ret = devmemtcp_rx_release(rx->rx, set->frags, set->n);
 		copy_msg(msg, msglen, devmemtcp_rx_errmsg(rx->rx));
 		set_free(set);
-		core_put(&rx->c);
+		rx_put(rx);
 		return ret < 0 ? ret : 0;
 	}
 	if (dev >= 0)
@@ -170,7 +187,7 @@ static int set_release(struct frag_set *set, struct gpu_core *gpu,
 		devmemtcp_rx_flush(rx->rx);
 	if (!deferred)
 		set_free(set);
-	core_put(&rx->c);
+	rx_put(rx);
 	return ret < 0 ? ret : 0;
 }
 
@@ -204,7 +221,7 @@ int dmtpy_set_gather_release(struct frag_set *set, struct gpu_core *g,
 	if (atomic_load(&rx->receiving))
 		devmemtcp_rx_flush(rx->rx);
 	set_free(set);
-	core_put(&rx->c);
+	rx_put(rx);
 	return ret < 0 ? ret : 0;
 }
 
@@ -727,12 +744,12 @@ static PyObject *Rx_recv(RxObject *self, PyObject *const *args,
 	if (!rx)
 		return NULL;
 	if (recv_args(self, args, nargs, kwnames, &len, &max_frags, &timeout_ms)) {
-		core_put(&rx->c);
+		rx_put(rx);
 		return NULL;
 	}
 	n = recv_wait(self, rx, &len, max_frags, timeout_ms, true, &o,
 		      make_set_cb, NULL, &from_sock);
-	core_put(&rx->c);
+	rx_put(rx);
 	if (n < 0 || !len)
 		return recv_raise(n, len, from_sock, timeout_ms, &o);
 	return new_fragments(&o, n);
@@ -996,12 +1013,12 @@ static PyObject *Rx_recv_into(RxObject *self, PyObject *const *args,
 	n = recv_wait(self, rx, &len, max_frags, timeout_ms, false, &o,
 		      into_done, &a, &from_sock);
 	core_put(a.g ? &a.g->c : NULL);
-	core_put(&rx->c);
+	rx_put(rx);
 	if (n < 0)
 		return recv_raise(n, len, from_sock, timeout_ms, &o);
 	return PyLong_FromUnsignedLongLong(n ? a.nbytes : 0);
 err:
-	core_put(&rx->c);
+	rx_put(rx);
 	return NULL;
 }
 
@@ -1056,7 +1073,7 @@ static PyObject *Rx_add_buf(PyObject *self, PyObject *args)
 		dmtpy_raise(ret, devmemtcp_rx_errmsg(rx->rx));
 out:
 	core_put(buf ? &buf->c : NULL);
-	core_put(&rx->c);
+	rx_put(rx);
 	if (ret)
 		return NULL;
 	Py_RETURN_NONE;
@@ -1203,7 +1220,13 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 	return 0;
 err:
 	core_put(g ? &g->c : NULL);
-	core_put(zc);
+	if (zc) {
+		/* a Zcrx closed meanwhile: the last reference waits for the
+		 * kernel */
+		Py_BEGIN_ALLOW_THREADS
+		core_put(zc);
+		Py_END_ALLOW_THREADS
+	}
 	core_put(&ctx->c);
 	return -1;
 }
@@ -1234,8 +1257,15 @@ static PyObject *Rx_exit(PyObject *self, PyObject *args)
 
 static void Rx_dealloc(RxObject *self)
 {
+	struct rx_core *rx = self->core;
+
 	into_forget(self);
 	Py_CLEAR(self->sock);
+	if (rx && rx->zcrx) {
+		/* collected without close(): as Rx.close() */
+		self->core = NULL;
+		rx_put(rx);
+	}
 	dmtpy_any_dealloc((PyObject *)self);
 }
 

@@ -369,3 +369,48 @@ def test_zcrx_wait_and_recv_vs_close(ctx):
         sender.wait(60)     # reset by the close: its status does not matter
         print("zcrx races: wait and recv vs close, %d bytes of the first receive checked"
               % len(data))
+
+
+@needs_zcrx
+@needs_hooks
+def test_zcrx_frees_release_the_gil(ctx):
+    """The last reference of a zcrx receiver may block (the cancel of its
+    socket's receive, the ring's wait for the kernel to release the
+    queue): dropped by a Fragments' release after Rx.close() and
+    Zcrx.close(), or by the collection of an Rx never closed, it is dropped
+    without the GIL: parked there, this thread runs on; then the receiver
+    and the ring are freed and the queue released."""
+    port, total = 7109, 1 << 20
+    flows = ["tcp4 dst-ip %s dst-port %d" % (RX_ADDR, port),
+             "tcp4 dst-ip %s dst-port %d" % (RX_ADDR, port + 1)]
+    gc.collect()
+    with dm.Nic(ctx, IF, queues=[QUEUE], flows=flows), dm.Buffer(ctx, BUF_SIZE) as buf:
+        for k, how in enumerate(("release", "collect")):
+            z = dm.Zcrx(ctx, IF, QUEUE, buf)
+            ls = socket.create_server((RX_ADDR, port + k))
+            sender = send(port + k, total)
+            conn, _ = ls.accept()
+            ls.close()
+            rx = dm.Rx(ctx, conn, zcrx=z)
+            f = rx.recv()
+            assert f.read() == expect(0, f.nbytes)
+            n0 = (freed("Rx"), freed("Zcrx"))
+            z.close()
+            if how == "release":
+                rx.close()
+                drop = f.release
+            else:
+                f.release()
+                held = [rx]
+                del rx
+                drop = held.clear
+            with parked("Rx.free(zcrx)", drop) as out:
+                # this thread holds the GIL meanwhile
+                assert (freed("Rx"), freed("Zcrx")) == n0
+                assert io_uring_queues(ctx) == [QUEUE]
+            assert out == [None]
+            assert (freed("Rx"), freed("Zcrx")) == (n0[0] + 1, n0[1] + 1)
+            assert io_uring_queues(ctx) == []
+            conn.close()
+            sender.wait(60)     # reset by the close: its status does not matter
+            print("zcrx free by %s: without the GIL, the queue released after" % how)
