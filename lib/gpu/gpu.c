@@ -404,7 +404,10 @@ DEVMEMTCP_EXPORT void devmemtcp_gpu_free(struct devmemtcp_gpu *gpu)
 	DMT_KEEP_ERRNO;
 	if (!gpu)
 		return;
-	dmt_batch_close(gpu);	/* queues what waits */
+	/* queues what waits; a parent's handle in a forked child: the
+	 * parent's batch is not this process's to launch (no driver call) */
+	if (!dmt_forked(gpu->fork_gen))
+		dmt_batch_close(gpu);
 	dmt_gpu_unref(gpu);
 }
 

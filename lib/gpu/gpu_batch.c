@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fork.h"
 #include "gpu.h"
 
 #define COALESCE_US_DEFAULT 20u
@@ -879,8 +880,12 @@ DEVMEMTCP_EXPORT int devmemtcp_gpu_flush(struct devmemtcp_gpu *gpu)
 	DMT_KEEP_ERRNO;
 	int saved = errno, ret;
 
-	ret = gpu ? dmt_batch_flush(gpu, "devmemtcp_gpu_flush", true)
-		  : dmt_err(NULL, NULL, -EINVAL, "devmemtcp_gpu_flush: gpu is NULL");
+	if (!gpu)
+		ret = dmt_err(NULL, NULL, -EINVAL, "devmemtcp_gpu_flush: gpu is NULL");
+	else if (dmt_forked(gpu->fork_gen))	/* CUDA does not survive fork() */
+		ret = dmt_fork_refuse(gpu->ctx, &gpu->err, "devmemtcp_gpu_flush", "GPU handle");
+	else
+		ret = dmt_batch_flush(gpu, "devmemtcp_gpu_flush", true);
 	errno = saved;
 	return ret;
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "buf/buf.h"
+#include "core/fork.h"
 #include "core/privops.h"
 #include "netdev.h"
 #include "core/uapi.h"
@@ -558,6 +559,7 @@ static struct devmemtcp_binding *binding_new(struct devmemtcp_ctx *ctx,
 	if (!b)
 		return NULL;
 	b->ctx = ctx;
+	b->fork_gen = dmt_fork_gen();
 	b->tx = a->tx;
 	b->ifindex = a->ifindex;
 	b->buf = dmt_buf_get(a->buf);	/* the binding keeps it alive */
@@ -822,6 +824,10 @@ DEVMEMTCP_EXPORT void devmemtcp_binding_close(struct devmemtcp_binding *b)
 	DMT_KEEP_ERRNO;
 	if (!b)
 		return;
+	/* in a forked child, a parent's binding: closing the child's copy
+	 * of the socket leaves the binding bound (the kernel unbinds when
+	 * the socket's last descriptor goes), and the buffer's release is
+	 * the parent's (dmt_buf_put) */
 	dmt_nl_close(b->nl);
 	dmt_buf_put(b->buf);
 	free(b->queues);

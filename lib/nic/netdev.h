@@ -26,6 +26,8 @@ struct devmemtcp_binding {
 	struct devmemtcp_buf *buf;
 	uint32_t *queues;
 	size_t nqueues;
+	unsigned int fork_gen;	/* core/fork.h: a parent's binding is closed
+				 * in a child by closing its copy of nl only */
 };
 
 /* Queue dump of ifindex over nl (see devmemtcp_queue_list). */

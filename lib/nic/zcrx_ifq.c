@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "buf/buf.h"
+#include "core/fork.h"
 #include "ethtool.h"
 #include "netdev.h"
 #include "rx/zcrx.h"
@@ -505,6 +506,7 @@ DEVMEMTCP_EXPORT int devmemtcp_zcrx_new(struct devmemtcp_ctx *ctx, int ifindex,
 	z->ctx = ctx;
 	z->ring_fd = -1;
 	z->refs = 1;
+	z->fork_gen = dmt_fork_gen();
 	z->ifindex = ifindex;
 	z->queue = queue;
 	z->buf = buf;
@@ -547,6 +549,7 @@ static void wait_queue_released(struct devmemtcp_zcrx *z)
 DEVMEMTCP_EXPORT void devmemtcp_zcrx_free(struct devmemtcp_zcrx *z)
 {
 	DMT_KEEP_ERRNO;
+	bool forked;
 
 	if (!z)
 		return;
@@ -562,12 +565,16 @@ DEVMEMTCP_EXPORT void devmemtcp_zcrx_free(struct devmemtcp_zcrx *z)
 		z->ring_fd = -1;
 	}
 	pthread_mutex_unlock(&z->lock);
-	if (z->nl)
+	/* a parent's in a forked child: closing this process's copies of
+	 * the ring and the socket releases nothing (the parent's stay open),
+	 * so there is nothing to wait for and nothing to report */
+	forked = dmt_forked(z->fork_gen);
+	if (z->nl && !forked)
 		wait_queue_released(z);
 	dmt_nl_close(z->nl);
 	z->nl = NULL;
 	pthread_mutex_lock(&z->lock);
-	if (z->st.sockets)
+	if (z->st.sockets && !forked)
 		dmt_log(z->ctx, DEVMEMTCP_LOG_WARN,
 			"devmemtcp_zcrx_free: %llu receive handles still use the zcrx handle: their receives fail with ESHUTDOWN; free them",
 			(unsigned long long)z->st.sockets);

@@ -77,6 +77,8 @@ DEVMEMTCP_EXPORT int devmemtcp_rx_new(struct devmemtcp_ctx *ctx, int fd,
 					reserved);
 	if (ret)
 		return ret;
+	if (DMT_OPT(opts, devmemtcp_rx_opts, zcrx, NULL) && dmt_forked(opts->zcrx->fork_gen))
+		return dmt_fork_refuse(ctx, &ctx->err, "devmemtcp_rx_new", "zcrx handle");
 	ret = dmt_tcp_check(ctx, "devmemtcp_rx_new", "devmem TCP", fd, &domain);
 	if (ret)
 		return ret;
@@ -127,6 +129,7 @@ DEVMEMTCP_EXPORT void devmemtcp_rx_free(struct devmemtcp_rx *rx)
 	if (dmt_forked(rx->fork_gen)) {
 		/* a parent's: its tokens, deferred releases and zcrx ring
 		 * stay the parent's; only this process's memory goes */
+		dmt_zcrx_sock_forget(rx->zc);
 		dmt_tokens_fini(&rx->tokens);
 		for (size_t i = 0; i < rx->nbufs; i++)
 			dmt_buf_put(rx->bufs[i].buf);

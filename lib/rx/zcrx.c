@@ -12,12 +12,14 @@
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 #include <netinet/in.h>
 
 #include "buf/buf.h"
+#include "core/fork.h"
 #include "zcrx.h"
 
 _Static_assert(sizeof(struct dmt_io_uring_sqe) == 64, "io_uring_sqe");
@@ -95,7 +97,6 @@ struct dmt_zcrx_sock {
 	int fd;
 	uint32_t idx;		/* in z->socks */
 	uint32_t gen;
-	bool nonblock;
 	bool detached;		/* its receive handle is gone */
 	bool cancel_sent;
 	bool starved;		/* copy fallback found no buffer: rearm after a refill */
@@ -359,7 +360,6 @@ int dmt_zcrx_sock_new(struct devmemtcp_zcrx *z, int fd, struct dmt_err *err,
 		      struct dmt_zcrx_sock **sp)
 {
 	struct dmt_zcrx_sock *s, **v;
-	int fl = fcntl(fd, F_GETFL);
 	uint32_t idx;
 
 	/* devmemtcp_rx_new checked that fd is a connected TCP socket */
@@ -368,7 +368,6 @@ int dmt_zcrx_sock_new(struct devmemtcp_zcrx *z, int fd, struct dmt_err *err,
 		return -ENOMEM;
 	s->z = z;
 	s->fd = fd;
-	s->nonblock = fl >= 0 && (fl & O_NONBLOCK);
 	pthread_mutex_lock(&z->lock);
 	if (z->closed) {
 		pthread_mutex_unlock(&z->lock);
@@ -435,6 +434,20 @@ void dmt_zcrx_sock_free(struct dmt_zcrx_sock *s)
 	}
 	if (s->state != SOCK_ARMED || z->closed)
 		sock_remove(z, s);
+	dmt_zcrx_put_unlock(z);
+}
+
+void dmt_zcrx_sock_forget(struct dmt_zcrx_sock *s)
+{
+	struct devmemtcp_zcrx *z;
+
+	if (!s)
+		return;
+	z = s->z;
+	pthread_mutex_lock(&z->lock);
+	/* the fragments it brought and its armed receive are the parent's */
+	z->st.sockets--;
+	sock_remove(z, s);
 	dmt_zcrx_put_unlock(z);
 }
 
@@ -656,6 +669,35 @@ static int ring_claim(struct devmemtcp_zcrx *z, struct dmt_err *err)
 	return 0;
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* How long a receive on s may wait, as recvmsg would on its socket: 0
+ * when the socket is non-blocking now, its SO_RCVTIMEO when one is set
+ * (rounded up to a millisecond), else -1 (no limit).  Lock held. */
+static int sock_wait_ms(struct devmemtcp_zcrx *z, const struct dmt_zcrx_sock *s)
+{
+	struct timeval tv = { 0, 0 };
+	socklen_t len = sizeof(tv);
+	int fl = fcntl(s->fd, F_GETFL);
+	int64_t ms;
+
+	z->st.syscalls++;
+	if (fl >= 0 && (fl & O_NONBLOCK))
+		return 0;
+	z->st.syscalls++;
+	if (getsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &len) ||
+	    (tv.tv_sec <= 0 && tv.tv_usec <= 0))
+		return -1;
+	ms = (int64_t)tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000;
+	return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
 /*
  * Reap, arm, and wait in io_uring_enter (unlocked) until want (or, when
  * NULL, any socket) has something to take, or timeout_ms (0: one look
@@ -665,10 +707,10 @@ static int ring_claim(struct devmemtcp_zcrx *z, struct dmt_err *err)
 static int drive(struct devmemtcp_zcrx *z, struct dmt_zcrx_sock *want,
 		 int timeout_ms, struct dmt_err *err)
 {
-	struct dmt_kernel_timespec ts = { timeout_ms / 1000,
-					  (timeout_ms % 1000) * 1000000ll };
+	struct dmt_kernel_timespec ts = { 0, 0 };
 	struct dmt_io_uring_getevents_arg arg = { .ts = (uint64_t)(uintptr_t)&ts };
 	uint32_t flags = DMT_IORING_ENTER_GETEVENTS;
+	int64_t end = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
 	uint32_t submit;
 	int ret, n;
 
@@ -694,6 +736,20 @@ static int drive(struct devmemtcp_zcrx *z, struct dmt_zcrx_sock *want,
 		    !(__atomic_load_n(z->sq_flags, __ATOMIC_ACQUIRE) &
 		      (DMT_IORING_SQ_TASKRUN | DMT_IORING_SQ_CQ_OVERFLOW)))
 			return n;
+		if (timeout_ms > 0) {
+			/* what is left: completions of other sockets do not
+			 * extend the wait */
+			int64_t left = end - now_ms();
+
+			if (left <= 0 && !submit) {
+				reap(z);
+				return count_ready(z, want);
+			}
+			if (left < 0)
+				left = 0;
+			ts.tv_sec = left / 1000;
+			ts.tv_nsec = (left % 1000) * 1000000ll;
+		}
 		pthread_mutex_unlock(&z->lock);
 		ret = sys_enter(z->ring_fd, submit, n || !timeout_ms ? 0 : 1,
 				flags, timeout_ms > 0 ? &arg : NULL,
@@ -818,7 +874,7 @@ int dmt_zcrx_recv(struct dmt_zcrx_sock *s, struct devmemtcp_frag *frags,
 	if (ret)
 		goto out;
 	if (!sock_ready(z, s)) {
-		ret = drive(z, s, s->nonblock ? 0 : -1, err);
+		ret = drive(z, s, sock_wait_ms(z, s), err);
 		if (ret < 0)
 			goto out;
 	}
@@ -865,6 +921,8 @@ DEVMEMTCP_EXPORT int devmemtcp_zcrx_wait(struct devmemtcp_zcrx *z, int timeout_m
 
 	if (!z)
 		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_zcrx_wait: zcrx is NULL");
+	if (dmt_forked(z->fork_gen))
+		return dmt_fork_refuse(z->ctx, &z->err, "devmemtcp_zcrx_wait", "zcrx handle");
 	pthread_mutex_lock(&z->lock);
 	ret = ring_claim(z, &z->err);
 	if (!ret)
@@ -930,6 +988,7 @@ int dmt_zcrx_fake_new(struct devmemtcp_ctx *ctx, struct devmemtcp_buf *buf,
 	z->ctx = ctx;
 	z->ring_fd = -1;
 	z->refs = 1;
+	z->fork_gen = dmt_fork_gen();
 	z->ifindex = 1;
 	z->buf = buf;
 	z->free_slot = DMT_ZCRX_NO_SLOT;

@@ -76,13 +76,18 @@ int dmt_zcrx_sock_new(struct devmemtcp_zcrx *z, int fd, struct dmt_err *err,
 /* Unregister: fragments received but not taken go back to the kernel, an
  * armed receive is cancelled (now on the ring's thread, else by it later). */
 void dmt_zcrx_sock_free(struct dmt_zcrx_sock *s);
+/* In a forked child, for a parent's socket: only this process's memory
+ * goes (no refill, no cancel, no system call); the handle's reference is
+ * dropped. */
+void dmt_zcrx_sock_forget(struct dmt_zcrx_sock *s);
 
 /*
  * The receive of a zcrx socket (the ring's thread): up to max fragments of
  * at most len bytes together (the first whatever its length), each with
  * its token (a fragment id of the handle), area offset (the buffer's
- * offset), device address and length.  Blocks unless the socket was
- * non-blocking when registered.  Returns their number, 0 at the end of the
+ * offset), device address and length.  Waits as recvmsg would on the
+ * socket: not when it is non-blocking now, at most its SO_RCVTIMEO
+ * (-EAGAIN after it).  Returns their number, 0 at the end of the
  * stream, or a negative errno (-EAGAIN: nothing yet) with the message on
  * err.  *miss: the flow arrives on another queue (the kernel copied).
  */
@@ -152,6 +157,8 @@ struct devmemtcp_zcrx {
 	pthread_mutex_t lock;
 	unsigned refs;		/* the handle and each socket */
 	bool closed;		/* devmemtcp_zcrx_free ran */
+	unsigned int fork_gen;	/* core/fork.h: a parent's in a forked child
+				 * is neither driven nor refilled */
 	int ring_fd;
 	bool enabled;
 	pthread_t thread;	/* the ring's thread once enabled */

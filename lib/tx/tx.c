@@ -18,6 +18,7 @@
 #include <linux/errqueue.h>
 #include <linux/rtnetlink.h>
 
+#include "core/fork.h"
 #include "nic/netdev.h"
 #include "nl/nl.h"
 #include "tx.h"
@@ -49,6 +50,7 @@ int dmt_tx_init(struct devmemtcp_tx *tx, struct devmemtcp_ctx *ctx, int fd,
 
 	memset(tx, 0, sizeof(*tx));
 	tx->ctx = ctx;
+	tx->fork_gen = dmt_fork_gen();
 	tx->fd = fd;
 	tx->family = family;
 	tx->binding_id = binding_id;
@@ -105,6 +107,8 @@ DEVMEMTCP_EXPORT int devmemtcp_tx_new(struct devmemtcp_ctx *ctx, int fd,
 		return dmt_err(ctx, &ctx->err, -EINVAL,
 			       "devmemtcp_tx_new: binding %u is an RX binding: sending needs one made by devmemtcp_bind_tx()",
 			       binding->id);
+	if (dmt_forked(binding->fork_gen))
+		return dmt_fork_refuse(ctx, &ctx->err, "devmemtcp_tx_new", "binding");
 	ret = dmt_tcp_check(ctx, "devmemtcp_tx_new", "devmem TX", fd, &domain);
 	if (ret)
 		return ret;
@@ -134,6 +138,8 @@ DEVMEMTCP_EXPORT void devmemtcp_tx_free(struct devmemtcp_tx *tx)
 	DMT_KEEP_ERRNO;
 	if (!tx)
 		return;
+	/* a parent's in a forked child too: only memory (the socket is the
+	 * caller's, completions not reaped stay in its error queue) */
 	dmt_tx_fini(tx);
 	free(tx);
 }
@@ -289,6 +295,8 @@ DEVMEMTCP_EXPORT int devmemtcp_tx_wait(struct devmemtcp_tx *tx, int timeout_ms)
 
 	if (!tx)
 		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_tx_wait: tx is NULL");
+	if (dmt_forked(tx->fork_gen))
+		return dmt_fork_refuse(tx->ctx, &tx->err, "devmemtcp_tx_wait", "TX handle");
 	for (;;) {
 		ret = dmt_tx_drain(tx);
 		if (ret < 0)
@@ -349,6 +357,8 @@ DEVMEMTCP_EXPORT int devmemtcp_tx_reap(struct devmemtcp_tx *tx,
 
 	if (!tx)
 		return dmt_err(NULL, NULL, -EINVAL, "devmemtcp_tx_reap: tx is NULL");
+	if (dmt_forked(tx->fork_gen))
+		return dmt_fork_refuse(tx->ctx, &tx->err, "devmemtcp_tx_reap", "TX handle");
 	if (max && !out)
 		return dmt_err(tx->ctx, &tx->err, -EINVAL,
 			       "devmemtcp_tx_reap: out is NULL with max %zu",
@@ -585,6 +595,8 @@ DEVMEMTCP_EXPORT ssize_t devmemtcp_tx_send(struct devmemtcp_tx *tx,
 
 	if (!tx)
 		return -EINVAL;
+	if (dmt_forked(tx->fork_gen))
+		return dmt_fork_refuse(tx->ctx, &tx->err, "devmemtcp_tx_send", "TX handle");
 	if (flags & ~(unsigned int)(DEVMEMTCP_TX_DONTWAIT | DEVMEMTCP_TX_MORE))
 		return dmt_err(tx->ctx, &tx->err, -EINVAL,
 			       "devmemtcp_tx_send: unknown flags 0x%x",

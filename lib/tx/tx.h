@@ -170,6 +170,7 @@ struct devmemtcp_tx {
 	struct iovec *iov;	/* max_iovs entries */
 	struct dmt_tx_track track;
 	struct devmemtcp_tx_stats st;
+	unsigned int fork_gen;	/* core/fork.h */
 	bool in_callback;
 	bool warned_copied;
 	/* a completion read from the kernel that could not be queued (out of

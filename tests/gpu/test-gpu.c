@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -1623,6 +1624,111 @@ static void test_release_after_refuses_unknown_tokens(void **state)
 	close(sv[1]);
 }
 
+/* ---- fork ---------------------------------------------------------------- */
+
+#define REFUSED(fn)                                                            \
+	fn ": this GPU handle was made by a parent of this process (inherited across fork()): a child never receives on, releases tokens of, or undoes the NIC setup of its parent's handles, which stay the parent's; make new ones in the child"
+
+/* In a child: a check that failed exits with its line number. */
+#define CHILD_CHECK(cond)                                                      \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "child %d: %s:%d: %s\n", (int)getpid(),  \
+				__FILE__, __LINE__, #cond);                    \
+			_exit(__LINE__ & 0x7f ? __LINE__ & 0x7f : 1);          \
+		}                                                              \
+	} while (0)
+
+/*
+ * CUDA does not survive fork(): a parent holding received fragments and a
+ * GPU handle with a gather waiting in its batch forks; in the child every
+ * call that would use the parent's CUDA context fails with EBADFD and the
+ * message, views (no driver call) work, and freeing the handle frees the
+ * child's memory.  The parent's gathers, releases and flush work on.
+ */
+static void test_gpu_fork(void **state)
+{
+	DEVMEMTCP_OPTS(gpu_opts, co, .coalesce_bytes = 1u << 20);
+	struct devmemtcp_gpu_fence *fence = NULL;
+	struct devmemtcp_gpu *batched;
+	struct devmemtcp_frag f[4];
+	struct devmemtcp_gpu_iov d, iov[4];
+	uint8_t want[4 * 4096], got[4 * 4096];
+	CUdeviceptr dst;
+	struct gr r;
+	int status;
+	pid_t pid;
+
+	(void)state;
+	gr_open(&r);
+	CK(cu->cuMemAlloc(&dst, 4 * 4096));
+	CK(cu->cuMemsetD8Async(dst, 0, 4 * 4096, stream));
+	CK(cu->cuStreamSynchronize(stream));
+	d = (struct devmemtcp_gpu_iov){ dst, 4 * 4096 };
+	gr_receive(&r, f, 4, 4096, want);
+	assert_int_equal(devmemtcp_gpu_new(ctx, &co, &batched), 0);
+	/* a gather waiting in the batch: only a flush queues it */
+	assert_int_equal(devmemtcp_gpu_gather(batched, f, 4, &d, 1, stream), 0);
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char lin[16] = { 0 };
+
+		/* ERRORS devmemtcp_gpu_gather EBADFD */
+		CHILD_CHECK(devmemtcp_gpu_gather(gpu, f, 4, &d, 1, stream) == -EBADFD);
+		CHILD_CHECK(!strcmp(devmemtcp_gpu_errmsg(gpu), REFUSED("devmemtcp_gpu_gather")));
+		/* ERRORS devmemtcp_gpu_gather_release EBADFD */
+		CHILD_CHECK(devmemtcp_gpu_gather_release(gpu, r.rx, f, 4, &d, 1, stream) == -EBADFD);
+		CHILD_CHECK(!strcmp(devmemtcp_gpu_errmsg(gpu),
+				    REFUSED("devmemtcp_gpu_gather_release")));
+		/* ERRORS devmemtcp_gpu_gather_recv EBADFD */
+		CHILD_CHECK(devmemtcp_gpu_gather_recv(gpu, r.rx, f, 4, lin, sizeof(lin), &d, 1,
+						      stream) == -EBADFD);
+		CHILD_CHECK(!strcmp(devmemtcp_gpu_errmsg(gpu),
+				    REFUSED("devmemtcp_gpu_gather_recv")));
+		/* ERRORS devmemtcp_gpu_release_after EBADFD */
+		CHILD_CHECK(devmemtcp_gpu_release_after(gpu, r.rx, f, 4, stream) == -EBADFD);
+		CHILD_CHECK(!strcmp(devmemtcp_gpu_errmsg(gpu),
+				    REFUSED("devmemtcp_gpu_release_after")));
+		/* ERRORS devmemtcp_gpu_fence_new EBADFD */
+		CHILD_CHECK(devmemtcp_gpu_fence_new(gpu, stream, &fence) == -EBADFD);
+		CHILD_CHECK(!strcmp(devmemtcp_gpu_errmsg(gpu), REFUSED("devmemtcp_gpu_fence_new")));
+		CHILD_CHECK(fence == NULL);
+		/* ERRORS devmemtcp_gpu_flush EBADFD */
+		CHILD_CHECK(devmemtcp_gpu_flush(batched) == -EBADFD);
+		CHILD_CHECK(!strcmp(devmemtcp_gpu_errmsg(batched), REFUSED("devmemtcp_gpu_flush")));
+		/* a view reads the fragments only */
+		CHILD_CHECK(devmemtcp_gpu_view(gpu, f, 4, iov, 4) >= 1);
+		/* no token went back from the child */
+		CHILD_CHECK(returned == 0);
+		/* freeing the handle launches nothing: the waiting gather
+		 * stays unwritten (the stand-in driver runs in any process,
+		 * so the test can look) */
+		devmemtcp_gpu_free(batched);
+		if (getenv("DEVMEMTCP_TEST_FAKE_GPU")) {
+			CHILD_CHECK(cu->cuStreamSynchronize(stream) == CUDA_SUCCESS);
+			CHILD_CHECK(cu->cuMemcpyDtoH(got, dst, sizeof(got)) == CUDA_SUCCESS);
+			for (size_t i = 0; i < sizeof(got); i++)
+				CHILD_CHECK(got[i] == 0);
+		}
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	/* the parent's batch is there still, and its gather lands */
+	assert_int_equal(devmemtcp_gpu_flush(batched), 1);
+	CK(cu->cuStreamSynchronize(stream));
+	CK(cu->cuMemcpyDtoH(got, dst, sizeof(got)));
+	assert_memory_equal(got, want, sizeof(got));
+	assert_int_equal(devmemtcp_gpu_gather_release(gpu, r.rx, f, 4, &d, 1, stream), 0);
+	assert_true(gr_wait(&r, 4, 10));
+	devmemtcp_gpu_free(batched);
+	CK(cu->cuMemFree(dst));
+	gr_close(&r);
+}
+
 /* A test that waits for the GPU for good (a lost gather of the persistent
  * kernel) ends the run (SIGALRM) instead of taking all the time a GPU
  * machine is lent for: after DEVMEMTCP_TEST_WATCHDOG seconds (default 150,
@@ -1674,6 +1780,7 @@ int main(void)
 		T(test_gather_release_tokens),
 		T(test_gather_release_every_way),
 		T(test_gather_release_errors),
+		T(test_gpu_fork),
 	};
 	const char *seed = getenv("DEVMEMTCP_TEST_SEED");
 	const char *only = getenv("DEVMEMTCP_TEST_ONLY");	/* a glob */

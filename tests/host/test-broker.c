@@ -10,7 +10,8 @@
  * connections' handle ids and queues, every policy refusal, a client in
  * another network namespace, the udmabuf checks, probe's report, and
  * that a setup through the broker fails with the message the library
- * gives when called directly.  The vm suite (tests/vm/test-broker.c)
+ * gives when called directly, and that the NIC nearest a GPU is the same
+ * without CAP_NET_ADMIN as with it.  The vm suite (tests/vm/test-broker.c)
  * does the rest on the simulated NIC.
  */
 #include <errno.h>
@@ -343,6 +344,7 @@ struct answer {
 	char msg2[1024];
 	ssize_t after;		/* what came after the reply (0: EOF) */
 	struct devmemtcp_probe probe;
+	struct devmemtcp_nic_rank ranks[8];
 };
 
 /* Run fn as uid (no capabilities: a non-root uid loses them all) and
@@ -1535,6 +1537,122 @@ static void test_transport(void **state)
 	setenv("DEVMEMTCP_BROKER_SOCKET", sock, 1);
 }
 
+/* ---- the NIC nearest a GPU without CAP_NET_ADMIN --------------------------- */
+
+/* A PCI function at SYSFS/devices/<chain> (host bridge first, the function
+ * last) with its numa_node and bus/pci/devices link; its directory. */
+static const char *topo_pci(const char *root, const char *chain, int numa)
+{
+	static char d[PATH_MAX];
+	char link[PATH_MAX + 64];
+
+	snprintf(d, sizeof(d), "%s/devices/%s", root, chain);
+	t_run("mkdir -p %s %s/bus/pci/devices && echo %d > %s/numa_node", d, root, numa, d);
+	snprintf(link, sizeof(link), "%s/bus/pci/devices/%s", root, strrchr(chain, '/') + 1);
+	assert_int_equal(symlink(d, link), 0);
+	return d;
+}
+
+static void topo_net(const char *root, const char *ifname, const char *dev)
+{
+	char d[PATH_MAX + 64];
+
+	snprintf(d, sizeof(d), "%s/class/net/%s", root, ifname);
+	t_run("mkdir -p %s", d);
+	if (dev) {
+		strcat(d, "/device");
+		assert_int_equal(symlink(dev, d), 0);
+	}
+}
+
+/* fn of as_uid: nic_rank of the PCI address arg, or near_gpu of CUDA
+ * device 0 when arg is NULL. */
+static void rank_as(struct answer *a, struct devmemtcp_ctx *c, const void *arg)
+{
+	keep(a, c, arg ? devmemtcp_nic_rank(c, arg, a->ranks, 8)
+		       : devmemtcp_nic_near_gpu(c, 0, a->ranks, 8));
+}
+
+/* The same answer as root's: the count and the ranks, or the error and
+ * its message. */
+static void same_as_root(const struct answer *a, int ret, const struct devmemtcp_nic_rank *r)
+{
+	assert_int_equal(a->ret, ret);
+	if (ret < 0) {
+		assert_string_equal(a->msg, devmemtcp_ctx_errmsg(ctx));
+		return;
+	}
+	for (int i = 0; i < ret && i < 8; i++) {
+		assert_string_equal(a->ranks[i].ifname, r[i].ifname);
+		assert_string_equal(a->ranks[i].pci, r[i].pci);
+		assert_int_equal(a->ranks[i].distance, r[i].distance);
+		assert_int_equal(a->ranks[i].numa_node, r[i].numa_node);
+	}
+}
+
+/*
+ * devmemtcp_nic_rank and devmemtcp_nic_near_gpu read sysfs (and CUDA for
+ * the GPU's address) and nothing a broker provides: a process without
+ * CAP_NET_ADMIN, whose context goes through the broker, gets root's
+ * answer.  The tree: the stand-in CUDA driver's device 0 at 0000:1b:00.0
+ * below a PCIe switch with a NIC, one NIC on its NUMA node, one on the
+ * other, lo.
+ */
+static void test_rank_unprivileged(void **state)
+{
+	const char *sw = "pci0000:18/0000:18:01.0/0000:19:00.0";
+	struct devmemtcp_nic_rank mine[8];
+	char root[128], chain[128];
+	struct answer a;
+	pid_t pid;
+	int n;
+
+	(void)state;
+	snprintf(root, sizeof(root), "%s/sysfs", dir);
+	snprintf(chain, sizeof(chain), "%s/0000:1a:00.0/0000:1b:00.0", sw);
+	topo_pci(root, chain, 0);
+	snprintf(chain, sizeof(chain), "%s/0000:1a:01.0/0000:1c:00.0", sw);
+	topo_net(root, "ibp28s0", topo_pci(root, chain, 0));
+	topo_net(root, "ens3", topo_pci(root, "pci0000:00/0000:00:03.0/0000:03:00.0", 0));
+	topo_net(root, "ens9", topo_pci(root, "pci0000:80/0000:80:03.0/0000:81:00.0", 1));
+	topo_net(root, "lo", NULL);
+	t_run("chmod -R a+rX %s", root);
+	setenv("DEVMEMTCP_TEST_SYSFS", root, 1);
+	setenv("DEVMEMTCP_LIBCUDA", TEST_BUILDDIR "/tests/gpu/libfakecuda.so", 1);
+	pid = start_broker(0);
+
+	n = devmemtcp_nic_rank(ctx, "0000:1b:00.0", mine, 8);
+	assert_int_equal(n, 3);
+	assert_string_equal(mine[0].ifname, "ibp28s0");
+	assert_int_equal(mine[0].distance, DEVMEMTCP_PCI_SAME_SWITCH);
+	assert_string_equal(mine[1].ifname, "ens3");
+	assert_int_equal(mine[1].distance, DEVMEMTCP_PCI_SAME_NUMA);
+	assert_string_equal(mine[2].ifname, "ens9");
+	assert_int_equal(mine[2].distance, DEVMEMTCP_PCI_OTHER);
+	as_uid(65534, rank_as, "0000:1b:00.0", &a);
+	same_as_root(&a, n, mine);
+
+	/* through CUDA: the stand-in's device 0 is at 0000:1b:00.0 */
+	memset(mine, 0, sizeof(mine));
+	n = devmemtcp_nic_near_gpu(ctx, 0, mine, 8);
+	t_note("near_gpu(0) as root: %d (%s)", n, n < 0 ? devmemtcp_ctx_errmsg(ctx) : mine[0].ifname);
+	assert_int_equal(n, 3);
+	assert_string_equal(mine[0].ifname, "ibp28s0");
+	as_uid(65534, rank_as, NULL, &a);
+	same_as_root(&a, n, mine);
+
+	/* a refusal is the same too */
+	n = devmemtcp_nic_rank(ctx, "0000:99:00.0", mine, 8);
+	assert_int_equal(n, -ENODEV);
+	as_uid(65534, rank_as, "0000:99:00.0", &a);
+	same_as_root(&a, n, mine);
+
+	stop_broker(pid);
+	unsetenv("DEVMEMTCP_TEST_SYSFS");
+	unsetenv("DEVMEMTCP_LIBCUDA");
+	t_run("rm -rf %s", root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1553,6 +1671,7 @@ int main(void)
 		cmocka_unit_test(test_lingering_fds),
 		cmocka_unit_test(test_probe),
 		cmocka_unit_test(test_transport),
+		cmocka_unit_test(test_rank_unprivileged),
 	};
 
 	T_TRY(host_netns(NULL));

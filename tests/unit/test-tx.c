@@ -5,10 +5,12 @@
  * byte cap, resuming partial sends, error-queue parsing of completions laid
  * out as the kernel does for IPv4 and IPv6 (coalesced ranges, the copied
  * code, sequence wrap), the range bookkeeping (never free before its
- * completion), and the public calls' argument checks on real sockets.
+ * completion), the public calls' argument checks on real sockets, and
+ * what a forked child may do with a parent's TX handle and binding.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,8 +31,10 @@
 #include "ctxfixture.h"
 #include "devmemtcp.h"
 #include "buf.h"
+#include "fork.h"
 #include "harness.h"
 #include "netdev.h"
+#include "nl.h"
 #include "tx.h"
 
 /* ---- a fake kernel: sendmsg and the error queue ------------------------- */
@@ -1052,6 +1056,112 @@ static void test_public_args(void **state)
 	}
 }
 
+/* ---- fork ----------------------------------------------------------------- */
+
+#define REFUSED(fn, what)                                                      \
+	fn ": this " what " was made by a parent of this process (inherited across fork()): a child never receives on, releases tokens of, or undoes the NIC setup of its parent's handles, which stay the parent's; make new ones in the child"
+
+/* In a child: a check that failed exits with its line number. */
+#define CHILD_CHECK(cond)                                                      \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "child %d: %s:%d: %s\n", (int)getpid(),  \
+				__FILE__, __LINE__, #cond);                    \
+			_exit(__LINE__ & 0x7f ? __LINE__ & 0x7f : 1);          \
+		}                                                              \
+	} while (0)
+
+/* The port id of a netlink socket, or 0 when it is closed. */
+static uint32_t nl_portid(int fd)
+{
+	struct sockaddr_nl a = { 0 };
+	socklen_t len = sizeof(a);
+
+	if (getsockname(fd, (struct sockaddr *)&a, &len) || a.nl_family != AF_NETLINK)
+		return 0;
+	return a.nl_pid;
+}
+
+/*
+ * A parent sends (one send in flight) and holds a TX binding while a child
+ * uses them: sending, waiting and reaping (which would send on or read the
+ * completions of the parent's socket) and a TX handle over the parent's
+ * binding fail with EBADFD, saying why, and touch no socket; statistics
+ * read; freeing the handle and closing the binding free the child's memory
+ * and its copy of the binding's socket only.  The parent's handle and
+ * binding work on.
+ */
+static void test_fork(void **state)
+{
+	const struct devmemtcp_tx_piece p[] = { { 0, 4096 } };
+	struct devmemtcp_binding *b = calloc(1, sizeof(*b));
+	struct devmemtcp_tx_done d[2];
+	uint32_t portid;
+	int status, sv[2], nlfd;
+	pid_t pid;
+
+	(void)state;
+	fake_init(NULL, 1 << 20);
+	assert_int_equal(devmemtcp_tx_send(&tx, p, 1, 0), 4096);
+	assert_non_null(b);
+	assert_int_equal(dmt_nl_open(&b->nl, NETLINK_GENERIC), 0);
+	b->ctx = ctx;
+	b->tx = true;
+	b->id = 9;
+	b->ifindex = 1;
+	b->fork_gen = dmt_fork_gen();
+	nlfd = mnl_socket_get_fd(b->nl->sock);
+	portid = nl_portid(nlfd);
+	assert_true(portid != 0);
+	assert_int_equal(t_tcp_pair(sv), 0);
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		DEVMEMTCP_OPTS(tx_stats, st);
+		struct devmemtcp_tx *mine = (void *)1;
+		size_t calls = fk.ncalls;
+
+		/* ERRORS devmemtcp_tx_send EBADFD */
+		CHILD_CHECK(devmemtcp_tx_send(&tx, p, 1, 0) == -EBADFD);
+		CHILD_CHECK(!strcmp(devmemtcp_tx_errmsg(&tx),
+				    REFUSED("devmemtcp_tx_send", "TX handle")));
+		/* ERRORS devmemtcp_tx_wait EBADFD */
+		CHILD_CHECK(devmemtcp_tx_wait(&tx, 0) == -EBADFD);
+		CHILD_CHECK(!strcmp(devmemtcp_tx_errmsg(&tx),
+				    REFUSED("devmemtcp_tx_wait", "TX handle")));
+		/* ERRORS devmemtcp_tx_reap EBADFD */
+		CHILD_CHECK(devmemtcp_tx_reap(&tx, d, 2) == -EBADFD);
+		CHILD_CHECK(!strcmp(devmemtcp_tx_errmsg(&tx),
+				    REFUSED("devmemtcp_tx_reap", "TX handle")));
+		/* no sendmsg, no poll, no read of the error queue */
+		CHILD_CHECK(fk.ncalls == calls && fk.polls == 0 && fk.errq_head == 0);
+		CHILD_CHECK(devmemtcp_tx_stats(&tx, &st) == 0);
+		CHILD_CHECK(st.sends_in_flight == 1 && st.bytes_in_flight == 4096);
+		/* ERRORS devmemtcp_tx_new EBADFD */
+		CHILD_CHECK(devmemtcp_tx_new(ctx, sv[0], b, NULL, &mine) == -EBADFD);
+		CHILD_CHECK(!strcmp(devmemtcp_ctx_errmsg(ctx),
+				    REFUSED("devmemtcp_tx_new", "binding")));
+		CHILD_CHECK(mine == NULL);
+		devmemtcp_binding_close(b);
+		CHILD_CHECK(fcntl(nlfd, F_GETFD) < 0);	/* its copy went */
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	/* the binding's socket is the parent's still: bound, same port */
+	assert_int_equal(nl_portid(nlfd), portid);
+	assert_int_equal(devmemtcp_tx_wait(&tx, 1000), 1);
+	assert_int_equal(devmemtcp_tx_reap(&tx, d, 2), 1);
+	assert_int_equal(d[0].offset, 0);
+	assert_int_equal(d[0].len, 4096);
+	assert_int_equal(devmemtcp_tx_send(&tx, p, 1, 0), 4096);
+	devmemtcp_binding_close(b);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1078,6 +1188,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_wait_socket_error, fake_teardown),
 		cmocka_unit_test(test_public_args),
 		cmocka_unit_test(test_parse_errqueue_lengths),
+		cmocka_unit_test_teardown(test_fork, fake_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

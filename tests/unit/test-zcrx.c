@@ -2,7 +2,8 @@
 /*
  * io_uring zero-copy receive without a kernel: the completion parser on
  * CQEs laid out as io_uring/zcrx.c writes them into a CQE32 ring, and the
- * argument and option checks of devmemtcp_zcrx_new.
+ * argument and option checks of devmemtcp_zcrx_new, a handle whose
+ * kernel is the test, and what a forked child may do with a parent's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,12 +16,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <netinet/in.h>
 #include <cmocka.h>
 
 #include "buf.h"
 #include "ctxfixture.h"
+#include "fork.h"
 #include "zcrx.h"
 #include "harness.h"
 #include "testhooks.h"
@@ -965,6 +968,88 @@ static void test_fake_threads(void **state)
 	fake_close(&f);
 }
 
+#define REFUSED(fn, what)                                                      \
+	fn ": this " what " was made by a parent of this process (inherited across fork()): a child never receives on, releases tokens of, or undoes the NIC setup of its parent's handles, which stay the parent's; make new ones in the child"
+
+/* In a child: a check that failed exits with its line number. */
+#define CHILD_CHECK(cond)                                                      \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "child %d: %s:%d: %s\n", (int)getpid(),  \
+				__FILE__, __LINE__, #cond);                    \
+			_exit(__LINE__ & 0x7f ? __LINE__ & 0x7f : 1);          \
+		}                                                              \
+	} while (0)
+
+/*
+ * A parent holds two fragments of a zcrx receiver while a child uses its
+ * handles: waiting on the ring (which would drive the parent's io_uring)
+ * and a receiver of its own on the parent's zcrx handle fail with EBADFD,
+ * saying why; statistics read; freeing the receiver and the handle puts
+ * nothing in the refill ring and cancels no receive.  The parent's
+ * fragments go back once, from the parent.
+ */
+static void test_fake_fork(void **state)
+{
+	struct devmemtcp_frag fr[8];
+	struct dmt_zcrx_rqe rqe[8];
+	struct fake f;
+	int status, sv[2];
+	pid_t pid;
+
+	(void)state;
+	fake_open(&f, 64, 1);
+	assert_int_equal(recv_n(f.rx[0], fr, 8), -EAGAIN);
+	k_data(&f.k, f.fd[0], 0, 1448);
+	k_data(&f.k, f.fd[0], 4096, 1448);
+	assert_int_equal(recv_n(f.rx[0], fr, 8), 2);
+	assert_int_equal(t_tcp_pair(sv), 0);
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		DEVMEMTCP_OPTS(rx_opts, ro, .zcrx = f.z);
+		struct devmemtcp_zcrx_stats st = { .sz = sizeof(st) };
+		struct devmemtcp_rx *mine = (void *)1;
+
+		CHILD_CHECK(recv_n(f.rx[0], fr, 8) == -EBADFD);
+		/* ERRORS devmemtcp_zcrx_wait EBADFD */
+		CHILD_CHECK(devmemtcp_zcrx_wait(f.z, 0) == -EBADFD);
+		CHILD_CHECK(!strcmp(devmemtcp_zcrx_errmsg(f.z),
+				    REFUSED("devmemtcp_zcrx_wait", "zcrx handle")));
+		/* ERRORS devmemtcp_rx_new EBADFD */
+		CHILD_CHECK(devmemtcp_rx_new(ctx, sv[0], &ro, &mine) == -EBADFD);
+		CHILD_CHECK(!strcmp(devmemtcp_ctx_errmsg(ctx),
+				    REFUSED("devmemtcp_rx_new", "zcrx handle")));
+		CHILD_CHECK(mine == NULL);
+		CHILD_CHECK(devmemtcp_zcrx_stats(f.z, &st) == 0);
+		CHILD_CHECK(st.held == 2 && st.sockets == 1 && st.frags == 2);
+		devmemtcp_rx_free(f.rx[0]);
+		/* nothing went to the (child's view of the) kernel */
+		k_sqes(&f.k);
+		CHILD_CHECK(f.k.cancels == 0);
+		CHILD_CHECK(k_refills(&f.k, rqe, 8) == 0);
+		devmemtcp_zcrx_free(f.z);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	close(sv[0]);
+	close(sv[1]);
+	/* the parent's: received on, and given back once */
+	assert_int_equal(fstats(&f).held, 2);
+	assert_int_equal(devmemtcp_rx_release(f.rx[0], fr, 2), 0);
+	assert_true(devmemtcp_rx_flush(f.rx[0]) >= 0);
+	assert_int_equal(k_refills(&f.k, rqe, 8), 2);
+	assert_int_equal(rqe[0].off + rqe[1].off, 4096);
+	k_data(&f.k, f.fd[0], 8192, 100);
+	assert_int_equal(recv_n(f.rx[0], fr, 8), 1);
+	assert_int_equal(fr[0].offset, 8192);
+	assert_int_equal(devmemtcp_rx_release(f.rx[0], fr, 1), 0);
+	fake_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -990,6 +1075,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fake_freed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fake_not_tcp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fake_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fake_fork, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,6 +3,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -17,6 +20,8 @@ static void rx_destroy(struct core *c)
 	struct rx_core *rx = (struct rx_core *)c;
 	size_t nb = atomic_load(&rx->nbufs);
 
+	if (rx->zcrx)
+		dmtpy_test_point("Rx.free(zcrx)");	/* tests: without the GIL */
 	/* waits for pending fences, whose done callbacks free their sets */
 	devmemtcp_rx_free(rx->rx);
 	core_put(rx->zcrx);	/* after the socket left it */
@@ -33,6 +38,21 @@ static void rx_destroy(struct core *c)
 	free(rx->linear);
 	free(rx);
 	dmtpy_test_freed("Rx");
+}
+
+/* Drop a reference on rx.  The last one of a zcrx receiver may block (its
+ * socket's receive is cancelled on the ring's thread, and the ring it held
+ * last waits until the kernel released the queue): not with the GIL, when
+ * this thread holds it (a DLPack deleter may run on a thread without). */
+static void rx_put(struct rx_core *rx)
+{
+	if (rx->zcrx && PyGILState_Check()) {
+		Py_BEGIN_ALLOW_THREADS
+		core_put(&rx->c);
+		Py_END_ALLOW_THREADS
+	} else {
+		core_put(&rx->c);
+	}
 }
 
 /* ---- fragment sets -------------------------------------------------------- */
@@ -132,7 +152,7 @@ static int set_release(struct frag_set *set, struct gpu_core *gpu,
 		ret = devmemtcp_rx_release(rx->rx, set->frags, set->n);
 		copy_msg(msg, msglen, devmemtcp_rx_errmsg(rx->rx));
 		set_free(set);
-		core_put(&rx->c);
+		rx_put(rx);
 		return ret < 0 ? ret : 0;
 	}
 	if (dev >= 0)
@@ -167,7 +187,7 @@ static int set_release(struct frag_set *set, struct gpu_core *gpu,
 		devmemtcp_rx_flush(rx->rx);
 	if (!deferred)
 		set_free(set);
-	core_put(&rx->c);
+	rx_put(rx);
 	return ret < 0 ? ret : 0;
 }
 
@@ -201,7 +221,7 @@ int dmtpy_set_gather_release(struct frag_set *set, struct gpu_core *g,
 	if (atomic_load(&rx->receiving))
 		devmemtcp_rx_flush(rx->rx);
 	set_free(set);
-	core_put(&rx->c);
+	rx_put(rx);
 	return ret < 0 ? ret : 0;
 }
 
@@ -410,6 +430,55 @@ static int make_set(struct rx_core *rx, int n, struct recv_out *o)
 typedef int (*recv_done_fn)(struct rx_core *rx, int n, struct recv_out *o,
 			    void *arg);
 
+/*
+ * A timed receive on a zcrx receiver: its bytes come through the ring, not
+ * the socket, so poll() on the socket cannot tell whether it has something
+ * to take; the library's zcrx receive waits as recvmsg would on the socket
+ * instead (devmemtcp_rx_recv(3): not at all when the socket is
+ * non-blocking, at most its SO_RCVTIMEO).  So for the call the socket is
+ * blocking with SO_RCVTIMEO timeout_ms (non-blocking for a timeout of 0),
+ * then as it was.  -ETIMEDOUT when nothing came.  Receive lock held.
+ */
+static int zcrx_recv_timed(struct rx_core *rx, size_t max_frags, size_t len,
+			   int timeout_ms, struct recv_out *o, recv_done_fn done,
+			   void *arg)
+{
+	struct timeval was = { 0, 0 }, tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
+	socklen_t tl = sizeof(was);
+	int fl = fcntl(rx->fd, F_GETFL), want, ret, err = 0;
+
+	if (fl < 0 || getsockopt(rx->fd, SOL_SOCKET, SO_RCVTIMEO, &was, &tl))
+		goto failed;
+	want = timeout_ms ? fl & ~O_NONBLOCK : fl | O_NONBLOCK;
+	if ((want != fl && fcntl(rx->fd, F_SETFL, want)) ||
+	    (timeout_ms && setsockopt(rx->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv))))
+		goto failed;
+	ret = devmemtcp_rx_recv(rx->rx, rx->scratch, max_frags, rx->linear, len);
+	if (ret < 0 && ret != -EAGAIN && ret != -EINTR)
+		copy_msg(o->msg, sizeof(o->msg), devmemtcp_rx_errmsg(rx->rx));
+	if (timeout_ms && setsockopt(rx->fd, SOL_SOCKET, SO_RCVTIMEO, &was, sizeof(was)))
+		err = errno;
+	if (want != fl && fcntl(rx->fd, F_SETFL, fl) && !err)
+		err = errno;
+	if (ret > 0)
+		ret = done(rx, ret, o, arg);
+	if (ret == -EAGAIN)
+		ret = -ETIMEDOUT;
+	if (err && ret < 0) {
+		snprintf(o->msg, sizeof(o->msg),
+			 "Rx.recv: cannot restore the socket's flags or SO_RCVTIMEO after a timed zcrx receive: %s",
+			 strerror(err));
+		ret = -err;
+	}
+	return ret;
+failed:
+	err = errno;
+	snprintf(o->msg, sizeof(o->msg),
+		 "Rx.recv: cannot set the socket up for a timed zcrx receive (fcntl, SO_RCVTIMEO): %s",
+		 strerror(err));
+	return -err;
+}
+
 static int recv_locked(struct rx_core *rx, size_t max_frags, size_t len,
 		       int timeout_ms, bool sock_timeout, struct recv_out *o,
 		       recv_done_fn done, void *arg)
@@ -418,13 +487,8 @@ static int recv_locked(struct rx_core *rx, size_t max_frags, size_t len,
 
 	if (ret)
 		return ret;
-	if (timeout_ms >= 0 && rx->zcrx) {
-		/* its bytes come through the ring, not the socket: poll()
-		 * cannot tell whether this socket has something to take */
-		copy_msg(o->msg, sizeof(o->msg),
-			 "Rx.recv: no timeout on a zcrx receiver (recv(timeout=), settimeout()): wait with Zcrx.wait(timeout), then recv() on a blocking socket");
-		return -EOPNOTSUPP;
-	}
+	if (timeout_ms >= 0 && rx->zcrx)
+		return zcrx_recv_timed(rx, max_frags, len, timeout_ms, o, done, arg);
 	if (timeout_ms >= 0) {
 		ret = wait_readable(rx, timeout_ms, sock_timeout, o);
 		if (ret)
@@ -680,12 +744,12 @@ static PyObject *Rx_recv(RxObject *self, PyObject *const *args,
 	if (!rx)
 		return NULL;
 	if (recv_args(self, args, nargs, kwnames, &len, &max_frags, &timeout_ms)) {
-		core_put(&rx->c);
+		rx_put(rx);
 		return NULL;
 	}
 	n = recv_wait(self, rx, &len, max_frags, timeout_ms, true, &o,
 		      make_set_cb, NULL, &from_sock);
-	core_put(&rx->c);
+	rx_put(rx);
 	if (n < 0 || !len)
 		return recv_raise(n, len, from_sock, timeout_ms, &o);
 	return new_fragments(&o, n);
@@ -949,12 +1013,12 @@ static PyObject *Rx_recv_into(RxObject *self, PyObject *const *args,
 	n = recv_wait(self, rx, &len, max_frags, timeout_ms, false, &o,
 		      into_done, &a, &from_sock);
 	core_put(a.g ? &a.g->c : NULL);
-	core_put(&rx->c);
+	rx_put(rx);
 	if (n < 0)
 		return recv_raise(n, len, from_sock, timeout_ms, &o);
 	return PyLong_FromUnsignedLongLong(n ? a.nbytes : 0);
 err:
-	core_put(&rx->c);
+	rx_put(rx);
 	return NULL;
 }
 
@@ -1009,7 +1073,7 @@ static PyObject *Rx_add_buf(PyObject *self, PyObject *args)
 		dmtpy_raise(ret, devmemtcp_rx_errmsg(rx->rx));
 out:
 	core_put(buf ? &buf->c : NULL);
-	core_put(&rx->c);
+	rx_put(rx);
 	if (ret)
 		return NULL;
 	Py_RETURN_NONE;
@@ -1156,7 +1220,13 @@ static int Rx_init(RxObject *self, PyObject *args, PyObject *kw)
 	return 0;
 err:
 	core_put(g ? &g->c : NULL);
-	core_put(zc);
+	if (zc) {
+		/* a Zcrx closed meanwhile: the last reference waits for the
+		 * kernel */
+		Py_BEGIN_ALLOW_THREADS
+		core_put(zc);
+		Py_END_ALLOW_THREADS
+	}
 	core_put(&ctx->c);
 	return -1;
 }
@@ -1187,8 +1257,15 @@ static PyObject *Rx_exit(PyObject *self, PyObject *args)
 
 static void Rx_dealloc(RxObject *self)
 {
+	struct rx_core *rx = self->core;
+
 	into_forget(self);
 	Py_CLEAR(self->sock);
+	if (rx && rx->zcrx) {
+		/* collected without close(): as Rx.close() */
+		self->core = NULL;
+		rx_put(rx);
+	}
 	dmtpy_any_dealloc((PyObject *)self);
 }
 
@@ -1199,7 +1276,11 @@ PyDoc_STRVAR(recv_doc,
 "Fragments object, empty (falsy) at the end of the stream.  Blocks like the\n"
 "socket does, with the GIL released; timeout (seconds; default: the\n"
 "socket object's settimeout(), or SO_RCVTIMEO) raises TimeoutError (an\n"
-"Error and the builtin TimeoutError, errno ETIMEDOUT) when nothing came.  The fragments' tokens hold NIC\n"
+"Error and the builtin TimeoutError, errno ETIMEDOUT) when nothing came\n"
+"(on a zcrx receiver too: for the call the socket is then blocking with\n"
+"that SO_RCVTIMEO, or non-blocking for a timeout of 0, and as it was\n"
+"afterwards; the ring's completions for its other sockets do not extend\n"
+"the wait).  The fragments' tokens hold NIC\n"
 "buffers until the Fragments is released (release(), a with block, or\n"
 "garbage collection) and every DLPack view of it is gone; a receive that\n"
 "would let live views hold more than a buffer's view_cap takes fewer\n"

@@ -339,7 +339,9 @@ PyDoc_STRVAR(Zcrx_doc,
 "One thread drives the ring: the first that receives on one of its\n"
 "sockets or calls wait(); receives and waits from other threads raise\n"
 "Error(EBUSY).  Releases (Fragments.release(), garbage collection) may\n"
-"come from any thread.  Close the receivers first; close() otherwise\n"
+"come from any thread.  A receiver's recv(timeout=) and its socket's\n"
+"settimeout() or SO_RCVTIMEO raise TimeoutError as on devmem.\n"
+"Close the receivers first; close() otherwise\n"
 "waits for the last of them.");
 
 PyTypeObject dmtpy_Zcrx_Type = {

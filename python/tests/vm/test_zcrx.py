@@ -10,6 +10,7 @@ import errno
 import gc
 import os
 import socket
+import struct
 import threading
 import time
 
@@ -124,9 +125,8 @@ def test_zcrx_transfer_dmabuf_area(ctx):
 
 @needs_zcrx
 def test_zcrx_outlives_close(ctx):
-    """Rx.recv(timeout=) refused, Zcrx.wait() instead; Zcrx.close() while
-    a receiver uses it: the receiver keeps the ring until it is closed,
-    and receives to the end."""
+    """Zcrx.close() while a receiver uses it: the receiver keeps the ring
+    until it is closed, and receives to the end."""
     port, total = 7103, 4 << 20
     flows = ["tcp4 dst-ip %s dst-port %d" % (RX_ADDR, port)]
     with dm.Nic(ctx, IF, queues=[QUEUE], flows=flows), dm.Buffer(ctx, BUF_SIZE) as buf:
@@ -138,13 +138,6 @@ def test_zcrx_outlives_close(ctx):
             conn, _ = ls.accept()
             ls.close()
             rx = dm.Rx(ctx, conn, zcrx=z)
-            # no timeout on a zcrx receiver: the ring's wait() is the one
-            with pytest.raises(dm.Error) as e:
-                rx.recv(timeout=1)
-            assert e.value.errno == errno.EOPNOTSUPP
-            assert e.value.strerror == (
-                "Rx.recv: no timeout on a zcrx receiver (recv(timeout=), settimeout()): wait "
-                "with Zcrx.wait(timeout), then recv() on a blocking socket")
             assert z.wait(timeout=30) == 1      # the sender's first bytes
             z.close()
             assert z.closed
@@ -167,6 +160,81 @@ def test_zcrx_outlives_close(ctx):
                 if o is not None:
                     o.close()
         print("zcrx after close(): %d bytes checked, queue released with the receiver" % pos)
+
+
+@needs_zcrx
+def test_zcrx_recv_timeout(ctx):
+    """A zcrx receiver honours timeouts as a devmem one does: recv(timeout=)
+    and the socket's settimeout() raise TimeoutError (errno ETIMEDOUT) when
+    nothing came within them (completions of another socket of the ring do
+    not extend the wait), SO_RCVTIMEO on a blocking socket likewise; the
+    socket's flags and SO_RCVTIMEO are as they were; then the stream is
+    received whole."""
+    port, total = 7108, 1 << 20
+    flows = ["tcp4 dst-ip %s dst-port %d" % (RX_ADDR, port),
+             "tcp4 dst-ip %s dst-port %d" % (RX_ADDR, port + 1)]
+    with dm.Nic(ctx, IF, queues=[QUEUE], flows=flows), \
+            dm.Buffer(ctx, BUF_SIZE) as buf, dm.Zcrx(ctx, IF, QUEUE, buf) as z:
+        ls = socket.create_server((RX_ADDR, port))
+        ls2 = socket.create_server((RX_ADDR, port + 1))
+        sender = send(port, total, delay=8.0)    # connects now, sends in 8 s
+        conn, _ = ls.accept()
+        other = send(port + 1, total)            # the ring's other socket: at once
+        conn2, _ = ls2.accept()
+        ls.close()
+        ls2.close()
+        with conn, conn2, dm.Rx(ctx, conn, zcrx=z) as rx, dm.Rx(ctx, conn2, zcrx=z) as rx2:
+            rcvtimeo = conn.getsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, 16)
+            for timeout, slack in ((0, 0.5), (0.3, 1.5)):
+                t0 = time.monotonic()
+                with pytest.raises(dm.TimeoutError) as e:
+                    rx.recv(timeout=timeout)
+                took = time.monotonic() - t0
+                assert e.value.errno == errno.ETIMEDOUT
+                assert isinstance(e.value, TimeoutError)
+                assert e.value.strerror == "Rx.recv: no data within the timeout"
+                assert timeout <= took < timeout + slack, took
+            assert conn.getblocking() and conn.gettimeout() is None
+            assert conn.getsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, 16) == rcvtimeo
+            conn.settimeout(0.3)
+            t0 = time.monotonic()
+            with pytest.raises(dm.TimeoutError) as e:
+                rx.recv()
+            assert 0.3 <= time.monotonic() - t0 < 1.8
+            assert e.value.strerror == "Rx.recv: no data within the socket's timeout (settimeout())"
+            assert conn.gettimeout() == 0.3
+            conn.settimeout(None)
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
+                            struct.pack("ll", 0, 300000))
+            t0 = time.monotonic()
+            with pytest.raises(dm.TimeoutError) as e:
+                rx.recv()
+            assert 0.3 <= time.monotonic() - t0 < 1.8
+            assert e.value.strerror == "Rx.recv: no data within the socket's SO_RCVTIMEO"
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, rcvtimeo)
+            # the other socket's bytes came meanwhile, and are its own
+            pos2 = 0
+            while True:
+                with rx2.recv() as f:
+                    if not f:
+                        break
+                    data = f.read()
+                    assert data == expect(pos2, len(data))
+                    pos2 += len(data)
+            assert pos2 == total and other.wait(60) == 0
+            # and a timeout long enough takes the delayed sender's first bytes
+            pos = 0
+            while pos < total:
+                with rx.recv(timeout=60) as f:
+                    assert f, "end of stream at %d" % pos
+                    data = f.read()
+                    assert data == expect(pos, len(data)), "bad bytes at %d" % pos
+                    pos += len(data)
+            with rx.recv(timeout=60) as f:
+                assert not f
+            assert sender.wait(60) == 0
+    print("zcrx timeouts: recv(timeout=0/0.3), settimeout(0.3), SO_RCVTIMEO 0.3 s expired "
+          "as asked; %d + %d bytes checked" % (pos2, pos))
 
 
 @needs_zcrx
@@ -301,3 +369,48 @@ def test_zcrx_wait_and_recv_vs_close(ctx):
         sender.wait(60)     # reset by the close: its status does not matter
         print("zcrx races: wait and recv vs close, %d bytes of the first receive checked"
               % len(data))
+
+
+@needs_zcrx
+@needs_hooks
+def test_zcrx_frees_release_the_gil(ctx):
+    """The last reference of a zcrx receiver may block (the cancel of its
+    socket's receive, the ring's wait for the kernel to release the
+    queue): dropped by a Fragments' release after Rx.close() and
+    Zcrx.close(), or by the collection of an Rx never closed, it is dropped
+    without the GIL: parked there, this thread runs on; then the receiver
+    and the ring are freed and the queue released."""
+    port, total = 7109, 1 << 20
+    flows = ["tcp4 dst-ip %s dst-port %d" % (RX_ADDR, port),
+             "tcp4 dst-ip %s dst-port %d" % (RX_ADDR, port + 1)]
+    gc.collect()
+    with dm.Nic(ctx, IF, queues=[QUEUE], flows=flows), dm.Buffer(ctx, BUF_SIZE) as buf:
+        for k, how in enumerate(("release", "collect")):
+            z = dm.Zcrx(ctx, IF, QUEUE, buf)
+            ls = socket.create_server((RX_ADDR, port + k))
+            sender = send(port + k, total)
+            conn, _ = ls.accept()
+            ls.close()
+            rx = dm.Rx(ctx, conn, zcrx=z)
+            f = rx.recv()
+            assert f.read() == expect(0, f.nbytes)
+            n0 = (freed("Rx"), freed("Zcrx"))
+            z.close()
+            if how == "release":
+                rx.close()
+                drop = f.release
+            else:
+                f.release()
+                held = [rx]
+                del rx
+                drop = held.clear
+            with parked("Rx.free(zcrx)", drop) as out:
+                # this thread holds the GIL meanwhile
+                assert (freed("Rx"), freed("Zcrx")) == n0
+                assert io_uring_queues(ctx) == [QUEUE]
+            assert out == [None]
+            assert (freed("Rx"), freed("Zcrx")) == (n0[0] + 1, n0[1] + 1)
+            assert io_uring_queues(ctx) == []
+            conn.close()
+            sender.wait(60)     # reset by the close: its status does not matter
+            print("zcrx free by %s: without the GIL, the queue released after" % how)
