@@ -59,6 +59,7 @@ struct dmtn_devmem_rx {
 	char *tmp;		/* one fragment on its way between GPU and host */
 	struct devmemtcp_gpu *gpu;
 	void *stream;
+	bool no_gather;		/* the library has no gather kernels */
 };
 
 struct dmtn_devmem_tx {
@@ -364,9 +365,11 @@ static int gpu_ready(struct dmtn_devmem_rx *x)
 
 /* Copy one fragment's bytes from the bound buffer to dst: through host
  * memory when source and destination are not both on the same GPU. */
-static int copy_frag(struct dmtn_devmem_rx *x, const struct devmemtcp_frag *f,
+static int copy_frag(struct dmtn_comm *c, const struct devmemtcp_frag *f,
 		     char *dst, int dst_dev)
 {
+	struct dmtn_devmem_rx *x = c->drx;
+
 	for (uint32_t off = 0; off < f->len;) {
 		uint32_t len = f->len - off < TMP_SIZE ? f->len - off : TMP_SIZE;
 		char *to = dst_dev < 0 ? dst + off : x->tmp;
@@ -382,9 +385,38 @@ static int copy_frag(struct dmtn_devmem_rx *x, const struct devmemtcp_frag *f,
 						  x->tmp, len) ? -EIO : 0;
 		if (ret)
 			return ret;
+		if (dst_dev >= 0)
+			c->st.bounce_bytes += len;
 		off += len;
 	}
 	return 0;
+}
+
+/* Copy the n fragments that are not linear to their places at dst. */
+static int copy_frags(struct dmtn_comm *c, const struct devmemtcp_frag *frags,
+		      int n, char *dst, int dst_dev)
+{
+	uint64_t pos = 0;
+	int ret = 0;
+
+	for (int i = 0; i < n && !ret; i++) {
+		if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
+			ret = copy_frag(c, &frags[i], dst + pos, dst_dev);
+		pos += frags[i].len;
+	}
+	return ret;
+}
+
+/* A library built without nvcc (as distributions build it) has no gather
+ * kernels: the comm copies what it would gather through host memory, and
+ * the process says so once. */
+static void no_gather_kernels(struct dmtn_comm *c)
+{
+	static bool said;
+
+	c->drx->no_gather = true;
+	if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+		DMTN_WARN("devmem RX: this libdevmemtcp has no gather kernels (it was built without nvcc): received bytes bound for GPU memory are copied through host memory, much more slowly; rebuild libdevmemtcp with -Dcuda=enabled");
 }
 
 /* Place n fragments at dst (stream order): linear ones from the linear
@@ -394,9 +426,10 @@ static int place(struct dmtn_comm *c, struct dmtn_req *r,
 		 int dst_dev)
 {
 	struct dmtn_devmem_rx *x = c->drx;
-	bool gather = dst_dev >= 0 && dst_dev == x->nic->cuda_dev;
+	bool gather = dst_dev >= 0 && dst_dev == x->nic->cuda_dev &&
+		      !x->no_gather;
 	struct devmemtcp_gpu_iov iov = { (uintptr_t)dst, 0 };
-	uint64_t pos = 0;
+	uint64_t pos = 0, devmem = 0;
 	int ret = 0;
 
 	for (int i = 0; i < n && !ret; i++) {
@@ -410,33 +443,40 @@ static int place(struct dmtn_comm *c, struct dmtn_req *r,
 						     x->linear + f->offset, f->len))
 				ret = -EIO;
 		} else {
-			c->st.devmem_bytes += f->len;
-			if (!gather)
-				ret = copy_frag(x, f, dst + pos, dst_dev);
-			else
-				c->st.gather_bytes += f->len;
+			devmem += f->len;
 		}
 		pos += f->len;
 	}
-	if (ret || !gather) {
-		if (devmemtcp_rx_release(x->rx, frags, (size_t)n))
-			DMTN_WARN("devmem RX: %s", devmemtcp_rx_errmsg(x->rx));
-		return ret;
+	c->st.devmem_bytes += devmem;
+	if (ret)
+		goto release;
+	if (gather) {
+		/* one launch for the call; the tokens go back once it ran */
+		iov.len = pos;
+		ret = devmemtcp_gpu_gather(x->gpu, frags, (size_t)n, &iov, 1,
+					   x->stream);
+		if (ret != -EOPNOTSUPP) {
+			if (!ret)
+				ret = devmemtcp_gpu_release_after(x->gpu, x->rx, frags,
+								  (size_t)n, x->stream);
+			if (ret) {
+				DMTN_WARN("devmem RX gather: %s",
+					  devmemtcp_gpu_errmsg(x->gpu));
+				devmemtcp_rx_release_all(x->rx);
+				return -EIO;
+			}
+			c->st.gather_bytes += devmem;
+			r->fence_dev = dst_dev;
+			return 0;
+		}
+		/* nothing queued: the fragments are still ours */
+		no_gather_kernels(c);
 	}
-	/* one launch for the call; the tokens go back once it ran */
-	iov.len = pos;
-	ret = devmemtcp_gpu_gather(x->gpu, frags, (size_t)n, &iov, 1,
-				   x->stream);
-	if (!ret)
-		ret = devmemtcp_gpu_release_after(x->gpu, x->rx, frags,
-						  (size_t)n, x->stream);
-	if (ret) {
-		DMTN_WARN("devmem RX gather: %s", devmemtcp_gpu_errmsg(x->gpu));
-		devmemtcp_rx_release_all(x->rx);
-		return -EIO;
-	}
-	r->fence_dev = dst_dev;
-	return 0;
+	ret = copy_frags(c, frags, n, dst, dst_dev);
+release:
+	if (devmemtcp_rx_release(x->rx, frags, (size_t)n))
+		DMTN_WARN("devmem RX: %s", devmemtcp_rx_errmsg(x->rx));
+	return ret;
 }
 
 /*
@@ -537,7 +577,7 @@ ssize_t dmtn_devmem_recv(struct dmtn_comm *c, struct dmtn_req *r,
 		first = k;
 	}
 	if (first < n && dst_dev >= 0 && dst_dev == x->nic->cuda_dev &&
-	    gpu_ready(x)) {
+	    !x->no_gather && gpu_ready(x)) {
 		devmemtcp_rx_release(x->rx, x->frags + first, (size_t)(n - first));
 		return -EIO;
 	}
