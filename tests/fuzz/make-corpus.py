@@ -459,7 +459,7 @@ def policy_seeds():
     """The example of broker.conf, every keyword, and files refused for
     one reason each."""
     write("broker-policy", "example", open(os.path.join(
-        HERE, "..", "..", "tools", "broker", "broker.conf"), "rb").read())
+        HERE, "..", "..", "broker", "broker.conf"), "rb").read())
     write("broker-policy", "every-keyword", POLICY.encode())
     write("broker-policy", "empty", b"")
     write("broker-policy", "no-newline", b"allow uid 0 interface lo tx")
