@@ -86,7 +86,90 @@ static struct devmemtcp_ctx *ctx_new(void)
 	return devmemtcp_ctx_new(&o, &ctx) ? NULL : ctx;
 }
 
-/* ---- init: may this interface do devmem? -------------------------------- */
+/* ---- init: which interfaces, and may they do devmem? -------------------- */
+
+int dmtn_devices_nearest(struct dmtn_dev *devs, int n,
+			 const struct devmemtcp_nic_rank *ranks, int nr)
+{
+	struct dmtn_dev keep[DMTN_MAX_DEVS];
+	bool kept[DMTN_MAX_DEVS] = { false };
+	int best = -1, k = 0;
+
+	for (int i = 0; i < nr; i++) {
+		for (int j = 0; j < n; j++) {
+			if (kept[j] || strcmp(devs[j].name, ranks[i].ifname) ||
+			    (best >= 0 && ranks[i].distance != best))
+				continue;
+			best = ranks[i].distance;
+			kept[j] = true;
+			keep[k++] = devs[j];
+		}
+	}
+	if (!k)
+		return 0;
+	for (int j = 0; j < n; j++)
+		if (!kept[j])
+			free(devs[j].pci_path);
+	memcpy(devs, keep, (size_t)k * sizeof(*devs));
+	return k;
+}
+
+static const char *const distance_names[] = {
+	[DEVMEMTCP_PCI_SAME_SWITCH] = "below the same PCIe switch",
+	[DEVMEMTCP_PCI_SAME_ROOT_PORT] = "below the same root port",
+	[DEVMEMTCP_PCI_SAME_NUMA] = "on the same NUMA node",
+	[DEVMEMTCP_PCI_OTHER] = "on another NUMA node",
+};
+
+int dmtn_devices_near_gpu(struct dmtn_dev *devs, int n)
+{
+	struct devmemtcp_nic_rank ranks[64];
+	struct devmemtcp_ctx *ctx;
+	char names[DMTN_MAX_DEVS * (IF_NAMESIZE + 2)] = "";
+	int gpu, nr, k;
+
+	if (dmtn_cuda_current_device(&gpu)) {
+		DMTN_INFO(DMTN_INIT_NET,
+			  "no NCCL_DEVMEMTCP_IFNAME and no CUDA context current: every interface is a device");
+		return n;
+	}
+	ctx = ctx_new();
+	if (!ctx)
+		return n;
+	nr = devmemtcp_nic_near_gpu(ctx, gpu, ranks, ARRAY_SIZE(ranks));
+	if (nr < 0) {
+		DMTN_INFO(DMTN_INIT_NET,
+			  "no NCCL_DEVMEMTCP_IFNAME: the interfaces nearest GPU %d are unknown, every interface is a device: %s",
+			  gpu, devmemtcp_ctx_errmsg(ctx));
+		devmemtcp_ctx_free(ctx);
+		return n;
+	}
+	devmemtcp_ctx_free(ctx);
+	if (nr > (int)ARRAY_SIZE(ranks))
+		nr = (int)ARRAY_SIZE(ranks);
+	k = dmtn_devices_nearest(devs, n, ranks, nr);
+	if (!k) {
+		DMTN_INFO(DMTN_INIT_NET,
+			  "no NCCL_DEVMEMTCP_IFNAME: none of the interfaces is a PCI device, so none is known to be near GPU %d: every interface is a device",
+			  gpu);
+		return n;
+	}
+	for (int i = 0; i < k; i++)
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+			 i ? ", " : "", devs[i].name);
+	for (int i = 0; i < nr; i++) {
+		int d = ranks[i].distance;
+
+		if (strcmp(ranks[i].ifname, devs[0].name))
+			continue;
+		DMTN_INFO(DMTN_INIT_NET,
+			  "no NCCL_DEVMEMTCP_IFNAME: GPU %d (the current CUDA context's) is nearest to %s (%s); %d other interface%s left out",
+			  gpu, names, d >= 0 && d <= DEVMEMTCP_PCI_OTHER ? distance_names[d] : "?",
+			  n - k, n - k == 1 ? "" : "s");
+		break;
+	}
+	return k;
+}
 
 bool dmtn_devmem_probe(struct dmtn_dev *d)
 {
