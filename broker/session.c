@@ -682,6 +682,9 @@ static void buf_made(struct brk *b, struct brk_user *u, struct brk_buf *f, int k
 	free(f);
 }
 
+_Static_assert(DMT_POL_MAX_QRANGES <= DMT_BRK_MAX_QRANGES && DMT_POL_MAX_QID < DMT_MAX_QUEUES,
+	       "a rule's queue ids fit the policy answer");
+
 static int do_policy(struct brk *b, struct brk_client *c, const struct dmt_brk_req *q,
 		     struct dmt_brk_reply *r)
 {
@@ -704,6 +707,18 @@ static int do_policy(struct brk *b, struct brk_client *c, const struct dmt_brk_r
 	p->any_port = rule->any_port;
 	p->nports = rule->nports;
 	memcpy(p->ports, rule->ports, sizeof(p->ports));
+	/* the ids in increasing order (the rule's ranges are disjoint) */
+	p->nqranges = rule->nqranges;
+	for (uint32_t i = 0; i < rule->nqranges; i++) {
+		uint32_t k = i;
+
+		for (; k && p->qranges[k - 1][0] > rule->qranges[i][0]; k--) {
+			p->qranges[k][0] = p->qranges[k - 1][0];
+			p->qranges[k][1] = p->qranges[k - 1][1];
+		}
+		p->qranges[k][0] = (uint16_t)rule->qranges[i][0];
+		p->qranges[k][1] = (uint16_t)rule->qranges[i][1];
+	}
 	return 0;
 }
 
@@ -787,11 +802,12 @@ static void log_request(struct brk *b, const struct brk_client *c,
 static int send_reply(struct brk *b, struct brk_client *c, struct brk_job *j)
 {
 	struct dmt_brk_reply *r = &j->r;
+	size_t len;
 
 	log_request(b, c, &j->q, r);
-	dmt_brk_hdr_init(&r->hdr, j->q.type | DMT_BRK_REPLY, sizeof(*r) - sizeof(r->hdr), j->q.seq);
+	len = dmt_brk_reply_init(r, &j->q);
 	r->nfds = j->rfd >= 0;
-	return dmt_brk_send(c->fd, r, sizeof(*r), &j->rfd, j->rfd >= 0, MSG_DONTWAIT);
+	return dmt_brk_send(c->fd, r, len, &j->rfd, j->rfd >= 0, MSG_DONTWAIT);
 }
 
 static void job_free(struct brk *b, struct brk_job *j)

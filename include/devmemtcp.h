@@ -573,6 +573,7 @@ struct devmemtcp_probe_opts {
 };
 
 #define DEVMEMTCP_PROBE_MAX_OWNERS 16
+#define DEVMEMTCP_PROBE_MAX_QRANGES 16
 
 /* One owner of the interface (a devmemtcp_nic handle), from its file. */
 struct devmemtcp_probe_owner {
@@ -682,6 +683,11 @@ struct devmemtcp_probe {
 	uint32_t broker_tx;		/* 1: bind-tx through the broker */
 	uint64_t broker_udmabuf;	/* largest udmabuf it makes, 0: none */
 	char broker_msg[256];		/* the flows allowed and the rule, or why not */
+	/* The queue ids the rule lets this user own on ifname (broker_queues
+	 * of them at once), as ranges [first, last] in increasing order; 0
+	 * ranges: any id.  Valid when broker_allowed is 1. */
+	uint32_t broker_nqranges;
+	uint32_t broker_qranges[DEVMEMTCP_PROBE_MAX_QRANGES][2];
 };
 
 /* Collect the report of ifname.  Returns the number of problems (>= 0), or

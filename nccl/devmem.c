@@ -59,6 +59,7 @@ struct dmtn_devmem_rx {
 	char *tmp;		/* one fragment on its way between GPU and host */
 	struct devmemtcp_gpu *gpu;
 	void *stream;
+	bool no_gather;		/* the library has no gather kernels */
 };
 
 struct dmtn_devmem_tx {
@@ -85,7 +86,90 @@ static struct devmemtcp_ctx *ctx_new(void)
 	return devmemtcp_ctx_new(&o, &ctx) ? NULL : ctx;
 }
 
-/* ---- init: may this interface do devmem? -------------------------------- */
+/* ---- init: which interfaces, and may they do devmem? -------------------- */
+
+int dmtn_devices_nearest(struct dmtn_dev *devs, int n,
+			 const struct devmemtcp_nic_rank *ranks, int nr)
+{
+	struct dmtn_dev keep[DMTN_MAX_DEVS];
+	bool kept[DMTN_MAX_DEVS] = { false };
+	int best = -1, k = 0;
+
+	for (int i = 0; i < nr; i++) {
+		for (int j = 0; j < n; j++) {
+			if (kept[j] || strcmp(devs[j].name, ranks[i].ifname) ||
+			    (best >= 0 && ranks[i].distance != best))
+				continue;
+			best = ranks[i].distance;
+			kept[j] = true;
+			keep[k++] = devs[j];
+		}
+	}
+	if (!k)
+		return 0;
+	for (int j = 0; j < n; j++)
+		if (!kept[j])
+			free(devs[j].pci_path);
+	memcpy(devs, keep, (size_t)k * sizeof(*devs));
+	return k;
+}
+
+static const char *const distance_names[] = {
+	[DEVMEMTCP_PCI_SAME_SWITCH] = "below the same PCIe switch",
+	[DEVMEMTCP_PCI_SAME_ROOT_PORT] = "below the same root port",
+	[DEVMEMTCP_PCI_SAME_NUMA] = "on the same NUMA node",
+	[DEVMEMTCP_PCI_OTHER] = "on another NUMA node",
+};
+
+int dmtn_devices_near_gpu(struct dmtn_dev *devs, int n)
+{
+	struct devmemtcp_nic_rank ranks[64];
+	struct devmemtcp_ctx *ctx;
+	char names[DMTN_MAX_DEVS * (IF_NAMESIZE + 2)] = "";
+	int gpu, nr, k;
+
+	if (dmtn_cuda_current_device(&gpu)) {
+		DMTN_INFO(DMTN_INIT_NET,
+			  "no NCCL_DEVMEMTCP_IFNAME and no CUDA context current: every interface is a device");
+		return n;
+	}
+	ctx = ctx_new();
+	if (!ctx)
+		return n;
+	nr = devmemtcp_nic_near_gpu(ctx, gpu, ranks, ARRAY_SIZE(ranks));
+	if (nr < 0) {
+		DMTN_INFO(DMTN_INIT_NET,
+			  "no NCCL_DEVMEMTCP_IFNAME: the interfaces nearest GPU %d are unknown, every interface is a device: %s",
+			  gpu, devmemtcp_ctx_errmsg(ctx));
+		devmemtcp_ctx_free(ctx);
+		return n;
+	}
+	devmemtcp_ctx_free(ctx);
+	if (nr > (int)ARRAY_SIZE(ranks))
+		nr = (int)ARRAY_SIZE(ranks);
+	k = dmtn_devices_nearest(devs, n, ranks, nr);
+	if (!k) {
+		DMTN_INFO(DMTN_INIT_NET,
+			  "no NCCL_DEVMEMTCP_IFNAME: none of the interfaces is a PCI device, so none is known to be near GPU %d: every interface is a device",
+			  gpu);
+		return n;
+	}
+	for (int i = 0; i < k; i++)
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+			 i ? ", " : "", devs[i].name);
+	for (int i = 0; i < nr; i++) {
+		int d = ranks[i].distance;
+
+		if (strcmp(ranks[i].ifname, devs[0].name))
+			continue;
+		DMTN_INFO(DMTN_INIT_NET,
+			  "no NCCL_DEVMEMTCP_IFNAME: GPU %d (the current CUDA context's) is nearest to %s (%s); %d other interface%s left out",
+			  gpu, names, d >= 0 && d <= DEVMEMTCP_PCI_OTHER ? distance_names[d] : "?",
+			  n - k, n - k == 1 ? "" : "s");
+		break;
+	}
+	return k;
+}
 
 bool dmtn_devmem_probe(struct dmtn_dev *d)
 {
@@ -364,9 +448,11 @@ static int gpu_ready(struct dmtn_devmem_rx *x)
 
 /* Copy one fragment's bytes from the bound buffer to dst: through host
  * memory when source and destination are not both on the same GPU. */
-static int copy_frag(struct dmtn_devmem_rx *x, const struct devmemtcp_frag *f,
+static int copy_frag(struct dmtn_comm *c, const struct devmemtcp_frag *f,
 		     char *dst, int dst_dev)
 {
+	struct dmtn_devmem_rx *x = c->drx;
+
 	for (uint32_t off = 0; off < f->len;) {
 		uint32_t len = f->len - off < TMP_SIZE ? f->len - off : TMP_SIZE;
 		char *to = dst_dev < 0 ? dst + off : x->tmp;
@@ -382,9 +468,38 @@ static int copy_frag(struct dmtn_devmem_rx *x, const struct devmemtcp_frag *f,
 						  x->tmp, len) ? -EIO : 0;
 		if (ret)
 			return ret;
+		if (dst_dev >= 0)
+			c->st.bounce_bytes += len;
 		off += len;
 	}
 	return 0;
+}
+
+/* Copy the n fragments that are not linear to their places at dst. */
+static int copy_frags(struct dmtn_comm *c, const struct devmemtcp_frag *frags,
+		      int n, char *dst, int dst_dev)
+{
+	uint64_t pos = 0;
+	int ret = 0;
+
+	for (int i = 0; i < n && !ret; i++) {
+		if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
+			ret = copy_frag(c, &frags[i], dst + pos, dst_dev);
+		pos += frags[i].len;
+	}
+	return ret;
+}
+
+/* A library built without nvcc (as distributions build it) has no gather
+ * kernels: the comm copies what it would gather through host memory, and
+ * the process says so once. */
+static void no_gather_kernels(struct dmtn_comm *c)
+{
+	static bool said;
+
+	c->drx->no_gather = true;
+	if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+		DMTN_WARN("devmem RX: this libdevmemtcp has no gather kernels (it was built without nvcc): received bytes bound for GPU memory are copied through host memory, much more slowly; rebuild libdevmemtcp with -Dcuda=enabled");
 }
 
 /* Place n fragments at dst (stream order): linear ones from the linear
@@ -394,9 +509,10 @@ static int place(struct dmtn_comm *c, struct dmtn_req *r,
 		 int dst_dev)
 {
 	struct dmtn_devmem_rx *x = c->drx;
-	bool gather = dst_dev >= 0 && dst_dev == x->nic->cuda_dev;
+	bool gather = dst_dev >= 0 && dst_dev == x->nic->cuda_dev &&
+		      !x->no_gather;
 	struct devmemtcp_gpu_iov iov = { (uintptr_t)dst, 0 };
-	uint64_t pos = 0;
+	uint64_t pos = 0, devmem = 0;
 	int ret = 0;
 
 	for (int i = 0; i < n && !ret; i++) {
@@ -410,33 +526,40 @@ static int place(struct dmtn_comm *c, struct dmtn_req *r,
 						     x->linear + f->offset, f->len))
 				ret = -EIO;
 		} else {
-			c->st.devmem_bytes += f->len;
-			if (!gather)
-				ret = copy_frag(x, f, dst + pos, dst_dev);
-			else
-				c->st.gather_bytes += f->len;
+			devmem += f->len;
 		}
 		pos += f->len;
 	}
-	if (ret || !gather) {
-		if (devmemtcp_rx_release(x->rx, frags, (size_t)n))
-			DMTN_WARN("devmem RX: %s", devmemtcp_rx_errmsg(x->rx));
-		return ret;
+	c->st.devmem_bytes += devmem;
+	if (ret)
+		goto release;
+	if (gather) {
+		/* one launch for the call; the tokens go back once it ran */
+		iov.len = pos;
+		ret = devmemtcp_gpu_gather(x->gpu, frags, (size_t)n, &iov, 1,
+					   x->stream);
+		if (ret != -EOPNOTSUPP) {
+			if (!ret)
+				ret = devmemtcp_gpu_release_after(x->gpu, x->rx, frags,
+								  (size_t)n, x->stream);
+			if (ret) {
+				DMTN_WARN("devmem RX gather: %s",
+					  devmemtcp_gpu_errmsg(x->gpu));
+				devmemtcp_rx_release_all(x->rx);
+				return -EIO;
+			}
+			c->st.gather_bytes += devmem;
+			r->fence_dev = dst_dev;
+			return 0;
+		}
+		/* nothing queued: the fragments are still ours */
+		no_gather_kernels(c);
 	}
-	/* one launch for the call; the tokens go back once it ran */
-	iov.len = pos;
-	ret = devmemtcp_gpu_gather(x->gpu, frags, (size_t)n, &iov, 1,
-				   x->stream);
-	if (!ret)
-		ret = devmemtcp_gpu_release_after(x->gpu, x->rx, frags,
-						  (size_t)n, x->stream);
-	if (ret) {
-		DMTN_WARN("devmem RX gather: %s", devmemtcp_gpu_errmsg(x->gpu));
-		devmemtcp_rx_release_all(x->rx);
-		return -EIO;
-	}
-	r->fence_dev = dst_dev;
-	return 0;
+	ret = copy_frags(c, frags, n, dst, dst_dev);
+release:
+	if (devmemtcp_rx_release(x->rx, frags, (size_t)n))
+		DMTN_WARN("devmem RX: %s", devmemtcp_rx_errmsg(x->rx));
+	return ret;
 }
 
 /*
@@ -537,7 +660,7 @@ ssize_t dmtn_devmem_recv(struct dmtn_comm *c, struct dmtn_req *r,
 		first = k;
 	}
 	if (first < n && dst_dev >= 0 && dst_dev == x->nic->cuda_dev &&
-	    gpu_ready(x)) {
+	    !x->no_gather && gpu_ready(x)) {
 		devmemtcp_rx_release(x->rx, x->frags + first, (size_t)(n - first));
 		return -EIO;
 	}

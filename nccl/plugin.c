@@ -60,6 +60,9 @@ static nccl_result_t global_init(nccl_logger_t log, bool legacy)
 		ret = NCCL_ERR_SYSTEM;
 		goto out;
 	}
+	/* NCCL calls init from the thread of the rank's GPU */
+	if (!dmtn.cfg.ifname[0] && dmtn.ndev > 1)
+		dmtn.ndev = dmtn_devices_near_gpu(dmtn.dev, dmtn.ndev);
 	dmtn_unpack_decide();
 	for (int i = 0; i < dmtn.ndev; i++) {
 		struct dmtn_dev *d = &dmtn.dev[i];

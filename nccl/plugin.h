@@ -361,6 +361,18 @@ struct dmtn_comm *dmtn_comm_get(void *p, enum dmtn_comm_kind kind,
 				const char *fn);
 
 /* devmem.c: everything that touches libdevmemtcp */
+struct devmemtcp_nic_rank;
+/* Without NCCL_DEVMEMTCP_IFNAME: of the n devices, keep those nearest the
+ * GPU whose CUDA context is current (devmemtcp_nic_near_gpu), nearest
+ * first; all of them when no context is current or none is ranked.
+ * Returns how many are kept (the others' pci_path freed). */
+int dmtn_devices_near_gpu(struct dmtn_dev *devs, int n);
+/* Of the n devices, those among ranks[0..nr) (nearest first) at the best
+ * distance any of them has, in rank order, moved to the front; returns
+ * how many (the others' pci_path freed), 0 when none is ranked (devs
+ * untouched). */
+int dmtn_devices_nearest(struct dmtn_dev *devs, int n,
+			 const struct devmemtcp_nic_rank *ranks, int nr);
 bool dmtn_devmem_probe(struct dmtn_dev *d);
 int dmtn_devmem_steer(struct dmtn_dev *d, int data_port,
 		      struct dmtn_flow **flow);

@@ -130,8 +130,16 @@ static void print_broker(const struct devmemtcp_probe *p)
 		printf("%s\n", p->broker_msg);
 		return;
 	}
-	printf("%s allowed: %u queue%s (%u in use), %s, udmabuf ", p->ifname, p->broker_queues,
-	       p->broker_queues == 1 ? "" : "s", p->broker_queues_used, p->broker_msg);
+	printf("%s allowed: %u queue%s of ", p->ifname, p->broker_queues,
+	       p->broker_queues == 1 ? "" : "s");
+	if (!p->broker_nqranges)
+		printf("any id");
+	for (uint32_t i = 0; i < p->broker_nqranges && i < DEVMEMTCP_PROBE_MAX_QRANGES; i++) {
+		printf("%s%u", i ? "," : "ids ", p->broker_qranges[i][0]);
+		if (p->broker_qranges[i][1] != p->broker_qranges[i][0])
+			printf("-%u", p->broker_qranges[i][1]);
+	}
+	printf(" (%u in use), %s, udmabuf ", p->broker_queues_used, p->broker_msg);
 	if (p->broker_udmabuf)
 		printf("up to %llu MiB", (unsigned long long)(p->broker_udmabuf >> 20));
 	else
@@ -339,6 +347,11 @@ static void print_json(const struct devmemtcp_probe *p,
 	fprintf(f, ",\"queues\":%u,\"queues_used\":%u,\"tx\":%s,\"udmabuf\":%llu",
 		p->broker_queues, p->broker_queues_used, p->broker_tx ? "true" : "false",
 		(unsigned long long)p->broker_udmabuf);
+	fprintf(f, ",\"queue_ids\":[");
+	for (uint32_t i = 0; i < p->broker_nqranges && i < DEVMEMTCP_PROBE_MAX_QRANGES; i++)
+		fprintf(f, "%s[%u,%u]", i ? "," : "", p->broker_qranges[i][0],
+			p->broker_qranges[i][1]);
+	fprintf(f, "]");
 	json_key_str(f, "msg", p->broker_msg);
 	fprintf(f, "}");
 	json_num(f, "nowners", p->nowners);

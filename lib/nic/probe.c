@@ -514,6 +514,10 @@ static void probe_host(struct probe *pr)
 		problem(p, "ask an administrator for a rule in the devmemtcp-broker policy (devmemtcp-broker.conf(5)), or run with CAP_NET_ADMIN",
 			"this process lacks CAP_NET_ADMIN and devmemtcp-broker refuses it %s: %s",
 			p->ifname, p->broker_msg);
+	else if (!p->cap_net_admin && p->broker_state == -EPROTONOSUPPORT)
+		problem(p, "install devmemtcp-broker and libdevmemtcp of one release, and restart the broker after upgrading (systemctl restart devmemtcp-broker), or run with CAP_NET_ADMIN",
+			"this process lacks CAP_NET_ADMIN and devmemtcp-broker speaks another protocol: %s",
+			p->broker_msg);
 	else if (!p->cap_net_admin && p->broker_state < 0)
 		problem(p, "start devmemtcp-broker (systemctl start devmemtcp-broker.socket), or run with CAP_NET_ADMIN",
 			"this process lacks CAP_NET_ADMIN and devmemtcp-broker does not answer: %s",

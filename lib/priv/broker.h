@@ -39,11 +39,14 @@
 #define DMT_BRK_SOCKET "/run/devmemtcp-broker.sock"
 #define DMT_BRK_CONF DMT_SYSCONFDIR "/devmemtcp/broker.conf"	/* meson.build */
 #define DMT_BRK_MAGIC 0x424d5444u	/* "DTMB" */
-#define DMT_BRK_VERSION 1
+/* 2: the policy answer names the queue ids (version 1's replies were
+ * DMT_BRK_REPLY_V1_SIZE bytes, without them) */
+#define DMT_BRK_VERSION 2
 #define DMT_BRK_MSG_MAX 8192		/* any request */
 #define DMT_BRK_MAX_QUEUES 64		/* queue ids in a request or reply */
 #define DMT_BRK_MAX_FLOWS 64		/* flows in an open */
 #define DMT_BRK_MAX_PORTS 16		/* port ranges in a policy answer */
+#define DMT_BRK_MAX_QRANGES 16		/* queue id ranges in a policy answer */
 #define DMT_BRK_REPLY_TIMEOUT_MS 30000	/* the NIC lock alone may take 10 s */
 
 enum dmt_brk_type {
@@ -162,6 +165,11 @@ struct dmt_brk_policy_reply {
 	uint32_t line;			/* of the rule in the file, 0: none */
 	uint32_t uid;			/* as the broker saw the caller */
 	char conf[256];			/* the policy file */
+	/* version 2: the queue ids the rule names, as ranges [first, last]
+	 * in increasing order; 0 ranges: any id */
+	uint32_t nqranges;
+	uint32_t reserved;		/* zero */
+	uint16_t qranges[DMT_BRK_MAX_QRANGES][2];
 };
 
 struct dmt_brk_reply {
@@ -178,11 +186,17 @@ struct dmt_brk_reply {
 	} u;
 };
 
+/* A reply of protocol version 1 (whose policy answer ended at conf): the
+ * broker answers a version-1 request in this size and version, so that an
+ * older library reads why it is refused. */
+#define DMT_BRK_REPLY_V1_SIZE 1408
+
 /* ---- broker_msg.c: building and checking (pure) ---- */
 
 /* A request as the broker takes it, every field checked. */
 struct dmt_brk_req {
 	uint16_t type;
+	uint16_t version;		/* the header's, when it has the magic */
 	uint32_t seq;
 	int fd;				/* the fd it carried, -1 none */
 	union {
@@ -223,7 +237,8 @@ const char *dmt_brk_type_name(unsigned int type, char *buf, size_t len);
  * (-1 none), and fill req.  0, or a negative errno with why (for the
  * reply): -EMSGSIZE too long, -EPROTO not this protocol, -EPROTONOSUPPORT
  * another version, -EINVAL a field out of range.  Any type is answered:
- * req->type and req->seq are set whenever the header was readable.
+ * req->type and req->seq are set whenever the header was readable,
+ * req->version when it has the magic too (else 0).
  * req->fd is fd when the request takes one, else -1 (the caller closes
  * what it received either way).  nfds DMT_BRK_NFDS_SOME: fds came but
  * are not counted (the broker peeked at the message, leaving them in the
@@ -243,11 +258,18 @@ int dmt_brk_flow_from_wire(const struct dmt_brk_flow *w, struct devmemtcp_flow *
 void dmt_brk_hdr_init(struct dmt_brk_hdr *h, unsigned int type, size_t body,
 		      uint32_t seq);
 
+/* Make r (its body filled) the reply to q: the header, in the version
+ * and size q's sender reads (a version-1 refusal as version 1 does).
+ * Returns the bytes to send. */
+size_t dmt_brk_reply_init(struct dmt_brk_reply *r, const struct dmt_brk_req *q);
+
 /*
  * Check a reply to a request (type, seq) of len bytes that came with nfds
  * fds: magic, version, type, seq, length, the errno in range, the message
  * terminated, nfds as the reply says and at most max_fds, the type's
- * counts in range.  0 or -EPROTO with why.
+ * counts and ranges in range.  0, -EPROTONOSUPPORT with why (both
+ * versions) when a broker of another protocol version answered, or
+ * -EPROTO with why.
  */
 int dmt_brk_reply_check(const struct dmt_brk_reply *r, size_t len, unsigned int type,
 			uint32_t seq, int nfds, int max_fds, char *why, size_t whylen);

@@ -150,7 +150,7 @@ static int recv_reply(struct dmt_brk *b, struct dmt_err *err, unsigned int type,
 	struct iovec iov = { r, sizeof(*r) };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
 			      .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
-	char tn[32], why[160];
+	char tn[32], why[320];
 	ssize_t n;
 	int nfds, ret;
 
@@ -172,7 +172,9 @@ static int recv_reply(struct dmt_brk *b, struct dmt_err *err, unsigned int type,
 	ret = dmt_brk_reply_check(r, (size_t)n, type, b->seq, nfds, max, why, sizeof(why));
 	if (ret) {
 		close_fds(fds, nfds < max ? nfds : max);
-		return dmt_err_set(err, ret, "devmemtcp-broker sent a malformed reply: %s", why);
+		return dmt_err_set(err, ret, "%s%s",
+				   ret == -EPROTONOSUPPORT ? "" : "devmemtcp-broker sent a malformed reply: ",
+				   why);
 	}
 	return 0;
 }

@@ -23,6 +23,13 @@ _Static_assert(offsetof(struct dmt_brk_open_reply, setup_round_trips) % 8 == 0,
 _Static_assert(offsetof(struct dmt_brk_policy_reply, udmabuf_max) % 8 == 0,
 	       "policy reply layout");
 _Static_assert(sizeof(struct dmt_brk_reply) % 8 == 0, "reply size");
+/* version 1's reply: its largest answer, the policy's, ended at conf */
+_Static_assert(offsetof(struct dmt_brk_reply, u) +
+	       offsetof(struct dmt_brk_policy_reply, nqranges) == DMT_BRK_REPLY_V1_SIZE &&
+	       sizeof(struct dmt_brk_open_reply) <= DMT_BRK_REPLY_V1_SIZE -
+	       offsetof(struct dmt_brk_reply, u), "version 1 reply layout");
+_Static_assert(sizeof(struct dmt_brk_reply) == 1480, "reply size");
+_Static_assert(DMT_MAX_QUEUES <= 65536, "queue ids in 16 bits");
 
 static const char *const type_names[DMT_BRK_TYPE_END] = {
 	[DMT_BRK_OPEN] = "open",
@@ -51,6 +58,16 @@ void dmt_brk_hdr_init(struct dmt_brk_hdr *h, unsigned int type, size_t body,
 	h->type = (uint16_t)type;
 	h->len = (uint32_t)(sizeof(*h) + body);
 	h->seq = seq;
+}
+
+size_t dmt_brk_reply_init(struct dmt_brk_reply *r, const struct dmt_brk_req *q)
+{
+	size_t len = q->version == 1 ? DMT_BRK_REPLY_V1_SIZE : sizeof(*r);
+
+	dmt_brk_hdr_init(&r->hdr, q->type | DMT_BRK_REPLY, len - sizeof(r->hdr), q->seq);
+	if (q->version == 1)
+		r->hdr.version = 1;
+	return len;
 }
 
 void dmt_brk_flow_to_wire(const struct devmemtcp_flow *f, struct dmt_brk_flow *w)
@@ -323,6 +340,7 @@ int dmt_brk_req_parse(const void *msg, size_t len, bool trunc, int nfds, int fd,
 	if (len >= sizeof(h)) {
 		memcpy(&h, msg, sizeof(h));
 		req->type = h.type;
+		req->version = h.magic == DMT_BRK_MAGIC ? h.version : 0;
 		req->seq = h.seq;
 	}
 	if (trunc || len > DMT_BRK_MSG_MAX) {
@@ -334,7 +352,8 @@ int dmt_brk_req_parse(const void *msg, size_t len, bool trunc, int nfds, int fd,
 		return -EPROTO;
 	}
 	if (h.version != DMT_BRK_VERSION) {
-		snprintf(why, whylen, "protocol version %u: this broker speaks version %u",
+		snprintf(why, whylen,
+			 "protocol version %u: this broker speaks version %u (run a libdevmemtcp and a devmemtcp-broker of one release)",
 			 h.version, DMT_BRK_VERSION);
 		return -EPROTONOSUPPORT;
 	}
@@ -362,6 +381,28 @@ int dmt_brk_req_parse(const void *msg, size_t len, bool trunc, int nfds, int fd,
 	return 0;
 }
 
+/* The queue id ranges of a policy answer: increasing, disjoint, ids in
+ * range. */
+static int reply_qranges(const struct dmt_brk_policy_reply *p, char *why, size_t whylen)
+{
+	if (p->nqranges > DMT_BRK_MAX_QRANGES || p->reserved) {
+		snprintf(why, whylen, "a policy reply with %u queue id ranges or a reserved field set",
+			 p->nqranges);
+		return -EPROTO;
+	}
+	for (uint32_t i = 0; i < p->nqranges; i++) {
+		unsigned int lo = p->qranges[i][0], hi = p->qranges[i][1];
+
+		if (lo > hi || hi >= DMT_MAX_QUEUES || (i && lo <= p->qranges[i - 1][1])) {
+			snprintf(why, whylen,
+				 "a policy reply whose queue id range %u (%u-%u) is out of order or range",
+				 i, lo, hi);
+			return -EPROTO;
+		}
+	}
+	return 0;
+}
+
 /* The counts of a reply's answer. */
 static int reply_counts(const struct dmt_brk_reply *r, unsigned int type, char *why,
 			size_t whylen)
@@ -376,12 +417,22 @@ static int reply_counts(const struct dmt_brk_reply *r, unsigned int type, char *
 			 r->u.policy.nports);
 		return -EPROTO;
 	}
+	if (type == DMT_BRK_POLICY)
+		return reply_qranges(&r->u.policy, why, whylen);
 	return 0;
 }
 
 int dmt_brk_reply_check(const struct dmt_brk_reply *r, size_t len, unsigned int type,
 			uint32_t seq, int nfds, int max_fds, char *why, size_t whylen)
 {
+	/* a broker of another release: its header is all the two share */
+	if (len >= sizeof(r->hdr) && r->hdr.magic == DMT_BRK_MAGIC &&
+	    r->hdr.version != DMT_BRK_VERSION) {
+		snprintf(why, whylen,
+			 "devmemtcp-broker speaks protocol version %u, this libdevmemtcp version %u: run the devmemtcp-broker of this libdevmemtcp's release (restart it after an upgrade)",
+			 r->hdr.version, DMT_BRK_VERSION);
+		return -EPROTONOSUPPORT;
+	}
 	if (len != sizeof(*r) || r->hdr.magic != DMT_BRK_MAGIC ||
 	    r->hdr.version != DMT_BRK_VERSION || r->hdr.len != sizeof(*r)) {
 		snprintf(why, whylen, "a reply of %zu bytes that is not this protocol's (version %u)",

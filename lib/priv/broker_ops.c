@@ -252,6 +252,9 @@ static void broker_allows(struct devmemtcp_probe *p, const struct dmt_brk_policy
 	snprintf(p->broker_msg, sizeof(p->broker_msg), "%.255s", text);
 }
 
+_Static_assert(DEVMEMTCP_PROBE_MAX_QRANGES >= DMT_BRK_MAX_QRANGES,
+	       "the policy answer's queue ids fit the report");
+
 /* Would this process set up through devmemtcp-broker, and what may it
  * do there on the interface. */
 void dmt_brk_probe(struct devmemtcp_probe *p, bool *nomem)
@@ -285,5 +288,10 @@ void dmt_brk_probe(struct devmemtcp_probe *p, bool *nomem)
 	p->broker_queues_used = r.used_queues;
 	p->broker_tx = r.tx;
 	p->broker_udmabuf = r.udmabuf_max;
+	p->broker_nqranges = r.nqranges;
+	for (uint32_t i = 0; i < r.nqranges; i++) {
+		p->broker_qranges[i][0] = r.qranges[i][0];
+		p->broker_qranges[i][1] = r.qranges[i][1];
+	}
 	broker_allows(p, &r);
 }

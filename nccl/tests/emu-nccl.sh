@@ -12,24 +12,32 @@
 #      library exported (table v10);
 #   3. the same with NCCL's device unpack (table v11): the harness plays
 #      NCCL's kernel, copying each receive's queue entries, and hands
-#      receives back with irecvConsumed; the queue's depth checked.
+#      receives back with irecvConsumed; the queue's depth checked;
+#   4. GPU memory with a library that has no gather kernels (built without
+#      nvcc, as distributions build it; here a test hook makes a build
+#      with them act so): the plugin copies through host memory what it
+#      would gather, and says so once.
 # Every byte is checked, every byte of every comm went through devmem RX
 # and TX (the plugin's per-comm counters), and afterwards no binding,
 # token or page is left and both NICs are as found.
 #   EMU_BUILD=BUILDDIR sh nccl/tests/emu-nccl.sh [--driver LIBCUDA] [--bytes N]
+#                                                 [--no-kernels]
 # --driver: the libcuda.so.1 of the GPU steps: tests/gpu/libfakecuda.so
 # (default: host memory, the gather kernels run on the CPU), or "system"
-# for the machine's driver (the GPU machine).
+# for the machine's driver (the GPU machine).  --no-kernels: the build has
+# no gather kernels (-Dcuda=disabled): steps 2 and 3 expect the copies of
+# step 4.
 set -eu
 # first: it runs this script again in a mount namespace of its own, with
 # the arguments as given
 . "$(dirname "$0")/../../tests/emu/emu-env.sh"
-driver=$EMU_BUILD/tests/gpu/libfakecuda.so bytes=64M
+driver=$EMU_BUILD/tests/gpu/libfakecuda.so bytes=64M nok=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--driver) driver=$2; shift 2 ;;
 	--bytes) bytes=$2; shift 2 ;;
-	*) echo "usage: emu-nccl.sh [--driver LIBCUDA|system] [--bytes N]"; exit 2 ;;
+	--no-kernels) nok=--no-gather; shift ;;
+	*) echo "usage: emu-nccl.sh [--driver LIBCUDA|system] [--bytes N] [--no-kernels]"; exit 2 ;;
 	esac
 done
 B=$EMU_BUILD
@@ -87,8 +95,13 @@ fi
 export DEVMEMTCP_LIBCUDA=$B/tests/emu/libdevmemtcp-emucuda.so
 export DEVMEMTCP_TEST_NCCL_TX_EXPORT=1 NCCL_DEVMEMTCP_MEM=cuda
 step gpu-gather env LD_PRELOAD="$emu_pre" "$harness" "$plugin" $ranks --devmem \
-	--dmabuf-tx --gpu --version 10 --bytes "$bytes" --quiet
+	--dmabuf-tx --gpu --version 10 --bytes "$bytes" --quiet $nok
 step gpu-unpack env LD_PRELOAD="$emu_pre" "$harness" "$plugin" $ranks --devmem \
-	--dmabuf-tx --gpu --unpack --version 11 --bytes "$bytes" --quiet
+	--dmabuf-tx --gpu --unpack --version 11 --bytes "$bytes" --quiet $nok
+# 4 MiB each way and the grouped receive, every devmem byte copied through
+# host memory
+step gpu-no-kernels env DEVMEMTCP_TEST_NO_GATHER_KERNELS=1 LD_PRELOAD="$emu_pre" \
+	"$harness" "$plugin" $ranks --devmem --dmabuf-tx --gpu --version 10 \
+	--bytes 4M --quiet --no-gather
 echo "emu-nccl: both NICs as found"
 emu_done

@@ -75,6 +75,10 @@ static int only_version;
 static long corrupt_msg = -1;
 static bool quiet, fork_mode, want_devmem, dmabuf_tx, cuda_mode, gpu_mode;
 static bool want_unpack;
+/* --no-gather: the library has no gather kernels (built without nvcc, or
+ * DEVMEMTCP_TEST_NO_GATHER_KERNELS=1): the plugin copies what it would
+ * gather through host memory */
+static bool no_gather;
 static int want_max_recvs(void);
 static const char *rank_ns[2], *rank_if[2];
 static long rank1_uid = -1;
@@ -1444,6 +1448,52 @@ static int check_env_rx(struct rank *r, const void *rc)
 
 static int check_tx(struct rank *r, size_t mark, const void *sc, uint64_t tx_dm);
 
+/* --gpu: where the devmem bytes bound for the GPU receive buffers went.
+ * Every one is unpacked by NCCL's kernel (--unpack: as many as the queue
+ * can take), gathered by the plugin, or -- only when the library has no
+ * gather kernels (--no-gather) -- copied through host memory, which the
+ * plugin says once per process, naming the fix. */
+static int check_gpu_rx(struct rank *r, const void *rc, uint64_t rx_dm)
+{
+	uint64_t unp = close_stat(rc, "unpacked by NCCL's kernel");
+	uint64_t gat = close_stat(rc, "gathered by the plugin");
+	uint64_t cop = close_stat(rc, "copied through host memory");
+	int said = log_count(0, "devmem RX: this libdevmemtcp has no gather kernels", NULL);
+
+	if (want_unpack)
+		printf("rank %d: %" PRIu64 " bytes unpacked by NCCL's kernel (here: the harness, %" PRIu64 " entries), %" PRIu64 " gathered by the plugin\n",
+		       r->id, unp, r->unpacked, gat);
+	if (no_gather)
+		printf("rank %d: %" PRIu64 " bytes copied through host memory (no gather kernels), %" PRIu64 " gathered\n",
+		       r->id, cop, gat);
+	CHECK(r, unp + gat + cop == rx_dm,
+	      "unpacked %" PRIu64 " + gathered %" PRIu64 " + copied %" PRIu64 " of %" PRIu64 " devmem bytes",
+	      unp, gat, cop, rx_dm);
+	/* what the queue held is what the kernel copied */
+	if (want_unpack)
+		CHECK(r, unp > 0 && unp == r->unpacked_bytes,
+		      "unpacked %" PRIu64 "; the queue's entries held %" PRIu64,
+		      unp, r->unpacked_bytes);
+	else
+		CHECK(r, unp == 0, "%" PRIu64 " bytes unpacked without device unpack", unp);
+	if (!no_gather) {
+		CHECK(r, cop == 0 && said == 0,
+		      "%" PRIu64 " bytes copied through host memory, %d 'no gather kernels' lines, with the gather kernels",
+		      cop, said);
+		return 0;
+	}
+	CHECK(r, gat == 0, "%" PRIu64 " bytes gathered without the gather kernels", gat);
+	CHECK(r, want_unpack || cop == rx_dm,
+	      "%" PRIu64 " of %" PRIu64 " devmem bytes copied through host memory without the gather kernels",
+	      cop, rx_dm);
+	CHECK(r, said == 1 &&
+		 log_count(0, "devmem RX: this libdevmemtcp has no gather kernels",
+			   "rebuild libdevmemtcp with -Dcuda=enabled") == 1,
+	      "the plugin said %d times (once expected) that the library has no gather kernels, with the fix",
+	      said);
+	return 0;
+}
+
 /* The plugin's own account of the paths (its NCCL_DEBUG=INFO lines). */
 static int check_paths(struct rank *r, size_t mark, const void *sc,
 		       const void *rc)
@@ -1494,18 +1544,8 @@ static int check_paths(struct rank *r, size_t mark, const void *sc,
 	CHECK(r, rx_dm == want,
 	      "%" PRIu64 " of %" PRIu64 " bytes came through devmem RX",
 	      rx_dm, want);
-	if (want_unpack) {
-		uint64_t unp = close_stat(rc, "unpacked by NCCL's kernel");
-		uint64_t gat = close_stat(rc, "gathered by the plugin");
-
-		printf("rank %d: %" PRIu64 " bytes unpacked by NCCL's kernel (here: the harness, %" PRIu64 " entries), %" PRIu64 " gathered by the plugin\n",
-		       r->id, unp, r->unpacked, gat);
-		/* every devmem byte went one way or the other, and what the
-		 * queue held is what the kernel copied */
-		CHECK(r, unp + gat == rx_dm && unp > 0 && unp == r->unpacked_bytes,
-		      "unpacked %" PRIu64 " + gathered %" PRIu64 " of %" PRIu64 " devmem bytes; the queue's entries held %" PRIu64,
-		      unp, gat, rx_dm, r->unpacked_bytes);
-	}
+	if (gpu_mode && check_gpu_rx(r, rc, rx_dm))
+		return -1;
 	return check_tx(r, mark, sc, tx_dm);
 }
 
@@ -1820,7 +1860,7 @@ static void usage(int code)
 {
 	printf("usage: test-nccl-net PLUGIN.so [--version 8|9|10|11] [--bytes N] [--quiet] [--corrupt K] [--cuda]\n"
 	       "       test-nccl-net PLUGIN.so --fork [--ns0 NS --if0 IF --ns1 NS --if1 IF]\n"
-	       "                     [--devmem] [--dmabuf-tx] [--gpu [--unpack]] [--uid1 UID]\n"
+	       "                     [--devmem] [--dmabuf-tx] [--gpu [--unpack] [--no-gather]] [--uid1 UID]\n"
 	       "                     [--nccl-version CODE] [--version V] [--bytes N]\n"
 	       "       test-nccl-net PLUGIN.so --devices N --pci yes|no\n");
 	exit(code);
@@ -1847,6 +1887,7 @@ static void parse_args(int argc, char **argv)
 		{ "uid1", required_argument, NULL, 12 },
 		{ "devices", required_argument, NULL, 13 },
 		{ "pci", required_argument, NULL, 14 },
+		{ "no-gather", no_argument, NULL, 15 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -1872,6 +1913,7 @@ static void parse_args(int argc, char **argv)
 		case 12: rank1_uid = atol(optarg); break;
 		case 13: want_devices = atoi(optarg); break;
 		case 14: want_pci = optarg; break;
+		case 15: no_gather = true; break;
 		case 'h': usage(0); break;
 		default: usage(2);
 		}
@@ -1883,6 +1925,10 @@ static void parse_args(int argc, char **argv)
 	if (!fork_mode && (rank_ns[0] || rank_ns[1] || dmabuf_tx || gpu_mode ||
 			   want_unpack || rank1_uid >= 0)) {
 		fprintf(stderr, "--nsN, --dmabuf-tx, --gpu, --unpack and --uid1 need --fork (a process per rank)\n");
+		exit(2);
+	}
+	if (no_gather && !(gpu_mode && want_devmem)) {
+		fprintf(stderr, "--no-gather needs --gpu and --devmem\n");
 		exit(2);
 	}
 	if (want_unpack && !(gpu_mode && want_devmem)) {

@@ -13,8 +13,8 @@
  * dmt_brk_flow_to_wire, the client's builders) gives the same bytes, so
  * nothing the client sent is dropped or changed.  Either way the reply
  * the broker makes of it passes the client's check (dmt_brk_reply_check).
- * An input of exactly a reply's size is also checked as a reply, as the
- * client takes one.
+ * An input of exactly a reply's size (this version's or version 1's) is
+ * also checked as a reply, as the client takes one.
  */
 #include <errno.h>
 
@@ -173,24 +173,35 @@ static size_t build(const struct dmt_brk_req *q, uint8_t *out)
 
 /* The reply the broker sends for a request it parsed with ret and why
  * (brk_serve: a refusal's message, or an answer without fds) must pass
- * the client's check of a reply to that request. */
+ * the client's check of a reply to that request; a version-1 request's
+ * refusal is in version 1's size and number, which this client refuses
+ * as another release's (a version-1 client reads it). */
 static void check_reply_made(const struct dmt_brk_req *q, int ret, const char *why)
 {
 	struct dmt_brk_reply *r = calloc(1, sizeof(*r));
-	char rwhy[160];
+	char rwhy[320];
+	size_t len;
+	int got;
 
 	if (!r)
 		abort();
-	dmt_brk_hdr_init(&r->hdr, q->type | DMT_BRK_REPLY, sizeof(*r) - sizeof(r->hdr), q->seq);
+	len = dmt_brk_reply_init(r, q);
 	r->err = ret;
 	if (ret)
 		snprintf(r->msg, sizeof(r->msg), "devmemtcp-broker refused a malformed request: %s",
 			 why);
-	if (dmt_brk_reply_check(r, sizeof(*r), q->type, q->seq, 0, DMT_BRK_MAX_FDS, rwhy,
-				sizeof(rwhy)))
+	got = dmt_brk_reply_check(r, len, q->type, q->seq, 0, DMT_BRK_MAX_FDS, rwhy,
+				  sizeof(rwhy));
+	if (q->version == 1) {
+		FZ_CHECK((ret == -EPROTONOSUPPORT || ret == -EMSGSIZE) &&
+			 len == DMT_BRK_REPLY_V1_SIZE &&
+			 r->hdr.version == 1 && r->hdr.len == len && got == -EPROTONOSUPPORT);
+		free(r);
+		return;
+	}
+	if (got)
 		fprintf(stderr, "the client refuses the reply: %s\n", rwhy);
-	FZ_CHECK(dmt_brk_reply_check(r, sizeof(*r), q->type, q->seq, 0, DMT_BRK_MAX_FDS, rwhy,
-				     sizeof(rwhy)) == 0);
+	FZ_CHECK(len == sizeof(*r) && got == 0);
 	free(r);
 }
 
@@ -213,9 +224,10 @@ static void check_request(const uint8_t *msg, size_t len, bool trunc, int nfds, 
 	check_why(ret, why, sizeof(why));
 	if (len >= sizeof(h)) {
 		memcpy(&h, msg, sizeof(h));
-		FZ_CHECK(q->type == h.type && q->seq == h.seq);
+		FZ_CHECK(q->type == h.type && q->seq == h.seq &&
+			 q->version == (h.magic == DMT_BRK_MAGIC ? h.version : 0));
 	} else {
-		FZ_CHECK(q->type == 0 && q->seq == 0);
+		FZ_CHECK(q->type == 0 && q->seq == 0 && q->version == 0);
 	}
 	if (trunc || len > DMT_BRK_MSG_MAX)
 		FZ_CHECK(ret == -EMSGSIZE);
@@ -244,16 +256,20 @@ static void check_reply(const uint8_t *msg, size_t len, int nfds)
 {
 	const struct dmt_brk_reply *r = (const struct dmt_brk_reply *)msg;
 	unsigned int type = r->hdr.type & ~DMT_BRK_REPLY;
-	char why[160];
+	char why[320];
 	int ret;
 
 	memset(why, 0xa5, sizeof(why));
 	ret = dmt_brk_reply_check(r, len, type, r->hdr.seq, nfds, DMT_BRK_MAX_FDS, why,
 				  sizeof(why));
-	FZ_CHECK(ret == 0 || ret == -EPROTO);
+	FZ_CHECK(ret == 0 || ret == -EPROTO || ret == -EPROTONOSUPPORT);
 	check_why(ret, why, sizeof(why));
+	/* another release's: told by its header alone */
+	FZ_CHECK((ret == -EPROTONOSUPPORT) ==
+		 (r->hdr.magic == DMT_BRK_MAGIC && r->hdr.version != DMT_BRK_VERSION));
 	if (ret)
 		return;
+	FZ_CHECK(len == sizeof(*r));
 	FZ_CHECK(r->hdr.type & DMT_BRK_REPLY);
 	FZ_CHECK(r->err <= 0 && r->err >= -4095);
 	FZ_CHECK(memchr(r->msg, 0, sizeof(r->msg)) != NULL);
@@ -261,9 +277,17 @@ static void check_reply(const uint8_t *msg, size_t len, int nfds)
 	FZ_CHECK(r->nfds == (uint32_t)nfds && nfds <= DMT_BRK_MAX_FDS && (!r->err || !nfds));
 	if (type == DMT_BRK_OPEN)
 		FZ_CHECK(r->u.open.nqueues <= DMT_BRK_MAX_QUEUES);
-	if (type == DMT_BRK_POLICY)
-		FZ_CHECK(r->u.policy.nports <= DMT_BRK_MAX_PORTS &&
-			 memchr(r->u.policy.conf, 0, sizeof(r->u.policy.conf)));
+	if (type == DMT_BRK_POLICY) {
+		const struct dmt_brk_policy_reply *p = &r->u.policy;
+
+		FZ_CHECK(p->nports <= DMT_BRK_MAX_PORTS &&
+			 memchr(p->conf, 0, sizeof(p->conf)));
+		FZ_CHECK(p->nqranges <= DMT_BRK_MAX_QRANGES && !p->reserved);
+		for (uint32_t i = 0; i < p->nqranges; i++)
+			FZ_CHECK(p->qranges[i][0] <= p->qranges[i][1] &&
+				 p->qranges[i][1] < DMT_MAX_QUEUES &&
+				 (!i || p->qranges[i - 1][1] < p->qranges[i][0]));
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -282,7 +306,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	fz_bytes(&f, msg, len);
 	check_request(msg, len, trunc, nfds, nfds > 0 ? FAKE_FD : -1);
-	if (len == sizeof(struct dmt_brk_reply) && nfds >= 0 && nfds <= DMT_BRK_MAX_FDS + 1)
+	if ((len == sizeof(struct dmt_brk_reply) || len == DMT_BRK_REPLY_V1_SIZE) && nfds >= 0 &&
+	    nfds <= DMT_BRK_MAX_FDS + 1)
 		check_reply(msg, len, nfds);
 	free(msg);
 	return 0;

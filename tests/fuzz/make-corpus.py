@@ -194,7 +194,7 @@ def program_seeds():
 
 # devmemtcp-broker protocol (lib/priv/broker.h): host order (x86-64), as
 # dmt_brk_hdr_init and the client's requests lay it out.
-BRK_MAGIC, BRK_VERSION = 0x424d5444, 1
+BRK_MAGIC, BRK_VERSION = 0x424d5444, 2
 BRK_OPEN, BRK_CLOSE, BRK_ADD_FLOW, BRK_REMOVE_FLOW = 1, 2, 3, 4
 BRK_BIND_RX, BRK_BIND_TX, BRK_UDMABUF, BRK_POLICY = 5, 6, 7, 8
 BRK_REPLY = 0x8000
@@ -237,10 +237,12 @@ def brk_bind(ifindex, queues=(), page=0, flags=0, nqueues=None):
                        page, flags) + b"".join(struct.pack("<I", q) for q in queues)
 
 
-def brk_reply(rtype, seq, err=0, msg=b"", nfds=0, answer=b""):
+def brk_reply(rtype, seq, err=0, msg=b"", nfds=0, answer=b"", version=BRK_VERSION):
+    """A reply: 1480 bytes (432 of answer), version 1's 1408 (360)."""
+    size = 432 if version == BRK_VERSION else 360
     body = struct.pack("<iI", err, nfds) + msg + b"\0" * (1024 - len(msg)) + \
-        answer + b"\0" * (360 - len(answer))
-    return brk_msg(rtype | BRK_REPLY, body, seq)
+        answer + b"\0" * (size - len(answer))
+    return brk_msg(rtype | BRK_REPLY, body, seq, version=version)
 
 
 def broker_seeds():
@@ -266,7 +268,8 @@ def broker_seeds():
     # edge cases, each refused for one reason
     seed("edge-short", brk_msg(BRK_CLOSE, b"")[:10])
     seed("edge-magic", brk_msg(BRK_CLOSE, struct.pack("<II", 1, 0), magic=0x11223344))
-    seed("edge-version", brk_msg(BRK_CLOSE, struct.pack("<II", 1, 0), version=2))
+    seed("edge-version", brk_msg(BRK_CLOSE, struct.pack("<II", 1, 0), version=3))
+    seed("edge-version-1", brk_msg(BRK_POLICY, brk_ifname("eth1"), version=1))
     seed("edge-len", brk_msg(BRK_CLOSE, struct.pack("<II", 1, 0), length=8192))
     seed("edge-trunc", brk_msg(BRK_CLOSE, struct.pack("<II", 1, 0)), 0, True)
     seed("edge-oversize", brk_msg(BRK_BIND_RX, brk_bind(5, range(64)) + b"\0" * 7936))
@@ -303,6 +306,16 @@ def broker_seeds():
     seed("reply-refused", brk_reply(BRK_OPEN, 3, -13, b"devmemtcp-broker: uid 1000 "
                                     b"may not use eth1: no rule of /etc/devmemtcp/"
                                     b"broker.conf allows it"))
+    # a rule with queue ids 3,5-7 (version 2's answer ends with them)
+    conf = b"/etc/devmemtcp/broker.conf"
+    seed("reply-policy-ids", brk_reply(BRK_POLICY, 4, answer=struct.pack(
+        "<IIIIQII", 1, 4, 0, 0, 0, 1, 0) + b"\0" * 64 + struct.pack("<II", 5, 1000) +
+        conf + b"\0" * (256 - len(conf)) + struct.pack("<II", 2, 0) +
+        struct.pack("<HHHH", 3, 3, 5, 7)))
+    # a broker of version 1 refusing a request of this version
+    seed("reply-version-1", brk_reply(BRK_POLICY, 5, -93, b"devmemtcp-broker refused a "
+                                      b"malformed request: protocol version 2: this "
+                                      b"broker speaks version 1", version=1))
 
 
 class Session:
@@ -459,7 +472,7 @@ def policy_seeds():
     """The example of broker.conf, every keyword, and files refused for
     one reason each."""
     write("broker-policy", "example", open(os.path.join(
-        HERE, "..", "..", "tools", "broker", "broker.conf"), "rb").read())
+        HERE, "..", "..", "broker", "broker.conf"), "rb").read())
     write("broker-policy", "every-keyword", POLICY.encode())
     write("broker-policy", "empty", b"")
     write("broker-policy", "no-newline", b"allow uid 0 interface lo tx")

@@ -757,6 +757,19 @@ EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice d)
 	return CUDA_SUCCESS;
 }
 
+/* The GPU's PCI address: $DEVMEMTCP_FAKE_CUDA_PCI_BUS_ID (a device of a
+ * synthetic sysfs tree, DEVMEMTCP_TEST_SYSFS), else none on PCI. */
+EXPORT CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice d)
+{
+	const char *v = getenv("DEVMEMTCP_FAKE_CUDA_PCI_BUS_ID");
+
+	(void)d;
+	if (!v)
+		return ERR_NOT_FOUND;
+	snprintf(id, (size_t)len, "%s", v);
+	return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
 {
 	(void)d;

@@ -855,10 +855,26 @@ static void test_malformed(void **state)
 	close(fd);
 
 	n = req(m, DMT_BRK_POLICY, &p, sizeof(p));
-	h->version = 2;
+	h->version = 3;
 	fd = raw_connect();
 	expect_refused_and_closed(fd, m, n, NULL, 0, -EPROTONOSUPPORT,
-				  "devmemtcp-broker refused a malformed request: protocol version 2: this broker speaks version 1");
+				  "devmemtcp-broker refused a malformed request: protocol version 3: this broker speaks version 2 (run a libdevmemtcp and a devmemtcp-broker of one release)");
+	close(fd);
+
+	/* a library of protocol version 1 reads the refusal: a reply of
+	 * that version's size and number */
+	n = req(m, DMT_BRK_POLICY, &p, sizeof(p));
+	h->version = 1;
+	fd = raw_connect();
+	assert_int_equal(raw_call(fd, m, n, NULL, 0, &r, NULL), DMT_BRK_REPLY_V1_SIZE);
+	assert_int_equal(r.hdr.version, 1);
+	assert_int_equal(r.hdr.len, DMT_BRK_REPLY_V1_SIZE);
+	assert_int_equal(r.hdr.type, DMT_BRK_POLICY | DMT_BRK_REPLY);
+	assert_int_equal(r.hdr.seq, 7);
+	assert_int_equal(r.err, -EPROTONOSUPPORT);
+	assert_int_equal(r.nfds, 0);
+	assert_string_equal(r.msg, "devmemtcp-broker refused a malformed request: protocol version 1: this broker speaks version 2 (run a libdevmemtcp and a devmemtcp-broker of one release)");
+	assert_int_equal(recv(fd, &r, sizeof(r), 0), 0);	/* EOF */
 	close(fd);
 
 	n = req(m, DMT_BRK_POLICY, &p, sizeof(p));
@@ -1359,6 +1375,19 @@ static void probe_as(struct answer *a, struct devmemtcp_ctx *c, const void *arg)
 	a->ret = devmemtcp_nic_probe(c, "va", NULL, &a->probe);
 }
 
+/* devmemtcp probe va: its broker line (msg) and the broker object of
+ * --json (msg2). */
+static void probe_tool_as(struct answer *a, struct devmemtcp_ctx *c, const void *arg)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "%s/tools/devmemtcp probe va | grep '^broker '", TEST_BUILDDIR);
+	a->ret = t_capture(a->msg, sizeof(a->msg), cmd);
+	snprintf(cmd, sizeof(cmd), "%s/tools/devmemtcp probe --json va | grep -o '\"broker\":{[^}]*}'",
+		 TEST_BUILDDIR);
+	a->ret |= t_capture(a->msg2, sizeof(a->msg2), cmd);
+}
+
 /* Probe says whether setup would go through the broker and what the
  * policy allows. */
 static void test_probe(void **state)
@@ -1379,6 +1408,34 @@ static void test_probe(void **state)
 	ctxfix_expect_text(a.probe.broker_msg, "flows to ports 5201-5210,6000 (rule at %s:2)", conf);
 	for (uint32_t i = 0; i < a.probe.nproblems; i++)
 		assert_null(strstr(a.probe.problems[i].what, "CAP_NET_ADMIN"));
+
+	assert_int_equal(a.probe.broker_nqranges, 0);	/* any id */
+
+	/* a rule that names queue ids: the report, probe's text and JSON */
+	as_uid(65530, probe_as, NULL, &a);
+	assert_int_equal(a.probe.broker_allowed, 1);
+	assert_int_equal(a.probe.broker_queues, 4);
+	assert_int_equal(a.probe.broker_nqranges, 2);
+	assert_int_equal(a.probe.broker_qranges[0][0], 3);
+	assert_int_equal(a.probe.broker_qranges[0][1], 3);
+	assert_int_equal(a.probe.broker_qranges[1][0], 5);
+	assert_int_equal(a.probe.broker_qranges[1][1], 7);
+	ctxfix_expect_text(a.probe.broker_msg, "flows to any port (rule at %s:5)", conf);
+	as_uid(65530, probe_tool_as, NULL, &a);
+	snprintf(want, sizeof(want),
+		 "broker         would be used (no CAP_NET_ADMIN); va allowed: 4 queues of ids 3,5-7 (0 in use), flows to any port (rule at %s:5), udmabuf none, bind-tx no\n",
+		 conf);
+	assert_string_equal(a.msg, want);
+	snprintf(want, sizeof(want),
+		 "\"broker\":{\"used\":true,\"state\":\"answered\",\"errno\":null,\"allowed\":true,\"queues\":4,\"queues_used\":0,\"tx\":false,\"udmabuf\":0,\"queue_ids\":[[3,3],[5,7]],\"msg\":\"flows to any port (rule at %s:5)\"}\n",
+		 conf);
+	assert_string_equal(a.msg2, want);
+	as_uid(65534, probe_tool_as, NULL, &a);
+	snprintf(want, sizeof(want),
+		 "broker         would be used (no CAP_NET_ADMIN); va allowed: 1 queue of any id (0 in use), flows to ports 5201-5210,6000 (rule at %s:2), udmabuf up to 64 MiB, bind-tx yes\n",
+		 conf);
+	assert_string_equal(a.msg, want);
+	assert_non_null(strstr(a.msg2, ",\"queue_ids\":[],"));
 
 	as_uid(65532, probe_as, NULL, &a);
 	assert_int_equal(a.probe.broker_allowed, 0);
@@ -1451,6 +1508,34 @@ static pid_t hang_up_once(int lfd)
 	return pid;
 }
 
+/* A broker of protocol version 1 (the release before the policy answer
+ * named queue ids): it refuses one request of a newer library as it
+ * did, in a reply of its size; its pid. */
+static pid_t old_broker_once(int lfd)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct dmt_brk_reply r = { 0 };
+		struct dmt_brk_hdr h;
+		char m[DMT_BRK_MSG_MAX];
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (fd < 0 || recv(fd, m, sizeof(m), 0) < (ssize_t)sizeof(h))
+			_exit(1);
+		memcpy(&h, m, sizeof(h));
+		r.hdr = (struct dmt_brk_hdr){ DMT_BRK_MAGIC, 1, (uint16_t)(h.type | DMT_BRK_REPLY),
+					      DMT_BRK_REPLY_V1_SIZE, h.seq };
+		r.err = -EPROTONOSUPPORT;
+		snprintf(r.msg, sizeof(r.msg),
+			 "devmemtcp-broker refused a malformed request: protocol version %u: this broker speaks version 1",
+			 h.version);
+		_exit(send(fd, &r, DMT_BRK_REPLY_V1_SIZE, 0) != DMT_BRK_REPLY_V1_SIZE);
+	}
+	return pid;
+}
+
 static int open_through(void)
 {
 	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = 1, .flags = DEVMEMTCP_NIC_BROKER);
@@ -1491,6 +1576,7 @@ static void expect_unreachable(const char *path, int err, const char *name)
 
 static void test_transport(void **state)
 {
+	struct devmemtcp_probe probe;
 	struct sigaction old_usr1;
 	char path[128];
 	int lfd, st;
@@ -1532,6 +1618,23 @@ static void test_transport(void **state)
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	assert_int_equal(usr1_seen, 2);
 	sigaction(SIGUSR1, &old_usr1, NULL);
+
+	/* a broker of another release: both versions named, and the fix */
+	pid = old_broker_once(lfd);
+	/* ERRORS devmemtcp_nic_open EPROTONOSUPPORT */
+	assert_int_equal(open_through(), -EPROTONOSUPPORT);
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "devmemtcp-broker speaks protocol version 1, this libdevmemtcp version 2: run the devmemtcp-broker of this libdevmemtcp's release (restart it after an upgrade)");
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	pid = old_broker_once(lfd);
+	probe.sz = sizeof(probe);
+	assert_true(devmemtcp_nic_probe(ctx, "va", NULL, &probe) >= 0);
+	assert_int_equal(probe.broker_state, -EPROTONOSUPPORT);
+	assert_string_equal(probe.broker_msg,
+			    "devmemtcp-broker speaks protocol version 1, this libdevmemtcp version 2: run the devmemtcp-broker of this libdevmemtcp's release (restart it after an upgrade)");
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	close(lfd);
 	unlink(path);
 	setenv("DEVMEMTCP_BROKER_SOCKET", sock, 1);
