@@ -735,15 +735,6 @@ EXPORT CUresult cuDeviceGet(CUdevice *d, int ordinal)
 	return CUDA_SUCCESS;
 }
 
-/* Device 0's PCI address, as the driver spells it (upper-case hex). */
-EXPORT CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice d)
-{
-	if (d != 0)
-		return CUDA_ERROR_INVALID_DEVICE;
-	snprintf(id, (size_t)len, "0000:1B:00.0");
-	return CUDA_SUCCESS;
-}
-
 EXPORT CUresult cuDeviceGetCount(int *n)
 {
 	*n = 1;

@@ -1698,6 +1698,7 @@ static void same_as_root(const struct answer *a, int ret, const struct devmemtcp
  * the GPU's address) and nothing a broker provides: a process without
  * CAP_NET_ADMIN, whose context goes through the broker, gets root's
  * answer.  The tree: the stand-in CUDA driver's device 0 at 0000:1b:00.0
+ * ($DEVMEMTCP_FAKE_CUDA_PCI_BUS_ID)
  * below a PCIe switch with a NIC, one NIC on its NUMA node, one on the
  * other, lo.
  */
@@ -1722,6 +1723,8 @@ static void test_rank_unprivileged(void **state)
 	t_run("chmod -R a+rX %s", root);
 	setenv("DEVMEMTCP_TEST_SYSFS", root, 1);
 	setenv("DEVMEMTCP_LIBCUDA", TEST_BUILDDIR "/tests/gpu/libfakecuda.so", 1);
+	/* as the driver spells it (upper-case hex) */
+	setenv("DEVMEMTCP_FAKE_CUDA_PCI_BUS_ID", "0000:1B:00.0", 1);
 	pid = start_broker(0);
 
 	n = devmemtcp_nic_rank(ctx, "0000:1b:00.0", mine, 8);
@@ -1753,6 +1756,7 @@ static void test_rank_unprivileged(void **state)
 	stop_broker(pid);
 	unsetenv("DEVMEMTCP_TEST_SYSFS");
 	unsetenv("DEVMEMTCP_LIBCUDA");
+	unsetenv("DEVMEMTCP_FAKE_CUDA_PCI_BUS_ID");
 	t_run("rm -rf %s", root);
 }
 
