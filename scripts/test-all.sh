@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 # Every test suite of libdevmemtcp, from a fresh clone on a fresh machine
 # (as root): dependencies, a normal build with the unit, host, emu, vm and gpu
-# suites, an ASan/UBSan build with unit and host, valgrind over unit and
+# suites, an ASan/UBSan build with unit and host (and the NCCL plugin over
+# the emulated NIC), valgrind over unit and
 # host, the libFuzzer harnesses for a fixed budget, the multi-threaded
 # tests under ThreadSanitizer, a production build checked for test hooks
 # with the tests that need none (the ABI against its baseline), the Python
@@ -40,6 +41,9 @@ step "ASan/UBSan build ($S): unit and host suites, the Python binding's races"
 ninja -C "$S" || exit 1
 meson test -C "$S" --print-errorlogs --suite unit --suite host --suite nccl --suite races || status=1
 cp "$S/meson-logs/testlog.json" "$logs/san.json" 2>/dev/null
+# the NCCL plugin over the emulated NIC, with a library without gather kernels
+meson test -C "$S" --print-errorlogs --logbase testlog-emu emu-nccl || status=1
+cp "$S/meson-logs/testlog-emu.json" "$logs/san-emu.json" 2>/dev/null
 
 step "valgrind: unit and host suites"
 meson test -C "$B" --print-errorlogs --suite unit --suite host \
@@ -87,7 +91,7 @@ done
 step "benchmark: receive hot path (ratios against one DONTNEED per fragment and unmerged 128-token batches)"
 "$B/bench/rx-hotpath" --frags 1048576 || status=1
 
-python3 - "$logs/main.json" "$logs/san.json" "$logs/valgrind.json" \
+python3 - "$logs/main.json" "$logs/san.json" "$logs/san-emu.json" "$logs/valgrind.json" \
 	"$logs/fuzz.json" "$logs/tsan.json" "$logs/production.json" "$logs/prod.json" "$logs/packages.json" <<'PY'
 import json, sys
 p = f = s = 0
