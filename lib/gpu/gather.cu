@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 //
-// Gather kernels (layer 8): copy scattered fragments into packed
+// Gather kernels of the gpu layer: copy scattered fragments into packed
 // destinations.  Built by nvcc into a fatbin that is embedded in the library
 // and loaded with cuModuleLoadData (lib/gpu/gpu.c); the layouts they share with
 // the host are in gather_abi.h.
