@@ -19,6 +19,10 @@ devmemtcp-broker) may include only the private headers its line names, and
 may reference only the public API (devmemtcp_*, lib/devmemtcp.map) and
 what the objects of those headers' folders define.
 
+A folder of an "includes" line (bench) may include, with #include "...",
+only its own files and those of the folders its line names (the public
+header and the test toolkit): never a private header of lib/ or a test's.
+
 Call circles: files that call functions defined in each other, directly or
 round a loop.  Each must lie inside one folder, and there may be at most as
 many as the "circles" line says.
@@ -61,6 +65,7 @@ class Map:
         self.may = {}
         self.programs = {}
         self.only = {}
+        self.includes = {}
         self.circles = 0
         with open(path) as f:
             for n, raw in enumerate(f, 1):
@@ -78,6 +83,8 @@ class Map:
                     self.programs[key[1]] = words
                 elif key[0] == 'only' and len(key) == 2:
                     self.only[key[1]] = words
+                elif key[0] == 'includes' and len(key) == 2:
+                    self.includes[key[1]] = words
                 elif len(key) == 1:
                     for w in words:
                         if w not in self.may:
@@ -345,6 +352,33 @@ def main(argv):
                     line = text.count('\n', 0, m.start()) + 1
                     violations.append(((prog, layer_of(target)), '%s:%d: includes %s: %s may include devmemtcp.h and %s'
                                        % (rel, line, target, prog, ', '.join(headers))))
+
+    # folders that may include only some others (bench: the public header
+    # and the toolkit)
+    for folder, allowed in sorted(lmap.includes.items()):
+        for dirpath, dirnames, filenames in os.walk(os.path.join(src, folder)):
+            dirnames.sort()
+            for name in sorted(filenames):
+                if not name.endswith(SOURCE_EXTS):
+                    continue
+                rel = os.path.relpath(os.path.join(dirpath, name), src)
+                with open(os.path.join(src, rel), errors='replace') as f:
+                    text = f.read()
+                for m in INCLUDE_RE.finditer(text):
+                    inc = m.group(1)
+                    if os.path.exists(os.path.join(dirpath, inc)):
+                        continue	# its own
+                    ok = [d for d in allowed if os.path.exists(os.path.join(src, d, inc))]
+                    if ok:
+                        continue
+                    target = tree.resolve(rel, inc, build)
+                    for d in ('tests/unit', 'tests/harness', 'tests/lib'):
+                        if not target and os.path.exists(os.path.join(src, d, inc)):
+                            target = os.path.join(d, inc)
+                    line = text.count('\n', 0, m.start()) + 1
+                    violations.append(((folder, 'includes'), '%s:%d: includes %s (%s): %s may include only %s'
+                                       % (rel, line, inc, target or 'not found', folder,
+                                          ', '.join(allowed))))
 
     # circles
     found = circles(graph)
