@@ -42,7 +42,9 @@
 
 #include <devmemtcp.h>
 
-#define PERIOD 251
+#include "pattern.h"
+
+#define PERIOD PATTERN_PERIOD_DEFAULT
 #define CHUNK (1u << 20)
 #define RING (64ull << 20)
 #define CHECK_EVERY 16
@@ -157,8 +159,7 @@ static void send_stream(const char *ns, const char *addr, int port, uint64_t byt
 		_exit(1);
 	}
 	close(fd);
-	for (uint32_t i = 0; i < CHUNK + PERIOD; i++)
-		buf[i] = (uint8_t)(i % PERIOD);
+	pattern_fill(buf, CHUNK + PERIOD, 0, PERIOD);
 	for (int tries = 0;; tries++) {
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
@@ -208,15 +209,7 @@ static int sender_connected(int port, const char *ns, const char *addr, uint64_t
 
 static bool pattern_ok(const uint8_t *p, size_t n, uint64_t pos)
 {
-	unsigned int v = (unsigned int)(pos % PERIOD);
-
-	for (size_t i = 0; i < n; i++) {
-		if (p[i] != v)
-			return false;
-		if (++v == PERIOD)
-			v = 0;
-	}
-	return true;
+	return pattern_check(p, n, pos, PERIOD) < 0;
 }
 
 /*

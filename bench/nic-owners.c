@@ -4,7 +4,7 @@
  * SIOCETHTOOL ioctls of devmemtcp_nic_open() and devmemtcp_nic_close()
  * (and their time, files and lock included) when 0, 3 or 7 other owners
  * hold queues and flows of the interface.  Runs against the unit tests'
- * in-memory NIC (tests/unit/fake-nic.h), which counts the calls the real
+ * in-memory NIC (tests/lib/fake-nic.h), which counts the calls the real
  * ethtool layer would make (an RSS dump or get, rings, features and
  * channels: one netlink round trip each; a rule listing: two ioctls plus
  * one per rule); compared in the same run with the first owner, which

@@ -26,9 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "cmsgfixture.h"
-#include "rx.h"
+#include "cmsgfixture.h"	/* tests/lib: the receive processing and its cmsgs */
 
 #define CMSG_FRAG CMSG_SPACE(sizeof(struct dmt_dmabuf_cmsg))
 

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"	/* DMT_TEST_HOOKS */
 #include "nicops.h"
 
 #define SETTLE_MS 250		/* how often lingering handles and udmabufs are looked at */
@@ -707,7 +708,8 @@ static bool round_once(struct brk *b, struct pool *pool, int sfd, int lfd, int t
 		timeout_ms = (int)(paused * 1000) + 1;
 	/* a client whose request is under way, or whose uid has as much
 	 * under way as it may, is not read until that is done */
-	for (struct brk_client *c = b->clients; c && n < ARRAY_SIZE(pfd); c = c->next) {
+	for (struct brk_client *c = b->clients; c && n < sizeof(pfd) / sizeof(pfd[0]);
+	     c = c->next) {
 		if (!brk_readable(b, c))
 			continue;
 		who[n] = c;

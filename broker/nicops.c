@@ -30,6 +30,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include "config.h"	/* DMT_TEST_HOOKS */
 #include "nicops.h"
 #include "priv/broker.h"
 
@@ -42,7 +43,7 @@ static struct devmemtcp_ctx *ctx_of(struct brk *b)
 
 static void ctx_msg(struct devmemtcp_ctx *ctx, char *msg)
 {
-	snprintf(msg, DMT_ERRMSG_MAX, "%s", devmemtcp_ctx_errmsg(ctx));
+	snprintf(msg, DMT_BRK_ERRMSG_MAX, "%s", devmemtcp_ctx_errmsg(ctx));
 }
 
 static int fail(char *msg, int code, const char *fmt, ...)
@@ -53,7 +54,7 @@ static int fail(char *msg, int code, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, DMT_ERRMSG_MAX, fmt, ap);
+	vsnprintf(msg, DMT_BRK_ERRMSG_MAX, fmt, ap);
 	va_end(ap);
 	return code;
 }
@@ -208,7 +209,7 @@ static int op_add_flow(struct brk *b, void *nic, const struct devmemtcp_flow *f,
 	pthread_mutex_lock(&ctx_lock);
 	ret = devmemtcp_nic_add_flow(nic, f);
 	if (ret < 0)
-		snprintf(msg, DMT_ERRMSG_MAX, "%s", devmemtcp_nic_errmsg(nic));
+		snprintf(msg, DMT_BRK_ERRMSG_MAX, "%s", devmemtcp_nic_errmsg(nic));
 	pthread_mutex_unlock(&ctx_lock);
 	return ret;
 }
@@ -220,7 +221,7 @@ static int op_remove_flow(struct brk *b, void *nic, int id, char *msg)
 	pthread_mutex_lock(&ctx_lock);
 	ret = devmemtcp_nic_remove_flow(nic, id);
 	if (ret < 0)
-		snprintf(msg, DMT_ERRMSG_MAX, "%s", devmemtcp_nic_errmsg(nic));
+		snprintf(msg, DMT_BRK_ERRMSG_MAX, "%s", devmemtcp_nic_errmsg(nic));
 	pthread_mutex_unlock(&ctx_lock);
 	return ret;
 }

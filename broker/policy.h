@@ -22,7 +22,7 @@
 #define DMT_POL_MAX_PORTS 16		/* = DMT_BRK_MAX_PORTS */
 #define DMT_POL_MAX_QUEUES 64		/* = DMT_BRK_MAX_QUEUES */
 #define DMT_POL_MAX_QRANGES 16		/* ranges of queue ids in one rule */
-#define DMT_POL_MAX_QID 4095		/* = DMT_MAX_QUEUES - 1 */
+#define DMT_POL_MAX_QID 4095		/* = DMT_BRK_QUEUE_IDS - 1 */
 #define DMT_POL_MAX_LINE 1024
 #define DMT_POL_MAX_NAME 32
 #define DMT_POL_MAX_UDMABUF (1ull << 40)

@@ -364,7 +364,7 @@ static void pin(struct brk_job *j, struct brk_handle *h)
 
 static void unpin(struct brk *b, struct brk_job *j)
 {
-	char msg[DMT_ERRMSG_MAX];
+	char msg[DMT_BRK_ERRMSG_MAX];
 
 	for (uint32_t i = 0; i < j->npins; i++) {
 		struct brk_handle *h = j->pins[i];
@@ -682,7 +682,7 @@ static void buf_made(struct brk *b, struct brk_user *u, struct brk_buf *f, int k
 	free(f);
 }
 
-_Static_assert(DMT_POL_MAX_QRANGES <= DMT_BRK_MAX_QRANGES && DMT_POL_MAX_QID < DMT_MAX_QUEUES,
+_Static_assert(DMT_POL_MAX_QRANGES <= DMT_BRK_MAX_QRANGES && DMT_POL_MAX_QID < DMT_BRK_QUEUE_IDS,
 	       "a rule's queue ids fit the policy answer");
 
 static int do_policy(struct brk *b, struct brk_client *c, const struct dmt_brk_req *q,
@@ -1083,7 +1083,7 @@ void brk_job_done(struct brk *b, struct brk_job *j)
 
 static void unlink_client(struct brk *b, struct brk_client *c)
 {
-	char msg[DMT_ERRMSG_MAX];
+	char msg[DMT_BRK_ERRMSG_MAX];
 	struct brk_handle *h, *next;
 
 	for (struct brk_client **p = &b->clients; *p; p = &(*p)->next) {
@@ -1121,7 +1121,7 @@ void brk_drop(struct brk *b, struct brk_client *c)
 
 uint32_t brk_settle(struct brk *b)
 {
-	char msg[DMT_ERRMSG_MAX];
+	char msg[DMT_BRK_ERRMSG_MAX];
 	struct brk_handle *h, *next;
 	uint32_t left = 0;
 

@@ -70,7 +70,7 @@ struct brk_peer {
 };
 
 /* What requests do to the system.  Each returns 0 or a negative errno
- * with the message in msg (DMT_ERRMSG_MAX bytes); fds handed out (*nl_fd,
+ * with the message in msg (DMT_BRK_ERRMSG_MAX bytes); fds handed out (*nl_fd,
  * *dmabuf) are the caller's to send and close. */
 struct brk_ops {
 	/* devmemtcp_nic_open for the owner (pid, start); with dmabuf >= 0

@@ -19,6 +19,10 @@ devmemtcp-broker) may include only the private headers its line names, and
 may reference only the public API (devmemtcp_*, lib/devmemtcp.map) and
 what the objects of those headers' folders define.
 
+A folder of an "includes" line (bench) may include, with #include "...",
+only its own files and those of the folders its line names (the public
+header and the test toolkit): never a private header of lib/ or a test's.
+
 Call circles: files that call functions defined in each other, directly or
 round a loop.  Each must lie inside one folder, and there may be at most as
 many as the "circles" line says.
@@ -27,9 +31,7 @@ Every violation names the file, the symbol or header, and the rule.  Exit 0
 when the map holds, 1 when it does not (each violation on a line), 77 when
 the build has no objects to read.
 
-usage: check-layers.py SRCDIR BUILDDIR [--plan FILE] [--circles] [--report]
-  --plan FILE  lib/ is not yet in folders: FILE says where each file goes
-               ("lib/ctx.c core/ctx.c"; a file split in several: the first)
+usage: check-layers.py SRCDIR BUILDDIR [--circles] [--report]
   --circles    list the call circles with the symbols that make them
   --report     list every violation, grouped by the pair of layers, and
                exit 0 (for measuring a tree that does not hold yet)
@@ -63,6 +65,7 @@ class Map:
         self.may = {}
         self.programs = {}
         self.only = {}
+        self.includes = {}
         self.circles = 0
         with open(path) as f:
             for n, raw in enumerate(f, 1):
@@ -80,6 +83,8 @@ class Map:
                     self.programs[key[1]] = words
                 elif key[0] == 'only' and len(key) == 2:
                     self.only[key[1]] = words
+                elif key[0] == 'includes' and len(key) == 2:
+                    self.includes[key[1]] = words
                 elif len(key) == 1:
                     for w in words:
                         if w not in self.may:
@@ -99,28 +104,18 @@ class Map:
 
 
 class Tree:
-    """Where each library file is: its layer (its folder under lib/, or
-    with a plan the folder it goes to)."""
+    """Where each library file is: its layer (its folder under lib/)."""
 
-    def __init__(self, src, plan):
+    def __init__(self, src):
         self.src = src
-        self.plan = {}
-        if plan:
-            with open(plan) as f:
-                for raw in f:
-                    words = raw.split('#', 1)[0].split()
-                    if len(words) >= 2:
-                        self.plan[words[0]] = words[1]
 
     def layer(self, rel):
         """The layer of lib/FILE (a path relative to the source root)."""
-        if rel in self.plan:
-            return self.plan[rel].split('/')[0]
         parts = rel.split('/')
         if parts[0] != 'lib':
             return None
         if len(parts) == 2:	# lib/config.h and friends: core
-            return 'core' if not self.plan else None
+            return 'core'
         return parts[1]
 
     def sources(self):
@@ -233,20 +228,12 @@ def circles(graph):
 def main(argv):
     args = [a for a in argv if not a.startswith('--')]
     opts = [a for a in argv if a.startswith('--')]
-    plan = None
-    if '--plan' in argv:
-        i = argv.index('--plan')
-        if i + 1 >= len(argv):
-            fail_usage('--plan needs a file')
-        plan = argv[i + 1]
-        args.remove(plan)
-        opts.remove('--plan')
     if len(args) != 2 or set(opts) - {'--circles', '--report'}:
         fail_usage('SRCDIR and BUILDDIR expected')
     src, build = (os.path.abspath(a) for a in args)
     report = '--report' in opts
     lmap = Map(os.path.join(src, 'tests', 'layers.txt'))
-    tree = Tree(src, plan)
+    tree = Tree(src)
     if not shutil.which('nm'):
         print('SKIP: no nm (binutils) here')
         return 77
@@ -282,11 +269,7 @@ def main(argv):
     graph = collections.defaultdict(set)
     edge_syms = collections.defaultdict(set)
 
-    def layer_of(rel):
-        lay = tree.layer(rel)
-        if lay is None and plan:	# generated, or not in the plan
-            lay = tree.layer('lib/' + os.path.basename(rel))
-        return lay
+    layer_of = tree.layer
 
     # calls, by the objects
     for o, s in sorted(lib_objs.items()):
@@ -311,7 +294,7 @@ def main(argv):
             if name not in undef[o]:
                 continue
             rel = rel_of(src_path)
-            inside = tree.plan.get(rel, rel[len('lib/'):] if rel.startswith('lib/') else rel)
+            inside = rel[len('lib/'):] if rel.startswith('lib/') else rel
             if any(inside == p or inside.startswith(p + '/') for p in places):
                 continue
             violations.append((('only', name), '%s: calls %s, which only %s may call (%s)'
@@ -364,15 +347,38 @@ def main(argv):
                     target = tree.resolve(rel, inc, build)
                     if not target or not target.startswith('lib/'):
                         continue
-                    if plan and target in tree.plan:
-                        target_new = 'lib/' + tree.plan[target]
-                    else:
-                        target_new = target
-                    if target_new[len('lib/'):] in headers:
+                    if target[len('lib/'):] in headers:
                         continue
                     line = text.count('\n', 0, m.start()) + 1
                     violations.append(((prog, layer_of(target)), '%s:%d: includes %s: %s may include devmemtcp.h and %s'
                                        % (rel, line, target, prog, ', '.join(headers))))
+
+    # folders that may include only some others (bench: the public header
+    # and the toolkit)
+    for folder, allowed in sorted(lmap.includes.items()):
+        for dirpath, dirnames, filenames in os.walk(os.path.join(src, folder)):
+            dirnames.sort()
+            for name in sorted(filenames):
+                if not name.endswith(SOURCE_EXTS):
+                    continue
+                rel = os.path.relpath(os.path.join(dirpath, name), src)
+                with open(os.path.join(src, rel), errors='replace') as f:
+                    text = f.read()
+                for m in INCLUDE_RE.finditer(text):
+                    inc = m.group(1)
+                    if os.path.exists(os.path.join(dirpath, inc)):
+                        continue	# its own
+                    ok = [d for d in allowed if os.path.exists(os.path.join(src, d, inc))]
+                    if ok:
+                        continue
+                    target = tree.resolve(rel, inc, build)
+                    for d in ('tests/unit', 'tests/harness', 'tests/lib'):
+                        if not target and os.path.exists(os.path.join(src, d, inc)):
+                            target = os.path.join(d, inc)
+                    line = text.count('\n', 0, m.start()) + 1
+                    violations.append(((folder, 'includes'), '%s:%d: includes %s (%s): %s may include only %s'
+                                       % (rel, line, inc, target or 'not found', folder,
+                                          ', '.join(allowed))))
 
     # circles
     found = circles(graph)

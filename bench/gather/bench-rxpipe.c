@@ -49,9 +49,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "buf.h"
+#include "cmsgfixture.h"	/* tests/lib: the receive processing and its cmsgs */
 #include "common.h"
-#include "rx.h"
 
 #define NIC_BUF (256ull << 20)	/* the GPU buffer the NIC writes */
 #define RING 64			/* destination slices */

@@ -10,9 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "devmemtcp.h"
-#include "cuda.h"
-#include "gpu.h"
+#include "gpufixture.h"	/* tests/lib: the gpu layer and the driver table */
 
 #define CK(call)                                                               \
 	do {                                                                   \

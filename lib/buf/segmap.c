@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * Buffer layer (5): the process's segment tables that map neighbouring
+ * The buf layer: the process's segment tables that map neighbouring
  * dma-buf offsets to distant device addresses, indexed by device address,
  * so that the GPU layer can tell where a fragment's bytes really are.
  *

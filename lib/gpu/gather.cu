@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 //
-// Gather kernels (layer 8): copy scattered fragments into packed
+// Gather kernels of the gpu layer: copy scattered fragments into packed
 // destinations.  Built by nvcc into a fatbin that is embedded in the library
 // and loaded with cuModuleLoadData (lib/gpu/gpu.c); the layouts they share with
 // the host are in gather_abi.h.
@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "gather_abi.h"
+#include "gather_index.h"
 
 #define DMT_FULL 0xffffffffu
 #define DMT_UNROLL 4		/* shifted rows: 32 x 4 x 16 B = 2 KiB */
@@ -211,51 +212,28 @@ static __device__ __forceinline__ uint4 load16(const void *p)
 	return *(const uint4 *)p;
 }
 
-// Device address of output position pos: bias + pos, or through the
-// destination table staged in shared memory (sorted by start, first 0).
-static __device__ __forceinline__ unsigned long long
-out_addr(const struct dmt_gather_dst *sdst, unsigned int ndst,
-	 unsigned long long bias, unsigned int pos)
-{
-	if (ndst > 1) {
-		unsigned int lo = 0, hi = ndst - 1;
-
-		while (lo < hi) {
-			unsigned int mid = (lo + hi + 1) / 2;
-
-			if (sdst[mid].start <= pos)
-				lo = mid;
-			else
-				hi = mid - 1;
-		}
-		bias = sdst[lo].bias;
-	}
-	return bias + pos;
-}
-
-// Slice part of split of descriptor v: a 16-byte multiple of it, so that
-// every slice keeps the source/destination alignment of the whole.
+// Slice part of split of descriptor v (dmt_slice: a 16-byte multiple of
+// it); output positions go where dmt_out_addr says, through the
+// destination table staged in shared memory when there is one.
 static __device__ __forceinline__ void
 copy_slice(uint4 v, const struct dmt_gather_dst *sdst, unsigned int ndst,
 	   unsigned long long bias, unsigned int split, unsigned int part,
 	   unsigned int lane)
 {
-	unsigned long long off, slice;
+	uint64_t off;
+	const unsigned int len = dmt_slice(v.z, split, part, &off);
 
-	slice = (((unsigned long long)v.z + split - 1) / split + 15) & ~15ull;
-	off = part * slice;
-	if (off >= v.z)
+	if (!len)
 		return;
 	copy_frag(((unsigned long long)v.x |
 			  (unsigned long long)v.y << 32) + off,
-			 out_addr(sdst, ndst, bias, v.w) + off,
-			 (unsigned int)min(slice, v.z - off), lane);
+			 dmt_out_addr(sdst, ndst, bias, v.w) + off, len, lane);
 }
 
 // Copy the share of warp vw of a launch cut as struct dmt_gather_args
-// says; descs[i] is descriptor d0 + i (staged in shared memory, or the
-// kernel parameter).  Every branch depends on vw alone, so the warp stays
-// converged for the shuffles of copy_frag.
+// says (dmt_warp_share); descs[i] is descriptor d0 + i (staged in shared
+// memory, or the kernel parameter).  Every branch depends on vw alone, so
+// the warp stays converged for the shuffles of copy_frag.
 static __device__ __forceinline__ void
 gather_warp(const struct dmt_gather_desc *descs, unsigned int d0,
 	    const struct dmt_gather_dst *sdst, unsigned int n,
@@ -263,28 +241,24 @@ gather_warp(const struct dmt_gather_desc *descs, unsigned int d0,
 	    unsigned int split, unsigned int vw, unsigned int lane)
 {
 	unsigned long long my_src = 0, my_dst = 0;
-	unsigned int my_len = 0, first, cnt;
+	unsigned int my_len = 0;
+	uint32_t first, part;
+	const unsigned int cnt = dmt_warp_share(vw, n, per, split, &first, &part);
 
+	if (!cnt)
+		return;
 	if (split > 1) {
-		const unsigned int d = vw / split;
-
-		if (d >= n)
-			return;
 		// one address for the whole warp: one request
-		copy_slice(*(const uint4 *)(descs + d - d0), sdst, ndst, bias,
-			   split, vw % split, lane);
+		copy_slice(*(const uint4 *)(descs + first - d0), sdst, ndst,
+			   bias, split, part, lane);
 		return;
 	}
-	first = vw * per;
-	if (first >= n)
-		return;
-	cnt = min(per, n - first);
 	if (lane < cnt) {
 		const uint4 v = *(const uint4 *)(descs + first - d0 + lane);
 
 		my_src = (unsigned long long)v.x | (unsigned long long)v.y << 32;
 		my_len = v.z;
-		my_dst = out_addr(sdst, ndst, bias, v.w);
+		my_dst = dmt_out_addr(sdst, ndst, bias, v.w);
 	}
 	for (unsigned int k = 0; k < cnt; k++) {
 		unsigned long long s = __shfl_sync(DMT_FULL, my_src, k);

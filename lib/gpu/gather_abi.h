@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
  * Private: the memory layouts that the gather kernels (gather.cu, compiled
- * by nvcc as C++) and the host side of the GPU layer (gpu*.c) share.  One
+ * by nvcc as C++) and the host side of the gpu layer (gpu*.c) share.  One
  * header for both, so that the two can never disagree about a field; it
  * includes nothing but <stdint.h> and <stddef.h>.
  */

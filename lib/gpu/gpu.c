@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * GPU layer (8): the handle (its context, the kernels, pinned slots, the
+ * The gpu layer: the handle (its context, the kernels, pinned slots, the
  * persistent kernel when asked for) and the entry points.  The launches
  * are in gpu_launch.c, the persistent kernel's host side in gpu_persist.c,
  * descriptors and views in gpu_desc.c, fences and releases held back by

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
- * Private: the GPU layer (lib/gpu/), shared by its files and the tests.  It owns
+ * Private: the gpu layer (lib/gpu/), shared by its files and the tests.  It owns
  * devmemtcp_gpu: the gather kernels (gather.cu, embedded as a fatbin;
  * gather_none.c when built without nvcc), the CPU side of a gather
  * (gpu_desc.c: descriptors, launch geometry, views), the launches
@@ -9,9 +9,9 @@
  * (gpu_persist.c), and fences that hold token releases back until the GPU
  * is done with the bytes (gpu_fence.c), and waiting on the CPU for a word
  * the GPU writes (wait.c).  It may call the CUDA driver table
- * (cuda.h), the buffer layer's segment index (buf.h) and the public
- * receive API (to defer releases on a fence); it knows nothing of sockets,
- * buffers' providers or the NIC.
+ * (buf/cuda.h), the buf layer's segment index (buf/buf.h) and the rx
+ * layer's receive API (to defer releases on a fence); it knows nothing of
+ * sockets, netlink or the NIC (tests/layers.txt: gpu may call core, buf, rx).
  */
 #ifndef DEVMEMTCP_GPU_H
 #define DEVMEMTCP_GPU_H

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * GPU layer (8): coalesced gathers (opts.coalesce_bytes,
+ * The gpu layer: coalesced gathers (opts.coalesce_bytes,
  * devmemtcp_gpu_flush) and gathers that place linear fragments
  * (devmemtcp_gpu_gather_recv).
  *

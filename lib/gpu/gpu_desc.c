@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * GPU layer (8), the CPU side of a gather: the descriptors and destination
+ * The gpu layer, the CPU side of a gather: the descriptors and destination
  * table of each launch, and the no-copy view.  Nothing here calls CUDA, so
  * the unit suite tests it on any machine.
  *

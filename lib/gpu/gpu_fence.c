@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * GPU layer (8): fences, and token releases held back by them.
+ * The gpu layer: fences, and token releases held back by them.
  *
  * A fence completes once the work queued on its stream before it has
  * finished.  Where the driver has stream memory operations, the stream

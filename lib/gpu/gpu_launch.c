@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * GPU layer (8): launching gathers.
+ * The gpu layer: launching gathers.
  *
  * A gather that fits in a kernel parameter (up to inline_max descriptors
  * and DMT_INLINE_DST_MAX destinations: the size of a receive) is launched

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * GPU layer (8): the persistent gather kernel (DEVMEMTCP_GPU_PERSISTENT).
+ * The gpu layer: the persistent gather kernel (DEVMEMTCP_GPU_PERSISTENT).
  *
  * One block per SM stays resident on a stream of the handle's own and
  * takes jobs in order; every block takes part in every job.  Job j is the

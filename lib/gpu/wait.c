@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * GPU layer: waiting on the CPU for a word the GPU writes (gpu.h, struct
+ * The gpu layer: waiting on the CPU for a word the GPU writes (gpu.h, struct
  * dmt_wait), for the fences (gpu_fence.c) and the persistent kernel
  * (gpu_persist.c).  It calls nothing of the library.
  */

@@ -34,6 +34,21 @@ void dmt_shared_free(struct dmt_shared *s)
 	s->rss_size = 0;
 }
 
+int dmt_shared_copy(struct dmt_shared *dst, const struct dmt_shared *src)
+{
+	*dst = *src;
+	dst->rss = NULL;
+	if (!src->rss_size)
+		return 0;
+	dst->rss = dmt_malloc(src->rss_size * sizeof(uint32_t));
+	if (!dst->rss) {
+		dst->rss_size = 0;
+		return -ENOMEM;
+	}
+	memcpy(dst->rss, src->rss, src->rss_size * sizeof(uint32_t));
+	return 0;
+}
+
 void dmt_base_free(struct dmt_base *b)
 {
 	dmt_shared_free(&b->baseline);

@@ -108,6 +108,8 @@ struct dmt_owner {
 	struct dmt_orule *rules;
 };
 
+/* A copy of src with its own table (0 or -ENOMEM, then dst has none). */
+int dmt_shared_copy(struct dmt_shared *dst, const struct dmt_shared *src);
 void dmt_shared_free(struct dmt_shared *s);
 void dmt_base_free(struct dmt_base *b);
 void dmt_owner_free(struct dmt_owner *o);
@@ -209,23 +211,6 @@ bool dmt_owner_alive(const struct dmt_owner *o);
 bool dmt_spec_overlap(const struct ethtool_rx_flow_spec *a,
 		      const struct ethtool_rx_flow_spec *b);
 
-/*
- * The shared settings the owners need, from the baseline and the owners
- * (dmt_base.baseline, nrx RX queues): header split on and hds-thresh 0
- * while any owner exists, the default table kept off the queues of
- * owners without keep_rss, ntuple on while an owner has (or, more_rules,
- * is about to have) a rule or the baseline had it on; the baseline when
- * there is no owner.  bound[0..nbound) are the RX queues queue-get shows
- * bound (a dma-buf, io_uring, AF_XDP): whoever owns them, or nobody, they
- * are kept off the default table too (but a keep_rss owner's, which stay
- * there by its choice), and while one is, header split stays on as for
- * an owner.  With no queue left for the rest the table stays as the
- * owners last set it (b->applied).  t->rss malloc'd.  0 or -ENOMEM.
- */
-int dmt_derive_shared(const struct dmt_base *b, uint32_t nrx,
-		      const struct dmt_owner *const *owners, size_t n,
-		      const uint32_t *bound, uint32_t nbound, bool more_rules,
-		      struct dmt_shared *t);
 
 /* One operation on an interface under its lock: what it found in the run
  * directory and on the device, and what it reports. */
@@ -371,6 +356,25 @@ bool dmt_rss_is_default(const uint32_t *cur, uint32_t n, uint32_t nrx);
 /* Table of size n spread over queues (the RSS context). */
 void dmt_plan_ctx(uint32_t n, const uint32_t *queues, uint32_t k,
 		  uint32_t *out);
+/* Is v one of set[0..n)? */
+bool dmt_in_list(uint32_t v, const uint32_t *set, uint32_t n);
+/*
+ * The shared settings the owners need, from the baseline and the owners
+ * (dmt_base.baseline, nrx RX queues): header split on and hds-thresh 0
+ * while any owner exists, the default table kept off the queues of
+ * owners without keep_rss, ntuple on while an owner has (or, more_rules,
+ * is about to have) a rule or the baseline had it on; the baseline when
+ * there is no owner.  bound[0..nbound) are the RX queues queue-get shows
+ * bound (a dma-buf, io_uring, AF_XDP): whoever owns them, or nobody, they
+ * are kept off the default table too (but a keep_rss owner's, which stay
+ * there by its choice), and while one is, header split stays on as for
+ * an owner.  With no queue left for the rest the table stays as the
+ * owners last set it (b->applied).  t->rss malloc'd.  0 or -ENOMEM.
+ */
+int dmt_derive_shared(const struct dmt_base *b, uint32_t nrx,
+		      const struct dmt_owner *const *owners, size_t n,
+		      const uint32_t *bound, uint32_t nbound, bool more_rules,
+		      struct dmt_shared *t);
 
 /* ---- the handle ---- */
 
@@ -460,10 +464,8 @@ struct devmemtcp_binding *dmt_nic_take_binding(struct devmemtcp_nic *nic);
 void dmt_nic_forget(struct devmemtcp_nic *nic);
 
 /* Between the files of the owners' model: owners.c (processes, the
- * operation, the derived settings, queues), undo.c (undoing an owner,
- * dead owners) and shared.c (the shared settings on the device). */
-bool dmt_in_list(uint32_t v, const uint32_t *set, uint32_t n);
-int dmt_shared_copy(struct dmt_shared *dst, const struct dmt_shared *src);
+ * operation, queues), undo.c (undoing an owner, dead owners) and
+ * shared.c (the shared settings on the device). */
 int dmt_shared_copy_table(struct dmt_shared *dst, const struct dmt_shared *src);
 bool dmt_shared_same_table(const struct dmt_shared *a, const struct dmt_shared *b);
 int dmt_op_save_base(struct dmt_op *op);

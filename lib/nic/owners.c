@@ -3,10 +3,10 @@
  * The owners of an interface (HACKING.md, "The NIC layer: many owners per
  * interface").  Each devmemtcp_nic handle is an owner with its own file
  * IF.owner.PID.START.N; the shared settings (header split, hds-thresh,
- * ntuple, the default RSS table) are derived from the baseline in IF.base
- * and the live owners (and the queues queue-get shows bound, which never
- * go back into the default table), and changed only where the device
- * still shows what the owners last wrote.  Everything here runs under the
+ * ntuple, the default RSS table) are derived (plan.c, dmt_derive_shared)
+ * from the baseline in IF.base and the live owners (and the queues
+ * queue-get shows bound, which never go back into the default table), and
+ * changed only where the device still shows what the owners last wrote.  Everything here runs under the
  * interface lock (struct dmt_op); nic.c drives it.  Undoing an owner and
  * the dead owners are undo.c; the shared settings on the device shared.c;
  * whether two rules overlap flow.c.
@@ -106,29 +106,6 @@ bool dmt_owner_alive(const struct dmt_owner *o)
 /* ---------------------------------------------------------------------- */
 /* the shared settings                                                     */
 
-bool dmt_in_list(uint32_t v, const uint32_t *set, uint32_t n)
-{
-	for (uint32_t i = 0; i < n; i++)
-		if (set[i] == v)
-			return true;
-	return false;
-}
-
-int dmt_shared_copy(struct dmt_shared *dst, const struct dmt_shared *src)
-{
-	*dst = *src;
-	dst->rss = NULL;
-	if (!src->rss_size)
-		return 0;
-	dst->rss = dmt_malloc(src->rss_size * sizeof(uint32_t));
-	if (!dst->rss) {
-		dst->rss_size = 0;
-		return -ENOMEM;
-	}
-	memcpy(dst->rss, src->rss, src->rss_size * sizeof(uint32_t));
-	return 0;
-}
-
 /* dst's table becomes a copy of src's */
 int dmt_shared_copy_table(struct dmt_shared *dst, const struct dmt_shared *src)
 {
@@ -152,65 +129,6 @@ bool dmt_shared_same_table(const struct dmt_shared *a, const struct dmt_shared *
 	       (!a->rss_size || memcmp(a->rss, b->rss, a->rss_size * 4) == 0);
 }
 
-/* q is a queue of an owner that keeps RSS on its queues. */
-static bool kept_in_rss(uint32_t q, const struct dmt_owner *const *owners, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (owners[i]->keep_rss && dmt_in_list(q, owners[i]->queues, owners[i]->nqueues))
-			return true;
-	return false;
-}
-
-int dmt_derive_shared(const struct dmt_base *b, uint32_t nrx,
-		      const struct dmt_owner *const *owners, size_t n,
-		      const uint32_t *bound, uint32_t nbound, bool more_rules,
-		      struct dmt_shared *t)
-{
-	const struct dmt_shared *bl = &b->baseline, *keep;
-	bool rules = more_rules;
-	uint32_t *uni, k = 0, held = 0;
-	int err = dmt_shared_copy(t, bl);
-
-	if (err < 0 || (n == 0 && nbound == 0))
-		return err;
-	uni = dmt_calloc(nrx ? nrx : 1, sizeof(*uni));
-	if (!uni) {
-		dmt_shared_free(t);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const struct dmt_owner *o = owners[i];
-
-		rules |= o->nrules > 0;
-		for (uint32_t q = 0; !o->keep_rss && q < o->nqueues; q++)
-			if (o->queues[q] < nrx && !dmt_in_list(o->queues[q], uni, k))
-				uni[k++] = o->queues[q];
-	}
-	/* whoever has them: their bytes go where someone can read them */
-	for (uint32_t i = 0; i < nbound; i++) {
-		if (bound[i] >= nrx || kept_in_rss(bound[i], owners, n))
-			continue;
-		held++;
-		if (!dmt_in_list(bound[i], uni, k))
-			uni[k++] = bound[i];
-	}
-	if (n == 0 && held == 0) {
-		free(uni);
-		return 0;	/* the baseline */
-	}
-	/* also when the baseline did not show it (mlx5_core until set) */
-	t->tds = DMT_ETHTOOL_TCP_DATA_SPLIT_ENABLED;
-	t->hds = bl->hds < 0 ? -1 : 0;
-	t->ntuple = bl->ntuple || rules;
-	/* No queue left for the rest: the table stays as the owners last
-	 * set it (only an owner with keep_rss may take every queue). */
-	keep = b->applied.rss_size == bl->rss_size ? &b->applied : bl;
-	if (k && bl->rss_size &&
-	    dmt_plan_rss(bl->rss, bl->rss_size, nrx, uni, k, t->rss) < 0)
-		memcpy(t->rss, keep->rss, bl->rss_size * 4);
-	free(uni);
-	return 0;
-}
 
 /* ---------------------------------------------------------------------- */
 /* the operation: lock, files, hooks                                       */

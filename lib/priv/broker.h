@@ -5,7 +5,9 @@
  * and checking every field of what arrives: pure functions, fuzzed) and
  * the client side (broker_client.c: the connection, one request and its
  * reply with the fds they carry).  It calls the helpers of internal.h,
- * the interface name check of nic.h and a buffer's fd; the broker's table
+ * the interface name check of nic.h and a buffer's fd (its .c files
+ * include those; this header needs only the public header, so the broker
+ * program sees nothing private but what it declares); the broker's table
  * of privileged operations (broker_ops.c) calls it, and the broker
  * program (broker/) serves it, calling only the public API and the
  * functions of serve.c declared at the end of this header.
@@ -34,7 +36,9 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include "core/internal.h"
+#include "devmemtcp.h"
+
+struct dmt_err;		/* core/internal.h */
 
 #define DMT_BRK_SOCKET "/run/devmemtcp-broker.sock"
 #define DMT_BRK_CONF DMT_SYSCONFDIR "/devmemtcp/broker.conf"	/* meson.build */
@@ -48,6 +52,10 @@
 #define DMT_BRK_MAX_PORTS 16		/* port ranges in a policy answer */
 #define DMT_BRK_MAX_QRANGES 16		/* queue id ranges in a policy answer */
 #define DMT_BRK_REPLY_TIMEOUT_MS 30000	/* the NIC lock alone may take 10 s */
+#define DMT_BRK_ERRMSG_MAX 1024		/* a reply's message: DMT_ERRMSG_MAX
+					 * (core/internal.h, checked in broker_msg.c) */
+#define DMT_BRK_QUEUE_IDS 4096		/* queue ids are below this: DMT_MAX_QUEUES
+					 * (core/internal.h, checked in broker_msg.c) */
 
 enum dmt_brk_type {
 	DMT_BRK_OPEN = 1,	/* devmemtcp_nic_open for the client */
@@ -176,7 +184,7 @@ struct dmt_brk_reply {
 	struct dmt_brk_hdr hdr;
 	int32_t err;			/* 0 or a negative errno */
 	uint32_t nfds;			/* fds that came with it */
-	char msg[DMT_ERRMSG_MAX];	/* NUL-terminated, "" on success */
+	char msg[DMT_BRK_ERRMSG_MAX];	/* NUL-terminated, "" on success */
 	union {
 		struct dmt_brk_open_reply open;
 		uint32_t flow_id;	/* add-flow */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "broker.h"
+#include "core/internal.h"
 #include "nic/nic.h"
 
 _Static_assert(sizeof(struct dmt_brk_hdr) == 16, "header layout");
@@ -30,6 +31,8 @@ _Static_assert(offsetof(struct dmt_brk_reply, u) +
 	       offsetof(struct dmt_brk_reply, u), "version 1 reply layout");
 _Static_assert(sizeof(struct dmt_brk_reply) == 1480, "reply size");
 _Static_assert(DMT_MAX_QUEUES <= 65536, "queue ids in 16 bits");
+_Static_assert(DMT_BRK_ERRMSG_MAX == DMT_ERRMSG_MAX, "a reply carries a whole message");
+_Static_assert(DMT_BRK_QUEUE_IDS == DMT_MAX_QUEUES, "the queue ids the library takes");
 
 static const char *const type_names[DMT_BRK_TYPE_END] = {
 	[DMT_BRK_OPEN] = "open",

@@ -60,6 +60,7 @@
 
 #include "devmemtcp.h"
 #include "net_abi.h"
+#include "pattern.h"
 
 #define WINDOW 8
 #define SLACK 64
@@ -610,27 +611,29 @@ static int check_props(struct rank *r)
 
 /* ---- the transfer: N bytes each way, WINDOW requests in flight ------------- */
 
+/* The stream pattern (tests/lib/pattern.h), from position pos + seed. */
+#define PAT_PERIOD PATTERN_PERIOD_DEFAULT
+
 static uint8_t pat(uint64_t pos, unsigned int seed)
 {
-	return (uint8_t)((pos + seed) % 251);
+	return pattern_byte(pos + seed, PAT_PERIOD);
 }
 
-/* The pattern repeats every 251 bytes: copy it from a table of a few
+/* The pattern repeats every period: copy it from a table of a few
  * periods instead of computing every byte.  main() fills it before the
  * ranks start: both read it, and a rank that found it half filled by the
  * other would send (or expect) zeros. */
-#define PAT_CHUNK (251 * 64)
-static uint8_t pat_table[PAT_CHUNK + 251];
+#define PAT_CHUNK (PAT_PERIOD * 64)
+static uint8_t pat_table[PAT_CHUNK + PAT_PERIOD];
 
 static void pat_init(void)
 {
-	for (size_t i = 0; i < sizeof(pat_table); i++)
-		pat_table[i] = (uint8_t)(i % 251);
+	pattern_fill(pat_table, sizeof(pat_table), 0, PAT_PERIOD);
 }
 
 static const uint8_t *pat_at(uint64_t pos, unsigned int seed)
 {
-	return pat_table + (pos + seed) % 251;
+	return pat_table + (pos + seed) % PAT_PERIOD;
 }
 
 static void fill(char *dst, size_t len, uint64_t pos, unsigned int seed)

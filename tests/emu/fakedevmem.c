@@ -35,6 +35,7 @@
 #include <devmemtcp.h>
 
 #include "emu.h"
+#include "pattern.h"
 #include "uapi.h"
 
 #define FAKE_LINEAR 1u
@@ -270,13 +271,7 @@ static void advance(struct fake_sock *s, size_t n)
 
 static void pattern(uint8_t *dst, size_t len, uint64_t pos)
 {
-	unsigned int v = (unsigned int)(pos % 251);
-
-	for (size_t i = 0; i < len; i++) {
-		dst[i] = (uint8_t)v;
-		if (++v == 251)
-			v = 0;
-	}
+	pattern_fill(dst, len, pos, PATTERN_PERIOD_DEFAULT);
 }
 
 static ssize_t fake_recv(struct fake_sock *s, struct msghdr *msg)

@@ -20,6 +20,7 @@ import threading
 import time
 
 import devmemtcp as dm
+from devmemtcp._pattern import PERIOD, pattern
 
 
 def main():
@@ -36,8 +37,7 @@ def main():
         import torch
         dev = torch.device("cuda", 0)
         stream = torch.cuda.Stream(dev)
-        period = torch.arange(251, dtype=torch.uint8, device=dev)
-    block = bytes(range(251)) * ((1 << 20) // 251 + 2)
+        period = torch.tensor(list(pattern(0, PERIOD)), dtype=torch.uint8, device=dev)
     work = queue.Queue()
     state = {"pos": 0, "bad": 0, "held": 0, "held_max": 0}
     lock = threading.Lock()
@@ -49,16 +49,12 @@ def main():
             dst = torch.empty(n, dtype=torch.uint8, device=dev)
             frags.gather_into(dst, stream)
             stream.synchronize()
-            want = period[(torch.arange(n, device=dev) + pos) % 251]
+            want = period[(torch.arange(n, device=dev) + pos) % PERIOD]
             ok = bool(torch.equal(dst, want))
         else:
             got = frags.read()
             frags.release()
-            ok = True
-            for k in range(0, n, 1 << 20):
-                off = (pos + k) % 251
-                chunk = got[k:k + (1 << 20)]
-                ok &= chunk == block[off:off + len(chunk)]
+            ok = got == pattern(pos, n)
         state["bad"] += not ok
         state["pos"] += n
 

@@ -14,6 +14,7 @@ import socket
 import sys
 
 import devmemtcp as dm
+from devmemtcp._pattern import PERIOD, pattern
 
 
 def main():
@@ -26,10 +27,9 @@ def main():
     if a.cuda:
         import torch
         dev = torch.device("cuda", 0)
-        period = torch.arange(251, dtype=torch.uint8, device=dev)
+        period = torch.tensor(list(pattern(0, PERIOD)), dtype=torch.uint8, device=dev)
     else:
         import numpy
-    block = bytes(range(251)) * 40
     views = bad = got = 0
     with dm.Context() as ctx, \
             dm.Buffer(ctx, 64 << 20, "cuda" if a.cuda else "udmabuf") as buf, \
@@ -47,12 +47,12 @@ def main():
                 n = frags.nbytes
                 if a.cuda:
                     t = torch.from_dlpack(frags)
-                    want = period[(torch.arange(n, device=dev) + got) % 251]
+                    want = period[(torch.arange(n, device=dev) + got) % PERIOD]
                     ok = t.device == dev and bool(torch.equal(t.reshape(-1), want))
                     del t
                 else:
                     v = numpy.from_dlpack(frags)
-                    ok = v.tobytes() == block[got % 251:got % 251 + n]
+                    ok = v.tobytes() == pattern(got, n)
                     del v
                 frags.release()
                 bad += not ok

@@ -102,7 +102,7 @@ static bool fate_fails(void)
 
 static int fake_fail(char *msg)
 {
-	snprintf(msg, DMT_ERRMSG_MAX, "fake: failed");
+	snprintf(msg, DMT_BRK_ERRMSG_MAX, "fake: failed");
 	return -EIO;
 }
 

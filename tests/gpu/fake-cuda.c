@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cuda.h"
+#include "gather_index.h"
 #include "gpu.h"
 #include "../emu/emu-cuda.h"
 
@@ -165,25 +166,6 @@ struct launch {
 	unsigned char param[DMT_INLINE_HDR + 1024 * 16] __attribute__((aligned(16)));
 };
 
-static uint64_t out_addr(const struct dmt_gather_dst *sdst, uint32_t ndst,
-			 uint64_t bias, uint32_t pos)
-{
-	if (ndst > 1) {
-		uint32_t lo = 0, hi = ndst - 1;
-
-		while (lo < hi) {
-			uint32_t mid = (lo + hi + 1) / 2;
-
-			if (sdst[mid].start <= pos)
-				lo = mid;
-			else
-				hi = mid - 1;
-		}
-		bias = sdst[lo].bias;
-	}
-	return bias + pos;
-}
-
 static void copy(uint64_t src, uint64_t dst, uint64_t len)
 {
 	memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, len);
@@ -194,13 +176,11 @@ static void copy_slice(const struct dmt_gather_desc *v,
 		       const struct dmt_gather_dst *sdst, uint32_t ndst,
 		       uint64_t bias, uint32_t split, uint32_t part)
 {
-	uint64_t slice = (((uint64_t)v->len + split - 1) / split + 15) & ~15ull;
-	uint64_t off = part * slice;
+	uint64_t off;
+	uint32_t len = dmt_slice(v->len, split, part, &off);
 
-	if (off >= v->len)
-		return;
-	copy(v->src + off, out_addr(sdst, ndst, bias, v->pos) + off,
-	     slice < v->len - off ? slice : v->len - off);
+	if (len)
+		copy(v->src + off, dmt_out_addr(sdst, ndst, bias, v->pos) + off, len);
 }
 
 /* Descriptor d of a block that has [d0, d1) of them (staged in shared
@@ -220,20 +200,18 @@ static void gather_warp(const struct dmt_gather_desc *descs, uint32_t d0,
 			uint32_t n, uint32_t ndst, uint64_t bias, uint32_t per,
 			uint32_t split, uint32_t vw)
 {
-	if (split > 1) {
-		uint32_t d = vw / split;
+	uint32_t first, part;
+	uint32_t cnt = dmt_warp_share(vw, n, per, split, &first, &part);
 
-		if (d < n)
-			copy_slice(desc_at(descs, d0, d1, d), sdst, ndst, bias,
-				   split, vw % split);
+	if (cnt && split > 1) {
+		copy_slice(desc_at(descs, d0, d1, first), sdst, ndst, bias,
+			   split, part);
 		return;
 	}
-	if ((uint64_t)vw * per >= n)
-		return;
-	for (uint32_t k = vw * per; k < vw * per + per && k < n; k++) {
+	for (uint32_t k = first; k < first + cnt; k++) {
 		const struct dmt_gather_desc *v = desc_at(descs, d0, d1, k);
 
-		copy(v->src, out_addr(sdst, ndst, bias, v->pos), v->len);
+		copy(v->src, dmt_out_addr(sdst, ndst, bias, v->pos), v->len);
 	}
 }
 

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "buf.h"
+#include "gather_index.h"
 #include "gpu.h"
 
 /* Fake device address spaces backed by host memory. */
@@ -79,14 +80,7 @@ static int teardown(void **state)
 
 static uint64_t out_addr(const struct dmt_gather_batch *b, uint32_t pos)
 {
-	uint32_t lo = 0;
-
-	if (b->ndst <= 1)
-		return b->dst[0].bias + pos;
-	for (uint32_t j = 1; j < b->ndst; j++)	/* sorted by start */
-		if (b->dst[j].start <= pos)
-			lo = j;
-	return b->dst[lo].bias + pos;
+	return dmt_out_addr(b->dst, b->ndst, b->dst[0].bias, pos);
 }
 
 static void copy(uint64_t from, uint64_t to, uint64_t len)
@@ -107,12 +101,11 @@ static void copy_slice(const struct dmt_gather_batch *b,
 		       const struct dmt_gather_desc *e, uint32_t split,
 		       uint32_t part)
 {
-	uint64_t slice = (((uint64_t)e->len + split - 1) / split + 15) & ~15ull;
-	uint64_t off = part * slice;
+	uint64_t off;
+	uint32_t len = dmt_slice(e->len, split, part, &off);
 
-	if (off < e->len)
-		copy(e->src + off, out_addr(b, e->pos) + off,
-		     slice < e->len - off ? slice : e->len - off);
+	if (len)
+		copy(e->src + off, out_addr(b, e->pos) + off, len);
 }
 
 /* One block of a one-dimensional launch, as gather.cu's gather_block does
@@ -126,17 +119,15 @@ static void execute_block(const struct dmt_gather_batch *b,
 	dmt_warp_range(vw0, g->wpb, b->nd, g->per, g->split, &d0, &d1);
 	assert_true(d1 - d0 <= DMT_STAGE_MAX);
 	for (uint32_t vw = vw0; vw < vw0 + g->wpb; vw++) {
-		if (g->split > 1) {
-			uint32_t d = vw / g->split;
+		uint32_t first, part;
+		uint32_t cnt = dmt_warp_share(vw, b->nd, g->per, g->split, &first, &part);
 
-			if (d >= b->nd)
-				continue;
-			assert_true(d >= d0 && d < d1);
-			copy_slice(b, &b->desc[d], g->split, vw % g->split);
+		if (cnt && g->split > 1) {
+			assert_true(first >= d0 && first < d1);
+			copy_slice(b, &b->desc[first], g->split, part);
 			continue;
 		}
-		for (uint64_t k = (uint64_t)vw * g->per;
-		     k < (uint64_t)vw * g->per + g->per && k < b->nd; k++) {
+		for (uint32_t k = first; k < first + cnt; k++) {
 			assert_true(k >= d0 && k < d1);
 			copy(b->desc[k].src, out_addr(b, b->desc[k].pos),
 			     b->desc[k].len);

@@ -24,7 +24,7 @@
 
 #include "devmemtcp.h"
 #include "harness.h"
-#include "../unit/allocfixture.h"
+#include "allocfixture.h"
 
 static struct devmemtcp_ctx *ctx;
 

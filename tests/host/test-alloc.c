@@ -28,7 +28,7 @@
 #include "buf.h"
 #include "devmemtcp.h"
 #include "harness.h"
-#include "../unit/allocfixture.h"
+#include "allocfixture.h"
 
 static struct devmemtcp_ctx *ctx;
 static int va;

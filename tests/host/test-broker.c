@@ -45,8 +45,8 @@
 #include "broker.h"
 #include "devmemtcp.h"
 #include "harness.h"
-#include "../unit/ctxfixture.h"
-#include "../unit/nicfixture.h"
+#include "ctxfixture.h"
+#include "nicfixture.h"
 
 #ifndef TEST_BUILDDIR
 #define TEST_BUILDDIR "."

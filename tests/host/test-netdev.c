@@ -30,7 +30,7 @@
 #include <netlink/genl/genl.h>
 #include <netlink/netlink.h>
 
-#include "../unit/ctxfixture.h"
+#include "ctxfixture.h"
 #include "devmemtcp.h"
 #include "netdev.h"
 #include "nl.h"

@@ -34,11 +34,11 @@
 #include <linux/rtnetlink.h>
 #include <sys/syscall.h>
 
-#include "../unit/ctxfixture.h"
+#include "ctxfixture.h"
 #include "devmemtcp.h"
 #include "harness.h"
 #include "nic.h"
-#include "../unit/nicfixture.h"
+#include "nicfixture.h"
 #include "uapi.h"
 
 #ifndef TEST_BUILDDIR

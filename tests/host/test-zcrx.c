@@ -22,7 +22,7 @@
 
 #include "devmemtcp.h"
 #include "harness.h"
-#include "../unit/ctxfixture.h"
+#include "ctxfixture.h"
 
 static struct devmemtcp_ctx *ctx;
 static int va;

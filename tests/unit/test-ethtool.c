@@ -489,50 +489,6 @@ static void test_spec_equal(void **state)
 	assert_false(dmt_spec_equal(&a, &b));
 }
 
-/* Reply parsers on mutated messages: whatever the bytes, they stay inside
- * the message (ASan in the developer build) and leak nothing. */
-static void test_parse_fuzz(void **state)
-{
-	char buf[8192], m[8192];
-	struct nlmsghdr *nlh = reply(buf, DMT_ETHTOOL_MSG_RSS_GET_REPLY);
-	uint32_t t[16] = { 0 };
-	struct nlattr *bs, *bits, *bit;
-	unsigned int seed = 777;
-	size_t len;
-
-	mnl_attr_put_u8(nlh, DMT_ETHTOOL_A_RINGS_TCP_DATA_SPLIT, 2);
-	mnl_attr_put_u32(nlh, DMT_ETHTOOL_A_RINGS_HDS_THRESH, 0);
-	mnl_attr_put(nlh, DMT_ETHTOOL_A_RSS_INDIR, sizeof(t), t);
-	bs = mnl_attr_nest_start(nlh, DMT_ETHTOOL_A_FEATURES_ACTIVE);
-	bits = mnl_attr_nest_start(nlh, DMT_ETHTOOL_A_BITSET_BITS);
-	bit = mnl_attr_nest_start(nlh, DMT_ETHTOOL_A_BITSET_BITS_BIT);
-	mnl_attr_put_strz(nlh, DMT_ETHTOOL_A_BITSET_BIT_NAME, "rx-ntuple-filter");
-	mnl_attr_put(nlh, DMT_ETHTOOL_A_BITSET_BIT_VALUE, 0, NULL);
-	mnl_attr_nest_end(nlh, bit);
-	mnl_attr_nest_end(nlh, bits);
-	mnl_attr_nest_end(nlh, bs);
-	/* mutations turn padding into attribute headers: make it defined */
-	dmt_nl_zero_padding(nlh);
-	len = nlh->nlmsg_len;
-	for (int round = 0; round < 20000; round++) {
-		struct nlmsghdr *h = (struct nlmsghdr *)m;
-		struct dmt_rings r;
-		struct dmt_channels c;
-		struct dmt_feature f;
-		struct dmt_rss rss;
-
-		memcpy(m, buf, len);
-		for (int e = 0; e < 1 + round % 3; e++)
-			m[16 + (size_t)rand_r(&seed) % (len - 16)] = (char)rand_r(&seed);
-		h->nlmsg_len = (uint32_t)len;	/* the transport checked this */
-		dmt_eth_rings_parse(h, &r);
-		dmt_eth_channels_parse(h, &c);
-		dmt_eth_features_parse(h, "rx-ntuple-filter", &f);
-		if (dmt_eth_rss_parse(h, &rss) == 0)
-			dmt_rss_free(&rss);
-	}
-}
-
 static void test_kernel_version(void **state)
 {
 	assert_int_equal(dmt_kernel_version("6.18.44-fc-v669"), 0x06122c);
@@ -559,7 +515,6 @@ int main(void)
 		cmocka_unit_test(test_flow_spec_v6),
 		cmocka_unit_test(test_flow_parse_errors),
 		cmocka_unit_test(test_spec_equal),
-		cmocka_unit_test(test_parse_fuzz),
 		cmocka_unit_test(test_kernel_version),
 	};
 

@@ -11,6 +11,8 @@ and keeps the kernel's side of the token books.
 import ctypes
 import os
 
+from ._pattern import pattern  # noqa: F401 (the stream pattern, for the tests)
+
 LINEAR = 1
 
 
@@ -148,11 +150,3 @@ def bench_pipeline_c(sock, buf_fd, iterations, max_frags, max_bytes, binding_id,
     if r < 0:
         raise OSError(int(-r), os.strerror(int(-r)))
     return r
-
-
-def pattern(pos, n):
-    """n bytes of the stream pattern from position pos (byte i is i % 251)."""
-    period = bytes(range(251))
-    start = pos % 251
-    reps = (start + n) // 251 + 1
-    return (period * reps)[start:start + n]

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gather_index.h"	/* where a gather puts an output position */
 #include "gpu.h"	/* the driver types and the gather descriptors */
 
 #define FC_MAX_STREAMS 256
@@ -494,20 +495,15 @@ CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 }
 
 /* The gather kernels' work (lib/gpu/gather.cu), done at launch: each
- * descriptor's bytes go to the destination holding its output position. */
+ * descriptor's bytes go to the destination holding its output position,
+ * found as the kernels find it (gather_index.h). */
 static void fc_gather_run(const struct dmt_gather_args *a,
 			  const struct dmt_gather_desc *d,
 			  const struct dmt_gather_dst *dst)
 {
-	for (uint32_t i = 0; i < a->n; i++) {
-		uint64_t b = a->bias;
-
-		for (uint32_t k = 0; a->ndst > 1 && k < a->ndst; k++)
-			if (dst[k].start <= d[i].pos)
-				b = dst[k].bias;
-		memcpy((void *)(uintptr_t)(b + d[i].pos),
+	for (uint32_t i = 0; i < a->n; i++)
+		memcpy((void *)(uintptr_t)dmt_out_addr(dst, a->ndst, a->bias, d[i].pos),
 		       (const void *)(uintptr_t)d[i].src, d[i].len);
-	}
 }
 
 /* dmt_gather(descs, dsts, args): the descriptors in a pinned slot. */

@@ -21,13 +21,13 @@ from array import array
 import pytest
 
 import devmemtcp as dm
+from devmemtcp._pattern import pattern
 from conftest import Legacy, Versioned, capi, spinner
 
 IF = "dsim1"
 RX_ADDR = "10.77.0.2"
 HERE = os.path.dirname(os.path.abspath(__file__))
 SENDER = os.path.join(HERE, "..", "..", "..", "examples", "python", "sender.py")
-PERIOD = bytes(range(251))
 
 
 def setup_module():
@@ -51,8 +51,7 @@ def send(port, nbytes, delay=0.0):
 
 def expect(pos, n):
     """n bytes of the pattern from stream position pos."""
-    start = pos % 251
-    return (PERIOD * ((start + n) // 251 + 1))[start:start + n]
+    return pattern(pos, n)
 
 
 def kernel():

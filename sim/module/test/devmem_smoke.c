@@ -46,6 +46,8 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 
+#include "pattern.h"	/* tests/lib: the stream pattern */
+
 #ifndef MSG_SOCK_DEVMEM
 #define MSG_SOCK_DEVMEM 0x2000000
 #endif
@@ -89,7 +91,8 @@ struct dmabuf_token_ {
 #define NETDEV_QUEUE_TYPE_RX 0
 
 #define DMABUF_SIZE (64UL << 20)
-#define PAT(i) ((uint8_t)((i) % 251))
+#define PERIOD PATTERN_PERIOD_DEFAULT
+#define PAT(i) pattern_byte((i), PERIOD)
 
 static void die(const char *m)
 {
@@ -508,14 +511,13 @@ static int connect_to(const char *ip, int port)
 
 static int do_tx(const char *ip, int port, uint64_t total)
 {
-	static uint8_t buf[251 * 256];
+	static uint8_t buf[PERIOD * 256];
 	int s = connect_to(ip, port);
 	uint64_t pos = 0;
 
-	for (size_t i = 0; i < sizeof(buf); i++)
-		buf[i] = PAT(i);
+	pattern_fill(buf, sizeof(buf), 0, PERIOD);
 	while (pos < total) {
-		size_t off = pos % 251;
+		size_t off = pos % PERIOD;
 		size_t n = sizeof(buf) - off;
 		ssize_t w;
 
@@ -534,7 +536,7 @@ static int do_tx(const char *ip, int port, uint64_t total)
 static int do_txdm(const char *ifname, const char *ip, int port, uint64_t total)
 {
 	int ifindex = if_nametoindex(ifname);
-	const size_t size = 251UL * 4096 * 4;
+	const size_t size = PERIOD * 4096UL * 4;
 	uint8_t *map;
 	int dmabuf, nl, family, s, one = 1, err;
 	uint32_t id = 0;
@@ -562,7 +564,7 @@ static int do_txdm(const char *ifname, const char *ip, int port, uint64_t total)
 		die("SO_ZEROCOPY");
 	connect_sock(s, ip, port);
 	while (pos < total) {
-		uint64_t off = pos % (251UL * 4096);	/* buf[off] == PAT(pos) */
+		uint64_t off = pos % (PERIOD * 4096UL);	/* buf[off] == PAT(pos) */
 		uint64_t n = 65536;
 		struct iovec iov;
 		struct msghdr msg = { 0 };

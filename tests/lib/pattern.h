@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
- * The test pattern that 'devmemtcp send' writes, 'devmemtcp recv -v' checks
- * and the VM tests' peers use: byte i of a stream is i % period (period 251
- * by default: a prime, so a page landing at the wrong place shows).  This
- * header owns the pattern's definition and nothing else; it is header-only
- * so the tests can include it without linking the tool.
+ * The stream pattern of the test toolkit (tests/lib/): byte i of a stream
+ * is i % period (period 251 by default: a prime, so a page landing at the
+ * wrong place shows).  'devmemtcp send' writes it, 'devmemtcp recv -v'
+ * checks it, and every C test, benchmark and fake that makes or checks a
+ * stream (harness, vm tests, the emulated NIC, the NCCL plugin's tests,
+ * the simulated NIC's smoke test) includes this header; Python has
+ * devmemtcp._pattern.  It owns the pattern's definition and nothing else,
+ * header-only so that anything can include it without linking.
  */
 #ifndef DEVMEMTCP_PATTERN_H
 #define DEVMEMTCP_PATTERN_H
