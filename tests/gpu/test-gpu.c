@@ -29,6 +29,7 @@
 #include "buf.h"
 #include "gpu.h"
 #include "harness.h"
+#include "forkfixture.h"
 #include "rx.h"
 
 #ifndef ARRAY_SIZE
@@ -1626,18 +1627,7 @@ static void test_release_after_refuses_unknown_tokens(void **state)
 
 /* ---- fork ---------------------------------------------------------------- */
 
-#define REFUSED(fn)                                                            \
-	fn ": this GPU handle was made by a parent of this process (inherited across fork()): a child never receives on, releases tokens of, or undoes the NIC setup of its parent's handles, which stay the parent's; make new ones in the child"
-
-/* In a child: a check that failed exits with its line number. */
-#define CHILD_CHECK(cond)                                                      \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "child %d: %s:%d: %s\n", (int)getpid(),  \
-				__FILE__, __LINE__, #cond);                    \
-			_exit(__LINE__ & 0x7f ? __LINE__ & 0x7f : 1);          \
-		}                                                              \
-	} while (0)
+#define REFUSED(fn) DMT_FORK_REFUSED(fn, "GPU handle")
 
 /*
  * CUDA does not survive fork(): a parent holding received fragments and a

@@ -27,6 +27,7 @@
 #include "buf.h"
 #include "cmsgfixture.h"
 #include "ctxfixture.h"
+#include "forkfixture.h"
 #include "fake-nic.h"
 #include "nl.h"
 #include "nicfixture.h"
@@ -38,8 +39,7 @@
 #define CHILDREN 3
 #define CMSG_FRAG CMSG_SPACE(sizeof(struct dmt_dmabuf_cmsg))
 
-#define REFUSED(fn, what)                                                      \
-	fn ": this " what " was made by a parent of this process (inherited across fork()): a child never receives on, releases tokens of, or undoes the NIC setup of its parent's handles, which stay the parent's; make new ones in the child"
+#define REFUSED(fn, what) DMT_FORK_REFUSED(fn, what)
 
 /* The kernel's side, shared with the children: how often each token came
  * back, and from which process. */
@@ -123,16 +123,6 @@ static int feed(struct devmemtcp_rx *rx, uint32_t first, uint32_t n,
 	}
 	return dmt_rx_process(rx, &msg, (size_t)n * 4096, frags, n);
 }
-
-/* In a child: a check that failed exits with its line number. */
-#define CHILD_CHECK(cond)                                                      \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "child %d: %s:%d: %s\n", (int)getpid(),  \
-				__FILE__, __LINE__, #cond);                    \
-			_exit(__LINE__ & 0x7f ? __LINE__ & 0x7f : 1);          \
-		}                                                              \
-	} while (0)
 
 static void child_work(int k, struct devmemtcp_rx *prx,
 		       const struct devmemtcp_frag *held,

@@ -29,6 +29,7 @@
 #include <linux/genetlink.h>
 
 #include "ctxfixture.h"
+#include "forkfixture.h"
 #include "devmemtcp.h"
 #include "buf.h"
 #include "fork.h"
@@ -1058,18 +1059,7 @@ static void test_public_args(void **state)
 
 /* ---- fork ----------------------------------------------------------------- */
 
-#define REFUSED(fn, what)                                                      \
-	fn ": this " what " was made by a parent of this process (inherited across fork()): a child never receives on, releases tokens of, or undoes the NIC setup of its parent's handles, which stay the parent's; make new ones in the child"
-
-/* In a child: a check that failed exits with its line number. */
-#define CHILD_CHECK(cond)                                                      \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "child %d: %s:%d: %s\n", (int)getpid(),  \
-				__FILE__, __LINE__, #cond);                    \
-			_exit(__LINE__ & 0x7f ? __LINE__ & 0x7f : 1);          \
-		}                                                              \
-	} while (0)
+#define REFUSED(fn, what) DMT_FORK_REFUSED(fn, what)
 
 /* The port id of a netlink socket, or 0 when it is closed. */
 static uint32_t nl_portid(int fd)

@@ -23,6 +23,7 @@
 
 #include "buf.h"
 #include "ctxfixture.h"
+#include "forkfixture.h"
 #include "fork.h"
 #include "zcrx.h"
 #include "harness.h"
@@ -968,18 +969,7 @@ static void test_fake_threads(void **state)
 	fake_close(&f);
 }
 
-#define REFUSED(fn, what)                                                      \
-	fn ": this " what " was made by a parent of this process (inherited across fork()): a child never receives on, releases tokens of, or undoes the NIC setup of its parent's handles, which stay the parent's; make new ones in the child"
-
-/* In a child: a check that failed exits with its line number. */
-#define CHILD_CHECK(cond)                                                      \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "child %d: %s:%d: %s\n", (int)getpid(),  \
-				__FILE__, __LINE__, #cond);                    \
-			_exit(__LINE__ & 0x7f ? __LINE__ & 0x7f : 1);          \
-		}                                                              \
-	} while (0)
+#define REFUSED(fn, what) DMT_FORK_REFUSED(fn, what)
 
 /*
  * A parent holds two fragments of a zcrx receiver while a child uses its
