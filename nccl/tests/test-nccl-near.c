@@ -23,6 +23,7 @@
 
 #include "devmemtcp.h"
 #include "plugin.h"
+#include "sysfsfixture.h"
 
 static int failures;
 static char root[64];
@@ -54,55 +55,21 @@ static void capture(enum nccl_log_level level, unsigned long flags,
 	va_end(ap);
 }
 
-static void mkdirs(const char *path)
-{
-	char p[PATH_MAX];
-
-	snprintf(p, sizeof(p), "%s", path);
-	for (char *s = p + 1; *s; s++)
-		if (*s == '/') {
-			*s = '\0';
-			mkdir(p, 0755);
-			*s = '/';
-		}
-	mkdir(p, 0755);
-}
-
-/* A PCI function at devices/<chain> with its numa_node and its
- * bus/pci/devices link (as test-topo.c makes them). */
+/* A PCI function at devices/<chain> (tests/lib/sysfsfixture.h, as
+ * test-topo.c makes them). */
 static void pci(const char *chain, int numa)
 {
-	char dir[PATH_MAX], link[PATH_MAX], f[PATH_MAX + 16];
-	const char *bdf = strrchr(chain, '/') + 1;
-	FILE *fp;
+	int ret = sysfix_pci(root, chain, numa);
 
-	snprintf(dir, sizeof(dir), "%s/devices/%s", root, chain);
-	mkdirs(dir);
-	snprintf(f, sizeof(f), "%s/numa_node", dir);
-	fp = fopen(f, "w");
-	if (fp) {
-		fprintf(fp, "%d\n", numa);
-		fclose(fp);
-	}
-	snprintf(link, sizeof(link), "%s/bus/pci/devices", root);
-	mkdirs(link);
-	snprintf(link, sizeof(link), "%s/bus/pci/devices/%s", root, bdf);
-	CHECK(!symlink(dir, link), "symlink %s", link);
+	CHECK(!ret, "PCI function %s: %s", chain, strerror(-ret));
 }
 
 /* Interface ifname whose device is devices/<chain> ("" for none). */
 static void net(const char *ifname, const char *chain)
 {
-	char dir[PATH_MAX], link[PATH_MAX + 16], target[PATH_MAX];
+	int ret = sysfix_net(root, ifname, chain);
 
-	snprintf(dir, sizeof(dir), "%s/class/net/%s", root, ifname);
-	mkdirs(dir);
-	if (!*chain)
-		return;
-	snprintf(target, sizeof(target), "%s/devices/%s", root, chain);
-	mkdirs(target);
-	snprintf(link, sizeof(link), "%s/device", dir);
-	CHECK(!symlink(target, link), "symlink %s", link);
+	CHECK(!ret, "interface %s: %s", ifname, strerror(-ret));
 }
 
 static void two_sockets(void)

@@ -45,6 +45,7 @@
 #include "broker.h"
 #include "devmemtcp.h"
 #include "harness.h"
+#include "sysfsfixture.h"
 #include "ctxfixture.h"
 #include "nicfixture.h"
 
@@ -1642,32 +1643,6 @@ static void test_transport(void **state)
 
 /* ---- the NIC nearest a GPU without CAP_NET_ADMIN --------------------------- */
 
-/* A PCI function at SYSFS/devices/<chain> (host bridge first, the function
- * last) with its numa_node and bus/pci/devices link; its directory. */
-static const char *topo_pci(const char *root, const char *chain, int numa)
-{
-	static char d[PATH_MAX];
-	char link[PATH_MAX + 64];
-
-	snprintf(d, sizeof(d), "%s/devices/%s", root, chain);
-	t_run("mkdir -p %s %s/bus/pci/devices && echo %d > %s/numa_node", d, root, numa, d);
-	snprintf(link, sizeof(link), "%s/bus/pci/devices/%s", root, strrchr(chain, '/') + 1);
-	assert_int_equal(symlink(d, link), 0);
-	return d;
-}
-
-static void topo_net(const char *root, const char *ifname, const char *dev)
-{
-	char d[PATH_MAX + 64];
-
-	snprintf(d, sizeof(d), "%s/class/net/%s", root, ifname);
-	t_run("mkdir -p %s", d);
-	if (dev) {
-		strcat(d, "/device");
-		assert_int_equal(symlink(dev, d), 0);
-	}
-}
-
 /* fn of as_uid: nic_rank of the PCI address arg, or near_gpu of CUDA
  * device 0 when arg is NULL. */
 static void rank_as(struct answer *a, struct devmemtcp_ctx *c, const void *arg)
@@ -1714,12 +1689,15 @@ static void test_rank_unprivileged(void **state)
 	(void)state;
 	snprintf(root, sizeof(root), "%s/sysfs", dir);
 	snprintf(chain, sizeof(chain), "%s/0000:1a:00.0/0000:1b:00.0", sw);
-	topo_pci(root, chain, 0);
+	assert_int_equal(sysfix_pci(root, chain, 0), 0);
 	snprintf(chain, sizeof(chain), "%s/0000:1a:01.0/0000:1c:00.0", sw);
-	topo_net(root, "ibp28s0", topo_pci(root, chain, 0));
-	topo_net(root, "ens3", topo_pci(root, "pci0000:00/0000:00:03.0/0000:03:00.0", 0));
-	topo_net(root, "ens9", topo_pci(root, "pci0000:80/0000:80:03.0/0000:81:00.0", 1));
-	topo_net(root, "lo", NULL);
+	assert_int_equal(sysfix_pci(root, chain, 0), 0);
+	assert_int_equal(sysfix_net(root, "ibp28s0", chain), 0);
+	assert_int_equal(sysfix_pci(root, "pci0000:00/0000:00:03.0/0000:03:00.0", 0), 0);
+	assert_int_equal(sysfix_net(root, "ens3", "pci0000:00/0000:00:03.0/0000:03:00.0"), 0);
+	assert_int_equal(sysfix_pci(root, "pci0000:80/0000:80:03.0/0000:81:00.0", 1), 0);
+	assert_int_equal(sysfix_net(root, "ens9", "pci0000:80/0000:80:03.0/0000:81:00.0"), 0);
+	assert_int_equal(sysfix_net(root, "lo", NULL), 0);
 	t_run("chmod -R a+rX %s", root);
 	setenv("DEVMEMTCP_TEST_SYSFS", root, 1);
 	setenv("DEVMEMTCP_LIBCUDA", TEST_BUILDDIR "/tests/gpu/libfakecuda.so", 1);

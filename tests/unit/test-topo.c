@@ -29,59 +29,22 @@
 #include <cmocka.h>
 
 #include "ctxfixture.h"
+#include "sysfsfixture.h"
 #include "devmemtcp.h"
 
 static struct devmemtcp_ctx *ctx;
 static char root[64];
 
-static void mkdirs(const char *path)
-{
-	char p[PATH_MAX];
-
-	snprintf(p, sizeof(p), "%s", path);
-	for (char *s = p + 1; *s; s++)
-		if (*s == '/') {
-			*s = '\0';
-			mkdir(p, 0755);
-			*s = '/';
-		}
-	mkdir(p, 0755);
-}
-
-/* A PCI function at devices/<chain> (host bridge first, '/'-separated,
- * the function last), with its numa_node and bus/pci/devices link. */
+/* A PCI function at devices/<chain> (tests/lib/sysfsfixture.h). */
 static void pci(const char *chain, int numa)
 {
-	char dir[PATH_MAX], link[PATH_MAX], f[PATH_MAX + 16];
-	const char *bdf = strrchr(chain, '/') + 1;
-	FILE *fp;
-
-	snprintf(dir, sizeof(dir), "%s/devices/%s", root, chain);
-	mkdirs(dir);
-	snprintf(f, sizeof(f), "%s/numa_node", dir);
-	fp = fopen(f, "w");
-	assert_non_null(fp);
-	fprintf(fp, "%d\n", numa);
-	fclose(fp);
-	snprintf(link, sizeof(link), "%s/bus/pci/devices", root);
-	mkdirs(link);
-	snprintf(link, sizeof(link), "%s/bus/pci/devices/%s", root, bdf);
-	assert_int_equal(symlink(dir, link), 0);
+	assert_int_equal(sysfix_pci(root, chain, numa), 0);
 }
 
 /* Interface ifname whose device is devices/<chain> ("" for none). */
 static void net(const char *ifname, const char *chain)
 {
-	char dir[PATH_MAX], link[PATH_MAX + 16], target[PATH_MAX];
-
-	snprintf(dir, sizeof(dir), "%s/class/net/%s", root, ifname);
-	mkdirs(dir);
-	if (!*chain)
-		return;
-	snprintf(target, sizeof(target), "%s/devices/%s", root, chain);
-	mkdirs(target);
-	snprintf(link, sizeof(link), "%s/device", dir);
-	assert_int_equal(symlink(target, link), 0);
+	assert_int_equal(sysfix_net(root, ifname, chain), 0);
 }
 
 static int setup(void **state)
