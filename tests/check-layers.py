@@ -23,6 +23,8 @@ A folder of an "includes" line (bench) may include, with #include "...",
 only its own files and those of the folders its line names (the public
 header and the test toolkit): never a private header of lib/ or a test's.
 
+No library file may have more lines than the "lines" line says.
+
 Call circles: files that call functions defined in each other, directly or
 round a loop.  Each must lie inside one folder, and there may be at most as
 many as the "circles" line says.
@@ -67,6 +69,7 @@ class Map:
         self.only = {}
         self.includes = {}
         self.circles = 0
+        self.max_lines = 0	# 0: no limit
         with open(path) as f:
             for n, raw in enumerate(f, 1):
                 line = raw.split('#', 1)[0].strip()
@@ -79,6 +82,8 @@ class Map:
                 key = key.split()
                 if key[0] == 'circles' and len(key) == 1:
                     self.circles = int(words[0])
+                elif key[0] == 'lines' and len(key) == 1:
+                    self.max_lines = int(words[0])
                 elif key[0] == 'program' and len(key) == 2:
                     self.programs[key[1]] = words
                 elif key[0] == 'only' and len(key) == 2:
@@ -299,6 +304,14 @@ def main(argv):
                 continue
             violations.append((('only', name), '%s: calls %s, which only %s may call (%s)'
                                % (rel, name, ', '.join(places), os.path.relpath(lmap.path, src))))
+
+    # the size of the library's files
+    for rel in tree.sources() if lmap.max_lines else ():
+        with open(os.path.join(src, rel), errors='replace') as f:
+            n = sum(1 for _ in f)
+        if n > lmap.max_lines:
+            violations.append((('lines', rel), '%s: %d lines, more than the %d a library file may have (%s): split it along its sections'
+                               % (rel, n, lmap.max_lines, os.path.relpath(lmap.path, src))))
 
     # includes of the library's files
     for rel in tree.sources():

@@ -3,7 +3,8 @@
  * io_uring zero-copy receive, its receive half (zcrx.h): the completion
  * parser, the refill ring, the fragment table, the sockets of a zcrx
  * handle and the ring's thread that drives them.  Making the ring and
- * registering the queue is the control plane's (nic/zcrx_ifq.c).  Raw
+ * registering the queue is the control plane's (nic/zcrx_ifq.c), the
+ * unit tests' handle without io_uring zcrx_fake.c's.  Raw
  * system calls with the structs of uapi.h: Debian's liburing (2.3, 2.9)
  * predates zcrx (liburing 2.10).
  */
@@ -963,72 +964,3 @@ DEVMEMTCP_EXPORT int devmemtcp_zcrx_stats(const struct devmemtcp_zcrx *zc,
 	dmt_copy_out(stats, &s, sizeof(s));
 	return 0;
 }
-
-/* ---- unit tests: a handle whose kernel is the test ---------------------------- */
-#if DMT_TEST_HOOKS
-struct fake_mem {
-	uint32_t sq_head, sq_tail, cq_head, cq_tail;
-	struct dmt_io_uring_sqe sqes[DMT_ZCRX_SQ_ENTRIES];
-	uint8_t cqes[256 * DMT_ZCRX_CQE_SIZE];
-};
-
-int dmt_zcrx_fake_new(struct devmemtcp_ctx *ctx, struct devmemtcp_buf *buf,
-		      uint32_t rq_entries, struct devmemtcp_zcrx **zp,
-		      struct dmt_zcrx_fake_rings *r)
-{
-	struct devmemtcp_zcrx *z = dmt_calloc(1, sizeof(*z));
-	struct fake_mem *m = dmt_calloc(1, sizeof(*m));
-	uint8_t *base;
-
-	if (!z || !m || !rq_entries || (rq_entries & (rq_entries - 1))) {
-		free(z);
-		free(m);
-		return z && m ? -EINVAL : -ENOMEM;
-	}
-	z->ctx = ctx;
-	z->ring_fd = -1;
-	z->refs = 1;
-	z->fork_gen = dmt_fork_gen();
-	z->ifindex = 1;
-	z->buf = buf;
-	z->free_slot = DMT_ZCRX_NO_SLOT;
-	z->st.sz = sizeof(z->st);
-	snprintf(z->ifname, sizeof(z->ifname), "fake");
-	pthread_mutex_init(&z->lock, NULL);
-	z->fake_mem = m;
-	z->sqes = m->sqes;
-	z->sq_head = &m->sq_head;
-	z->sq_tail = &m->sq_tail;
-	z->sq_mask = z->sq_entries = DMT_ZCRX_SQ_ENTRIES;
-	z->sq_mask--;
-	z->cq_head = &m->cq_head;
-	z->cq_tail = &m->cq_tail;
-	z->cq_entries = 256;
-	z->cq_mask = 255;
-	z->cqes = m->cqes;
-	z->area_size = buf->size;
-	z->buf_size = (uint32_t)sysconf(_SC_PAGESIZE);
-	z->dmabuf_area = !buf->cpu_map;
-	z->rq_entries = rq_entries;
-	if (dmt_zcrx_region_alloc(z)) {
-		dmt_zcrx_destroy(z);
-		return -ENOMEM;
-	}
-	/* the kernel's layout: head and tail a cache line apart, then rqes */
-	base = z->region;
-	z->rq_head = (uint32_t *)base;
-	z->rq_tail = (uint32_t *)(base + 64);
-	z->rqes = (struct dmt_zcrx_rqe *)(base + 128);
-	z->enabled = true;
-	z->thread = pthread_self();
-	*r = (struct dmt_zcrx_fake_rings){
-		.sqes = m->sqes, .sq_head = &m->sq_head, .sq_tail = &m->sq_tail,
-		.sq_entries = DMT_ZCRX_SQ_ENTRIES, .cqes = m->cqes, .cq_head = &m->cq_head,
-		.cq_tail = &m->cq_tail, .cq_entries = 256, .rqes = z->rqes,
-		.rq_head = z->rq_head, .rq_tail = z->rq_tail,
-		.rq_entries = rq_entries, .area_token = 0,
-	};
-	*zp = z;
-	return 0;
-}
-#endif
