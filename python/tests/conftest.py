@@ -9,6 +9,7 @@ import mmap
 import os
 import socket
 import threading
+import traceback
 
 import pytest
 
@@ -177,3 +178,39 @@ def spinner():
     finally:
         stop.set()
         t.join()
+
+
+# The message a call on a parent's handle gets in a forked child: % (the
+# function, the handle: "receiver", "TX handle", ...).
+FORK_REFUSED = ("%s: this %s was made by a parent of this process (inherited across "
+                "fork()): a child never receives on, releases tokens of, or undoes the NIC "
+                "setup of its parent's handles, which stay the parent's; make new ones in "
+                "the child")
+
+
+def in_child(fn):
+    """Run fn() in a forked child; its failure (a traceback), as text, or
+    ''."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        msg = b""
+        try:
+            fn()
+        except BaseException:
+            msg = traceback.format_exc().encode()
+        os.write(w, msg or b"")
+        os._exit(1 if msg else 0)
+    os.close(w)
+    out = b""
+    while True:
+        chunk = os.read(r, 65536)
+        if not chunk:
+            break
+        out += chunk
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status), status
+    assert (os.WEXITSTATUS(status) == 0) == (out == b""), (status, out)
+    return out.decode()

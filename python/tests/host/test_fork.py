@@ -9,46 +9,12 @@ the children are gone, once each (python/README.md, "fork")."""
 
 import errno
 import gc
-import os
 import sys
-import traceback
 
 import pytest
 
 import devmemtcp as dm
-from conftest import BINDING, Conn, fake_rx
-
-REFUSED = ("devmemtcp_rx_%s: this receiver was made by a parent of this "
-           "process (inherited across fork()): a child never receives on, "
-           "releases tokens of, or undoes the NIC setup of its parent's "
-           "handles, which stay the parent's; make new ones in the child")
-
-
-def in_child(fn):
-    """Run fn() in a forked child; its failure, as text, or ''."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        msg = b""
-        try:
-            fn()
-        except BaseException:
-            msg = traceback.format_exc().encode()
-        os.write(w, msg or b"")
-        os._exit(1 if msg else 0)
-    os.close(w)
-    out = b""
-    while True:
-        chunk = os.read(r, 65536)
-        if not chunk:
-            break
-        out += chunk
-    os.close(r)
-    _, status = os.waitpid(pid, 0)
-    assert os.WIFEXITED(status), status
-    assert (os.WEXITSTATUS(status) == 0) == (out == b""), (status, out)
-    return out.decode()
+from conftest import BINDING, FORK_REFUSED, Conn, fake_rx, in_child
 
 
 def test_fork_children_never_return_parents_tokens(ctx, rx, hostmem, fake):
@@ -67,7 +33,7 @@ def test_fork_children_never_return_parents_tokens(ctx, rx, hostmem, fake):
             rx.recv()
         # ERRORS devmemtcp_rx_recv EBADFD
         assert e.value.errno == errno.EBADFD
-        assert e.value.strerror == REFUSED % "recv"
+        assert e.value.strerror == FORK_REFUSED % ("devmemtcp_rx_recv", "receiver")
         # views of what the parent received still read (the memory is
         # shared); handing the tokens back is refused
         assert held.read()[:4096] == hostmem.mem[0:4096]
@@ -75,12 +41,12 @@ def test_fork_children_never_return_parents_tokens(ctx, rx, hostmem, fake):
             held.release()
         # ERRORS devmemtcp_rx_release EBADFD
         assert e.value.errno == errno.EBADFD
-        assert e.value.strerror == REFUSED % "release"
+        assert e.value.strerror == FORK_REFUSED % ("devmemtcp_rx_release", "receiver")
         with pytest.raises(dm.Error) as e:
             rx.flush()
         # ERRORS devmemtcp_rx_flush EBADFD
         assert e.value.errno == errno.EBADFD
-        assert e.value.strerror == REFUSED % "flush"
+        assert e.value.strerror == FORK_REFUSED % ("devmemtcp_rx_flush", "receiver")
         # work of its own, on the inherited context and buffer
         conn = Conn()
         with fake_rx(ctx, conn.server, hostmem.buf) as mine:

@@ -7,56 +7,23 @@ and sends on, its zcrx queue stays registered and receives on, every byte
 checked."""
 
 import errno
-import os
 import socket
 import threading
 import time
-import traceback
 
 import pytest
 
 import devmemtcp as dm
+from conftest import FORK_REFUSED, in_child
 from test_vm import IF, RX_ADDR, enter_ns, expect, kernel, nic_state, send
 from test_vm import setup_module  # noqa: F401  (the namespaces, this process in dmtB)
-
-REFUSED = ("%s: this %s was made by a parent of this process (inherited across "
-           "fork()): a child never receives on, releases tokens of, or undoes the NIC "
-           "setup of its parent's handles, which stay the parent's; make new ones in "
-           "the child")
-
-
-def in_child(fn):
-    """Run fn() in a forked child; its failure, as text, or ''."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        msg = b""
-        try:
-            fn()
-        except BaseException:
-            msg = traceback.format_exc().encode()
-        os.write(w, msg or b"")
-        os._exit(1 if msg else 0)
-    os.close(w)
-    out = b""
-    while True:
-        chunk = os.read(r, 65536)
-        if not chunk:
-            break
-        out += chunk
-    os.close(r)
-    _, status = os.waitpid(pid, 0)
-    assert os.WIFEXITED(status), status
-    assert (os.WEXITSTATUS(status) == 0) == (out == b""), (status, out)
-    return out.decode()
 
 
 def refused(fn, name, what):
     with pytest.raises(dm.Error) as e:
         fn()
     assert e.value.errno == errno.EBADFD, e.value
-    assert e.value.strerror == REFUSED % (name, what)
+    assert e.value.strerror == FORK_REFUSED % (name, what)
 
 
 @pytest.mark.skipif(kernel() < 616, reason="devmem TX needs Linux 6.16")
