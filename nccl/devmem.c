@@ -171,6 +171,32 @@ int dmtn_devices_near_gpu(struct dmtn_dev *devs, int n)
 	return k;
 }
 
+/* A rule that names queue ids (queues 3,5-7) lets this user own only
+ * those, asked for by id: note them in d, the highest first (where the
+ * library would take the last queues).  false: fewer than
+ * NCCL_DEVMEMTCP_NQUEUES exist on the interface. */
+static bool broker_ids(struct dmtn_dev *d, const struct devmemtcp_probe *rep)
+{
+	d->nbrk_ids = 0;
+	for (uint32_t r = rep->broker_nqranges; r-- > 0;) {
+		uint32_t lo = rep->broker_qranges[r][0], hi = rep->broker_qranges[r][1];
+
+		if (rep->rx_queues <= 0 || lo >= (uint32_t)rep->rx_queues)
+			continue;
+		if (hi >= (uint32_t)rep->rx_queues)
+			hi = (uint32_t)rep->rx_queues - 1;
+		for (uint32_t id = hi + 1; id-- > lo && d->nbrk_ids < DMTN_MAX_BRK_IDS;)
+			d->brk_ids[d->nbrk_ids++] = id;
+	}
+	if (!rep->broker_nqranges || d->nbrk_ids >= dmtn.cfg.nqueues)
+		return true;
+	DMTN_INFO(DMTN_INIT_NET,
+		  "%s: devmemtcp-broker names %u RX queue%s of it for this user (%s), NCCL_DEVMEMTCP_NQUEUES is %u",
+		  d->name, d->nbrk_ids, d->nbrk_ids == 1 ? "" : "s", rep->broker_msg,
+		  dmtn.cfg.nqueues);
+	return false;
+}
+
 bool dmtn_devmem_probe(struct dmtn_dev *d)
 {
 	struct devmemtcp_ctx *ctx = ctx_new();
@@ -197,6 +223,8 @@ bool dmtn_devmem_probe(struct dmtn_dev *d)
 			  dmtn.cfg.nqueues);
 		brk = false;
 	}
+	if (brk && !broker_ids(d, &rep))
+		brk = false;
 	/* what nic_open cannot fix; header split off, say, it turns on */
 	ok = rep.has_bind_rx && (rep.cap_net_admin || brk) &&
 	     rep.tcp_data_split >= 0 && rep.ntuple >= 0 && rep.rx_queues >= 2 &&
@@ -238,6 +266,28 @@ static int rx_buf_new(struct dmtn_nic *n)
 	return devmemtcp_buf_new(n->ctx, &o, &n->buf);
 }
 
+/* devmemtcp_nic_open; under a broker rule that names queue ids, with
+ * NQUEUES of them, the highest first, moving down past those another
+ * owner holds (EBUSY). */
+static int nic_open_ids(struct dmtn_dev *d, struct dmtn_nic *n,
+			struct devmemtcp_nic_opts *o)
+{
+	uint32_t ids[DMTN_MAX_BRK_IDS], nq = o->nqueues ? o->nqueues : 1;
+	int ret = -EBUSY;
+
+	if (!d->nbrk_ids)
+		return devmemtcp_nic_open(n->ctx, d->name, o, &n->nic);
+	for (uint32_t k = 0; ret == -EBUSY && k + nq <= d->nbrk_ids; k++) {
+		for (uint32_t i = 0; i < nq; i++)	/* in increasing order */
+			ids[i] = d->brk_ids[k + nq - 1 - i];
+		o->queues = ids;
+		o->nqueues = nq;
+		ret = devmemtcp_nic_open(n->ctx, d->name, o, &n->nic);
+	}
+	o->queues = NULL;
+	return ret;
+}
+
 static int nic_setup(struct dmtn_dev *d, struct dmtn_nic *n)
 {
 	DEVMEMTCP_OPTS(nic_opts, o, .nqueues = dmtn.cfg.nqueues,
@@ -252,7 +302,7 @@ static int nic_setup(struct dmtn_dev *d, struct dmtn_nic *n)
 	if (ret)
 		return ret;
 	o.buf = n->buf;
-	ret = devmemtcp_nic_open(n->ctx, d->name, &o, &n->nic);
+	ret = nic_open_ids(d, n, &o);
 	if (ret)
 		return ret;
 	n->binding_id = devmemtcp_binding_id(devmemtcp_nic_binding(n->nic));

@@ -26,6 +26,7 @@
 
 #define DMTN_NAME "DevmemTCP"
 #define DMTN_MAX_DEVS 16
+#define DMTN_MAX_BRK_IDS 256	/* queue ids of a broker rule we try */
 #define DMTN_MAX_RECVS 8		/* largest grouped receive we take */
 /* NCCL keeps at most NCCL_NET_MAX_REQUESTS grouped receives in flight,
  * so a send comm sees up to 32 * maxRecvs sends at once; twice that. */
@@ -91,6 +92,10 @@ struct dmtn_dev {
 	int speed;		/* Mbps */
 	bool devmem;		/* devmem enabled and the interface may do it */
 	struct dmtn_nic *nic;	/* devmem RX setup, made on first listen */
+	/* the RX queue ids devmemtcp-broker's rule names for this user, the
+	 * highest first (none: any, the library picks the last free ones) */
+	uint32_t brk_ids[DMTN_MAX_BRK_IDS];
+	uint32_t nbrk_ids;
 };
 
 struct dmtn_global {
