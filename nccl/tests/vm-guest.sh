@@ -73,24 +73,38 @@ say "devmem: passed"
 bdir=/run/dmt-nccl-broker
 mkdir -p "$bdir"
 chmod 755 "$bdir"
-echo "allow uid 1001 interface dsim1 queues 1 ports 47000-47099 udmabuf 64M udmabuf-total 128M tx" >"$bdir/broker.conf"
-chmod 644 "$bdir/broker.conf"
-ip netns exec dmtB "$broker" --config "$bdir/broker.conf" --socket "$bdir/broker.sock" \
-	--idle-exit 120 --verbose 2>"$bdir/broker.log" &
-bpid=$!
-i=0
-until [ -S "$bdir/broker.sock" ]; do
-	i=$((i + 1))
-	[ $i -lt 100 ] || { cat "$bdir/broker.log"; echo "FAIL: the broker did not start"; exit 1; }
-	sleep 0.1
-done
-rc=0
-DEVMEMTCP_BROKER_SOCKET=$bdir/broker.sock NCCL_DEVMEMTCP_PORT_RANGE=47000-47099 \
-	NCCL_DEVMEMTCP_ENABLE=1 NCCL_DEVMEMTCP_MEM=host NCCL_DEVMEMTCP_BUFFER_SIZE=32M \
-	"$harness" "$plugin" $ranks --devmem --dmabuf-tx --version 11 --bytes 16M \
-	--uid1 1001 || rc=$?
-kill "$bpid"
-wait "$bpid" || true
+unprivileged_ranks() {
+	DEVMEMTCP_BROKER_SOCKET=$bdir/broker.sock NCCL_DEVMEMTCP_PORT_RANGE=47000-47099 \
+		NCCL_DEVMEMTCP_ENABLE=1 NCCL_DEVMEMTCP_MEM=host NCCL_DEVMEMTCP_BUFFER_SIZE=32M \
+		"$harness" "$plugin" $ranks --devmem --dmabuf-tx --version 11 --bytes 16M \
+		--uid1 1001
+}
+# devmemtcp-broker in dmtB with the one rule $1 for uid 1001, then the two
+# ranks with rank 1 as uid 1001 through it (their output into the file $2,
+# if given); rc: the harness's exit status
+through_broker() {
+	echo "allow uid 1001 interface dsim1 $1 ports 47000-47099 udmabuf 64M udmabuf-total 128M tx" >"$bdir/broker.conf"
+	chmod 644 "$bdir/broker.conf"
+	rm -f "$bdir/broker.sock"
+	ip netns exec dmtB "$broker" --config "$bdir/broker.conf" --socket "$bdir/broker.sock" \
+		--idle-exit 120 --verbose 2>"$bdir/broker.log" &
+	bpid=$!
+	i=0
+	until [ -S "$bdir/broker.sock" ]; do
+		i=$((i + 1))
+		[ $i -lt 100 ] || { cat "$bdir/broker.log"; echo "FAIL: the broker did not start"; exit 1; }
+		sleep 0.1
+	done
+	rc=0
+	if [ -n "${2:-}" ]; then
+		unprivileged_ranks >"$2" 2>&1 || rc=$?
+	else
+		unprivileged_ranks || rc=$?
+	fi
+	kill "$bpid"
+	wait "$bpid" || true
+}
+through_broker "queues 1"
 if [ $rc != 0 ]; then
 	sed 's/^/  broker: /' "$bdir/broker.log"
 	exit $rc
@@ -99,24 +113,7 @@ say "unprivileged rank through devmemtcp-broker: passed"
 
 # 4. the same under a rule that names queue ids: the plugin asks for the
 # highest one the rule names (6), not the last queue of the interface
-echo "allow uid 1001 interface dsim1 queues 2,5-6 ports 47000-47099 udmabuf 64M udmabuf-total 128M tx" >"$bdir/broker.conf"
-rm -f "$bdir/broker.sock"
-ip netns exec dmtB "$broker" --config "$bdir/broker.conf" --socket "$bdir/broker.sock" \
-	--idle-exit 120 --verbose 2>"$bdir/broker.log" &
-bpid=$!
-i=0
-until [ -S "$bdir/broker.sock" ]; do
-	i=$((i + 1))
-	[ $i -lt 100 ] || { cat "$bdir/broker.log"; echo "FAIL: the broker did not start"; exit 1; }
-	sleep 0.1
-done
-rc=0
-DEVMEMTCP_BROKER_SOCKET=$bdir/broker.sock NCCL_DEVMEMTCP_PORT_RANGE=47000-47099 \
-	NCCL_DEVMEMTCP_ENABLE=1 NCCL_DEVMEMTCP_MEM=host NCCL_DEVMEMTCP_BUFFER_SIZE=32M \
-	"$harness" "$plugin" $ranks --devmem --dmabuf-tx --version 11 --bytes 16M \
-	--uid1 1001 >"$bdir/ids.log" 2>&1 || rc=$?
-kill "$bpid"
-wait "$bpid" || true
+through_broker "queues 2,5-6" "$bdir/ids.log"
 if [ $rc != 0 ] || ! grep -q "dsim1: devmem RX set up: 1 queue from 6," "$bdir/ids.log"; then
 	sed 's/^/  harness: /' "$bdir/ids.log"
 	sed 's/^/  broker: /' "$bdir/broker.log"
