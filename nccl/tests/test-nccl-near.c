@@ -22,23 +22,14 @@
 #include <unistd.h>
 
 #include "devmemtcp.h"
+#include "check.h"
 #include "plugin.h"
 #include "sysfsfixture.h"
 
-static int failures;
 static char root[64];
 static char info[8][512];
 static int ninfo;
 
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			printf("FAIL %s:%d: %s: ", __func__, __LINE__, #cond); \
-			printf(__VA_ARGS__);                                   \
-			printf("\n");                                          \
-			failures++;                                            \
-		}                                                              \
-	} while (0)
 
 static void capture(enum nccl_log_level level, unsigned long flags,
 		    const char *file, int line, const char *fmt, ...)

@@ -27,20 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "plugin.h"
 #include "unpack.h"
 
-static int failures;
 
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			printf("FAIL %s:%d: %s: ", __func__, __LINE__, #cond); \
-			printf(__VA_ARGS__);                                   \
-			printf("\n");                                          \
-			failures++;                                            \
-		}                                                              \
-	} while (0)
 
 /* what ncclGetVersion says; 0: there is none (it fails) */
 static int version = 22809;
