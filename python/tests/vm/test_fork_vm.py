@@ -26,6 +26,22 @@ def refused(fn, name, what):
     assert e.value.strerror == FORK_REFUSED % (name, what)
 
 
+def receive_rest(rx, pos, total, sender):
+    """The parent's side after the child: receive to the end of the stream
+    from pos, every byte checked, all tokens back; the end position."""
+    while True:
+        with rx.recv() as f:
+            if not f:
+                break
+            data = f.read()
+            assert data == expect(pos, len(data)), "bad bytes at %d" % pos
+            pos += len(data)
+    assert pos == total and sender.wait(60) == 0
+    rx.flush()
+    assert rx.stats()["tokens_outstanding"] == 0
+    return pos
+
+
 @pytest.mark.skipif(kernel() < 616, reason="devmem TX needs Linux 6.16")
 def test_fork_tx():
     """A parent with a send in flight forks: the child's send, wait and reap
@@ -127,16 +143,7 @@ def test_fork_zcrx():
                 assert out == "", out
                 assert io_uring_queues(ctx) == [QUEUE]
                 assert first.read() == expect(0, pos)
-            while True:
-                with rx.recv() as f:
-                    if not f:
-                        break
-                    data = f.read()
-                    assert data == expect(pos, len(data)), "bad bytes at %d" % pos
-                    pos += len(data)
-            assert pos == total and sender.wait(60) == 0
-            rx.flush()
-            assert rx.stats()["tokens_outstanding"] == 0
+            pos = receive_rest(rx, pos, total, sender)
     print("fork zcrx: the child's calls refused, the parent received %d bytes, checked" % pos)
 
 
@@ -183,16 +190,7 @@ def test_fork_nic():
                     assert out == "", out
                     assert nic_state(ctx) == owned
                     assert [(q.id, q.dmabuf_id) for q in ctx.queues(IF) if q.dmabuf_id] == bound
-                while True:
-                    with rx.recv() as f:
-                        if not f:
-                            break
-                        data = f.read()
-                        assert data == expect(pos, len(data)), "bad bytes at %d" % pos
-                        pos += len(data)
-                assert pos == total and sender.wait(60) == 0
-                rx.flush()
-                assert rx.stats()["tokens_outstanding"] == 0
+                pos = receive_rest(rx, pos, total, sender)
             nic.remove_flow(extra)
         assert nic_state(ctx) == before
         assert not [q for q in ctx.queues(IF) if q.dmabuf_id]
