@@ -328,26 +328,35 @@ static void backlog_rest(struct dmt_tokens *t, const struct devmemtcp_frag *frag
 			backlog_add(t, frags[i].token);
 }
 
-int dmt_tokens_release(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
-		       size_t n, size_t *bad)
+/*
+ * Queue taken tokens, in order: those of frags (LINEAR entries skipped) or,
+ * with frags NULL, toks.  The last pending range grows in registers while
+ * tokens are consecutive and the batch has room, and is written back
+ * otherwise.  0, or the errno of a failed flush with *stop the index of the
+ * token it left in the backlog (those after it are the caller's).
+ */
+static inline __attribute__((always_inline)) int
+queue_seq(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
+	  const uint32_t *toks, size_t n, size_t *stop)
 {
-	int ret = dmt_tokens_take(t, frags, n, bad);
 	uint32_t start = 0, count = 0, room;
+	int ret;
 
-	if (ret)
-		return ret;
-	/* extend the last pending range in registers while tokens are
-	 * consecutive and the batch has room; write it back otherwise */
 	if (t->npending) {
 		start = t->pending[t->npending - 1].token_start;
 		count = t->pending[t->npending - 1].token_count;
 	}
 	room = t->batch - t->pending_frags;
 	for (size_t i = 0; i < n; i++) {
-		uint32_t tok = frags[i].token;
+		uint32_t tok;
 
-		if (frags[i].flags & DEVMEMTCP_FRAG_LINEAR)
-			continue;
+		if (frags) {
+			if (frags[i].flags & DEVMEMTCP_FRAG_LINEAR)
+				continue;
+			tok = frags[i].token;
+		} else {
+			tok = toks[i];
+		}
 		if (count && start + count == tok && room) {
 			count++;
 			room--;
@@ -355,21 +364,44 @@ int dmt_tokens_release(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 		}
 		if (count)
 			t->pending[t->npending - 1].token_count = count;
-		t->pending_frags = t->batch - room;
-		ret = dmt_tokens_queue(t, tok);
-		if (ret < 0) {
-			backlog_rest(t, frags + i + 1, n - i - 1);
-			return ret;
-		}
 		start = tok;
 		count = 1;
+		if (room && t->npending < DMT_MAX_DONTNEED_TOKENS) {
+			/* a new range, with room for it */
+			t->pending[t->npending].token_start = tok;
+			t->npending++;
+			room--;
+			continue;
+		}
+		t->pending_frags = t->batch - room;
+		ret = dmt_tokens_queue(t, tok);	/* flushes first */
+		if (ret < 0) {
+			*stop = i;
+			return ret;
+		}
 		room = t->batch - t->pending_frags;
 	}
 	if (count)
 		t->pending[t->npending - 1].token_count = count;
 	t->pending_frags = t->batch - room;
+	return 0;
+}
+
+int dmt_tokens_release(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
+		       size_t n, size_t *bad)
+{
+	int ret = dmt_tokens_take(t, frags, n, bad);
+	size_t i;
+
+	if (ret)
+		return ret;
+	ret = queue_seq(t, frags, NULL, n, &i);
+	if (ret < 0) {
+		backlog_rest(t, frags + i + 1, n - i - 1);
+		return ret;
+	}
 	/* due: hand the batch over now rather than at the next call */
-	if (__builtin_expect(!room, 0)) {
+	if (__builtin_expect(t->pending_frags == t->batch, 0)) {
 		ret = dmt_tokens_flush(t);
 		if (ret < 0)
 			return ret;
@@ -380,10 +412,8 @@ int dmt_tokens_release(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 int dmt_tokens_defer(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 		     size_t n, devmemtcp_done_fn done, void *arg)
 {
-	size_t ntok = 0;
+	uint32_t *d, *d0;
 
-	for (size_t i = 0; i < n; i++)
-		ntok += !(frags[i].flags & DEVMEMTCP_FRAG_LINEAR);
 	/* compact the token vector when its dead head dominates */
 	if (t->dt_head && t->dt_head >= t->dt_len / 2) {
 		memmove(t->dtoks, t->dtoks + t->dt_head,
@@ -391,11 +421,13 @@ int dmt_tokens_defer(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 		t->dt_len -= t->dt_head;
 		t->dt_head = 0;
 	}
-	if (t->dt_len + ntok > t->dt_cap) {
+	/* room for n: LINEAR entries take none, but counting them first
+	 * costs a pass */
+	if (t->dt_len + n > t->dt_cap) {
 		size_t cap = t->dt_cap ? t->dt_cap : 1024;
 		uint32_t *v;
 
-		while (cap < t->dt_len + ntok)
+		while (cap < t->dt_len + n)
 			cap *= 2;
 		v = dmt_realloc(t->dtoks, cap * sizeof(*v));
 		if (!v)
@@ -416,13 +448,16 @@ int dmt_tokens_defer(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 		t->dq_head = 0;
 		t->dq_cap = cap;
 	}
+	/* a local pointer: stores through t->dtoks could alias *t */
+	d0 = d = t->dtoks + t->dt_len;
 	for (size_t i = 0; i < n; i++)
 		if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
-			t->dtoks[t->dt_len++] = frags[i].token;
+			*d++ = frags[i].token;
+	t->dt_len += (size_t)(d - d0);
 	t->dq[(t->dq_head + t->dq_len) % t->dq_cap] =
-		(struct dmt_deferred){ done, arg, ntok };
+		(struct dmt_deferred){ done, arg, (size_t)(d - d0) };
 	t->dq_len++;
-	t->deferred_pending += ntok;
+	t->deferred_pending += (size_t)(d - d0);
 	return 0;
 }
 
@@ -443,6 +478,24 @@ static void queue_or_keep(struct dmt_tokens *t, uint32_t tok, int *err)
 		*err = ret;
 }
 
+/* queue_or_keep for n tokens in order. */
+static void queue_all_or_keep(struct dmt_tokens *t, const uint32_t *toks,
+			      size_t n, int *err)
+{
+	size_t i = 0;
+	int ret;
+
+	if (!*err) {
+		ret = queue_seq(t, NULL, toks, n, &i);
+		if (!ret)
+			return;
+		*err = ret;
+		i++;	/* toks[i] is in the backlog */
+	}
+	for (; i < n; i++)
+		backlog_add(t, toks[i]);
+}
+
 int dmt_tokens_poll(struct dmt_tokens *t, bool wait)
 {
 	int queued = 0, failed = 0, ret;
@@ -455,8 +508,8 @@ int dmt_tokens_poll(struct dmt_tokens *t, bool wait)
 			return ret;
 		if (ret == 0)
 			break;	/* in order: later entries wait behind it */
-		for (size_t i = 0; i < d->ntokens; i++)
-			queue_or_keep(t, t->dtoks[t->dt_head + i], &failed);
+		queue_all_or_keep(t, t->dtoks + t->dt_head, d->ntokens,
+				  &failed);
 		t->dt_head += d->ntokens;
 		t->deferred_pending -= d->ntokens;
 		queued += (int)d->ntokens;

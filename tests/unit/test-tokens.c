@@ -384,6 +384,40 @@ static void test_dontneed_keeps_failing(void **state)
 	assert_int_equal(T.released, 1600);
 }
 
+/*
+ * Finished deferred releases queued by a poll whose DONTNEED fails half-way
+ * (tokens apart, so nothing merges: a call per 128): the poll queues them
+ * all, the failure is the next flush's, and that flush returns every one.
+ * Their LINEAR neighbours hold no token and are not deferred.
+ */
+static void test_failed_dontneed_in_poll(void **state)
+{
+	static struct devmemtcp_frag f[3001];
+	struct completion a = { .done = 1 }, b = { .done = 1 };
+	size_t bad;
+
+	for (uint32_t i = 0; i < 3000; i++)
+		receive(&f[i], 2 * i);
+	f[3000] = f[1999];
+	f[1999] = (struct devmemtcp_frag){ .len = 100,
+					   .flags = DEVMEMTCP_FRAG_LINEAR };
+	assert_int_equal(dmt_tokens_take(&T, f, 3001, &bad), 0);
+	assert_int_equal(dmt_tokens_defer(&T, f, 2000, done_fn, &a), 0);
+	assert_int_equal(dmt_tokens_defer(&T, f + 2000, 1001, done_fn, &b), 0);
+	assert_int_equal(T.deferred_pending, 3000);
+	k->fail_at = 3;
+	k->fail_err = -ENOMEM;
+	assert_int_equal(dmt_tokens_poll(&T, false), 3000);
+	assert_int_equal(k->calls, 3);
+	assert_int_equal(T.deferred_pending, 0);
+	assert_int_equal(live_count(), 3000 - 2 * DMT_MAX_DONTNEED_TOKENS);
+	assert_int_equal(dmt_tokens_flush(&T), 3000 - 2 * DMT_MAX_DONTNEED_TOKENS);
+	assert_int_equal(live_count(), 0);
+	assert_int_equal(T.released, 3000);
+	assert_int_equal(T.lost, 0);
+	assert_int_equal(dmt_tokens_held(&T), 0);
+}
+
 static int done_fails(void *arg, bool wait)
 {
 	(*(int *)arg)++;
@@ -517,6 +551,7 @@ int main(void)
 		T_(test_high_water),
 		T_(test_failed_dontneed_keeps_tokens),
 		T_(test_failed_dontneed_in_release_all),
+		T_(test_failed_dontneed_in_poll),
 		T_(test_dontneed_keeps_failing),
 		T_(test_failing_done_holds_only_its_tokens),
 		T_(test_large_token_bounded),
