@@ -15,9 +15,11 @@
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "broker.h"
+#include "core/testhooks.h"
 #include "nic/nic.h"
 
 struct dmt_brk {
@@ -65,10 +67,32 @@ static int check_peer(struct dmt_err *err, int fd, const char *path)
 	return 0;
 }
 
+/* How long a request waits for its reply, in all: DMT_BRK_REPLY_TIMEOUT_MS
+ * (test builds: $DEVMEMTCP_TEST_BROKER_TIMEOUT_MS when set). */
+static long reply_timeout_ms(void)
+{
+	int ms = dmt_hook_env_int("DEVMEMTCP_TEST_BROKER_TIMEOUT_MS");
+
+	return ms > 0 ? ms : DMT_BRK_REPLY_TIMEOUT_MS;
+}
+
+static struct timeval ms_tv(long ms)
+{
+	return (struct timeval){ ms / 1000, (ms % 1000) * 1000 };
+}
+
+static long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int dmt_brk_connect(struct dmt_err *err, struct dmt_brk **bp)
 {
 	const char *path = dmt_brk_path();
-	struct timeval tv = { DMT_BRK_REPLY_TIMEOUT_MS / 1000, 0 };
+	struct timeval tv = ms_tv(reply_timeout_ms());
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct dmt_brk *b;
 	int fd, ret;
@@ -140,6 +164,43 @@ static void close_fds(int *fds, int n)
 	}
 }
 
+/*
+ * recvmsg on the broker socket within the reply timeout, counted from the
+ * call.  A signal ends the wait even with SA_RESTART (the socket has a
+ * receive timeout); the request is out, so the wait goes on for what is
+ * left of the timeout, not for a new one: signals arriving steadily cannot
+ * stretch it.  Past the deadline: -1 with errno EAGAIN, as a timeout.
+ */
+static ssize_t recv_by_deadline(int fd, struct msghdr *msg)
+{
+	long total = reply_timeout_ms(), end = mono_ms() + total, left;
+	bool shortened = false;
+	struct timeval tv;
+	ssize_t n;
+
+	for (;;) {
+		n = recvmsg(fd, msg, MSG_CMSG_CLOEXEC);
+		if (n >= 0 || errno != EINTR)
+			break;
+		left = end - mono_ms();
+		if (left <= 0) {
+			errno = EAGAIN;
+			break;
+		}
+		tv = ms_tv(left);
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		shortened = true;
+	}
+	if (shortened) {
+		int e = errno;
+
+		tv = ms_tv(total);
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		errno = e;
+	}
+	return n;
+}
+
 static int recv_reply(struct dmt_brk *b, struct dmt_err *err, unsigned int type,
 		      struct dmt_brk_reply *r, int *fds, int max)
 {
@@ -154,11 +215,7 @@ static int recv_reply(struct dmt_brk *b, struct dmt_err *err, unsigned int type,
 	ssize_t n;
 	int nfds, ret;
 
-	/* A signal ends the wait even with SA_RESTART (the socket has a
-	 * receive timeout); the request is out, so wait on for its answer. */
-	do
-		n = recvmsg(b->fd, &msg, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
+	n = recv_by_deadline(b->fd, &msg);
 	if (n <= 0) {
 		ret = n == 0 ? -EPIPE : errno == EAGAIN ? -ETIMEDOUT : -errno;
 		return dmt_err_set(err, ret,

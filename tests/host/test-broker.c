@@ -1509,6 +1509,49 @@ static pid_t hang_up_once(int lfd)
 	return pid;
 }
 
+/* A "broker" of root's that reads one request and never answers; its
+ * pid (killed by the test). */
+static pid_t silent_once(int lfd)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char m[DMT_BRK_MSG_MAX];
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (fd < 0 || recv(fd, m, sizeof(m), 0) <= 0)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	return pid;
+}
+
+/* A process that sends this one SIGUSR1 every 20 ms for 3 s; its pid. */
+static pid_t signaller(void)
+{
+	pid_t parent = getpid(), pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		for (int i = 0; i < 150; i++) {
+			usleep(20000);
+			kill(parent, SIGUSR1);
+		}
+		_exit(0);
+	}
+	return pid;
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* A broker of protocol version 1 (the release before the policy answer
  * named queue ids): it refuses one request of a newer library as it
  * did, in a reply of its size; its pid. */
@@ -1581,7 +1624,8 @@ static void test_transport(void **state)
 	struct sigaction old_usr1;
 	char path[128];
 	int lfd, st;
-	pid_t pid;
+	pid_t pid, spid;
+	long t0;
 
 	snprintf(path, sizeof(path), "%s/none.sock", dir);
 	setenv("DEVMEMTCP_BROKER_SOCKET", path, 1);
@@ -1618,6 +1662,27 @@ static void test_transport(void **state)
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	assert_int_equal(usr1_seen, 2);
+
+	/* one that never answers, signals arriving every 20 ms: the reply
+	 * timeout (300 ms here) runs from the request, not from the last
+	 * signal, and ends the call with ETIMEDOUT */
+	setenv("DEVMEMTCP_TEST_BROKER_TIMEOUT_MS", "300", 1);
+	usr1_seen = 0;
+	pid = silent_once(lfd);
+	spid = signaller();
+	t0 = now_ms();
+	/* ERRORS devmemtcp_nic_open ETIMEDOUT */
+	assert_int_equal(open_through(), -ETIMEDOUT);
+	t0 = now_ms() - t0;
+	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
+			    "devmemtcp-broker did not answer the open request: ETIMEDOUT");
+	assert_true(t0 >= 290 && t0 < 1500);
+	assert_true(usr1_seen >= 5);
+	kill(pid, SIGKILL);
+	kill(spid, SIGKILL);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_int_equal(waitpid(spid, &st, 0), spid);
+	unsetenv("DEVMEMTCP_TEST_BROKER_TIMEOUT_MS");
 	sigaction(SIGUSR1, &old_usr1, NULL);
 
 	/* a broker of another release: both versions named, and the fix */
