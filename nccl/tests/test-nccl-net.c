@@ -43,6 +43,8 @@
 #include <getopt.h>
 #include <ifaddrs.h>
 #include <inttypes.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -1317,26 +1319,52 @@ static int too_large(struct rank *r)
 	return close_pair(r);
 }
 
+/* The ports of [lo, hi] that a listener on 127.0.0.1 could take now, as
+ * the plugin binds them (SO_REUSEADDR): the others are another process's. */
+static unsigned int ports_free(unsigned int lo, unsigned int hi)
+{
+	unsigned int n = 0;
+	int one = 1;
+
+	for (unsigned int p = lo; p <= hi; p++) {
+		struct sockaddr_in sa = { .sin_family = AF_INET,
+					  .sin_port = htons((uint16_t)p),
+					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		if (fd < 0)
+			continue;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		n += !bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+		close(fd);
+	}
+	return n;
+}
+
 /* With NCCL_DEVMEMTCP_PORT_RANGE, rank 0 listens until every port of the
- * range is taken: the next listen fails, saying so. */
+ * range is taken: the next listen fails, saying so.  Ports of the range
+ * that another process on this machine holds (the range lies among the
+ * ephemeral ports) are not counted: the listens get the others. */
 static int ports_taken(struct rank *r)
 {
 	char h[NCCL_NET_HANDLE_MAXSIZE];
 	void *lc[64];
-	unsigned int lo, hi, n = 0;
+	unsigned int lo, hi, n = 0, free_ports;
 	int ret = NCCL_OK;
 
 	port_range(&lo, &hi);
 	if (r->id || !lo || hi - lo >= 63)
 		return 0;
+	free_ports = ports_free(lo, hi);
 	while (ret == NCCL_OK && n < 64) {
 		lc[n] = NULL;
 		ret = net_listen(&r->net, r->dev, h, &lc[n]);
 		n += ret == NCCL_OK;
 	}
-	CHECK(r, ret == NCCL_ERR_SYSTEM && n == hi - lo + 1 &&
+	CHECK(r, ret == NCCL_ERR_SYSTEM && n == free_ports &&
 		 log_count(0, "every port of NCCL_DEVMEMTCP_PORT_RANGE", "is in use: widen the range"),
-	      "listen %u of a range of %u ports: %d", n + 1, hi - lo + 1, ret);
+	      "listen %u of a range of %u ports, %u of them free: %d", n + 1,
+	      hi - lo + 1, free_ports, ret);
 	for (unsigned int i = 0; i < n; i++)
 		CHECK(r, CALL(&r->net, close_listen, lc[i]) == NCCL_OK, "closeListen");
 	return 0;
