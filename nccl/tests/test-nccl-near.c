@@ -55,30 +55,13 @@ static void pci(const char *chain, int numa)
 	CHECK(!ret, "PCI function %s: %s", chain, strerror(-ret));
 }
 
-/* Interface ifname whose device is devices/<chain> ("" for none). */
-static void net(const char *ifname, const char *chain)
-{
-	int ret = sysfix_net(root, ifname, chain);
-
-	CHECK(!ret, "interface %s: %s", ifname, strerror(-ret));
-}
-
 static void two_sockets(void)
 {
-	pci("pci0000:80/0000:80:02.0/0000:81:00.0", 1);	/* the GPU */
-	pci("pci0000:80/0000:80:02.0/0000:81:00.1", 1);
-	net("enp129s0f1", "pci0000:80/0000:80:02.0/0000:81:00.1");
-	pci("pci0000:80/0000:80:03.0/0000:82:00.0", 1);
-	net("ens5f0", "pci0000:80/0000:80:03.0/0000:82:00.0");
-	pci("pci0000:00/0000:00:03.0/0000:02:00.0", 0);
-	pci("pci0000:00/0000:00:03.0/0000:02:00.1", 0);
-	net("ens1f0", "pci0000:00/0000:00:03.0/0000:02:00.0");
-	net("ens1f1", "pci0000:00/0000:00:03.0/0000:02:00.1");
-	pci("pci0000:00/0000:00:04.0", 0);
-	net("eth0", "pci0000:00/0000:00:04.0/virtio1");
+	int ret = sysfix_two_sockets(root);
+
+	CHECK(!ret, "the two-socket tree: %s", strerror(-ret));
 	/* a second GPU's slot: socket 0, the two-port NIC's root port */
 	pci("pci0000:00/0000:00:03.0/0000:03:00.0", 0);
-	net("lo", "");
 }
 
 /* The plugin's devices, as dmtn_devices_find would list them: names (and

@@ -80,4 +80,38 @@ static inline int sysfix_net(const char *root, const char *ifname, const char *c
 	return symlink(target, link) ? -errno : 0;
 }
 
+/*
+ * Two sockets (test-topo, test-nccl-near): on socket 1 a GPU at
+ * 0000:81:00.0 on a root port, a function of its card beside it
+ * (enp129s0f1), a NIC on another root port (ens5f0); on socket 0 a
+ * two-port NIC (ens1f0, ens1f1) and a virtio interface (eth0); lo.
+ */
+static inline int sysfix_two_sockets(const char *root)
+{
+	static const struct {
+		const char *ifname;	/* NULL: a PCI function */
+		const char *chain;
+		int numa;
+	} t[] = {
+		{ NULL, "pci0000:80/0000:80:02.0/0000:81:00.0", 1 },	/* the GPU */
+		{ NULL, "pci0000:80/0000:80:02.0/0000:81:00.1", 1 },
+		{ "enp129s0f1", "pci0000:80/0000:80:02.0/0000:81:00.1", 1 },
+		{ NULL, "pci0000:80/0000:80:03.0/0000:82:00.0", 1 },
+		{ "ens5f0", "pci0000:80/0000:80:03.0/0000:82:00.0", 1 },
+		{ NULL, "pci0000:00/0000:00:03.0/0000:02:00.0", 0 },
+		{ NULL, "pci0000:00/0000:00:03.0/0000:02:00.1", 0 },
+		{ "ens1f0", "pci0000:00/0000:00:03.0/0000:02:00.0", 0 },
+		{ "ens1f1", "pci0000:00/0000:00:03.0/0000:02:00.1", 0 },
+		{ NULL, "pci0000:00/0000:00:04.0", 0 },
+		{ "eth0", "pci0000:00/0000:00:04.0/virtio1", 0 },
+		{ "lo", "", 0 },
+	};
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < sizeof(t) / sizeof(t[0]); i++)
+		ret = t[i].ifname ? sysfix_net(root, t[i].ifname, t[i].chain)
+				  : sysfix_pci(root, t[i].chain, t[i].numa);
+	return ret;
+}
+
 #endif

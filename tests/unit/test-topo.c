@@ -142,21 +142,7 @@ static void test_two_sockets(void **state)
 {
 	struct devmemtcp_nic_rank r[8];
 
-	/* socket 1: the GPU on a root port, a function of its card
-	 * beside it; another root port: a NIC */
-	pci("pci0000:80/0000:80:02.0/0000:81:00.0", 1);
-	pci("pci0000:80/0000:80:02.0/0000:81:00.1", 1);
-	net("enp129s0f1", "pci0000:80/0000:80:02.0/0000:81:00.1");
-	pci("pci0000:80/0000:80:03.0/0000:82:00.0", 1);
-	net("ens5f0", "pci0000:80/0000:80:03.0/0000:82:00.0");
-	/* socket 0: a two-port NIC, a virtio interface; lo */
-	pci("pci0000:00/0000:00:03.0/0000:02:00.0", 0);
-	pci("pci0000:00/0000:00:03.0/0000:02:00.1", 0);
-	net("ens1f0", "pci0000:00/0000:00:03.0/0000:02:00.0");
-	net("ens1f1", "pci0000:00/0000:00:03.0/0000:02:00.1");
-	pci("pci0000:00/0000:00:04.0", 0);
-	net("eth0", "pci0000:00/0000:00:04.0/virtio1");
-	net("lo", "");
+	assert_int_equal(sysfix_two_sockets(root), 0);
 
 	assert_int_equal(devmemtcp_nic_rank(ctx, "0000:81:00.0", r, 8), 5);
 	assert_string_equal(r[0].ifname, "enp129s0f1");
