@@ -1486,11 +1486,14 @@ static void on_usr1(int sig)
 	usr1_seen++;
 }
 
-/* A "broker" of root's that reads one request and hangs up; its pid.
- * While the client waits for the reply it interrupts it with SIGUSR1
- * (caught with SA_RESTART, as an application would: a socket with a
- * receive timeout is not restarted, its recvmsg fails with EINTR). */
-static pid_t hang_up_once(int lfd)
+/*
+ * A "broker" of root's that reads one request; its pid.  hang_up: it then
+ * hangs up, and while the client waits for the reply interrupts it with
+ * SIGUSR1 (caught with SA_RESTART, as an application would: a socket with
+ * a receive timeout is not restarted, its recvmsg fails with EINTR).
+ * Otherwise it never answers (the test kills it).
+ */
+static pid_t one_request(int lfd, bool hang_up)
 {
 	pid_t pid = fork();
 
@@ -1501,29 +1504,12 @@ static pid_t hang_up_once(int lfd)
 
 		if (fd < 0 || recv(fd, m, sizeof(m), 0) <= 0)
 			_exit(1);
+		while (!hang_up)
+			pause();
 		usleep(50000);
 		kill(getppid(), SIGUSR1);
 		usleep(50000);
 		_exit(0);
-	}
-	return pid;
-}
-
-/* A "broker" of root's that reads one request and never answers; its
- * pid (killed by the test). */
-static pid_t silent_once(int lfd)
-{
-	pid_t pid = fork();
-
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		char m[DMT_BRK_MSG_MAX];
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-
-		if (fd < 0 || recv(fd, m, sizeof(m), 0) <= 0)
-			_exit(1);
-		for (;;)
-			pause();
 	}
 	return pid;
 }
@@ -1647,14 +1633,14 @@ static void test_transport(void **state)
 		  &old_usr1);
 	usr1_seen = 0;
 	lfd = fake_socket(path, true);
-	pid = hang_up_once(lfd);
+	pid = one_request(lfd, true);
 	/* ERRORS devmemtcp_nic_open EPIPE */
 	assert_int_equal(open_through(), -EPIPE);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
 			    "devmemtcp-broker did not answer the open request: EPIPE: it closed the connection (it exited: see its log)");
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	pid = hang_up_once(lfd);
+	pid = one_request(lfd, true);
 	/* ERRORS devmemtcp_bind_rx EPIPE */
 	assert_int_equal(bind_through(), -EPIPE);
 	assert_string_equal(devmemtcp_ctx_errmsg(ctx),
@@ -1668,7 +1654,7 @@ static void test_transport(void **state)
 	 * signal, and ends the call with ETIMEDOUT */
 	setenv("DEVMEMTCP_TEST_BROKER_TIMEOUT_MS", "300", 1);
 	usr1_seen = 0;
-	pid = silent_once(lfd);
+	pid = one_request(lfd, false);
 	spid = signaller();
 	t0 = now_ms();
 	/* ERRORS devmemtcp_nic_open ETIMEDOUT */
