@@ -552,8 +552,31 @@ static void no_gather_kernels(struct dmtn_comm *c)
 		DMTN_WARN("devmem RX: this libdevmemtcp has no gather kernels (it was built without nvcc): received bytes bound for GPU memory are copied through host memory, much more slowly; rebuild libdevmemtcp with -Dcuda=enabled");
 }
 
-/* Place n fragments at dst (stream order): linear ones from the linear
- * buffer, the others by gather or copy.  Returns 0 or a negative errno. */
+/* Copy the n fragments' linear bytes to their places at dst. */
+static int copy_linear(struct dmtn_comm *c, const struct devmemtcp_frag *frags,
+		       int n, char *dst, int dst_dev)
+{
+	struct dmtn_devmem_rx *x = c->drx;
+	uint64_t pos = 0;
+
+	for (int i = 0; i < n; i++) {
+		const struct devmemtcp_frag *f = &frags[i];
+
+		if (f->flags & DEVMEMTCP_FRAG_LINEAR) {
+			if (dst_dev < 0)
+				memcpy(dst + pos, x->linear + f->offset, f->len);
+			else if (dmtn_cuda_copy_htod(dst_dev, (uintptr_t)(dst + pos),
+						     x->linear + f->offset, f->len))
+				return -EIO;
+		}
+		pos += f->len;
+	}
+	return 0;
+}
+
+/* Place n fragments at dst (stream order): by one gather, which places the
+ * linear ones too (from the linear buffer), or by copies.  Returns 0 or a
+ * negative errno. */
 static int place(struct dmtn_comm *c, struct dmtn_req *r,
 		 const struct devmemtcp_frag *frags, int n, char *dst,
 		 int dst_dev)
@@ -563,35 +586,24 @@ static int place(struct dmtn_comm *c, struct dmtn_req *r,
 		      !x->no_gather;
 	struct devmemtcp_gpu_iov iov = { (uintptr_t)dst, 0 };
 	uint64_t pos = 0, devmem = 0;
-	int ret = 0;
+	int ret;
 
-	for (int i = 0; i < n && !ret; i++) {
-		const struct devmemtcp_frag *f = &frags[i];
-
-		if (f->flags & DEVMEMTCP_FRAG_LINEAR) {
-			c->st.linear_bytes += f->len;
-			if (dst_dev < 0)
-				memcpy(dst + pos, x->linear + f->offset, f->len);
-			else if (dmtn_cuda_copy_htod(dst_dev, (uintptr_t)(dst + pos),
-						     x->linear + f->offset, f->len))
-				ret = -EIO;
-		} else {
-			devmem += f->len;
-		}
-		pos += f->len;
+	for (int i = 0; i < n; i++) {
+		if (frags[i].flags & DEVMEMTCP_FRAG_LINEAR)
+			c->st.linear_bytes += frags[i].len;
+		else
+			devmem += frags[i].len;
+		pos += frags[i].len;
 	}
 	c->st.devmem_bytes += devmem;
-	if (ret)
-		goto release;
 	if (gather) {
-		/* one launch for the call; the tokens go back once it ran */
+		/* one launch for the call, the linear bytes in it; the tokens
+		 * go back once it ran */
 		iov.len = pos;
-		ret = devmemtcp_gpu_gather(x->gpu, frags, (size_t)n, &iov, 1,
-					   x->stream);
+		ret = devmemtcp_gpu_gather_recv(x->gpu, x->rx, frags, (size_t)n,
+						x->linear, x->linear_size, &iov, 1,
+						x->stream);
 		if (ret != -EOPNOTSUPP) {
-			if (!ret)
-				ret = devmemtcp_gpu_release_after(x->gpu, x->rx, frags,
-								  (size_t)n, x->stream);
 			if (ret) {
 				DMTN_WARN("devmem RX gather: %s",
 					  devmemtcp_gpu_errmsg(x->gpu));
@@ -605,8 +617,9 @@ static int place(struct dmtn_comm *c, struct dmtn_req *r,
 		/* nothing queued: the fragments are still ours */
 		no_gather_kernels(c);
 	}
-	ret = copy_frags(c, frags, n, dst, dst_dev);
-release:
+	ret = copy_linear(c, frags, n, dst, dst_dev);
+	if (!ret)
+		ret = copy_frags(c, frags, n, dst, dst_dev);
 	if (devmemtcp_rx_release(x->rx, frags, (size_t)n))
 		DMTN_WARN("devmem RX: %s", devmemtcp_rx_errmsg(x->rx));
 	return ret;

@@ -298,10 +298,12 @@ int dmtpy_set_put(struct frag_set *set, bool from_any_thread, char *msg,
  * dropping the caller's reference, which must be the last. */
 int dmtpy_set_release_gpu(struct frag_set *set, struct gpu_core *gpu,
 			void *stream, char *msg, size_t msglen);
-/* Gather set into iov on stream and hand its tokens back when the gather
- * has read them (devmemtcp_gpu_gather_release), without the GIL; the
+/* Gather set into iov on stream, its linear fragments from linear (nlinear
+ * bytes; NULL: none) in the same launch, and hand its tokens back when the
+ * gather has read them (devmemtcp_gpu_gather_recv), without the GIL; the
  * caller's reference, which must be the only one, goes. */
 int dmtpy_set_gather_release(struct frag_set *set, struct gpu_core *g,
+			   const void *linear, size_t nlinear,
 			   const struct devmemtcp_gpu_iov *iov, void *stream,
 			   char *msg, size_t msglen);
 /* Release only after fence (which the set now owns) completed. */

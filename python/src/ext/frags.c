@@ -279,37 +279,13 @@ static int gather_cpu(FragmentsObject *f, struct frag_set *set,
 	return set_unuse(set) ? -1 : ret;
 }
 
-/* Linear bytes (a steering miss) fill the holes the gather left. */
-static int gather_linear(const struct frag_set *set, const char *linear,
-			 const struct dmt_dst *d, void *stream, char *msg,
-			 size_t msglen)
-{
-	uint64_t pos = 0;
-
-	for (uint32_t i = 0; i < set->n; i++) {
-		const struct devmemtcp_frag *fr = &set->frags[i];
-
-		if ((fr->flags & DEVMEMTCP_FRAG_LINEAR) && fr->len) {
-			int ret = dmtpy_cuda_htod(d->device.device_id, d->addr + pos,
-						linear + fr->offset, fr->len, stream);
-
-			if (ret) {
-				snprintf(msg, msglen,
-					 "cuMemcpyHtoDAsync of %u linear bytes failed", fr->len);
-				return ret;
-			}
-		}
-		pos += fr->len;
-	}
-	return 0;
-}
-
 static int gather_cuda(FragmentsObject *f, struct frag_set *set,
 		       struct dmt_dst *d, void *stream)
 {
 	struct rx_core *rx = set->rx;
 	struct devmemtcp_gpu_iov iov = { d->addr, d->nbytes };
 	const char *linear = f->linear ? PyBytes_AS_STRING(f->linear) : NULL;
+	size_t nlinear = f->linear ? (size_t)PyBytes_GET_SIZE(f->linear) : 0;
 	struct gpu_core *g = dmtpy_rx_gpu(rx, d->device.device_id);
 	struct devmemtcp_gpu_fence *fence = NULL;
 	char msg[1024] = "";
@@ -335,17 +311,10 @@ static int gather_cuda(FragmentsObject *f, struct frag_set *set,
 		atomic_store(&set->refs, 1);
 		Py_BEGIN_ALLOW_THREADS
 		dmtpy_test_point("Fragments.gather_into(cuda)");
-		/* the linear bytes first: the gather-and-release frees the
-		 * set, fragments and all */
-		ret = gather_linear(set, linear, d, stream, msg, sizeof(msg));
-		if (ret) {
-			char unused[1024];
-
-			/* the tokens still go back, once */
-			dmtpy_set_gather_release(set, g, &iov, stream, unused, sizeof(unused));
-		} else {
-			ret = dmtpy_set_gather_release(set, g, &iov, stream, msg, sizeof(msg));
-		}
+		/* linear bytes (a steering miss) go in the same launch; the
+		 * gather-and-release frees the set, fragments and all */
+		ret = dmtpy_set_gather_release(set, g, linear, nlinear, &iov, stream,
+					     msg, sizeof(msg));
 		Py_END_ALLOW_THREADS
 		core_put(&g->c);
 		if (ret) {
@@ -357,12 +326,11 @@ static int gather_cuda(FragmentsObject *f, struct frag_set *set,
 	Py_BEGIN_ALLOW_THREADS
 	dmtpy_test_point("Fragments.gather_into(cuda)");
 	pthread_mutex_lock(&g->lock);
-	ret = devmemtcp_gpu_gather(g->gpu, set->frags, set->n, &iov, 1, stream);
+	ret = devmemtcp_gpu_gather_recv(g->gpu, NULL, set->frags, set->n, linear,
+					nlinear, &iov, 1, stream);
 	if (ret)
 		snprintf(msg, sizeof(msg), "%s", devmemtcp_gpu_errmsg(g->gpu));
 	pthread_mutex_unlock(&g->lock);
-	if (!ret)
-		ret = gather_linear(set, linear, d, stream, msg, sizeof(msg));
 	Py_END_ALLOW_THREADS
 	if (ret) {
 		core_put(&g->c);

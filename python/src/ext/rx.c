@@ -200,6 +200,7 @@ int dmtpy_set_put(struct frag_set *set, bool from_any_thread, char *msg,
 }
 
 int dmtpy_set_gather_release(struct frag_set *set, struct gpu_core *g,
+			   const void *linear, size_t nlinear,
 			   const struct devmemtcp_gpu_iov *iov, void *stream,
 			   char *msg, size_t msglen)
 {
@@ -208,8 +209,8 @@ int dmtpy_set_gather_release(struct frag_set *set, struct gpu_core *g,
 
 	set_unhold(set);
 	pthread_mutex_lock(&g->lock);
-	ret = devmemtcp_gpu_gather_release(g->gpu, rx->rx, set->frags, set->n,
-					   iov, 1, stream);
+	ret = devmemtcp_gpu_gather_recv(g->gpu, rx->rx, set->frags, set->n,
+					linear, nlinear, iov, 1, stream);
 	if (ret)
 		copy_msg(msg, msglen, devmemtcp_gpu_errmsg(g->gpu));
 	pthread_mutex_unlock(&g->lock);
@@ -833,7 +834,6 @@ static int into_done(struct rx_core *rx, int n, struct recv_out *o, void *arg)
 	struct into_arg *a = arg;
 	const struct dmt_dst *d = a->d;
 	size_t host_bufs;
-	uint64_t pos = 0;
 	bool linear;
 	int ret;
 
@@ -875,9 +875,11 @@ static int into_done(struct rx_core *rx, int n, struct recv_out *o, void *arg)
 		struct devmemtcp_gpu_iov iov = { d->addr + a->offset, d->nbytes - a->offset };
 		struct gpu_core *g = a->g;
 
+		/* linear bytes (a steering miss) go in the same launch */
 		pthread_mutex_lock(&g->lock);
-		ret = devmemtcp_gpu_gather_release(g->gpu, rx->rx, rx->scratch,
-						   (size_t)n, &iov, 1, a->stream);
+		ret = devmemtcp_gpu_gather_recv(g->gpu, rx->rx, rx->scratch, (size_t)n,
+						linear ? rx->linear : NULL, rx->linear_max,
+						&iov, 1, a->stream);
 		if (ret)
 			copy_msg(o->msg, sizeof(o->msg), devmemtcp_gpu_errmsg(g->gpu));
 		pthread_mutex_unlock(&g->lock);
@@ -886,22 +888,6 @@ static int into_done(struct rx_core *rx, int n, struct recv_out *o, void *arg)
 			dmtpy_cuda_sync(g->device);
 			devmemtcp_rx_release(rx->rx, rx->scratch, (size_t)n);
 			return ret;
-		}
-		/* linear bytes (a steering miss) fill the holes the gather left */
-		for (int i = 0; linear && i < n; i++) {
-			const struct devmemtcp_frag *f = &rx->scratch[i];
-
-			if ((f->flags & DEVMEMTCP_FRAG_LINEAR) && f->len) {
-				ret = dmtpy_cuda_htod(g->device, iov.addr + pos,
-						    (const char *)rx->linear + f->offset,
-						    f->len, a->stream);
-				if (ret) {
-					snprintf(o->msg, sizeof(o->msg),
-						 "cuMemcpyHtoDAsync of %u linear bytes failed", f->len);
-					return ret;
-				}
-			}
-			pos += f->len;
 		}
 	}
 	return n;

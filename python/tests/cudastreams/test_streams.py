@@ -226,11 +226,11 @@ def test_gather_runs_and_releases_on_the_given_stream(crx, cmem, fake, kernels, 
     assert f.released
     assert dst.bytes(f.nbytes) == expected_bytes(cmem.mem, frags)
     assert dst.bytes(dst.n)[f.nbytes:] == bytes(16)
-    # the linear bytes, then the kernel with the release's fence
-    # (devmemtcp_gpu_gather_release: the tokens wait for the gather only;
-    # the release frees the fragments, so the linear copy comes first): all
+    # the kernel, which places the linear bytes too (from the handle's
+    # staging: no copy of its own), with the release's fence
+    # (devmemtcp_gpu_gather_recv: the tokens wait for the gather only): all
     # on the stream
-    assert [c[0] for c in log.calls] == ["copy"] + LAUNCHES[mode] + ["record"]
+    assert [c[0] for c in log.calls] == LAUNCHES[mode] + ["record"]
     assert {c[1] for c in log.calls} == {key}
     released_only_when_done(crx, fake, 3, key)
 
@@ -417,7 +417,8 @@ def test_recv_into_gathers_and_releases_in_one_call(crx, cmem, fake, kernels):
         assert crx.recv_into(dst, 0, key) == 8192
         assert crx.recv_into(dst, offset=8192, stream=key) == 1448 + 100 + 2000
     assert dst.streams == [key] and dst.deleted == 0        # imported once
-    assert [c[0] for c in log.calls] == ["launch", "record", "launch", "record", "copy"]
+    # the second receive's linear bytes in its own launch: no copy
+    assert [c[0] for c in log.calls] == ["launch", "record", "launch", "record"]
     assert {c[1] for c in log.calls} == {key}
     released_only_when_done(crx, fake, 4, key)
     want = expected_bytes(cmem.mem, frags[0]) + expected_bytes(cmem.mem, frags[1], 8192)
