@@ -55,6 +55,7 @@ void fk_die(const char *fmt, ...)
 	abort();
 }
 
+/* Seconds on the monotonic clock. */
 double fk_now(void)
 {
 	struct timespec ts;
@@ -63,6 +64,7 @@ double fk_now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Sleep us microseconds, signals or not. */
 void fk_pause_us(uint64_t us)
 {
 	struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
@@ -73,6 +75,7 @@ void fk_pause_us(uint64_t us)
 
 /* ---- errors, the driver, the device ------------------------------------------ */
 
+/* Flags must be 0, as the driver wants them. */
 FK_EXPORT CUresult cuInit(unsigned int flags)
 {
 	FK_INJECT();
@@ -138,6 +141,8 @@ FK_EXPORT CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice d)
 	return CUDA_SUCCESS;
 }
 
+/* An H200-like device of 4 SMs; 64-bit stream memory operations unless
+ * DEVMEMTCP_FAKE_CUDA_NO_MEMOPS is set. */
 FK_EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
 {
 	if (d)
@@ -267,6 +272,7 @@ __attribute__((constructor)) static void allocs_fork_handlers(void)
 	pthread_atfork(allocs_lock_take, allocs_lock_give, allocs_lock_give);
 }
 
+/* Record an allocation (device memory or pinned host memory). */
 static void alloc_add(uintptr_t base, size_t size, bool pinned)
 {
 	struct alloc *a = malloc(sizeof(*a));
@@ -467,6 +473,7 @@ FK_EXPORT CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr p,
 
 /* ---- plain device memory --------------------------------------------------------- */
 
+/* Host memory, recorded for cuPointerGetAttribute; not zeroed. */
 FK_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t size)
 {
 	/* the driver aligns large allocations to pages and more */

@@ -51,6 +51,7 @@ struct fk_launch {
 	unsigned char param[DMT_INLINE_HDR + 1024 * 16] __attribute__((aligned(16)));
 };
 
+/* A copy a warp makes (device addresses). */
 static void copy(uint64_t src, uint64_t dst, uint64_t len)
 {
 	memmove(fk_mem(dst), fk_mem(src), len);
@@ -119,6 +120,7 @@ static void gather_block(const struct dmt_gather_desc *descs,
 			    vw0 + w);
 }
 
+/* The destination table in the block's shared memory, which must hold it. */
 static const struct dmt_gather_dst *stage_dsts(const struct fk_launch *l,
 					       const struct dmt_gather_dst *dsts,
 					       uint32_t ndst)
@@ -183,6 +185,8 @@ struct block {
 	unsigned int b, grid;
 };
 
+/* gather.cu's try_stop: block 0 stops the grid at job s, unless the host
+ * has announced that job and asked for no stop. */
 static bool try_stop(const struct dmt_persist_params *p,
 		     struct dmt_persist_dev *dev, struct dmt_persist_host *h,
 		     uint32_t s)
@@ -205,6 +209,7 @@ static bool try_stop(const struct dmt_persist_params *p,
 	return true;
 }
 
+/* Wait for job s (true: stop instead), block 0 giving up when idle. */
 static bool wait_job(const struct block *bl, struct dmt_persist_dev *dev,
 		     uint64_t *go, struct dmt_persist_host *h, uint32_t s,
 		     uint64_t *gp)
@@ -240,6 +245,7 @@ static bool wait_job(const struct block *bl, struct dmt_persist_dev *dev,
 	}
 }
 
+/* One block of the persistent kernel: jobs in turn until told to stop. */
 static void *persist_block(void *arg)
 {
 	const struct block *bl = arg;
@@ -297,6 +303,7 @@ static void *persist_block(void *arg)
 	return NULL;
 }
 
+/* The persistent kernel: a thread per block, until they all stop. */
 static void persist_grid(const struct fk_launch *l)
 {
 	const struct dmt_persist_params *p = (const void *)l->param;
@@ -449,6 +456,8 @@ FK_EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *na
 	return FK_ERR_NOT_FOUND;
 }
 
+/* A launch of f with its parameters copied (as the driver copies them),
+ * dying on what a GPU would refuse or fault on. */
 static struct fk_launch *launch_new(CUfunction f, unsigned int gx,
 				 unsigned int gy, unsigned int bx,
 				 unsigned int smem, void **params)
@@ -551,6 +560,7 @@ FK_EXPORT CUresult cuGraphCreate(CUgraph *g, unsigned int flags)
 	return *g ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
+/* A graph kernel node's launch. */
 static struct fk_launch *node_launch(const CUDA_KERNEL_NODE_PARAMS *p)
 {
 	return launch_new(p->func, p->gridDimX, p->gridDimY, p->blockDimX,

@@ -70,6 +70,7 @@ static uint64_t ncalls;
 
 /* ---- running operations ---------------------------------------------------------- */
 
+/* Run one operation (without the lock). */
 static void exec(struct op *o)
 {
 	switch (o->k) {
@@ -111,6 +112,7 @@ static void exec(struct op *o)
 	}
 }
 
+/* With mu: drop a reference of e (its handle's or a record's). */
 static void event_put(CUevent e)
 {
 	if (!--e->refs)
@@ -137,6 +139,7 @@ static void op_free(struct op *o)
 	free(o);
 }
 
+/* A stream memory wait's condition holds (GEQ, with wrap-around). */
 static bool wait_met(const struct op *o)
 {
 	return (int32_t)(__atomic_load_n((uint32_t *)fk_mem(o->to), __ATOMIC_SEQ_CST) -
@@ -263,6 +266,7 @@ static struct CUstream_st *stream_add(struct CUstream_st *s)
 	return s;
 }
 
+/* The calling thread, as the log and the per-thread streams know it. */
 static uint32_t thread_id(void)
 {
 	return (uint32_t)gettid();
@@ -417,6 +421,7 @@ static CUresult submit(const char *fn, CUstream st, enum fk_call_kind kind,
 	return CUDA_SUCCESS;
 }
 
+/* A new operation of kind k. */
 static struct op *op_new(enum op_kind k)
 {
 	struct op *o = calloc(1, sizeof(*o));
@@ -652,6 +657,8 @@ FK_EXPORT CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n)
 	return copy_now(__func__, d, fk_mem(s), n);
 }
 
+/* Queue a copy of n bytes (pointers kept: the bytes are read when it
+ * runs, as from pinned memory). */
 static CUresult copy_async(const char *fn, uint64_t d, uint64_t s, size_t n,
 			   CUstream st)
 {
@@ -734,6 +741,7 @@ FK_EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n,
 
 /* ---- stream memory operations ----------------------------------------------------- */
 
+/* Queue a write of v (w bytes) to addr. */
 static CUresult write_value(const char *fn, CUstream st, CUdeviceptr addr,
 			    uint64_t v, int w)
 {
