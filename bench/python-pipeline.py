@@ -17,8 +17,8 @@ usage: python-pipeline.py [--fake] [--iterations N] [--repeat R] [--out FILE]
 
 Real mode: PyTorch with CUDA; the NIC's buffer and the destination are
 torch tensors on device 0, the stream a torch.cuda.Stream.  --fake: the
-fake CUDA driver ($DEVMEMTCP_LIBCUDA, python/tests/fake/fakecuda.c; with
-FAKECUDA_NOCOPY=1 its kernels copy nothing): host memory stands for device
+fake CUDA driver ($DEVMEMTCP_LIBCUDA, tests/lib/fakecuda; with
+DEVMEMTCP_FAKE_CUDA_NOCOPY=1 its kernels copy nothing): host memory stands for device
 memory, so what is measured is the CPU cost per receive of each side, the
 binding's overhead.  Needs the test build's package on PYTHONPATH and
 LD_PRELOAD of libdevmemtcp-emu.so.  --out writes the Markdown report, which
@@ -109,13 +109,13 @@ class HostDst:
 
 class Fake:
     """--fake: the fake CUDA driver."""
-    name = "fake CUDA driver (python/tests/fake/fakecuda.c)"
+    name = "fake CUDA driver (tests/lib/fakecuda)"
 
     def __init__(self):
         lib = os.environ.get("DEVMEMTCP_LIBCUDA", "")
-        if "fakecuda" not in os.path.basename(lib):
-            sys.exit("--fake needs DEVMEMTCP_LIBCUDA=<builddir>/python/tests/libdevmemtcp-fakecuda.so")
-        self.cu = ctypes.CDLL(lib)
+        self.cu = ctypes.CDLL(lib) if lib else None
+        if not hasattr(self.cu, "fakecuda_calls"):
+            sys.exit("--fake needs DEVMEMTCP_LIBCUDA=<builddir>/tests/lib/fakecuda/libfakecuda.so")
         self.nic_mem = (ctypes.c_uint8 * SIZE)()
         self.nic_addr = ctypes.addressof(self.nic_mem)
         self.stream = self.stream_handle = 0x5100

@@ -28,7 +28,7 @@
 #   BENCH_NO_PERSIST=1  benchmarks without the persistent kernel (set by
 #                the script itself when the GPU test timed out)
 #   GPU_RUN_FAKE=1  a check of this script on a machine without a GPU:
-#                every GPU step runs on tests/gpu/fake-cuda.c (numbers
+#                every GPU step runs on tests/lib/fakecuda (numbers
 #                meaningless; the static link on the real driver fails)
 # What the GPU machine lacks (libmnl, cmocka, libnl-genl-3 and their -dev
 # packages) comes from Debian's .deb files in .gpu-deps/, unpacked here by
@@ -204,8 +204,8 @@ trap 'log "interrupted"; finish 1' INT TERM
 } >"$work/machine.md"
 cat "$work/machine.md" >&2
 if [ "$fake" = 1 ]; then
-	log "GPU_RUN_FAKE=1: the GPU steps run on tests/gpu/fake-cuda.c (a check of this script, not of a GPU)"
-	echo "- GPU_RUN_FAKE=1: tests/gpu/fake-cuda.c in place of a GPU" >>"$work/machine.md"
+	log "GPU_RUN_FAKE=1: the GPU steps run on the fake CUDA driver, tests/lib/fakecuda (a check of this script, not of a GPU)"
+	echo "- GPU_RUN_FAKE=1: the fake CUDA driver (tests/lib/fakecuda) in place of a GPU" >>"$work/machine.md"
 elif ! nvidia-smi -L >/dev/null 2>&1 || ! ls /dev/nvidia[0-9]* >/dev/null 2>&1; then
 	gpu=0
 	log "no NVIDIA GPU visible (nvidia-smi -L fails or no /dev/nvidiaN): building and running the CPU-side tests only; exit 3"
@@ -238,7 +238,7 @@ grep -E 'CUDA kernels|tests \(' "$stage/logs/setup.log" | sed 's/^ */- build: /'
 # ---- tests --------------------------------------------------------------------------------
 export DEVMEMTCP_LOG=none
 if [ "$fake" = 1 ]; then
-	export DEVMEMTCP_LIBCUDA=$build/tests/gpu/libfakecuda.so DEVMEMTCP_TEST_FAKE_GPU=1
+	export DEVMEMTCP_LIBCUDA=$build/tests/lib/fakecuda/libfakecuda.so DEVMEMTCP_TEST_FAKE_GPU=1
 fi
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
 	# the contract's GPU checks: the gpu and unit suites (the GPU test,

@@ -2,9 +2,8 @@
 /*
  * Private: the index arithmetic of a gather, one copy for the kernels
  * (gather.cu, compiled by nvcc as C++: __host__ __device__) and for the
- * CPU executions of a launch that the tests run (tests/gpu/fake-cuda.c,
- * the fake libcuda's kernels; tests/gpu/test-gather-cpu.c; the Python
- * tests' fake driver, python/tests/fake/fakecuda.c): which
+ * CPU executions of a launch that the tests run (the fake libcuda's
+ * kernels, tests/lib/fakecuda/kernels.c; tests/gpu/test-gather-cpu.c): which
  * descriptors a warp copies, which slice of a descriptor a warp of a
  * split copies, and where an output position goes.  What the CPU
  * executions check is then the arithmetic the GPU runs, not a copy of it.

@@ -22,7 +22,7 @@
 # token or page is left and both NICs are as found.
 #   EMU_BUILD=BUILDDIR sh nccl/tests/emu-nccl.sh [--driver LIBCUDA] [--bytes N]
 #                                                 [--no-kernels]
-# --driver: the libcuda.so.1 of the GPU steps: tests/gpu/libfakecuda.so
+# --driver: the libcuda.so.1 of the GPU steps: tests/lib/fakecuda/libfakecuda.so
 # (default: host memory, the gather kernels run on the CPU), or "system"
 # for the machine's driver (the GPU machine).  --no-kernels: the build has
 # no gather kernels (-Dcuda=disabled): steps 2 and 3 expect the copies of
@@ -31,7 +31,7 @@ set -eu
 # first: it runs this script again in a mount namespace of its own, with
 # the arguments as given
 . "$(dirname "$0")/../../tests/emu/emu-env.sh"
-driver=$EMU_BUILD/tests/gpu/libfakecuda.so bytes=64M nok=
+driver=$EMU_BUILD/tests/lib/fakecuda/libfakecuda.so bytes=64M nok=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--driver) driver=$2; shift 2 ;;

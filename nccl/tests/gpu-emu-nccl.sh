@@ -36,7 +36,7 @@ else
 	meson setup "$build" "$src" "${opts[@]}" >"$build.setup.log" 2>&1
 fi || { cat "$build.setup.log"; log "meson setup failed"; exit 2; }
 ninja -C "$build" tests/emu/libdevmemtcp-emu.so tests/emu/libdevmemtcp-emucuda.so \
-	tests/emu/emuctl tests/gpu/libfakecuda.so nccl/libnccl-net-devmemtcp.so \
+	tests/emu/emuctl tests/lib/fakecuda/libfakecuda.so nccl/libnccl-net-devmemtcp.so \
 	nccl/tests/test-nccl-net || { log "the build failed"; exit 2; }
 rc=0
 EMU_BUILD=$build sh "$src/nccl/tests/emu-nccl.sh" --driver system --bytes "$bytes" 2>&1 |

@@ -7,9 +7,10 @@
  * two-socket server without switches (a GPU on socket 1 with a function of
  * its card on its root port, a NIC on another root port of socket 1, a
  * two-port NIC and a virtio interface on socket 0).  The plugin's driver
- * is nccl/tests/fake-cuda.c (libcuda.so.1, whose context is made current
- * here), the library's tests/gpu/fake-cuda.c ($DEVMEMTCP_LIBCUDA), whose
- * GPU sits at $DEVMEMTCP_FAKE_CUDA_PCI_BUS_ID.
+ * and the library's is the fake CUDA driver (tests/lib/fakecuda): the
+ * plugin's as libcuda.so.1 (its context is made current here), the
+ * library's as $DEVMEMTCP_LIBCUDA, the same file, so one driver whose GPU
+ * sits at $DEVMEMTCP_FAKE_CUDA_PCI_BUS_ID.
  *   test-nccl-near LIBFAKECUDA
  */
 #include <dlfcn.h>
@@ -121,7 +122,7 @@ int main(int argc, char **argv)
 	char cmd[128];
 
 	if (argc != 2) {
-		fprintf(stderr, "usage: test-nccl-near LIBFAKECUDA (tests/gpu/libfakecuda.so)\n");
+		fprintf(stderr, "usage: test-nccl-near LIBFAKECUDA (tests/lib/fakecuda/libfakecuda.so)\n");
 		return 2;
 	}
 	snprintf(root, sizeof(root), "/tmp/dmt-nccl-near-XXXXXX");
@@ -137,7 +138,7 @@ int main(int argc, char **argv)
 	       "NET/DevmemTCP: no NCCL_DEVMEMTCP_IFNAME and no CUDA context current: every interface is a device");
 
 	lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-	CHECK(lib, "libcuda.so.1 (nccl/tests/fake-cuda.c): %s", dlerror());
+	CHECK(lib, "libcuda.so.1 (the fake CUDA driver): %s", dlerror());
 	if (!lib)
 		return 1;
 	*(void **)&init = dlsym(lib, "cuInit");

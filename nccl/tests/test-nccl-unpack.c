@@ -206,8 +206,8 @@ static void decide(void)
 
 /* ---- one comm's queue, on the fake driver ------------------------------------ */
 
-/* fake-cuda.c: a mapped host allocation's device address is its host
- * address plus this */
+/* the fake CUDA driver in NCCL mode (tests/lib/fakecuda): a mapped host
+ * allocation's device address is its host address plus this */
 #define DEVMAP_OFF (1ull << 44)
 /* where the bound buffer would start on the GPU */
 #define BOUNCE 0x7f3200000000ull
@@ -256,18 +256,18 @@ static void queue(void)
 	struct dmtn_comm *c;
 	nccl_dev_handle_t h;
 	void *lib, *ctx, *t0, *t1;
-	bool all;
+	bool all, fake;
 
 	lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-	CHECK(lib, "libcuda.so.1 (nccl/tests/fake-cuda.c): %s", dlerror());
+	CHECK(lib, "libcuda.so.1 (the fake CUDA driver): %s", dlerror());
 	if (!lib)
 		return;
 	*(void **)&retain = dlsym(lib, "cuDevicePrimaryCtxRetain");
 	*(void **)&push = dlsym(lib, "cuCtxPushCurrent_v2");
 	*(void **)&pop = dlsym(lib, "cuCtxPopCurrent_v2");
-	CHECK(retain && push && pop && dlsym(lib, "cuMemHostAlloc"),
-	      "libcuda.so.1 is not nccl/tests/fake-cuda.c");
-	if (!retain || !push || !pop || !dlsym(lib, "cuMemHostAlloc"))
+	fake = dlsym(lib, "fakecuda_calls") && dlsym(lib, "cuMemHostAlloc");
+	CHECK(retain && push && pop && fake, "libcuda.so.1 is not the fake CUDA driver");
+	if (!retain || !push || !pop || !fake)
 		return;
 	dmtn.log = capture;
 	memset(r, 0, sizeof(r));

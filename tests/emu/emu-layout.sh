@@ -65,7 +65,7 @@ if [ "$gpu" = --gpu ]; then
 	# the GPU path on the fake driver (host memory): the library's CUDA
 	# provider through the shim, the program's own libcuda.so.1 calls
 	mkdir -p "$EMU_DIR/cuda"
-	ln -s "$B/tests/gpu/libfakecuda.so" "$EMU_DIR/cuda/libcuda.so.1"
+	ln -s "$B/tests/lib/fakecuda/libfakecuda.so" "$EMU_DIR/cuda/libcuda.so.1"
 	# each way the emulator copies into CUDA memory (DEVMEMTCP_EMU_COPY):
 	# the scatter kernel (the fake driver runs its source) makes one
 	# transfer and one launch per placing; runs one transfer a call

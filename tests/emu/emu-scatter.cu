@@ -12,7 +12,7 @@
  * into the PTX text of emu-scatter-ptx.h (nvcc, by hand), which the
  * emulator loads with cuModuleLoadData, and the emu suite checks that the
  * header is this source's PTX and that ptxas assembles it
- * (emu-scatter-ptx).  The fake driver (tests/gpu/fake-cuda.c) runs this
+ * (emu-scatter-ptx).  The fake driver (tests/lib/fakecuda) runs this
  * same source on the CPU, a thread at a time: it defines uint4 and the
  * thread and block indexes first.
  */

@@ -34,7 +34,7 @@
 #   SAMPLES (2048),
 #   (a second run reuses both builds: a few seconds instead of minutes)
 #   BENCH_BYTES (1G), GPU_RUN_FAKE=1: check this script on a machine without
-#   a GPU (tests/gpu/fake-cuda.c in place of the driver; numbers meaningless)
+#   a GPU (tests/lib/fakecuda in place of the driver; numbers meaningless)
 # Exit: 0 all passed, 1 a check failed, 2 the build failed, 3 no GPU.
 set -uo pipefail
 
@@ -218,8 +218,8 @@ if [ "$(id -u)" != 0 ]; then
 	finish 1
 fi
 if [ "$fake" = 1 ]; then
-	log "GPU_RUN_FAKE=1: tests/gpu/fake-cuda.c in place of the driver (a check of this script, not of a GPU)"
-	echo "- GPU_RUN_FAKE=1: tests/gpu/fake-cuda.c in place of a GPU; numbers meaningless" >>"$work/machine.md"
+	log "GPU_RUN_FAKE=1: the fake CUDA driver (tests/lib/fakecuda) in place of the driver (a check of this script, not of a GPU)"
+	echo "- GPU_RUN_FAKE=1: the fake CUDA driver (tests/lib/fakecuda) in place of a GPU; numbers meaningless" >>"$work/machine.md"
 elif ! nvidia-smi -L >/dev/null 2>&1; then
 	log "no NVIDIA GPU visible: exit 3"
 	echo "- no NVIDIA GPU visible" >>"$work/machine.md"
@@ -248,7 +248,7 @@ else
 fi
 step build 240 ninja -C "$build" tests/emu/libdevmemtcp-emu.so tests/emu/libdevmemtcp-emucuda.so \
 	tests/emu/emuctl tests/gpu/dataloader bench/emu-nic tools/devmemtcp tests/vm/test-e2e \
-	tests/gpu/libfakecuda.so
+	tests/lib/fakecuda/libfakecuda.so
 # the binding for PYTHON (meson directly, as python/tests/gpu-run.sh)
 # (the native file stays beside the build: a reconfigure reads it again)
 native=$pybuild.native.ini

@@ -19,7 +19,7 @@ say() { echo "[gpu-steps +$(($(date +%s) - t0))s] $*" >&2; }
 if [ -n "$fake" ]; then
 	# no GPU: the fake driver (host memory) for the program's own calls
 	mkdir -p "$EMU_DIR/cuda"
-	ln -s "$B/tests/gpu/libfakecuda.so" "$EMU_DIR/cuda/libcuda.so.1"
+	ln -s "$B/tests/lib/fakecuda/libfakecuda.so" "$EMU_DIR/cuda/libcuda.so.1"
 	export LD_LIBRARY_PATH=$EMU_DIR/cuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 export DEVMEMTCP_LIBCUDA=$B/tests/emu/libdevmemtcp-emucuda.so

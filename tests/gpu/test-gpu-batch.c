@@ -3,7 +3,8 @@
  * Suite gpu: coalesced gathers (opts.coalesce_bytes, devmemtcp_gpu_flush)
  * and gathers of whole receives, linear fragments included
  * (devmemtcp_gpu_gather_recv), on a real NVIDIA GPU; exits 77 where there
- * is none.  Test gpu-batch-fake runs it on tests/gpu/fake-cuda.c.
+ * is none.  Test gpu-batch-fake runs it on the fake CUDA driver
+ * (tests/lib/fakecuda).
  *
  * Receives are made as devmemtcp_rx_recv makes them (the library's
  * receive processing of control messages laid out as the kernel lays

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * The GPU layer's errors against tests/gpu/fake-cuda.c told to fail
+ * The GPU layer's errors against the fake CUDA driver (tests/lib/fakecuda)
+ * told to fail
  * ($DEVMEMTCP_FAKE_CUDA_FAIL and friends) and against a driver that lacks
  * entry points (cuda-stub.c): the errno and message of each error the
  * devmemtcp_gpu_* pages document that no GPU gives on purpose.  Suite unit:
@@ -57,6 +58,33 @@ static void driver_fails(const char *fn, int code)
 static void driver_works(void)
 {
 	unsetenv("DEVMEMTCP_FAKE_CUDA_FAIL");
+}
+
+/* The test's own driver calls run in the GPU's primary context, made
+ * current here (the driver refuses stream work without one) and left
+ * again before the library's next call. */
+static void ctx_enter(const struct dmt_cuda *cu)
+{
+	CUcontext c;
+
+	assert_int_equal(cu->cuDevicePrimaryCtxRetain(&c, 0), CUDA_SUCCESS);
+	assert_int_equal(cu->cuCtxPushCurrent(c), CUDA_SUCCESS);
+}
+
+static void ctx_leave(const struct dmt_cuda *cu)
+{
+	CUcontext c;
+
+	assert_int_equal(cu->cuCtxPopCurrent(&c), CUDA_SUCCESS);
+	assert_int_equal(cu->cuDevicePrimaryCtxRelease(0), CUDA_SUCCESS);
+}
+
+/* The host waits for the work on the legacy default stream. */
+static void sync_legacy(struct devmemtcp_gpu *g)
+{
+	ctx_enter(dmt_gpu_cuda(g));
+	assert_int_equal(dmt_gpu_cuda(g)->cuStreamSynchronize(NULL), CUDA_SUCCESS);
+	ctx_leave(dmt_gpu_cuda(g));
 }
 
 /* devmemtcp_gpu_new in a new process (the driver is loaded once per
@@ -190,7 +218,7 @@ static void test_gather_refused(void **state)
 	assert_int_equal(devmemtcp_gpu_gather(gpu, &f, 1, &d, 1, NULL), 0);
 	assert_int_equal(gpu->pdl_launches, 1);
 	assert_int_equal(gpu->graph_launches, 0);
-	assert_int_equal(dmt_gpu_cuda(gpu)->cuStreamSynchronize(NULL), CUDA_SUCCESS);
+	sync_legacy(gpu);
 	assert_memory_equal(dst, src, 100);
 	memset(dst, 0, sizeof(dst));
 
@@ -224,7 +252,7 @@ static void test_gather_refused(void **state)
 	assert_int_equal(g->graph_launches, 0);
 	assert_int_equal(g->pdl_launches, 1);
 	devmemtcp_gpu_free(g);
-	assert_int_equal(dmt_gpu_cuda(gpu)->cuStreamSynchronize(NULL), CUDA_SUCCESS);
+	sync_legacy(gpu);
 	assert_memory_equal(dst, src, 100);
 }
 
@@ -251,9 +279,11 @@ static void test_persistent_refused(void **state)
 			    "a gather of a handle with DEVMEMTCP_GPU_PERSISTENT cannot be captured into a CUDA graph: capture with a handle without it");
 	/* a stream that waits for a word nobody writes */
 	gate = 0;
+	ctx_enter(cu);
 	assert_int_equal(cu->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
 	assert_int_equal(cu->cuStreamWaitValue32(s, (uintptr_t)&gate, 1, CU_STREAM_WAIT_VALUE_GEQ),
 			 CUDA_SUCCESS);
+	ctx_leave(cu);
 	for (int i = 0; i < 4 && !ret; i++)
 		ret = devmemtcp_gpu_gather(p, &f, 1, &d, 1, s);
 	/* ERRORS devmemtcp_gpu_gather ETIMEDOUT */
@@ -272,9 +302,11 @@ static void test_persistent_refused(void **state)
 				    "persistent gather kernel: waited 10 s for a slot's previous job: is the stream of an earlier gather blocked for good?");
 	}
 	gate = 1;
+	ctx_enter(cu);
 	assert_int_equal(cu->cuStreamSynchronize(s), CUDA_SUCCESS);
+	ctx_leave(cu);
 	devmemtcp_gpu_free(p);
-	cu->cuStreamDestroy(s);
+	assert_int_equal(cu->cuStreamDestroy(s), CUDA_SUCCESS);
 }
 
 /* ---- fences and deferred release ------------------------------------------ */
@@ -470,7 +502,7 @@ static void test_gather_recv_refused(void **state)
 	memset(dst, 0, sizeof(dst));
 	assert_int_equal(devmemtcp_gpu_gather_recv(g, NULL, f, 2, linear, sizeof(linear),
 						   &d, 1, NULL), 0);
-	assert_int_equal(dmt_gpu_cuda(g)->cuStreamSynchronize(NULL), CUDA_SUCCESS);
+	sync_legacy(g);
 	assert_memory_equal(dst, src, 100);
 	assert_memory_equal(dst + 100, linear + 10, 50);
 	devmemtcp_gpu_free(g);

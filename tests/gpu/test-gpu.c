@@ -2,8 +2,9 @@
 /*
  * Suite gpu: the CUDA provider, address mapping and the gather on a real
  * NVIDIA GPU.  Exits 77 and says why where there is none.  Test gpu-fake
- * runs it on tests/gpu/fake-cuda.c (DEVMEMTCP_TEST_FAKE_GPU set), which
- * executes the kernels' logic on the CPU.
+ * runs it on the fake CUDA driver, tests/lib/fakecuda
+ * (DEVMEMTCP_TEST_FAKE_GPU set), which executes the kernels' logic on the
+ * CPU.
  *
  * Every gather is checked byte for byte against a CPU reference built from
  * the same source bytes, into a destination poisoned beforehand, with

@@ -1751,7 +1751,7 @@ static void test_rank_unprivileged(void **state)
 	assert_int_equal(sysfix_net(root, "lo", NULL), 0);
 	t_run("chmod -R a+rX %s", root);
 	setenv("DEVMEMTCP_TEST_SYSFS", root, 1);
-	setenv("DEVMEMTCP_LIBCUDA", TEST_BUILDDIR "/tests/gpu/libfakecuda.so", 1);
+	setenv("DEVMEMTCP_LIBCUDA", TEST_BUILDDIR "/tests/lib/fakecuda/libfakecuda.so", 1);
 	/* as the driver spells it (upper-case hex) */
 	setenv("DEVMEMTCP_FAKE_CUDA_PCI_BUS_ID", "0000:1B:00.0", 1);
 	pid = start_broker(0);

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 """The NIC nearest a GPU from Python: Nic.rank() and Nic(near_gpu=N) on a
 synthetic sysfs tree ($DEVMEMTCP_TEST_SYSFS, test builds), the fake CUDA
-driver's device 0 at PCI 0000:1b:00.0: its NIC below the same PCIe switch,
+driver's device 0 at PCI 0000:1b:00.0 ($DEVMEMTCP_FAKE_CUDA_PCI_BUS_ID, in
+upper case as the driver writes it): its NIC below the same PCIe switch,
 one on its socket, one on the other socket."""
 
 import errno
@@ -38,6 +39,7 @@ def sysfs(tmp_path, monkeypatch):
     net(root, "ens9", pci(root, "pci0000:80/0000:80:03.0/0000:81:00.0", 1))
     os.makedirs(os.path.join(root, "class/net/lo"))
     monkeypatch.setenv("DEVMEMTCP_TEST_SYSFS", root)
+    monkeypatch.setenv("DEVMEMTCP_FAKE_CUDA_PCI_BUS_ID", "0000:1B:00.0")
     return root
 
 

@@ -16,6 +16,7 @@ the handles it frees: _test_freed()), and the tokens go back then, exactly
 once (the fake kernel's books).  Each race runs ROUNDS times."""
 
 import contextlib
+import ctypes
 import gc
 import os
 import sys
@@ -29,7 +30,8 @@ from conftest import BINDING, HostMem, expected_bytes, fake_rx
 
 ROUNDS = 300
 ext = dm._devmemtcp
-FAKE_CUDA = "fakecuda" in os.path.basename(os.environ.get("DEVMEMTCP_LIBCUDA", ""))
+FAKE_CUDA = hasattr(ctypes.CDLL(os.environ["DEVMEMTCP_LIBCUDA"]), "fakecuda_calls") \
+    if os.environ.get("DEVMEMTCP_LIBCUDA") else False
 NOSUCH = "dmtnosuch0"
 # dma-buf fragments, then linear bytes (a steering miss) between them
 FRAGS = [(8192, 4096), (0, 100, 1), (65536, 1448)]
