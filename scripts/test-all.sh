@@ -3,7 +3,8 @@
 # Every test suite of libdevmemtcp, from a fresh clone on a fresh machine
 # (as root): dependencies, a normal build with the unit, host, emu, vm and gpu
 # suites, an ASan/UBSan build with unit and host (and the NCCL plugin over
-# the emulated NIC), valgrind over unit and
+# the emulated NIC), the Python package's own test build (python/, the
+# library bundled) with its suites, valgrind over unit and
 # host, the libFuzzer harnesses for a fixed budget, the multi-threaded
 # tests under ThreadSanitizer, a production build checked for test hooks
 # with the tests that need none (the ABI against its baseline), the Python
@@ -20,6 +21,7 @@ S=${BUILD_SAN:-build-san}
 P=${BUILD_PROD:-build-prod}
 F=${BUILD_FUZZ:-build-fuzz}
 T=${BUILD_TSAN:-build-tsan}
+Y=${BUILD_PYTHON:-build-python}
 status=0
 # this run's test logs (a step that does not run leaves none to count)
 logs=$(mktemp -d "${TMPDIR:-/tmp}/devmemtcp-testlogs.XXXXXX") || exit 1
@@ -44,6 +46,12 @@ cp "$S/meson-logs/testlog.json" "$logs/san.json" 2>/dev/null
 # the NCCL plugin over the emulated NIC, with a library without gather kernels
 meson test -C "$S" --print-errorlogs --logbase testlog-emu emu-nccl || status=1
 cp "$S/meson-logs/testlog-emu.json" "$logs/san-emu.json" 2>/dev/null
+
+step "the Python package's own test build ($Y: python/ with the library bundled statically, as python/tests/gpu-run.sh builds it on the GPU machine)"
+[ -d "$Y" ] || meson setup "$Y" python -Dtest_hooks=true >/dev/null || exit 1
+ninja -C "$Y" || exit 1
+meson test -C "$Y" --print-errorlogs || status=1
+cp "$Y/meson-logs/testlog.json" "$logs/python-own.json" 2>/dev/null
 
 step "valgrind: unit and host suites"
 meson test -C "$B" --print-errorlogs --suite unit --suite host \
@@ -92,7 +100,8 @@ step "benchmark: receive hot path (ratios against one DONTNEED per fragment and 
 "$B/bench/rx-hotpath" --frags 1048576 || status=1
 
 python3 - "$logs/main.json" "$logs/san.json" "$logs/san-emu.json" "$logs/valgrind.json" \
-	"$logs/fuzz.json" "$logs/tsan.json" "$logs/production.json" "$logs/prod.json" "$logs/packages.json" <<'PY'
+	"$logs/fuzz.json" "$logs/tsan.json" "$logs/production.json" "$logs/prod.json" "$logs/packages.json" \
+	"$logs/python-own.json" <<'PY'
 import json, sys
 p = f = s = 0
 for path in sys.argv[1:]:
