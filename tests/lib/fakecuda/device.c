@@ -379,19 +379,28 @@ FK_EXPORT CUresult cuMemGetAllocationGranularity(size_t *g,
 	return CUDA_SUCCESS;
 }
 
+/* A memfd of size bytes, or -1. */
+static int memfd_sized(const char *name, size_t size)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC);
+
+	if (fd >= 0 && ftruncate(fd, (off_t)size)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 FK_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size,
 			       const CUmemAllocationProp *prop,
 			       unsigned long long flags)
 {
-	int fd = memfd_create("fake-cuda", MFD_CLOEXEC);
+	int fd = memfd_sized("fake-cuda", size);
 
 	(void)prop;
 	(void)flags;
-	if (fd < 0 || ftruncate(fd, (off_t)size)) {
-		if (fd >= 0)
-			close(fd);
+	if (fd < 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
 	*h = (CUmemGenericAllocationHandle)fd + 1;
 	return CUDA_SUCCESS;
 }
@@ -457,16 +466,13 @@ FK_EXPORT CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr p,
 						 size_t size, int type,
 						 unsigned long long flags)
 {
-	int fd = memfd_create("fake-dmabuf", MFD_CLOEXEC);
+	int fd = memfd_sized("fake-dmabuf", size);
 
 	(void)p;
 	(void)type;
 	(void)flags;
-	if (fd < 0 || ftruncate(fd, (off_t)size)) {
-		if (fd >= 0)
-			close(fd);
+	if (fd < 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
 	*(int *)handle = fd;
 	return CUDA_SUCCESS;
 }

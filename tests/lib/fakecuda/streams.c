@@ -741,12 +741,15 @@ FK_EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n,
 
 /* ---- stream memory operations ----------------------------------------------------- */
 
-/* Queue a write of v (w bytes) to addr. */
+/* Queue a write of v (w bytes) to addr, which must be w-aligned. */
 static CUresult write_value(const char *fn, CUstream st, CUdeviceptr addr,
 			    uint64_t v, int w)
 {
-	struct op *o = op_new(OP_WRITE);
+	struct op *o;
 
+	if (addr % (unsigned int)w)
+		return CUDA_ERROR_INVALID_VALUE;	/* as the driver */
+	o = op_new(OP_WRITE);
 	o->to = addr;
 	o->value = v;
 	o->width = w;
@@ -758,8 +761,6 @@ FK_EXPORT CUresult cuStreamWriteValue32_v2(CUstream st, CUdeviceptr addr,
 {
 	(void)flags;
 	FK_INJECT();
-	if (addr % 4)
-		return CUDA_ERROR_INVALID_VALUE;
 	return write_value(__func__, st, addr, v, 4);
 }
 
@@ -768,8 +769,6 @@ FK_EXPORT CUresult cuStreamWriteValue64_v2(CUstream st, CUdeviceptr addr,
 {
 	(void)flags;
 	FK_INJECT();
-	if (addr % 8)
-		return CUDA_ERROR_INVALID_VALUE;
 	return write_value(__func__, st, addr, v, 8);
 }
 
