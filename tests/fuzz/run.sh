@@ -32,6 +32,8 @@ start=$(date +%s.%N)
 	-artifact_prefix="$art/$name-" "$work" "$corpus" >"$log" 2>&1
 rc=$?
 end=$(date +%s.%N)
+# libFuzzer's exit status for a crash is 77, which meson counts as a skip
+[ $rc -eq 77 ] && rc=1
 if [ $rc -ne 0 ]; then
 	# the report: what failed, where, and the reproducer
 	sed -n '/check failed\|ERROR\|runtime error\|ALARM\|out-of-memory/,$p' \
