@@ -412,7 +412,8 @@ int dmt_tokens_release(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 int dmt_tokens_defer(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 		     size_t n, devmemtcp_done_fn done, void *arg)
 {
-	uint32_t *d, *d0;
+	uint32_t *d;
+	size_t k, ntok;
 
 	/* compact the token vector when its dead head dominates */
 	if (t->dt_head && t->dt_head >= t->dt_len / 2) {
@@ -448,16 +449,19 @@ int dmt_tokens_defer(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 		t->dq_head = 0;
 		t->dq_cap = cap;
 	}
-	/* a local pointer: stores through t->dtoks could alias *t */
-	d0 = d = t->dtoks + t->dt_len;
+	/* locals: stores through t->dtoks could alias *t (and dtoks is
+	 * NULL until the first token) */
+	d = t->dtoks;
+	k = t->dt_len;
 	for (size_t i = 0; i < n; i++)
 		if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
-			*d++ = frags[i].token;
-	t->dt_len += (size_t)(d - d0);
+			d[k++] = frags[i].token;
+	ntok = k - t->dt_len;
+	t->dt_len = k;
 	t->dq[(t->dq_head + t->dq_len) % t->dq_cap] =
-		(struct dmt_deferred){ done, arg, (size_t)(d - d0) };
+		(struct dmt_deferred){ done, arg, ntok };
 	t->dq_len++;
-	t->deferred_pending += (size_t)(d - d0);
+	t->deferred_pending += ntok;
 	return 0;
 }
 
@@ -508,8 +512,9 @@ int dmt_tokens_poll(struct dmt_tokens *t, bool wait)
 			return ret;
 		if (ret == 0)
 			break;	/* in order: later entries wait behind it */
-		queue_all_or_keep(t, t->dtoks + t->dt_head, d->ntokens,
-				  &failed);
+		if (d->ntokens)	/* (dtoks is NULL until the first token) */
+			queue_all_or_keep(t, t->dtoks + t->dt_head, d->ntokens,
+					  &failed);
 		t->dt_head += d->ntokens;
 		t->deferred_pending -= d->ntokens;
 		queued += (int)d->ntokens;

@@ -418,6 +418,26 @@ static void test_failed_dontneed_in_poll(void **state)
 	assert_int_equal(dmt_tokens_held(&T), 0);
 }
 
+/*
+ * A deferred release of nothing (only linear fragments, or none) before
+ * any token was deferred: no token vector yet.  It is polled in order
+ * like any other and queues nothing (it once computed an offset from the
+ * vector's NULL, which clang's UBSan reports in the fuzzing build; fuzz-tokens found it).
+ */
+static void test_defer_nothing_first(void **state)
+{
+	struct devmemtcp_frag lin = { .len = 100, .flags = DEVMEMTCP_FRAG_LINEAR };
+	struct completion a = { .done = 1 }, b = { .done = 1 };
+
+	assert_int_equal(dmt_tokens_defer(&T, &lin, 1, done_fn, &a), 0);
+	assert_int_equal(dmt_tokens_defer(&T, NULL, 0, done_fn, &b), 0);
+	assert_int_equal(T.deferred_pending, 0);
+	assert_int_equal(dmt_tokens_poll(&T, false), 0);
+	assert_int_equal(a.polls + b.polls, 2);
+	assert_int_equal(T.dq_len, 0);
+	assert_int_equal(k->calls, 0);
+}
+
 static int done_fails(void *arg, bool wait)
 {
 	(*(int *)arg)++;
@@ -552,6 +572,7 @@ int main(void)
 		T_(test_failed_dontneed_keeps_tokens),
 		T_(test_failed_dontneed_in_release_all),
 		T_(test_failed_dontneed_in_poll),
+		T_(test_defer_nothing_first),
 		T_(test_dontneed_keeps_failing),
 		T_(test_failing_done_holds_only_its_tokens),
 		T_(test_large_token_bounded),
