@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "devmemtcp.h"
 #include "testhooks.h"
@@ -61,6 +62,15 @@ static inline char *dmt_strdup(const char *s)
 static inline char *dmt_strndup(const char *s, size_t n)
 {
 	return dmt_hook_alloc_fail() ? NULL : strndup(s, n);
+}
+
+/* CLOCK_MONOTONIC in milliseconds: deadlines of bounded waits. */
+static inline int64_t dmt_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /*

@@ -465,10 +465,9 @@ static void self_comm(char *comm, size_t len)
 /* flock with a bounded wait: a few ms between tries, growing. */
 static int flock_wait(int fd, int wait_ms)
 {
-	struct timespec start, now;
-	long slept_ms, pause_us = 200;
+	int64_t start = dmt_now_ms();
+	long pause_us = 200;
 
-	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
 		struct timespec ts;
 
@@ -476,10 +475,7 @@ static int flock_wait(int fd, int wait_ms)
 			return 0;
 		if (errno != EWOULDBLOCK && errno != EINTR)
 			return -errno;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		slept_ms = (now.tv_sec - start.tv_sec) * 1000 +
-			   (now.tv_nsec - start.tv_nsec) / 1000000;
-		if (slept_ms >= wait_ms)
+		if (dmt_now_ms() - start >= wait_ms)
 			return -EBUSY;
 		ts.tv_sec = 0;
 		ts.tv_nsec = pause_us * 1000;

@@ -15,7 +15,6 @@
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "broker.h"
@@ -79,14 +78,6 @@ static long reply_timeout_ms(void)
 static struct timeval ms_tv(long ms)
 {
 	return (struct timeval){ ms / 1000, (ms % 1000) * 1000 };
-}
-
-static long mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int dmt_brk_connect(struct dmt_err *err, struct dmt_brk **bp)
@@ -173,7 +164,8 @@ static void close_fds(int *fds, int n)
  */
 static ssize_t recv_by_deadline(int fd, struct msghdr *msg)
 {
-	long total = reply_timeout_ms(), end = mono_ms() + total, left;
+	long total = reply_timeout_ms(), left;
+	int64_t end = dmt_now_ms() + total;
 	bool shortened = false;
 	struct timeval tv;
 	ssize_t n;
@@ -182,7 +174,7 @@ static ssize_t recv_by_deadline(int fd, struct msghdr *msg)
 		n = recvmsg(fd, msg, MSG_CMSG_CLOEXEC);
 		if (n >= 0 || errno != EINTR)
 			break;
-		left = end - mono_ms();
+		left = (long)(end - dmt_now_ms());
 		if (left <= 0) {
 			errno = EAGAIN;
 			break;

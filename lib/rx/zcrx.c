@@ -670,14 +670,6 @@ static int ring_claim(struct devmemtcp_zcrx *z, struct dmt_err *err)
 	return 0;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* How long a receive on s may wait, as recvmsg would on its socket: 0
  * when the socket is non-blocking now, its SO_RCVTIMEO when one is set
  * (rounded up to a millisecond), else -1 (no limit).  Lock held. */
@@ -711,7 +703,7 @@ static int drive(struct devmemtcp_zcrx *z, struct dmt_zcrx_sock *want,
 	struct dmt_kernel_timespec ts = { 0, 0 };
 	struct dmt_io_uring_getevents_arg arg = { .ts = (uint64_t)(uintptr_t)&ts };
 	uint32_t flags = DMT_IORING_ENTER_GETEVENTS;
-	int64_t end = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+	int64_t end = timeout_ms > 0 ? dmt_now_ms() + timeout_ms : 0;
 	uint32_t submit;
 	int ret, n;
 
@@ -740,7 +732,7 @@ static int drive(struct devmemtcp_zcrx *z, struct dmt_zcrx_sock *want,
 		if (timeout_ms > 0) {
 			/* what is left: completions of other sockets do not
 			 * extend the wait */
-			int64_t left = end - now_ms();
+			int64_t left = end - dmt_now_ms();
 
 			if (left <= 0 && !submit) {
 				reap(z);

@@ -279,18 +279,10 @@ static int socket_error(struct devmemtcp_tx *tx)
 		       (unsigned long long)tx->track.bytes_in_flight);
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 DEVMEMTCP_EXPORT int devmemtcp_tx_wait(struct devmemtcp_tx *tx, int timeout_ms)
 {
 	DMT_KEEP_ERRNO;
-	int64_t deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : 0;
+	int64_t deadline = timeout_ms >= 0 ? dmt_now_ms() + timeout_ms : 0;
 	int got = 0, ret;
 
 	if (!tx)
@@ -311,7 +303,7 @@ DEVMEMTCP_EXPORT int devmemtcp_tx_wait(struct devmemtcp_tx *tx, int timeout_ms)
 			return 0;
 		}
 		if (timeout_ms >= 0) {
-			int64_t left = deadline - now_ms();
+			int64_t left = deadline - dmt_now_ms();
 
 			if (left <= 0) {
 				/* recorded, not logged: polling with a short
