@@ -525,17 +525,26 @@ static int copy_frag(struct dmtn_comm *c, const struct devmemtcp_frag *f,
 	return 0;
 }
 
-/* Copy the n fragments that are not linear to their places at dst. */
+/* Copy the n fragments to their places at dst: linear ones from the
+ * linear buffer, the others from the bound buffer. */
 static int copy_frags(struct dmtn_comm *c, const struct devmemtcp_frag *frags,
 		      int n, char *dst, int dst_dev)
 {
+	struct dmtn_devmem_rx *x = c->drx;
 	uint64_t pos = 0;
 	int ret = 0;
 
 	for (int i = 0; i < n && !ret; i++) {
-		if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
-			ret = copy_frag(c, &frags[i], dst + pos, dst_dev);
-		pos += frags[i].len;
+		const struct devmemtcp_frag *f = &frags[i];
+
+		if (!(f->flags & DEVMEMTCP_FRAG_LINEAR))
+			ret = copy_frag(c, f, dst + pos, dst_dev);
+		else if (dst_dev < 0)
+			memcpy(dst + pos, x->linear + f->offset, f->len);
+		else if (dmtn_cuda_copy_htod(dst_dev, (uintptr_t)(dst + pos),
+					     x->linear + f->offset, f->len))
+			ret = -EIO;
+		pos += f->len;
 	}
 	return ret;
 }
@@ -550,28 +559,6 @@ static void no_gather_kernels(struct dmtn_comm *c)
 	c->drx->no_gather = true;
 	if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
 		DMTN_WARN("devmem RX: this libdevmemtcp has no gather kernels (it was built without nvcc): received bytes bound for GPU memory are copied through host memory, much more slowly; rebuild libdevmemtcp with -Dcuda=enabled");
-}
-
-/* Copy the n fragments' linear bytes to their places at dst. */
-static int copy_linear(struct dmtn_comm *c, const struct devmemtcp_frag *frags,
-		       int n, char *dst, int dst_dev)
-{
-	struct dmtn_devmem_rx *x = c->drx;
-	uint64_t pos = 0;
-
-	for (int i = 0; i < n; i++) {
-		const struct devmemtcp_frag *f = &frags[i];
-
-		if (f->flags & DEVMEMTCP_FRAG_LINEAR) {
-			if (dst_dev < 0)
-				memcpy(dst + pos, x->linear + f->offset, f->len);
-			else if (dmtn_cuda_copy_htod(dst_dev, (uintptr_t)(dst + pos),
-						     x->linear + f->offset, f->len))
-				return -EIO;
-		}
-		pos += f->len;
-	}
-	return 0;
 }
 
 /* Place n fragments at dst (stream order): by one gather, which places the
@@ -617,9 +604,7 @@ static int place(struct dmtn_comm *c, struct dmtn_req *r,
 		/* nothing queued: the fragments are still ours */
 		no_gather_kernels(c);
 	}
-	ret = copy_linear(c, frags, n, dst, dst_dev);
-	if (!ret)
-		ret = copy_frags(c, frags, n, dst, dst_dev);
+	ret = copy_frags(c, frags, n, dst, dst_dev);
 	if (devmemtcp_rx_release(x->rx, frags, (size_t)n))
 		DMTN_WARN("devmem RX: %s", devmemtcp_rx_errmsg(x->rx));
 	return ret;
