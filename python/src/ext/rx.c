@@ -766,30 +766,26 @@ struct into_arg {
 	uint64_t nbytes;	/* out */
 };
 
-/* The scratch array's n fragments: their bytes, whether there are linear
- * ones, and whether each is in a registered buffer on dst's device (checked
- * once per run of one binding: a receive's fragments are of one binding,
- * but for a steering miss's linear bytes).  0, or a negative errno with
- * o->msg set. */
+/* The scratch array's n fragments: their bytes, and whether each is in a
+ * registered buffer on dst's device (checked once per run of one binding:
+ * a receive's fragments are of one binding, but for a steering miss's
+ * linear bytes).  0, or a negative errno with o->msg set. */
 static int into_check(struct rx_core *rx, int n, const DLDevice *dev,
-		      struct recv_out *o, uint64_t *nbytesp, size_t *host_bufs,
-		      bool *linearp)
+		      struct recv_out *o, uint64_t *nbytesp, size_t *host_bufs)
 {
 	const struct devmemtcp_frag *f = rx->scratch;
 	size_t nb = atomic_load(&rx->nbufs), host = 0;
 	uint32_t last_id = 0;
 	uint64_t nbytes = 0;
-	bool have = false, linear = false;
+	bool have = false;
 
 	for (int i = 0; i < n; i++, f++) {
 		const struct buf_core *b;
 		long k;
 
 		nbytes += f->len;
-		if (f->flags & DEVMEMTCP_FRAG_LINEAR) {
-			linear = true;
+		if (f->flags & DEVMEMTCP_FRAG_LINEAR)
 			continue;
-		}
 		/* a GPU gather checks addresses itself */
 		if (!f->addr && f->len && dev->device_type == kDLCPU)
 			goto noaddr;
@@ -825,7 +821,6 @@ noaddr:
 	}
 	*nbytesp = nbytes;
 	*host_bufs = host;
-	*linearp = linear;
 	return 0;
 }
 
@@ -834,10 +829,9 @@ static int into_done(struct rx_core *rx, int n, struct recv_out *o, void *arg)
 	struct into_arg *a = arg;
 	const struct dmt_dst *d = a->d;
 	size_t host_bufs;
-	bool linear;
 	int ret;
 
-	ret = into_check(rx, n, &d->device, o, &a->nbytes, &host_bufs, &linear);
+	ret = into_check(rx, n, &d->device, o, &a->nbytes, &host_bufs);
 	if (!ret && a->nbytes > d->nbytes - a->offset) {
 		snprintf(o->msg, sizeof(o->msg), "%d fragments of %llu bytes for %llu bytes of room",
 			 n, (unsigned long long)a->nbytes,
@@ -875,10 +869,11 @@ static int into_done(struct rx_core *rx, int n, struct recv_out *o, void *arg)
 		struct devmemtcp_gpu_iov iov = { d->addr + a->offset, d->nbytes - a->offset };
 		struct gpu_core *g = a->g;
 
-		/* linear bytes (a steering miss) go in the same launch */
+		/* linear bytes (a steering miss) go in the same launch (the
+		 * library stages them only when there are any) */
 		pthread_mutex_lock(&g->lock);
 		ret = devmemtcp_gpu_gather_recv(g->gpu, rx->rx, rx->scratch, (size_t)n,
-						linear ? rx->linear : NULL, rx->linear_max,
+						rx->linear, rx->linear_max,
 						&iov, 1, a->stream);
 		if (ret)
 			copy_msg(o->msg, sizeof(o->msg), devmemtcp_gpu_errmsg(g->gpu));
