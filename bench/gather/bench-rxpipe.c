@@ -39,6 +39,13 @@
  *   SUMMARY pipeline size=256KiB cpu_us=... gbps_per_core=...
  *           ratio_vs_default=... latency_1mib_us=...
  *   SUMMARY pipeline frag=1448 ns_per_frag=...
+ *
+ * With BENCH_PROF=FILE, a sampling profile of the benchmark's thread: its
+ * task clock (perf_event_open) samples the program counter every 20 µs of
+ * its CPU,
+ * tagged with the row and the stage it was in; FILE gets one line per
+ * sample ("row stage pc") and the process's mappings after them, for
+ * bench/gather/prof-report.py to name the functions.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -46,7 +53,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "cmsgfixture.h"	/* tests/lib: the receive processing and its cmsgs */
@@ -64,6 +77,82 @@
 static struct bench B;
 static double seconds = 1.0;
 static uint32_t coalesce = 1u << 20;
+
+/* ---- the sampling profile (BENCH_PROF) ---------------------------------- */
+
+#define PROF_MAX (1u << 20)
+static volatile int prof_row = -1, prof_stage = 3;	/* 3: outside a stage */
+static uint64_t *prof_pc;
+static volatile uint32_t prof_n;
+
+static int prof_fd = -1;
+
+static void prof_sample(int sig, siginfo_t *si, void *uc)
+{
+	uint32_t n = prof_n;
+
+	(void)sig;
+	(void)si;
+	if (prof_row >= 0 && n < PROF_MAX) {
+		prof_pc[n] = (uint64_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP] |
+			     (uint64_t)prof_row << 56 | (uint64_t)prof_stage << 52;
+		prof_n = n + 1;
+	}
+	ioctl(prof_fd, PERF_EVENT_IOC_REFRESH, 1);
+}
+
+/* The thread's task clock, a signal at every 20 µs of it (a software
+ * event: no hardware counter needed). */
+static void prof_start(void)
+{
+	struct perf_event_attr pa = { .type = PERF_TYPE_SOFTWARE,
+				      .size = sizeof(pa),
+				      .config = PERF_COUNT_SW_TASK_CLOCK,
+				      .sample_period = 20000,
+				      .disabled = 1 };
+	struct sigaction sa = { .sa_sigaction = prof_sample,
+				.sa_flags = SA_SIGINFO | SA_RESTART };
+	struct f_owner_ex own = { F_OWNER_TID, (pid_t)syscall(SYS_gettid) };
+
+	if (!getenv("BENCH_PROF"))
+		return;
+	prof_pc = calloc(PROF_MAX, sizeof(*prof_pc));
+	prof_fd = (int)syscall(SYS_perf_event_open, &pa, 0, -1, -1, 0);
+	if (!prof_pc || prof_fd < 0 || sigaction(SIGPROF, &sa, NULL) ||
+	    fcntl(prof_fd, F_SETFL, O_ASYNC) ||
+	    fcntl(prof_fd, F_SETSIG, SIGPROF) ||
+	    fcntl(prof_fd, F_SETOWN_EX, &own) ||
+	    ioctl(prof_fd, PERF_EVENT_IOC_REFRESH, 1)) {
+		perror("BENCH_PROF (perf_event_open)");
+		exit(1);
+	}
+}
+
+static void prof_write(void)
+{
+	const char *path = getenv("BENCH_PROF");
+	char line[512];
+	FILE *f, *m;
+
+	if (!path || !prof_pc)
+		return;
+	prof_row = -1;
+	f = fopen(path, "w");
+	m = fopen("/proc/self/maps", "r");
+	if (!f || !m) {
+		perror(path);
+		exit(1);
+	}
+	for (uint32_t i = 0; i < prof_n; i++)
+		fprintf(f, "%u %u %#llx\n", (unsigned)(prof_pc[i] >> 56),
+			(unsigned)(prof_pc[i] >> 52 & 15),
+			(unsigned long long)(prof_pc[i] & ((1ull << 52) - 1)));
+	fprintf(f, "maps\n");
+	while (fgets(line, sizeof(line), m))
+		fputs(line, f);
+	fclose(m);
+	fclose(f);
+}
 
 /* ---- the fake kernel ---------------------------------------------------- */
 
@@ -258,11 +347,13 @@ static void run(struct devmemtcp_gpu *g, enum kind kind, const struct shape *s,
 		kernel_next(s, i);
 		if (sample)
 			a = now_s();
+		prof_stage = 0;
 		n = devmemtcp_rx_recv(rx, frags, MAX_FRAGS, lin, sizeof(lin));
 		if (n != (int)s->n)
 			die("devmemtcp_rx_recv", g, rx);
 		if (sample)
 			b = now_s();
+		prof_stage = 1;
 		if (kind == K_D2D) {
 			if (B.cu->cuMemcpyDtoDAsync(d.addr, B.src + (i % 64) * size,
 						    size, B.st) ||
@@ -281,8 +372,10 @@ static void run(struct devmemtcp_gpu *g, enum kind kind, const struct shape *s,
 			die(kind_name[kind], g, rx);
 		if (sample)
 			c = now_s();
+		prof_stage = 2;
 		if (devmemtcp_rx_flush(rx) < 0)
 			die("devmemtcp_rx_flush", g, rx);
+		prof_stage = 3;
 		if (sample) {
 			sum[0] += b - a;
 			sum[1] += c - b;
@@ -460,6 +553,7 @@ int main(int argc, char **argv)
 	if (status >= 0)
 		return status;
 	bench_header(&B, "Receive pipeline benchmark");
+	prof_start();
 	rx = receiver(&buf, fds);
 	if (!rx)
 		return 1;
@@ -501,11 +595,14 @@ int main(int argc, char **argv)
 						  : k == K_PIPELINE_GRAPH ? pipeg
 									  : B.gpu;
 
+			prof_row = s * K_N + k;
 			run(g, (enum kind)k, &shapes[s], rx, kus, &rows[s][k]);
+			prof_row = -1;
 			print_row(&shapes[s], (enum kind)k, &rows[s][k]);
 			bad |= !rows[s][k].bytes_ok || !rows[s][k].tokens_ok;
 		}
 	}
+	prof_write();
 	make_ctrls(&mib);
 	lat = latency(pipe, rx, &mib, &lat_ok);
 	bad |= !lat_ok;
