@@ -213,6 +213,45 @@ static void test_double_release_refused(void **state)
 	assert_int_equal(dmt_tokens_take(&T, again, 1, &bad), -EINVAL);
 }
 
+/*
+ * Runs of tokens in several words of the bitmap, the words revisited: a
+ * bad token in a later run (repeated from a run already taken, or never
+ * received) puts back every run taken before it, and a good call takes
+ * them all.
+ */
+static void test_take_runs(void **state)
+{
+	static const uint32_t toks[] = { 3, 4, 5, 64, 65, 200, 6, 66, 201, 7 };
+	enum { N = sizeof(toks) / sizeof(toks[0]) };
+	struct devmemtcp_frag f[N + 1];
+	size_t bad = 99;
+
+	(void)state;
+	for (uint32_t i = 0; i < N; i++)
+		receive(&f[i], toks[i]);
+	assert_int_equal(T.outstanding, N);
+	f[N] = f[1];	/* token 4 again, after 5 runs were taken */
+	assert_int_equal(dmt_tokens_take(&T, f, N + 1, &bad), -EINVAL);
+	assert_int_equal(bad, N);
+	assert_int_equal(T.outstanding, N);
+	for (uint32_t i = 0; i < N; i++)
+		assert_true(dmt_tokens_is_outstanding(&T, toks[i]));
+	f[N].token = 202;	/* never received, in a word taken before */
+	assert_int_equal(dmt_tokens_take(&T, f, N + 1, &bad), -EINVAL);
+	assert_int_equal(bad, N);
+	for (uint32_t i = 0; i < N; i++)
+		assert_true(dmt_tokens_is_outstanding(&T, toks[i]));
+	f[2].token = 4;	/* a repeat inside one run */
+	assert_int_equal(dmt_tokens_take(&T, f, N, &bad), -EINVAL);
+	assert_int_equal(bad, 2);
+	f[2].token = 5;
+	assert_int_equal(T.outstanding, N);
+	assert_int_equal(dmt_tokens_take(&T, f, N, &bad), 0);
+	assert_int_equal(T.outstanding, 0);
+	for (uint32_t i = 0; i < N; i++)
+		assert_false(dmt_tokens_is_outstanding(&T, toks[i]));
+}
+
 static void test_linear_skipped(void **state)
 {
 	struct devmemtcp_frag f[2];
@@ -563,6 +602,7 @@ int main(void)
 		T_(test_partial_return_retried),
 		T_(test_unknown_tokens_not_looping),
 		T_(test_double_release_refused),
+		T_(test_take_runs),
 		T_(test_linear_skipped),
 		T_(test_received_twice),
 		T_(test_deferred),
