@@ -15,10 +15,8 @@
  *   default   today's default: devmemtcp_gpu_gather_release per receive
  *   pipeline  coalesced: a handle with coalesce_bytes (-c, 1 MiB) and
  *             devmemtcp_gpu_gather_recv; one launch and one fence per
- *             batch (and the same with each batch's descriptors in its
- *             launch's parameter, as before the descriptor ring; with 4
- *             times the batch; through CUDA graphs: for comparison; the
- *             SUMMARY is the first's)
+ *             batch (and the same with 4 times the batch, and through
+ *             CUDA graphs, for comparison; the SUMMARY is the first's)
  *
  * The fake kernel: recvmsg is defined here (the library's call resolves to
  * it), and copies a prepared control buffer (the cmsgs the kernel would
@@ -261,13 +259,11 @@ static double kernel_cost(const struct shape *s)
 
 /* ---- one row ----------------------------------------------------------------- */
 
-enum kind { K_D2D, K_DEFAULT, K_PIPELINE, K_PIPELINE_INLINE, K_PIPELINE_BIG,
-	    K_PIPELINE_GRAPH, K_N };
+enum kind { K_D2D, K_DEFAULT, K_PIPELINE, K_PIPELINE_BIG, K_PIPELINE_GRAPH, K_N };
 static const char *const kind_name[] = {
 	"per-receive cuMemcpyDtoDAsync + release_after (baseline)",
 	"today's default: devmemtcp_gpu_gather_release per receive",
 	"pipeline: coalesced devmemtcp_gpu_gather_recv",
-	"pipeline, each batch's descriptors in its launch's parameter, as before the descriptor ring (DEVMEMTCP_GATHER_BATCH_INLINE, for comparison)",
 	"pipeline, 4x the batch (coalesce_bytes x 4, for comparison)",
 	"pipeline, launched through CUDA graphs (DEVMEMTCP_GPU_GRAPHS, for comparison)",
 };
@@ -527,7 +523,7 @@ int main(int argc, char **argv)
 	struct shape mib = { "1 MiB (256 x 4 KiB)", 256, 4096, NULL };
 	struct row rows[2][K_N];
 	struct devmemtcp_gpu_opts go = { .sz = sizeof(go) };
-	struct devmemtcp_gpu *pipe, *pipe4, *pipeg, *pipei;
+	struct devmemtcp_gpu *pipe, *pipe4, *pipeg;
 	struct devmemtcp_buf *buf;
 	struct devmemtcp_rx *rx;
 	int opt, status, fds[3], bad = 0;
@@ -573,13 +569,6 @@ int main(int argc, char **argv)
 			coalesce, devmemtcp_ctx_errmsg(B.ctx));
 		return 1;
 	}
-	setenv("DEVMEMTCP_GATHER_BATCH_INLINE", "1", 1);
-	if (devmemtcp_gpu_new(B.ctx, &go, &pipei)) {
-		fprintf(stderr, "devmemtcp_gpu_new (coalesce_bytes %u, batches inline): %s\n",
-			coalesce, devmemtcp_ctx_errmsg(B.ctx));
-		return 1;
-	}
-	unsetenv("DEVMEMTCP_GATHER_BATCH_INLINE");
 	go.flags = DEVMEMTCP_GPU_GRAPHS;
 	if (devmemtcp_gpu_new(B.ctx, &go, &pipeg)) {
 		fprintf(stderr, "devmemtcp_gpu_new (coalesce_bytes %u, DEVMEMTCP_GPU_GRAPHS): %s\n",
@@ -601,11 +590,10 @@ int main(int argc, char **argv)
 		make_ctrls(&shapes[s]);
 		kus = kernel_cost(&shapes[s]);
 		for (int k = 0; k < K_N; k++) {
-			struct devmemtcp_gpu *g = k == K_PIPELINE	   ? pipe
-						  : k == K_PIPELINE_INLINE ? pipei
-						  : k == K_PIPELINE_BIG	   ? pipe4
-						  : k == K_PIPELINE_GRAPH  ? pipeg
-									   : B.gpu;
+			struct devmemtcp_gpu *g = k == K_PIPELINE	  ? pipe
+						  : k == K_PIPELINE_BIG	  ? pipe4
+						  : k == K_PIPELINE_GRAPH ? pipeg
+									  : B.gpu;
 
 			prof_row = s * K_N + k;
 			run(g, (enum kind)k, &shapes[s], rx, kus, &rows[s][k]);
@@ -636,7 +624,6 @@ int main(int argc, char **argv)
 	devmemtcp_gpu_free(pipe);
 	devmemtcp_gpu_free(pipe4);
 	devmemtcp_gpu_free(pipeg);
-	devmemtcp_gpu_free(pipei);
 	devmemtcp_rx_free(rx);
 	for (int i = 0; i < 3; i++)
 		close(fds[i]);

@@ -15,9 +15,9 @@ import os
 import subprocess
 import sys
 
-ROWS = [f"{size} {kind}" for size in ("256K", "1448")
-        for kind in ("d2d", "default", "pipeline", "pipeline inline",
-                     "pipeline x4", "pipeline graphs")]
+ROWS = ["256K d2d", "256K default", "256K pipeline", "256K pipeline x4",
+        "256K pipeline graphs", "1448 d2d", "1448 default", "1448 pipeline",
+        "1448 pipeline x4", "1448 pipeline graphs"]
 STAGES = ["recv", "gpu step", "release", "other"]
 
 

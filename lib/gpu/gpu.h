@@ -230,14 +230,6 @@ int dmt_gpu_launch_inline(struct devmemtcp_gpu *gpu, struct dmt_gather_inline *p
 			  const struct dmt_gather_batch *b,
 			  const struct dmt_gather_fence *fence, CUstream stream);
 
-/* The same batch launched from memory: p_dev is the device address of a
- * struct dmt_gather_inline (pinned, mapped) that holds its destination
- * table and descriptors (the kernel reads them over PCIe); the arguments
- * and the fence travel with the launch. */
-int dmt_gpu_launch_mem(struct devmemtcp_gpu *gpu, CUdeviceptr p_dev,
-		       const struct dmt_gather_batch *b,
-		       const struct dmt_gather_fence *fence, CUstream stream);
-
 /* gpu_fence.c: whether f completed (1), not yet (0; wait: block until it
  * does), or its wait failed (< 0), without giving it back: for a fence
  * that several releases share (gpu_batch.c); dmt_gpu_fence_put gives it
@@ -283,7 +275,6 @@ struct dmt_batch_stats {
 	 * queues, not coalescing, a wait for tokens or devmemtcp_gpu_free */
 	uint64_t by_size, by_age, by_flush, by_order, by_call, by_wait;
 	uint64_t big;			/* gathers too large for a batch */
-	uint64_t mem_launches;		/* batches launched from the ring */
 	uint64_t pending_bytes;		/* in the open batch now */
 	uint32_t pending_gathers;
 	uint64_t pending_max;		/* most bytes a batch held back */

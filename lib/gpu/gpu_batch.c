@@ -31,19 +31,6 @@
  * the caller queues itself on the stream must wait for
  * devmemtcp_gpu_flush (devmemtcp_gpu_flush(3) says so).
  *
- * The descriptor ring.  The open batch is built in place in a ring of
- * pinned host memory mapped into the GPU (1 MiB, room for 63 whole
- * batches), laid out as the parameter of an inline launch.  A batch of
- * more than 64 descriptors is launched from there: the kernel
- * (dmt_gather) reads its destination table and descriptors over PCIe,
- * and the launch carries 64 bytes of arguments instead of a parameter of
- * up to 16 KiB, which the driver copies at about 9 GB/s on an H200's
- * host (a tenth of the pipeline's CPU, bench/results/pipeline-h200.md).
- * Its room is taken until its fence says it ran (held, as staging is).
- * A smaller batch, a batch the caller waits for (devmemtcp_gpu_flush, a
- * wait for tokens) and every batch through graphs or with
- * DEVMEMTCP_GPU_DESC_COPY is launched inline, from the same place.
- *
  * Linear bytes.  A gather with linear fragments copies the span of the
  * linear buffer that they cover into the handle's staging memory (pinned
  * host memory, mapped into the GPU's address space) and its descriptors
@@ -70,7 +57,6 @@
 #include "gpu.h"
 
 #define COALESCE_US_DEFAULT 20u
-#define MEM_MIN 64u	/* descriptors: a larger batch launches from memory */
 #define STAGE_MIN (1ull << 20)
 
 enum gb_state { GB_OPEN, GB_QUEUED, GB_FAILED };
@@ -82,18 +68,14 @@ struct gbatch {
 	unsigned int users;		/* releases waiting + 1 for the handle */
 	int state;			/* enum gb_state, under s->lock */
 	bool need_fence;		/* tokens or staged bytes wait on it */
-	bool staged;			/* it reads staging or the ring */
+	bool staged;			/* it reads staging */
 	uint64_t stage_end;		/* where its staged bytes end */
-	uint64_t desc_end;		/* where its descriptors end (ring) */
 	struct gbatch *next;		/* s->held, s->dead */
 };
 
 struct dmt_gpu_batch {
 	pthread_mutex_t lock;
-	/* the open batch's launch parameter: in the descriptor ring (at
-	 * absolute position pabs), or p_host; NULL: none reserved yet */
-	struct dmt_gather_inline *p, *p_host;
-	uint64_t pabs;
+	struct dmt_gather_inline *p;	/* the open batch's launch parameter */
 	uint32_t cap;			/* descriptors of p; 0: no batches */
 	struct gbatch *open;		/* the open batch, NULL: none */
 	CUstream stream;		/* its stream */
@@ -109,14 +91,6 @@ struct dmt_gpu_batch {
 	uint8_t *stage;
 	CUdeviceptr stage_dev;
 	uint64_t stage_size, head, tail;
-	/* the descriptor ring: pinned, mapped; a batch launched from memory
-	 * leaves its parameter there until its fence says it ran (dhead and
-	 * dtail count like head and tail) */
-	uint8_t *dring;
-	CUdeviceptr dring_dev;
-	uint64_t dhead, dtail;
-	bool dring_off;			/* none to be had: inline launches */
-	bool inline_only;		/* test builds: launches as before */
 	struct gbatch *held, *held_last;	/* queued, reading staging */
 	struct gbatch *dead;		/* to free once s->lock is dropped */
 	struct dmt_batch_stats st;
@@ -202,7 +176,6 @@ static void stage_reclaim(struct dmt_gpu_batch *s, bool wait)
 		/* read, failed to queue, or the context failed (nothing
 		 * runs any more) */
 		s->tail = b->stage_end;
-		s->dtail = b->desc_end;
 		s->held = b->next;
 		if (!s->held)
 			s->held_last = NULL;
@@ -214,7 +187,6 @@ static void stage_reclaim(struct dmt_gpu_batch *s, bool wait)
 static void stage_hold(struct dmt_gpu_batch *s, struct gbatch *b)
 {
 	b->next = NULL;
-	b->desc_end = s->dhead;
 	if (s->held_last)
 		s->held_last->next = b;
 	else
@@ -300,61 +272,6 @@ static int stage_take(struct devmemtcp_gpu *gpu, struct dmt_gpu_batch *s,
 	}
 }
 
-/* ---- the descriptor ring --------------------------------------------------- */
-
-#define DRING_SIZE (1ull << 20)
-#define P_SIZE(nd) ((DMT_INLINE_HDR + (uint64_t)(nd) * sizeof(struct dmt_gather_desc) + 15) & ~15ull)
-
-/*
- * Where the next batch is built: room for a whole batch at the head of
- * the descriptor ring (waiting for launches to read theirs when it is
- * full), or the handle's own memory when there is no ring (s->lock held,
- * the context current).  A region is taken for good only when a launch
- * reads it (flush_locked).
- */
-static void p_reserve(struct devmemtcp_gpu *gpu, struct dmt_gpu_batch *s)
-{
-	const uint64_t len = P_SIZE(s->cap);
-
-	s->p = s->p_host;
-	if (!s->cap)
-		return;
-	if (!s->dring && !s->dring_off && !s->inline_only) {
-		void *host;
-
-		if (gpu->cu->cuMemHostAlloc(&host, DRING_SIZE,
-					    CU_MEMHOSTALLOC_DEVICEMAP) !=
-		    CUDA_SUCCESS) {
-			s->dring_off = true;
-		} else if (gpu->cu->cuMemHostGetDevicePointer(&s->dring_dev,
-							      host, 0) !=
-			   CUDA_SUCCESS) {
-			gpu->cu->cuMemFreeHost(host);
-			s->dring_off = true;
-		} else {
-			s->dring = host;
-		}
-	}
-	if (!s->dring || len > DRING_SIZE / 2)
-		return;
-	for (bool wait = false;; wait = true) {
-		uint64_t ph, skip;
-
-		if (!s->held)
-			s->dtail = s->dhead;	/* nothing reads the ring */
-		ph = s->dhead % DRING_SIZE;
-		skip = ph + len > DRING_SIZE ? DRING_SIZE - ph : 0;
-		if (s->dhead + skip + len - s->dtail <= DRING_SIZE) {
-			s->dhead += skip;
-			s->pabs = s->dhead;
-			s->p = (struct dmt_gather_inline *)(s->dring +
-							    s->dhead % DRING_SIZE);
-			return;
-		}
-		stage_reclaim(s, wait);
-	}
-}
-
 /* ---- queueing a batch -------------------------------------------------------- */
 
 static void batch_reset(struct dmt_gpu_batch *s)
@@ -377,48 +294,24 @@ static int flush_locked(struct devmemtcp_gpu *gpu, struct dmt_gpu_batch *s,
 			uint64_t stage_end, uint64_t *why, const char *fn)
 {
 	struct gbatch *b = s->open;
-	struct dmt_gather_batch v = { .nd = s->nd, .ndst = s->ndst,
+	struct dmt_gather_batch v = { .desc = s->p->desc, .dst = s->p->dst,
+				      .nd = s->nd, .ndst = s->ndst,
 				      .bytes = s->bytes };
 	struct devmemtcp_gpu_fence *f = NULL;
 	struct dmt_gather_fence kf;
 	uint32_t calls = s->calls;
-	bool mem;
 	int ret;
 
 	if (!b)
 		return 0;
 	s->open = NULL;
-	v.desc = s->p->desc;
-	v.dst = s->p->dst;
-	/* Launched from the ring, unless the caller waits for it (the kernel
-	 * reads no descriptor over PCIe before it copies), it is small (its
-	 * parameter costs the driver little to copy) or it goes through a
-	 * graph or the descriptor copy of DEVMEMTCP_GPU_DESC_COPY. */
-	mem = s->p != s->p_host && s->nd > MEM_MIN && gpu->graphs_off &&
-	      !(gpu->flags & DEVMEMTCP_GPU_DESC_COPY) &&
-	      why != &s->st.by_flush && why != &s->st.by_wait;
-	if (mem) {
-		b->need_fence = true;	/* the ring is read until it ran */
-		b->staged = true;
-	}
 	if (b->need_fence &&
 	    !__atomic_load_n(&gpu->fence_events, __ATOMIC_RELAXED) &&
 	    dmt_gpu_fence_kernel(gpu, &f, &kf))
 		f = NULL;	/* a fence on the stream below instead */
 	if (b->staged)
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);	/* staged bytes out */
-	if (mem) {
-		ret = dmt_gpu_launch_mem(gpu,
-					 s->dring_dev + s->pabs % DRING_SIZE,
-					 &v, f ? &kf : NULL, s->stream);
-		s->dhead = s->pabs + P_SIZE(s->nd);	/* taken */
-		s->p = NULL;
-		s->st.mem_launches++;
-	} else {
-		/* the driver copies the parameter: its room serves again */
-		ret = dmt_gpu_launch_inline(gpu, s->p, &v, f ? &kf : NULL,
-					    s->stream);
-	}
+	ret = dmt_gpu_launch_inline(gpu, s->p, &v, f ? &kf : NULL, s->stream);
 	if (f)
 		dmt_gpu_fence_kernel_end(f, &kf, !ret);
 	if (!ret && f) {
@@ -674,16 +567,14 @@ static int add(struct devmemtcp_gpu *gpu, struct dmt_gpu_batch *s,
 {
 	struct dmt_gather_dst td[DMT_INLINE_DST_MAX];
 	struct dmt_gather_cursor cur = { 0 };
-	struct dmt_gather_batch v = { .dst = td, .max_desc = s->cap - s->nd,
+	struct dmt_gather_batch v = { .desc = s->p->desc + s->nd, .dst = td,
+				      .max_desc = s->cap - s->nd,
 				      .max_dst = DMT_INLINE_DST_MAX,
 				      .linear = linear };
 	uint64_t lo, hi, now;
 	uint64_t *why = NULL;
 	int ret = 0;
 
-	if (!s->p)
-		p_reserve(gpu, s);
-	v.desc = s->p->desc + s->nd;
 	if (v.max_desc)
 		ret = dmt_gather_build(gpu->ctx, &gpu->err, frags, n, dsts,
 				       ndst, &cur, &v);
@@ -694,8 +585,6 @@ static int add(struct devmemtcp_gpu *gpu, struct dmt_gpu_batch *s,
 		ret = flush_locked(gpu, s, call_start, &s->st.by_size, fn);
 		if (ret < 0)
 			return ret;
-		if (!s->p)
-			p_reserve(gpu, s);
 		cur = (struct dmt_gather_cursor){ 0 };
 		v.desc = s->p->desc;
 		v.max_desc = s->cap;
@@ -721,10 +610,6 @@ static int add(struct devmemtcp_gpu *gpu, struct dmt_gpu_batch *s,
 				   order ? &s->st.by_order : &s->st.by_size, fn);
 		if (ret < 0)
 			return ret;
-		/* the built descriptors lie past the queued batch's, in room
-		 * nobody else takes: they move to the next batch's start */
-		if (!s->p)
-			p_reserve(gpu, s);
 		memmove(s->p->desc, v.desc, v.nd * sizeof(*v.desc));
 		v.desc = s->p->desc;
 	}
@@ -891,11 +776,9 @@ int dmt_batch_init(struct devmemtcp_gpu *gpu)
 		return dmt_err_nomem(gpu->ctx, &gpu->ctx->err, "devmemtcp_gpu_new");
 	/* batches are inline launches: not where gathers never are */
 	s->cap = gpu->mode == DMT_GATHER_AUTO ? gpu->inline_max : 0;
-	s->p_host = dmt_malloc(sizeof(*s->p_host) +
-			       (s->cap ? s->cap : 1) *
-				       sizeof(struct dmt_gather_desc));
-	s->inline_only = dmt_hook_env_int("DEVMEMTCP_GATHER_BATCH_INLINE") > 0;
-	if (!s->p_host) {
+	s->p = dmt_malloc(sizeof(*s->p) +
+			  (s->cap ? s->cap : 1) * sizeof(struct dmt_gather_desc));
+	if (!s->p) {
 		free(s);
 		return dmt_err_nomem(gpu->ctx, &gpu->ctx->err, "devmemtcp_gpu_new");
 	}
@@ -934,10 +817,8 @@ void dmt_batch_fini(struct devmemtcp_gpu *gpu)
 	/* nothing is held any more: every batch object had a reference */
 	if (s->stage)
 		gpu->cu->cuMemFreeHost(s->stage);
-	if (s->dring)
-		gpu->cu->cuMemFreeHost(s->dring);
 	pthread_mutex_destroy(&s->lock);
-	free(s->p_host);
+	free(s->p);
 	free(s);
 	gpu->batch = NULL;
 }

@@ -390,23 +390,6 @@ int dmt_gpu_launch_inline(struct devmemtcp_gpu *gpu, struct dmt_gather_inline *p
 	return ret < 0 ? ret : 0;
 }
 
-int dmt_gpu_launch_mem(struct devmemtcp_gpu *gpu, CUdeviceptr p_dev,
-		       const struct dmt_gather_batch *b,
-		       const struct dmt_gather_fence *fence, CUstream stream)
-{
-	struct dmt_gather_geom g;
-	struct dmt_gather_args a;
-	struct dmt_gather_fence f = fence ? *fence : (struct dmt_gather_fence){ 0 };
-	CUdeviceptr descs = p_dev + offsetof(struct dmt_gather_inline, desc);
-	CUdeviceptr dsts = p_dev + offsetof(struct dmt_gather_inline, dst);
-	void *params[] = { &descs, &dsts, &a, &f };
-
-	geometry(gpu, b, true, &g);
-	a = launch_args(b, &g);
-	return launch(gpu, gpu->fn_gather, &g, b->ndst, params, stream,
-		      gpu->pdl);
-}
-
 int dmt_gpu_gather(struct devmemtcp_gpu *gpu,
 		   const struct devmemtcp_frag *frags, size_t n,
 		   const struct devmemtcp_gpu_iov *dsts, size_t ndst,

@@ -320,8 +320,6 @@ static void test_coalesce_by_size(void **state)
 		assert_int_equal(st.pending_bytes, (uint64_t)((i + 1) % 4) * size);
 	}
 	assert_int_equal(st.by_size, 2);
-	/* 256 descriptors each: launched from the descriptor ring */
-	assert_int_equal(st.mem_launches, 2);
 	/* 8 gathers ran; the 2 pending ones' tokens stay held */
 	CK(cu->cuStreamSynchronize(stream));
 	assert_true(wait_returned(&r, 8 * RECV, 10));
@@ -334,73 +332,12 @@ static void test_coalesce_by_size(void **state)
 	dmt_batch_stats(g, &st);
 	assert_int_equal(st.launches, 3);
 	assert_int_equal(st.by_flush, 1);
-	assert_int_equal(st.mem_launches, 2);	/* a flush launches inline */
 	assert_int_equal(st.pending_max, 3 * size);
 	assert_true(wait_returned(&r, N * RECV, 10));
 	CK(cu->cuStreamSynchronize(stream));
 	check_bytes(dst, want, N * size, "ring of 10 receives");
 	devmemtcp_gpu_free(g);
 	recv_close(&r);
-	CK(cu->cuMemFree(dst));
-	free(want);
-}
-
-/*
- * A batch of more than 64 descriptors is launched from the descriptor ring
- * (pinned memory the kernel reads its parameter from, 1 MiB: 63 batches of
- * 1024 descriptors), a smaller one inline.  600 receives of 256 KiB in
- * 1 MiB batches, into a ring of 64 slices: the ring goes round more than
- * twice, a batch waits for the oldest launch where it is full, and every
- * byte arrives and every token comes back.  With
- * DEVMEMTCP_GATHER_BATCH_INLINE (test builds) every launch is inline, with
- * the same bytes.
- */
-static void test_coalesce_ring(void **state)
-{
-	enum { N = 600, SLICES = 64 };
-	const uint64_t size = RECV * 4096ull;
-	struct devmemtcp_frag f[RECV];
-	uint8_t *want = malloc(SLICES * size);
-	CUdeviceptr dst;
-
-	(void)state;
-	assert_non_null(want);
-	CK(cu->cuMemAlloc(&dst, SLICES * size));
-	for (int inl = 0; inl < 2; inl++) {
-		struct devmemtcp_gpu *g;
-		struct dmt_batch_stats st;
-		struct recv r;
-
-		if (inl)
-			setenv("DEVMEMTCP_GATHER_BATCH_INLINE", "1", 1);
-		g = coalescing(1u << 20, 1000u * 1000);
-		unsetenv("DEVMEMTCP_GATHER_BATCH_INLINE");
-		recv_open(&r);
-		CK(cu->cuMemsetD8Async(dst, 0, SLICES * size, stream));
-		for (int i = 0; i < N; i++) {
-			struct devmemtcp_gpu_iov d = { dst + (i % SLICES) * size,
-						       size };
-
-			receive(&r, f, RECV, 4096, 0, NULL, NULL,
-				want + (i % SLICES) * size);
-			if (devmemtcp_gpu_gather_recv(g, r.rx, f, RECV, NULL, 0,
-						      &d, 1, stream))
-				fail_msg("receive %d: %s", i,
-					 devmemtcp_gpu_errmsg(g));
-			assert_true(devmemtcp_rx_flush(r.rx) >= 0);
-		}
-		dmt_batch_stats(g, &st);
-		assert_int_equal(st.launches, N / 4);
-		assert_int_equal(st.by_size, N / 4);
-		assert_int_equal(st.mem_launches, inl ? 0 : N / 4);
-		assert_true(wait_returned(&r, N * RECV, 10));
-		assert_int_equal(returned, N * RECV);
-		CK(cu->cuStreamSynchronize(stream));
-		check_bytes(dst, want, SLICES * size,
-			    inl ? "inline batches" : "batches from the ring");
-		devmemtcp_gpu_free(g);
-		recv_close(&r);
-	}
 	CK(cu->cuMemFree(dst));
 	free(want);
 }
@@ -981,7 +918,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_coalesce_options),
 		T(test_coalesce_by_size),
-		T(test_coalesce_ring),
 		T(test_coalesce_bound),
 		T(test_coalesce_order),
 		T(test_coalesce_visible),
