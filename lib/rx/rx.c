@@ -219,23 +219,106 @@ static const struct devmemtcp_buf *lookup_buf(struct devmemtcp_rx *rx,
 	return NULL;
 }
 
+/*
+ * What the receive processing keeps in registers over one receive: the
+ * tokens of the current bitmap word not yet recorded (a receive's tokens
+ * come in runs that share a word: one test and one store per run, not a
+ * store per token chained to the one before through memory), and the
+ * binding looked up last with its first segment.
+ */
+struct annot {
+	struct devmemtcp_rx *rx;
+	uint64_t *bits;			/* the bitmap, nwords words */
+	size_t nwords, w;
+	uint64_t mask;			/* tokens of word w to record */
+	uint32_t id;			/* the binding of buf */
+	const struct devmemtcp_buf *buf;	/* NULL: none looked up */
+	uint64_t s_off, s_len, s_addr;	/* its only segment (s_len 0: not one) */
+};
+
+static void outstanding_twice(struct devmemtcp_rx *rx, uint32_t token)
+{
+	dmt_log(rx->ctx, DEVMEMTCP_LOG_WARN,
+		"token %u received while still outstanding", token);
+}
+
+/* Record the tokens of a->mask (in word a->w). */
+static void annot_commit(struct annot *a)
+{
+	struct dmt_tokens *t = &a->rx->tokens;
+	uint64_t old, mask = a->mask;
+
+	if (!mask)
+		return;
+	a->mask = 0;
+	old = a->bits[a->w];
+	if (__builtin_expect(old & mask, 0)) {
+		/* the kernel never does that: said per token, as before */
+		for (uint64_t m = old & mask; m; m &= m - 1)
+			outstanding_twice(a->rx, (uint32_t)(a->w * 64) +
+							(uint32_t)__builtin_ctzll(m));
+		mask &= ~old;
+	}
+	a->bits[a->w] = old | mask;
+	t->outstanding += (uint64_t)__builtin_popcountll(mask);
+}
+
+/* One token by the token manager itself (outside the bitmap, or a repeat
+ * within this receive). */
+static int annot_one(struct annot *a, uint32_t token)
+{
+	struct dmt_tokens *t = &a->rx->tokens;
+	int ret;
+
+	annot_commit(a);
+	ret = dmt_tokens_received(t, token);
+	a->bits = t->bits;	/* it may have grown */
+	a->nwords = t->nwords;
+	if (ret == -ENOMEM)
+		return ret;
+	if (ret)
+		outstanding_twice(a->rx, token);
+	return 0;
+}
+
 /* Token, address and steering check of one freshly parsed fragment. */
 static inline __attribute__((always_inline)) int
 annotate(void *arg, struct devmemtcp_frag *f)
 {
-	struct devmemtcp_rx *rx = arg;
+	struct annot *a = arg;
+	struct devmemtcp_rx *rx = a->rx;
 	const struct devmemtcp_buf *buf;
+	uint32_t tok = f->token;
+	size_t w = tok / 64;
+	uint64_t m = 1ull << (tok % 64);
 	long s;
-	int ret;
 
-	ret = dmt_tokens_received(&rx->tokens, f->token);
-	if (__builtin_expect(ret, 0)) {
-		if (ret == -ENOMEM)
-			return ret;
-		dmt_log(rx->ctx, DEVMEMTCP_LOG_WARN,
-			"token %u received while still outstanding", f->token);
+	if (w != a->w || (a->mask & m) || w >= a->nwords) {
+		annot_commit(a);
+		if (w >= a->nwords || (a->bits[w] & m)) {
+			int ret = annot_one(a, tok);
+
+			if (ret)
+				return ret;
+			goto lookup;
+		}
+		a->w = w;
 	}
-	buf = lookup_buf(rx, f->binding_id);
+	a->mask |= m;
+lookup:
+	if (__builtin_expect(f->binding_id == a->id && a->buf, 1)) {
+		buf = a->buf;
+	} else {
+		buf = lookup_buf(rx, f->binding_id);
+		a->id = f->binding_id;
+		a->buf = buf;
+		a->s_len = 0;
+		if (buf && buf->nsegs == 1) {
+			a->s_off = buf->segs[0].offset;
+			a->s_len = buf->segs[0].len;
+			a->s_addr = buf->segs[0].addr;
+		}
+	}
 	if (__builtin_expect(!buf, 0)) {
 		f->flags |= DEVMEMTCP_FRAG_FOREIGN;
 		if (!rx->st.foreign_frags)
@@ -246,10 +329,12 @@ annotate(void *arg, struct devmemtcp_frag *f)
 		return 0;
 	}
 	/* most buffers have one segment: check it before searching */
-	if (buf->nsegs == 1)
-		s = f->offset - buf->segs[0].offset < buf->segs[0].len ? 0 : -1;
-	else
-		s = dmt_segments_find(buf->segs, buf->nsegs, f->offset);
+	if (a->s_len) {
+		if (f->offset - a->s_off < a->s_len)
+			f->addr = a->s_addr + (f->offset - a->s_off);
+		return 0;
+	}
+	s = dmt_segments_find(buf->segs, buf->nsegs, f->offset);
 	if (s >= 0)
 		f->addr = buf->segs[s].addr + (f->offset - buf->segs[s].offset);
 	return 0;
@@ -265,9 +350,12 @@ static int process_locked(struct devmemtcp_rx *rx, const struct msghdr *msg,
 			  size_t got, struct devmemtcp_frag *frags, size_t max)
 {
 	struct dmt_parse p = { 0 };
+	struct annot a = { .rx = rx, .bits = rx->tokens.bits,
+			   .nwords = rx->tokens.nwords };
 	int n;
 
-	n = dmt_cmsg_parse_cb(msg, got, frags, max, &p, annotate, rx);
+	n = dmt_cmsg_parse_cb(msg, got, frags, max, &p, annotate, &a);
+	annot_commit(&a);	/* also after a failed parse: what it took */
 	dmt_tokens_update_max(&rx->tokens);
 	if (n == -ENOMEM)
 		return dmt_err_nomem(rx->ctx, &rx->err,
@@ -573,15 +661,11 @@ static int release_after_locked(struct devmemtcp_rx *rx,
 			       "devmemtcp_rx_release_after: done is NULL: use devmemtcp_rx_release() for immediate release");
 	if (n && !frags)
 		return frags_null(rx, "devmemtcp_rx_release_after");
-	if (dmt_tokens_take(&rx->tokens, frags, n, &bad))
+	ret = dmt_tokens_take_defer(&rx->tokens, frags, n, done, arg, &bad);
+	if (ret == -EINVAL)
 		return not_outstanding(rx, "devmemtcp_rx_release_after", frags,
 				       bad);
-	ret = dmt_tokens_defer(&rx->tokens, frags, n, done, arg);
 	if (ret) {
-		/* put them back: nothing was deferred */
-		for (size_t i = 0; i < n; i++)
-			if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
-				dmt_tokens_received(&rx->tokens, frags[i].token);
 		return dmt_err(rx->ctx, &rx->err, -ENOMEM,
 			       "devmemtcp_rx_release_after: out of memory: nothing was deferred, the fragments are still the caller's");
 	}
