@@ -184,10 +184,12 @@ undo:
  * and one store (a store per token would chain every token's update to
  * the one before through memory).  A token outside the bitmap, one not
  * outstanding or one repeated puts back what was taken and leaves it to
- * take_slow, which finds the fragment to blame.
+ * take_slow, which finds the fragment to blame.  out, when not NULL, gets
+ * the tokens taken, in order (*nout of them).
  */
-int dmt_tokens_take(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
-		    size_t n, size_t *bad)
+static inline __attribute__((always_inline)) int
+take_runs(struct dmt_tokens *t, const struct devmemtcp_frag *frags, size_t n,
+	  uint32_t *out, size_t *nout, size_t *bad)
 {
 	uint64_t *bits = t->bits, mask = 0;
 	size_t nwords = t->nwords, cw = 0, run = 0, i, taken = 0;
@@ -214,6 +216,8 @@ int dmt_tokens_take(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 		if (mask & m)
 			goto slow;
 		mask |= m;
+		if (out)
+			out[taken] = tok;
 		taken++;
 	}
 	if (mask) {
@@ -222,13 +226,35 @@ int dmt_tokens_take(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 		bits[cw] &= ~mask;
 	}
 	t->outstanding -= taken;
+	if (nout)
+		*nout = taken;
 	return 0;
 slow:
 	/* the runs before frags[run] were taken: put them back */
 	for (i = 0; i < run; i++)
 		if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
 			bits[frags[i].token / 64] |= 1ull << (frags[i].token % 64);
+	if (out) {
+		/* the whole call goes through the slow pass: nothing stays
+		 * taken when it fails */
+		int ret = take_slow(t, frags, n, bad);
+
+		if (ret)
+			return ret;
+		taken = 0;
+		for (i = 0; i < n; i++)
+			if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
+				out[taken++] = frags[i].token;
+		*nout = taken;
+		return 0;
+	}
 	return take_slow(t, frags, n, bad);
+}
+
+int dmt_tokens_take(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
+		    size_t n, size_t *bad)
+{
+	return take_runs(t, frags, n, NULL, NULL, bad);
 }
 
 /*
@@ -464,12 +490,10 @@ int dmt_tokens_release(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 	return 0;
 }
 
-int dmt_tokens_defer(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
-		     size_t n, devmemtcp_done_fn done, void *arg)
+/* Room in the token vector for n more tokens and in the queue for one
+ * more entry: 0 or -ENOMEM. */
+static int defer_room(struct dmt_tokens *t, size_t n)
 {
-	uint32_t *d;
-	size_t k, ntok;
-
 	/* compact the token vector when its dead head dominates */
 	if (t->dt_head && t->dt_head >= t->dt_len / 2) {
 		memmove(t->dtoks, t->dtoks + t->dt_head,
@@ -504,19 +528,54 @@ int dmt_tokens_defer(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 		t->dq_head = 0;
 		t->dq_cap = cap;
 	}
-	/* locals: stores through t->dtoks could alias *t (and dtoks is
-	 * NULL until the first token) */
-	d = t->dtoks;
-	k = t->dt_len;
-	for (size_t i = 0; i < n; i++)
-		if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
-			d[k++] = frags[i].token;
-	ntok = k - t->dt_len;
-	t->dt_len = k;
+	return 0;
+}
+
+/* The ntok tokens written past dt_len wait for done(arg). */
+static void defer_push(struct dmt_tokens *t, size_t ntok, devmemtcp_done_fn done,
+		       void *arg)
+{
+	t->dt_len += ntok;
 	t->dq[(t->dq_head + t->dq_len) % t->dq_cap] =
 		(struct dmt_deferred){ done, arg, ntok };
 	t->dq_len++;
 	t->deferred_pending += ntok;
+}
+
+int dmt_tokens_defer(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
+		     size_t n, devmemtcp_done_fn done, void *arg)
+{
+	uint32_t *d;
+	size_t k, k0;
+	int ret = defer_room(t, n);
+
+	if (ret)
+		return ret;
+	/* locals: stores through t->dtoks could alias *t (and dtoks is
+	 * NULL until the first token: no arithmetic on it) */
+	d = t->dtoks;
+	k = k0 = t->dt_len;
+	for (size_t i = 0; i < n; i++)
+		if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
+			d[k++] = frags[i].token;
+	defer_push(t, k - k0, done, arg);
+	return 0;
+}
+
+int dmt_tokens_take_defer(struct dmt_tokens *t,
+			  const struct devmemtcp_frag *frags, size_t n,
+			  devmemtcp_done_fn done, void *arg, size_t *bad)
+{
+	size_t k = 0;
+	int ret = defer_room(t, n);
+
+	if (ret)
+		return ret;
+	/* (dtoks is NULL until the first token: n is 0 then) */
+	ret = take_runs(t, frags, n, n ? t->dtoks + t->dt_len : NULL, &k, bad);
+	if (ret)
+		return ret;
+	defer_push(t, k, done, arg);
 	return 0;
 }
 

@@ -134,6 +134,12 @@ int dmt_tokens_flush(struct dmt_tokens *t);
 /* Defer already-taken tokens until done(arg) says so. */
 int dmt_tokens_defer(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 		     size_t n, devmemtcp_done_fn done, void *arg);
+/* dmt_tokens_take then dmt_tokens_defer in one pass: 0, -ENOMEM (nothing
+ * taken) or -EINVAL with *bad set as dmt_tokens_take sets it (nothing
+ * taken, nothing deferred). */
+int dmt_tokens_take_defer(struct dmt_tokens *t,
+			  const struct devmemtcp_frag *frags, size_t n,
+			  devmemtcp_done_fn done, void *arg, size_t *bad);
 /* Poll deferred entries in order (blocking when wait) and queue the tokens
  * of finished ones.  Returns the number of tokens queued, or the errno of
  * a done() (a failed flush on the way is left for the next flush). */
