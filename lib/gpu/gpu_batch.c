@@ -416,17 +416,14 @@ static bool conflicts(const struct dmt_gpu_batch *s,
 }
 
 /* Append the built gather v to the open batch, whose descriptors it
- * follows in p already (s->lock held). */
+ * follows in p already, their positions moved past the batch's
+ * (span_shift) (s->lock held). */
 static void append(struct dmt_gpu_batch *s, const struct dmt_gather_batch *v,
 		   uint64_t lo, uint64_t hi)
 {
 	struct dmt_gather_dst *pd = s->p->dst;
 	const uint64_t at = s->bytes;
-	struct dmt_gather_desc *d = s->p->desc + s->nd;
 
-	if (at)
-		for (uint32_t i = 0; i < v->nd; i++)
-			d[i].pos += (uint32_t)at;
 	for (uint32_t j = 0; j < v->ndst; j++) {
 		uint64_t start = v->dst[j].start + at;
 		uint64_t bias = v->dst[j].bias - at;
@@ -460,16 +457,18 @@ static uint32_t dst_need(const struct dmt_gpu_batch *s,
 	return v->ndst - joins;
 }
 
-/* The device bytes v reads, staging aside (conflicts). */
-static void read_span(const struct dmt_gpu_batch *s,
-		      const struct dmt_gather_batch *v, uint64_t *lo,
-		      uint64_t *hi)
+/* The device bytes v reads, staging aside (conflicts), and its
+ * descriptors' output positions moved on by at, in one pass. */
+static void span_shift(const struct dmt_gpu_batch *s,
+		       struct dmt_gather_batch *v, uint64_t at, uint64_t *lo,
+		       uint64_t *hi)
 {
 	uint64_t l = UINT64_MAX, h = 0;
 
 	for (uint32_t i = 0; i < v->nd; i++) {
 		uint64_t a = v->desc[i].src;
 
+		v->desc[i].pos += (uint32_t)at;
 		if (a - s->stage_dev < s->stage_size)
 			continue;
 		if (a < l)
@@ -571,7 +570,7 @@ static int add(struct devmemtcp_gpu *gpu, struct dmt_gpu_batch *s,
 				      .max_desc = s->cap - s->nd,
 				      .max_dst = DMT_INLINE_DST_MAX,
 				      .linear = linear };
-	uint64_t lo, hi, now;
+	uint64_t lo, hi, now, at;
 	uint64_t *why = NULL;
 	int ret = 0;
 
@@ -598,7 +597,8 @@ static int add(struct devmemtcp_gpu *gpu, struct dmt_gpu_batch *s,
 				  stream, linear, staged, call_start, bp, fn);
 	if (!v.nd)
 		return 0;	/* holes only: nothing to read */
-	read_span(s, &v, &lo, &hi);
+	at = s->bytes;
+	span_shift(s, &v, at, &lo, &hi);
 	if (s->nd &&
 	    ((gpu->coalesce_bytes && s->bytes + v.bytes > gpu->coalesce_bytes) ||
 	     s->ndst + dst_need(s, &v) > DMT_INLINE_DST_MAX ||
@@ -612,6 +612,8 @@ static int add(struct devmemtcp_gpu *gpu, struct dmt_gpu_batch *s,
 			return ret;
 		memmove(s->p->desc, v.desc, v.nd * sizeof(*v.desc));
 		v.desc = s->p->desc;
+		for (uint32_t i = 0; i < v.nd; i++)	/* the batch is new */
+			v.desc[i].pos -= (uint32_t)at;
 	}
 	now = gpu->coalesce_bytes ? dmt_mono_ns() : 0;
 	if (!s->open) {
@@ -849,8 +851,18 @@ static int gather_recv_impl(struct devmemtcp_gpu *gpu, struct devmemtcp_rx *rx,
 
 	if (ret || !n)
 		return ret;
-	for (size_t i = 0; linear && !has_linear && i < n; i++)
-		has_linear = frags[i].flags & DEVMEMTCP_FRAG_LINEAR;
+	if (linear) {
+		/* four flags per test: no branch per fragment */
+		uint32_t any = 0;
+		size_t i = 0;
+
+		for (; i + 4 <= n && !(any & DEVMEMTCP_FRAG_LINEAR); i += 4)
+			any |= frags[i].flags | frags[i + 1].flags |
+			       frags[i + 2].flags | frags[i + 3].flags;
+		for (; i < n; i++)
+			any |= frags[i].flags;
+		has_linear = any & DEVMEMTCP_FRAG_LINEAR;
+	}
 	if (!gpu->coalesce_bytes && !has_linear)
 		return rx ? devmemtcp_gpu_gather_release(gpu, rx, frags, n, dsts,
 							 ndst, stream)
