@@ -2,8 +2,9 @@
 /*
  * The token manager (lib/rx/tokens.c) against a model of the socket's tokens
  * (model.h): a program of receives, releases (valid, repeated, stale),
- * deferred releases completing in any order, polls, flushes, and a kernel
- * that stops at 1024 frags, is interrupted or fails.  A token must reach
+ * deferred releases (take then defer, or both in one call) completing in
+ * any order, polls, flushes, and a kernel that stops at 1024 frags, is
+ * interrupted or fails.  A token must reach
  * the kernel only after the user gave it back (and its deferred release
  * said done), every refused release must change nothing, and after
  * release_all every token the kernel handed out must have been returned.
@@ -129,6 +130,7 @@ static void release(struct prog *p, bool defer)
 {
 	struct devmemtcp_frag fr[64] = { 0 };
 	size_t idx[64], n = fz_u8(&p->f) % 65, bad = 0, want;
+	bool fused = defer && fz_u8(&p->f) % 2;	/* dmt_tokens_take_defer */
 	int ret;
 
 	if (defer && p->nd == MAX_DEFER)
@@ -141,6 +143,9 @@ static void release(struct prog *p, bool defer)
 				  defer ? TOK_DEFERRED : TOK_RELEASED);
 	if (!defer) {
 		ret = dmt_tokens_release(&p->t, fr, n, &bad);
+	} else if (fused) {
+		ret = dmt_tokens_take_defer(&p->t, fr, n, done_fn,
+					    (void *)(uintptr_t)p->nd, &bad);
 	} else {
 		ret = dmt_tokens_take(&p->t, fr, n, &bad);
 	}
@@ -165,8 +170,8 @@ static void release(struct prog *p, bool defer)
 		for (size_t i = 0; i < n; i++)
 			if (!(fr[i].flags & DEVMEMTCP_FRAG_LINEAR))
 				d->toks[d->n++] = fr[i].token;
-		FZ_CHECK(dmt_tokens_defer(&p->t, fr, n, done_fn,
-					  (void *)(uintptr_t)p->nd) == 0);
+		FZ_CHECK(fused || dmt_tokens_defer(&p->t, fr, n, done_fn,
+						   (void *)(uintptr_t)p->nd) == 0);
 		p->nd++;
 	}
 	forget(p, idx, n);
