@@ -1343,8 +1343,8 @@ static unsigned int ports_free(unsigned int lo, unsigned int hi)
 
 /* With NCCL_DEVMEMTCP_PORT_RANGE, rank 0 listens until every port of the
  * range is taken: the next listen fails, saying so.  Ports of the range
- * that another process on this machine holds (the range lies among the
- * ephemeral ports) are not counted: the listens get the others. */
+ * that another process on this machine holds are not counted: the
+ * listens get the others. */
 static int ports_taken(struct rank *r)
 {
 	char h[NCCL_NET_HANDLE_MAXSIZE];
