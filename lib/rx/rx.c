@@ -340,6 +340,96 @@ lookup:
 	return 0;
 }
 
+/*
+ * The common receive, with everything in registers: back-to-back
+ * SCM_DEVMEM_DMABUF cmsgs of the kernel's size, of one registered binding
+ * with one segment, each token inside the bitmap and new.  Makes the
+ * fragments of those from *cmp on, exactly as annotate() would, and leaves
+ * *cmp at the first cmsg that is anything else (NULL: none left), having
+ * done nothing for it: the general parse goes on from there.  Returns the
+ * fragments made; p gets their count and bytes.
+ */
+static size_t annot_run(struct annot *a, const struct msghdr *msg,
+			struct cmsghdr **cmp, struct devmemtcp_frag *frags,
+			size_t max, struct dmt_parse *p)
+{
+	const size_t step = CMSG_LEN(sizeof(struct dmt_dmabuf_cmsg));
+	const char *c = (const char *)*cmp;
+	const char *end = (const char *)msg->msg_control + msg->msg_controllen;
+	const struct cmsghdr *cm = *cmp;
+	const struct devmemtcp_buf *buf;
+	uint64_t *bits = a->bits, mask = 0, bytes = 0, s_off, s_len, s_addr;
+	size_t nwords = a->nwords, w = SIZE_MAX, n = 0, lim;
+	uint32_t id;
+
+	/* step == CMSG_SPACE(the body): the next cmsg starts right after */
+	_Static_assert(CMSG_LEN(sizeof(struct dmt_dmabuf_cmsg)) ==
+		       CMSG_SPACE(sizeof(struct dmt_dmabuf_cmsg)), "cmsg step");
+	if ((size_t)(end - c) < step || cm->cmsg_len != step ||
+	    cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_DEVMEM_DMABUF)
+		return 0;
+	id = ((const struct dmt_dmabuf_cmsg *)CMSG_DATA(cm))->dmabuf_id;
+	buf = lookup_buf(a->rx, id);
+	if (!buf || buf->nsegs != 1)
+		return 0;
+	s_off = buf->segs[0].offset;
+	s_len = buf->segs[0].len;
+	s_addr = buf->segs[0].addr;
+	a->id = id;
+	a->buf = buf;
+	a->s_off = s_off;
+	a->s_len = s_len;
+	a->s_addr = s_addr;
+	lim = (size_t)(end - c) / step;	/* whole cmsgs left, at most max */
+	if (lim > max)
+		lim = max;
+	while (n < lim) {
+		const struct dmt_dmabuf_cmsg *dc;
+		struct devmemtcp_frag *f;
+		uint64_t m, off;
+		uint32_t tok;
+		size_t tw;
+
+		cm = (const struct cmsghdr *)c;
+		dc = (const struct dmt_dmabuf_cmsg *)CMSG_DATA(cm);
+		if (cm->cmsg_len != step || cm->cmsg_level != SOL_SOCKET ||
+		    cm->cmsg_type != SCM_DEVMEM_DMABUF || dc->dmabuf_id != id)
+			break;
+		tok = dc->frag_token;
+		tw = tok / 64;
+		m = 1ull << (tok % 64);
+		if (tw != w) {
+			/* a new word: the general path says why not */
+			if (tw >= nwords || (bits[tw] & m))
+				break;
+			a->w = w;
+			a->mask = mask;
+			annot_commit(a);
+			w = tw;
+			mask = 0;
+		} else if (mask & m) {
+			break;	/* a repeat within the receive */
+		}
+		mask |= m;
+		off = dc->frag_offset;
+		f = &frags[n++];
+		f->offset = off;
+		f->addr = off - s_off < s_len ? s_addr + (off - s_off) : 0;
+		f->len = dc->frag_size;
+		f->token = tok;
+		f->binding_id = id;
+		f->flags = 0;
+		bytes += dc->frag_size;
+		c += step;
+	}
+	a->w = w;
+	a->mask = mask;
+	p->ndmabuf = (uint32_t)n;
+	p->dmabuf_bytes = bytes;
+	*cmp = dmt_cmsg_at(c, end);
+	return n;
+}
+
 struct dmt_tokens *dmt_rx_tokens(struct devmemtcp_rx *rx)
 {
 	return &rx->tokens;
@@ -352,9 +442,11 @@ static int process_locked(struct devmemtcp_rx *rx, const struct msghdr *msg,
 	struct dmt_parse p = { 0 };
 	struct annot a = { .rx = rx, .bits = rx->tokens.bits,
 			   .nwords = rx->tokens.nwords };
+	struct cmsghdr *cm = dmt_cmsg_first(msg);
+	size_t n0 = cm ? annot_run(&a, msg, &cm, frags, max, &p) : 0;
 	int n;
 
-	n = dmt_cmsg_parse_cb(msg, got, frags, max, &p, annotate, &a);
+	n = dmt_cmsg_parse_at(msg, got, frags, max, &p, annotate, &a, cm, n0);
 	annot_commit(&a);	/* also after a failed parse: what it took */
 	dmt_tokens_update_max(&rx->tokens);
 	if (n == -ENOMEM)

@@ -44,21 +44,25 @@ int dmt_cmsg_parse(const struct msghdr *msg, size_t ret,
 /* Called on each dma-buf fragment as it is parsed; < 0 stops the parse. */
 typedef int (*dmt_frag_cb)(void *arg, struct devmemtcp_frag *f);
 
+/*
+ * The parse, going on from cm (NULL: no cmsg left) after n0 fragments
+ * that a caller's own loop made of the cmsgs before it, all dma-buf ones:
+ * out holds their counts (ndmabuf, dmabuf_bytes) on entry.
+ */
 static inline __attribute__((always_inline)) int
-dmt_cmsg_parse_cb(const struct msghdr *msg, size_t ret,
-				    struct devmemtcp_frag *frags, size_t max,
-				    struct dmt_parse *out, dmt_frag_cb cb,
-				    void *arg)
+dmt_cmsg_parse_at(const struct msghdr *msg, size_t ret,
+		  struct devmemtcp_frag *frags, size_t max,
+		  struct dmt_parse *out, dmt_frag_cb cb, void *arg,
+		  struct cmsghdr *cm, size_t n0)
 {
 	const char *end = (const char *)msg->msg_control + msg->msg_controllen;
-	uint64_t linear_off = 0, dmabuf_bytes = 0;
-	uint32_t ndmabuf = 0, nlinear = 0, nunknown = 0;
-	struct cmsghdr *cm;
-	size_t n = 0;
+	uint64_t linear_off = 0, dmabuf_bytes = out->dmabuf_bytes;
+	uint32_t ndmabuf = out->ndmabuf, nlinear = 0, nunknown = 0;
+	size_t n = n0;
 
 	/* CMSG_NXTHDR is an out-of-line glibc call and trusts cmsg_len: walk
 	 * inline, stopping at a cmsg whose body is cut off */
-	for (cm = dmt_cmsg_first(msg); cm; cm = dmt_cmsg_next(cm, end)) {
+	for (; cm; cm = dmt_cmsg_next(cm, end)) {
 		const struct dmt_dmabuf_cmsg *dc;
 		struct devmemtcp_frag *f;
 
@@ -120,6 +124,16 @@ dmt_cmsg_parse_cb(const struct msghdr *msg, size_t ret,
 	if (linear_off + dmabuf_bytes != ret)
 		return -EPROTO;
 	return (int)n;
+}
+
+static inline __attribute__((always_inline)) int
+dmt_cmsg_parse_cb(const struct msghdr *msg, size_t ret,
+		  struct devmemtcp_frag *frags, size_t max,
+		  struct dmt_parse *out, dmt_frag_cb cb, void *arg)
+{
+	*out = (struct dmt_parse){ 0 };
+	return dmt_cmsg_parse_at(msg, ret, frags, max, out, cb, arg,
+				 dmt_cmsg_first(msg), 0);
 }
 
 /* The receive path after recvmsg: parse, account tokens, look up device

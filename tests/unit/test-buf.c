@@ -335,6 +335,200 @@ static void test_rx_keeps_buffer(void **state)
 	close(sv[1]);
 }
 
+/* What the receive processing warned about (run_log as log_fn). */
+static char run_logged[1024];
+
+static void run_log(void *user, int level, const char *msg)
+{
+	size_t n = strlen(run_logged);
+
+	(void)user;
+	if (level <= DEVMEMTCP_LOG_WARN)
+		snprintf(run_logged + n, sizeof(run_logged) - n, "%s\n", msg);
+}
+
+struct run_entry {
+	int linear;
+	uint32_t id, token, size;
+	uint64_t offset;
+};
+
+/* A control buffer of entries at ctrl (room for 16); its length. */
+static size_t run_ctrl(char *ctrl, const struct run_entry *e, size_t n)
+{
+	struct msghdr msg = { .msg_control = ctrl,
+			      .msg_controllen = 16 * CMSG_SPACE(sizeof(struct dmt_dmabuf_cmsg)) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	size_t len = 0;
+
+	assert_true(n <= 16);
+	for (size_t i = 0; i < n; i++, cm = (struct cmsghdr *)((char *)cm + CMSG_SPACE(sizeof(struct dmt_dmabuf_cmsg)))) {
+		struct dmt_dmabuf_cmsg d = { .frag_offset = e[i].offset,
+					     .frag_size = e[i].size,
+					     .frag_token = e[i].token,
+					     .dmabuf_id = e[i].id };
+
+		cmsgfix_dmabuf(cm, &d);
+		if (e[i].linear)
+			cm->cmsg_type = SCM_DEVMEM_LINEAR;
+		len += CMSG_SPACE(sizeof(d));
+	}
+	return len;
+}
+
+/* The fragments of the last run_recv. */
+static struct devmemtcp_frag run_got[16];
+
+/* Process entries (max fragments at most): the count or errno; the
+ * fragments in run_got, the dma-buf ones appended to all (*nall). */
+static int run_recv(struct devmemtcp_rx *rx, const struct run_entry *e,
+		    size_t n, size_t max, struct devmemtcp_frag *all,
+		    size_t *nall)
+{
+	char ctrl[16 * CMSG_SPACE(sizeof(struct dmt_dmabuf_cmsg))] __attribute__((aligned(8)));
+	struct msghdr msg = { .msg_control = ctrl };
+	struct devmemtcp_frag f[16];
+	uint64_t got = 0;
+	int ret;
+
+	msg.msg_controllen = run_ctrl(ctrl, e, n);
+	for (size_t i = 0; i < n; i++)
+		got += e[i].size;
+	ret = dmt_rx_process(rx, &msg, got, f, max);
+	for (int i = 0; i < ret; i++) {
+		assert_int_equal(f[i].len, e[i].size);
+		assert_int_equal(f[i].offset, e[i].linear ? 0 : e[i].offset);
+		assert_int_equal(f[i].token, e[i].linear ? 0 : e[i].token);
+		assert_int_equal(f[i].binding_id, e[i].linear ? 0 : e[i].id);
+		if (!e[i].linear)
+			all[(*nall)++] = f[i];
+	}
+	if (ret > 0)
+		memcpy(run_got, f, (size_t)ret * sizeof(f[0]));
+	return ret;
+}
+
+/*
+ * The receive processing's run of plain cmsgs (one binding with one
+ * segment, new tokens in the bitmap) hands every other case to the general
+ * path at the cmsg where it arises, with the same fragments, token books
+ * and warnings: a repeat inside the receive, a token still outstanding, a
+ * token past the bitmap, a linear cmsg, a binding with two segments, an
+ * unknown binding, an offset past the segment, max reached.
+ */
+static void test_rx_run_handoff(void **state)
+{
+	struct devmemtcp_segment one = { 0, 1 << 20, 0x40000000 };
+	struct devmemtcp_segment two[2] = { { 0, 65536, 0x1000000 },
+					    { 65536, 65536, 0x9000000 } };
+	DEVMEMTCP_OPTS(ctx_opts, co, .log_fn = run_log,
+		       .log_level = DEVMEMTCP_LOG_WARN);
+	struct devmemtcp_frag all[64];
+	struct devmemtcp_buf *a, *b;
+	struct devmemtcp_ctx *c = ctx;
+	struct devmemtcp_rx *rx;
+	size_t nall = 0;
+	int sv[2];
+
+	assert_int_equal(devmemtcp_ctx_new(&co, &ctx), 0);
+	assert_int_equal(import(1 << 20, &one, 1, &a), 0);
+	assert_int_equal(import(131072, two, 2, &b), 0);
+	assert_int_equal(t_tcp_pair(sv), 0);
+	assert_int_equal(devmemtcp_rx_new(ctx, sv[1], NULL, &rx), 0);
+	assert_int_equal(devmemtcp_rx_add_buf(rx, 9, a), 0);
+	assert_int_equal(devmemtcp_rx_add_buf(rx, 4, b), 0);
+
+	/* no bitmap yet: the general path makes it */
+	const struct run_entry r0[] = { { 0, 9, 4000, 4096, 0 } };
+	assert_int_equal(run_recv(rx, r0, 1, 16, all, &nall), 1);
+	assert_int_equal(run_got[0].addr, 0x40000000);
+	assert_int_equal(devmemtcp_rx_release(rx, all, 1), 0);
+	nall = 0;
+	/* a run, a repeat inside the receive, then every other kind */
+	const struct run_entry r1[] = {
+		{ 0, 9, 1, 4096, 0 }, { 0, 9, 2, 4096, 4096 },
+		{ 0, 9, 65, 1448, 8192 }, { 0, 9, 65, 1448, 10240 },
+		{ 1, 0, 0, 100, 0 }, { 0, 9, 3, 4096, 2u << 20 },
+		{ 0, 4, 4, 512, 65536 + 8 }, { 0, 7, 5, 256, 4096 },
+		{ 0, 9, 6, 4096, 12288 },
+	};
+	run_logged[0] = 0;
+	assert_int_equal(run_recv(rx, r1, 9, 16, all, &nall), 9);
+	assert_int_equal(run_got[0].addr, 0x40000000);
+	assert_int_equal(run_got[1].addr, 0x40000000 + 4096);
+	assert_int_equal(run_got[2].addr, 0x40000000 + 8192);
+	assert_int_equal(run_got[3].addr, 0x40000000 + 10240);
+	assert_int_equal(run_got[4].flags, DEVMEMTCP_FRAG_LINEAR);
+	assert_int_equal(run_got[5].addr, 0);	/* past the segment */
+	assert_int_equal(run_got[5].flags, 0);
+	assert_int_equal(run_got[6].addr, 0x9000000 + 8);
+	assert_int_equal(run_got[7].flags, DEVMEMTCP_FRAG_FOREIGN);
+	assert_int_equal(run_got[7].addr, 0);
+	assert_int_equal(run_got[8].addr, 0x40000000 + 12288);
+	for (int i = 0; i < 9; i++)
+		if (i != 4 && i != 7)
+			assert_int_equal(run_got[i].flags, 0);
+	assert_string_equal(run_logged,
+			    "token 65 received while still outstanding\n"
+			    "fragment of dma-buf binding 7, which this receiver does not know (2 registered): the flow is steered to a queue bound to another buffer; fix the ntuple rule or register the buffer with devmemtcp_rx_add_buf()\n");
+	assert_int_equal(dmt_rx_tokens(rx)->outstanding, 7);
+
+	/* a token still outstanding first, then a run */
+	const struct run_entry r2[] = {
+		{ 0, 9, 2, 4096, 16384 }, { 0, 9, 7, 4096, 20480 },
+		{ 0, 9, 8, 4096, 24576 },
+	};
+	run_logged[0] = 0;
+	assert_int_equal(run_recv(rx, r2, 3, 16, all, &nall), 3);
+	assert_int_equal(run_got[2].addr, 0x40000000 + 24576);
+	assert_string_equal(run_logged, "token 2 received while still outstanding\n");
+	assert_int_equal(dmt_rx_tokens(rx)->outstanding, 9);
+
+	/* a token past the bitmap inside a run: the books grow */
+	const struct run_entry r3[] = {
+		{ 0, 9, 20, 4096, 0 }, { 0, 9, 100000, 4096, 4096 },
+		{ 0, 9, 21, 4096, 8192 },
+	};
+	run_logged[0] = 0;
+	assert_int_equal(run_recv(rx, r3, 3, 16, all, &nall), 3);
+	assert_int_equal(run_got[1].addr, 0x40000000 + 4096);
+	assert_string_equal(run_logged, "");
+	assert_int_equal(dmt_rx_tokens(rx)->outstanding, 12);
+
+	/* two segments from the start */
+	const struct run_entry r4[] = {
+		{ 0, 4, 30, 100, 8 }, { 0, 4, 31, 100, 65536 },
+	};
+	assert_int_equal(run_recv(rx, r4, 2, 16, all, &nall), 2);
+	assert_int_equal(run_got[0].addr, 0x1000000 + 8);
+	assert_int_equal(run_got[1].addr, 0x9000000);
+	assert_int_equal(dmt_rx_tokens(rx)->outstanding, 14);
+
+	/* max reached inside the run: what the library saw is the user's */
+	const struct run_entry r5[] = {
+		{ 0, 9, 40, 4096, 0 }, { 0, 9, 41, 4096, 4096 },
+		{ 0, 9, 42, 4096, 8192 },
+	};
+	assert_int_equal(run_recv(rx, r5, 3, 2, all, &nall), -ENOBUFS);
+	assert_int_equal(dmt_rx_tokens(rx)->outstanding, 16);
+	all[nall++] = (struct devmemtcp_frag){ .token = 40, .len = 4096, .binding_id = 9 };
+	all[nall++] = (struct devmemtcp_frag){ .token = 41, .len = 4096, .binding_id = 9 };
+
+	/* every token once: the repeats (65, 2) were fragments too */
+	assert_int_equal(nall, 18);
+	assert_int_equal(devmemtcp_rx_release(rx, all, 3), 0);
+	assert_int_equal(devmemtcp_rx_release(rx, all + 4, 4), 0);
+	assert_int_equal(devmemtcp_rx_release(rx, all + 9, nall - 9), 0);
+	assert_int_equal(dmt_rx_tokens(rx)->outstanding, 0);
+	devmemtcp_rx_free(rx);
+	free_import(a);
+	free_import(b);
+	close(sv[0]);
+	close(sv[1]);
+	devmemtcp_ctx_free(ctx);
+	ctx = c;
+}
+
 static void test_null_safe(void **state)
 {
 	uint64_t a;
@@ -380,6 +574,7 @@ int main(void)
 		cmocka_unit_test(test_udmabuf_missing),
 		cmocka_unit_test(test_unknown_provider),
 		cmocka_unit_test(test_rx_keeps_buffer),
+		cmocka_unit_test(test_rx_run_handoff),
 		cmocka_unit_test(test_null_safe),
 	};
 
