@@ -454,7 +454,12 @@ gather_inline(const dmt_inline_param<N> &p)
 DMT_INLINE_KERNEL(16)
 DMT_INLINE_KERNEL(64)
 DMT_INLINE_KERNEL(256)
-DMT_INLINE_KERNEL(1024)	// 16 KiB of parameters: CUDA 12.1 and later
+// over 4 KiB of parameters: CUDA 12.1 and later.  The driver copies the
+// whole parameter at each launch: steps of 256 descriptors above 256 keep
+// that copy within 4 KiB of what the launch carries
+DMT_INLINE_KERNEL(512)
+DMT_INLINE_KERNEL(768)
+DMT_INLINE_KERNEL(1024)
 
 // ---- the persistent kernel -------------------------------------------------
 

@@ -105,8 +105,8 @@ static inline DMT_HD void dmt_warp_range(uint32_t vw0, uint32_t nwarps,
  */
 #define DMT_INLINE_DST_MAX 8u
 #define DMT_INLINE_HDR 176u	/* offset of the descriptors */
-#define DMT_INLINE_NSIZES 4
-#define DMT_INLINE_SIZES { 16u, 64u, 256u, 1024u }
+#define DMT_INLINE_NSIZES 6
+#define DMT_INLINE_SIZES { 16u, 64u, 256u, 512u, 768u, 1024u }
 
 /*
  * The persistent kernel (DEVMEMTCP_GPU_PERSISTENT).  Job j uses slot

@@ -29,6 +29,8 @@ static struct CUfunc_st fns[] = {
 	{ "dmt_gather_inline16", F_INLINE, DMT_INLINE_HDR + 16 * 16 },
 	{ "dmt_gather_inline64", F_INLINE, DMT_INLINE_HDR + 64 * 16 },
 	{ "dmt_gather_inline256", F_INLINE, DMT_INLINE_HDR + 256 * 16 },
+	{ "dmt_gather_inline512", F_INLINE, DMT_INLINE_HDR + 512 * 16 },
+	{ "dmt_gather_inline768", F_INLINE, DMT_INLINE_HDR + 768 * 16 },
 	{ "dmt_gather_inline1024", F_INLINE, DMT_INLINE_HDR + 1024 * 16 },
 	{ "dmt_gather_persist", F_PERSIST, sizeof(struct dmt_persist_params) },
 	{ "dmt_spin", F_SPIN, 0 },
