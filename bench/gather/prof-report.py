@@ -16,8 +16,9 @@ import subprocess
 import sys
 
 ROWS = ["256K d2d", "256K default", "256K pipeline", "256K pipeline x4",
-        "256K pipeline graphs", "1448 d2d", "1448 default", "1448 pipeline",
-        "1448 pipeline x4", "1448 pipeline graphs"]
+        "256K pipeline graphs", "256K pipeline general parse", "1448 d2d",
+        "1448 default", "1448 pipeline", "1448 pipeline x4",
+        "1448 pipeline graphs", "1448 pipeline general parse"]
 STAGES = ["recv", "gpu step", "release", "other"]
 
 

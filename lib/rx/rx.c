@@ -44,6 +44,7 @@ struct devmemtcp_rx {
 	struct dmt_tokens tokens;
 	struct devmemtcp_rx_stats st;
 	bool warned_miss;
+	bool general;		/* no annot_run: dmt_rx_set_general */
 	struct dmt_zcrx_sock *zc;	/* io_uring zcrx socket, NULL: devmem */
 	unsigned int fork_gen;	/* fork.h */
 };
@@ -430,6 +431,13 @@ static size_t annot_run(struct annot *a, const struct msghdr *msg,
 	return n;
 }
 
+void dmt_rx_set_general(struct devmemtcp_rx *rx, bool general)
+{
+	pthread_mutex_lock(&rx->lock);
+	rx->general = general;
+	pthread_mutex_unlock(&rx->lock);
+}
+
 struct dmt_tokens *dmt_rx_tokens(struct devmemtcp_rx *rx)
 {
 	return &rx->tokens;
@@ -443,7 +451,8 @@ static int process_locked(struct devmemtcp_rx *rx, const struct msghdr *msg,
 	struct annot a = { .rx = rx, .bits = rx->tokens.bits,
 			   .nwords = rx->tokens.nwords };
 	struct cmsghdr *cm = dmt_cmsg_first(msg);
-	size_t n0 = cm ? annot_run(&a, msg, &cm, frags, max, &p) : 0;
+	size_t n0 = cm && !rx->general ? annot_run(&a, msg, &cm, frags, max, &p)
+				       : 0;
 	int n;
 
 	n = dmt_cmsg_parse_at(msg, got, frags, max, &p, annotate, &a, cm, n0);

@@ -143,6 +143,9 @@ dmt_cmsg_parse_cb(const struct msghdr *msg, size_t ret,
 struct devmemtcp_rx;
 int dmt_rx_process(struct devmemtcp_rx *rx, const struct msghdr *msg,
 		   size_t got, struct devmemtcp_frag *frags, size_t max);
+/* Every receive through the general parse, not the run of plain cmsgs
+ * first (the benchmark compares the two in one run). */
+void dmt_rx_set_general(struct devmemtcp_rx *rx, bool general);
 /* The token manager of rx (the benchmark swaps its DONTNEED hook). */
 struct dmt_tokens *dmt_rx_tokens(struct devmemtcp_rx *rx);
 
