@@ -135,6 +135,19 @@ int dmt_tokens_received_slow(struct dmt_tokens *t, uint32_t token)
 	return dmt_tokens_received(t, token);
 }
 
+/* The tokens of frags, LINEAR entries skipped, into out in order; how
+ * many. */
+static size_t tokens_of(const struct devmemtcp_frag *frags, size_t n,
+			uint32_t *out)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
+			out[k++] = frags[i].token;
+	return k;
+}
+
 /* dmt_tokens_take one token at a time: what the fast path falls back to
  * on anything but the common case, with the same result. */
 static int take_slow(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
@@ -241,11 +254,7 @@ slow:
 
 		if (ret)
 			return ret;
-		taken = 0;
-		for (i = 0; i < n; i++)
-			if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
-				out[taken++] = frags[i].token;
-		*nout = taken;
+		*nout = tokens_of(frags, n, out);
 		return 0;
 	}
 	return take_slow(t, frags, n, bad);
@@ -545,20 +554,13 @@ static void defer_push(struct dmt_tokens *t, size_t ntok, devmemtcp_done_fn done
 int dmt_tokens_defer(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 		     size_t n, devmemtcp_done_fn done, void *arg)
 {
-	uint32_t *d;
-	size_t k, k0;
 	int ret = defer_room(t, n);
 
 	if (ret)
 		return ret;
-	/* locals: stores through t->dtoks could alias *t (and dtoks is
-	 * NULL until the first token: no arithmetic on it) */
-	d = t->dtoks;
-	k = k0 = t->dt_len;
-	for (size_t i = 0; i < n; i++)
-		if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
-			d[k++] = frags[i].token;
-	defer_push(t, k - k0, done, arg);
+	/* (dtoks is NULL until the first token: n is 0 then) */
+	defer_push(t, n ? tokens_of(frags, n, t->dtoks + t->dt_len) : 0, done,
+		   arg);
 	return 0;
 }
 
