@@ -408,6 +408,20 @@ static int run_recv(struct devmemtcp_rx *rx, const struct run_entry *e,
 	return ret;
 }
 
+/* One receive of n entries, all taken: fragment k at addr, the warnings
+ * exactly log, outstanding tokens after it. */
+static void run_check(struct devmemtcp_rx *rx, const struct run_entry *e,
+		      size_t n, struct devmemtcp_frag *all, size_t *nall,
+		      size_t k, uint64_t addr, const char *log,
+		      uint64_t outstanding)
+{
+	run_logged[0] = 0;
+	assert_int_equal(run_recv(rx, e, n, 16, all, nall), (int)n);
+	assert_int_equal(run_got[k].addr, addr);
+	assert_string_equal(run_logged, log);
+	assert_int_equal(dmt_rx_tokens(rx)->outstanding, outstanding);
+}
+
 /*
  * The receive processing's run of plain cmsgs (one binding with one
  * segment, new tokens in the bitmap) hands every other case to the general
@@ -478,31 +492,22 @@ static void test_rx_run_handoff(void **state)
 		{ 0, 9, 2, 4096, 16384 }, { 0, 9, 7, 4096, 20480 },
 		{ 0, 9, 8, 4096, 24576 },
 	};
-	run_logged[0] = 0;
-	assert_int_equal(run_recv(rx, r2, 3, 16, all, &nall), 3);
-	assert_int_equal(run_got[2].addr, 0x40000000 + 24576);
-	assert_string_equal(run_logged, "token 2 received while still outstanding\n");
-	assert_int_equal(dmt_rx_tokens(rx)->outstanding, 9);
+	run_check(rx, r2, 3, all, &nall, 2, 0x40000000 + 24576,
+		  "token 2 received while still outstanding\n", 9);
 
 	/* a token past the bitmap inside a run: the books grow */
 	const struct run_entry r3[] = {
 		{ 0, 9, 20, 4096, 0 }, { 0, 9, 100000, 4096, 4096 },
 		{ 0, 9, 21, 4096, 8192 },
 	};
-	run_logged[0] = 0;
-	assert_int_equal(run_recv(rx, r3, 3, 16, all, &nall), 3);
-	assert_int_equal(run_got[1].addr, 0x40000000 + 4096);
-	assert_string_equal(run_logged, "");
-	assert_int_equal(dmt_rx_tokens(rx)->outstanding, 12);
+	run_check(rx, r3, 3, all, &nall, 1, 0x40000000 + 4096, "", 12);
 
 	/* two segments from the start */
 	const struct run_entry r4[] = {
 		{ 0, 4, 30, 100, 8 }, { 0, 4, 31, 100, 65536 },
 	};
-	assert_int_equal(run_recv(rx, r4, 2, 16, all, &nall), 2);
-	assert_int_equal(run_got[0].addr, 0x1000000 + 8);
+	run_check(rx, r4, 2, all, &nall, 0, 0x1000000 + 8, "", 14);
 	assert_int_equal(run_got[1].addr, 0x9000000);
-	assert_int_equal(dmt_rx_tokens(rx)->outstanding, 14);
 
 	/* max reached inside the run: what the library saw is the user's */
 	const struct run_entry r5[] = {
