@@ -119,44 +119,50 @@ static void port_set(struct sockaddr_storage *ss, uint16_t port)
 		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
 }
 
-/* Bind fd to d's address and a port of [lo, hi], tried from a random one
- * on (lo 0: any port); 0 or -errno (-EADDRINUSE: all taken). */
-static int bind_port(int fd, const struct dmtn_dev *d, uint16_t lo,
-		     uint16_t hi)
+/* A socket listening on d's address and port (0: any); fd or -errno. */
+static int listen_on(const struct dmtn_dev *d, uint16_t port)
 {
 	struct sockaddr_storage ss = d->addr;
-	uint32_t n = lo ? (uint32_t)hi - lo + 1 : 1, start = 0;
-
-	if (n > 1 && getrandom(&start, sizeof(start), 0) != sizeof(start))
-		start = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		port_set(&ss, lo ? (uint16_t)(lo + (start + i) % n) : 0);
-		if (!bind(fd, (struct sockaddr *)&ss, d->addrlen))
-			return 0;
-		if (errno != EADDRINUSE)
-			return -errno;
-	}
-	return -EADDRINUSE;
-}
-
-static int listen_socket(const struct dmtn_dev *d, uint16_t *port,
-			 uint16_t lo, uint16_t hi)
-{
-	struct sockaddr_storage ss = d->addr;
-	socklen_t len = sizeof(ss);
 	int fd, one = 1, err;
 
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	/* a burst of connections between two accept calls (NCCL's proxy
-	 * has other work) must not fill the queue: the kernel would drop the
-	 * peer's SYN, and its connect would wait a second for the retry */
-	err = bind_port(fd, d, lo, hi);
-	if (!err && (listen(fd, 128) || getsockname(fd, (struct sockaddr *)&ss, &len)))
+	port_set(&ss, port);
+	/* With SO_REUSEADDR two sockets (two ranks listening at once) may
+	 * both bind a port that neither listens on yet: listen() says which
+	 * one has it, the other gets EADDRINUSE there.  A burst of
+	 * connections between two accept calls (NCCL's proxy has other work)
+	 * must not fill the queue: the kernel would drop the peer's SYN, and
+	 * its connect would wait a second for the retry. */
+	if (bind(fd, (struct sockaddr *)&ss, d->addrlen) || listen(fd, 128)) {
 		err = -errno;
-	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* A socket listening on d's address and a port of [lo, hi], tried from a
+ * random one on (lo 0: any port); fd (its port in *port) or -errno
+ * (-EADDRINUSE: every port of the range taken). */
+static int listen_socket(const struct dmtn_dev *d, uint16_t *port,
+			 uint16_t lo, uint16_t hi)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	uint32_t n = lo ? (uint32_t)hi - lo + 1 : 1, start = 0;
+	int fd = -EADDRINUSE, err;
+
+	if (n > 1 && getrandom(&start, sizeof(start), 0) != sizeof(start))
+		start = 0;
+	for (uint32_t i = 0; i < n && fd == -EADDRINUSE; i++)
+		fd = listen_on(d, lo ? (uint16_t)(lo + (start + i) % n) : 0);
+	if (fd < 0)
+		return fd;
+	if (getsockname(fd, (struct sockaddr *)&ss, &len)) {
+		err = -errno;
 		close(fd);
 		return err;
 	}

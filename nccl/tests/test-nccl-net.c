@@ -1341,32 +1341,83 @@ static unsigned int ports_free(unsigned int lo, unsigned int hi)
 	return n;
 }
 
+/*
+ * This program's listen(), which the plugin's calls reach (the program
+ * exports its symbols).  Armed (steal_lo), the first listen of a socket
+ * bound to a port of [steal_lo, steal_hi] finds another socket listening
+ * there already, as when two ranks bind one port at once: SO_REUSEADDR
+ * lets both bind before either listens, and the second listen fails
+ * with EADDRINUSE.
+ */
+static unsigned int steal_lo, steal_hi, stolen_port;
+static int thief_fd = -1;
+
+int listen(int fd, int backlog)
+{
+	static int (*real)(int, int);
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	int one = 1;
+
+	if (!real)
+		real = (int (*)(int, int))dlsym(RTLD_NEXT, "listen");
+	if (steal_lo && thief_fd < 0 &&
+	    !getsockname(fd, (struct sockaddr *)&sa, &len) &&
+	    sa.sin_family == AF_INET && ntohs(sa.sin_port) >= steal_lo &&
+	    ntohs(sa.sin_port) <= steal_hi) {
+		thief_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (thief_fd >= 0) {
+			setsockopt(thief_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+			if (!bind(thief_fd, (struct sockaddr *)&sa, len) &&
+			    !real(thief_fd, 16))
+				stolen_port = ntohs(sa.sin_port);
+		}
+	}
+	return real(fd, backlog);
+}
+
 /* With NCCL_DEVMEMTCP_PORT_RANGE, rank 0 listens until every port of the
  * range is taken: the next listen fails, saying so.  Ports of the range
  * that another process on this machine holds are not counted: the
- * listens get the others. */
+ * listens get the others.  The first port the listens try is taken
+ * between their bind and their listen (the listen shim above): they go
+ * on to the next, and count one port fewer. */
 static int ports_taken(struct rank *r)
 {
-	char h[NCCL_NET_HANDLE_MAXSIZE];
+	static char h[64][NCCL_NET_HANDLE_MAXSIZE];
 	void *lc[64];
-	unsigned int lo, hi, n = 0, free_ports;
+	unsigned int lo, hi, n = 0, free_ports, steal;
 	int ret = NCCL_OK;
 
 	port_range(&lo, &hi);
 	if (r->id || !lo || hi - lo >= 63)
 		return 0;
 	free_ports = ports_free(lo, hi);
+	steal = free_ports > 0;
+	steal_lo = steal ? lo : 0;
+	steal_hi = hi;
 	while (ret == NCCL_OK && n < 64) {
 		lc[n] = NULL;
-		ret = net_listen(&r->net, r->dev, h, &lc[n]);
+		ret = net_listen(&r->net, r->dev, h[n], &lc[n]);
 		n += ret == NCCL_OK;
 	}
-	CHECK(r, ret == NCCL_ERR_SYSTEM && n == free_ports &&
+	steal_lo = 0;
+	CHECK(r, !steal || (stolen_port >= lo && stolen_port <= hi),
+	      "the listen shim took no port of %u-%u", lo, hi);
+	CHECK(r, ret == NCCL_ERR_SYSTEM && n == free_ports - steal &&
 		 log_count(0, "every port of NCCL_DEVMEMTCP_PORT_RANGE", "is in use: widen the range"),
-	      "listen %u of a range of %u ports, %u of them free: %d", n + 1,
-	      hi - lo + 1, free_ports, ret);
-	for (unsigned int i = 0; i < n; i++)
+	      "listen %u of a range of %u ports, %u of them free, %u taken between bind and listen: %d",
+	      n + 1, hi - lo + 1, free_ports, steal, ret);
+	for (unsigned int i = 0; i < n; i++) {
+		CHECK(r, handle_data_port(h[i]) >= lo && handle_data_port(h[i]) <= hi &&
+			 handle_data_port(h[i]) != stolen_port,
+		      "listen %u: data port %u (range %u-%u, %u taken)", i,
+		      handle_data_port(h[i]), lo, hi, stolen_port);
 		CHECK(r, CALL(&r->net, close_listen, lc[i]) == NCCL_OK, "closeListen");
+	}
+	if (thief_fd >= 0)
+		close(thief_fd);
+	thief_fd = -1;
 	return 0;
 }
 
