@@ -1351,16 +1351,32 @@ static unsigned int ports_free(unsigned int lo, unsigned int hi)
  */
 static unsigned int steal_lo, steal_hi, stolen_port;
 static int thief_fd = -1;
+/* the ranks are threads: the shim's state under steal_lock */
+static pthread_mutex_t steal_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t real_once = PTHREAD_ONCE_INIT;
+static int (*real_listen)(int, int);
+
+static void real_listen_find(void)
+{
+	real_listen = (int (*)(int, int))dlsym(RTLD_NEXT, "listen");
+}
+
+static void steal_arm(unsigned int lo, unsigned int hi)
+{
+	pthread_mutex_lock(&steal_lock);
+	steal_lo = lo;
+	steal_hi = hi;
+	pthread_mutex_unlock(&steal_lock);
+}
 
 int listen(int fd, int backlog)
 {
-	static int (*real)(int, int);
 	struct sockaddr_in sa;
 	socklen_t len = sizeof(sa);
 	int one = 1;
 
-	if (!real)
-		real = (int (*)(int, int))dlsym(RTLD_NEXT, "listen");
+	pthread_once(&real_once, real_listen_find);
+	pthread_mutex_lock(&steal_lock);
 	if (steal_lo && thief_fd < 0 &&
 	    !getsockname(fd, (struct sockaddr *)&sa, &len) &&
 	    sa.sin_family == AF_INET && ntohs(sa.sin_port) >= steal_lo &&
@@ -1369,11 +1385,12 @@ int listen(int fd, int backlog)
 		if (thief_fd >= 0) {
 			setsockopt(thief_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 			if (!bind(thief_fd, (struct sockaddr *)&sa, len) &&
-			    !real(thief_fd, 16))
+			    !real_listen(thief_fd, 16))
 				stolen_port = ntohs(sa.sin_port);
 		}
 	}
-	return real(fd, backlog);
+	pthread_mutex_unlock(&steal_lock);
+	return real_listen(fd, backlog);
 }
 
 /* With NCCL_DEVMEMTCP_PORT_RANGE, rank 0 listens until every port of the
@@ -1386,23 +1403,27 @@ static int ports_taken(struct rank *r)
 {
 	static char h[64][NCCL_NET_HANDLE_MAXSIZE];
 	void *lc[64];
-	unsigned int lo, hi, n = 0, free_ports, steal;
-	int ret = NCCL_OK;
+	unsigned int lo, hi, n = 0, free_ports, steal, stolen;
+	int ret = NCCL_OK, thief;
 
 	port_range(&lo, &hi);
 	if (r->id || !lo || hi - lo >= 63)
 		return 0;
 	free_ports = ports_free(lo, hi);
 	steal = free_ports > 0;
-	steal_lo = steal ? lo : 0;
-	steal_hi = hi;
+	steal_arm(steal ? lo : 0, hi);
 	while (ret == NCCL_OK && n < 64) {
 		lc[n] = NULL;
 		ret = net_listen(&r->net, r->dev, h[n], &lc[n]);
 		n += ret == NCCL_OK;
 	}
-	steal_lo = 0;
-	CHECK(r, !steal || (stolen_port >= lo && stolen_port <= hi),
+	steal_arm(0, 0);
+	pthread_mutex_lock(&steal_lock);
+	stolen = stolen_port;
+	thief = thief_fd;
+	thief_fd = -1;
+	pthread_mutex_unlock(&steal_lock);
+	CHECK(r, !steal || (stolen >= lo && stolen <= hi),
 	      "the listen shim took no port of %u-%u", lo, hi);
 	CHECK(r, ret == NCCL_ERR_SYSTEM && n == free_ports - steal &&
 		 log_count(0, "every port of NCCL_DEVMEMTCP_PORT_RANGE", "is in use: widen the range"),
@@ -1410,14 +1431,13 @@ static int ports_taken(struct rank *r)
 	      n + 1, hi - lo + 1, free_ports, steal, ret);
 	for (unsigned int i = 0; i < n; i++) {
 		CHECK(r, handle_data_port(h[i]) >= lo && handle_data_port(h[i]) <= hi &&
-			 handle_data_port(h[i]) != stolen_port,
+			 handle_data_port(h[i]) != stolen,
 		      "listen %u: data port %u (range %u-%u, %u taken)", i,
-		      handle_data_port(h[i]), lo, hi, stolen_port);
+		      handle_data_port(h[i]), lo, hi, stolen);
 		CHECK(r, CALL(&r->net, close_listen, lc[i]) == NCCL_OK, "closeListen");
 	}
-	if (thief_fd >= 0)
-		close(thief_fd);
-	thief_fd = -1;
+	if (thief >= 0)
+		close(thief);
 	return 0;
 }
 
