@@ -282,6 +282,23 @@ static int annot_one(struct annot *a, uint32_t token)
 	return 0;
 }
 
+/* Look binding id up and keep it, with its only segment, as the one
+ * looked up last; the buffer or NULL. */
+static const struct devmemtcp_buf *annot_bind(struct annot *a, uint32_t id)
+{
+	const struct devmemtcp_buf *buf = lookup_buf(a->rx, id);
+
+	a->id = id;
+	a->buf = buf;
+	a->s_len = 0;
+	if (buf && buf->nsegs == 1) {
+		a->s_off = buf->segs[0].offset;
+		a->s_len = buf->segs[0].len;
+		a->s_addr = buf->segs[0].addr;
+	}
+	return buf;
+}
+
 /* Token, address and steering check of one freshly parsed fragment. */
 static inline __attribute__((always_inline)) int
 annotate(void *arg, struct devmemtcp_frag *f)
@@ -310,15 +327,7 @@ lookup:
 	if (__builtin_expect(f->binding_id == a->id && a->buf, 1)) {
 		buf = a->buf;
 	} else {
-		buf = lookup_buf(rx, f->binding_id);
-		a->id = f->binding_id;
-		a->buf = buf;
-		a->s_len = 0;
-		if (buf && buf->nsegs == 1) {
-			a->s_off = buf->segs[0].offset;
-			a->s_len = buf->segs[0].len;
-			a->s_addr = buf->segs[0].addr;
-		}
+		buf = annot_bind(a, f->binding_id);
 	}
 	if (__builtin_expect(!buf, 0)) {
 		f->flags |= DEVMEMTCP_FRAG_FOREIGN;
@@ -370,17 +379,12 @@ static size_t annot_run(struct annot *a, const struct msghdr *msg,
 	    cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_DEVMEM_DMABUF)
 		return 0;
 	id = ((const struct dmt_dmabuf_cmsg *)CMSG_DATA(cm))->dmabuf_id;
-	buf = lookup_buf(a->rx, id);
+	buf = annot_bind(a, id);
 	if (!buf || buf->nsegs != 1)
 		return 0;
-	s_off = buf->segs[0].offset;
-	s_len = buf->segs[0].len;
-	s_addr = buf->segs[0].addr;
-	a->id = id;
-	a->buf = buf;
-	a->s_off = s_off;
-	a->s_len = s_len;
-	a->s_addr = s_addr;
+	s_off = a->s_off;
+	s_len = a->s_len;
+	s_addr = a->s_addr;
 	lim = (size_t)(end - c) / step;	/* whole cmsgs left, at most max */
 	if (lim > max)
 		lim = max;
