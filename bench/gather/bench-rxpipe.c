@@ -572,11 +572,11 @@ int main(int argc, char **argv)
 	struct devmemtcp_gpu *pipe, *pipe4, *pipeg;
 	struct devmemtcp_buf *buf;
 	struct devmemtcp_rx *rx;
-	int opt, status, fds[3], bad = 0;
+	int opt, status, fds[3], bad = 0, only_s = -1, only_k = -1;
 	double lat;
 	bool lat_ok;
 
-	while ((opt = getopt(argc, argv, "d:T:c:h")) != -1) {
+	while ((opt = getopt(argc, argv, "d:T:c:o:h")) != -1) {
 		switch (opt) {
 		case 'd':
 			B.device = atoi(optarg);
@@ -589,8 +589,19 @@ int main(int argc, char **argv)
 		case 'c':
 			coalesce = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
+		case 'o':
+			/* one row only, for a profiler (callgrind on the
+			 * fake driver): -o SHAPE:ROW, both from 0 */
+			if (sscanf(optarg, "%d:%d", &only_s, &only_k) != 2 ||
+			    only_s < 0 || only_s > 1 || only_k < 0 ||
+			    only_k >= K_N) {
+				fprintf(stderr, "-o SHAPE:ROW: SHAPE 0..1, ROW 0..%d\n",
+					K_N - 1);
+				return 2;
+			}
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-d device] [-T seconds per row] [-c coalesce_bytes]\n",
+			fprintf(stderr, "usage: %s [-d device] [-T seconds per row] [-c coalesce_bytes] [-o shape:row]\n",
 				argv[0]);
 			return opt == 'h' ? 0 : 2;
 		}
@@ -635,18 +646,25 @@ int main(int argc, char **argv)
 	for (int s = 0; s < 2; s++) {
 		double kus;
 
+		if (only_s >= 0 && s != only_s)
+			continue;
 		make_ctrls(&shapes[s]);
 		kus = kernel_cost(&shapes[s]);
 		/* the rows take turns, ROUNDS times: a slow phase of the
 		 * host hits every row alike, not one of them */
 		for (int r = 0; r < ROUNDS; r++)
 			for (int k = 0; k < K_N; k++) {
-				struct devmemtcp_gpu *g =
-					k == K_PIPELINE ||
-					k == K_PIPELINE_GENERAL ? pipe
-					: k == K_PIPELINE_BIG   ? pipe4
-					: k == K_PIPELINE_GRAPH ? pipeg
-								: B.gpu;
+				struct devmemtcp_gpu *g;
+
+				if (only_k >= 0 && k != only_k) {
+					rounds[r][k] = (struct row){ 0 };
+					continue;
+				}
+				g = k == K_PIPELINE ||
+					    k == K_PIPELINE_GENERAL ? pipe
+				    : k == K_PIPELINE_BIG	    ? pipe4
+				    : k == K_PIPELINE_GRAPH	    ? pipeg
+								    : B.gpu;
 
 				prof_row = s * K_N + k;
 				dmt_rx_set_general(rx, k == K_PIPELINE_GENERAL);
@@ -658,11 +676,15 @@ int main(int argc, char **argv)
 				       !rounds[r][k].tokens_ok;
 			}
 		for (int k = 0; k < K_N; k++) {
+			if (only_k >= 0 && k != only_k)
+				continue;
 			median_round(rounds, k, &rows[s][k]);
 			print_row(&shapes[s], (enum kind)k, &rows[s][k]);
 		}
 	}
 	prof_write();
+	if (only_s >= 0)
+		goto out;	/* one row: no latency, no SUMMARY */
 	make_ctrls(&mib);
 	lat = latency(pipe, rx, &mib, &lat_ok);
 	bad |= !lat_ok;
@@ -681,6 +703,7 @@ int main(int argc, char **argv)
 		printf("SUMMARY pipeline frag=1448 ns_per_frag=%.2f\n",
 		       rows[1][K_PIPELINE].cpu_us * 1e3 / shapes[1].n);
 	}
+out:
 	devmemtcp_gpu_free(pipe);
 	devmemtcp_gpu_free(pipe4);
 	devmemtcp_gpu_free(pipeg);
