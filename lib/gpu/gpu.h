@@ -324,6 +324,14 @@ struct dmt_gather_batch {
 	 * linear fragments are copied from linear + offset; 0: they leave
 	 * holes. */
 	uint64_t linear;
+	/* The output position of its first byte: 0, but for a gather that
+	 * joins a coalesced batch (gpu_batch.c), the bytes before it; its
+	 * descriptors and destination entries count from there, and bytes
+	 * from pos0. */
+	uint64_t pos0;
+	/* Set by the build: the device bytes its descriptors read, linear
+	 * bytes aside ([lo, hi); lo UINT64_MAX and hi 0 when none). */
+	uint64_t lo, hi;
 };
 
 /* Output positions are 32-bit: a launch covers less than 4 GiB. */

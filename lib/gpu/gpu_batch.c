@@ -391,15 +391,15 @@ static bool overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
 	return a0 < a1 && b0 < b1 && a0 < b1 && b0 < a1;
 }
 
-/* Whether the new gather v (positions from 0; destination entries td,
- * device bytes read [lo, hi)) touches bytes the open batch writes, or
- * writes bytes it reads. */
+/* Whether the new gather v (built at the batch's end: positions from
+ * v->pos0) touches bytes the open batch writes, or writes bytes it
+ * reads. */
 static bool conflicts(const struct dmt_gpu_batch *s,
-		      const struct dmt_gather_batch *v, uint64_t lo,
-		      uint64_t hi)
+		      const struct dmt_gather_batch *v)
 {
 	for (uint32_t j = 0; j < v->ndst; j++) {
-		uint64_t end = j + 1 < v->ndst ? v->dst[j + 1].start : v->bytes;
+		uint64_t end = j + 1 < v->ndst ? v->dst[j + 1].start
+					       : v->pos0 + v->bytes;
 		uint64_t w0 = v->dst[j].bias + v->dst[j].start;
 		uint64_t w1 = v->dst[j].bias + end;
 
@@ -410,24 +410,21 @@ static bool conflicts(const struct dmt_gpu_batch *s,
 				return true;
 	}
 	for (uint32_t k = 0; k < s->ndst; k++)
-		if (overlap(lo, hi, s->dr[k].lo, s->dr[k].hi))
+		if (overlap(v->lo, v->hi, s->dr[k].lo, s->dr[k].hi))
 			return true;
 	return false;
 }
 
 /* Append the built gather v to the open batch, whose descriptors it
- * follows in p already, their positions moved past the batch's
- * (span_shift) (s->lock held). */
-static void append(struct dmt_gpu_batch *s, const struct dmt_gather_batch *v,
-		   uint64_t lo, uint64_t hi)
+ * follows in p already, built at the batch's end (s->lock held). */
+static void append(struct dmt_gpu_batch *s, const struct dmt_gather_batch *v)
 {
 	struct dmt_gather_dst *pd = s->p->dst;
-	const uint64_t at = s->bytes;
 
 	for (uint32_t j = 0; j < v->ndst; j++) {
-		uint64_t start = v->dst[j].start + at;
-		uint64_t bias = v->dst[j].bias - at;
-		uint64_t end = (j + 1 < v->ndst ? v->dst[j + 1].start : v->bytes) + at;
+		uint64_t start = v->dst[j].start, bias = v->dst[j].bias;
+		uint64_t end = j + 1 < v->ndst ? v->dst[j + 1].start
+					       : v->pos0 + v->bytes;
 
 		if (!j && s->ndst && pd[s->ndst - 1].bias == bias) {
 			s->dr[s->ndst - 1].hi = bias + end;	/* contiguous */
@@ -441,43 +438,37 @@ static void append(struct dmt_gpu_batch *s, const struct dmt_gather_batch *v,
 	s->nd += v->nd;
 	s->bytes += v->bytes;
 	s->calls++;
-	if (lo < s->slo)
-		s->slo = lo;
-	if (hi > s->shi)
-		s->shi = hi;
+	if (v->lo < s->slo)
+		s->slo = v->lo;
+	if (v->hi > s->shi)
+		s->shi = v->hi;
 }
 
 /* Destination entries v adds to the open batch. */
 static uint32_t dst_need(const struct dmt_gpu_batch *s,
 			 const struct dmt_gather_batch *v)
 {
-	bool joins = s->ndst && s->p->dst[s->ndst - 1].bias ==
-				       v->dst[0].bias - s->bytes;
+	bool joins = s->ndst && s->p->dst[s->ndst - 1].bias == v->dst[0].bias;
 
 	return v->ndst - joins;
 }
 
-/* The device bytes v reads, staging aside (conflicts), and its
- * descriptors' output positions moved on by at, in one pass. */
-static void span_shift(const struct dmt_gpu_batch *s,
-		       struct dmt_gather_batch *v, uint64_t at, uint64_t *lo,
-		       uint64_t *hi)
+/* The gather v, built at the end of a batch that has just been queued,
+ * moved to the start of the next: its descriptors to the front of p,
+ * positions from 0. */
+static void rebase(struct dmt_gpu_batch *s, struct dmt_gather_batch *v)
 {
-	uint64_t l = UINT64_MAX, h = 0;
+	const uint64_t at = v->pos0;
 
-	for (uint32_t i = 0; i < v->nd; i++) {
-		uint64_t a = v->desc[i].src;
-
-		v->desc[i].pos += (uint32_t)at;
-		if (a - s->stage_dev < s->stage_size)
-			continue;
-		if (a < l)
-			l = a;
-		if (a + v->desc[i].len > h)
-			h = a + v->desc[i].len;
+	memmove(s->p->desc, v->desc, v->nd * sizeof(*v->desc));
+	v->desc = s->p->desc;
+	for (uint32_t i = 0; i < v->nd; i++)
+		v->desc[i].pos -= (uint32_t)at;
+	for (uint32_t j = 0; j < v->ndst; j++) {
+		v->dst[j].start -= at;
+		v->dst[j].bias += at;
 	}
-	*lo = l;
-	*hi = h;
+	v->pos0 = 0;
 }
 
 /* A gather too large for a batch: queued at once by dmt_gpu_gather (the
@@ -569,8 +560,8 @@ static int add(struct devmemtcp_gpu *gpu, struct dmt_gpu_batch *s,
 	struct dmt_gather_batch v = { .desc = s->p->desc + s->nd, .dst = td,
 				      .max_desc = s->cap - s->nd,
 				      .max_dst = DMT_INLINE_DST_MAX,
-				      .linear = linear };
-	uint64_t lo, hi, now, at;
+				      .linear = linear, .pos0 = s->bytes };
+	uint64_t now;
 	uint64_t *why = NULL;
 	int ret = 0;
 
@@ -587,6 +578,7 @@ static int add(struct devmemtcp_gpu *gpu, struct dmt_gpu_batch *s,
 		cur = (struct dmt_gather_cursor){ 0 };
 		v.desc = s->p->desc;
 		v.max_desc = s->cap;
+		v.pos0 = 0;
 		ret = dmt_gather_build(gpu->ctx, &gpu->err, frags, n, dsts,
 				       ndst, &cur, &v);
 		if (ret)
@@ -597,12 +589,10 @@ static int add(struct devmemtcp_gpu *gpu, struct dmt_gpu_batch *s,
 				  stream, linear, staged, call_start, bp, fn);
 	if (!v.nd)
 		return 0;	/* holes only: nothing to read */
-	at = s->bytes;
-	span_shift(s, &v, at, &lo, &hi);
 	if (s->nd &&
 	    ((gpu->coalesce_bytes && s->bytes + v.bytes > gpu->coalesce_bytes) ||
 	     s->ndst + dst_need(s, &v) > DMT_INLINE_DST_MAX ||
-	     conflicts(s, &v, lo, hi))) {
+	     conflicts(s, &v))) {
 		bool order = s->bytes + v.bytes <= gpu->coalesce_bytes &&
 			     s->ndst + dst_need(s, &v) <= DMT_INLINE_DST_MAX;
 
@@ -610,10 +600,7 @@ static int add(struct devmemtcp_gpu *gpu, struct dmt_gpu_batch *s,
 				   order ? &s->st.by_order : &s->st.by_size, fn);
 		if (ret < 0)
 			return ret;
-		memmove(s->p->desc, v.desc, v.nd * sizeof(*v.desc));
-		v.desc = s->p->desc;
-		for (uint32_t i = 0; i < v.nd; i++)	/* the batch is new */
-			v.desc[i].pos -= (uint32_t)at;
+		rebase(s, &v);	/* the batch is new */
 	}
 	now = gpu->coalesce_bytes ? dmt_mono_ns() : 0;
 	if (!s->open) {
@@ -623,7 +610,7 @@ static int add(struct devmemtcp_gpu *gpu, struct dmt_gpu_batch *s,
 		s->stream = stream;
 		s->t0 = now;
 	}
-	append(s, &v, lo, hi);
+	append(s, &v);
 	s->open->need_fence |= release || staged;
 	s->open->staged |= staged;
 	if (release) {

@@ -79,7 +79,7 @@ static void segs_put(uint64_t g)
  * The common case, whole fragments into the room left in the current
  * destination: one descriptor per fragment, one pass.  Stops at the first
  * fragment that does not fit whole or may cross a segment boundary (the
- * general loop cuts it).
+ * general loop cuts it).  Keeps b->lo and b->hi, the device bytes read.
  */
 static int build_one(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		     const struct devmemtcp_frag *frags, size_t n, uint64_t g,
@@ -87,7 +87,7 @@ static int build_one(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		     struct dmt_gather_batch *b, uint64_t *posp)
 {
 	struct dmt_gather_desc *d = b->desc;
-	uint64_t pos = *posp, limit = room;
+	uint64_t pos = *posp, limit = room, lo = b->lo, hi = b->hi;
 	uint32_t nd = b->nd, max = b->max_desc;
 	size_t i = cur->i;
 
@@ -97,20 +97,29 @@ static int build_one(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 	if (!g) {
 		/* No segment table (the usual case): a loop of one test per
 		 * fragment, up to the first that is not a plain whole piece
-		 * with an address; the loop below takes that one on. */
-		size_t end = n - i < (size_t)(max - nd) ? n : i + (max - nd);
+		 * with an address; the loop below takes that one on.
+		 * Pointers, not indices: no address arithmetic per
+		 * fragment. */
+		const struct devmemtcp_frag *f = frags + i;
+		const struct devmemtcp_frag *fe =
+			frags + (n - i < (size_t)(max - nd) ? n : i + (max - nd));
+		struct dmt_gather_desc *dp = d + nd;
 
-		for (; i < end; i++) {
-			const struct devmemtcp_frag *f = &frags[i];
+		for (; f < fe; f++, dp++) {
+			uint64_t addr = f->addr, end = addr + f->len;
 			uint64_t next = pos + f->len;
 
-			if (next > limit || !f->addr || !f->len ||
+			if (next > limit || !addr || next == pos ||
 			    (f->flags & DEVMEMTCP_FRAG_LINEAR))
 				break;
-			d[nd++] = (struct dmt_gather_desc){ f->addr, f->len,
-							    (uint32_t)pos };
+			*dp = (struct dmt_gather_desc){ addr, f->len,
+							(uint32_t)pos };
+			lo = addr < lo ? addr : lo;
+			hi = end > hi ? end : hi;
 			pos = next;
 		}
+		i = (size_t)(f - frags);
+		nd = (uint32_t)(dp - d);
 	}
 	for (; i < n; i++) {
 		const struct devmemtcp_frag *f = &frags[i];
@@ -129,12 +138,16 @@ static int build_one(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 				return no_address(ctx, err, f, i);
 			d[nd++] = (struct dmt_gather_desc){ f->addr, f->len,
 							    (uint32_t)pos };
+			lo = f->addr < lo ? f->addr : lo;
+			hi = f->addr + f->len > hi ? f->addr + f->len : hi;
 		}
 		pos += f->len;
 	}
 	cur->doff += pos - *posp;
 	cur->i = i;
 	b->nd = nd;
+	b->lo = lo;
+	b->hi = hi;
 	*posp = pos;
 	return 0;
 }
@@ -150,7 +163,8 @@ static void start_batch(const struct devmemtcp_gpu_iov *dsts, size_t ndst,
 		cur->doff = 0;
 	}
 	b->dst[b->ndst++] = (struct dmt_gather_dst){
-		0, cur->di < ndst ? dsts[cur->di].addr + cur->doff : 0 };
+		b->pos0,
+		cur->di < ndst ? dsts[cur->di].addr + cur->doff - b->pos0 : 0 };
 }
 
 /* The current destination is full: open the next non-empty one in b at
@@ -202,6 +216,10 @@ static int put_piece(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 			return into_gap(ctx, err, f, cur->i, cur->foff);
 		b->desc[b->nd++] = (struct dmt_gather_desc){ src, (uint32_t)take,
 							     (uint32_t)*posp };
+		if (src < b->lo)
+			b->lo = src;
+		if (src + take > b->hi)
+			b->hi = src + take;
 	}
 	*posp += take;
 	cur->doff += take;
@@ -214,9 +232,11 @@ static int build(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		 const struct devmemtcp_gpu_iov *dsts, size_t ndst, uint64_t g,
 		 struct dmt_gather_cursor *cur, struct dmt_gather_batch *b)
 {
-	uint64_t pos = 0;
+	uint64_t pos = b->pos0;
 	int ret = 1;
 
+	b->lo = UINT64_MAX;
+	b->hi = 0;
 	start_batch(dsts, ndst, cur, b);
 	while (cur->i < n && ret > 0) {
 		const struct devmemtcp_frag *f = &frags[cur->i];
@@ -252,7 +272,7 @@ static int build(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 	}
 	if (ret < 0)
 		return ret;
-	b->bytes = pos;
+	b->bytes = pos - b->pos0;
 	return 0;
 }
 
