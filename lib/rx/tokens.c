@@ -26,7 +26,7 @@ void dmt_tokens_fini(struct dmt_tokens *t)
 	free(t->bits);
 	free(t->sparse);
 	free(t->dq);
-	free(t->dtoks);
+	free(t->dranges);
 	free(t->backlog);
 	memset(t, 0, sizeof(*t));
 }
@@ -135,16 +135,32 @@ int dmt_tokens_received_slow(struct dmt_tokens *t, uint32_t token)
 	return dmt_tokens_received(t, token);
 }
 
-/* The tokens of frags, LINEAR entries skipped, into out in order; how
- * many. */
-static size_t tokens_of(const struct devmemtcp_frag *frags, size_t n,
-			uint32_t *out)
+/* The tokens of frags, LINEAR entries skipped, into out in order as
+ * ranges of consecutive tokens; how many ranges (*ntok: tokens). */
+static size_t ranges_of(const struct devmemtcp_frag *frags, size_t n,
+			struct dmt_dmabuf_token *out, size_t *ntok)
 {
-	size_t k = 0;
+	uint32_t rs = 0, rc = 0;
+	size_t k = 0, taken = 0;
 
-	for (size_t i = 0; i < n; i++)
-		if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
-			out[k++] = frags[i].token;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t tok = frags[i].token;
+
+		if (frags[i].flags & DEVMEMTCP_FRAG_LINEAR)
+			continue;
+		taken++;
+		if (tok - rs == rc) {	/* (the first: rs and rc 0, tok 0) */
+			rc++;
+			continue;
+		}
+		if (rc)
+			out[k++] = (struct dmt_dmabuf_token){ rs, rc };
+		rs = tok;
+		rc = 1;
+	}
+	if (rc)
+		out[k++] = (struct dmt_dmabuf_token){ rs, rc };
+	*ntok = taken;
 	return k;
 }
 
@@ -198,14 +214,17 @@ undo:
  * the one before through memory).  A token outside the bitmap, one not
  * outstanding or one repeated puts back what was taken and leaves it to
  * take_slow, which finds the fragment to blame.  out, when not NULL, gets
- * the tokens taken, in order (*nout of them).
+ * the tokens taken, in order, as ranges of consecutive tokens (*nout of
+ * them, *ntok tokens).
  */
 static inline __attribute__((always_inline)) int
 take_runs(struct dmt_tokens *t, const struct devmemtcp_frag *frags, size_t n,
-	  uint32_t *out, size_t *nout, size_t *bad)
+	  struct dmt_dmabuf_token *out, size_t *nout, size_t *ntok,
+	  size_t *bad)
 {
 	uint64_t *bits = t->bits, mask = 0;
-	size_t nwords = t->nwords, cw = 0, run = 0, i, taken = 0;
+	size_t nwords = t->nwords, cw = 0, run = 0, i, taken = 0, k = 0;
+	uint32_t rs = 0, rc = 0;
 
 	for (i = 0; i < n; i++) {
 		uint32_t tok = frags[i].token;
@@ -229,9 +248,19 @@ take_runs(struct dmt_tokens *t, const struct devmemtcp_frag *frags, size_t n,
 		if (mask & m)
 			goto slow;
 		mask |= m;
-		if (out)
-			out[taken] = tok;
 		taken++;
+		if (!out)
+			continue;
+		/* the range grows while tokens are consecutive (the
+		 * first: rs and rc 0, tok 0 or a new range) */
+		if (tok - rs == rc) {
+			rc++;
+			continue;
+		}
+		if (rc)
+			out[k++] = (struct dmt_dmabuf_token){ rs, rc };
+		rs = tok;
+		rc = 1;
 	}
 	if (mask) {
 		if ((bits[cw] & mask) != mask)
@@ -239,8 +268,12 @@ take_runs(struct dmt_tokens *t, const struct devmemtcp_frag *frags, size_t n,
 		bits[cw] &= ~mask;
 	}
 	t->outstanding -= taken;
-	if (nout)
-		*nout = taken;
+	if (out) {
+		if (rc)
+			out[k++] = (struct dmt_dmabuf_token){ rs, rc };
+		*nout = k;
+		*ntok = taken;
+	}
 	return 0;
 slow:
 	/* the runs before frags[run] were taken: put them back */
@@ -254,7 +287,7 @@ slow:
 
 		if (ret)
 			return ret;
-		*nout = tokens_of(frags, n, out);
+		*nout = ranges_of(frags, n, out, ntok);
 		return 0;
 	}
 	return take_slow(t, frags, n, bad);
@@ -263,7 +296,7 @@ slow:
 int dmt_tokens_take(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 		    size_t n, size_t *bad)
 {
-	return take_runs(t, frags, n, NULL, NULL, bad);
+	return take_runs(t, frags, n, NULL, NULL, NULL, bad);
 }
 
 /*
@@ -419,15 +452,15 @@ static void backlog_rest(struct dmt_tokens *t, const struct devmemtcp_frag *frag
 }
 
 /*
- * Queue taken tokens, in order: those of frags (LINEAR entries skipped) or,
- * with frags NULL, toks.  The last pending range grows in registers while
- * tokens are consecutive and the batch has room, and is written back
- * otherwise.  0, or the errno of a failed flush with *stop the index of the
- * token it left in the backlog (those after it are the caller's).
+ * Queue the taken tokens of frags (LINEAR entries skipped), in order.  The
+ * last pending range grows in registers while tokens are consecutive and
+ * the batch has room, and is written back otherwise.  0, or the errno of a
+ * failed flush with *stop the index of the fragment whose token it left in
+ * the backlog (those after it are the caller's).
  */
 static inline __attribute__((always_inline)) int
-queue_seq(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
-	  const uint32_t *toks, size_t n, size_t *stop)
+queue_seq(struct dmt_tokens *t, const struct devmemtcp_frag *frags, size_t n,
+	  size_t *stop)
 {
 	uint32_t start = 0, count = 0, room;
 	int ret;
@@ -438,15 +471,10 @@ queue_seq(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 	}
 	room = t->batch - t->pending_frags;
 	for (size_t i = 0; i < n; i++) {
-		uint32_t tok;
+		uint32_t tok = frags[i].token;
 
-		if (frags) {
-			if (frags[i].flags & DEVMEMTCP_FRAG_LINEAR)
-				continue;
-			tok = frags[i].token;
-		} else {
-			tok = toks[i];
-		}
+		if (frags[i].flags & DEVMEMTCP_FRAG_LINEAR)
+			continue;
 		if (count && start + count == tok && room) {
 			count++;
 			room--;
@@ -485,7 +513,7 @@ int dmt_tokens_release(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 
 	if (ret)
 		return ret;
-	ret = queue_seq(t, frags, NULL, n, &i);
+	ret = queue_seq(t, frags, n, &i);
 	if (ret < 0) {
 		backlog_rest(t, frags + i + 1, n - i - 1);
 		return ret;
@@ -499,29 +527,29 @@ int dmt_tokens_release(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 	return 0;
 }
 
-/* Room in the token vector for n more tokens and in the queue for one
+/* Room in the range vector for n more ranges and in the queue for one
  * more entry: 0 or -ENOMEM. */
 static int defer_room(struct dmt_tokens *t, size_t n)
 {
-	/* compact the token vector when its dead head dominates */
+	/* compact the range vector when its dead head dominates */
 	if (t->dt_head && t->dt_head >= t->dt_len / 2) {
-		memmove(t->dtoks, t->dtoks + t->dt_head,
-			(t->dt_len - t->dt_head) * sizeof(*t->dtoks));
+		memmove(t->dranges, t->dranges + t->dt_head,
+			(t->dt_len - t->dt_head) * sizeof(*t->dranges));
 		t->dt_len -= t->dt_head;
 		t->dt_head = 0;
 	}
-	/* room for n: LINEAR entries take none, but counting them first
-	 * costs a pass */
+	/* room for a range per fragment: counting the ranges first costs a
+	 * pass */
 	if (t->dt_len + n > t->dt_cap) {
 		size_t cap = t->dt_cap ? t->dt_cap : 1024;
-		uint32_t *v;
+		struct dmt_dmabuf_token *v;
 
 		while (cap < t->dt_len + n)
 			cap *= 2;
-		v = dmt_realloc(t->dtoks, cap * sizeof(*v));
+		v = dmt_realloc(t->dranges, cap * sizeof(*v));
 		if (!v)
 			return -ENOMEM;
-		t->dtoks = v;
+		t->dranges = v;
 		t->dt_cap = cap;
 	}
 	if (t->dq_len == t->dq_cap) {
@@ -540,13 +568,13 @@ static int defer_room(struct dmt_tokens *t, size_t n)
 	return 0;
 }
 
-/* The ntok tokens written past dt_len wait for done(arg). */
-static void defer_push(struct dmt_tokens *t, size_t ntok, devmemtcp_done_fn done,
-		       void *arg)
+/* The nr ranges (ntok tokens) written past dt_len wait for done(arg). */
+static void defer_push(struct dmt_tokens *t, size_t nr, size_t ntok,
+		       devmemtcp_done_fn done, void *arg)
 {
-	t->dt_len += ntok;
+	t->dt_len += nr;
 	t->dq[(t->dq_head + t->dq_len) % t->dq_cap] =
-		(struct dmt_deferred){ done, arg, ntok };
+		(struct dmt_deferred){ done, arg, nr, ntok };
 	t->dq_len++;
 	t->deferred_pending += ntok;
 }
@@ -554,13 +582,15 @@ static void defer_push(struct dmt_tokens *t, size_t ntok, devmemtcp_done_fn done
 int dmt_tokens_defer(struct dmt_tokens *t, const struct devmemtcp_frag *frags,
 		     size_t n, devmemtcp_done_fn done, void *arg)
 {
+	size_t nr = 0, k = 0;
 	int ret = defer_room(t, n);
 
 	if (ret)
 		return ret;
-	/* (dtoks is NULL until the first token: n is 0 then) */
-	defer_push(t, n ? tokens_of(frags, n, t->dtoks + t->dt_len) : 0, done,
-		   arg);
+	/* (dranges is NULL until the first token: n is 0 then) */
+	if (n)
+		nr = ranges_of(frags, n, t->dranges + t->dt_len, &k);
+	defer_push(t, nr, k, done, arg);
 	return 0;
 }
 
@@ -568,16 +598,19 @@ int dmt_tokens_take_defer(struct dmt_tokens *t,
 			  const struct devmemtcp_frag *frags, size_t n,
 			  devmemtcp_done_fn done, void *arg, size_t *bad)
 {
-	size_t k = 0;
+	size_t nr = 0, k = 0;
 	int ret = defer_room(t, n);
 
 	if (ret)
 		return ret;
-	/* (dtoks is NULL until the first token: n is 0 then) */
-	ret = take_runs(t, frags, n, n ? t->dtoks + t->dt_len : NULL, &k, bad);
-	if (ret)
-		return ret;
-	defer_push(t, k, done, arg);
+	/* (dranges is NULL until the first token: n is 0 then) */
+	if (n) {
+		ret = take_runs(t, frags, n, t->dranges + t->dt_len, &nr, &k,
+				bad);
+		if (ret)
+			return ret;
+	}
+	defer_push(t, nr, k, done, arg);
 	return 0;
 }
 
@@ -598,22 +631,44 @@ static void queue_or_keep(struct dmt_tokens *t, uint32_t tok, int *err)
 		*err = ret;
 }
 
-/* queue_or_keep for n tokens in order. */
-static void queue_all_or_keep(struct dmt_tokens *t, const uint32_t *toks,
-			      size_t n, int *err)
+/* queue_or_keep for the tokens of the ranges r[0..n), in order, a range
+ * (or as much of it as the batch has room for) at a time. */
+static void queue_ranges_or_keep(struct dmt_tokens *t,
+				 const struct dmt_dmabuf_token *r, size_t n,
+				 int *err)
 {
-	size_t i = 0;
-	int ret;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t start = r[i].token_start, count = r[i].token_count;
 
-	if (!*err) {
-		ret = queue_seq(t, NULL, toks, n, &i);
-		if (!ret)
-			return;
-		*err = ret;
-		i++;	/* toks[i] is in the backlog */
+		while (count && !*err) {
+			struct dmt_dmabuf_token *last =
+				t->npending ? &t->pending[t->npending - 1] : NULL;
+			bool merge = last && last->token_start +
+						     last->token_count == start;
+			uint32_t room = t->batch - t->pending_frags, k;
+			int ret;
+
+			if (!room ||
+			    (!merge && t->npending == DMT_MAX_DONTNEED_TOKENS)) {
+				/* the batch is full: it goes first */
+				ret = dmt_tokens_flush(t);
+				if (ret < 0)
+					*err = ret;
+				continue;
+			}
+			k = count < room ? count : room;
+			if (merge)
+				last->token_count += k;
+			else
+				t->pending[t->npending++] =
+					(struct dmt_dmabuf_token){ start, k };
+			t->pending_frags += k;
+			start += k;
+			count -= k;
+		}
+		for (; count; count--)
+			backlog_add(t, start++);
 	}
-	for (; i < n; i++)
-		backlog_add(t, toks[i]);
 }
 
 int dmt_tokens_poll(struct dmt_tokens *t, bool wait)
@@ -628,10 +683,10 @@ int dmt_tokens_poll(struct dmt_tokens *t, bool wait)
 			return ret;
 		if (ret == 0)
 			break;	/* in order: later entries wait behind it */
-		if (d->ntokens)	/* (dtoks is NULL until the first token) */
-			queue_all_or_keep(t, t->dtoks + t->dt_head, d->ntokens,
-					  &failed);
-		t->dt_head += d->ntokens;
+		if (d->nranges)	/* (dranges is NULL until the first token) */
+			queue_ranges_or_keep(t, t->dranges + t->dt_head,
+					     d->nranges, &failed);
+		t->dt_head += d->nranges;
 		t->deferred_pending -= d->ntokens;
 		queued += (int)d->ntokens;
 		t->dq_head = (t->dq_head + 1) % t->dq_cap;

@@ -28,7 +28,8 @@ typedef int (*dmt_dontneed_fn)(void *arg, const struct dmt_dmabuf_token *t,
 struct dmt_deferred {
 	devmemtcp_done_fn done;
 	void *arg;
-	size_t ntokens;		/* tokens of this entry in dtoks[] */
+	size_t nranges;		/* ranges of this entry in dranges[] */
+	size_t ntokens;		/* the tokens they hold */
 };
 
 /*
@@ -52,10 +53,12 @@ struct dmt_tokens {
 	size_t npending;
 	uint32_t pending_frags;
 	uint32_t batch;		/* flush at this many frags, <= 1024 */
-	/* deferred releases, FIFO; their tokens back to back in dtoks */
+	/* deferred releases, FIFO; their tokens back to back in dranges,
+	 * consecutive ones merged (a receive's tokens are mostly one run:
+	 * its release queues a range at a time) */
 	struct dmt_deferred *dq;
 	size_t dq_head, dq_len, dq_cap;
-	uint32_t *dtoks;
+	struct dmt_dmabuf_token *dranges;
 	size_t dt_head, dt_len, dt_cap;
 	uint64_t deferred_pending;
 	/* tokens the caller released that a failed DONTNEED kept from the

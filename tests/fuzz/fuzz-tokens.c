@@ -71,17 +71,23 @@ static void receive(struct prog *p)
 	}
 }
 
-/* Fragments for a release: live tokens picked by the input, now and then
- * a LINEAR entry, a repeat or a token the user does not hold.  Returns
- * the index of the first entry that makes the release invalid, or n. */
+/* Fragments for a release: live tokens picked by the input (often the
+ * one received after the entry before's, as a receive's come: runs of
+ * consecutive tokens), now and then a LINEAR entry, a repeat or a token
+ * the user does not hold.  Returns the index of the first entry that
+ * makes the release invalid, or n. */
 static size_t pick(struct prog *p, struct devmemtcp_frag *fr, size_t n,
 		   size_t *idx)
 {
-	size_t bad = n;
+	size_t bad = n, prev = SIZE_MAX;
 
 	for (size_t i = 0; i < n; i++) {
 		uint8_t how = fz_u8(&p->f);
 		size_t li = p->nlive ? fz_u16(&p->f) % p->nlive : 0;
+
+		if (how >= 128 && prev + 1 < p->nlive)
+			li = prev + 1;
+		prev = li;
 
 		memset(&fr[i], 0, sizeof(fr[i]));
 		idx[i] = SIZE_MAX;

@@ -22,6 +22,9 @@ struct fake_kernel {
 	int fail;		/* return this errno once */
 	int fail_at;		/* return fail_err from this call (1: the first) */
 	int fail_err;
+	/* the ranges of every call that reached the kernel, in order */
+	struct dmt_dmabuf_token log[64];
+	size_t nlog;
 };
 
 static int fake_dontneed(void *arg, const struct dmt_dmabuf_token *t, size_t n)
@@ -43,6 +46,8 @@ static int fake_dontneed(void *arg, const struct dmt_dmabuf_token *t, size_t n)
 		return -EINVAL;
 	if (n > k->max_ranges_seen)
 		k->max_ranges_seen = n;
+	for (size_t i = 0; i < n && k->nlog < 64; i++)
+		k->log[k->nlog++] = t[i];
 	for (size_t i = 0; i < n; i++) {
 		for (uint32_t j = 0; j < t[i].token_count; j++) {
 			uint32_t tok = t[i].token_start + j;
@@ -477,6 +482,72 @@ static void test_defer_nothing_first(void **state)
 	assert_int_equal(k->calls, 0);
 }
 
+/*
+ * A gathered receive's tokens are deferred as ranges of consecutive
+ * tokens, and queued a range at a time when their release comes: cut
+ * where a batch is full (1024 fragments a call), in order, every token
+ * once; a failed call keeps its batch and the rest wait in the backlog.
+ * A token repeated from an earlier range refuses the whole call.
+ */
+static void test_deferred_ranges(void **state)
+{
+	static struct devmemtcp_frag f[3001];
+	struct completion a = { .done = 1 }, b = { .done = 1 };
+	size_t bad = 99;
+
+	(void)state;
+	for (uint32_t i = 0; i < 3000; i++)
+		receive(&f[i], 10 + i);
+	/* a linear entry inside the run: no token, the run goes on */
+	memmove(&f[1001], &f[1000], 2000 * sizeof(*f));
+	f[1000] = (struct devmemtcp_frag){ .len = 100,
+					   .flags = DEVMEMTCP_FRAG_LINEAR };
+	assert_int_equal(dmt_tokens_take_defer(&T, f, 2001, done_fn, &a, &bad),
+			 0);
+	assert_int_equal(dmt_tokens_take_defer(&T, f + 2001, 1000, done_fn, &b,
+					       &bad), 0);
+	assert_int_equal(T.outstanding, 0);
+	assert_int_equal(T.deferred_pending, 3000);
+	assert_int_equal(T.dt_len, 2);	/* one range each */
+	k->fail_at = 2;
+	k->fail_err = -ENOMEM;
+	assert_int_equal(dmt_tokens_poll(&T, false), 3000);
+	/* the first batch went, the second failed and is kept, the rest
+	 * waits behind it */
+	assert_int_equal(k->calls, 2);
+	assert_int_equal(T.deferred_pending, 0);
+	assert_int_equal(live_count(), 3000 - 1024);
+	assert_int_equal(T.pending_frags, 1024);
+	assert_int_equal(T.bl_len - T.bl_head, 3000 - 2048);
+	assert_int_equal(dmt_tokens_held(&T), 3000 - 1024);
+	assert_int_equal(dmt_tokens_flush(&T), 3000 - 1024);
+	assert_int_equal(live_count(), 0);
+	assert_int_equal(T.released, 3000);
+	assert_int_equal(T.lost, 0);
+	assert_int_equal(dmt_tokens_held(&T), 0);
+	assert_int_equal(k->max_frags_seen, 1024);
+	/* every range the kernel saw: [10, 1034), [1034, 2058) (sent again
+	 * after the failure), then the backlog's tokens, merged */
+	assert_int_equal(k->log[0].token_start, 10);
+	assert_int_equal(k->log[0].token_count, 1024);
+	assert_int_equal(k->log[1].token_start, 1034);
+	assert_int_equal(k->log[1].token_count, 1024);
+	assert_int_equal(k->log[2].token_start, 2058);
+	assert_int_equal(k->log[2].token_count, 3010 - 2058);
+	assert_int_equal(k->nlog, 3);
+
+	/* 5 6 7 then 3 4 5: 5 repeats, from the range before */
+	for (uint32_t i = 0; i < 5; i++)
+		receive(&f[i], i < 3 ? 5 + i : i);
+	f[5] = f[0];
+	assert_int_equal(dmt_tokens_take_defer(&T, f, 6, done_fn, &a, &bad),
+			 -EINVAL);
+	assert_int_equal(bad, 5);
+	assert_int_equal(T.outstanding, 5);
+	assert_int_equal(T.deferred_pending, 0);
+	assert_int_equal(T.dq_len, 0);
+}
+
 static int done_fails(void *arg, bool wait)
 {
 	(*(int *)arg)++;
@@ -597,6 +668,7 @@ int main(void)
 #define T_(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T_(test_merge_in_order),
+		T_(test_deferred_ranges),
 		T_(test_frag_limit),
 		T_(test_range_limit),
 		T_(test_partial_return_retried),
