@@ -113,6 +113,13 @@ static struct gbatch *gb_new(struct devmemtcp_gpu *gpu)
 	return b;
 }
 
+/* Once queued (or failed), with its fence set: what gb_done reads
+ * without s->lock (s->lock held). */
+static void gb_set_state(struct gbatch *b, int state)
+{
+	__atomic_store_n(&b->state, state, __ATOMIC_RELEASE);
+}
+
 /* Drop a use: true when it was the last (then gb_free it, s->lock not
  * held). */
 static bool gb_unuse(struct gbatch *b)
@@ -328,14 +335,14 @@ static int flush_locked(struct devmemtcp_gpu *gpu, struct dmt_gpu_batch *s,
 		char msg[DMT_ERRMSG_MAX];
 
 		snprintf(msg, sizeof(msg), "%s", gpu->err.msg);
-		b->state = GB_FAILED;
+		gb_set_state(b, GB_FAILED);
 		dmt_err(gpu->ctx, &gpu->err, ret,
 			"%s: queueing a batch of %u coalesced gathers failed: %s: their destinations were not written, and their tokens go back to the kernel",
 			fn, calls, msg);
 	} else if (ret) {
-		b->state = GB_FAILED;	/* the call's own gather: said so */
+		gb_set_state(b, GB_FAILED);	/* the call's own gather: said so */
 	} else {
-		b->state = GB_QUEUED;
+		gb_set_state(b, GB_QUEUED);
 		s->st.launches++;
 		s->st.gathers += calls;
 		(*why)++;
@@ -358,26 +365,32 @@ static int gb_done(void *arg, bool wait)
 	struct devmemtcp_gpu_fence *f;
 	int state, ret = 0;
 
-	pthread_mutex_lock(&s->lock);
-	if (b->state == GB_OPEN) {
+	/* every receive and flush polls the oldest deferred release: no
+	 * lock to learn that its batch is still open, or to read the fence
+	 * of a queued one (set before the state) */
+	state = __atomic_load_n(&b->state, __ATOMIC_ACQUIRE);
+	if (state == GB_OPEN && !wait)
+		return 0;
+	if (state != GB_OPEN) {
+		f = b->f;
+	} else {
 		bool pushed;
 
-		if (!wait) {
-			pthread_mutex_unlock(&s->lock);
-			return 0;
+		pthread_mutex_lock(&s->lock);
+		if (b->state == GB_OPEN) {
+			ret = dmt_gpu_ctx_enter(gpu, &pushed);
+			if (!ret) {
+				flush_locked(gpu, s, s->head, &s->st.by_wait,
+					     "waiting for the tokens of a coalesced gather");
+				dmt_gpu_ctx_leave(gpu, pushed);
+			}
 		}
-		ret = dmt_gpu_ctx_enter(gpu, &pushed);
-		if (!ret) {
-			flush_locked(gpu, s, s->head, &s->st.by_wait,
-				     "waiting for the tokens of a coalesced gather");
-			dmt_gpu_ctx_leave(gpu, pushed);
-		}
+		state = b->state;
+		f = b->f;
+		unlock_reap(s);
+		if (ret)
+			return ret;	/* still open: the tokens stay */
 	}
-	state = b->state;
-	f = b->f;
-	unlock_reap(s);
-	if (ret)
-		return ret;	/* still open: the tokens stay */
 	ret = state == GB_FAILED || !f ? 1 : dmt_gpu_fence_peek(f, wait);
 	if (ret == 1 && gb_unuse(b))
 		gb_free(b);
@@ -511,7 +524,7 @@ static int gather_big(struct devmemtcp_gpu *gpu, struct dmt_gpu_batch *s,
 			b->f = f;
 		else if (staged && dmt_gpu_fence_new(gpu, stream, &b->f))
 			gpu->cu->cuStreamSynchronize(stream);
-		b->state = GB_QUEUED;
+		gb_set_state(b, GB_QUEUED);
 		b->staged = staged;
 		b->stage_end = s->head;
 		if (staged)
@@ -527,7 +540,7 @@ static int gather_big(struct devmemtcp_gpu *gpu, struct dmt_gpu_batch *s,
 		b->f = NULL;
 		gpu->cu->cuStreamSynchronize(stream);
 	}
-	b->state = GB_QUEUED;
+	gb_set_state(b, GB_QUEUED);
 	b->need_fence = need;
 	b->staged = staged;
 	b->stage_end = s->head;
