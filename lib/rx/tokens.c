@@ -207,77 +207,92 @@ undo:
 	return -EINVAL;
 }
 
+/* The bits of word w that tokens [rs, end) hold. */
+static inline uint64_t range_mask(size_t w, uint64_t rs, uint64_t end)
+{
+	uint64_t base = (uint64_t)w * 64;
+	uint64_t lo = rs > base ? rs - base : 0;
+	uint64_t hi = end < base + 64 ? end - base : 64;
+
+	return (hi - lo == 64 ? ~0ull : (1ull << (hi - lo)) - 1) << lo;
+}
+
+/* Take the consecutive tokens [rs, rs + rc) out of the bitmap, all or
+ * none: false when one lies outside it or is not outstanding. */
+static inline bool take_range(uint64_t *bits, size_t nwords, uint32_t rs,
+			      uint32_t rc)
+{
+	uint64_t end = (uint64_t)rs + rc;
+	size_t w0 = rs / 64, w1 = (size_t)((end - 1) / 64);
+
+	if (w1 >= nwords)
+		return false;
+	for (size_t w = w0; w <= w1; w++) {
+		uint64_t m = range_mask(w, rs, end);
+
+		if ((bits[w] & m) != m)
+			return false;
+	}
+	for (size_t w = w0; w <= w1; w++)
+		bits[w] &= ~range_mask(w, rs, end);
+	return true;
+}
+
 /*
- * The tokens of a receive come in runs that share a word of the bitmap:
- * each run's bits are collected in a register and taken with one test
- * and one store (a store per token would chain every token's update to
- * the one before through memory).  A token outside the bitmap, one not
- * outstanding or one repeated puts back what was taken and leaves it to
- * take_slow, which finds the fragment to blame.  out, when not NULL, gets
- * the tokens taken, in order, as ranges of consecutive tokens (*nout of
- * them, *ntok tokens).
+ * The tokens of a receive come in runs of consecutive tokens: a fragment
+ * costs a compare with the run's next token, and each run is tested and
+ * taken a bitmap word at a time when it ends.  No token repeats inside a
+ * run; one repeated from an earlier run is no longer outstanding when its
+ * run is taken.  A token outside the bitmap, one not outstanding or one
+ * repeated puts back the runs taken and leaves it to take_slow, which
+ * finds the fragment to blame.  out, when not NULL, gets the runs, in
+ * order (*nout of them, *ntok tokens).
  */
 static inline __attribute__((always_inline)) int
 take_runs(struct dmt_tokens *t, const struct devmemtcp_frag *frags, size_t n,
 	  struct dmt_dmabuf_token *out, size_t *nout, size_t *ntok,
 	  size_t *bad)
 {
-	uint64_t *bits = t->bits, mask = 0;
-	size_t nwords = t->nwords, cw = 0, run = 0, i, taken = 0, k = 0;
-	uint32_t rs = 0, rc = 0;
+	uint64_t *bits = t->bits;
+	size_t nwords = t->nwords, i, i0 = 0, taken = 0, k = 0;
+	uint32_t rs = 0, rc = 0;	/* the run, from frags[i0] */
 
 	for (i = 0; i < n; i++) {
 		uint32_t tok = frags[i].token;
-		size_t w = tok / 64;
-		uint64_t m = 1ull << (tok % 64);
 
 		if (frags[i].flags & DEVMEMTCP_FRAG_LINEAR)
 			continue;
-		if (w != cw || !mask) {
-			if (mask) {
-				if ((bits[cw] & mask) != mask)
-					goto slow;
-				bits[cw] &= ~mask;
-				run = i;
-			}
-			if (w >= nwords)
-				goto slow;
-			cw = w;
-			mask = 0;
-		}
-		if (mask & m)
-			goto slow;
-		mask |= m;
-		taken++;
-		if (!out)
-			continue;
-		/* the range grows while tokens are consecutive (the
-		 * first: rs and rc 0, tok 0 or a new range) */
-		if (tok - rs == rc) {
+		if (rc && tok - rs == rc) {
 			rc++;
 			continue;
 		}
-		if (rc)
-			out[k++] = (struct dmt_dmabuf_token){ rs, rc };
+		if (rc) {
+			if (!take_range(bits, nwords, rs, rc))
+				goto slow;
+			taken += rc;
+			if (out)
+				out[k++] = (struct dmt_dmabuf_token){ rs, rc };
+		}
 		rs = tok;
 		rc = 1;
+		i0 = i;
 	}
-	if (mask) {
-		if ((bits[cw] & mask) != mask)
+	if (rc) {
+		if (!take_range(bits, nwords, rs, rc))
 			goto slow;
-		bits[cw] &= ~mask;
+		taken += rc;
+		if (out)
+			out[k++] = (struct dmt_dmabuf_token){ rs, rc };
 	}
 	t->outstanding -= taken;
 	if (out) {
-		if (rc)
-			out[k++] = (struct dmt_dmabuf_token){ rs, rc };
 		*nout = k;
 		*ntok = taken;
 	}
 	return 0;
 slow:
-	/* the runs before frags[run] were taken: put them back */
-	for (i = 0; i < run; i++)
+	/* the runs before frags[i0] were taken: put them back */
+	for (i = 0; i < i0; i++)
 		if (!(frags[i].flags & DEVMEMTCP_FRAG_LINEAR))
 			bits[frags[i].token / 64] |= 1ull << (frags[i].token % 64);
 	if (out) {

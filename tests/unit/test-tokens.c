@@ -257,6 +257,32 @@ static void test_take_runs(void **state)
 		assert_false(dmt_tokens_is_outstanding(&T, toks[i]));
 }
 
+/* A run of consecutive tokens across a bitmap word: taken whole or not
+ * at all, the fragment to blame named. */
+static void test_take_run_across_words(void **state)
+{
+	struct devmemtcp_frag f[11];
+	size_t bad = 99;
+
+	(void)state;
+	for (uint32_t i = 0; i < 11; i++)
+		if (i != 8)
+			receive(&f[i], 60 + i);
+	f[8] = f[7];
+	f[8].token = 68;	/* never received: the run's second word */
+	assert_int_equal(dmt_tokens_take(&T, f, 11, &bad), -EINVAL);
+	assert_int_equal(bad, 8);
+	assert_int_equal(T.outstanding, 10);
+	for (uint32_t i = 0; i < 11; i++)
+		assert_int_equal(dmt_tokens_is_outstanding(&T, 60 + i), i != 8);
+	receive(&f[8], 68);
+	assert_int_equal(dmt_tokens_take(&T, f, 11, &bad), 0);
+	assert_int_equal(T.outstanding, 0);
+	assert_int_equal(T.bits[0] | T.bits[1], 0);
+	assert_int_equal(dmt_tokens_take(&T, f + 5, 1, &bad), -EINVAL);
+	assert_int_equal(bad, 0);
+}
+
 static void test_linear_skipped(void **state)
 {
 	struct devmemtcp_frag f[2];
@@ -669,6 +695,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T_(test_merge_in_order),
 		T_(test_deferred_ranges),
+		T_(test_take_run_across_words),
 		T_(test_frag_limit),
 		T_(test_range_limit),
 		T_(test_partial_return_retried),
