@@ -106,17 +106,19 @@ static int build_one(const struct devmemtcp_ctx *ctx, struct dmt_err *err,
 		struct dmt_gather_desc *dp = d + nd;
 
 		for (; f < fe; f++, dp++) {
-			uint64_t addr = f->addr, end = addr + f->len;
-			uint64_t next = pos + f->len;
+			uint64_t addr = f->addr, len = f->len;
 
-			if (next > limit || !addr || next == pos ||
-			    (f->flags & DEVMEMTCP_FRAG_LINEAR))
+			/* len 0 wraps to the largest: one test for an empty
+			 * fragment and one past the room, one for no
+			 * address and a linear one */
+			if (len - 1 >= limit - pos ||
+			    ((addr == 0) | (f->flags & DEVMEMTCP_FRAG_LINEAR)))
 				break;
-			*dp = (struct dmt_gather_desc){ addr, f->len,
+			*dp = (struct dmt_gather_desc){ addr, (uint32_t)len,
 							(uint32_t)pos };
 			lo = addr < lo ? addr : lo;
-			hi = end > hi ? end : hi;
-			pos = next;
+			hi = addr + len > hi ? addr + len : hi;
+			pos += len;
 		}
 		i = (size_t)(f - frags);
 		nd = (uint32_t)(dp - d);
