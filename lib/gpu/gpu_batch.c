@@ -94,6 +94,9 @@ struct dmt_gpu_batch {
 	struct gbatch *held, *held_last;	/* queued, reading staging */
 	struct gbatch *dead;		/* to free once s->lock is dropped */
 	struct dmt_batch_stats st;
+	/* dmt_batch_gather makes the context current at its first driver
+	 * call (batch_ctx): most gathers only join the open batch */
+	bool ctx_lazy, ctx_entered, ctx_pushed;
 };
 
 /* ---- batch objects -------------------------------------------------------- */
@@ -166,6 +169,20 @@ static void unlock_reap(struct dmt_gpu_batch *s)
 		gb_free(d);
 		d = next;
 	}
+}
+
+/* The context current before a driver call under s->lock: the callers
+ * but dmt_batch_gather made it so already (s->lock held). */
+static int batch_ctx(struct devmemtcp_gpu *gpu, struct dmt_gpu_batch *s)
+{
+	int ret;
+
+	if (!s->ctx_lazy || s->ctx_entered)
+		return 0;
+	ret = dmt_gpu_ctx_enter(gpu, &s->ctx_pushed);
+	if (!ret)
+		s->ctx_entered = true;
+	return ret;
 }
 
 /* ---- staging ---------------------------------------------------------------- */
@@ -248,8 +265,10 @@ static int stage_grow(struct devmemtcp_gpu *gpu, struct dmt_gpu_batch *s,
 static int stage_take(struct devmemtcp_gpu *gpu, struct dmt_gpu_batch *s,
 		      uint64_t len, uint64_t *pos, const char *fn)
 {
-	int ret;
+	int ret = batch_ctx(gpu, s);
 
+	if (ret)
+		return ret;
 	if (len > s->stage_size / 2) {
 		ret = stage_grow(gpu, s, len, fn);
 		if (ret)
@@ -312,15 +331,19 @@ static int flush_locked(struct devmemtcp_gpu *gpu, struct dmt_gpu_batch *s,
 	if (!b)
 		return 0;
 	s->open = NULL;
-	if (b->need_fence &&
-	    !__atomic_load_n(&gpu->fence_events, __ATOMIC_RELAXED) &&
-	    dmt_gpu_fence_kernel(gpu, &f, &kf))
-		f = NULL;	/* a fence on the stream below instead */
-	if (b->staged)
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);	/* staged bytes out */
-	ret = dmt_gpu_launch_inline(gpu, s->p, &v, f ? &kf : NULL, s->stream);
-	if (f)
-		dmt_gpu_fence_kernel_end(f, &kf, !ret);
+	ret = batch_ctx(gpu, s);	/* failing: as a failed launch */
+	if (!ret) {
+		if (b->need_fence &&
+		    !__atomic_load_n(&gpu->fence_events, __ATOMIC_RELAXED) &&
+		    dmt_gpu_fence_kernel(gpu, &f, &kf))
+			f = NULL;	/* a fence on the stream below instead */
+		if (b->staged)	/* staged bytes out */
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		ret = dmt_gpu_launch_inline(gpu, s->p, &v, f ? &kf : NULL,
+					    s->stream);
+		if (f)
+			dmt_gpu_fence_kernel_end(f, &kf, !ret);
+	}
 	if (!ret && f) {
 		b->f = f;
 		gpu->kernel_fences++;
@@ -502,6 +525,9 @@ static int gather_big(struct devmemtcp_gpu *gpu, struct dmt_gpu_batch *s,
 
 	ret = flush_locked(gpu, s, call_start, &s->st.by_order, fn);
 	if (ret < 0)
+		return ret;
+	ret = batch_ctx(gpu, s);
+	if (ret)
 		return ret;
 	b = gb_new(gpu);
 	if (!b)
@@ -685,7 +711,7 @@ int dmt_batch_gather(struct devmemtcp_gpu *gpu, struct devmemtcp_rx *rx,
 	struct dmt_gpu_batch *s = gpu->batch;
 	uint64_t lo = 0, hi = 0, ldev = 0, call_start;
 	struct gbatch *b = NULL;
-	bool pushed, staged = false;
+	bool staged = false;
 	int ret;
 
 	if (linear) {
@@ -693,10 +719,8 @@ int dmt_batch_gather(struct devmemtcp_gpu *gpu, struct devmemtcp_rx *rx,
 		if (ret)
 			return ret;
 	}
-	ret = dmt_gpu_ctx_enter(gpu, &pushed);
-	if (ret)
-		return ret;
 	pthread_mutex_lock(&s->lock);
+	s->ctx_lazy = true;
 	if (s->open && s->stream != stream) {
 		ret = flush_locked(gpu, s, s->head, &s->st.by_order, fn);
 		if (ret < 0)
@@ -728,8 +752,10 @@ int dmt_batch_gather(struct devmemtcp_gpu *gpu, struct devmemtcp_rx *rx,
 	s->st.pending_bytes = s->bytes;
 	s->st.pending_gathers = s->calls;
 out:
+	if (s->ctx_entered)
+		dmt_gpu_ctx_leave(gpu, s->ctx_pushed);
+	s->ctx_lazy = s->ctx_entered = s->ctx_pushed = false;
 	unlock_reap(s);
-	dmt_gpu_ctx_leave(gpu, pushed);
 	if (ret || !rx)
 		return ret;
 	ret = b ? devmemtcp_rx_release_after(rx, frags, n, gb_done, b)
