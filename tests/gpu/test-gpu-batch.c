@@ -866,6 +866,148 @@ static void test_flush_errors(void **state)
 	CK(cu->cuMemFree(x));
 }
 
+/* Gathers (then a flush) made on a thread with no CUDA context current:
+ * what each call returned and said, and whether it left a context
+ * current there. */
+struct bare {
+	struct devmemtcp_gpu *g;
+	struct devmemtcp_rx *rx;
+	const uint8_t *linear;
+	struct devmemtcp_frag *f[8];
+	uint32_t n[8];
+	struct devmemtcp_gpu_iov d[8];
+	CUstream st[8];
+	int calls;
+	bool flush;
+	int ret[9];
+	char msg[9][512];
+	bool ctx_left[9];
+};
+
+static void *bare_thread(void *arg)
+{
+	struct bare *b = arg;
+
+	for (int i = 0; i < b->calls + b->flush; i++) {
+		CUcontext c = NULL;
+
+		b->ret[i] = i < b->calls
+			? devmemtcp_gpu_gather_recv(b->g, b->rx, b->f[i], b->n[i],
+						    b->linear, LINEAR_MAX, &b->d[i],
+						    1, b->st[i])
+			: devmemtcp_gpu_flush(b->g);
+		snprintf(b->msg[i], sizeof(b->msg[i]), "%s", devmemtcp_gpu_errmsg(b->g));
+		b->ctx_left[i] = cu->cuCtxGetCurrent(&c) != CUDA_SUCCESS || c;
+	}
+	return NULL;
+}
+
+static void run_bare(struct bare *b)
+{
+	pthread_t t;
+
+	assert_int_equal(pthread_create(&t, NULL, bare_thread, b), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	for (int i = 0; i < b->calls + b->flush; i++)
+		if (b->ctx_left[i])
+			fail_msg("call %d left a CUDA context current on its thread", i);
+}
+
+/*
+ * A thread with no CUDA context current (a data loader's worker): the
+ * handle makes its context current for the driver calls a gather needs
+ * (queueing a batch, staging linear bytes, the flush) and leaves none
+ * current; every byte and token arrives.  On the fake driver, a context
+ * that cannot be made current: a gather that only joins the open batch
+ * needs none and succeeds; the one that must queue that batch fails it
+ * as a failed launch would (its tokens go back), and its own fragments
+ * stay the caller's.
+ */
+static void test_gather_no_context(void **state)
+{
+	enum { N = 5, FEW = 16 };
+	const uint64_t size = RECV * 4096ull;
+	struct devmemtcp_gpu *g = coalescing(1u << 20, 1000u * 1000);
+	struct devmemtcp_frag *f = calloc((N + 2) * RECV, sizeof(*f));
+	uint8_t *linear = malloc(LINEAR_MAX), *want = malloc(N * size);
+	struct bare b = { .g = g, .linear = linear, .calls = N, .flush = true };
+	struct dmt_batch_stats st;
+	uint32_t sent = 0;
+	struct recv r;
+	CUdeviceptr dst;
+
+	(void)state;
+	assert_true(f && linear && want);
+	recv_open(&r);
+	b.rx = r.rx;
+	CK(cu->cuMemAlloc(&dst, N * size));
+	/* two receives on one stream, the second with 5 linear fragments
+	 * (the staging ring is made for them, after the first gather is
+	 * queued), three on another (the second gather queued before them),
+	 * queued by the flush */
+	for (int i = 0; i < N; i++) {
+		b.f[i] = f + i * RECV;
+		b.n[i] = RECV;
+		assert_int_equal(receive(&r, b.f[i], RECV, 4096, i == 1 ? 5 : 0,
+					 linear, NULL, want + i * size), size);
+		b.d[i] = (struct devmemtcp_gpu_iov){ dst + i * size, size };
+		b.st[i] = i < 2 ? stream : stream2;
+		for (uint32_t k = 0; k < RECV; k++)
+			sent += !(b.f[i][k].flags & DEVMEMTCP_FRAG_LINEAR);
+	}
+	assert_int_equal(sent, N * RECV - 5);
+	run_bare(&b);
+	for (int i = 0; i < N; i++)
+		if (b.ret[i])
+			fail_msg("gather %d: %d: %s", i, b.ret[i], b.msg[i]);
+	assert_int_equal(b.ret[N], 3);	/* the flush queued three gathers */
+	dmt_batch_stats(g, &st);
+	assert_int_equal(st.launches, 3);
+	assert_int_equal(st.by_order, 2);
+	assert_int_equal(st.by_flush, 1);
+	assert_int_equal(st.gathers, N);
+	CK(cu->cuStreamSynchronize(stream));
+	CK(cu->cuStreamSynchronize(stream2));
+	check_bytes(dst, want, N * size, "gathers from a thread without a context");
+	assert_true(wait_returned(&r, sent, 10));
+	assert_int_equal(returned, sent);
+
+	if (fake) {
+		struct bare c = { .g = g, .linear = linear, .rx = r.rx, .calls = 2 };
+
+		for (int i = 0; i < 2; i++) {
+			c.f[i] = f + (N + i) * RECV;
+			c.n[i] = FEW;
+			receive(&r, c.f[i], FEW, 4096, 0, NULL, NULL, NULL);
+			c.d[i] = (struct devmemtcp_gpu_iov){ dst + i * size, size };
+			c.st[i] = i ? stream2 : stream;
+		}
+		setenv("DEVMEMTCP_FAKE_CUDA_FAIL", "cuCtxPushCurrent_v2=999", 1);
+		run_bare(&c);
+		unsetenv("DEVMEMTCP_FAKE_CUDA_FAIL");
+		if (c.ret[0])
+			fail_msg("a gather joining the batch: %d: %s", c.ret[0], c.msg[0]);
+		assert_int_equal(c.ret[1], -EIO);
+		assert_string_equal(c.msg[1],
+				    "devmemtcp_gpu_gather_recv: queueing a batch of 1 coalesced gathers failed: cuCtxPushCurrent failed: CUDA_ERROR_FAKE (fake-cuda error): their destinations were not written, and their tokens go back to the kernel");
+		/* the failed batch's tokens go back, the call's own stay */
+		assert_true(wait_returned(&r, sent + FEW, 10));
+		assert_int_equal(returned, sent + FEW);
+		assert_int_equal(devmemtcp_rx_release(r.rx, c.f[1], FEW), 0);
+		assert_true(wait_returned(&r, sent + 2 * FEW, 10));
+		assert_int_equal(returned, sent + 2 * FEW);
+		dmt_batch_stats(g, &st);
+		assert_int_equal(st.launches, 3);
+		assert_int_equal(st.pending_gathers, 0);
+	}
+	devmemtcp_gpu_free(g);
+	recv_close(&r);
+	CK(cu->cuMemFree(dst));
+	free(f);
+	free(linear);
+	free(want);
+}
+
 static void test_coalesce_options(void **state)
 {
 	struct devmemtcp_gpu *g = NULL;
@@ -927,6 +1069,7 @@ int main(void)
 		T(test_gather_recv_staging_waits),
 		T(test_gather_recv_errors),
 		T(test_flush_errors),
+		T(test_gather_no_context),
 	};
 	const char *seed = getenv("DEVMEMTCP_TEST_SEED");
 	const char *only = getenv("DEVMEMTCP_TEST_ONLY");

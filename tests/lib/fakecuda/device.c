@@ -199,6 +199,7 @@ FK_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
 
 FK_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext c)
 {
+	FK_INJECT();
 	if (!c)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (ctx_depth == 16)
