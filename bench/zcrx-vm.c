@@ -65,8 +65,7 @@ struct run {
 /* A receive that waits this long while fragments are held gives them all
  * back: out-of-order segments may hold every buffer the held ones leave,
  * and then the segment the kernel dropped finds none when it comes again
- * (a zcrx or devmem application that holds most of its buffers must do
- * the same) */
+ * (devmemtcp_zcrx_new(3), "Holding buffers") */
 #define STALL_MS 200
 
 struct rig {
@@ -173,21 +172,18 @@ static int run_one(struct run *r, int port)
 
 		n = devmemtcp_rx_recv(rx, frags, MAX_FRAGS, linear, LINEAR);
 		if (n == -EAGAIN) {
-			if (nheld) {
-				T_CHECK(devmemtcp_rx_release(rx, held, nheld) == 0,
-					"release: %s", devmemtcp_rx_errmsg(rx));
-				nheld = 0;
-				r->stalls++;
-			}
-			continue;
-		}
-		if (n <= 0)
+			/* a stall: every held fragment goes back */
+			over = nheld;
+			r->stalls += nheld > 0;
+		} else if (n <= 0) {
 			break;
-		T_TRY(check(g.buf, frags, n, &pos));
-		memcpy(held + nheld, frags, (size_t)n * sizeof(*frags));
-		nheld += (size_t)n;
-		/* the oldest beyond the window go back, in order */
-		over = nheld > r->hold ? nheld - r->hold : 0;
+		} else {
+			T_TRY(check(g.buf, frags, n, &pos));
+			memcpy(held + nheld, frags, (size_t)n * sizeof(*frags));
+			nheld += (size_t)n;
+			/* the oldest beyond the window go back, in order */
+			over = nheld > r->hold ? nheld - r->hold : 0;
+		}
 		if (over) {
 			T_CHECK(devmemtcp_rx_release(rx, held, over) == 0, "release: %s",
 				devmemtcp_rx_errmsg(rx));
